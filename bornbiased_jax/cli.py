@@ -1,0 +1,161 @@
+"""``bornbiased``: a thin command line over the library.
+
+  bornbiased sweep    token preference at initialisation (Table 1, Figure 1a); the main job
+  bornbiased theory   the paper's propositions: closed forms vs simulated random networks
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import platform
+import sys
+import time
+from pathlib import Path
+
+PAPER_SWEEP = dict(presets=["gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b"],
+                   seeds=[42, 43], seq_lens=[64, 256, 1024], num_seqs=10_000)
+CPU_SWEEP = dict(presets=["gpt2-rope-cpu"], seeds=[0, 1, 2], seq_lens=[64], num_seqs=1000)
+
+
+class UsageError(ValueError):
+    """Bad command-line input; reported as 'bornbiased: error: ...' with exit status 2."""
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'42', '42,43', '0:256' (half-open range), '0:10:2', or a mix: '1,5:8' -> [1, 5, 6, 7]."""
+    seeds: list[int] = []
+    for part in filter(None, (p.strip() for p in text.replace(" ", ",").split(","))):
+        try:
+            if ":" in part:
+                bounds = [int(b) for b in part.split(":")]
+                if len(bounds) not in (2, 3):
+                    raise ValueError
+                seeds.extend(range(*bounds))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise UsageError(f"cannot read seeds {text!r}: use integers, commas and ranges "
+                             f"start:stop[:step], e.g. '42,43' or '0:256'") from None
+    if not seeds:
+        raise UsageError(f"the seed list {text!r} is empty; give at least one seed, e.g. '0:4'")
+    bad = [s for s in seeds if not 0 <= s < 2**32]
+    if bad:
+        raise UsageError(f"seeds must lie in [0, 2**32): got {bad[:5]}")
+    return seeds
+
+
+def _seeds_arg(text: str) -> list[int]:
+    try:
+        return parse_seeds(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (> 0), got {v}")
+    return v
+
+
+def _sweep_parser(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="token preference of random initialisations (Table 1, Figure 1a)",
+        description="For each preset, seed and sequence length: predict the next token of N "
+                    "uniformly random sequences with the randomly initialised model, and test "
+                    "the most frequent prediction against the uniform null (Bonferroni binomial "
+                    "test). Prints Table 1; writes token_preference.json, token_preference.md "
+                    "and figure1a.png into --out. Defaults (CPU, ~2 minutes on 2 cores): "
+                    f"{CPU_SWEEP}. --scale paper: {PAPER_SWEEP}. Explicit flags override both.")
+    p.add_argument("--preset", nargs="+", help="model preset(s), e.g. gpt2-rope-cpu llama2-nano")
+    p.add_argument("--seeds", type=_seeds_arg, help="model seeds: '42,43', '0:256', '1,5:8'")
+    p.add_argument("--seq-len", type=_positive, nargs="+", help="sequence length(s) T")
+    p.add_argument("--num-seqs", type=_positive, help="random sequences N per (seed, T)")
+    p.add_argument("--input", choices=["tokens", "gaussian"], default="tokens",
+                   help="uniform random token ids, or Gaussian input embeddings (Sec. 4.1)")
+    p.add_argument("--probe-seed", type=int, default=0, help="seed of the probe sequences")
+    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
+                   help="'paper' runs Table 1's settings (needs a GPU)")
+    p.add_argument("--out", type=Path, default=Path("results/sweep"), help="output folder")
+    p.add_argument("--strategy", choices=["auto", "vmap", "map", "loop"], default="auto",
+                   help="how seeds are batched (auto: lax.map on CPU, vmap on accelerators)")
+    p.add_argument("--seed-chunk", type=_positive, help="seeds whose parameters live at once")
+    p.add_argument("--seq-chunk", type=_positive, help="sequences per compiled call")
+    p.add_argument("--memory-budget-gb", type=float, help="per-device budget for chunk sizes")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def run_sweep(args) -> int:
+    import jax
+
+    from bornbiased_jax import io, report
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes.token_preference import token_preference
+
+    defaults = PAPER_SWEEP if args.scale == "paper" else CPU_SWEEP
+    presets = args.preset or defaults["presets"]
+    seeds = args.seeds or defaults["seeds"]
+    seq_lens = args.seq_len or defaults["seq_lens"]
+    num_seqs = args.num_seqs or defaults["num_seqs"]
+    configs = [get_preset(name) for name in presets]  # validates names first
+    for cfg in configs:
+        for T in seq_lens:
+            if T > cfg.max_seq_len:
+                raise UsageError(f"--seq-len {T} exceeds the maximum context "
+                                 f"{cfg.max_seq_len} of preset {cfg.name}")
+    budget = int(args.memory_budget_gb * 2**30) if args.memory_budget_gb else None
+    t0 = time.time()
+    records = []
+    for cfg in configs:
+        records += token_preference(
+            cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
+            progress=not args.no_progress, strategy=args.strategy, seed_chunk=args.seed_chunk,
+            seq_chunk=args.seq_chunk, memory_budget=budget)
+    wall = time.time() - t0
+    table = report.table1_markdown(records)
+    run_info = {
+        "command": "bornbiased " + " ".join(sys.argv[1:]), "wall_seconds": round(wall, 1),
+        "jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
+        "machine": platform.platform(), "scale": args.scale,
+        "configs": [dataclasses.asdict(c) for c in configs],
+    }
+    out = args.out
+    io.write_json(out / "token_preference.json",
+                  {"run": run_info, "records": [r.to_json() for r in records]})
+    io.write_text(out / "token_preference.md",
+                  f"# Token preference at initialisation\n\n{table}\n"
+                  f"Run: `{run_info['command']}` on {run_info['devices'][0]}, "
+                  f"{wall:.0f} s.\n")
+    io.save_figure(report.figure1a(records), out / "figure1a.png")
+    print(table)
+    print(f"wrote {out}/token_preference.json, token_preference.md, figure1a.png "
+          f"({wall:.0f} s)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _sweep_parser(sub)
+    try:
+        from bornbiased_jax.theory.cli import add_theory_parser
+        add_theory_parser(sub)
+    except ImportError:  # the theory CLI is optional in a partial install
+        pass
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "sweep":
+            return run_sweep(args)
+        return args.run(args)
+    except (ValueError, TypeError) as e:
+        print(f"bornbiased: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

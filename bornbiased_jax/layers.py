@@ -1,0 +1,183 @@
+"""Sublayers of the decoder, as pure functions of (params, config, x) on ONE sequence.
+
+Shapes: T = sequence length, d = d_model, H = n_heads, K = head_dim, F = d_ff.
+Batching over sequences and over seeds is ``jax.vmap`` / ``lax.map`` at the boundary; nothing
+here knows about batches. Each ``init_*`` takes an ``init_param(name, shape, std)`` callback so
+that every parameter's key is derived from its full path name (see ``model.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from bornbiased_jax.config import ModelConfig
+
+InitParam = Callable[..., jax.Array]  # init_param(name, shape, std | "zeros" | "ones")
+
+
+# --- activations ------------------------------------------------------------------------------
+def activation_fn(name: str) -> Callable[[jax.Array], jax.Array]:
+    """phi by name. 'gelu' is exact x*Phi(x) (paper Sec. 4.2); 'gelu_tanh' is GPT-2's approximation."""
+    return {
+        "relu": jax.nn.relu,
+        "gelu": lambda x: jax.nn.gelu(x, approximate=False),
+        "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
+        "tanh": jnp.tanh,
+        "silu": jax.nn.silu,
+    }[name]
+
+
+# --- normalisation ----------------------------------------------------------------------------
+def init_norm(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
+    if cfg.norm == "none":
+        return {}
+    p = {"scale": init_param(f"{name}/scale", (cfg.d_model,), "ones")}
+    if cfg.norm == "layernorm" and cfg.linear_bias:
+        p["bias"] = init_param(f"{name}/bias", (cfg.d_model,), "zeros")
+    return p
+
+
+def norm(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:
+    """LayerNorm or RMSNorm over the last axis (statistics in float32), or identity."""
+    if cfg.norm == "none":
+        return x_Td
+    x = x_Td.astype(jnp.float32)
+    if cfg.norm == "layernorm":
+        x = x - x.mean(-1, keepdims=True)
+    y = x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + cfg.norm_eps)
+    y = y * p["scale"]
+    if "bias" in p:
+        y = y + p["bias"]
+    return y.astype(x_Td.dtype)
+
+
+# --- linear -----------------------------------------------------------------------------------
+def init_linear(init_param: InitParam, name: str, d_in: int, d_out: int, std: float,
+                bias: bool) -> dict:
+    p = {"kernel": init_param(f"{name}/kernel", (d_in, d_out), std)}
+    if bias:
+        p["bias"] = init_param(f"{name}/bias", (d_out,), "zeros")
+    return p
+
+
+def linear(p: dict, x: jax.Array) -> jax.Array:
+    y = x @ p["kernel"]
+    return y + p["bias"] if "bias" in p else y
+
+
+# --- rotary position embedding ----------------------------------------------------------------
+def rope_cos_sin(T: int, K: int, theta: float) -> tuple[jax.Array, jax.Array]:
+    """cos, sin tables of shape (T, K) in the HF LLaMA layout (halves, not interleaved)."""
+    inv_freq_K2 = 1.0 / theta ** (jnp.arange(0, K, 2, dtype=jnp.float32) / K)
+    ang_TK2 = jnp.arange(T, dtype=jnp.float32)[:, None] * inv_freq_K2[None, :]
+    ang_TK = jnp.concatenate([ang_TK2, ang_TK2], axis=-1)
+    return jnp.cos(ang_TK), jnp.sin(ang_TK)
+
+
+def apply_rope(x_THK: jax.Array, cos_TK: jax.Array, sin_TK: jax.Array) -> jax.Array:
+    """Rotate q or k: x*cos + rotate_half(x)*sin, so that <R_s q, R_t k> depends on t - s."""
+    half = x_THK.shape[-1] // 2
+    rot = jnp.concatenate([-x_THK[..., half:], x_THK[..., :half]], axis=-1)
+    return x_THK * cos_TK[:, None, :] + rot * sin_TK[:, None, :]
+
+
+# --- attention --------------------------------------------------------------------------------
+def init_attention(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
+    if not cfg.has_attn_params:
+        return {}  # Attn0 has no parameters (identity W_V and W_O)
+    d, s = cfg.d_model, cfg.init_std
+    qkv_bias = cfg.linear_bias or cfg.qkv_bias
+    return {
+        "q_proj": init_linear(init_param, f"{name}/q_proj", d, d, s, qkv_bias),
+        "k_proj": init_linear(init_param, f"{name}/k_proj", d, d, s, qkv_bias),
+        "v_proj": init_linear(init_param, f"{name}/v_proj", d, d, s, qkv_bias),
+        "o_proj": init_linear(init_param, f"{name}/o_proj", d, d, cfg.residual_std,
+                              cfg.linear_bias),
+    }
+
+
+def output_transform(cfg: ModelConfig, o_THK: jax.Array, offset: int = 0) -> jax.Array:
+    """Per-head transform of the aggregated output o_i = sum_j A_ij v_j (paper Sec. 6.2.1).
+
+    Position i is 1-based as in the paper (row r of ``o_THK`` is position offset + r + 1), so
+    the first token is left unscaled by sqrt(i).
+    """
+    kind = cfg.attn_output_transform
+    if kind == "none":
+        return o_THK
+    i_T = jnp.arange(offset + 1, offset + o_THK.shape[0] + 1, dtype=jnp.float32)
+    if kind == "sqrt_i":
+        return o_THK * jnp.sqrt(i_T)[:, None, None].astype(o_THK.dtype)
+    if kind == "sqrt_i_over_T":
+        return o_THK * jnp.sqrt(i_T / cfg.max_seq_len)[:, None, None].astype(o_THK.dtype)
+    if kind == "headwise_rmsnorm":
+        o = o_THK.astype(jnp.float32)
+        o = o * jax.lax.rsqrt((o * o).mean(-1, keepdims=True) + cfg.norm_eps)
+        return o.astype(o_THK.dtype)
+    raise AssertionError(kind)
+
+
+def attention_weights(p: dict, cfg: ModelConfig, x_Td: jax.Array,
+                      rope: tuple[jax.Array, jax.Array] | None,
+                      last_only: bool = False) -> tuple[jax.Array, jax.Array]:
+    """Causal softmax attention weights A (H, Q, T) and values v (T, H, K).
+
+    Q = T queries, or only the last position's query when ``last_only`` (Q = 1).
+    """
+    T, H, K = x_Td.shape[0], cfg.n_heads, cfg.head_dim
+    xq_Qd = x_Td[-1:] if last_only else x_Td
+    Q = xq_Qd.shape[0]
+    q_QHK = linear(p["q_proj"], xq_Qd).reshape(Q, H, K)
+    k_THK = linear(p["k_proj"], x_Td).reshape(T, H, K)
+    v_THK = linear(p["v_proj"], x_Td).reshape(T, H, K)
+    if rope is not None:
+        cos_TK, sin_TK = rope
+        q_QHK = apply_rope(q_QHK, cos_TK[T - Q:], sin_TK[T - Q:])
+        k_THK = apply_rope(k_THK, cos_TK, sin_TK)
+    scores_HQT = jnp.einsum("qhk,thk->hqt", q_QHK, k_THK) / jnp.sqrt(K).astype(x_Td.dtype)
+    causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
+    scores_HQT = jnp.where(causal_QT[None], scores_HQT.astype(jnp.float32), -jnp.inf)
+    return jax.nn.softmax(scores_HQT, axis=-1).astype(x_Td.dtype), v_THK
+
+
+def attention(p: dict, cfg: ModelConfig, x_Td: jax.Array,
+              rope: tuple[jax.Array, jax.Array] | None, last_only: bool = False) -> jax.Array:
+    """Multi-head causal self-attention (or Attn0) of one sequence: (T, d) -> (Q, d).
+
+    Q = T, or 1 when ``last_only`` (only the last position's output is computed).
+    """
+    T = x_Td.shape[0]
+    if cfg.attention == "attn0_full":  # Definition 3: the average of the whole sequence
+        out_Td = jnp.broadcast_to(x_Td.mean(0, keepdims=True), x_Td.shape)
+    elif cfg.attention == "attn0_causal":  # running average, o_i = (1/i) sum_{j<=i} x_j
+        i_T = jnp.arange(1, T + 1, dtype=x_Td.dtype)
+        out_Td = jnp.cumsum(x_Td, axis=0) / i_T[:, None]
+    else:
+        A_HQT, v_THK = attention_weights(p, cfg, x_Td, rope, last_only)
+        o_QHK = jnp.einsum("hqt,thk->qhk", A_HQT, v_THK)
+        o_QHK = output_transform(cfg, o_QHK, offset=T - o_QHK.shape[0])  # Sec. 6.2's slot
+        return linear(p["o_proj"], o_QHK.reshape(o_QHK.shape[0], cfg.d_model))
+    return out_Td[-1:] if last_only else out_Td
+
+
+# --- MLP --------------------------------------------------------------------------------------
+def init_mlp(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
+    d, F, s, b = cfg.d_model, cfg.d_ff, cfg.init_std, cfg.linear_bias
+    p = {"up_proj": init_linear(init_param, f"{name}/up_proj", d, F, s, b),
+         "down_proj": init_linear(init_param, f"{name}/down_proj", F, d, cfg.residual_std, b)}
+    if cfg.gated_mlp:
+        p["gate_proj"] = init_linear(init_param, f"{name}/gate_proj", d, F, s, b)
+    return p
+
+
+def mlp(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:
+    """phi(x W_up) W_down, or phi(x W_gate) * (x W_up) W_down when gated (SwiGLU)."""
+    phi = activation_fn(cfg.activation)
+    if cfg.gated_mlp:
+        h_TF = phi(linear(p["gate_proj"], x_Td)) * linear(p["up_proj"], x_Td)
+    else:
+        h_TF = phi(linear(p["up_proj"], x_Td))
+    return linear(p["down_proj"], h_TF)

@@ -1,0 +1,203 @@
+"""The sweep engine: one probe, S seeds x N sequences, jitted once, chunked to fit memory.
+
+A *probe* is written for one model and one input sequence: ``probe(params, x) -> pytree`` where
+``x`` is a (T,) token array or a (T, d) embedding array. The engine
+
+  1. builds each seed's parameters under ``jit`` from ``jax.random.key(seed)``; the embedding
+     group is built once and shared when ``cfg.shared_embedding`` (the paper's protocol);
+  2. batches sequences with ``vmap`` and seeds with one of three strategies:
+       "vmap" - all seeds of a chunk at once (fastest on GPUs, memory-hungry on CPUs),
+       "map"  - ``lax.map(..., batch_size=map_batch)``, a compiled loop over small vmapped groups
+                (fastest measured on the 2-core CPU, and memory stays bounded),
+       "loop" - a Python loop over seeds of one jitted per-seed function;
+  3. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several;
+  4. returns host numpy arrays with leading axes (S, N).
+
+Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given. The same seed
+gives the same result whatever the strategy, chunking or device count: parameters are bitwise
+identical (threefry is vmap-invariant); probe outputs are equal to float32 rounding (batched
+and unbatched matmuls may round differently), which the tests bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+from tqdm.auto import tqdm
+
+from bornbiased_jax import model
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.keys import seed_keys
+
+Probe = Callable[[dict, jax.Array], Any]
+STRATEGIES = ("auto", "vmap", "map", "loop")
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+    """How a sweep is cut: ``seed_chunk`` seeds' parameters live at once (a multiple of the
+    device count), ``map_batch`` seeds run together inside ``lax.map``, ``seq_chunk`` sequences
+    per call."""
+
+    strategy: str
+    seed_chunk: int
+    seq_chunk: int
+    map_batch: int
+    n_devices: int
+
+
+def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
+    """Bytes of float32 parameters of one seed (the seed-dependent group when ``per_seed``)."""
+    fn = (lambda k: model.init_blocks(cfg, k)) if (per_seed and cfg.shared_embedding) else (
+        lambda k: model.init(cfg, k))
+    shapes = jax.eval_shape(fn, jax.random.key(0))
+    return sum(4 * math.prod(x.shape) for x in jax.tree.leaves(shapes))
+
+
+def activation_bytes(cfg: ModelConfig, T: int) -> int:
+    """Rough float32 working set of one forward of one sequence: attention scores and
+    probabilities (2 H T^2), a handful of d-wide and d_ff-wide activations per token."""
+    per_token = 8 * cfg.d_model + 3 * cfg.d_ff + 2 * cfg.n_heads * T
+    return 4 * T * per_token + 4 * cfg.vocab_size  # + one row of logits
+
+
+def default_budget(devices: Sequence[jax.Device]) -> int:
+    """Per-device memory budget: 40 % of a GPU/TPU's memory, 2 GiB on CPU."""
+    stats = devices[0].memory_stats() if devices[0].platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return int(0.4 * stats["bytes_limit"])
+    return 2 << 30
+
+
+def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy: str = "auto",
+               seed_chunk: int | None = None, seq_chunk: int | None = None,
+               map_batch: int | None = None, memory_budget: int | None = None,
+               devices: Sequence[jax.Device] | None = None) -> SweepPlan:
+    """Choose strategy and chunk sizes; half the budget for parameters, half for activations."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+    devices = list(devices or jax.devices())
+    nd = len(devices)
+    if strategy == "auto":
+        strategy = "map" if devices[0].platform == "cpu" else "vmap"
+    budget = memory_budget or default_budget(devices)
+    if map_batch is None:
+        map_batch = 4
+    if seed_chunk is None:
+        fit = max(1, (budget // 2) // max(1, param_bytes(cfg)))
+        seed_chunk = max(1, min(n_seeds, fit * nd))
+    seed_chunk = nd * math.ceil(seed_chunk / nd)
+    if seq_chunk is None:
+        parallel = {"vmap": seed_chunk // nd, "map": min(map_batch, seed_chunk // nd),
+                    "loop": 1}[strategy]
+        seq_chunk = (budget // 2) // (parallel * activation_bytes(cfg, T))
+        seq_chunk = int(max(1, min(n_seqs, seq_chunk, 512)))
+    if seed_chunk < 1 or seq_chunk < 1 or map_batch < 1:
+        raise ValueError("seed_chunk, seq_chunk and map_batch must be positive")
+    return SweepPlan(strategy, int(seed_chunk), int(seq_chunk), int(map_batch), nd)
+
+
+class _Compiled:
+    """The jitted init and probe functions of one (cfg, probe, plan, devices)."""
+
+    def __init__(self, cfg: ModelConfig, probe: Probe, plan: SweepPlan, devices):
+        self.cfg, self.plan = cfg, plan
+        shared = cfg.shared_embedding
+        init_one = (lambda k: model.init_blocks(cfg, k)) if shared else (lambda k: model.init(cfg, k))
+        self.shared_params = (jax.jit(lambda: model.init_embeddings(cfg, model.embed_key(cfg, None)))()
+                              if shared else {})
+
+        def run_one(seed_params, shared_params, xs):
+            params = {**seed_params, **shared_params}
+            return jax.vmap(lambda x: probe(params, x))(xs)
+
+        def over_seeds(init_or_run):
+            """Apply a per-seed function over the local seed axis with the plan's strategy."""
+            if plan.strategy == "vmap":
+                return lambda first, *rest: jax.vmap(lambda a: init_or_run(a, *rest))(first)
+            return lambda first, *rest: jax.lax.map(lambda a: init_or_run(a, *rest), first,
+                                                    batch_size=plan.map_batch)
+
+        if plan.strategy == "loop":
+            self.init_one = jax.jit(init_one)
+            self.run_one = jax.jit(run_one)
+            return
+        init_local = over_seeds(lambda k: init_one(k))
+        run_local = over_seeds(run_one)
+        if plan.n_devices > 1:
+            mesh = Mesh(np.asarray(devices), ("seeds",))
+            init_local = jax.shard_map(init_local, mesh=mesh, in_specs=P("seeds"),
+                                       out_specs=P("seeds"))
+            run_local = jax.shard_map(run_local, mesh=mesh, in_specs=(P("seeds"), P(), P()),
+                                      out_specs=P("seeds"))
+        self.init_many = jax.jit(init_local)
+        self.run_many = jax.jit(run_local)
+
+    def init(self, keys):
+        if self.plan.strategy == "loop":
+            return [self.init_one(k) for k in keys]
+        return self.init_many(keys)
+
+    def run(self, seed_params, xs):
+        if self.plan.strategy == "loop":
+            outs = [self.run_one(p, self.shared_params, xs) for p in seed_params]
+            return jax.tree.map(lambda *a: jnp.stack(a), *outs)
+        return self.run_many(seed_params, self.shared_params, xs)
+
+
+def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Array | np.ndarray,
+          *, strategy: str = "auto", seed_chunk: int | None = None,
+          seq_chunk: int | None = None, map_batch: int | None = None,
+          memory_budget: int | None = None, devices: Sequence[jax.Device] | None = None,
+          progress: bool = False, desc: str = "sweep"):
+    """Run ``probe`` for every seed on every input sequence.
+
+    Args:
+      probe: ``probe(params, x)`` for one model and one sequence ``x``.
+      seeds: integer seeds; seed s is the model ``init(cfg, jax.random.key(s))``.
+      inputs: (N, T) token ids or (N, T, d) input embeddings, shared by all seeds: an array or a
+        lazy probe set from ``probes.inputs`` (anything with ``shape`` and first-axis slicing).
+    Returns:
+      the probe's pytree with host numpy leaves of shape (S, N, ...).
+    """
+    keys = seed_keys(seeds)  # validates: non-empty, integers in range
+    seeds = [int(s) for s in seeds]
+    if not hasattr(inputs, "shape"):
+        inputs = np.asarray(inputs)
+    if len(inputs.shape) not in (2, 3) or inputs.shape[0] < 1:
+        raise ValueError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
+                         f"got shape {inputs.shape}")
+    N, T = inputs.shape[:2]
+    model.check_seq_len(cfg, T)
+    devices = list(devices or jax.devices())
+    plan = plan_sweep(cfg, len(seeds), N, T, strategy=strategy, seed_chunk=seed_chunk,
+                      seq_chunk=seq_chunk, map_batch=map_batch, memory_budget=memory_budget,
+                      devices=devices)
+    compiled = _Compiled(cfg, probe, plan, devices)
+    S = len(seeds)
+    n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)
+    out = None
+    with tqdm(total=n_chunks, desc=desc, disable=not progress, unit="chunk") as bar:
+        for s0 in range(0, S, plan.seed_chunk):
+            k = keys[s0:s0 + plan.seed_chunk]
+            n_real = k.shape[0]
+            pad = (-n_real) % plan.n_devices
+            if pad:  # pad with copies of the last key so the chunk splits over devices
+                k = jnp.concatenate([k, jnp.repeat(k[-1:], pad, axis=0)])
+            seed_params = compiled.init(k)
+            for n0 in range(0, N, plan.seq_chunk):
+                xs = jnp.asarray(inputs[n0:n0 + plan.seq_chunk])
+                res = jax.device_get(compiled.run(seed_params, xs))
+                if out is None:
+                    out = jax.tree.map(lambda a: np.empty((S, N) + a.shape[2:], a.dtype), res)
+                jax.tree.map(lambda o, a: o.__setitem__(
+                    (slice(s0, s0 + n_real), slice(n0, n0 + a.shape[1])), a[:n_real]), out, res)
+                bar.update(1)
+            del seed_params
+    return out

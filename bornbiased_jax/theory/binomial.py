@@ -1,0 +1,89 @@
+"""The Bonferroni binomial test of Table 1 (App. B.2) and the uniform rank-frequency baseline.
+
+Under H0 each of N predicted tokens is uniform over V tokens, so the count of any one token is
+X ~ Binomial(N, p0 = 1/V). With k_max the count of the top-1 token,
+
+    p_nominal = P(X >= k_max),    p = min(1, V * p_nominal)    (Bonferroni over the vocabulary).
+
+Everything is computed in log space (a log-sum-exp of log-pmf terms), so p-values far below the
+float64 range (the paper's "0.00 due to underflow") are reported as finite ``log10 p``.
+
+Figure 1a's red dashed line is the expected sorted count profile of N uniform draws over V cells:
+:func:`uniform_rank_frequency` computes E[X_(r)], the expected r-th largest cell count, and
+:func:`simulate_uniform_rank_frequency` is its Monte Carlo simulator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special, stats
+
+LOG10_E = 1.0 / math.log(10.0)
+
+
+def _check(k: int, n: int, v: int) -> None:
+    if n < 1:
+        raise ValueError(f"N must be >= 1, got {n}")
+    if v < 1:
+        raise ValueError(f"V must be >= 1, got {v}")
+    if not 0 <= k <= n:
+        raise ValueError(f"k must lie in [0, N={n}], got {k}")
+
+
+def log_binom_sf(k: int, n: int, p0: float) -> float:
+    """ln P(X >= k) for X ~ Binomial(n, p0), exact summation in log space."""
+    if k <= 0:
+        return 0.0
+    x = np.arange(k, n + 1)
+    return float(special.logsumexp(stats.binom.logpmf(x, n, p0)))
+
+
+def bonferroni_log10_p(k_max: int, n: int, v: int) -> float:
+    """log10 of the Bonferroni-corrected p-value min(1, V * P(X >= k_max)), X ~ Bin(N, 1/V)."""
+    _check(k_max, n, v)
+    log_p = math.log(v) + log_binom_sf(k_max, n, 1.0 / v)
+    return min(0.0, log_p * LOG10_E)
+
+
+def format_log10_p(log10_p: float, digits: int = 2) -> str:
+    """'4.55e-137' style text for a p-value given by its log10 (no underflow to 0)."""
+    if log10_p >= -3:
+        return f"{10 ** log10_p:.{digits + 1}g}"
+    e = math.floor(log10_p)
+    m = 10 ** (log10_p - e)
+    if round(m, digits) >= 10:
+        m, e = m / 10, e + 1
+    return f"{m:.{digits}f}e{e}"
+
+
+def uniform_rank_frequency(n: int, v: int, ranks: int) -> np.ndarray:
+    """E[X_(r)], r = 1..ranks: the expected r-th largest count of N uniform draws over V cells.
+
+    E[X_(r)] = sum_{k>=1} P(X_(r) >= k) = sum_{k>=1} P(#{cells with count >= k} >= r).
+    The number of cells with count >= k is a sum of V exchangeable, weakly negatively dependent
+    indicators with mean q_k = P(Bin(N, 1/V) >= k); we take it Binomial(V, q_k). This is
+    accurate in the sparse regime N << V of the paper (within Monte Carlo error at N = 2,000,
+    V = 50,257 and N = 10,000, V = 32,000, tested against
+    :func:`simulate_uniform_rank_frequency`); when N is comparable to V the ignored negative
+    dependence biases it (by up to 0.07 counts at N = 500, V = 300).
+    """
+    _check(0, n, v)
+    ranks = min(ranks, v)
+    ks = np.arange(1, n + 1)
+    q_k = stats.binom.sf(ks - 1, n, 1.0 / v)  # P(count >= k) for one cell
+    keep = q_k * v > 1e-12
+    ks, q_k = ks[keep], q_k[keep]
+    r = np.arange(1, ranks + 1)
+    # P(Binomial(V, q_k) >= r) for every (r, k)
+    tail = stats.binom.sf(r[:, None] - 1, v, q_k[None, :])
+    return tail.sum(axis=1)
+
+
+def simulate_uniform_rank_frequency(n: int, v: int, ranks: int, reps: int,
+                                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo E[X_(r)] and its standard error from ``reps`` multinomial draws."""
+    draws = rng.multinomial(n, np.full(v, 1.0 / v), size=reps)
+    top = -np.sort(-draws, axis=1)[:, :ranks].astype(float)
+    return top.mean(0), top.std(0, ddof=1) / np.sqrt(reps)

@@ -1,0 +1,17 @@
+"""The README's Python example runs as written (on the tiny preset, to stay fast)."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_python_example_runs():
+    code = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
+    assert 'get_preset("gpt2-rope-cpu")' in code
+    ns: dict = {}
+    exec(code.replace('get_preset("gpt2-rope-cpu")', 'get_preset("gpt2-rope-tiny")'), ns)
+    cfg = ns["cfg"]
+    assert ns["out"].logits.shape == (64, cfg.vocab_size)
+    assert ns["out"].hidden.shape == (cfg.n_layers + 1, 64, cfg.d_model)
+    assert ns["preds"].shape == (4, 200)

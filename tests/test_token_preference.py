@@ -1,0 +1,154 @@
+"""Token preference: the Bonferroni binomial test, the uniform baseline, the probe, the CLI."""
+
+import json
+import math
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bornbiased_jax.cli import main, parse_seeds
+from bornbiased_jax.config import get_preset
+from bornbiased_jax.probes.token_preference import summarize, token_preference
+from bornbiased_jax.theory.binomial import (bonferroni_log10_p, format_log10_p,
+                                            simulate_uniform_rank_frequency,
+                                            uniform_rank_frequency)
+
+
+def exact_p(k: int, n: int, v: int) -> Fraction:
+    """min(1, V * sum_{x>=k} C(n,x) (1/V)^x (1-1/V)^(n-x)) in exact rational arithmetic."""
+    p0 = Fraction(1, v)
+    tail = sum(math.comb(n, x) * p0**x * (1 - p0) ** (n - x) for x in range(k, n + 1))
+    return min(Fraction(1), v * tail)
+
+
+@given(n=st.integers(1, 60), v=st.integers(2, 400), data=st.data())
+def test_p_value_matches_exact_binomial_sums(n, v, data):
+    k = data.draw(st.integers(0, n))
+    want = exact_p(k, n, v)
+    got = bonferroni_log10_p(k, n, v)
+    if want == 0:
+        pytest.fail("exact tail cannot be 0 for k <= n")
+    assert got == pytest.approx(math.log10(want), abs=1e-9, rel=1e-9)
+
+
+def test_p_value_is_finite_in_the_underflow_regime():
+    # Table 1's "0.00 (underflow)": e.g. 1,020 of 10,000 predictions on one of 50,257 tokens.
+    lp = bonferroni_log10_p(1020, 10_000, 50_257)
+    assert np.isfinite(lp) and lp < -3000
+    assert np.isfinite(bonferroni_log10_p(10_000, 10_000, 50_257))
+    # Exact for k = N: log10(V * V^-N).
+    assert bonferroni_log10_p(10_000, 10_000, 50_257) == pytest.approx(
+        -9_999 * math.log10(50_257), rel=1e-12)
+
+
+@pytest.mark.parametrize("freq, n, v, paper", [
+    # Table 1 (a)/(c), GPT-2: reproduced to every printed digit by N = 2,000 (not the stated
+    # 10,000) and |V| = 50,304 (nanoGPT's padded vocabulary, not 50,257).
+    (0.0260, 2000, 50_304, "4.55e-137"), (0.0300, 2000, 50_304, "2.20e-162"),
+    (0.0395, 2000, 50_304, "2.57e-224"), (0.0485, 2000, 50_304, "6.59e-285"),
+    (0.0520, 2000, 50_304, "6.75e-309"), (0.0525, 2000, 50_304, "2.42e-312"),
+    # Table 1 (b), LLaMA-2: N = 10,000 and |V| = 32,000 as stated.
+    (0.0006, 10_000, 32_000, "3.16e-2"), (0.0007, 10_000, 32_000, "1.40e-3"),
+    (0.0009, 10_000, 32_000, "1.90e-6"),
+])
+def test_table1_p_values_reproduce_from_their_counts(freq, n, v, paper):
+    got = bonferroni_log10_p(round(freq * n), n, v)
+    mantissa, exponent = paper.split("e")
+    # Within 1 % of p: the GPT-2 rows agree to all three printed digits, the LLaMA rows to
+    # rounding of the third (1.89e-6 here vs 1.90e-6 printed).
+    assert got == pytest.approx(math.log10(float(mantissa)) + int(exponent), abs=0.0044)
+
+
+def test_table1_gpt2_p_values_do_not_fit_the_stated_n():
+    # With the stated N = 10,000 and |V| = 50,257, 2.60 % would give p ~ 1e-696, not 4.55e-137.
+    assert bonferroni_log10_p(260, 10_000, 50_257) < -690
+    assert format_log10_p(-136.342) == "4.55e-137"
+
+
+def test_uniform_baseline_against_monte_carlo():
+    rng = np.random.default_rng(0)
+    # The sparse regime N << V of the paper (the approximation's regime; see its docstring).
+    for n, v in [(2000, 50_257), (10_000, 32_000)]:
+        mean, se = simulate_uniform_rank_frequency(n, v, 30, reps=400, rng=rng)
+        want = uniform_rank_frequency(n, v, 30)
+        # 5 standard errors, plus the floor of an exactly constant rank (se = 0).
+        assert np.all(np.abs(want - mean) <= 5 * se + 0.02), (n, v, want - mean, se)
+    # Identities: sums of counts cannot exceed N, and ranks are non-increasing.
+    r = uniform_rank_frequency(100, 10, 10)
+    assert r.sum() == pytest.approx(100, rel=1e-6) and np.all(np.diff(r) <= 1e-12)
+
+
+def test_summarize_counts():
+    preds = np.array([5, 5, 5, 2, 9, 2, 5])
+    r = summarize(preds, 10, preset="x", seed=0, seq_len=4, input="tokens")
+    assert (r.top1_id, r.top1_count, r.num_seqs, r.distinct_tokens) == (5, 4, 7, 3)
+    assert r.top1_freq == pytest.approx(4 / 7) and r.top_counts[:3] == [4, 2, 1]
+    assert r.log10_p == pytest.approx(math.log10(exact_p(4, 7, 10)))
+
+
+def test_token_preference_records():
+    cfg = get_preset("gpt2-rope-tiny")
+    recs = token_preference(cfg, [0, 1], [8, 16], 40)
+    assert [(r.seed, r.seq_len) for r in recs] == [(0, 8), (1, 8), (0, 16), (1, 16)]
+    for r in recs:
+        assert r.num_seqs == 40 and sum(r.top_counts) <= 40 and 0 <= r.top1_id < 512
+    # The same seed and probe set reproduce the same record.
+    again = token_preference(cfg, [1], [8], 40)[0]
+    assert again == recs[1]
+
+
+def test_parse_seeds():
+    assert parse_seeds("0:4") == [0, 1, 2, 3]
+    assert parse_seeds("42,43") == [42, 43]
+    assert parse_seeds("1,5:8") == [1, 5, 6, 7]
+    assert parse_seeds("0:10:4") == [0, 4, 8]
+    for bad in ["", "5:5", "a", "1:2:3:4"]:
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def test_cli_sweep_writes_results(tmp_path, capsys):
+    rc = main(["sweep", "--preset", "gpt2-rope-tiny", "llama2-tiny", "--seeds", "0:2",
+               "--seq-len", "8", "--num-seqs", "30", "--input", "gaussian", "--out",
+               str(tmp_path), "--no-progress"])
+    assert rc == 0
+    data = json.loads((tmp_path / "token_preference.json").read_text())
+    assert len(data["records"]) == 4
+    for r in data["records"]:
+        for field in ("seed", "seq_len", "num_seqs", "vocab_size", "top1_id", "top1_count",
+                      "top1_freq", "log10_p"):
+            assert field in r
+        assert r["input"] == "gaussian"
+    md = (tmp_path / "token_preference.md").read_text()
+    assert "| Seed | SeqLen | Top-1 ID |" in md and "llama2-tiny" in md
+    png = (tmp_path / "figure1a.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Top-1 ID" in capsys.readouterr().out
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporaries
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--preset", "gpt5-nano"], "unknown preset"),
+    (["--seeds", ""], "empty"),
+    (["--seeds", "3:3"], "empty"),
+    (["--num-seqs", "0"], "positive integer"),
+    (["--num-seqs", "-5"], "positive integer"),
+    (["--preset", "gpt2-rope-tiny", "--seq-len", "4096"], "maximum context"),
+])
+def test_cli_bad_input_is_a_clear_error(args, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        sys.exit(main(["sweep", "--out", str(tmp_path), *args]))
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+def test_cli_exit_status_from_a_real_process(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "sweep", "--preset",
+                           "nope", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "unknown preset 'nope'" in proc.stderr
