@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from bornbiased_jax.theory.cli import add_theory_parser
+
 PAPER_SWEEP = dict(presets=["gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b"],
                    seeds=[42, 43], seq_lens=[64, 256, 1024], num_seqs=10_000)
 CPU_SWEEP = dict(presets=["gpt2-rope-cpu"], seeds=[0, 1, 2], seq_lens=[64], num_seqs=1000)
@@ -142,11 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
     sub = parser.add_subparsers(dest="command", required=True)
     _sweep_parser(sub)
-    try:
-        from bornbiased_jax.theory.cli import add_theory_parser
-        add_theory_parser(sub)
-    except ImportError:  # the theory CLI is optional in a partial install
-        pass
+    add_theory_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "sweep":

@@ -8,6 +8,7 @@ test the top-1 count against the uniform null with the Bonferroni-corrected bino
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Sequence
 
 import jax.numpy as jnp
@@ -22,8 +23,11 @@ from bornbiased_jax.theory.binomial import bonferroni_log10_p
 TOP_COUNTS = 100  # how many sorted counts a record keeps for the rank-frequency plot
 
 
+@functools.lru_cache(maxsize=32)
 def next_token_probe(cfg: ModelConfig):
-    """probe(params, x) -> the arg-max next token after sequence x (tokens (T,) or embeds (T, d))."""
+    """probe(params, x) -> the arg-max next token after sequence x (tokens (T,) or embeds (T, d)).
+
+    Cached per config, so repeated sweeps reuse one compiled program."""
 
     def probe(params, x):
         if x.ndim == 1:

@@ -1,0 +1,125 @@
+"""Throughput of the seed sweep: tokens/s, fraction of the dense-matmul rate, peak memory.
+
+For each seed-batching strategy, a fresh Python process runs the token-preference probe over
+S seeds x N random sequences (after one untimed warm-up sweep with the same shapes, so that
+compilation is excluded) and reports
+
+  * tokens/s        = S * N * T / wall time of the sweep (parameter init included),
+  * model FLOP/s    = forward matmul FLOPs (``bornbiased_jax.flops``) / wall time,
+  * of matmul       = model FLOP/s over this process's float32 2048x2048 matmul rate (best of 5),
+  * peak RSS        = the process's maximum resident set size (getrusage).
+
+``--many-seeds K`` also runs one sweep of K seeds (short probe set) to show that memory stays
+bounded by the engine's chunking rather than growing with the number of seeds.
+
+    python benchmarks/sweep_throughput.py                       # CPU default preset
+    python benchmarks/sweep_throughput.py --many-seeds 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def matmul_rate(n: int = 2048, repeats: int = 5) -> float:
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+    f = jax.jit(lambda x, y: x @ y)
+    f(a, a).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        f(a, a).block_until_ready()
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
+
+
+def child(args) -> None:
+    """One measurement in this process; prints one JSON line."""
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+    from bornbiased_jax.probes.inputs import probe_inputs
+    from bornbiased_jax.probes.token_preference import next_token_probe
+    from bornbiased_jax.sweep import plan_sweep, sweep
+
+    cfg = get_preset(args.preset)
+    strategy, _, mb = args.child.partition(":")
+    kw = dict(strategy=strategy, map_batch=int(mb) if mb else None, seq_chunk=args.seq_chunk)
+    seeds = list(range(args.seeds))
+    T, N = args.seq_len, args.num_seqs
+    plan = plan_sweep(cfg, len(seeds), N, T, **kw)
+    probe = next_token_probe(cfg)
+    warm = probe_inputs("tokens", cfg, plan.seq_chunk, T, probe_seed=1)
+    t0 = time.perf_counter()
+    sweep(probe, cfg, seeds[:plan.seed_chunk], warm, **kw)
+    compile_s = time.perf_counter() - t0
+    xs = probe_inputs("tokens", cfg, N, T)
+    xs[:]  # generate the inputs outside the timed region
+    t0 = time.perf_counter()
+    sweep(probe, cfg, seeds, xs, **kw)
+    wall = time.perf_counter() - t0
+    flops = len(seeds) * N * forward_flops(cfg, T, last_only=True)
+    rate = matmul_rate()
+    print(json.dumps(dict(
+        strategy=args.child, seeds=len(seeds), num_seqs=N, seq_len=T, seed_chunk=plan.seed_chunk,
+        seq_chunk=plan.seq_chunk, map_batch=plan.map_batch, wall_s=wall,
+        warmup_s=compile_s, tokens_per_s=len(seeds) * N * T / wall, model_flops_per_s=flops / wall,
+        matmul_flops_per_s=rate, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="gpt2-rope-cpu")
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--num-seqs", type=int, default=512)
+    p.add_argument("--seeds", type=int, default=4)
+    p.add_argument("--seq-chunk", type=int, default=None)
+    p.add_argument("--strategies", nargs="+", default=["vmap", "map:1", "map:2", "map:4", "loop"],
+                   help="vmap, loop, or map:BATCH")
+    p.add_argument("--many-seeds", type=int, default=0, help="also sweep this many seeds")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        return child(args)
+
+    def run(strategy: str, extra: list[str]) -> dict:
+        cmd = [sys.executable, __file__, "--child", strategy, "--preset", args.preset,
+               "--seq-len", str(args.seq_len)] + extra
+        if args.seq_chunk:
+            cmd += ["--seq-chunk", str(args.seq_chunk)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"{strategy} failed:\n{out.stderr[-3000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    print(f"preset {args.preset}, T={args.seq_len}, N={args.num_seqs}, {args.seeds} seeds; "
+          f"token-preference probe (last-position logits)")
+    print(f"{'strategy':>9} {'seed_chunk':>10} {'seq_chunk':>9} {'tokens/s':>10} "
+          f"{'GFLOP/s':>8} {'of matmul':>9} {'peak RSS':>9} {'warm-up':>8}")
+    rows = []
+    for s in args.strategies:
+        r = run(s, ["--num-seqs", str(args.num_seqs), "--seeds", str(args.seeds)])
+        rows.append(r)
+        print(f"{s:>9} {r['seed_chunk']:>10} {r['seq_chunk']:>9} {r['tokens_per_s']:>10,.0f} "
+              f"{r['model_flops_per_s'] / 1e9:>8.1f} "
+              f"{r['model_flops_per_s'] / r['matmul_flops_per_s']:>9.0%} "
+              f"{r['peak_rss_mb']:>7.0f}MB {r['warmup_s']:>7.1f}s", flush=True)
+    print(f"dense matmul (2048^2 float32, in-process): "
+          f"{rows[0]['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s")
+    if args.many_seeds:
+        n = 16
+        r = run("auto", ["--num-seqs", str(n), "--seeds", str(args.many_seeds)])
+        print(f"{args.many_seeds} seeds x {n} sequences in one sweep (auto plan: seed_chunk "
+              f"{r['seed_chunk']}, map_batch {r['map_batch']}): peak RSS {r['peak_rss_mb']:.0f} MB, "
+              f"{r['wall_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
