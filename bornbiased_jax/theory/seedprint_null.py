@@ -45,8 +45,9 @@ def identity_dims_moments(d_out: int, m: int) -> tuple[float, float]:
     """Mean and variance of |S| = |top-m(Y1) intersect top-m(Y2)| under the null."""
     if not 1 <= m <= d_out:
         raise ValueError(f"need 1 <= m <= d_out, got m={m}, d_out={d_out}")
-    dist = stats.hypergeom(d_out, m, m)
-    return float(dist.mean()), float(dist.var())
+    f = m / d_out
+    var = m * f * (1 - f) * (d_out - m) / (d_out - 1) if d_out > 1 else 0.0
+    return m * f, float(var)  # Hypergeometric(d_out, m, m)
 
 
 def top_m(mean_row: np.ndarray, m: int) -> np.ndarray:
