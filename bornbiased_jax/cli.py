@@ -2,6 +2,7 @@
 
   bornbiased sweep    token preference at initialisation (Table 1, Figure 1a); the main job
   bornbiased theory   the paper's propositions: closed forms vs simulated random networks
+  bornbiased train    pretraining with Orbax checkpoints, resumable and deterministic
 """
 
 from __future__ import annotations
@@ -139,16 +140,67 @@ def run_sweep(args) -> int:
     return 0
 
 
+def _train_parser(sub) -> None:
+    from bornbiased_jax.train import TrainConfig
+
+    d = TrainConfig()
+    p = sub.add_parser(
+        "train", help="pretrain a preset on a local corpus with Orbax checkpoints",
+        description="Pretrain a model from a known seed (AdamW per Table 14, warmup + cosine, "
+                    "gradient clipping, optional bfloat16 and gradient accumulation) on local "
+                    "text files, saving Orbax checkpoints. Running the same command again with "
+                    "an --out that holds checkpoints resumes from the latest complete one.")
+    p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
+    p.add_argument("--corpus", nargs="+", required=True,
+                   help="text files or folders, or 'python-stdlib' (this Python's own sources)")
+    p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
+    p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
+    p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")
+    p.add_argument("--no-progress", action="store_true")
+    for name, typ in [("steps", _positive), ("seed", int), ("data_seed", int),
+                      ("save_every", _positive), ("keep_last", _positive), ("keep_every", _positive),
+                      ("seq_len", _positive), ("batch_size", _positive), ("grad_accum", _positive),
+                      ("lr", float), ("min_lr", float), ("warmup", int), ("weight_decay", float),
+                      ("vocab_size", _positive), ("eval_every", _positive),
+                      ("eval_batches", _positive), ("log_every", _positive),
+                      ("corpus_max_mb", float)]:
+        p.add_argument("--" + name.replace("_", "-"), type=typ, default=getattr(d, name),
+                       help=f"default {getattr(d, name)}")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
+
+
+def run_train(args) -> int:
+    from bornbiased_jax.train import Run, TrainConfig
+
+    fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
+    tc = TrainConfig(**fields)
+    run = Run(tc, args.corpus, args.out, tokenizer_path=args.tokenizer,
+              require_resume=args.resume)
+    start = int(run.state["step"])
+    if start:
+        print(f"resuming {args.out} from step {start}")
+    result = run.train(progress=not args.no_progress)
+    last = [r for r in result["records"] if "val_loss" in r]
+    if last:
+        print(f"step {result['final_step']}: val loss {last[-1]['val_loss']:.3f}, "
+              f"ppl {last[-1]['val_ppl']:.1f}")
+    print(f"wrote {args.out}/metrics.jsonl, loss_curve.png, checkpoints/")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
     sub = parser.add_subparsers(dest="command", required=True)
     _sweep_parser(sub)
     add_theory_parser(sub)
+    _train_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "sweep":
             return run_sweep(args)
+        if args.command == "train":
+            return run_train(args)
         return args.run(args)
     except (ValueError, TypeError) as e:
         print(f"bornbiased: error: {e}", file=sys.stderr)

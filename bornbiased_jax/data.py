@@ -1,0 +1,167 @@
+"""Training data: local text corpora, a byte-level BPE tokenizer, fixed-length blocks, and a
+data order that depends on the data seed alone.
+
+Corpora are files or folders of text on disk (for code, the Python standard library's own sources:
+``--corpus python-stdlib``; for prose, any folder such as Debian's ``fortunes`` once installed).
+Documents are tokenised, joined with an end-of-text token, and cut into blocks of T + 1 tokens
+(inputs and next-token targets). The last ``val_fraction`` of the documents (in sorted path
+order) is held out for validation.
+
+The order of training blocks in epoch e is ``permutation(fold_in(data_key, e))`` with
+``data_key = stream_key(data_seed, "data")``: two runs with different init seeds and the same
+data seed see exactly the same batches in the same order (paper Table 4c), and a run resumed at
+step s continues with the same batches an uninterrupted run would see.
+
+On a connected machine, HF ``datasets`` corpora (OpenWebText, TinyStories, The Stack) can be
+exported to text files first, e.g.::
+
+    from datasets import load_dataset
+    ds = load_dataset("roneneldan/TinyStories", split="train[:1%]")
+    with open("tinystories.txt", "w") as f:
+        for row in ds: f.write(row["text"] + "\\n\\n")
+
+and then passed as ``--corpus tinystories.txt``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sysconfig
+from pathlib import Path
+from typing import Sequence
+
+import jax
+import numpy as np
+
+from bornbiased_jax.keys import fold_in_name, stream_key
+
+EOT = "<|endoftext|>"
+TEXT_SUFFIXES = {".py", ".txt", ".md", ".rst", ".c", ".h", ".json", ".toml", ".cfg", ".ini",
+                 ".html", ".css", ".js", ".sh", ".tex", ""}
+ALIASES = {"python-stdlib": lambda: Path(sysconfig.get_paths()["stdlib"])}
+
+
+def resolve_corpus(spec: str) -> Path:
+    """A path, or an alias ('python-stdlib')."""
+    if spec in ALIASES:
+        return ALIASES[spec]()
+    return Path(spec)
+
+
+def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> list[Path]:
+    """Text files under ``paths`` (files kept as given; folders walked, sorted, site-packages
+    and caches skipped), stopping once ``max_bytes`` of files are collected."""
+    files: list[Path] = []
+    total = 0
+    for spec in paths:
+        p = resolve_corpus(str(spec))
+        if not p.exists():
+            raise ValueError(f"corpus path {str(p)!r} does not exist")
+        found = [p] if p.is_file() else sorted(
+            f for f in p.rglob("*") if f.is_file() and f.suffix in TEXT_SUFFIXES
+            and not any(part in ("site-packages", "__pycache__", ".git") for part in f.parts))
+        for f in found:
+            files.append(f)
+            total += f.stat().st_size
+            if max_bytes is not None and total >= max_bytes:
+                return files
+    return files
+
+
+def read_documents(files: Sequence[Path]) -> list[str]:
+    """Each file's text (UTF-8; undecodable or binary files are skipped); empty files dropped."""
+    docs = []
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "\x00" not in text and text.strip():
+            docs.append(text)
+    return docs
+
+
+def train_tokenizer(docs: Sequence[str], vocab_size: int):
+    """A byte-level BPE (GPT-2 style) trained on ``docs`` with HF ``tokenizers``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOT],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(docs, trainer=trainer)
+    return tok
+
+
+def load_tokenizer(path: str | Path):
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception on bad files
+        raise ValueError(f"cannot load tokenizer {str(path)!r}: {e}") from None
+
+
+@dataclasses.dataclass
+class TokenBlocks:
+    """Blocks of T + 1 token ids for training and validation."""
+
+    train: np.ndarray  # (n_train, T + 1) int32
+    val: np.ndarray  # (n_val, T + 1) int32
+    vocab_size: int
+
+
+def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
+                val_fraction: float = 0.05) -> TokenBlocks:
+    """Tokenise, join with end-of-text, hold out the last documents, cut into T + 1 blocks."""
+    if not docs:
+        raise ValueError("the corpus is empty: no readable, non-empty text files were found")
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    eot = tokenizer.token_to_id(EOT)
+    if eot is None:
+        raise ValueError(f"the tokenizer has no {EOT!r} token")
+    n_val_docs = max(1, int(round(len(docs) * val_fraction)))
+    if len(docs) - n_val_docs < 1:
+        raise ValueError(f"the corpus has {len(docs)} document(s); need at least 2 to hold out "
+                         f"validation text")
+
+    def blocks(ds: Sequence[str]) -> np.ndarray:
+        ids: list[int] = []
+        for enc in tokenizer.encode_batch(list(ds)):
+            ids.extend(enc.ids)
+            ids.append(eot)
+        n = len(ids) // (seq_len + 1)
+        return np.asarray(ids[: n * (seq_len + 1)], np.int32).reshape(n, seq_len + 1)
+
+    train, val = blocks(docs[:-n_val_docs]), blocks(docs[-n_val_docs:])
+    if len(train) == 0 or len(val) == 0:
+        raise ValueError(f"the corpus is too small for blocks of {seq_len + 1} tokens "
+                         f"({len(train)} training, {len(val)} validation blocks)")
+    return TokenBlocks(train, val, tokenizer.get_vocab_size())
+
+
+def data_key(data_seed: int) -> jax.Array:
+    return stream_key(data_seed, "data")
+
+
+@functools.lru_cache(maxsize=4)
+def epoch_order(data_seed: int, epoch: int, n_blocks: int) -> np.ndarray:
+    """The permutation of training blocks in ``epoch`` (depends on the data seed only)."""
+    key = fold_in_name(data_key(data_seed), f"epoch/{epoch}")
+    return np.asarray(jax.random.permutation(key, n_blocks))
+
+
+def batch_indices(data_seed: int, position: int, batch: int, n_blocks: int) -> np.ndarray:
+    """Block ids of the ``batch`` blocks starting at global data position ``position``."""
+    out = []
+    while len(out) < batch:
+        epoch, offset = divmod(position, n_blocks)
+        order = epoch_order(data_seed, epoch, n_blocks)
+        take = order[offset: offset + batch - len(out)]
+        out.extend(take.tolist())
+        position += len(take)
+    return np.asarray(out)

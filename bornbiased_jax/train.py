@@ -1,0 +1,316 @@
+"""Pretraining: AdamW per Table 14, Orbax checkpoints, deterministic resume, data parallelism.
+
+A run lives in one folder::
+
+    run.json          the run's settings and a fingerprint of its data (checked on resume)
+    tokenizer.json    the BPE the run trained (or was given)
+    checkpoints/<k>/  Orbax checkpoints: params, Adam moments, step, data position, RNG
+    metrics.jsonl     one JSON line per logged step (train loss, lr, grad norm; val loss/ppl)
+    loss_curve.png    training and validation loss
+
+Resuming (run the same command again) restores the latest *complete* checkpoint (Orbax writes
+into a temporary folder and renames it when finished) and continues with exactly the batches an
+uninterrupted run would have seen, so final parameters are bitwise equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from tqdm.auto import tqdm
+
+from bornbiased_jax import data, io, model
+from bornbiased_jax.config import ModelConfig, get_preset
+from bornbiased_jax.keys import seed_key
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Table 14 defaults where they apply; sizes for a CPU run.
+
+    ``batch_size`` is the global batch in sequences per optimiser step, split into
+    ``grad_accum`` micro-batches (Table 14: 128 = 2 x 2 GPUs x 32)."""
+
+    preset: str = "llama2-cpu"
+    seq_len: int = 128
+    batch_size: int = 16
+    grad_accum: int = 1
+    steps: int = 200
+    lr: float = 6e-4
+    min_lr: float = 6e-5
+    warmup: int = 20
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    b1: float = 0.9
+    b2: float = 0.95
+    bf16: bool = False
+    seed: int = 0
+    data_seed: int = 0
+    vocab_size: int = 4096
+    val_fraction: float = 0.05
+    corpus_max_mb: float = 8.0
+    eval_every: int = 25
+    eval_batches: int = 4
+    log_every: int = 5
+    save_every: int = 50
+    keep_last: int = 3
+    keep_every: int | None = None
+
+    def __post_init__(self):
+        pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
+               "eval_batches", "log_every", "save_every", "keep_last"]
+        for f in pos:
+            if int(getattr(self, f)) < 1:
+                raise ValueError(f"{f} must be >= 1, got {getattr(self, f)}")
+        if self.batch_size % self.grad_accum:
+            raise ValueError(f"batch_size {self.batch_size} is not divisible by grad_accum "
+                             f"{self.grad_accum}")
+        if self.warmup < 0 or self.warmup >= self.steps:
+            raise ValueError(f"warmup must lie in [0, steps), got {self.warmup}")
+        if self.keep_every is not None and self.keep_every < 1:
+            raise ValueError("keep_every must be >= 1")
+        get_preset(self.preset)
+
+    # Fields that may differ between the first run and a resume of it.
+    RESUMABLE = ("steps", "eval_every", "eval_batches", "log_every", "save_every", "keep_last",
+                 "keep_every")
+
+
+def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
+    """The preset with the tokenizer's vocabulary and every parameter seed-dependent."""
+    cfg = dataclasses.replace(get_preset(tc.preset), vocab_size=vocab_size,
+                              shared_embedding=False)
+    model.check_seq_len(cfg, tc.seq_len)
+    return cfg
+
+
+def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
+    """Clip to global norm 1.0, AdamW(0.9, 0.95), wd 0.1 on matrices only, warmup + cosine."""
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0, peak_value=tc.lr, warmup_steps=tc.warmup, decay_steps=tc.steps,
+        end_value=tc.min_lr)
+    decay_mask = lambda params: jax.tree.map(lambda p: p.ndim >= 2, params)  # noqa: E731
+    return optax.chain(
+        optax.clip_by_global_norm(tc.grad_clip),
+        optax.adamw(schedule, b1=tc.b1, b2=tc.b2, eps=1e-8, weight_decay=tc.weight_decay,
+                    mask=decay_mask))
+
+
+def loss_fn(params, cfg: ModelConfig, blocks_BT1: jax.Array, bf16: bool) -> jax.Array:
+    """Mean next-token cross-entropy over all positions of a batch of T + 1 token blocks."""
+    if bf16:
+        params = jax.tree.map(lambda p: p.astype(jnp.bfloat16), params)
+    logits = jax.vmap(lambda t: model.forward(params, cfg, t).logits)(blocks_BT1[:, :-1])
+    return optax.softmax_cross_entropy_with_integer_labels(
+        logits.astype(jnp.float32), blocks_BT1[:, 1:]).mean()
+
+
+def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer) -> dict:
+    params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
+    return {"params": params, "opt_state": optimizer.init(params),
+            "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32),
+            # The data stream's key: the data order is a function of it and data_position.
+            "rng": jax.random.key_data(data.data_key(tc.data_seed))}
+
+
+def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh):
+    """state, blocks (A, B/A, T+1) -> state, metrics. Gradients are averaged over the A
+    micro-batches by a scan; the micro-batch axis B/A is sharded over the mesh's 'data' axis."""
+    grad = jax.value_and_grad(loss_fn)
+
+    def step(state, blocks_ABT1):
+        def micro(acc, blk):
+            loss, g = grad(state["params"], cfg, blk, tc.bf16)
+            return jax.tree.map(jnp.add, acc, (loss, g)), None
+
+        zero = (jnp.zeros(()), jax.tree.map(jnp.zeros_like, state["params"]))
+        (loss, grads), _ = jax.lax.scan(micro, zero, blocks_ABT1)
+        loss, grads = jax.tree.map(lambda x: x / tc.grad_accum, (loss, grads))
+        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+        params = optax.apply_updates(state["params"], updates)
+        new = {**state, "params": params, "opt_state": opt_state, "step": state["step"] + 1,
+               "data_position": state["data_position"] + tc.batch_size}
+        return new, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+
+    replicated = NamedSharding(mesh, P())
+    batch_sharding = NamedSharding(mesh, P(None, "data", None))
+    return jax.jit(step, in_shardings=(replicated, batch_sharding),
+                   out_shardings=(replicated, replicated), donate_argnums=0)
+
+
+def make_eval(cfg: ModelConfig, tc: TrainConfig):
+    return jax.jit(lambda params, blocks: loss_fn(params, cfg, blocks, tc.bf16))
+
+
+def _fingerprint(blocks: data.TokenBlocks) -> str:
+    h = hashlib.sha256()
+    h.update(blocks.train.tobytes())
+    h.update(blocks.val.tobytes())
+    return h.hexdigest()[:16]
+
+
+class Run:
+    """One training run in ``out``: set up fresh or resumed, then :meth:`train`."""
+
+    def __init__(self, tc: TrainConfig, corpus: list[str], out: str | Path,
+                 tokenizer_path: str | None = None, require_resume: bool = False):
+        self.tc, self.out = tc, Path(out)
+        self.ckpt_dir = (self.out / "checkpoints").absolute()
+        existing = self.out / "run.json"
+        if existing.exists():
+            self._resume_setup(existing, corpus)
+        else:
+            if require_resume:
+                raise ValueError(f"--resume: {str(self.out)!r} holds no run to resume "
+                                 f"(no run.json)")
+            self._fresh_setup(corpus, tokenizer_path)
+        self.cfg = model_config(tc, self.blocks.vocab_size)
+        n_dev = len(jax.devices())
+        micro = tc.batch_size // tc.grad_accum
+        if micro % n_dev:
+            raise ValueError(f"the micro-batch {micro} does not split over {n_dev} devices")
+        self.mesh = Mesh(np.asarray(jax.devices()), ("data",))
+        self.optimizer = make_optimizer(tc)
+        self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
+            max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
+            enable_async_checkpointing=False, cleanup_tmp_directories=True))
+        self.state = init_state(self.cfg, tc, self.optimizer)
+        latest = self.manager.latest_step()
+        if latest is not None:
+            self.state = self._restore(latest)
+        elif require_resume:
+            raise ValueError(f"--resume: no complete checkpoint in {str(self.ckpt_dir)!r}")
+
+    # --- setup -------------------------------------------------------------------------------
+    def _fresh_setup(self, corpus, tokenizer_path):
+        files = data.corpus_files(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
+        docs = data.read_documents(files)
+        if not docs:
+            raise ValueError(f"the corpus {corpus} is empty: no readable, non-empty text files")
+        tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
+               else data.train_tokenizer(docs, self.tc.vocab_size))
+        self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
+        self.out.mkdir(parents=True, exist_ok=True)
+        io.write_text(self.out / "tokenizer.json", tok.to_str())
+        self.run_info = {"train_config": dataclasses.asdict(self.tc),
+                         "corpus": [str(c) for c in corpus],
+                         "data": {"n_train_blocks": len(self.blocks.train),
+                                  "n_val_blocks": len(self.blocks.val),
+                                  "vocab_size": self.blocks.vocab_size,
+                                  "fingerprint": _fingerprint(self.blocks)}}
+        io.write_json(self.out / "run.json", self.run_info)
+
+    def _resume_setup(self, path: Path, corpus):
+        try:
+            saved = json.loads(path.read_text())
+            saved_tc = saved["train_config"]
+        except (json.JSONDecodeError, KeyError) as e:
+            raise ValueError(f"{str(path)!r} is not a readable run description: {e}") from None
+        now = dataclasses.asdict(self.tc)
+        diff = {k: (saved_tc.get(k), v) for k, v in now.items()
+                if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
+        if diff:
+            raise ValueError("the run in {} was made with different settings; resume with the "
+                             "same ones or use a new --out. Differences (saved, now): {}"
+                             .format(str(self.out), diff))
+        tok = data.load_tokenizer(self.out / "tokenizer.json")
+        files = data.corpus_files(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
+        self.blocks = data.make_blocks(data.read_documents(files), tok, self.tc.seq_len,
+                                       self.tc.val_fraction)
+        if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
+            raise ValueError(f"the corpus {corpus} no longer gives the data this run was "
+                             f"trained on (fingerprint mismatch); resume with the same corpus")
+        self.run_info = saved
+
+    def _restore(self, step: int) -> dict:
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, self.state)
+        try:
+            state = self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        except Exception as e:  # Orbax raises many types for damaged files
+            raise ValueError(f"checkpoint {step} in {str(self.ckpt_dir)!r} is unreadable "
+                             f"({type(e).__name__}: {e}); delete that step's folder to fall back "
+                             f"to an earlier checkpoint") from None
+        if int(state["step"]) != step:
+            raise ValueError(f"checkpoint {step} holds step {int(state['step'])}")
+        return state
+
+    # --- training ----------------------------------------------------------------------------
+    def batch(self, position: int) -> np.ndarray:
+        tc = self.tc
+        ids = data.batch_indices(tc.data_seed, position, tc.batch_size, len(self.blocks.train))
+        return self.blocks.train[ids].reshape(tc.grad_accum, tc.batch_size // tc.grad_accum, -1)
+
+    def evaluate(self, eval_fn) -> float:
+        n = min(len(self.blocks.val), self.tc.eval_batches * self.tc.batch_size)
+        losses = [float(eval_fn(self.state["params"], self.blocks.val[i:i + self.tc.batch_size]))
+                  for i in range(0, n, self.tc.batch_size)]
+        sizes = [min(self.tc.batch_size, n - i) for i in range(0, n, self.tc.batch_size)]
+        return float(np.average(losses, weights=sizes))
+
+    def train(self, progress: bool = True) -> dict:
+        tc = self.tc
+        step_fn = make_train_step(self.cfg, tc, self.optimizer, self.mesh)
+        eval_fn = make_eval(self.cfg, tc)
+        metrics_path = self.out / "metrics.jsonl"
+        start = int(self.state["step"])
+        records = [r for r in _read_jsonl(metrics_path) if r["step"] <= start]
+        io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
+        schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, tc.warmup, tc.steps, tc.min_lr)
+        with open(metrics_path, "a") as log, tqdm(total=tc.steps, initial=start, disable=not progress,
+                                                  desc="train", unit="step") as bar:
+            t0 = time.perf_counter()
+            for step in range(start, tc.steps):
+                blocks = self.batch(int(self.state["data_position"]))
+                self.state, m = step_fn(self.state, blocks)
+                done = step + 1
+                rec = None
+                if done % tc.log_every == 0 or done == tc.steps:
+                    rec = {"step": done, "loss": float(m["loss"]),
+                           "grad_norm": float(m["grad_norm"]), "lr": float(schedule(step)),
+                           "tokens_per_s": tc.log_every * tc.batch_size * tc.seq_len
+                           / (time.perf_counter() - t0)}
+                    t0 = time.perf_counter()
+                if done % tc.eval_every == 0 or done == tc.steps:
+                    rec = rec or {"step": done, "loss": float(m["loss"])}
+                    rec["val_loss"] = self.evaluate(eval_fn)
+                    rec["val_ppl"] = math.exp(rec["val_loss"])
+                if rec:
+                    records.append(rec)
+                    log.write(json.dumps(rec) + "\n")
+                    log.flush()
+                    bar.set_postfix(loss=f"{rec['loss']:.3f}")
+                if done % tc.save_every == 0 or done == tc.steps:
+                    self.manager.save(done, args=ocp.args.StandardSave(self.state))
+                    self.manager.wait_until_finished()
+                bar.update(1)
+        self.manager.close()
+        from bornbiased_jax.plots import loss_curve
+
+        io.save_figure(loss_curve(records, title=f"{self.cfg.name}, seed {tc.seed}"),
+                       self.out / "loss_curve.png")
+        return {"records": records, "final_step": int(self.state["step"])}
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a metrics file; a line cut off by a crash is dropped."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
