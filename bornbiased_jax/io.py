@@ -14,6 +14,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: st
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make results private
     try:
         with os.fdopen(fd, mode) as f:
             write(f)

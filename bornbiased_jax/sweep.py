@@ -117,8 +117,13 @@ class _Compiled:
         self.shared_params = (jax.jit(lambda: model.init_embeddings(cfg, model.embed_key(cfg, None)))()
                               if shared else {})
 
-        def run_one(seed_params, shared_params, xs):
-            params = {**seed_params, **shared_params}
+        def init_seed(key):
+            # The key's bits ride along so that the seed axis is never an empty pytree (Attn0
+            # models have no parameters, and lax.map needs something to map over).
+            return {"params": init_one(key), "key": jax.random.key_data(key)}
+
+        def run_one(seed_state, shared_params, xs):
+            params = {**seed_state["params"], **shared_params}
             return jax.vmap(lambda x: probe(params, x))(xs)
 
         def over_seeds(init_or_run):
@@ -129,10 +134,10 @@ class _Compiled:
                                                     batch_size=plan.map_batch)
 
         if plan.strategy == "loop":
-            self.init_one = jax.jit(init_one)
+            self.init_one = jax.jit(init_seed)
             self.run_one = jax.jit(run_one)
             return
-        init_local = over_seeds(lambda k: init_one(k))
+        init_local = over_seeds(init_seed)
         run_local = over_seeds(run_one)
         if plan.n_devices > 1:
             mesh = Mesh(np.asarray(devices), ("seeds",))

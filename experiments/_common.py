@@ -1,0 +1,65 @@
+"""Shared plumbing of the experiment scripts: flags, scales, and atomic result writing.
+
+Every script takes ``--scale cpu|paper`` (cpu: minutes on a 2-core CPU; paper: the paper's
+settings, for a GPU) and ``--out DIR`` (default results/experiments/<name>), and writes
+``<name>.json``, ``<name>.md`` and ``<name>.png`` into it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bornbiased_jax import io  # noqa: E402
+
+
+def parse(name: str, doc: str, cpu: dict, paper: dict) -> tuple[argparse.Namespace, dict]:
+    p = argparse.ArgumentParser(prog=f"experiments/{name}.py", description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
+                   help=f"cpu: {cpu}; paper: {paper}")
+    p.add_argument("--out", type=Path, default=Path("results/experiments") / name)
+    args = p.parse_args()
+    settings = dict(paper if args.scale == "paper" else cpu)
+    return args, settings
+
+
+def write(args, name: str, settings: dict, records, table_md: str, fig, t0: float) -> None:
+    import jax
+    import matplotlib.pyplot as plt
+
+    out = Path(args.out)
+    info = {"experiment": name, "scale": args.scale, "settings": settings,
+            "wall_seconds": round(time.time() - t0, 1), "jax": jax.__version__,
+            "device": str(jax.devices()[0]), "machine": platform.platform()}
+    io.write_json(out / f"{name}.json", {"run": info, "records": _plain(records)})
+    io.write_text(out / f"{name}.md", f"# {name} ({args.scale} scale)\n\n{table_md}\n"
+                  f"Settings: `{json.dumps(settings)}`; {info['wall_seconds']} s on "
+                  f"{info['device']}.\n")
+    io.save_figure(fig, out / f"{name}.png")
+    plt.close(fig)
+    print(table_md)
+    print(f"wrote {out}/{name}.json, .md, .png ({info['wall_seconds']} s)")
+
+
+def _plain(x):
+    import numpy as np
+
+    if dataclasses.is_dataclass(x):
+        return _plain(dataclasses.asdict(x))
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    return x
