@@ -2,19 +2,16 @@
 inputs to W_up have unit scale and the pre-activations std 0.02 sqrt(d); without it they keep the
 embedding's scale and std 0.02 * 0.02 sqrt(d), where GELU is nearly linear (paper Sec. 4.2)."""
 
-import math
 import time
 
-import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy import special
 
 from _common import parse, write
 
-from bornbiased_jax import layers
 from bornbiased_jax.config import get_preset
+from bornbiased_jax.probes.contraction import mlp_preactivation_probe
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sweep import sweep
 from bornbiased_jax.theory.kernels import first_layer_contraction, preactivation_std
@@ -28,14 +25,8 @@ if __name__ == "__main__":
     t0 = time.time()
     cfg = get_preset(s["preset"]).ablate(block="mlp_only")
 
-    def probe(params, x_Td):
-        blk = params["layers_0"]
-        w = blk["mlp"]["up_proj"]
-        return {"norm": layers.linear(w, layers.norm(blk["mlp_norm"], cfg, x_Td))[-1],
-                "nonorm": layers.linear(w, x_Td)[-1]}
-
     xs = probe_inputs("gaussian", cfg, s["num_seqs"], s["seq_len"])
-    out = sweep(probe, cfg, [s["seed"]], xs)
+    out = sweep(mlp_preactivation_probe(cfg), cfg, [s["seed"]], xs)
     rows = {}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, key, rms in [(axes[0], "norm", 1.0), (axes[1], "nonorm", cfg.init_std)]:

@@ -59,17 +59,24 @@ def rows_for(root: Path) -> list[tuple[str, str, str, str]]:
                   "p 1e-6..0.03; 1.2B stronger",
                   ours, verdict(ok) + "; the preference is seed-specific (top-1 ids per seed: "
                   + "; ".join(f"seed {k[1]}: {sorted(v)}" for k, v in same.items()) + "). "
-                  "The paper's GPT-2 p-values correspond to N = 2,000, |V| = 50,304."))
+                  "The paper's GPT-2 p-values correspond to N = 2,000 and a vocabulary of 50,304."))
     f22 = load(root, "figure2_finding22")
     if f22:
         r = f22["records"]
         lo, hi = r["match_ci95"]
         per = r["per_seed"]
+        final_cos = float(np.mean([p["block_mean_cos"][-1] for p in per]))
         R.append(("Finding 2.2", "76 % of 100 models",
                   f"{r['match_rate']:.0%} of {len(per)} models (95 % CI {lo:.0%}-{hi:.0%})",
                   verdict(lo <= 0.76 <= hi) + ("" if lo <= 0.76 <= hi else
-                                               " (CPU preset: 6 blocks, d = 512, short T; the "
-                                               "paper's nano model contracts more)")))
+                                               ": likely the weaker contraction at CPU scale "
+                                               f"(final-block cosine {final_cos:.2f}; the paper's "
+                                               "nano model: 0.46 in Table 2) "
+                                               "and the few sequences: each favourite rests on "
+                                               f"{min(p['favourite_count'] for p in per)}-"
+                                               f"{max(p['favourite_count'] for p in per)} of "
+                                               f"{f22['run']['settings']['num_seqs']} "
+                                               "predictions, often tied")))
         m = np.array([p["block_mean_cos"] for p in per])
         R.append(("Figure 2 / Finding 2.1", "last-token cosine grows with depth (nano, T = 1024)",
                   "mean over seeds per block: " + ", ".join(f"{x:.3f}" for x in m.mean(0)),
@@ -137,8 +144,8 @@ def rows_for(root: Path) -> list[tuple[str, str, str, str]]:
         d = f9["records"]
         meas, paper, corr = (np.array(d[k]) for k in ("measured", "paper", "corrected"))
         R.append(("Figure 9 / Eq. 2", "std(o_i) ~ 1/sqrt(i), 'near-perfect overlap'",
-                  f"max |measured/paper - 1| = {np.max(np.abs(meas / paper - 1)):.1%}; "
-                  f"vs softmax-corrected curve {np.max(np.abs(meas / corr - 1)):.1%}",
+                  f"measured/paper - 1 up to {np.max(np.abs(meas / paper - 1)):.1%}; "
+                  f"measured/corrected - 1 up to {np.max(np.abs(meas / corr - 1)):.1%}",
                   "reproduced up to a few %: the 1/sqrt(i) decay holds; the excess is the "
                   "non-uniform softmax weights (score std "
                   f"{d['score_std']:.2f}), which the corrected curve accounts for"))
@@ -183,8 +190,12 @@ def main() -> None:
         "Paper-scale rows need a GPU run (`--scale paper`) and are not included here.", "",
         "| claim | paper | ours (CPU scale) | verdict |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    lines += ["", "Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in `bornbiased theory` "
-              "(README, *Notes on the paper*).", ""]
+    lines += ["", "p-values below ~1e-20 only say 'decisively significant'; their magnitude is "
+              "not meaningful (the z-test's normal tail is far outside its accuracy there). "
+              "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "
+              "position between layers; Prop. 5's exact values (no normalisation) are in "
+              "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in "
+              "`bornbiased theory` (README, *Notes on the paper*).", ""]
     io.write_text(args.results, "\n".join(lines))
     print("\n".join(lines))
 

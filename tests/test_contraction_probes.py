@@ -76,3 +76,19 @@ def test_last_token_probe_shapes_and_consistency():
     assert out["hidden"].shape == (2, 6, cfg.n_layers + 1, cfg.d_model)
     assert out["normed"].shape == (2, 6, cfg.d_model) and out["top"].shape == (2, 6)
     np.testing.assert_allclose(out["hidden"][0, :, 0], xs[:][:, -1], rtol=1e-6)
+
+
+def test_mlp_preactivation_probe_has_the_predicted_scales():
+    # std(x W_up) = 0.02 sqrt(d) rms(x): rms 1 after LayerNorm, rms 0.02 on raw embeddings.
+    cfg = get_preset("gpt2-rope-tiny").ablate(block="mlp_only")
+    xs = GaussianEmbeds(jax.random.key(4), 64, 4, cfg.d_model, std=cfg.init_std)
+    out = sweep(C.mlp_preactivation_probe(cfg), cfg, [0, 1, 2], xs, devices=jax.devices()[:1])
+    n = out["norm"].size
+    want_norm, want_raw = 0.02 * math.sqrt(cfg.d_model), 0.02 * 0.02 * math.sqrt(cfg.d_model)
+    # The dominant fluctuation is each input's squared norm, relative sd sqrt(2/d) = 18 % at
+    # d = 64, averaged over 64 inputs x 3 seeds: ~1 % on the variance, ~0.7 % on the std; the
+    # weights' column norms add less. 10 % is > 5 SE.
+    assert out["norm"].std() == pytest.approx(want_norm, rel=0.1)
+    assert out["nonorm"].std() == pytest.approx(want_raw, rel=0.1)
+    with pytest.raises(ValueError, match="MLP-only"):
+        C.mlp_preactivation_probe(get_preset("gpt2-rope-tiny"))

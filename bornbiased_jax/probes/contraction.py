@@ -61,6 +61,26 @@ def intra_sequence_probe(cfg: ModelConfig, include_diagonal: bool = True):
     return probe
 
 
+def mlp_preactivation_probe(cfg: ModelConfig, layer: int = 0):
+    """Figure 6: the first MLP's pre-activations at the last position, with and without its
+    LayerNorm: probe(params, x) -> {"norm": Norm(x) W_up, "nonorm": x W_up}, each (d_ff,),
+    where x is the MLP's input in an MLP-only model (the embeddings for ``layer`` 0)."""
+    from bornbiased_jax import layers
+
+    if cfg.block != "mlp_only":
+        raise ValueError("the pre-activation probe reads an MLP-only model's block inputs")
+
+    def probe(params, x):
+        hid = _forward(params, cfg, x, return_hidden=True).hidden
+        blk = params[f"layers_{layer}"]
+        x_Td = hid[layer]
+        w = blk["mlp"]["up_proj"]
+        return {"norm": layers.linear(w, layers.norm(blk["mlp_norm"], cfg, x_Td))[-1],
+                "nonorm": layers.linear(w, x_Td)[-1]}
+
+    return probe
+
+
 class Similarity(NamedTuple):
     mean: float  # mean pairwise cosine over i != j
     sd: float  # sd of the pairwise cosines
