@@ -13,8 +13,8 @@ def add_theory_parser(sub) -> None:
         description="Prints a table: claim, the paper's value, our closed form, the simulated "
                     "value +- standard error at finite width, and a verdict (holds / corrected "
                     "/ beyond the paper). A simulation agrees when it lies within 4 SE plus the "
-                    "stated finite-width allowance. Takes ~2 minutes on 2 CPU cores (~1 with "
-                    "--fast).")
+                    "stated finite-width allowance; the command exits with status 1 if any does "
+                    "not. Takes a few minutes on 2 CPU cores (about 1 with --fast).")
     p.add_argument("--json", type=Path, help="also write the records to this JSON file")
     p.add_argument("--plots", type=Path, help="draw Figure 5, Table 3, Figure 8, Figure 9 here")
     p.add_argument("--fast", action="store_true", help="fewer replicates (wider SEs)")
