@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 from bornbiased_jax import io  # noqa: E402
 from bornbiased_jax.theory.binomial import format_log10_p  # noqa: E402
 
-SCRIPTS = ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4_figure7",
+SCRIPTS = ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4", "figure7",
            "figure5", "figure6", "table3", "figure8", "figure9", "figure10"]
 
 
@@ -94,15 +94,18 @@ def rows_for(root: Path) -> list[tuple[str, str, str, str]]:
                   f"{mlp['avg_sim']:.3f} (p {format_log10_p(mlp['log10_p'])})",
                   verdict(ok) + "; p-values: z-test of H0 'no common direction' "
                   "(bornbiased_jax/probes/contraction.py)"))
-    f47 = load(root, "figure4_figure7")
-    if f47:
-        d = f47["records"]
-        mlp = [b["mean"] for b in d["MLP-only"]]
-        full = [b["mean"] for b in d["full"]]
-        att = [b["mean"] for b in d["attention-only"]]
+    f4 = load(root, "figure4")
+    if f4:
+        mlp = [b["mean"] for b in f4["records"]]
         R.append(("Figure 4 / Finding 4", "MLP-only similarity increases block by block",
                   ", ".join(f"{x:.3f}" for x in mlp), verdict(bool(np.all(np.diff(mlp[1:]) > -0.01))
                                                              and mlp[-1] > mlp[1])))
+    f7 = load(root, "figure7")
+    if f7:
+        d = f7["records"]
+        mlp = [b["mean"] for b in d["MLP-only"]]
+        full = [b["mean"] for b in d["full"]]
+        att = [b["mean"] for b in d["attention-only"]]
         ok = max(abs(x) for x in att) < 0.02 and full[-1] > mlp[-1] and full[2] > mlp[2]
         R.append(("Figure 7 / Finding 3.2a", "attention-only flat; full above MLP-only from block 2",
                   f"last block: full {full[-1]:.3f}, MLP-only {mlp[-1]:.3f}, attention-only "

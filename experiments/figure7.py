@@ -1,6 +1,5 @@
-"""Figures 4 and 7: inter-sequence cosine of last-token states after each block, for the MLP-only
-model (Figure 4: mean and sd) and for the full, MLP-only and attention-only models (Figure 7),
-on Gaussian inputs with the embedding's statistics (paper Sec. 4.2, 4.3)."""
+"""Figure 7: inter-sequence cosine of last-token states after each block for the full, MLP-only
+and attention-only models, on Gaussian inputs with the embedding's statistics (paper Sec. 4.3)."""
 
 import time
 
@@ -13,7 +12,7 @@ from bornbiased_jax.config import get_preset
 from bornbiased_jax.probes.contraction import inter_sequence_profile
 from bornbiased_jax.probes.inputs import probe_inputs
 
-NAME = "figure4_figure7"
+NAME = "figure7"
 CPU = dict(preset="gpt2-rope-cpu", seed=42, seq_len=64, num_seqs=400)
 PAPER = dict(preset="gpt2-rope-nano", seed=42, seq_len=1024, num_seqs=2000)
 MODES = {"full": "attn_mlp", "MLP-only": "mlp_only", "attention-only": "attn_only"}
@@ -23,7 +22,7 @@ if __name__ == "__main__":
     t0 = time.time()
     base = get_preset(s["preset"])
     rows = {}
-    fig, (a4, a7) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, a7 = plt.subplots(figsize=(6, 4))
     for label, block in MODES.items():
         cfg = base.ablate(block=block)
         xs = probe_inputs("gaussian", cfg, s["num_seqs"], s["seq_len"])
@@ -33,14 +32,8 @@ if __name__ == "__main__":
                        for i, b in enumerate(blocks)]
         m = np.array([b.mean for b in blocks])
         a7.plot(range(len(m)), m, "o-", label=label)
-        if label == "MLP-only":
-            sd = np.array([b.sd for b in blocks])
-            a4.plot(range(len(m)), m, "o-", color="tab:green", label="mean")
-            a4.fill_between(range(len(m)), m - sd, m + sd, color="tab:green", alpha=0.2,
-                            label="+- sd of pairwise cosines")
-    for ax, t in [(a4, "Figure 4: MLP-only"), (a7, "Figure 7: per-block contraction")]:
-        ax.set_xlabel("block (0 = inputs)"); ax.set_ylabel("pairwise cosine, last token")
-        ax.set_title(f"{t} ({base.name})"); ax.legend(fontsize=8)
+    a7.set_xlabel("block (0 = inputs)"); a7.set_ylabel("pairwise cosine, last token")
+    a7.set_title(f"Figure 7: per-block contraction ({base.name})"); a7.legend(fontsize=8)
     L = base.n_layers
     md = ("| block | full | MLP-only | attention-only |\n|---:|---:|---:|---:|\n"
           + "".join(f"| {i} | " + " | ".join(f"{rows[k][i]['mean']:.4f}" for k in MODES) + " |\n"
