@@ -74,7 +74,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
         "ReLU: g(rho) > rho on [0,1), so rho_l -> 1", "Prop. 2 proof", "from g(0)>0, g'(1)=1",
         None, verdict="corrected",
         note="conclusion true; the proof's reason is incomplete: h(rho) = g(rho) - rho has "
-             "h' = -arccos(rho)/pi < 0 and h(1) = 0 (checked on a grid in theory/)"))
+             "h' = -arccos(rho)/pi < 0 and h(1) = 0 (a hypothesis property in theory/)"))
     lbig = 10_000
     tail = lbig**2 * (1 - kernels.relu_iterates(lbig)[-1])
     rows.append(Claim(
@@ -167,14 +167,14 @@ def build_claims(fast: bool = False) -> list[Claim]:
         "Table 1: log10 p of GPT-2 nano seed 42, T = 64, 2.60 %", "Table 1, App. B.2",
         "4.55e-137", lp,
         verdict="corrected",
-        note=f"= {format_log10_p(lp)} with N = 2,000 and |V| = 50,304; the stated N = 10,000, "
-             f"|V| = 50,257 give {format_log10_p(bonferroni_log10_p(260, 10_000, 50_257))}"))
+        note=f"= {format_log10_p(lp)} with N = 2,000 and V = 50,304; the stated N = 10,000, "
+             f"V = 50,257 give {format_log10_p(bonferroni_log10_p(260, 10_000, 50_257))}"))
 
     # --- SeedPrint null ------------------------------------------------------------------------
     n, d_out, m = 200, 768, 50
     sizes, taus = seedprint_null.simulate_gaussian_null(n, d_out, m, R(200), rng)
     mean_s, var_s = seedprint_null.identity_dims_moments(d_out, m)
-    rows.append(Claim(f"SeedPrint null: E|S| = m^2/d_out (m={m}, d_out={d_out})",
+    rows.append(Claim(f"SeedPrint null: E size(S) = m^2/d_out (m={m}, d_out={d_out})",
                       "Alg. 1 (beyond)", "-", mean_s, float(sizes.mean()),
                       math.sqrt(var_s / sizes.size), verdict="beyond"))
     v = seedprint_null.kendall_tau_null_var(n)
