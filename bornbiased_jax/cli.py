@@ -152,7 +152,8 @@ def _train_parser(sub) -> None:
                     "an --out that holds checkpoints resumes from the latest complete one.")
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
-                   help="text files or folders, or 'python-stdlib' (this Python's own sources)")
+                   help="text files or folders, 'python-stdlib' (this Python's own sources), "
+                        "or 'hf:NAME[:SPLIT]' (HF datasets, if installed)")
     p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
     p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
     p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")

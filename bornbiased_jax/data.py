@@ -12,7 +12,8 @@ The order of training blocks in epoch e is ``permutation(fold_in(data_key, e))``
 data seed see exactly the same batches in the same order (paper Table 4c), and a run resumed at
 step s continues with the same batches an uninterrupted run would see.
 
-On a connected machine, HF ``datasets`` corpora (OpenWebText, TinyStories, The Stack) can be
+On a connected machine with HF ``datasets`` installed, ``--corpus hf:NAME[:SPLIT]`` streams a
+hub corpus (OpenWebText, TinyStories, The Stack: field "text" or "content"), or it can be
 exported to text files first, e.g.::
 
     from datasets import load_dataset
@@ -67,6 +68,42 @@ def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> l
             if max_bytes is not None and total >= max_bytes:
                 return files
     return files
+
+
+def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "text") -> list[str]:
+    """Documents from an HF ``datasets`` corpus named ``hf:NAME[:SPLIT]`` (e.g.
+    ``hf:roneneldan/TinyStories:train``), read in order until ``max_bytes`` of text. Needs the
+    ``datasets`` package and the data on disk or a network; nothing in the tests uses it."""
+    try:
+        import datasets
+    except ImportError:
+        raise ValueError(f"corpus {spec!r} needs the HF 'datasets' package: pip install datasets"
+                         ) from None
+    name, _, split = spec[len("hf:"):].partition(":")
+    ds = datasets.load_dataset(name, split=split or "train", streaming=True)
+    docs, total = [], 0
+    for row in ds:
+        text = row.get(text_field) or row.get("content") or ""
+        if text.strip():
+            docs.append(text)
+            total += len(text.encode("utf-8"))
+        if max_bytes is not None and total >= max_bytes:
+            break
+    return docs
+
+
+def load_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]:
+    """Documents of the corpus: files, folders, 'python-stdlib', or 'hf:NAME[:SPLIT]'."""
+    docs: list[str] = []
+    for spec in specs:
+        remaining = None if max_bytes is None else max_bytes - sum(len(d) for d in docs)
+        if remaining is not None and remaining <= 0:
+            break
+        if str(spec).startswith("hf:"):
+            docs += hf_documents(str(spec), remaining)
+        else:
+            docs += read_documents(corpus_files([spec], max_bytes=remaining))
+    return docs
 
 
 def read_documents(files: Sequence[Path]) -> list[str]:

@@ -195,8 +195,7 @@ class Run:
 
     # --- setup -------------------------------------------------------------------------------
     def _fresh_setup(self, corpus, tokenizer_path):
-        files = data.corpus_files(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
-        docs = data.read_documents(files)
+        docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
         if not docs:
             raise ValueError(f"the corpus {corpus} is empty: no readable, non-empty text files")
         tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
@@ -226,9 +225,8 @@ class Run:
                              "same ones or use a new --out. Differences (saved, now): {}"
                              .format(str(self.out), diff))
         tok = data.load_tokenizer(self.out / "tokenizer.json")
-        files = data.corpus_files(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
-        self.blocks = data.make_blocks(data.read_documents(files), tok, self.tc.seq_len,
-                                       self.tc.val_fraction)
+        docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
+        self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
         if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
             raise ValueError(f"the corpus {corpus} no longer gives the data this run was "
                              f"trained on (fingerprint mismatch); resume with the same corpus")

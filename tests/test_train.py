@@ -192,3 +192,15 @@ def test_resume_errors(corpus, tmp_path, capsys):
     assert rc == 2 and "no complete checkpoint" in err
     metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert metrics and metrics[-1]["step"] == 4  # the failed resumes wrote nothing
+
+
+def test_hf_corpus_without_datasets_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if the package were not installed
+    with pytest.raises(ValueError, match="pip install datasets"):
+        data.load_corpus(["hf:roneneldan/TinyStories:train"])
+
+
+def test_load_corpus_reads_files_and_folders(corpus):
+    docs = data.load_corpus([str(corpus)])
+    assert len(docs) == 9 and all(d.strip() for d in docs)
+    assert len(data.load_corpus([str(corpus)], max_bytes=1)) == 1  # stops once the cap is met
