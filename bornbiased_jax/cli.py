@@ -88,6 +88,9 @@ def _sweep_parser(sub) -> None:
                    help="how seeds are batched (auto: lax.map on CPU, vmap on accelerators)")
     p.add_argument("--seed-chunk", type=_positive, help="seeds whose parameters live at once")
     p.add_argument("--seq-chunk", type=_positive, help="sequences per compiled call")
+    p.add_argument("--seq-batch", type=_positive,
+                   help="sequences through the model together inside a call (default on CPU: "
+                        "about 1,024 tokens, to stay in cache; elsewhere the whole chunk)")
     p.add_argument("--memory-budget-gb", type=float, help="per-device budget for chunk sizes")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
@@ -117,7 +120,7 @@ def run_sweep(args) -> int:
         records += token_preference(
             cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
             progress=not args.no_progress, strategy=args.strategy, seed_chunk=args.seed_chunk,
-            seq_chunk=args.seq_chunk, memory_budget=budget)
+            seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget)
     wall = time.time() - t0
     table = report.table1_markdown(records)
     run_info = {

@@ -8,10 +8,12 @@ that every parameter's key is derived from its full path name (see ``model.py``)
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 
@@ -23,11 +25,23 @@ def activation_fn(name: str) -> Callable[[jax.Array], jax.Array]:
     """phi by name. 'gelu' is exact x*Phi(x) (paper Sec. 4.2); 'gelu_tanh' is GPT-2's approximation."""
     return {
         "relu": jax.nn.relu,
-        "gelu": lambda x: jax.nn.gelu(x, approximate=False),
+        "gelu": gelu_exact,
         "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
         "tanh": jnp.tanh,
         "silu": jax.nn.silu,
     }[name]
+
+
+def gelu_exact(x: jax.Array) -> jax.Array:
+    """x * Phi(x) as 0.5 x (1 + erf(x / sqrt 2)).
+
+    ``jax.nn.gelu(approximate=False)`` goes through erfc, which evaluates two branches; this
+    form is one rational polynomial and ran 2.4x faster on a CPU. In float32 its absolute error
+    against a float64 reference is below 1.1e-6 on [-10, 10] (erfc's: 3.8e-7), and its relative
+    error below 1.1e-6 where |GELU| > 0.1; in the negative tail 1 + erf cancels, so the relative
+    error grows (2e-5 where |GELU| > 0.01, 3e-4 where > 1e-3) while staying below 1.1e-6
+    absolute. ``tests/test_model.py`` checks these bounds."""
+    return 0.5 * x * (1.0 + jax.lax.erf(x * (1.0 / math.sqrt(2.0))))
 
 
 # --- normalisation ----------------------------------------------------------------------------
@@ -69,12 +83,18 @@ def linear(p: dict, x: jax.Array) -> jax.Array:
 
 
 # --- rotary position embedding ----------------------------------------------------------------
-def rope_cos_sin(T: int, K: int, theta: float) -> tuple[jax.Array, jax.Array]:
-    """cos, sin tables of shape (T, K) in the HF LLaMA layout (halves, not interleaved)."""
-    inv_freq_K2 = 1.0 / theta ** (jnp.arange(0, K, 2, dtype=jnp.float32) / K)
-    ang_TK2 = jnp.arange(T, dtype=jnp.float32)[:, None] * inv_freq_K2[None, :]
-    ang_TK = jnp.concatenate([ang_TK2, ang_TK2], axis=-1)
-    return jnp.cos(ang_TK), jnp.sin(ang_TK)
+def rope_cos_sin(T: int, K: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+    """cos, sin tables of shape (T, K) in the HF LLaMA layout (halves, not interleaved).
+
+    Computed on the host in float64 and rounded to float32, so they enter compiled programs as
+    constants. (Traced tables were recomputed inside every fusion that reads them: XLA's CPU
+    backend fused cos and sin into each RoPE-and-transpose loop, which cost ~2.5 ms per
+    attention layer at 1,024 tokens, d = 512, about 15 % of the layer.) float64 angles are also
+    more exact than HF's float32 ones, which differ by up to ~1e-4 rad at position 2,048."""
+    inv_freq_K2 = 1.0 / theta ** (np.arange(0, K, 2, dtype=np.float64) / K)
+    ang_TK2 = np.arange(T, dtype=np.float64)[:, None] * inv_freq_K2[None, :]
+    ang_TK = np.concatenate([ang_TK2, ang_TK2], axis=-1)
+    return np.cos(ang_TK).astype(np.float32), np.sin(ang_TK).astype(np.float32)
 
 
 def apply_rope(x_THK: jax.Array, cos_TK: jax.Array, sin_TK: jax.Array) -> jax.Array:

@@ -10,10 +10,15 @@ A *probe* is written for one model and one input sequence: ``probe(params, x) ->
        "map"  - ``lax.map(..., batch_size=map_batch)``, a compiled loop over small vmapped groups
                 (fastest measured on the 2-core CPU with map_batch=1; memory stays bounded),
        "loop" - a Python loop over seeds of one jitted per-seed function;
-  3. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several;
-  4. returns host numpy arrays with leading axes (S, N).
+  3. runs each call's sequences through the model in batches of ``seq_batch`` (a compiled loop;
+     on CPUs about 1,024 tokens per batch, so that a block's activations stay in cache), and a
+     ``SplitProbe``'s head once over the whole call;
+  4. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several;
+  5. returns host numpy arrays with leading axes (S, N).
 
-Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given. The same seed
+Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given, and cut the
+seeds and sequences into equal chunks; the last chunk is padded, so that every call has one
+shape and the sweep compiles once. The same seed
 gives the same result whatever the strategy, chunking or device count: parameters are bitwise
 identical (threefry is vmap-invariant); probe outputs are equal to float32 rounding (batched
 and unbatched matmuls may round differently), which the tests bound.
@@ -37,20 +42,45 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import seed_keys
 
 Probe = Callable[[dict, jax.Array], Any]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SplitProbe:
+    """A probe in two stages, both written for one model and one sequence:
+    ``head(params, features(params, x))``.
+
+    The engine runs ``features`` over cache-sized batches of sequences and ``head`` once over
+    the whole chunk. Probes that end in the unembedding (``features`` = the final normed state,
+    ``head`` = a (d, V) matmul) then read W_U once per chunk instead of once per batch: on a CPU
+    that matmul is bound by reading W_U (103 MB for GPT-2's vocabulary at d = 512).
+    Calling a SplitProbe runs both stages, so it is also a plain probe."""
+
+    features: Probe
+    head: Callable[[dict, Any], Any]
+
+    def __call__(self, params, x):
+        return self.head(params, self.features(params, x))
 STRATEGIES = ("auto", "vmap", "map", "loop")
+# Tokens that go through the model together on a CPU. Measured on a 2-core CPU
+# (benchmarks/sweep_throughput.py, gpt2-rope-cpu, T = 64): batches of 512-2,048 tokens keep a
+# block's activations (tokens x d_ff floats) in the caches and ran at ~145 GFLOP/s; one batch of
+# 22,000 tokens ran at ~105 GFLOP/s.
+CPU_TOKENS_PER_BATCH = 1024
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepPlan:
     """How a sweep is cut: ``seed_chunk`` seeds' parameters live at once (a multiple of the
     device count), ``map_batch`` seeds run together inside ``lax.map``, ``seq_chunk`` sequences
-    per call."""
+    per call, of which ``seq_batch`` go through the model together (a compiled loop over
+    sequence batches when ``seq_batch < seq_chunk``)."""
 
     strategy: str
     seed_chunk: int
     seq_chunk: int
     map_batch: int
     n_devices: int
+    seq_batch: int
 
 
 def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
@@ -78,9 +108,13 @@ def default_budget(devices: Sequence[jax.Device]) -> int:
 
 def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy: str = "auto",
                seed_chunk: int | None = None, seq_chunk: int | None = None,
-               map_batch: int | None = None, memory_budget: int | None = None,
+               map_batch: int | None = None, seq_batch: int | None = None,
+               memory_budget: int | None = None,
                devices: Sequence[jax.Device] | None = None) -> SweepPlan:
-    """Choose strategy and chunk sizes; half the budget for parameters, half for activations."""
+    """Choose strategy and chunk sizes; half the budget for parameters, half for activations.
+
+    On CPUs the sequences of a call also go through the model in batches of about
+    ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's activations stay in cache."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     devices = list(devices or jax.devices())
@@ -95,16 +129,30 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
         map_batch = 1 if devices[0].platform == "cpu" else 8
     if seed_chunk is None:
         fit = max(1, (budget // 2) // max(1, param_bytes(cfg)))
-        seed_chunk = max(1, min(n_seeds, fit * nd))
+        seed_chunk = _balanced(n_seeds, fit * nd, 1)
     seed_chunk = nd * math.ceil(seed_chunk / nd)
+    cpu_batch = max(1, CPU_TOKENS_PER_BATCH // T) if devices[0].platform == "cpu" else None
     if seq_chunk is None:
         parallel = {"vmap": seed_chunk // nd, "map": min(map_batch, seed_chunk // nd),
                     "loop": 1}[strategy]
-        seq_chunk = (budget // 2) // (parallel * activation_bytes(cfg, T))
-        seq_chunk = int(max(1, min(n_seqs, seq_chunk, 512)))
-    if seed_chunk < 1 or seq_chunk < 1 or map_batch < 1:
-        raise ValueError("seed_chunk, seq_chunk and map_batch must be positive")
-    return SweepPlan(strategy, int(seed_chunk), int(seq_chunk), int(map_batch), nd)
+        most = (budget // 2) // (parallel * activation_bytes(cfg, T))
+        seq_chunk = _balanced(n_seqs, max(1, min(most, 512)), min(cpu_batch or 1, n_seqs))
+    if seq_batch is None:
+        seq_batch = cpu_batch or seq_chunk
+    seq_batch = min(seq_batch, seq_chunk)
+    if min(seed_chunk, seq_chunk, map_batch, seq_batch) < 1:
+        raise ValueError("seed_chunk, seq_chunk, map_batch and seq_batch must be positive")
+    return SweepPlan(strategy, int(seed_chunk), int(seq_chunk), int(map_batch), nd,
+                     int(seq_batch))
+
+
+def _balanced(n: int, most: int, multiple: int) -> int:
+    """The chunk size that cuts n items into the fewest chunks of at most ``most`` (rounded up
+    to ``multiple``) with the least padding: every call then has the same shape, so it compiles
+    once, and the last chunk is padded by less than one chunk's worth of rounding."""
+    most = max(multiple, most // multiple * multiple)
+    n_chunks = math.ceil(n / most)
+    return multiple * math.ceil(math.ceil(n / n_chunks) / multiple)
 
 
 class _Compiled:
@@ -122,9 +170,17 @@ class _Compiled:
             # models have no parameters, and lax.map needs something to map over).
             return {"params": init_one(key), "key": jax.random.key_data(key)}
 
+        features, head = ((probe.features, probe.head) if isinstance(probe, SplitProbe)
+                          else (probe, None))
+
         def run_one(seed_state, shared_params, xs):
             params = {**seed_state["params"], **shared_params}
-            return jax.vmap(lambda x: probe(params, x))(xs)
+            one = lambda x: features(params, x)  # noqa: E731
+            if plan.seq_batch >= xs.shape[0]:
+                out = jax.vmap(one)(xs)
+            else:  # a compiled loop over batches of seq_batch sequences, vmapped in each batch
+                out = jax.lax.map(one, xs, batch_size=plan.seq_batch)
+            return out if head is None else jax.vmap(lambda f: head(params, f))(out)
 
         def over_seeds(init_or_run):
             """Apply a per-seed function over the local seed axis with the plan's strategy."""
@@ -169,12 +225,13 @@ def _compiled(cfg: ModelConfig, probe: Probe, plan: SweepPlan, devices: tuple) -
 def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Array | np.ndarray,
           *, strategy: str = "auto", seed_chunk: int | None = None,
           seq_chunk: int | None = None, map_batch: int | None = None,
+          seq_batch: int | None = None,
           memory_budget: int | None = None, devices: Sequence[jax.Device] | None = None,
           progress: bool = False, desc: str = "sweep"):
     """Run ``probe`` for every seed on every input sequence.
 
     Args:
-      probe: ``probe(params, x)`` for one model and one sequence ``x``.
+      probe: ``probe(params, x)`` for one model and one sequence ``x``, or a ``SplitProbe``.
       seeds: integer seeds; seed s is the model ``init(cfg, jax.random.key(s))``.
       inputs: (N, T) token ids or (N, T, d) input embeddings, shared by all seeds: an array or a
         lazy probe set from ``probes.inputs`` (anything with ``shape`` and first-axis slicing).
@@ -192,31 +249,38 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
     model.check_seq_len(cfg, T)
     devices = list(devices or jax.devices())
     plan = plan_sweep(cfg, len(seeds), N, T, strategy=strategy, seed_chunk=seed_chunk,
-                      seq_chunk=seq_chunk, map_batch=map_batch, memory_budget=memory_budget,
-                      devices=devices)
+                      seq_chunk=seq_chunk, map_batch=map_batch, seq_batch=seq_batch,
+                      memory_budget=memory_budget, devices=devices)
     compiled = _compiled(cfg, probe, plan, tuple(devices))
     S = len(seeds)
     n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)
     out = None
     with tqdm(total=n_chunks, desc=desc, disable=not progress, unit="chunk") as bar:
         for s0 in range(0, S, plan.seed_chunk):
-            k = keys[s0:s0 + plan.seed_chunk]
-            n_real = k.shape[0]
-            pad = (-n_real) % plan.n_devices
-            if pad:  # pad with copies of the last key so the chunk splits over devices
-                k = jnp.concatenate([k, jnp.repeat(k[-1:], pad, axis=0)])
+            # The last chunks of seeds and of sequences are padded with copies of their last
+            # key / row, so every call has one shape (one compilation); padding is dropped.
+            k = _pad_rows(keys[s0:s0 + plan.seed_chunk], plan.seed_chunk)
+            n_real = min(plan.seed_chunk, S - s0)
             seed_params = compiled.init(k)
             for n0 in range(0, N, plan.seq_chunk):
-                xs = jnp.asarray(inputs[n0:n0 + plan.seq_chunk])
+                n_rows = min(plan.seq_chunk, N - n0)
+                xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
                 res = jax.device_get(compiled.run(seed_params, xs))
                 if out is None:
                     out = jax.tree.map(lambda a: np.empty((S, N) + a.shape[2:], a.dtype), res)
                 jax.tree.map(lambda o, a: o.__setitem__(
-                    (slice(s0, s0 + n_real), slice(n0, n0 + a.shape[1])), a[:n_real]), out, res)
+                    (slice(s0, s0 + n_real), slice(n0, n0 + n_rows)), a[:n_real, :n_rows]),
+                    out, res)
                 bar.update(1)
             del seed_params
             _release_freed_memory()
     return out
+
+
+def _pad_rows(a: jax.Array, n: int) -> jax.Array:
+    """``a`` extended to n rows with copies of its last row."""
+    pad = n - a.shape[0]
+    return jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]) if pad else a
 
 
 def _release_freed_memory() -> None:

@@ -14,7 +14,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import GaussianEmbeds, RandomTokens, probe_inputs
-from bornbiased_jax.sweep import param_bytes, plan_sweep, sweep
+from bornbiased_jax.sweep import SplitProbe, param_bytes, plan_sweep, sweep
 
 CFG = get_preset("gpt2-rope-tiny")
 SEEDS = [3, 0, 11, 7, 5]
@@ -50,6 +50,8 @@ def assert_same(got, want):
     ("loop", {}),
     ("map", {"seed_chunk": 2, "seq_chunk": 4, "map_batch": 3}),  # ragged chunks on both axes
     ("vmap", {"seed_chunk": 3, "seq_chunk": 5}),
+    ("map", {"seq_chunk": 6, "seq_batch": 4}),  # compiled loop over ragged sequence batches
+    ("map", {"seq_chunk": 4, "seq_batch": 2, "seed_chunk": 3}),
 ])
 def test_strategies_and_chunks_agree(tokens, reference, strategy, kw):
     got = sweep(probe, CFG, SEEDS, tokens, strategy=strategy, devices=jax.devices()[:1], **kw)
@@ -67,6 +69,34 @@ def test_sharded_over_four_devices_agrees(tokens, reference, strategy):
     got = sweep(probe, CFG, SEEDS, tokens, strategy=strategy, devices=devices[:2],
                 seed_chunk=2, seq_chunk=4)
     assert_same(got, reference)
+
+
+def test_split_probe_equals_its_composition(tokens, reference):
+    """features per cache-sized batch, head once per chunk: the same result as one probe."""
+    split = SplitProbe(
+        features=lambda p, x: model.forward(p, CFG, x, last_only=True).normed[-1],
+        head=lambda p, h: {"top": jnp.argmax(h @ model.unembedding(p, CFG)), "h": h})
+    for kw in ({"seq_batch": 2, "seq_chunk": 4}, {"seq_batch": 6}, {"strategy": "loop"}):
+        got = sweep(split, CFG, SEEDS, tokens, devices=jax.devices()[:1], **kw)
+        assert_same(got, reference)
+    params = model.init(CFG, seed_key(SEEDS[0]))
+    x = tokens[:1][0]
+    np.testing.assert_array_equal(split(params, x)["top"], probe(params, x)["top"])
+
+
+def test_plan_cuts_chunks_evenly_and_batches_for_the_cache():
+    cfg = get_preset("gpt2-rope-cpu")
+    cpu = jax.devices()[:1]
+    plan = plan_sweep(cfg, 4, 1000, 64, devices=cpu)
+    assert plan.seq_batch == 16  # CPU_TOKENS_PER_BATCH // T
+    assert plan.seq_chunk % plan.seq_batch == 0
+    n_calls = -(-1000 // plan.seq_chunk)
+    assert n_calls * plan.seq_chunk - 1000 < n_calls * plan.seq_batch  # little padding
+    plan = plan_sweep(cfg, 30, 7, 64, seed_chunk=4, devices=cpu)
+    assert plan.seq_chunk == 7 and plan.seq_batch == 7  # never more than the sequences
+    assert plan_sweep(cfg, 2, 10, 1000, devices=cpu).seq_batch == 1
+    with pytest.raises(ValueError, match="positive"):
+        plan_sweep(cfg, 2, 10, 64, seq_batch=0, devices=cpu)
 
 
 def test_seed_result_does_not_depend_on_its_companions(tokens, reference):

@@ -17,26 +17,30 @@ import numpy as np
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.sweep import sweep
+from bornbiased_jax.sweep import SplitProbe, sweep
 from bornbiased_jax.theory.binomial import bonferroni_log10_p
 
 TOP_COUNTS = 100  # how many sorted counts a record keeps for the rank-frequency plot
 
 
 @functools.lru_cache(maxsize=32)
-def next_token_probe(cfg: ModelConfig):
+def next_token_probe(cfg: ModelConfig) -> SplitProbe:
     """probe(params, x) -> the arg-max next token after sequence x (tokens (T,) or embeds (T, d)).
 
-    Cached per config, so repeated sweeps reuse one compiled program."""
+    Split at the final norm: the blocks run per batch of sequences, the unembedding once per
+    chunk (``sweep.SplitProbe``). Cached per config, so repeated sweeps reuse one program."""
 
-    def probe(params, x):
+    def features(params, x):
         if x.ndim == 1:
             out = model.forward(params, cfg, x, last_only=True)
         else:
             out = model.forward(params, cfg, embeds_Td=x, last_only=True)
-        return jnp.argmax(out.logits[-1]).astype(jnp.int32)
+        return out.normed[-1]  # Norm_final(X^(L)) at the last position, (d,)
 
-    return probe
+    def head(params, normed_d):
+        return jnp.argmax(normed_d @ model.unembedding(params, cfg)).astype(jnp.int32)
+
+    return SplitProbe(features, head)
 
 
 @dataclasses.dataclass(frozen=True)
