@@ -3,13 +3,19 @@
 A preset is a family (``gpt2-rope``, ``llama2``, ``qwen2``) crossed with a size (``tiny`` for
 tests, ``cpu`` for first runs on a laptop, ``nano`` for the paper's 12L/12H/768d models and
 ``1.2b`` for the paper's large GPT-2). Ablations are the same config with flags changed via
-``dataclasses.replace`` (see :func:`ablate`), so a variant is always a small, named delta.
+:meth:`ModelConfig.ablate`, so a variant is always a small, named delta.
+
+The fields also describe released checkpoints (GPT-2, LLaMA-2, Qwen2): grouped-query attention
+(``n_kv_heads``), an explicit head size (``head_dim``), the RoPE base, norm epsilon, tied or
+untied LM head, Q/K/V biases, GPT-2's biases everywhere and learned absolute positions.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Literal
+
+from bornbiased_jax.errors import UserError
 
 Activation = Literal["relu", "gelu", "gelu_tanh", "tanh", "silu"]
 Norm = Literal["layernorm", "rmsnorm", "none"]
@@ -35,7 +41,12 @@ class ModelConfig:
       vocab_size: |V|.
       d_model: hidden size d.
       n_layers: number of blocks L.
-      n_heads: attention heads h; must divide d_model.
+      n_heads: attention (query) heads h; must divide d_model unless ``head_dim`` is given.
+      n_kv_heads: key/value heads; None means n_heads (multi-head attention). Fewer heads give
+        grouped-query attention (GQA; 1 is multi-query attention, MQA): each K/V head serves
+        n_heads / n_kv_heads query heads, so it must divide n_heads. Resolved to an int.
+      head_dim: d_k, the size of one head; None means d_model // n_heads. Resolved to an int.
+        Given explicitly, Q has n_heads * head_dim columns, which need not equal d_model.
       d_ff: MLP hidden size d_MLP (for gated MLPs, the width of gate and up projections).
       max_seq_len: largest T accepted by ``forward``; also the T of the sqrt(i/T) transform.
       block: which sublayers a block has (the ablation of Sec. 4.1).
@@ -44,8 +55,8 @@ class ModelConfig:
       gated_mlp: phi(x W_gate) * (x W_up) then W_down (SwiGLU when activation="silu").
       norm: pre-sublayer and final normalisation; "none" removes all of them.
       residual: whether sublayers add to the residual stream (False gives Y = sublayer(X)).
-      position: rotary, learned absolute (GPT-2 import) or none.
-      rope_theta: RoPE base.
+      position: rotary, learned absolute (GPT-2's ``wpe``) or none.
+      rope_theta: RoPE base (10,000 in LLaMA-2; 1,000,000 in Qwen2).
       linear_bias: biases on every linear layer and LayerNorm shift (GPT-2 style).
       qkv_bias: biases on the Q, K, V projections only (Qwen2 style).
       tie_embeddings: W_U = W_E^T (paper Eq. 1).
@@ -56,7 +67,12 @@ class ModelConfig:
         ``embed_seed`` that is the same for every model seed (paper footnote 2, App. B.2);
         False makes every parameter depend on the model seed.
       embed_seed: the seed of the shared embedding key.
-      attn_output_transform: per-head transform of the attention output (Sec. 6.2.1).
+      attn_output_transform: per-head transform of the attention output (Sec. 6.2.1); softmax
+        attention only (Attn0 has no heads to transform).
+
+    ``head_dim`` and ``n_kv_heads`` are derived when left None. :meth:`ablate` derives them
+    again for the variant (so ``ablate(n_heads=8)`` gets d_model // 8); ``dataclasses.replace``
+    copies the resolved values, so use it only for changes that keep the heads.
     """
 
     name: str
@@ -66,6 +82,8 @@ class ModelConfig:
     n_heads: int
     d_ff: int
     max_seq_len: int
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
     block: Block = "attn_mlp"
     attention: Attention = "softmax"
     activation: Activation = "gelu"
@@ -87,14 +105,31 @@ class ModelConfig:
     def __post_init__(self):
         def need(ok: bool, msg: str):
             if not ok:
-                raise ValueError(f"invalid ModelConfig {self.name!r}: {msg}")
+                raise UserError(f"invalid ModelConfig {self.name!r}: {msg}")
 
         for f in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len"):
-            need(isinstance(getattr(self, f), int) and getattr(self, f) > 0,
+            need(_positive_int(getattr(self, f)),
                  f"{f} must be a positive integer, got {getattr(self, f)!r}")
-        need(self.d_model % self.n_heads == 0,
-             f"n_heads={self.n_heads} does not divide d_model={self.d_model}; "
-             f"choose n_heads among the divisors of d_model")
+        derived = []
+        if self.head_dim is None:
+            need(self.d_model % self.n_heads == 0,
+                 f"n_heads={self.n_heads} does not divide d_model={self.d_model}; choose "
+                 f"n_heads among the divisors of d_model, or give head_dim explicitly")
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+            derived.append("head_dim")
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+            derived.append("n_kv_heads")
+        # Which fields were derived, so that ``ablate`` derives them again (not a field: it
+        # takes no part in equality, hashing or ``asdict``).
+        object.__setattr__(self, "_derived", tuple(derived))
+        for f in ("head_dim", "n_kv_heads"):
+            need(_positive_int(getattr(self, f)),
+                 f"{f} must be a positive integer or None, got {getattr(self, f)!r}")
+        need(self.n_heads % self.n_kv_heads == 0,
+             f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}; each "
+             f"key/value head must serve the same number of query heads (1 <= n_kv_heads "
+             f"<= n_heads, a divisor of n_heads)")
         choices = {
             "block": Block, "attention": Attention, "activation": Activation, "norm": Norm,
             "position": Position, "attn_output_transform": OutputTransform,
@@ -103,14 +138,25 @@ class ModelConfig:
             allowed = lit.__args__
             need(getattr(self, f) in allowed, f"{f}={getattr(self, f)!r}; allowed: {allowed}")
         need(self.position != "rope" or self.head_dim % 2 == 0,
-             f"RoPE needs an even head_dim, got {self.head_dim}")
+             f"RoPE rotates pairs of coordinates, so it needs an even head_dim, got "
+             f"{self.head_dim}; choose an even head_dim or position='learned'/'none'")
+        if self.attention != "softmax":
+            need(self.attn_output_transform == "none",
+                 f"attention={self.attention!r} (Attn0) has no per-head output to transform; "
+                 f"attn_output_transform must be 'none' (got {self.attn_output_transform!r}), "
+                 f"or use attention='softmax'")
+            need(self.n_kv_heads == self.n_heads,
+                 f"attention={self.attention!r} (Attn0) has no key/value heads; n_kv_heads must "
+                 f"equal n_heads={self.n_heads} (or be None), got {self.n_kv_heads}")
         need(self.init_std > 0, "init_std must be > 0")
+        need(self.norm_eps > 0, "norm_eps must be > 0")
+        need(self.rope_theta > 0, "rope_theta must be > 0")
 
     # Derived values -------------------------------------------------------------------------
     @property
-    def head_dim(self) -> int:
-        """d_k = d / h."""
-        return self.d_model // self.n_heads
+    def n_groups(self) -> int:
+        """Query heads per key/value head, G = n_heads / n_kv_heads (1 without GQA)."""
+        return self.n_heads // self.n_kv_heads
 
     @property
     def has_attn(self) -> bool:
@@ -132,9 +178,15 @@ class ModelConfig:
         return self.init_std
 
     def ablate(self, **changes) -> "ModelConfig":
-        """A copy with ``changes`` applied and the name suffixed with them."""
+        """A copy with ``changes`` applied and the name suffixed with them. Fields that were
+        derived (``head_dim``, ``n_kv_heads`` left None) are derived again unless changed."""
         suffix = ",".join(f"{k}={v}" for k, v in sorted(changes.items()))
-        return dataclasses.replace(self, name=f"{self.name}[{suffix}]", **changes)
+        rederive = {f: None for f in self._derived if f not in changes}
+        return dataclasses.replace(self, name=f"{self.name}[{suffix}]", **rederive, **changes)
+
+
+def _positive_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,8 +228,27 @@ def _llama2(size: str) -> ModelConfig:
         linear_bias=False, qkv_bias=False, tie_embeddings=False, norm_eps=1e-6)
 
 
+QWEN2_VOCAB = 151_936
+
+
 def _qwen2(size: str) -> ModelConfig:
-    return dataclasses.replace(_llama2(size), name=f"qwen2-{size}", qkv_bias=True)
+    """Qwen2's architecture at the zoo's sizes.
+
+    Copied from the released Qwen2 configs (0.5B, 1.5B, 7B): grouped-query attention, biases
+    on Q, K and V only, RoPE base 1,000,000, RMSNorm with eps 1e-6, SwiGLU, vocabulary 151,936.
+    Copied from the paper's Qwen-style model (its code, see notes_s5_s6.md Sec. 2.4):
+    d_ff = 4d (3,072 at d = 768) and an untied LM head (as Qwen2-7B; the 0.5B and 1.5B
+    checkpoints tie it). The paper does not state its K/V head count; we take 2 K/V heads, as
+    Qwen2-0.5B (14 query heads) and Qwen2-1.5B (12): 12 / 2 at ``nano`` is Qwen2-1.5B's
+    grouping; ``cpu`` has 8 / 2 and ``tiny`` 4 / 2.
+    """
+    d, n_layers, n_heads, max_t = _SIZES[size]
+    return ModelConfig(
+        name=f"qwen2-{size}", vocab_size=512 if size == "tiny" else QWEN2_VOCAB,
+        d_model=d, n_layers=n_layers, n_heads=n_heads, n_kv_heads=2, d_ff=4 * d,
+        max_seq_len=max_t, activation="silu", gated_mlp=True, norm="rmsnorm", position="rope",
+        rope_theta=1_000_000.0, linear_bias=False, qkv_bias=True, tie_embeddings=False,
+        norm_eps=1e-6)
 
 
 _FAMILIES = {"gpt2-rope": _gpt2_rope, "llama2": _llama2, "qwen2": _qwen2}
@@ -190,10 +261,10 @@ PRESETS: dict[str, ModelConfig] = {
 
 
 def get_preset(name: str) -> ModelConfig:
-    """The named preset; a ``ValueError`` listing the valid names otherwise."""
+    """The named preset; a ``UserError`` listing the valid names otherwise."""
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(
+        raise UserError(
             f"unknown preset {name!r}; available presets: {', '.join(sorted(PRESETS))}"
         ) from None

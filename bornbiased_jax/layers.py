@@ -1,6 +1,8 @@
 """Sublayers of the decoder, as pure functions of (params, config, x) on ONE sequence.
 
-Shapes: T = sequence length, d = d_model, H = n_heads, K = head_dim, F = d_ff.
+Shapes: T = sequence length, d = d_model, H = n_heads, K = head_dim, F = d_ff,
+N = n_kv_heads, G = H / N query heads per key/value head (query head h = n G + g reads K/V
+head n, HF's ``repeat_kv`` order).
 Batching over sequences and over seeds is ``jax.vmap`` / ``lax.map`` at the boundary; nothing
 here knows about batches. Each ``init_*`` takes an ``init_param(name, shape, std)`` callback so
 that every parameter's key is derived from its full path name (see ``model.py``).
@@ -109,12 +111,13 @@ def init_attention(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
     if not cfg.has_attn_params:
         return {}  # Attn0 has no parameters (identity W_V and W_O)
     d, s = cfg.d_model, cfg.init_std
+    HK, NK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
     qkv_bias = cfg.linear_bias or cfg.qkv_bias
     return {
-        "q_proj": init_linear(init_param, f"{name}/q_proj", d, d, s, qkv_bias),
-        "k_proj": init_linear(init_param, f"{name}/k_proj", d, d, s, qkv_bias),
-        "v_proj": init_linear(init_param, f"{name}/v_proj", d, d, s, qkv_bias),
-        "o_proj": init_linear(init_param, f"{name}/o_proj", d, d, cfg.residual_std,
+        "q_proj": init_linear(init_param, f"{name}/q_proj", d, HK, s, qkv_bias),
+        "k_proj": init_linear(init_param, f"{name}/k_proj", d, NK, s, qkv_bias),
+        "v_proj": init_linear(init_param, f"{name}/v_proj", d, NK, s, qkv_bias),
+        "o_proj": init_linear(init_param, f"{name}/o_proj", HK, d, cfg.residual_std,
                               cfg.linear_bias),
     }
 
@@ -143,24 +146,28 @@ def output_transform(cfg: ModelConfig, o_THK: jax.Array, offset: int = 0) -> jax
 def attention_weights(p: dict, cfg: ModelConfig, x_Td: jax.Array,
                       rope: tuple[jax.Array, jax.Array] | None,
                       last_only: bool = False) -> tuple[jax.Array, jax.Array]:
-    """Causal softmax attention weights A (H, Q, T) and values v (T, H, K).
+    """Causal softmax attention weights A (H, Q, T) and values v (T, N, K).
 
-    Q = T queries, or only the last position's query when ``last_only`` (Q = 1).
+    Q = T queries, or only the last position's query when ``last_only`` (Q = 1). With GQA the
+    queries are grouped as (N, G): query head h = n G + g attends with K/V head n.
     """
-    T, H, K = x_Td.shape[0], cfg.n_heads, cfg.head_dim
+    T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    G = H // N
     xq_Qd = x_Td[-1:] if last_only else x_Td
     Q = xq_Qd.shape[0]
     q_QHK = linear(p["q_proj"], xq_Qd).reshape(Q, H, K)
-    k_THK = linear(p["k_proj"], x_Td).reshape(T, H, K)
-    v_THK = linear(p["v_proj"], x_Td).reshape(T, H, K)
+    k_TNK = linear(p["k_proj"], x_Td).reshape(T, N, K)
+    v_TNK = linear(p["v_proj"], x_Td).reshape(T, N, K)
     if rope is not None:
         cos_TK, sin_TK = rope
         q_QHK = apply_rope(q_QHK, cos_TK[T - Q:], sin_TK[T - Q:])
-        k_THK = apply_rope(k_THK, cos_TK, sin_TK)
-    scores_HQT = jnp.einsum("qhk,thk->hqt", q_QHK, k_THK) / jnp.sqrt(K).astype(x_Td.dtype)
+        k_TNK = apply_rope(k_TNK, cos_TK, sin_TK)
+    q_QNGK = q_QHK.reshape(Q, N, G, K)
+    scores_NGQT = jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK) / jnp.sqrt(K).astype(x_Td.dtype)
     causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
-    scores_HQT = jnp.where(causal_QT[None], scores_HQT.astype(jnp.float32), -jnp.inf)
-    return jax.nn.softmax(scores_HQT, axis=-1).astype(x_Td.dtype), v_THK
+    scores_HQT = jnp.where(causal_QT[None], scores_NGQT.reshape(H, Q, T).astype(jnp.float32),
+                           -jnp.inf)
+    return jax.nn.softmax(scores_HQT, axis=-1).astype(x_Td.dtype), v_TNK
 
 
 def attention(p: dict, cfg: ModelConfig, x_Td: jax.Array,
@@ -176,10 +183,13 @@ def attention(p: dict, cfg: ModelConfig, x_Td: jax.Array,
         i_T = jnp.arange(1, T + 1, dtype=x_Td.dtype)
         out_Td = jnp.cumsum(x_Td, axis=0) / i_T[:, None]
     else:
-        A_HQT, v_THK = attention_weights(p, cfg, x_Td, rope, last_only)
-        o_QHK = jnp.einsum("hqt,thk->qhk", A_HQT, v_THK)
-        o_QHK = output_transform(cfg, o_QHK, offset=T - o_QHK.shape[0])  # Sec. 6.2's slot
-        return linear(p["o_proj"], o_QHK.reshape(o_QHK.shape[0], cfg.d_model))
+        A_HQT, v_TNK = attention_weights(p, cfg, x_Td, rope, last_only)
+        H, Q, _ = A_HQT.shape
+        N = v_TNK.shape[1]
+        A_NGQT = A_HQT.reshape(N, H // N, Q, T)
+        o_QHK = jnp.einsum("ngqt,tnk->qngk", A_NGQT, v_TNK).reshape(Q, H, cfg.head_dim)
+        o_QHK = output_transform(cfg, o_QHK, offset=T - Q)  # Sec. 6.2's slot
+        return linear(p["o_proj"], o_QHK.reshape(Q, H * cfg.head_dim))
     return out_Td[-1:] if last_only else out_Td
 
 

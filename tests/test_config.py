@@ -29,12 +29,6 @@ def test_paper_sizes_by_eval_shape():
     assert 1.2e9 < n_params(big) < 1.35e9
 
 
-def test_qwen2_is_llama2_plus_qkv_bias():
-    q, l = get_preset("qwen2-nano"), get_preset("llama2-nano")
-    assert q.qkv_bias and not l.qkv_bias
-    assert q.ablate(qkv_bias=False).__dict__ | {"name": ""} == l.__dict__ | {"name": ""}
-
-
 def test_residual_std_is_gpt2_scaled():
     cfg = get_preset("gpt2-rope-nano")
     assert cfg.residual_std == pytest.approx(0.02 / math.sqrt(24))
