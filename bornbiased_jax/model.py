@@ -219,7 +219,8 @@ def init_blocks(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32) -> dict:
 def init(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32) -> dict:
     """All parameters of the model whose seed is ``key``. Call under ``jax.jit`` for sweeps.
 
-    Equal, bitwise, to ``{**init_embeddings(cfg, embed_key(cfg, key)), **init_blocks(cfg, key)}``."""
+    Equal, bitwise, to
+    ``{**init_embeddings(cfg, embed_key(cfg, key)), **init_blocks(cfg, key)}``."""
     rngs = {"params": key, "embed": embed_key(cfg, key)}
     v = Decoder(cfg, dtype).init(rngs, jnp.zeros((1,), jnp.int32))
     return _as_dict_layout(cfg, v["params"])
