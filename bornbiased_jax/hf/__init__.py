@@ -131,9 +131,9 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
             raise UserError(f"{folder}: {LM_HEAD} differs from {EMBED_NAME[kind]} although "
                             f"config.json says tie_word_embeddings=true")
         flat = {}
-        for s in specs:
-            for p, a in zip(s.paths, to_ours(s, ckpt.get(in_file[s.hf_name]))):
-                flat[p] = jnp.asarray(a, dtype=jdtype)
+        for s in specs:  # one tensor at a time: copied out of the mapped file, sent, converted
+            for p, a in zip(s.paths, to_ours(s, jnp.asarray(ckpt.get(in_file[s.hf_name])))):
+                flat[p] = a.astype(jdtype)
     want = expected_shapes(cfg)
     got = {p: tuple(a.shape) for p, a in flat.items()}
     if got != want:  # the name map and model.init disagree: a bug here, not bad input

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax.config import ModelConfig
@@ -114,13 +116,14 @@ def tensor_specs(cfg: ModelConfig, kind: str) -> list[TensorSpec]:
     return specs
 
 
-def to_ours(spec: TensorSpec, a: np.ndarray) -> list[np.ndarray]:
-    """The arrays of ``spec.paths`` from the HF tensor ``a``."""
+def to_ours(spec: TensorSpec, a: jax.Array) -> list[jax.Array]:
+    """The arrays of ``spec.paths`` from the HF tensor ``a`` (on the device: a transpose there
+    is cheaper than numpy's strided copy on the host)."""
     if spec.layout == "copy":
         return [a]
     if spec.layout == "transpose":
         return [a.T]
-    return np.split(a, 3, axis=-1)  # split3: [q | k | v]
+    return jnp.split(a, 3, axis=-1)  # split3: [q | k | v]
 
 
 def to_hf(spec: TensorSpec, arrays: list[np.ndarray]) -> np.ndarray:
