@@ -28,7 +28,7 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.hf import config_from_hf, load_hf, load_hf_tokenizer, save_hf
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
-NAMES = ["gpt2", "llama_gqa", "llama_tied", "qwen2"]
+NAMES = ["gpt2", "llama_gqa", "llama_tied", "qwen2", "gpt_neox"]
 ATOL_F32 = 1e-5
 # bfloat16 keeps 8 significant bits (spacing 2^-8 = 0.0039 relative). Loading the float32
 # fixtures in bfloat16 and running the forward in bfloat16 gave a relative RMS error
@@ -86,15 +86,20 @@ def test_bfloat16_parity_with_transformers(name):
 
 
 def test_config_of_each_fixture(loaded):
-    gpt2, gqa, tied, qwen = (loaded[n][0] for n in NAMES)
+    gpt2, gqa, tied, qwen, neox = (loaded[n][0] for n in NAMES)
     assert (gpt2.position, gpt2.norm, gpt2.activation, gpt2.linear_bias, gpt2.tie_embeddings,
             gpt2.max_seq_len, gpt2.d_ff) == ("learned", "layernorm", "gelu_tanh", True, True, 32,
-                                             128)
+                                             64)
+    # GPT-NeoX as exported here computes exactly the gpt2-rope presets' model
+    rope_gpt2 = get_preset("gpt2-rope-tiny")
+    assert all(getattr(neox, f) == getattr(rope_gpt2, f) for f in
+               ("position", "norm", "activation", "gated_mlp", "linear_bias", "qkv_bias",
+                "tie_embeddings", "rope_theta", "norm_eps"))
     assert (gqa.n_heads, gqa.n_kv_heads, gqa.rope_theta, gqa.tie_embeddings) == (4, 2, 5e5, False)
     assert (tied.head_dim, tied.tie_embeddings) == (16, True)
     assert (qwen.qkv_bias, qwen.linear_bias, qwen.n_kv_heads, qwen.rope_theta) == (True, False, 2,
                                                                                   1e6)
-    assert not any(c.shared_embedding for c in (gpt2, gqa, tied, qwen))
+    assert not any(c.shared_embedding for c in (gpt2, gqa, tied, qwen, neox))
     assert gqa.name == "llama_gqa"  # named after the folder
     assert ModelConfig.from_hf(FIXTURES / "qwen2", name="x") == dataclasses.replace(qwen, name="x")
 
@@ -115,8 +120,9 @@ def test_import_export_import_is_bitwise(name, loaded, tmp_path):
 
 def test_bfloat16_export_round_trip(loaded, tmp_path):
     cfg, params = load_hf(FIXTURES / "qwen2", dtype=jnp.bfloat16)
-    out = save_hf(cfg, params, tmp_path / "bf16")
-    assert json.loads((out / "config.json").read_text())["torch_dtype"] == "bfloat16"
+    out = save_hf(cfg, params, tmp_path / "bf16", extra_config={"eos_token_id": 7})
+    hf_config = json.loads((out / "config.json").read_text())
+    assert (hf_config["torch_dtype"], hf_config["eos_token_id"]) == ("bfloat16", 7)
     assert load_file(out / "model.safetensors")["model.embed_tokens.weight"].dtype.name == "bfloat16"
     assert _tree_equal(params, load_hf(out, dtype=jnp.bfloat16)[1])
     # bfloat16 -> float32 is exact
@@ -124,7 +130,7 @@ def test_bfloat16_export_round_trip(loaded, tmp_path):
     assert _tree_equal(jax.tree.map(lambda a: a.astype(jnp.float32), params), f32)
 
 
-@pytest.mark.parametrize("preset", ["llama2-tiny", "qwen2-tiny"])
+@pytest.mark.parametrize("preset", ["llama2-tiny", "qwen2-tiny", "gpt2-rope-tiny"])
 def test_presets_export_and_reimport(preset, tmp_path):
     cfg = get_preset(preset)
     params = model.init(cfg, jax.random.key(0))
@@ -136,9 +142,15 @@ def test_presets_export_and_reimport(preset, tmp_path):
     assert _tree_equal(params, params2)
 
 
-def test_unexportable_config_is_refused(tmp_path):
-    cfg = get_preset("gpt2-rope-tiny")  # LayerNorm + RoPE: no HF architecture computes it
-    with pytest.raises(UserError, match="cannot be exported.*position='rope', norm='layernorm'"):
+@pytest.mark.parametrize("changes, match", [
+    ({"linear_bias": False}, "GPT-NeoX has biases on every linear"),
+    ({"attention": "attn0_causal"}, "softmax attention"),
+    ({"norm": "none"}, "norm='none'.*matches none of GPT-2"),
+    ({"attn_output_transform": "sqrt_i"}, "attn_output_transform='sqrt_i'"),
+])
+def test_unexportable_config_is_refused(changes, match, tmp_path):
+    cfg = get_preset("gpt2-rope-tiny").ablate(**changes)
+    with pytest.raises(UserError, match="cannot be exported.*" + match):
         save_hf(cfg, model.init(cfg, jax.random.key(0)), tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
@@ -196,6 +208,19 @@ def test_base_model_names_and_old_buffers_are_accepted(loaded, tmp_path):
     t["h.0.attn.masked_bias"] = np.array(-1e4, np.float32)
     save_file(t, folder / "model.safetensors")
     assert _tree_equal(load_hf(folder)[1], loaded["gpt2"][1])
+
+    folder = _copy("gpt_neox", tmp_path)  # Pythia-era names: embed_out, attention buffers
+    t = load_file(folder / "model.safetensors")
+    head = np.random.default_rng(0).normal(size=(128, 32)).astype(np.float32)
+    t.update({"embed_out.weight": head, "gpt_neox.layers.0.attention.bias": np.ones((1, 1, 4, 4)),
+              "gpt_neox.layers.1.attention.rotary_emb.inv_freq": np.ones(4, np.float32)})
+    save_file(t, folder / "model.safetensors")
+    hf_config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**hf_config, "tie_word_embeddings": False}))
+    cfg, params = load_hf(folder)
+    assert not cfg.tie_embeddings and np.array_equal(params["lm_head"]["kernel"], head.T)
+    out = save_hf(cfg, params, tmp_path / "neox_export")
+    assert np.array_equal(load_file(out / "model.safetensors")["embed_out.weight"], head)
 
     folder = _copy("llama_tied", tmp_path)
     t = load_file(folder / "model.safetensors")
@@ -311,6 +336,10 @@ def test_unsupported_llama_fields_are_named(change, match):
 
 @pytest.mark.parametrize("hf, match", [
     ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window=True"),
+    ({"model_type": "gpt_neox", "rotary_pct": 1.0}, "use_parallel_residual=True"),  # Pythia
+    ({"model_type": "gpt_neox", "use_parallel_residual": False}, "partial_rotary_factor=0.25"),
+    ({"model_type": "gpt_neox", "use_parallel_residual": False, "rotary_pct": 1.0,
+      "attention_bias": False}, "attention_bias=False"),
     ({"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": True},
      "scale_attn_by_inverse_layer_idx"),
     ({"model_type": "gpt2", "add_cross_attention": True}, "add_cross_attention"),
@@ -347,12 +376,14 @@ live = pytest.mark.skipif(
 
 
 @live
-@pytest.mark.parametrize("preset", ["llama2-tiny", "qwen2-tiny"])
-def test_live_export_opens_in_transformers_with_equal_logits(preset, tmp_path):
+@pytest.mark.parametrize("preset, changes", [
+    ("llama2-tiny", {"n_kv_heads": 2}), ("qwen2-tiny", {"n_kv_heads": 2}),
+    ("gpt2-rope-tiny", {}), ("gpt2-rope-tiny", {"tie_embeddings": False})])
+def test_live_export_opens_in_transformers_with_equal_logits(preset, changes, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    cfg = dataclasses.replace(get_preset(preset), n_kv_heads=2)
+    cfg = dataclasses.replace(get_preset(preset), **changes)
     keys = iter(jax.random.split(jax.random.key(1), 64))
     # Redrawn weights (see make_hf_fixtures.py): the 0.02-std init gives ~1e-2 logits.
     def redraw(path, a):

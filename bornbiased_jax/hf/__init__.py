@@ -1,4 +1,5 @@
-"""Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA) and Qwen2.
+"""Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA), Qwen2 and
+GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE).
 
     cfg, params = load_hf("path/to/Llama-2-7b-hf", dtype=jnp.bfloat16)
     out = model.forward(params, cfg, tokens_T, return_hidden=True)
@@ -33,8 +34,8 @@ from bornbiased_jax.hf.checkpoint import (FLOAT_DTYPES, SINGLE, SafetensorsFolde
                                           write_safetensors)
 from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_hf,
                                        hf_architecture, read_hf_config)
-from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, LM_HEAD, is_buffer, tensor_specs,
-                                     to_hf, to_ours)
+from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, HEAD_ALIAS, LM_HEAD, is_buffer,
+                                     tensor_specs, to_hf, to_ours)
 
 __all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "config_from_hf", "config_to_hf",
            "hf_architecture", "ARCHITECTURES"]
@@ -75,10 +76,14 @@ def _nest(flat: dict[str, jax.Array]) -> dict:
 
 def _file_names(names: list[str], kind: str) -> dict[str, str]:
     """Canonical HF name -> name in the files: checkpoints saved from the base model lack the
-    ``transformer.`` / ``model.`` prefix on everything but ``lm_head``."""
-    prefix = BASE_PREFIX[kind]
+    ``transformer.`` / ``model.`` prefix on everything but the head, which GPT-NeoX files may
+    call ``embed_out``."""
+    prefix, alias = BASE_PREFIX[kind], HEAD_ALIAS.get(kind)
     strip = EMBED_NAME[kind] not in names and EMBED_NAME[kind][len(prefix):] in names
-    return {(prefix + n if strip and n != LM_HEAD else n): n for n in names}
+    out = {(prefix + n if strip and n not in (LM_HEAD, alias) else n): n for n in names}
+    if alias in out and LM_HEAD not in out:
+        out[LM_HEAD] = out.pop(alias)
+    return out
 
 
 def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
@@ -111,8 +116,8 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
                             f"; {what} needs them")
         used = {in_file[s.hf_name] for s in specs}
         tied_head = cfg.tie_embeddings and LM_HEAD in in_file
-        extra = [n for n in ckpt.names()
-                 if n not in used and not is_buffer(n) and not (tied_head and n == LM_HEAD)]
+        extra = [n for n in ckpt.names() if n not in used and not is_buffer(n)
+                 and not (tied_head and n == in_file[LM_HEAD])]
         if extra:
             raise UserError(f"{folder}: unexpected tensor(s) in the checkpoint: {_listed(extra)}"
                             f"; {what} has no such parameters")
@@ -128,8 +133,8 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
                                 f"{FLOAT_DTYPES}")
         if tied_head and not np.array_equal(ckpt.get(in_file[LM_HEAD]),
                                             ckpt.get(in_file[EMBED_NAME[kind]])):
-            raise UserError(f"{folder}: {LM_HEAD} differs from {EMBED_NAME[kind]} although "
-                            f"config.json says tie_word_embeddings=true")
+            raise UserError(f"{folder}: {in_file[LM_HEAD]} differs from {EMBED_NAME[kind]} "
+                            f"although config.json says tie_word_embeddings=true")
         flat = {}
         for s in specs:  # one tensor at a time: copied out of the mapped file, sent, converted
             for p, a in zip(s.paths, to_ours(s, jnp.asarray(ckpt.get(in_file[s.hf_name])))):
@@ -143,13 +148,15 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
 
 
 def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
-            overwrite: bool = False, tokenizer=None) -> Path:
+            overwrite: bool = False, tokenizer=None, extra_config: dict | None = None) -> Path:
     """Write ``params`` as an HF model folder that ``AutoModelForCausalLM`` opens.
 
     The folder gets ``config.json`` (``architectures``/``model_type`` from
-    :func:`hf_architecture`, which refuses configs no HF architecture computes, e.g. LayerNorm
-    with RoPE), ``model.safetensors`` in the parameters' dtype (float32 or bfloat16), and
-    ``tokenizer.json`` if a ``tokenizers.Tokenizer`` is given. It is written into a temporary
+    :func:`hf_architecture`, which refuses configs no HF architecture computes, e.g. Attn0 or
+    RoPE with LayerNorm but no biases), ``model.safetensors`` in the parameters' dtype (float32 or bfloat16), and
+    ``tokenizer.json`` if a ``tokenizers.Tokenizer`` is given. Token ids are written as null;
+    ``extra_config`` (e.g. ``{"bos_token_id": 1, "eos_token_id": 2}``) is merged into
+    ``config.json`` last, for fields that ModelConfig does not hold. It is written into a temporary
     sibling folder and renamed into place, so ``path`` never holds a partial export; an
     existing ``path`` is replaced only with ``overwrite=True``.
     """
@@ -166,8 +173,8 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
     if len(dtypes) != 1:
         raise UserError(f"params mix dtypes {dtypes}; cast them to one of {sorted(_DTYPES)}")
     dtype_name = _dtype_name(dtypes[0])
-    tensors = {s.hf_name: to_hf(s, [np.asarray(flat[p]) for p in s.paths])
-               for s in tensor_specs(cfg, kind)}
+    tensors = {s.hf_name if s.hf_name != LM_HEAD else HEAD_ALIAS.get(kind, LM_HEAD):
+               to_hf(s, [np.asarray(flat[p]) for p in s.paths]) for s in tensor_specs(cfg, kind)}
 
     dest = Path(path)
     if dest.exists() and not (overwrite and dest.is_dir()):
@@ -176,7 +183,8 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
     try:
-        (tmp / "config.json").write_text(json.dumps(config_to_hf(cfg, dtype_name), indent=2))
+        hf_config = {**config_to_hf(cfg, dtype_name), **(extra_config or {})}
+        (tmp / "config.json").write_text(json.dumps(hf_config, indent=2))
         write_safetensors(tmp / SINGLE, tensors)
         if tokenizer is not None:
             tokenizer.save(str(tmp / "tokenizer.json"))

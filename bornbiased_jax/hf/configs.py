@@ -1,6 +1,6 @@
-"""HF ``config.json`` <-> :class:`ModelConfig` for GPT-2, LLaMA and Qwen2.
+"""HF ``config.json`` <-> :class:`ModelConfig` for GPT-2, LLaMA, Qwen2 and GPT-NeoX.
 
-Three HF architectures map onto the one decoder of this project:
+Four HF architectures map onto the one decoder of this project:
 
   ============  =================  ========================================================
   model_type    architecture       what it is here
@@ -9,6 +9,9 @@ Three HF architectures map onto the one decoder of this project:
                                    (tanh approximation, ``gelu_new``), tied head by default
   llama         LlamaForCausalLM   RMSNorm, RoPE, SwiGLU, no biases, GQA (n_kv_heads)
   qwen2         Qwen2ForCausalLM   LLaMA with biases on Q, K, V only
+  gpt_neox      GPTNeoXForCausalL  LayerNorm, RoPE, biases everywhere, GELU: the paper's
+                M                  "GPT-2 with RoPE" (``gpt2-rope-*`` presets), provided
+                                   ``use_parallel_residual`` is false and RoPE is full-width
   ============  =================  ========================================================
 
 Everything a config says that changes the forward pass is either mapped or refused with a
@@ -31,7 +34,7 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM",
-                 "qwen2": "Qwen2ForCausalLM"}
+                 "qwen2": "Qwen2ForCausalLM", "gpt_neox": "GPTNeoXForCausalLM"}
 
 # HF activation names (transformers' ACT2FN) -> ours. gelu_new and gelu_pytorch_tanh are the
 # same tanh approximation (one in Python, one in torch); "gelu" is the exact erf form.
@@ -74,10 +77,12 @@ def _activation(d: dict, field: str, default: str) -> str:
     return _ACT_FROM_HF[act]
 
 
-def _rope_theta(d: dict) -> float:
-    """RoPE base of a LLaMA/Qwen2 config, old (``rope_theta`` + ``rope_scaling``) or new
-    (``rope_parameters``) style; refuses every scaled variant (linear, dynamic, yarn, llama3, ...)
-    since they change the angles at every length."""
+def _rope_theta(d: dict, theta_keys=("rope_theta",), rotary_keys=("partial_rotary_factor",),
+                rotary_default: float = 1.0) -> float:
+    """RoPE base of a config, old (``rope_theta`` + ``rope_scaling``; GPT-NeoX's
+    ``rotary_emb_base``/``rotary_pct``) or new (``rope_parameters``) style. Refuses every scaled
+    variant (linear, dynamic, yarn, llama3, ...), which change the angles at every length, and
+    partial rotation (GPT-NeoX rotates 1/4 of each head unless told otherwise)."""
     rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
     if not isinstance(rope, dict):
         raise _refuse("rope_parameters", rope, "expected a JSON object")
@@ -87,11 +92,15 @@ def _rope_theta(d: dict) -> float:
     if kind != "default":
         raise _refuse("rope_type", kind, "only unscaled RoPE (rope_type 'default') is "
                       "implemented; scaled variants change the rotation angles")
-    for where in (d, rope):
-        prf = where.get("partial_rotary_factor")
-        if prf not in (None, 1, 1.0):
-            raise _refuse("partial_rotary_factor", prf, "RoPE rotates every dimension here")
-    return float(rope.get("rope_theta", d.get("rope_theta", 10000.0)))
+    rotary = rope.get("partial_rotary_factor")
+    rotary = next((d[k] for k in rotary_keys if d.get(k) is not None), rotary_default) \
+        if rotary is None else rotary
+    if rotary != 1:
+        raise _refuse("partial_rotary_factor", rotary, "RoPE rotates every dimension here (1.0)")
+    theta = rope.get("rope_theta")
+    theta = next((d[k] for k in theta_keys if d.get(k) is not None), 10000.0) \
+        if theta is None else theta
+    return float(theta)
 
 
 def _check_common(d: dict, model_type: str) -> None:
@@ -122,6 +131,26 @@ def _gpt2(d: dict) -> dict:
         activation=_activation(d, "activation_function", "gelu_new"), gated_mlp=False,
         norm="layernorm", norm_eps=float(d.get("layer_norm_epsilon", 1e-5)), position="learned",
         linear_bias=True, qkv_bias=False, tie_embeddings=bool(d.get("tie_word_embeddings", True)),
+        init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=True)
+
+
+def _gpt_neox(d: dict) -> dict:
+    if d.get("use_parallel_residual", True):
+        raise _refuse("use_parallel_residual", d.get("use_parallel_residual", True),
+                      "attention and MLP side by side (Pythia) is not implemented; blocks here "
+                      "are sequential (use_parallel_residual=false)")
+    if not d.get("attention_bias", True):
+        raise _refuse("attention_bias", False, "GPT-NeoX's MLP and LayerNorms always have "
+                      "biases; only attention_bias=true matches a model with biases everywhere")
+    return dict(
+        vocab_size=d.get("vocab_size", 50432), d_model=d.get("hidden_size", 6144),
+        n_layers=d.get("num_hidden_layers", 44), n_heads=d.get("num_attention_heads", 64),
+        d_ff=d.get("intermediate_size", 24576), max_seq_len=d.get("max_position_embeddings", 2048),
+        activation=_activation(d, "hidden_act", "gelu"), gated_mlp=False, norm="layernorm",
+        norm_eps=float(d.get("layer_norm_eps", 1e-5)), position="rope",
+        rope_theta=_rope_theta(d, ("rotary_emb_base", "rope_theta"),
+                               ("rotary_pct", "partial_rotary_factor"), 0.25),
+        linear_bias=True, qkv_bias=False, tie_embeddings=bool(d.get("tie_word_embeddings", False)),
         init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=True)
 
 
@@ -172,7 +201,8 @@ def config_from_hf(hf_config: str | os.PathLike | dict, *, name: str | None = No
                         + ", ".join(f"{t} ({a})" for t, a in ARCHITECTURES.items()))
     _check_common(d, model_type)
     try:
-        fields = _gpt2(d) if model_type == "gpt2" else _llama(d, model_type)
+        fields = (_gpt2(d) if model_type == "gpt2" else _gpt_neox(d) if model_type == "gpt_neox"
+                  else _llama(d, model_type))
         return ModelConfig(name=name or f"hf-{model_type}", shared_embedding=False, **fields)
     except UserError:
         raise
@@ -198,10 +228,16 @@ def hf_architecture(cfg: ModelConfig) -> str:
         kind = "gpt2"
     elif (cfg.position, cfg.norm, cfg.gated_mlp) == ("rope", "rmsnorm", True):
         kind = "qwen2" if cfg.qkv_bias and not cfg.linear_bias else "llama"
+    elif (cfg.position, cfg.norm, cfg.gated_mlp) == ("rope", "layernorm", False):
+        if not cfg.linear_bias:
+            why.append("GPT-NeoX has biases on every linear and LayerNorm (linear_bias=True)")
+        if cfg.n_kv_heads != cfg.n_heads or cfg.head_dim * cfg.n_heads != cfg.d_model:
+            why.append("GPT-NeoX has n_kv_heads = n_heads and head_dim = d_model / n_heads")
+        kind = "gpt_neox"
     else:
         why.append(f"position={cfg.position!r}, norm={cfg.norm!r}, gated_mlp={cfg.gated_mlp} "
-                   f"matches neither GPT-2 (learned, layernorm, False) nor LLaMA/Qwen2 "
-                   f"(rope, rmsnorm, True)")
+                   f"matches none of GPT-2 (learned, layernorm, False), GPT-NeoX (rope, "
+                   f"layernorm, False), LLaMA/Qwen2 (rope, rmsnorm, True)")
     if why:
         raise UserError(f"model {cfg.name!r} cannot be exported to an HF architecture: "
                         + "; ".join(why))
@@ -214,13 +250,26 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
     kind = hf_architecture(cfg)
     head = {"architectures": [ARCHITECTURES[kind]], "model_type": kind,
             "vocab_size": cfg.vocab_size, "tie_word_embeddings": cfg.tie_embeddings,
-            "initializer_range": cfg.init_std, "torch_dtype": dtype_name, "dtype": dtype_name}
+            "initializer_range": cfg.init_std, "torch_dtype": dtype_name, "dtype": dtype_name,
+            # Token ids are not part of ModelConfig: null rather than HF's per-class defaults
+            # (GPT-2's 50256 lies outside most vocabularies trained here).
+            "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
     if kind == "gpt2":
         return {**head, "n_embd": cfg.d_model, "n_layer": cfg.n_layers, "n_head": cfg.n_heads,
                 "n_inner": cfg.d_ff, "n_positions": cfg.max_seq_len,
                 "activation_function": _ACT_TO_HF[cfg.activation],
                 "layer_norm_epsilon": cfg.norm_eps, "scale_attn_weights": True,
                 "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+    rope = {"rope_type": "default", "rope_theta": cfg.rope_theta}
+    if kind == "gpt_neox":  # old and new spellings, as below; full-width rotation
+        return {**head, "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
+                "num_attention_heads": cfg.n_heads, "intermediate_size": cfg.d_ff,
+                "max_position_embeddings": cfg.max_seq_len,
+                "hidden_act": _ACT_TO_HF[cfg.activation], "layer_norm_eps": cfg.norm_eps,
+                "use_parallel_residual": False, "attention_bias": True,
+                "rotary_pct": 1.0, "rotary_emb_base": cfg.rope_theta,
+                "rope_parameters": {**rope, "partial_rotary_factor": 1.0},
+                "attention_dropout": 0.0, "hidden_dropout": 0.0}
     body = {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
             "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.n_kv_heads,
             "head_dim": cfg.head_dim, "intermediate_size": cfg.d_ff,
@@ -228,7 +277,7 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
             "rms_norm_eps": cfg.norm_eps, "attention_dropout": 0.0,
             # Both spellings: transformers < 5 reads rope_theta, >= 5 rope_parameters.
             "rope_theta": cfg.rope_theta,
-            "rope_parameters": {"rope_type": "default", "rope_theta": cfg.rope_theta}}
+            "rope_parameters": rope}
     if kind == "llama":
         body.update(attention_bias=cfg.linear_bias, mlp_bias=cfg.linear_bias)
     else:
