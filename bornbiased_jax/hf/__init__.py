@@ -153,12 +153,12 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
 
     The folder gets ``config.json`` (``architectures``/``model_type`` from
     :func:`hf_architecture`, which refuses configs no HF architecture computes, e.g. Attn0 or
-    RoPE with LayerNorm but no biases), ``model.safetensors`` in the parameters' dtype (float32 or bfloat16), and
-    ``tokenizer.json`` if a ``tokenizers.Tokenizer`` is given. Token ids are written as null;
-    ``extra_config`` (e.g. ``{"bos_token_id": 1, "eos_token_id": 2}``) is merged into
-    ``config.json`` last, for fields that ModelConfig does not hold. It is written into a temporary
-    sibling folder and renamed into place, so ``path`` never holds a partial export; an
-    existing ``path`` is replaced only with ``overwrite=True``.
+    RoPE with LayerNorm but no biases), ``model.safetensors`` in the parameters' dtype
+    (float32 or bfloat16), and ``tokenizer.json`` if a ``tokenizers.Tokenizer`` is given.
+    Token ids are written as null; ``extra_config`` (e.g. ``{"bos_token_id": 1}``) is merged
+    into ``config.json`` last, for fields that ModelConfig does not hold. The folder is written
+    into a temporary sibling and renamed into place, so ``path`` never holds a partial export;
+    an existing ``path`` is replaced only with ``overwrite=True``.
     """
     kind = hf_architecture(cfg)
     flat = {"/".join(k.key for k in p): a
