@@ -252,6 +252,10 @@ def test_missing_config_or_weights_or_folder(tmp_path):
         load_hf(tmp_path / "nowhere")
     with pytest.raises(UserError, match="dtype float16 is not supported"):
         load_hf(FIXTURES / "gpt2", dtype=jnp.float16)
+    with pytest.raises(UserError, match="dtype 'f32' is not supported.*bfloat16"):
+        load_hf(FIXTURES / "gpt2", dtype="f32")
+    params = load_hf(FIXTURES / "gpt2", dtype="bfloat16")[1]  # dtype names work too
+    assert params["embed"]["embedding"].dtype == jnp.bfloat16
 
 
 def test_wrong_shape_names_tensor_and_both_shapes(tmp_path):

@@ -50,7 +50,10 @@ def _listed(names: list[str]) -> str:
 
 
 def _dtype_name(dtype) -> str:
-    name = np.dtype(dtype).name
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = repr(dtype)
     if name not in _DTYPES:
         raise UserError(f"dtype {name} is not supported; use one of {sorted(_DTYPES)}")
     return name
