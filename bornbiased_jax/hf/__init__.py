@@ -89,13 +89,57 @@ def _file_names(names: list[str], kind: str) -> dict[str, str]:
     return out
 
 
+def _check_name_map(cfg: ModelConfig, specs: list) -> None:
+    """The name map gives exactly the parameters of ``model.init`` (else a bug, not bad input)."""
+    got = {}
+    for s in specs:
+        outs = jax.eval_shape(lambda a, s=s: to_ours(s, a),
+                              jax.ShapeDtypeStruct(s.hf_shape, jnp.float32))
+        got.update({p: tuple(o.shape) for p, o in zip(s.paths, outs)})
+    want = expected_shapes(cfg)
+    if got != want:
+        raise AssertionError(f"HF name map out of step with model.init: "
+                             f"{sorted(set(got.items()) ^ set(want.items()))}")
+
+
+def _check_checkpoint(ckpt: SafetensorsFolder, in_file: dict, specs: list, cfg: ModelConfig,
+                      kind: str, folder: Path) -> None:
+    """UserError for missing, unexpected, misshapen or non-float tensors, or an untied head in
+    a tied model; reads no tensor except a stored copy of a tied head."""
+    what = f"the {ARCHITECTURES[kind]} that {folder / 'config.json'} describes"
+    missing = [s.hf_name for s in specs if s.hf_name not in in_file]
+    if missing:
+        raise UserError(f"{folder}: tensor(s) missing from the checkpoint: {_listed(missing)}"
+                        f"; {what} needs them")
+    used = {in_file[s.hf_name] for s in specs}
+    tied_head = cfg.tie_embeddings and LM_HEAD in in_file
+    extra = [n for n in ckpt.names() if n not in used and not is_buffer(n)
+             and not (tied_head and n == in_file[LM_HEAD])]
+    if extra:
+        raise UserError(f"{folder}: unexpected tensor(s) in the checkpoint: {_listed(extra)}"
+                        f"; {what} has no such parameters")
+    for s in specs + ([specs[0]._replace(hf_name=LM_HEAD)] if tied_head else []):
+        found, dtype = ckpt.shape(in_file[s.hf_name]), ckpt.dtype(in_file[s.hf_name])
+        if found != s.hf_shape:
+            raise UserError(f"{folder}: tensor {s.hf_name} has shape {found}, expected "
+                            f"{s.hf_shape} for {what}")
+        if dtype not in FLOAT_DTYPES:
+            raise UserError(f"{folder}: tensor {s.hf_name} has dtype {dtype}; weights must be "
+                            f"one of {FLOAT_DTYPES}")
+    if tied_head and not np.array_equal(ckpt.get(in_file[LM_HEAD]),
+                                        ckpt.get(in_file[EMBED_NAME[kind]])):
+        raise UserError(f"{folder}: {in_file[LM_HEAD]} differs from {EMBED_NAME[kind]} "
+                        f"although config.json says tie_word_embeddings=true")
+
+
 def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
     """(config, params) of the HF model folder ``path`` (``config.json`` and safetensors).
 
     Args:
       path: a folder as ``save_pretrained`` writes it: ``config.json`` and ``model.safetensors``
         or shards with ``model.safetensors.index.json``.
-      dtype: float32 or bfloat16, the dtype of the returned parameters whatever the file holds.
+      dtype: float32 or bfloat16 (a dtype or its name), the dtype of the returned parameters
+        whatever the file holds (float32, float16 or bfloat16).
 
     Returns:
       The :class:`ModelConfig` (named after the folder, ``shared_embedding=False``) and the
@@ -110,43 +154,14 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
     cfg = config_from_hf(hf, name=folder.resolve().name)
     kind = hf["model_type"]
     specs = tensor_specs(cfg, kind)
-    what = f"the {ARCHITECTURES[kind]} that {folder / 'config.json'} describes"
+    _check_name_map(cfg, specs)
     with SafetensorsFolder(folder) as ckpt:
         in_file = _file_names(ckpt.names(), kind)
-        missing = [s.hf_name for s in specs if s.hf_name not in in_file]
-        if missing:
-            raise UserError(f"{folder}: tensor(s) missing from the checkpoint: {_listed(missing)}"
-                            f"; {what} needs them")
-        used = {in_file[s.hf_name] for s in specs}
-        tied_head = cfg.tie_embeddings and LM_HEAD in in_file
-        extra = [n for n in ckpt.names() if n not in used and not is_buffer(n)
-                 and not (tied_head and n == in_file[LM_HEAD])]
-        if extra:
-            raise UserError(f"{folder}: unexpected tensor(s) in the checkpoint: {_listed(extra)}"
-                            f"; {what} has no such parameters")
-        checks = specs + ([specs[0]._replace(hf_name=LM_HEAD)] if tied_head else [])
-        for s in checks:
-            found = ckpt.shape(in_file[s.hf_name])
-            if found != s.hf_shape:
-                raise UserError(f"{folder}: tensor {s.hf_name} has shape {found}, expected "
-                                f"{s.hf_shape} for {what}")
-            if ckpt.dtype(in_file[s.hf_name]) not in FLOAT_DTYPES:
-                raise UserError(f"{folder}: tensor {s.hf_name} has dtype "
-                                f"{ckpt.dtype(in_file[s.hf_name])}; weights must be one of "
-                                f"{FLOAT_DTYPES}")
-        if tied_head and not np.array_equal(ckpt.get(in_file[LM_HEAD]),
-                                            ckpt.get(in_file[EMBED_NAME[kind]])):
-            raise UserError(f"{folder}: {in_file[LM_HEAD]} differs from {EMBED_NAME[kind]} "
-                            f"although config.json says tie_word_embeddings=true")
+        _check_checkpoint(ckpt, in_file, specs, cfg, kind, folder)
         flat = {}
         for s in specs:  # one tensor at a time: copied out of the mapped file, sent, converted
             for p, a in zip(s.paths, to_ours(s, jnp.asarray(ckpt.get(in_file[s.hf_name])))):
                 flat[p] = a.astype(jdtype)
-    want = expected_shapes(cfg)
-    got = {p: tuple(a.shape) for p, a in flat.items()}
-    if got != want:  # the name map and model.init disagree: a bug here, not bad input
-        raise AssertionError(f"HF name map out of step with model.init: "
-                             f"{sorted(set(got.items()) ^ set(want.items()))}")
     return cfg, _nest(flat)
 
 
