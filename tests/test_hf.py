@@ -200,6 +200,19 @@ def test_sharded_checkpoint_loads_like_a_single_file(loaded, tmp_path):
         load_hf(folder)
 
 
+def test_sharded_export(loaded, tmp_path):
+    cfg, params = loaded["qwen2"]  # 27 tensors, 105 KiB
+    out = save_hf(cfg, params, tmp_path / "sharded", max_shard_bytes=20_000)
+    files = sorted(p.name for p in out.iterdir())
+    assert "model.safetensors" not in files and "model.safetensors.index.json" in files
+    shards = [f for f in files if f.startswith("model-")]
+    assert len(shards) > 4 and all(f.endswith(f"-of-{len(shards):05d}.safetensors") for f in shards)
+    assert all((out / f).stat().st_size < 20_000 + 2_000 for f in shards)  # 2 kB: the headers
+    assert _tree_equal(load_hf(out)[1], params)
+    with pytest.raises(UserError, match="max_shard_bytes must be a positive integer"):
+        save_hf(cfg, params, tmp_path / "x", max_shard_bytes=0)
+
+
 def test_base_model_names_and_old_buffers_are_accepted(loaded, tmp_path):
     """The Hub's original ``gpt2`` was saved without ``transformer.`` and with causal-mask
     buffers; old LLaMA checkpoints carry ``rotary_emb.inv_freq``."""
@@ -386,6 +399,7 @@ live = pytest.mark.skipif(
     ("llama2-tiny", {"n_kv_heads": 2}), ("qwen2-tiny", {"n_kv_heads": 2}),
     ("gpt2-rope-tiny", {}), ("gpt2-rope-tiny", {"tie_embeddings": False})])
 def test_live_export_opens_in_transformers_with_equal_logits(preset, changes, tmp_path):
+    """Also sharded: the untied GPT-2 with RoPE is written in shards of at most 100 kB."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -402,7 +416,8 @@ def test_live_export_opens_in_transformers_with_equal_logits(preset, changes, tm
             return 0.2 * z
         return 0.3 * z if leaf == "embedding" else z / a.shape[0] ** 0.5
     params = jax.tree_util.tree_map_with_path(redraw, model.init(cfg, jax.random.key(0)))
-    out = save_hf(cfg, params, tmp_path / "export")
+    out = save_hf(cfg, params, tmp_path / "export",
+                  max_shard_bytes=100_000 if changes == {"tie_embeddings": False} else 5 * 10**9)
     hf = AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager").eval()
     tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (2, 12))
     with torch.no_grad():

@@ -18,6 +18,7 @@ random models (``tests/fixtures/make_hf_fixtures.py``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,7 +31,7 @@ import numpy as np
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.hf.checkpoint import (FLOAT_DTYPES, SINGLE, SafetensorsFolder,
+from bornbiased_jax.hf.checkpoint import (FLOAT_DTYPES, INDEX, SINGLE, SafetensorsFolder,
                                           write_safetensors)
 from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_hf,
                                        hf_architecture, read_hf_config)
@@ -165,8 +166,22 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
     return cfg, _nest(flat)
 
 
+def _shards(specs: list, itemsize: int, max_bytes: int) -> list[list]:
+    """Consecutive groups of tensors of at most ``max_bytes`` each (a larger tensor alone)."""
+    groups, size = [[]], 0
+    for s in specs:
+        n = math.prod(s.hf_shape) * itemsize
+        if groups[-1] and size + n > max_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(s)
+        size += n
+    return groups
+
+
 def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
-            overwrite: bool = False, tokenizer=None, extra_config: dict | None = None) -> Path:
+            overwrite: bool = False, tokenizer=None, extra_config: dict | None = None,
+            max_shard_bytes: int = 5 * 10**9) -> Path:
     """Write ``params`` as an HF model folder that ``AutoModelForCausalLM`` opens.
 
     The folder gets ``config.json`` (``architectures``/``model_type`` from
@@ -174,9 +189,11 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
     RoPE with LayerNorm but no biases), ``model.safetensors`` in the parameters' dtype
     (float32 or bfloat16), and ``tokenizer.json`` if a ``tokenizers.Tokenizer`` is given.
     Token ids are written as null; ``extra_config`` (e.g. ``{"bos_token_id": 1}``) is merged
-    into ``config.json`` last, for fields that ModelConfig does not hold. The folder is written
-    into a temporary sibling and renamed into place, so ``path`` never holds a partial export;
-    an existing ``path`` is replaced only with ``overwrite=True``.
+    into ``config.json`` last, for fields that ModelConfig does not hold. Weights beyond
+    ``max_shard_bytes`` (5 GB, as ``save_pretrained``) are split into shards with a
+    ``model.safetensors.index.json``; the host holds one shard's tensors at a time. The folder
+    is written into a temporary sibling and renamed into place, so ``path`` never holds a
+    partial export; an existing ``path`` is replaced only with ``overwrite=True``.
     """
     kind = hf_architecture(cfg)
     flat = {"/".join(k.key for k in p): a
@@ -191,8 +208,9 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
     if len(dtypes) != 1:
         raise UserError(f"params mix dtypes {dtypes}; cast them to one of {sorted(_DTYPES)}")
     dtype_name = _dtype_name(dtypes[0])
-    tensors = {s.hf_name if s.hf_name != LM_HEAD else HEAD_ALIAS.get(kind, LM_HEAD):
-               to_hf(s, [np.asarray(flat[p]) for p in s.paths]) for s in tensor_specs(cfg, kind)}
+    if not (isinstance(max_shard_bytes, int) and max_shard_bytes > 0):
+        raise UserError(f"max_shard_bytes must be a positive integer, got {max_shard_bytes!r}")
+    shards = _shards(tensor_specs(cfg, kind), np.dtype(dtypes[0]).itemsize, max_shard_bytes)
 
     dest = Path(path)
     if dest.exists() and not (overwrite and dest.is_dir()):
@@ -203,7 +221,19 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
     try:
         hf_config = {**config_to_hf(cfg, dtype_name), **(extra_config or {})}
         (tmp / "config.json").write_text(json.dumps(hf_config, indent=2))
-        write_safetensors(tmp / SINGLE, tensors)
+        weight_map = {}
+        for i, shard in enumerate(shards):
+            f = (SINGLE if len(shards) == 1
+                 else f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors")
+            tensors = {HEAD_ALIAS.get(kind, LM_HEAD) if s.hf_name == LM_HEAD else s.hf_name:
+                       to_hf(s, [np.asarray(flat[p]) for p in s.paths]) for s in shard}
+            write_safetensors(tmp / f, tensors)
+            weight_map.update(dict.fromkeys(tensors, f))
+            del tensors
+        if len(shards) > 1:
+            total = sum(a.size * a.dtype.itemsize for a in flat.values())
+            (tmp / INDEX).write_text(json.dumps(
+                {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
         if tokenizer is not None:
             tokenizer.save(str(tmp / "tokenizer.json"))
         for f in tmp.iterdir():
