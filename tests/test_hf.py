@@ -324,6 +324,48 @@ LLAMA = dict(model_type="llama", architectures=["LlamaForCausalLM"], vocab_size=
              hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
 
 
+# Released configs, as their config.json files read (weights not needed): parameter counts
+# as transformers counts them (GPT-2 124,439,808; Llama-2-7B 6,738,415,616).
+GPT2_SMALL = dict(architectures=["GPT2LMHeadModel"], model_type="gpt2", vocab_size=50257,
+                  n_ctx=1024, n_positions=1024, n_embd=768, n_head=12, n_layer=12,
+                  activation_function="gelu_new", layer_norm_epsilon=1e-5)
+LLAMA2_7B = dict(architectures=["LlamaForCausalLM"], model_type="llama", bos_token_id=1,
+                 eos_token_id=2, hidden_act="silu", hidden_size=4096, initializer_range=0.02,
+                 intermediate_size=11008, max_position_embeddings=4096, num_attention_heads=32,
+                 num_hidden_layers=32, num_key_value_heads=32, pretraining_tp=1,
+                 rms_norm_eps=1e-5, rope_scaling=None, tie_word_embeddings=False,
+                 torch_dtype="float16", vocab_size=32000)
+QWEN2_05B = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_act="silu",
+                 hidden_size=896, intermediate_size=4864, max_position_embeddings=131072,
+                 max_window_layers=24, num_attention_heads=14, num_hidden_layers=24,
+                 num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                 sliding_window=131072, tie_word_embeddings=True, torch_dtype="bfloat16",
+                 use_sliding_window=False, vocab_size=151936)
+
+
+def _n_params(cfg) -> int:
+    from bornbiased_jax.hf import expected_shapes
+
+    return sum(int(np.prod(s)) for s in expected_shapes(cfg).values())
+
+
+def test_released_configs():
+    gpt2, llama, qwen = (config_from_hf(c) for c in (GPT2_SMALL, LLAMA2_7B, QWEN2_05B))
+    assert _n_params(gpt2) == 124_439_808
+    assert _n_params(llama) == 6_738_415_616
+    assert (llama.head_dim, llama.n_kv_heads, llama.max_seq_len, llama.norm_eps) == (
+        128, 32, 4096, 1e-5)
+    assert (qwen.n_kv_heads, qwen.head_dim, qwen.tie_embeddings, qwen.rope_theta) == (
+        2, 64, True, 1e6)
+    pythia = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox",
+              "rotary_pct": 0.25, "use_parallel_residual": True}
+    with pytest.raises(UserError, match="use_parallel_residual"):
+        config_from_hf(pythia)
+    llama31 = {**LLAMA2_7B, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
+    with pytest.raises(UserError, match="rope_type='llama3'"):
+        config_from_hf(llama31)
+
+
 def test_old_style_rope_fields_are_read():
     old = config_from_hf({**LLAMA, "rope_theta": 5e5, "rope_scaling": None})
     new = config_from_hf({**LLAMA, "rope_parameters": {"rope_type": "default",
