@@ -325,7 +325,8 @@ LLAMA = dict(model_type="llama", architectures=["LlamaForCausalLM"], vocab_size=
 
 
 # Released configs, as their config.json files read (weights not needed): parameter counts
-# as transformers counts them (GPT-2 124,439,808; Llama-2-7B 6,738,415,616).
+# as transformers 5.23 counts them on the meta device (GPT-2 124,439,808; Llama-2-7B
+# 6,738,415,616; Qwen2-0.5B 494,032,768).
 GPT2_SMALL = dict(architectures=["GPT2LMHeadModel"], model_type="gpt2", vocab_size=50257,
                   n_ctx=1024, n_positions=1024, n_embd=768, n_head=12, n_layer=12,
                   activation_function="gelu_new", layer_norm_epsilon=1e-5)
@@ -353,6 +354,7 @@ def test_released_configs():
     gpt2, llama, qwen = (config_from_hf(c) for c in (GPT2_SMALL, LLAMA2_7B, QWEN2_05B))
     assert _n_params(gpt2) == 124_439_808
     assert _n_params(llama) == 6_738_415_616
+    assert _n_params(qwen) == 494_032_768
     assert (llama.head_dim, llama.n_kv_heads, llama.max_seq_len, llama.norm_eps) == (
         128, 32, 4096, 1e-5)
     assert (qwen.n_kv_heads, qwen.head_dim, qwen.tie_embeddings, qwen.rope_theta) == (
