@@ -63,9 +63,10 @@ class ModelConfig:
       init_std: std of embeddings and linear weights (App. B.1: N(0, 0.02), read as std 0.02).
       scale_residual_init: W_O and W_down get std init_std / sqrt(2L) (App. B.1, GPT-2).
       norm_eps: epsilon of LayerNorm / RMSNorm.
-      shared_embedding: embeddings (and LM head, positions) come from a fixed key
-        ``embed_seed`` that is the same for every model seed (paper footnote 2, App. B.2);
-        False makes every parameter depend on the model seed.
+      shared_embedding: embeddings (and LM head, positions) are drawn from the ``embed`` rng
+        stream, whose key comes from ``embed_seed`` and is the same for every model seed
+        (paper footnote 2, App. B.2); False derives that key from the model seed, so every
+        parameter depends on it.
       embed_seed: the seed of the shared embedding key.
       attn_output_transform: per-head transform of the attention output (Sec. 6.2.1); softmax
         attention only (Attn0 has no heads to transform).

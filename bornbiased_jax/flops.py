@@ -13,13 +13,14 @@ from bornbiased_jax.config import ModelConfig
 
 def forward_flops(cfg: ModelConfig, T: int, last_only: bool = False) -> int:
     d, F, L, V = cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.vocab_size
+    HK, NK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim  # d and d/G under GQA
     mlp = (3 if cfg.gated_mlp else 2) * d * F  # multiply-adds per token
     total = 0
     for layer in range(L):
         q = 1 if (last_only and layer == L - 1) else T  # positions whose outputs are needed
         if cfg.has_attn_params:
-            total += 2 * (T * 2 * d * d + q * 2 * d * d)  # K, V at every position; Q, O at q
-            total += 2 * 2 * q * T * d  # scores and weighted sum
+            total += 2 * (T * 2 * d * NK + q * 2 * d * HK)  # K, V at every position; Q, O at q
+            total += 2 * 2 * q * T * HK  # scores and weighted sum
         if cfg.has_mlp:
             total += 2 * q * mlp
     total += 2 * (1 if last_only else T) * d * V  # LM head

@@ -1,25 +1,50 @@
-"""Sublayers of the decoder, as pure functions of (params, config, x) on ONE sequence.
+"""Sublayers of the decoder as Flax Linen modules, each acting on ONE sequence.
 
-Shapes: T = sequence length, d = d_model, H = n_heads, K = head_dim, F = d_ff,
-N = n_kv_heads, G = H / N query heads per key/value head (query head h = n G + g reads K/V
-head n, HF's ``repeat_kv`` order).
-Batching over sequences and over seeds is ``jax.vmap`` / ``lax.map`` at the boundary; nothing
-here knows about batches. Each ``init_*`` takes an ``init_param(name, shape, std)`` callback so
-that every parameter's key is derived from its full path name (see ``model.py``).
+Shapes: T = sequence length, Q = query positions (T, or 1 with ``last_only``), d = d_model,
+H = n_heads, K = head_dim, F = d_ff, N = n_kv_heads, G = H / N query heads per key/value head
+(query head h = n G + g reads K/V head n, HF's ``repeat_kv`` order).
+
+Modules are used pure-functionally through ``init`` / ``apply``. Linen folds each submodule's
+name into its PRNG key, so a parameter's initial value depends on the key and its path
+(``layers_3/mlp/down_proj/kernel``) alone, not on the order in which code creates it.
+Batching over sequences and seeds is ``jax.vmap`` / ``lax.map`` at the boundary.
+
+The functions at the end (``norm``, ``linear``, ``attention``, ``attention_weights``,
+``mlp``) apply one module to a parameter dict, for probes that read a sublayer on its own.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 
-InitParam = Callable[..., jax.Array]  # init_param(name, shape, std | "zeros" | "ones")
+Rope = tuple[np.ndarray, np.ndarray] | None  # cos, sin tables (T, K), or no RoPE
+
+
+# --- initialisers (App. B.1) ------------------------------------------------------------------
+def normal_init(std: float) -> Callable[..., jax.Array]:
+    """N(0, std^2), drawn in float32 and then cast to the parameter dtype.
+
+    The barrier keeps XLA from folding ``std`` into the sampler's own constant multiply
+    (sqrt(2) erfinv(u)) under ``jit``: without it about a quarter of the weights differed by
+    one ulp between eager, jitted and vmapped initialisation; with it they agree bitwise."""
+    def init(key, shape, dtype=jnp.float32):
+        z = jax.lax.optimization_barrier(jax.random.normal(key, shape, jnp.float32))
+        return (std * z).astype(dtype)
+    return init
+
+
+def dense(features: int, std: float, use_bias: bool, dtype: Any, name: str) -> nn.Dense:
+    """A linear layer x W (+ b): kernel (in, out) ~ N(0, std^2), bias zeros."""
+    return nn.Dense(features, use_bias=use_bias, kernel_init=normal_init(std),
+                    bias_init=nn.initializers.zeros_init(), param_dtype=dtype, name=name)
 
 
 # --- activations ------------------------------------------------------------------------------
@@ -47,41 +72,28 @@ def gelu_exact(x: jax.Array) -> jax.Array:
 
 
 # --- normalisation ----------------------------------------------------------------------------
-def init_norm(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
-    if cfg.norm == "none":
-        return {}
-    p = {"scale": init_param(f"{name}/scale", (cfg.d_model,), "ones")}
-    if cfg.norm == "layernorm" and cfg.linear_bias:
-        p["bias"] = init_param(f"{name}/bias", (cfg.d_model,), "zeros")
-    return p
+class Norm(nn.Module):
+    """LayerNorm or RMSNorm over the last axis (statistics in float32), or the identity.
 
+    Parameters: ``scale`` (d,) = 1, and ``bias`` (d,) = 0 for LayerNorm with ``linear_bias``."""
 
-def norm(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:
-    """LayerNorm or RMSNorm over the last axis (statistics in float32), or identity."""
-    if cfg.norm == "none":
-        return x_Td
-    x = x_Td.astype(jnp.float32)
-    if cfg.norm == "layernorm":
-        x = x - x.mean(-1, keepdims=True)
-    y = x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + cfg.norm_eps)
-    y = y * p["scale"]
-    if "bias" in p:
-        y = y + p["bias"]
-    return y.astype(x_Td.dtype)
+    cfg: ModelConfig
+    param_dtype: Any = jnp.float32
 
-
-# --- linear -----------------------------------------------------------------------------------
-def init_linear(init_param: InitParam, name: str, d_in: int, d_out: int, std: float,
-                bias: bool) -> dict:
-    p = {"kernel": init_param(f"{name}/kernel", (d_in, d_out), std)}
-    if bias:
-        p["bias"] = init_param(f"{name}/bias", (d_out,), "zeros")
-    return p
-
-
-def linear(p: dict, x: jax.Array) -> jax.Array:
-    y = x @ p["kernel"]
-    return y + p["bias"] if "bias" in p else y
+    @nn.compact
+    def __call__(self, x_Td: jax.Array) -> jax.Array:
+        cfg = self.cfg
+        if cfg.norm == "none":
+            return x_Td
+        d = cfg.d_model
+        scale_d = self.param("scale", nn.initializers.ones_init(), (d,), self.param_dtype)
+        x = x_Td.astype(jnp.float32)
+        if cfg.norm == "layernorm":
+            x = x - x.mean(-1, keepdims=True)
+        y = x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + cfg.norm_eps) * scale_d
+        if cfg.norm == "layernorm" and cfg.linear_bias:
+            y = y + self.param("bias", nn.initializers.zeros_init(), (d,), self.param_dtype)
+        return y.astype(x_Td.dtype)
 
 
 # --- rotary position embedding ----------------------------------------------------------------
@@ -107,21 +119,6 @@ def apply_rope(x_THK: jax.Array, cos_TK: jax.Array, sin_TK: jax.Array) -> jax.Ar
 
 
 # --- attention --------------------------------------------------------------------------------
-def init_attention(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
-    if not cfg.has_attn_params:
-        return {}  # Attn0 has no parameters (identity W_V and W_O)
-    d, s = cfg.d_model, cfg.init_std
-    HK, NK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
-    qkv_bias = cfg.linear_bias or cfg.qkv_bias
-    return {
-        "q_proj": init_linear(init_param, f"{name}/q_proj", d, HK, s, qkv_bias),
-        "k_proj": init_linear(init_param, f"{name}/k_proj", d, NK, s, qkv_bias),
-        "v_proj": init_linear(init_param, f"{name}/v_proj", d, NK, s, qkv_bias),
-        "o_proj": init_linear(init_param, f"{name}/o_proj", HK, d, cfg.residual_std,
-                              cfg.linear_bias),
-    }
-
-
 def output_transform(cfg: ModelConfig, o_THK: jax.Array, offset: int = 0) -> jax.Array:
     """Per-head transform of the aggregated output o_i = sum_j A_ij v_j (paper Sec. 6.2.1).
 
@@ -143,71 +140,121 @@ def output_transform(cfg: ModelConfig, o_THK: jax.Array, offset: int = 0) -> jax
     raise AssertionError(kind)
 
 
-def attention_weights(p: dict, cfg: ModelConfig, x_Td: jax.Array,
-                      rope: tuple[jax.Array, jax.Array] | None,
-                      last_only: bool = False) -> tuple[jax.Array, jax.Array]:
-    """Causal softmax attention weights A (H, Q, T) and values v (T, N, K).
+class Attention(nn.Module):
+    """Causal multi-head self-attention with grouped K/V heads, or the paper's Attn0.
 
-    Q = T queries, or only the last position's query when ``last_only`` (Q = 1). With GQA the
-    queries are grouped as (N, G): query head h = n G + g attends with K/V head n.
+    Parameters (softmax only): q_proj (d, H K), k_proj and v_proj (d, N K), o_proj (H K, d);
+    kernels ~ N(0, init_std^2), o_proj ~ N(0, residual_std^2) (App. B.1); biases zeros.
+    Attn0 (Definition 3) has none: uniform weights and identity W_V, W_O.
+
+    When the ``intermediates`` collection is mutable, ``__call__`` sows the probabilities
+    ``attention_probs`` A (H, Q, T) and the per-head outputs ``head_outputs`` o (Q, H, K)
+    after the Sec. 6.2.1 transform, i.e. what enters W_O. Otherwise nothing is stored.
     """
-    T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-    G = H // N
-    xq_Qd = x_Td[-1:] if last_only else x_Td
-    Q = xq_Qd.shape[0]
-    q_QHK = linear(p["q_proj"], xq_Qd).reshape(Q, H, K)
-    k_TNK = linear(p["k_proj"], x_Td).reshape(T, N, K)
-    v_TNK = linear(p["v_proj"], x_Td).reshape(T, N, K)
-    if rope is not None:
-        cos_TK, sin_TK = rope
-        q_QHK = apply_rope(q_QHK, cos_TK[T - Q:], sin_TK[T - Q:])
-        k_TNK = apply_rope(k_TNK, cos_TK, sin_TK)
-    q_QNGK = q_QHK.reshape(Q, N, G, K)
-    scores_NGQT = jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK) / jnp.sqrt(K).astype(x_Td.dtype)
-    causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
-    scores_HQT = jnp.where(causal_QT[None], scores_NGQT.reshape(H, Q, T).astype(jnp.float32),
-                           -jnp.inf)
-    return jax.nn.softmax(scores_HQT, axis=-1).astype(x_Td.dtype), v_TNK
 
+    cfg: ModelConfig
+    param_dtype: Any = jnp.float32
 
-def attention(p: dict, cfg: ModelConfig, x_Td: jax.Array,
-              rope: tuple[jax.Array, jax.Array] | None, last_only: bool = False) -> jax.Array:
-    """Multi-head causal self-attention (or Attn0) of one sequence: (T, d) -> (Q, d).
+    def setup(self):
+        cfg = self.cfg
+        if not cfg.has_attn_params:
+            return
+        HK, NK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+        qkv_bias = cfg.linear_bias or cfg.qkv_bias
+        dt, s = self.param_dtype, cfg.init_std
+        self.q_proj = dense(HK, s, qkv_bias, dt, "q_proj")
+        self.k_proj = dense(NK, s, qkv_bias, dt, "k_proj")
+        self.v_proj = dense(NK, s, qkv_bias, dt, "v_proj")
+        self.o_proj = dense(cfg.d_model, cfg.residual_std, cfg.linear_bias, dt, "o_proj")
 
-    Q = T, or 1 when ``last_only`` (only the last position's output is computed).
-    """
-    T = x_Td.shape[0]
-    if cfg.attention == "attn0_full":  # Definition 3: the average of the whole sequence
-        out_Td = jnp.broadcast_to(x_Td.mean(0, keepdims=True), x_Td.shape)
-    elif cfg.attention == "attn0_causal":  # running average, o_i = (1/i) sum_{j<=i} x_j
-        i_T = jnp.arange(1, T + 1, dtype=x_Td.dtype)
-        out_Td = jnp.cumsum(x_Td, axis=0) / i_T[:, None]
-    else:
-        A_HQT, v_TNK = attention_weights(p, cfg, x_Td, rope, last_only)
+    def weights(self, x_Td: jax.Array, rope: Rope = None,
+                last_only: bool = False) -> tuple[jax.Array, jax.Array]:
+        """Softmax attention weights A (H, Q, T) and values v (T, N, K)."""
+        cfg = self.cfg
+        T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        G = H // N
+        xq_Qd = x_Td[-1:] if last_only else x_Td
+        Q = xq_Qd.shape[0]
+        q_QHK = self.q_proj(xq_Qd).reshape(Q, H, K)
+        k_TNK = self.k_proj(x_Td).reshape(T, N, K)
+        v_TNK = self.v_proj(x_Td).reshape(T, N, K)
+        if rope is not None:
+            cos_TK, sin_TK = rope
+            q_QHK = apply_rope(q_QHK, cos_TK[T - Q:], sin_TK[T - Q:])
+            k_TNK = apply_rope(k_TNK, cos_TK, sin_TK)
+        q_QNGK = q_QHK.reshape(Q, N, G, K)  # queries grouped by the K/V head they read
+        scores_NGQT = jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK) / jnp.sqrt(K).astype(x_Td.dtype)
+        causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
+        scores_HQT = jnp.where(causal_QT[None], scores_NGQT.reshape(H, Q, T).astype(jnp.float32),
+                               -jnp.inf)
+        return jax.nn.softmax(scores_HQT, axis=-1).astype(x_Td.dtype), v_TNK
+
+    def __call__(self, x_Td: jax.Array, rope: Rope = None, last_only: bool = False) -> jax.Array:
+        """(T, d) -> (Q, d): Q = T, or 1 when ``last_only`` (the last position's output only)."""
+        cfg = self.cfg
+        T = x_Td.shape[0]
+        if cfg.attention == "attn0_full":  # Definition 3: the average of the whole sequence
+            out_Td = jnp.broadcast_to(x_Td.mean(0, keepdims=True), x_Td.shape)
+            return out_Td[-1:] if last_only else out_Td
+        if cfg.attention == "attn0_causal":  # running average, o_i = (1/i) sum_{j<=i} x_j
+            i_T = jnp.arange(1, T + 1, dtype=x_Td.dtype)
+            out_Td = jnp.cumsum(x_Td, axis=0) / i_T[:, None]
+            return out_Td[-1:] if last_only else out_Td
+        A_HQT, v_TNK = self.weights(x_Td, rope, last_only)
         H, Q, _ = A_HQT.shape
-        N = v_TNK.shape[1]
-        A_NGQT = A_HQT.reshape(N, H // N, Q, T)
-        o_QHK = jnp.einsum("ngqt,tnk->qngk", A_NGQT, v_TNK).reshape(Q, H, cfg.head_dim)
-        o_QHK = output_transform(cfg, o_QHK, offset=T - Q)  # Sec. 6.2's slot
-        return linear(p["o_proj"], o_QHK.reshape(Q, H * cfg.head_dim))
-    return out_Td[-1:] if last_only else out_Td
+        N, K = cfg.n_kv_heads, cfg.head_dim
+        o_QNGK = jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, H // N, Q, T), v_TNK)
+        o_QHK = output_transform(cfg, o_QNGK.reshape(Q, H, K), offset=T - Q)  # Sec. 6.2's slot
+        self.sow("intermediates", "attention_probs", A_HQT)
+        self.sow("intermediates", "head_outputs", o_QHK)
+        return self.o_proj(o_QHK.reshape(Q, H * K))
 
 
 # --- MLP --------------------------------------------------------------------------------------
-def init_mlp(cfg: ModelConfig, init_param: InitParam, name: str) -> dict:
-    d, F, s, b = cfg.d_model, cfg.d_ff, cfg.init_std, cfg.linear_bias
-    p = {"up_proj": init_linear(init_param, f"{name}/up_proj", d, F, s, b),
-         "down_proj": init_linear(init_param, f"{name}/down_proj", F, d, cfg.residual_std, b)}
-    if cfg.gated_mlp:
-        p["gate_proj"] = init_linear(init_param, f"{name}/gate_proj", d, F, s, b)
-    return p
+class MLP(nn.Module):
+    """phi(x W_up) W_down, or phi(x W_gate) * (x W_up) W_down when gated (SwiGLU).
+
+    up_proj and gate_proj (d, F) ~ N(0, init_std^2), down_proj (F, d) ~ N(0, residual_std^2)."""
+
+    cfg: ModelConfig
+    param_dtype: Any = jnp.float32
+
+    def setup(self):
+        cfg, dt = self.cfg, self.param_dtype
+        self.up_proj = dense(cfg.d_ff, cfg.init_std, cfg.linear_bias, dt, "up_proj")
+        if cfg.gated_mlp:
+            self.gate_proj = dense(cfg.d_ff, cfg.init_std, cfg.linear_bias, dt, "gate_proj")
+        self.down_proj = dense(cfg.d_model, cfg.residual_std, cfg.linear_bias, dt, "down_proj")
+
+    def __call__(self, x_Td: jax.Array) -> jax.Array:
+        phi = activation_fn(self.cfg.activation)
+        if self.cfg.gated_mlp:
+            h_TF = phi(self.gate_proj(x_Td)) * self.up_proj(x_Td)
+        else:
+            h_TF = phi(self.up_proj(x_Td))
+        return self.down_proj(h_TF)
+
+
+# --- one sublayer applied to a parameter dict -------------------------------------------------
+def norm(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:
+    return Norm(cfg).apply({"params": p}, x_Td)
+
+
+def linear(p: dict, x: jax.Array) -> jax.Array:
+    """x W (+ b) with ``p = {"kernel": (in, out), "bias": (out,)?}``."""
+    return nn.Dense(p["kernel"].shape[-1], use_bias="bias" in p).apply({"params": p}, x)
+
+
+def attention(p: dict, cfg: ModelConfig, x_Td: jax.Array, rope: Rope = None,
+              last_only: bool = False) -> jax.Array:
+    return Attention(cfg).apply({"params": p}, x_Td, rope, last_only)
+
+
+def attention_weights(p: dict, cfg: ModelConfig, x_Td: jax.Array, rope: Rope = None,
+                      last_only: bool = False) -> tuple[jax.Array, jax.Array]:
+    """A (H, Q, T) and v (T, N, K) of :meth:`Attention.weights`."""
+    return Attention(cfg).apply({"params": p}, x_Td, rope, last_only, method=Attention.weights)
 
 
 def mlp(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:
-    """phi(x W_up) W_down, or phi(x W_gate) * (x W_up) W_down when gated (SwiGLU)."""
-    phi = activation_fn(cfg.activation)
-    if cfg.gated_mlp:
-        h_TF = phi(linear(p["gate_proj"], x_Td)) * linear(p["up_proj"], x_Td)
-    else:
-        h_TF = phi(linear(p["up_proj"], x_Td))
-    return linear(p["down_proj"], h_TF)
+    return MLP(cfg).apply({"params": p}, x_Td)

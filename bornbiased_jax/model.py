@@ -1,41 +1,184 @@
-"""The decoder: ``init(config, key)`` -> parameter pytree, ``forward(params, config, tokens)``.
+"""The decoder as a Flax Linen module, and its functional API: ``init(config, key)`` -> a plain
+nested dict of parameters, ``forward(params, config, tokens)`` -> logits.
 
-One model is one key. Parameters live in a plain nested dict whose paths follow HF naming
-(``layers_3/attn/q_proj/kernel``, ``layers_3/mlp/down_proj/kernel``, ``embed/embedding``,
-``lm_head/kernel``) so imported checkpoints map onto them one to one. Each parameter's key is
-``fold_in(key, crc32(path))``: the same seed gives the same weights however the code is arranged.
+One model is one key. Parameter paths follow HF naming: ``embed/embedding`` (V, d),
+``pos_embed/embedding`` (T_max, d) with learned positions, ``lm_head/kernel`` (d, V) when
+untied, ``layers_{i}/{attn_norm,mlp_norm}/{scale,bias}``,
+``layers_{i}/attn/{q,k,v,o}_proj/{kernel,bias}``, ``layers_{i}/mlp/{gate,up,down}_proj/...``,
+``final_norm/{scale,bias}``; kernels are (in, out). An importer of HF checkpoints renames their
+tensors to these paths and transposes PyTorch's (out, in) linear weights (GPT-2's Conv1D
+weights are already (in, out); its fused ``c_attn`` splits into q, k and v).
 
-The parameters split into two groups:
-  * embeddings (``embed``, ``pos_embed``, ``lm_head``) drawn from the *embedding key*, which by
-    default is the same for every seed (paper footnote 2, App. B.2), and
-  * blocks (``layers_*``, ``final_norm``) drawn from the model key: what differs between seeds.
-Sweeps build the blocks for many seeds and share one copy of the embeddings.
+Linen folds each submodule's name into its PRNG key, so the same seed gives the same weights
+however the code is arranged. The parameters split into two groups drawn from two rng streams:
+  * embeddings (``embed``, ``pos_embed``, ``lm_head``) from the ``embed`` stream, whose key by
+    default is the same for every seed (paper footnote 2, App. B.2): :func:`embed_key`;
+  * blocks (``layers_*``, ``final_norm``) from the ``params`` stream, the model key: what
+    differs between seeds.
+Sweeps build the blocks for many seeds (:func:`init_blocks`) and share one copy of the
+embeddings (:func:`init_embeddings`).
 
-Shapes: T tokens, d = d_model, V = vocab_size, L = n_layers.
+Shapes: T tokens, Q query positions (T, or 1 with ``last_only``), d = d_model,
+V = vocab_size, L = n_layers, H = n_heads.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from bornbiased_jax import layers
 from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import fold_in_name, stream_key
+from bornbiased_jax.layers import MLP, Attention, Norm, normal_init, rope_cos_sin
 
-EMBED_GROUP = ("embed", "pos_embed", "lm_head")
+
+# --- the embedding group: drawn from the "embed" rng stream ----------------------------------
+def _embed_stream_param(module: nn.Module, name: str, shape: tuple[int, ...], std: float,
+                        dtype: Any) -> jax.Array:
+    """A parameter ~ N(0, std^2) whose key comes from the ``embed`` stream, not ``params``."""
+    def init():
+        # make_rng would fall back to the "params" stream silently; the group must not.
+        if not module.has_rng("embed"):
+            raise ValueError("the embedding group is drawn from the 'embed' rng stream; "
+                             "initialise with rngs={'embed': key, ...}")
+        return normal_init(std)(module.make_rng("embed"), shape, dtype)
+    return module.variable("params", name, init).value
 
 
-def _param_maker(key: jax.Array, dtype):
-    def init_param(name: str, shape: tuple[int, ...], std):
-        if std == "zeros":
-            return jnp.zeros(shape, dtype)
-        if std == "ones":
-            return jnp.ones(shape, dtype)
-        return (std * jax.random.normal(fold_in_name(key, name), shape, jnp.float32)).astype(dtype)
-    return init_param
+class Embedding(nn.Module):
+    """A table W (n, d) ~ N(0, std^2): token embeddings W_E or learned positions."""
+
+    num: int
+    features: int
+    std: float
+    param_dtype: Any = jnp.float32
+
+    def setup(self):
+        self.embedding = _embed_stream_param(self, "embedding", (self.num, self.features),
+                                             self.std, self.param_dtype)
+
+    def __call__(self, ids_T: jax.Array) -> jax.Array:
+        return self.embedding[ids_T]  # (T, d)
+
+
+class LMHead(nn.Module):
+    """An untied unembedding W_U (d, V) ~ N(0, std^2)."""
+
+    features: int
+    vocab_size: int
+    std: float
+    param_dtype: Any = jnp.float32
+
+    def setup(self):
+        self.kernel = _embed_stream_param(self, "kernel", (self.features, self.vocab_size),
+                                          self.std, self.param_dtype)
+
+
+# --- the decoder ------------------------------------------------------------------------------
+class Block(nn.Module):
+    """One pre-norm block (paper Sec. 2.1): H = X + MHA(Norm(X)), then Y = H + MLP(Norm(H)).
+
+    Without ``residual`` the sublayers replace the stream; ``block`` removes either sublayer."""
+
+    cfg: ModelConfig
+    param_dtype: Any = jnp.float32
+
+    def setup(self):
+        cfg, dt = self.cfg, self.param_dtype
+        if cfg.has_attn:
+            self.attn_norm = Norm(cfg, dt)
+            self.attn = Attention(cfg, dt)
+        if cfg.has_mlp:
+            self.mlp_norm = Norm(cfg, dt)
+            self.mlp = MLP(cfg, dt)
+
+    def __call__(self, x_Td: jax.Array, rope=None, last_only: bool = False) -> jax.Array:
+        """(T, d) -> (Q, d); with ``last_only`` the block runs at the last position only."""
+        cfg = self.cfg
+        x_Qd = x_Td[-1:] if last_only else x_Td
+        if cfg.has_attn:  # H^(l) = X^(l-1) + MHA(Norm(X^(l-1)))
+            a_Qd = self.attn(self.attn_norm(x_Td), rope, last_only)
+            x_Qd = x_Qd + a_Qd if cfg.residual else a_Qd
+        if cfg.has_mlp:  # X^(l) = H^(l) + MLP(Norm(H^(l)))
+            m_Qd = self.mlp(self.mlp_norm(x_Qd))
+            x_Qd = x_Qd + m_Qd if cfg.residual else m_Qd
+        return x_Qd
+
+
+class Decoder(nn.Module):
+    """Embedding, L blocks, final norm and unembedding of ONE sequence (batch with vmap)."""
+
+    cfg: ModelConfig
+    param_dtype: Any = jnp.float32
+
+    def setup(self):
+        cfg, dt = self.cfg, self.param_dtype
+        self.embed = Embedding(cfg.vocab_size, cfg.d_model, cfg.init_std, dt)  # W_E (V, d)
+        if cfg.position == "learned":
+            self.pos_embed = Embedding(cfg.max_seq_len, cfg.d_model, cfg.init_std, dt)
+        if not cfg.tie_embeddings:
+            self.lm_head = LMHead(cfg.d_model, cfg.vocab_size, cfg.init_std, dt)  # W_U (d, V)
+        self.layers = [Block(cfg, dt) for _ in range(cfg.n_layers)]  # named layers_0, ...
+        self.final_norm = Norm(cfg, dt)
+
+    def embedding_group(self) -> None:
+        """Touch (so ``init`` creates) the embedding group alone."""
+        self.embed.embedding  # noqa: B018
+        self.unembedding()
+        if self.cfg.position == "learned":
+            self.pos_embed.embedding  # noqa: B018
+
+    def unembedding(self) -> jax.Array:
+        """W_U (d, V): W_E^T when tied (Eq. 1)."""
+        return self.embed.embedding.T if self.cfg.tie_embeddings else self.lm_head.kernel
+
+    def inputs(self, tokens_T: jax.Array | None, embeds_Td: jax.Array | None) -> jax.Array:
+        """X^(0) (T, d): Embed(tokens) or the given embeddings, plus learned positions."""
+        x_Td = self.embed(tokens_T) if embeds_Td is None else embeds_Td
+        if self.cfg.position == "learned":
+            x_Td = x_Td + self.pos_embed.embedding[:x_Td.shape[0]]
+        return x_Td
+
+    def blocks(self, x_Td: jax.Array, last_only: bool = False,
+               return_hidden: bool = False) -> tuple[jax.Array, list[jax.Array]]:
+        """Norm_final(X^(L)) at the last position (1, d) or all (T, d), and [X^(0), ..., X^(L)]
+        when ``return_hidden`` (else [])."""
+        cfg = self.cfg
+        T = x_Td.shape[0]
+        rope = rope_cos_sin(T, cfg.head_dim, cfg.rope_theta) if cfg.position == "rope" else None
+        hidden = [x_Td] if return_hidden else []
+        for i, block in enumerate(self.layers):
+            # Without hidden states, the last block is needed at the last position only.
+            last = last_only and not return_hidden and i == cfg.n_layers - 1
+            x_Td = block(x_Td, rope, last)
+            if return_hidden:
+                hidden.append(x_Td)
+        h_Qd = x_Td[-1:] if last_only else x_Td
+        return self.final_norm(h_Qd), hidden
+
+    def __call__(self, tokens_T: jax.Array | None = None, embeds_Td: jax.Array | None = None,
+                 last_only: bool = False, return_hidden: bool = False) -> "ForwardOutput":
+        x_Td = self.inputs(tokens_T, embeds_Td)
+        normed_Qd, hidden = self.blocks(x_Td, last_only, return_hidden)
+        logits_QV = normed_Qd @ self.unembedding()  # Eq. 1: L = Norm_final(X^(L)) W_U
+        return ForwardOutput(logits_QV, jnp.stack(hidden) if return_hidden else None, normed_Qd)
+
+
+# --- functional API ---------------------------------------------------------------------------
+class ForwardOutput(NamedTuple):
+    """logits (T, V) or (1, V) with ``last_only``; hidden (L+1, T, d): X^(0), X^(1), ..., X^(L)
+    when ``return_hidden``; normed: Norm_final(X^(L)) at the positions logits were computed;
+    attention (L, H, Q, T): every layer's softmax probabilities at those Q positions when
+    ``return_attention``."""
+
+    logits: jax.Array
+    hidden: jax.Array | None
+    normed: jax.Array
+    attention: jax.Array | None = None
 
 
 def embed_key(cfg: ModelConfig, key: jax.Array) -> jax.Array:
@@ -45,55 +188,41 @@ def embed_key(cfg: ModelConfig, key: jax.Array) -> jax.Array:
     return fold_in_name(key, "stream/embed")
 
 
+def _as_dict_layout(cfg: ModelConfig, params: dict) -> dict:
+    """Linen omits modules without parameters; keep an empty dict for each (``final_norm`` with
+    ``norm="none"``, Attn0's ``attn``), so that every block has the same keys."""
+    out = dict(params)
+    names = (("attn_norm", "attn") if cfg.has_attn else ()) + (
+        ("mlp_norm", "mlp") if cfg.has_mlp else ())
+    for i in range(cfg.n_layers):
+        blk = params.get(f"layers_{i}", {})
+        out[f"layers_{i}"] = {n: blk.get(n, {}) for n in names}
+    out["final_norm"] = params.get("final_norm", {})
+    return out
+
+
 def init_embeddings(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32) -> dict:
-    """Embedding W_E (V, d), learned positions if any, untied LM head W_U (d, V); N(0, init_std)."""
-    init_param = _param_maker(key, dtype)
-    p = {"embed": {"embedding": init_param("embed/embedding", (cfg.vocab_size, cfg.d_model),
-                                           cfg.init_std)}}
-    if cfg.position == "learned":
-        p["pos_embed"] = {"embedding": init_param(
-            "pos_embed/embedding", (cfg.max_seq_len, cfg.d_model), cfg.init_std)}
-    if not cfg.tie_embeddings:
-        p["lm_head"] = {"kernel": init_param("lm_head/kernel", (cfg.d_model, cfg.vocab_size),
-                                             cfg.init_std)}
-    return p
+    """Embedding W_E (V, d), learned positions if any, untied LM head W_U (d, V); N(0, init_std).
+
+    ``key`` is the embedding group's key itself (see :func:`embed_key`)."""
+    v = Decoder(cfg, dtype).init({"embed": key}, method=Decoder.embedding_group)
+    return dict(v["params"])
 
 
 def init_blocks(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32) -> dict:
     """The seed-dependent parameters: L blocks and the final norm (App. B.1 initialisation)."""
-    init_param = _param_maker(key, dtype)
-    p = {}
-    for i in range(cfg.n_layers):
-        blk = {}
-        if cfg.has_attn:
-            blk["attn_norm"] = layers.init_norm(cfg, init_param, f"layers_{i}/attn_norm")
-            blk["attn"] = layers.init_attention(cfg, init_param, f"layers_{i}/attn")
-        if cfg.has_mlp:
-            blk["mlp_norm"] = layers.init_norm(cfg, init_param, f"layers_{i}/mlp_norm")
-            blk["mlp"] = layers.init_mlp(cfg, init_param, f"layers_{i}/mlp")
-        p[f"layers_{i}"] = blk
-    p["final_norm"] = layers.init_norm(cfg, init_param, "final_norm")
-    return p
+    x_1d = jnp.zeros((1, cfg.d_model), dtype)  # shapes only: jit drops the computation
+    v = Decoder(cfg, dtype).init({"params": key}, x_1d, method=Decoder.blocks)
+    return _as_dict_layout(cfg, v.get("params", {}))
 
 
 def init(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32) -> dict:
-    """All parameters of the model whose seed is ``key``. Call under ``jax.jit`` for sweeps."""
-    return {**init_embeddings(cfg, embed_key(cfg, key), dtype), **init_blocks(cfg, key, dtype)}
+    """All parameters of the model whose seed is ``key``. Call under ``jax.jit`` for sweeps.
 
-
-def split_params(params: dict) -> tuple[dict, dict]:
-    """(blocks, embeddings) of a full parameter dict."""
-    emb = {k: v for k, v in params.items() if k in EMBED_GROUP}
-    return {k: v for k, v in params.items() if k not in EMBED_GROUP}, emb
-
-
-class ForwardOutput(NamedTuple):
-    """logits (T, V) or (1, V) with ``last_only``; hidden (L+1, T, d): X^(0), X^(1), ..., X^(L)
-    when ``return_hidden``; normed: Norm_final(X^(L)) at the positions logits were computed."""
-
-    logits: jax.Array
-    hidden: jax.Array | None
-    normed: jax.Array
+    Equal, bitwise, to ``{**init_embeddings(cfg, embed_key(cfg, key)), **init_blocks(cfg, key)}``."""
+    rngs = {"params": key, "embed": embed_key(cfg, key)}
+    v = Decoder(cfg, dtype).init(rngs, jnp.zeros((1,), jnp.int32))
+    return _as_dict_layout(cfg, v["params"])
 
 
 def unembedding(params: dict, cfg: ModelConfig) -> jax.Array:
@@ -105,13 +234,13 @@ def unembedding(params: dict, cfg: ModelConfig) -> jax.Array:
 
 def check_seq_len(cfg: ModelConfig, T: int) -> None:
     if not 1 <= T <= cfg.max_seq_len:
-        raise ValueError(f"sequence length T={T} is outside [1, max_seq_len={cfg.max_seq_len}] "
-                         f"of {cfg.name}; use a shorter sequence or a preset with longer context")
+        raise UserError(f"sequence length T={T} is outside [1, max_seq_len={cfg.max_seq_len}] "
+                        f"of {cfg.name}; use a shorter sequence or a preset with longer context")
 
 
 def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *,
             embeds_Td: jax.Array | None = None, last_only: bool = False,
-            return_hidden: bool = False) -> ForwardOutput:
+            return_hidden: bool = False, return_attention: bool = False) -> ForwardOutput:
     """Run one sequence through the decoder (paper Sec. 2.1, pre-norm).
 
     Args:
@@ -119,38 +248,28 @@ def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *
         Gaussian inputs of Sec. 4.1 replace Embed(i)).
       last_only: compute the final norm and logits at the last position only.
       return_hidden: also return every block's output.
+      return_attention: also return the softmax attention probabilities (L, H, Q, T), as
+        sown by each layer (``Attention``); with ``last_only``, Q = 1 (the last row).
     """
     if (tokens_T is None) == (embeds_Td is None):
-        raise ValueError("give exactly one of tokens_T and embeds_Td")
-    x_Td = params["embed"]["embedding"][tokens_T] if embeds_Td is None else embeds_Td
-    if x_Td.ndim != 2 or x_Td.shape[1] != cfg.d_model:
-        raise ValueError(f"expected one sequence of shape (T,) or (T, {cfg.d_model}), "
-                         f"got {x_Td.shape}; batch with jax.vmap")
-    T = x_Td.shape[0]
+        raise UserError("give exactly one of tokens_T and embeds_Td")
+    if embeds_Td is not None and (embeds_Td.ndim != 2 or embeds_Td.shape[1] != cfg.d_model):
+        raise UserError(f"expected one sequence of shape (T,) or (T, {cfg.d_model}), "
+                        f"got {embeds_Td.shape}; batch with jax.vmap")
+    if tokens_T is not None and jnp.ndim(tokens_T) != 1:
+        raise UserError(f"expected one sequence of shape (T,) or (T, {cfg.d_model}), "
+                        f"got {jnp.shape(tokens_T)}; batch with jax.vmap")
+    T = (embeds_Td if tokens_T is None else tokens_T).shape[0]
     check_seq_len(cfg, T)
-    if cfg.position == "learned":
-        x_Td = x_Td + params["pos_embed"]["embedding"][:T]
-    rope = layers.rope_cos_sin(T, cfg.head_dim, cfg.rope_theta) if cfg.position == "rope" else None
-
-    hidden = [x_Td]
-    for i in range(cfg.n_layers):
-        blk = params[f"layers_{i}"]
-        # Without hidden states, the last block is needed at the last position only.
-        last = last_only and not return_hidden and i == cfg.n_layers - 1
-        if cfg.has_attn:  # H^(l) = X^(l-1) + MHA(Norm(X^(l-1)))
-            a_Td = layers.attention(blk["attn"], cfg, layers.norm(blk["attn_norm"], cfg, x_Td),
-                                    rope, last_only=last)
-            x_Td = x_Td[-1:] if last else x_Td
-            x_Td = x_Td + a_Td if cfg.residual else a_Td
-        elif last:
-            x_Td = x_Td[-1:]
-        if cfg.has_mlp:  # X^(l) = H^(l) + MLP(Norm(H^(l)))
-            m_Td = layers.mlp(blk["mlp"], cfg, layers.norm(blk["mlp_norm"], cfg, x_Td))
-            x_Td = x_Td + m_Td if cfg.residual else m_Td
-        if return_hidden:
-            hidden.append(x_Td)
-
-    h_Td = x_Td[-1:] if last_only else x_Td
-    normed_Td = layers.norm(params["final_norm"], cfg, h_Td)
-    logits_TV = normed_Td @ unembedding(params, cfg)  # Eq. 1: L = Norm_final(X^(L)) W_U
-    return ForwardOutput(logits_TV, jnp.stack(hidden) if return_hidden else None, normed_Td)
+    decoder, variables = Decoder(cfg), {"params": params}
+    if not return_attention:
+        return decoder.apply(variables, tokens_T, embeds_Td, last_only, return_hidden)
+    if not cfg.has_attn_params:
+        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
+                        f"attention={cfg.attention!r}); return_attention needs both")
+    out, state = decoder.apply(variables, tokens_T, embeds_Td, last_only, return_hidden,
+                               mutable=["intermediates"])
+    sown = state["intermediates"]
+    A_LHQT = jnp.stack([sown[f"layers_{i}"]["attn"]["attention_probs"][0][:, -out.logits.shape[0]:]
+                        for i in range(cfg.n_layers)])
+    return out._replace(attention=A_LHQT)

@@ -195,3 +195,17 @@ def test_preset_sizes_by_eval_shape():
     d = 768
     attn = d * 12 * 128 + 2 * d * 4 * 128 + 12 * 128 * d
     assert n_params(h) == 12 * (attn + 3 * d * 2048 + 2 * d) + d + 2 * 32_000 * d
+
+
+def test_forward_flops_count_gqa_shapes():
+    """Matmul FLOPs = 2 T x (every kernel's size) + the LM head + 4 T^2 H K per layer."""
+    from bornbiased_jax.flops import forward_flops
+
+    for cfg in (get_preset("qwen2-cpu"), get_preset("llama2-tiny").ablate(n_heads=3, head_dim=10,
+                                                                         n_kv_heads=1)):
+        T = 32
+        kernels = sum(math.prod(s) for k, s in shapes(cfg).items()
+                      if k.startswith("['layers_") and k.endswith("['kernel']"))
+        want = (2 * T * kernels + 2 * T * cfg.d_model * cfg.vocab_size
+                + cfg.n_layers * 4 * T * T * cfg.n_heads * cfg.head_dim)
+        assert forward_flops(cfg, T) == want

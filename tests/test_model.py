@@ -1,7 +1,6 @@
 """The decoder: seeds, initialisation statistics (App. B.1), causality, RoPE, ablation flags."""
 
 import dataclasses
-import zlib
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 
 from bornbiased_jax import layers, model
 from bornbiased_jax.config import get_preset
-from bornbiased_jax.keys import seed_key, stream_key
+from bornbiased_jax.keys import seed_key
 
 TINY = ["gpt2-rope-tiny", "llama2-tiny", "qwen2-tiny"]
 _init = jax.jit(model.init, static_argnums=0)
@@ -46,36 +45,78 @@ def test_seeds_differ_in_blocks_and_share_embeddings(name):
     assert not np.array_equal(a["embed"]["embedding"], b["embed"]["embedding"])
 
 
+class ReorderedDecoder(model.Decoder):
+    """The same model built another way: submodules declared in reverse order, and the blocks
+    initialised last to first, before the embedding is ever touched."""
+
+    def setup(self):
+        cfg, dt = self.cfg, self.param_dtype
+        self.final_norm = layers.Norm(cfg, dt)
+        self.layers = [model.Block(cfg, dt) for _ in range(cfg.n_layers)]
+        if not cfg.tie_embeddings:
+            self.lm_head = model.LMHead(cfg.d_model, cfg.vocab_size, cfg.init_std, dt)
+        if cfg.position == "learned":
+            self.pos_embed = model.Embedding(cfg.max_seq_len, cfg.d_model, cfg.init_std, dt)
+        self.embed = model.Embedding(cfg.vocab_size, cfg.d_model, cfg.init_std, dt)
+
+    def __call__(self, tokens_T, *args):
+        x_Td = jnp.zeros((tokens_T.shape[0], self.cfg.d_model))
+        for block in reversed(self.layers):
+            block(x_Td)
+        self.final_norm(x_Td)
+        return super().__call__(tokens_T, *args)
+
+
 def test_parameter_keys_come_from_names_not_order():
-    # Each weight is std * normal(fold_in(key, crc32(path))): independent of construction order.
+    # Linen folds each submodule's name into its key: construction order does not matter.
+    cfg = get_preset("qwen2-tiny").ablate(position="learned")  # every parameter kind
+    key = seed_key(5)
+    rngs = {"params": key, "embed": model.embed_key(cfg, key)}
+    other = jax.jit(lambda r: ReorderedDecoder(cfg).init(r, jnp.zeros((3,), jnp.int32)))(rngs)
+    p = _init(cfg, key)
+    jax.tree.map(np.testing.assert_array_equal, p, model._as_dict_layout(cfg, other["params"]))
+    # The two groups built apart (as the sweep does) are the same parameters.
+    emb = jax.jit(model.init_embeddings, static_argnums=0)(cfg, model.embed_key(cfg, key))
+    blocks = jax.jit(model.init_blocks, static_argnums=0)(cfg, key)
+    assert set(emb) == {"embed", "pos_embed"} | ({"lm_head"} if "lm_head" in p else set())
+    jax.tree.map(np.testing.assert_array_equal, p, {**emb, **blocks})
+    # A deeper model shares its first layers' weights (except the 1/sqrt(2L)-scaled W_O, W_down).
+    deep = _init(cfg.ablate(n_layers=3), key)
+    for sub in ("q_proj", "k_proj", "v_proj"):
+        np.testing.assert_array_equal(deep["layers_1"]["attn"][sub]["kernel"],
+                                      p["layers_1"]["attn"][sub]["kernel"])
+    np.testing.assert_array_equal(deep["embed"]["embedding"], p["embed"]["embedding"])
+
+
+def test_init_is_bitwise_the_same_eager_jitted_and_vmapped():
+    cfg = get_preset("qwen2-tiny")
+    seeds = [0, 123]
+    eager = [model.init(cfg, seed_key(s)) for s in seeds]
+    jitted = [_init(cfg, seed_key(s)) for s in seeds]
+    keys = jax.vmap(jax.random.key)(np.asarray(seeds, np.uint32))
+    vmapped = jax.jit(jax.vmap(lambda k: model.init(cfg, k)))(keys)
+    blocks = jax.jit(jax.vmap(lambda k: model.init_blocks(cfg, k)))(keys)
+    for i in range(len(seeds)):
+        jax.tree.map(np.testing.assert_array_equal, eager[i], jitted[i])
+        jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b[i]), eager[i], vmapped)
+        jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b[i]),
+                     {k: v for k, v in eager[i].items() if k.startswith(("layers_", "final"))},
+                     blocks)
+
+
+def test_embedding_group_has_its_own_stream():
     cfg = get_preset("llama2-tiny")
-    p = _init(cfg, seed_key(5))
-    name = "layers_1/mlp/down_proj/kernel"
-    k = jax.random.fold_in(seed_key(5), zlib.crc32(name.encode()) & 0x7FFFFFFF)
-    # Under jit, as the model is built (eager and jitted sampling can differ by an ulp).
-    want = jax.jit(lambda k: cfg.residual_std * jax.random.normal(k, (cfg.d_ff, cfg.d_model)))(k)
-    np.testing.assert_array_equal(p["layers_1"]["mlp"]["down_proj"]["kernel"], want)
-    emb_k = jax.random.fold_in(stream_key(cfg.embed_seed, "embed"),
-                               zlib.crc32(b"embed/embedding") & 0x7FFFFFFF)
-    want = jax.jit(lambda k: cfg.init_std * jax.random.normal(k, (cfg.vocab_size, cfg.d_model)))(
-        emb_k)
-    np.testing.assert_array_equal(p["embed"]["embedding"], want)
-
-
-def test_golden_values_under_threefry():
-    # Pinned values of seed 42 (jax's default threefry2x32 key implementation): a change here
-    # means every seed in the project now names a different model.
-    cfg = get_preset("gpt2-rope-tiny")
-    p = _init(cfg, seed_key(42))
-    np.testing.assert_allclose(p["layers_0"]["attn"]["q_proj"]["kernel"][0, :4],
-                               [0.03297010064, 0.01495725010, 0.02034102567, 0.04077199474],
-                               rtol=1e-6)
-    np.testing.assert_allclose(p["embed"]["embedding"][0, :4],
-                               [0.03310510889, -0.01533698011, 0.00131760922, -0.01123711653],
-                               rtol=1e-6)
-    logits = fwd(p, cfg, jnp.arange(16)).logits[-1, :4]
-    np.testing.assert_allclose(logits, [-0.0343004391, 0.2228418887, 0.0762007087, 0.1218028888],
-                               rtol=2e-4, atol=2e-6)
+    p = _init(cfg, seed_key(1))
+    # The blocks depend on the model key alone, the group on the embed stream's key alone.
+    own = _init(cfg.ablate(shared_embedding=False), seed_key(1))
+    jax.tree.map(np.testing.assert_array_equal, own["layers_1"], p["layers_1"])
+    assert not np.array_equal(own["lm_head"]["kernel"], p["lm_head"]["kernel"])
+    other = _init(cfg.ablate(embed_seed=3), seed_key(1))
+    assert not np.array_equal(other["embed"]["embedding"], p["embed"]["embedding"])
+    jax.tree.map(np.testing.assert_array_equal, other["layers_0"], p["layers_0"])
+    # The group is never drawn from the params stream by accident.
+    with pytest.raises(ValueError, match="'embed' rng stream"):
+        model.Decoder(cfg).init({"params": seed_key(1)}, jnp.zeros((2,), jnp.int32))
 
 
 @pytest.mark.parametrize("name", ["gpt2-rope-cpu", "llama2-cpu"])
@@ -282,7 +323,76 @@ def test_output_transform_acts_per_position_per_head(kind):
             "headwise_rmsnorm": o / np.sqrt((np.asarray(o) ** 2).mean(-1, keepdims=True)
                                             + cfg.norm_eps)}[kind]
     np.testing.assert_allclose(got, want, rtol=1e-5)
-    # It changes the model's output, and only through the attention sublayer's o_i.
+
+
+def _captured(cfg, p, x):
+    """logits and what each attention layer sowed: A (H, Q, T) and o (Q, H, K) into W_O."""
+    out, state = model.Decoder(cfg).apply({"params": p}, x, mutable=["intermediates"])
+    sown = state["intermediates"]
+    return out.logits, [sown[f"layers_{i}"]["attn"] for i in range(cfg.n_layers)]
+
+
+@pytest.mark.parametrize("kind", ["sqrt_i", "sqrt_i_over_T", "headwise_rmsnorm"])
+def test_output_transform_acts_only_through_o_i(kind):
+    """In the first layer (same input with and without the transform) the probabilities are
+    unchanged and o_i becomes c_i o_i; then the output changes."""
+    cfg = get_preset("qwen2-tiny")  # GQA: the transform acts on query heads
+    cfg_t = dataclasses.replace(cfg, attn_output_transform=kind)
     p = _init(cfg, seed_key(0))
     x = jnp.arange(10)
-    assert not np.allclose(fwd(p, cfg, x).logits, fwd(p, cfg_t, x).logits)
+    logits, (a0, *_) = _captured(cfg, p, x)
+    logits_t, (t0, *_) = _captured(cfg_t, p, x)
+    np.testing.assert_array_equal(t0["attention_probs"][0], a0["attention_probs"][0])
+    o = np.asarray(a0["head_outputs"][0], np.float64)  # (T, H, K), untransformed
+    i = np.arange(1, 11)[:, None, None]
+    c = {"sqrt_i": np.sqrt(i), "sqrt_i_over_T": np.sqrt(i / cfg.max_seq_len),
+         "headwise_rmsnorm": 1 / np.sqrt((o**2).mean(-1, keepdims=True) + cfg.norm_eps)}[kind]
+    np.testing.assert_allclose(t0["head_outputs"][0], c * o, rtol=1e-5, atol=1e-7)
+    assert not np.allclose(logits, logits_t)
+
+
+@pytest.mark.parametrize("kind", ["none", "sqrt_i", "sqrt_i_over_T", "headwise_rmsnorm"])
+def test_last_only_equals_full_last_row_for_every_transform(kind):
+    # The transform's position i must be the absolute one when only the last query is computed.
+    cfg = dataclasses.replace(get_preset("qwen2-tiny"), attn_output_transform=kind)
+    p = _init(cfg, seed_key(1))
+    tok = jax.random.randint(jax.random.key(2), (19,), 0, cfg.vocab_size)
+    full = fwd(p, cfg, tok)
+    last = fwd(p, cfg, tok, last_only=True)
+    np.testing.assert_allclose(last.logits[0], full.logits[-1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(last.normed[0], full.normed[-1], rtol=1e-5, atol=1e-6)
+
+
+def test_returned_attention_is_what_the_layers_used():
+    """Recompute each layer's output from the returned A and the layer's own V and W_O."""
+    cfg = get_preset("qwen2-tiny").ablate(block="attn_only", attn_output_transform="sqrt_i")
+    p = _init(cfg, seed_key(3))
+    tok = jax.random.randint(jax.random.key(4), (13,), 0, cfg.vocab_size)
+    fwd_a = jax.jit(model.forward, static_argnums=1,
+                    static_argnames=("last_only", "return_hidden", "return_attention"))
+    out = fwd_a(p, cfg, tok, return_hidden=True, return_attention=True)
+    L, H, T, N, K = cfg.n_layers, cfg.n_heads, 13, cfg.n_kv_heads, cfg.head_dim
+    assert out.attention.shape == (L, H, T, T)
+    A = np.asarray(out.attention, np.float64)
+    np.testing.assert_allclose(A.sum(-1), 1.0, rtol=1e-6)
+    assert np.all(np.triu(A, k=1) == 0)  # causal
+    for layer in range(L):
+        blk = p[f"layers_{layer}"]
+        x = out.hidden[layer]
+        v_TNK = layers.linear(blk["attn"]["v_proj"], layers.norm(blk["attn_norm"], cfg, x))
+        v_TNK = np.asarray(v_TNK, np.float64).reshape(T, N, K)
+        o_THK = np.einsum("hqt,thk->qhk", A[layer], np.repeat(v_TNK, H // N, axis=1))
+        o_THK = o_THK * np.sqrt(np.arange(1, T + 1))[:, None, None]
+        want = layers.linear(blk["attn"]["o_proj"], jnp.asarray(o_THK.reshape(T, H * K),
+                                                                jnp.float32))
+        np.testing.assert_allclose(out.hidden[layer + 1] - x, want, rtol=1e-4, atol=1e-6)
+    last = fwd_a(p, cfg, tok, last_only=True, return_attention=True)
+    assert last.attention.shape == (L, H, 1, T)
+    np.testing.assert_allclose(last.attention[:, :, 0], out.attention[:, :, -1], rtol=1e-5,
+                               atol=1e-7)
+    # Nothing is returned (or sown) unless asked.
+    assert fwd_a(p, cfg, tok).attention is None
+    with pytest.raises(ValueError, match="no softmax attention"):
+        model.forward(p, cfg.ablate(attention="attn0_causal", n_kv_heads=H,
+                                  attn_output_transform="none"), tok,
+                      return_attention=True)
