@@ -185,6 +185,12 @@ class ModelConfig:
         rederive = {f: None for f in self._derived if f not in changes}
         return dataclasses.replace(self, name=f"{self.name}[{suffix}]", **rederive, **changes)
 
+    @classmethod
+    def from_hf(cls, hf_config, *, name: str | None = None) -> "ModelConfig":
+        """The config of an HF ``config.json`` (dict, file or folder): see ``bornbiased_jax.hf``."""
+        from bornbiased_jax.hf.configs import config_from_hf  # hf imports this module
+        return config_from_hf(hf_config, name=name)
+
 
 def _positive_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x > 0
