@@ -39,7 +39,8 @@ from tqdm.auto import tqdm
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
-from bornbiased_jax.keys import seed_keys
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.keys import seed_keys, seed_list
 
 Probe = Callable[[dict, jax.Array], Any]
 
@@ -118,7 +119,7 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
     On CPUs the sequences of a call also go through the model in batches of about
     ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's activations stay in cache."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+        raise UserError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     devices = list(devices or jax.devices())
     nd = len(devices)
     if strategy == "auto":
@@ -144,7 +145,7 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
         seq_batch = cpu_batch or seq_chunk
     seq_batch = min(seq_batch, seq_chunk)
     if min(seed_chunk, seq_chunk, map_batch, seq_batch) < 1:
-        raise ValueError("seed_chunk, seq_chunk, map_batch and seq_batch must be positive")
+        raise UserError("seed_chunk, seq_chunk, map_batch and seq_batch must be positive")
     return SweepPlan(strategy, int(seed_chunk), int(seq_chunk), int(map_batch), nd,
                      int(seq_batch))
 
@@ -235,21 +236,24 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
 
     Args:
       probe: ``probe(params, x)`` for one model and one sequence ``x``, or a ``SplitProbe``.
-      seeds: integer seeds; seed s is the model ``init(cfg, jax.random.key(s))``.
+      seeds: an iterable of integer seeds (read once); seed s is the model ``init(cfg, jax.random.key(s))``.
       inputs: (N, T) token ids or (N, T, d) input embeddings, shared by all seeds: an array or a
         lazy probe set from ``probes.inputs`` (anything with ``shape`` and first-axis slicing).
     Returns:
       the probe's pytree with host numpy leaves of shape (S, N, ...).
     """
-    keys = seed_keys(seeds)  # validates: non-empty, integers in range
-    seeds = [int(s) for s in seeds]
+    seeds = seed_list(seeds)  # any iterable, read once; validates: non-empty, integers in range
+    keys = seed_keys(seeds)
     if not hasattr(inputs, "shape"):
         inputs = np.asarray(inputs)
     if len(inputs.shape) not in (2, 3) or inputs.shape[0] < 1:
-        raise ValueError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
+        raise UserError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
                          f"got shape {inputs.shape}")
     N, T = inputs.shape[:2]
-    model.check_seq_len(cfg, T)
+    if not 1 <= T <= cfg.max_seq_len:
+        raise UserError(f"inputs have sequence length T={T}, outside [1, max_seq_len="
+                        f"{cfg.max_seq_len}] of {cfg.name}; use shorter sequences or a preset "
+                        f"with a longer context")
     devices = list(devices or jax.devices())
     plan = plan_sweep(cfg, len(seeds), N, T, strategy=strategy, seed_chunk=seed_chunk,
                       seq_chunk=seq_chunk, map_batch=map_batch, seq_batch=seq_batch,

@@ -8,7 +8,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _common import parse, write
+from experiments._common import parse, write
 
 from bornbiased_jax import layers, model
 from bornbiased_jax.probes.contraction import pairwise_similarity
