@@ -13,10 +13,13 @@ A *probe* is written for one model and one input sequence: ``probe(params, x) ->
   3. runs each call's sequences through the model in batches of ``seq_batch`` (a compiled loop;
      on CPUs about 1,024 tokens per batch, so that a block's activations stay in cache), and a
      ``SplitProbe``'s head once over the whole call;
-  4. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several;
+  4. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several (and
+     the sequence axis too when there are fewer seeds than devices); the shared embeddings
+     are placed on every device once;
   5. returns host numpy arrays with leading axes (S, N).
 
-Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given, and cut the
+Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given (the probe's
+working set per sequence from XLA's analysis of the compiled call), and cut the
 seeds and sequences into equal chunks; the last chunk is padded, so that every call has one
 shape and the sweep compiles once. The same seed gives the same result whatever the strategy,
 chunking or device count: parameters are bitwise identical (threefry is vmap-invariant); probe
