@@ -193,6 +193,11 @@ class Run:
                  tokenizer_path: str | None = None, require_resume: bool = False):
         self.tc, self.out = tc, Path(out)
         io.check_writable(self.out, folder=True, flag="--out")
+        n_dev = len(jax.devices())
+        micro = tc.batch_size // tc.grad_accum
+        if micro % n_dev:  # checked before anything is written
+            raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split "
+                            f"over {n_dev} devices; use a multiple of {n_dev}")
         self.ckpt_dir = (self.out / "checkpoints").absolute()
         existing = self.out / "run.json"
         if existing.exists():
@@ -202,10 +207,6 @@ class Run:
                 raise UserError(f"--resume: {str(self.out)!r} holds no run to resume "
                                 f"(no run.json)")
             self._fresh_setup(corpus, tokenizer_path)
-        n_dev = len(jax.devices())
-        micro = tc.batch_size // tc.grad_accum
-        if micro % n_dev:
-            raise UserError(f"the micro-batch {micro} does not split over {n_dev} devices")
         self.mesh = Mesh(np.asarray(jax.devices()), ("data",))
         self.optimizer = make_optimizer(tc)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
