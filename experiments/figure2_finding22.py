@@ -8,6 +8,12 @@ favourite's count, the runner-up's, the margin and that test, and the match rate
 and among those with an unambiguous favourite. The CPU default N = 3,000 is chosen so that most
 favourites are unambiguous: with N = 300 (the earlier default) they rested on 2-7 predictions and
 were often tied, so a mismatch could be a coin flip between equally frequent tokens.
+
+Measured at the CPU default (12 models of gpt2-rope-cpu, T = 64, N = 3,000; 88 minutes on a
+shared 2-core machine): the direction's token was the favourite in 6 of 12 models (2 of 12 at
+N = 300) and in 3 of the 3 models whose favourite is unambiguous; in every other model it was
+the runner-up or third, or tied with the favourite. Mismatches sit on near-ties, as suspected;
+more models (or larger N) are needed for a tight interval.
 """
 
 import time

@@ -1,7 +1,7 @@
 """Regenerate every Sec. 3-4 artifact and write RESULTS.md: for each numbered claim, the paper's
 value, ours, and a verdict.
 
-    python experiments/run_all.py                  # CPU scale, ~15 minutes on 2 cores
+    python experiments/run_all.py                  # CPU scale, ~2 hours on 2 cores (Finding 2.2's N)
     python experiments/run_all.py --scale paper    # on a GPU
     python experiments/run_all.py --no-run         # only rebuild RESULTS.md from saved JSON
 
