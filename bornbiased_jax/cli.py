@@ -14,15 +14,12 @@ import sys
 import time
 from pathlib import Path
 
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.theory.cli import add_theory_parser
 
 PAPER_SWEEP = dict(presets=["gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b"],
                    seeds=[42, 43], seq_lens=[64, 256, 1024], num_seqs=10_000)
 CPU_SWEEP = dict(presets=["gpt2-rope-cpu"], seeds=[0, 1, 2], seq_lens=[64], num_seqs=1000)
-
-
-class UsageError(ValueError):
-    """Bad command-line input; reported as 'bornbiased: error: ...' with exit status 2."""
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -33,25 +30,25 @@ def parse_seeds(text: str) -> list[int]:
             if ":" in part:
                 bounds = [int(b) for b in part.split(":")]
                 if len(bounds) not in (2, 3):
-                    raise ValueError
+                    raise ValueError(part)
                 seeds.extend(range(*bounds))
             else:
                 seeds.append(int(part))
-        except ValueError:
-            raise UsageError(f"cannot read seeds {text!r}: use integers, commas and ranges "
+        except ValueError:  # int() of a non-number, or a range with 1 or 4+ bounds
+            raise UserError(f"cannot read seeds {text!r}: use integers, commas and ranges "
                              f"start:stop[:step], e.g. '42,43' or '0:256'") from None
     if not seeds:
-        raise UsageError(f"the seed list {text!r} is empty; give at least one seed, e.g. '0:4'")
+        raise UserError(f"the seed list {text!r} is empty; give at least one seed, e.g. '0:4'")
     bad = [s for s in seeds if not 0 <= s < 2**32]
     if bad:
-        raise UsageError(f"seeds must lie in [0, 2**32): got {bad[:5]}")
+        raise UserError(f"seeds must lie in [0, 2**32): got {bad[:5]}")
     return seeds
 
 
 def _seeds_arg(text: str) -> list[int]:
     try:
         return parse_seeds(text)
-    except UsageError as e:
+    except UserError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
@@ -65,6 +62,26 @@ def _positive(text: str) -> int:
     return v
 
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number, got {text}")
+    return v
+
+
+def _preset(name: str):
+    """The named preset, with an unknown name reported as bad input."""
+    from bornbiased_jax.config import get_preset
+
+    try:
+        return get_preset(name)
+    except ValueError as e:  # config.get_preset lists the valid names
+        raise UserError(str(e)) from None
+
+
 def _sweep_parser(sub) -> None:
     p = sub.add_parser(
         "sweep", help="token preference of random initialisations (Table 1, Figure 1a)",
@@ -72,7 +89,7 @@ def _sweep_parser(sub) -> None:
                     "uniformly random sequences with the randomly initialised model, and test "
                     "the most frequent prediction against the uniform null (Bonferroni binomial "
                     "test). Prints Table 1; writes token_preference.json, token_preference.md "
-                    "and figure1a.png into --out. Defaults (CPU, ~2 minutes on 2 cores): "
+                    "and figure1a.png into --out. Defaults (CPU, about a minute on 2 cores): "
                     f"{CPU_SWEEP}. --scale paper: {PAPER_SWEEP}. Explicit flags override both.")
     p.add_argument("--preset", nargs="+", help="model preset(s), e.g. gpt2-rope-cpu llama2-nano")
     p.add_argument("--seeds", type=_seeds_arg, help="model seeds: '42,43', '0:256', '1,5:8'")
@@ -91,7 +108,8 @@ def _sweep_parser(sub) -> None:
     p.add_argument("--seq-batch", type=_positive,
                    help="sequences through the model together inside a call (default on CPU: "
                         "about 1,024 tokens, to stay in cache; elsewhere the whole chunk)")
-    p.add_argument("--memory-budget-gb", type=float, help="per-device budget for chunk sizes")
+    p.add_argument("--memory-budget-gb", type=_positive_float,
+                   help="per-device memory budget in GiB (> 0) from which chunk sizes are planned")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -99,7 +117,6 @@ def run_sweep(args) -> int:
     import jax
 
     from bornbiased_jax import io, report
-    from bornbiased_jax.config import get_preset
     from bornbiased_jax.probes.token_preference import token_preference
 
     defaults = PAPER_SWEEP if args.scale == "paper" else CPU_SWEEP
@@ -107,11 +124,12 @@ def run_sweep(args) -> int:
     seeds = args.seeds or defaults["seeds"]
     seq_lens = args.seq_len or defaults["seq_lens"]
     num_seqs = args.num_seqs or defaults["num_seqs"]
-    configs = [get_preset(name) for name in presets]  # validates names first
+    configs = [_preset(name) for name in presets]  # validates names first
+    io.check_writable(args.out, folder=True, flag="--out")  # before any work
     for cfg in configs:
         for T in seq_lens:
             if T > cfg.max_seq_len:
-                raise UsageError(f"--seq-len {T} exceeds the maximum context "
+                raise UserError(f"--seq-len {T} exceeds the maximum context "
                                  f"{cfg.max_seq_len} of preset {cfg.name}")
     budget = int(args.memory_budget_gb * 2**30) if args.memory_budget_gb else None
     t0 = time.time()
@@ -152,7 +170,8 @@ def _train_parser(sub) -> None:
         description="Pretrain a model from a known seed (AdamW per Table 14, warmup + cosine, "
                     "gradient clipping, optional bfloat16 and gradient accumulation) on local "
                     "text files, saving Orbax checkpoints. Running the same command again with "
-                    "an --out that holds checkpoints resumes from the latest complete one.")
+                    "an --out that holds checkpoints resumes from the latest complete one; only "
+                    "--stop-at and the logging/eval/checkpoint cadences may change on resume.")
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
@@ -160,6 +179,10 @@ def _train_parser(sub) -> None:
     p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
     p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
     p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")
+    p.add_argument("--stop-at", type=_positive,
+                   help="stop after this step (default: --steps); the learning-rate schedule "
+                        "still spans --steps, so a later run with a larger --stop-at (or none) "
+                        "continues it exactly. --steps itself cannot change on resume")
     p.add_argument("--no-progress", action="store_true")
     for name, typ in [("steps", _positive), ("seed", int), ("data_seed", int),
                       ("save_every", _positive), ("keep_last", _positive), ("keep_every", _positive),
@@ -206,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "train":
             return run_train(args)
         return args.run(args)
-    except (ValueError, TypeError) as e:
+    except UserError as e:  # bad input; anything else is a bug and keeps its traceback
         print(f"bornbiased: error: {e}", file=sys.stderr)
         return 2
 

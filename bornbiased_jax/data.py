@@ -35,6 +35,7 @@ from typing import Sequence
 import jax
 import numpy as np
 
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import fold_in_name, stream_key
 
 EOT = "<|endoftext|>"
@@ -58,7 +59,7 @@ def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> l
     for spec in paths:
         p = resolve_corpus(str(spec))
         if not p.exists():
-            raise ValueError(f"corpus path {str(p)!r} does not exist")
+            raise UserError(f"corpus path {str(p)!r} does not exist")
         found = [p] if p.is_file() else sorted(
             f for f in p.rglob("*") if f.is_file() and f.suffix in TEXT_SUFFIXES
             and not any(part in ("site-packages", "__pycache__", ".git") for part in f.parts))
@@ -77,7 +78,7 @@ def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "tex
     try:
         import datasets
     except ImportError:
-        raise ValueError(f"corpus {spec!r} needs the HF 'datasets' package: pip install datasets"
+        raise UserError(f"corpus {spec!r} needs the HF 'datasets' package: pip install datasets"
                          ) from None
     name, _, split = spec[len("hf:"):].partition(":")
     ds = datasets.load_dataset(name, split=split or "train", streaming=True)
@@ -139,7 +140,7 @@ def load_tokenizer(path: str | Path):
     try:
         return Tokenizer.from_file(str(path))
     except Exception as e:  # tokenizers raises a bare Exception on bad files
-        raise ValueError(f"cannot load tokenizer {str(path)!r}: {e}") from None
+        raise UserError(f"cannot load tokenizer {str(path)!r}: {e}") from None
 
 
 @dataclasses.dataclass
@@ -155,15 +156,15 @@ def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
                 val_fraction: float = 0.05) -> TokenBlocks:
     """Tokenise, join with end-of-text, hold out the last documents, cut into T + 1 blocks."""
     if not docs:
-        raise ValueError("the corpus is empty: no readable, non-empty text files were found")
+        raise UserError("the corpus is empty: no readable, non-empty text files were found")
     if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+        raise UserError(f"val_fraction must lie in (0, 1), got {val_fraction}")
     eot = tokenizer.token_to_id(EOT)
     if eot is None:
-        raise ValueError(f"the tokenizer has no {EOT!r} token")
+        raise UserError(f"the tokenizer has no {EOT!r} token")
     n_val_docs = max(1, int(round(len(docs) * val_fraction)))
     if len(docs) - n_val_docs < 1:
-        raise ValueError(f"the corpus has {len(docs)} document(s); need at least 2 to hold out "
+        raise UserError(f"the corpus has {len(docs)} document(s); need at least 2 to hold out "
                          f"validation text")
 
     def blocks(ds: Sequence[str]) -> np.ndarray:
@@ -176,7 +177,7 @@ def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
 
     train, val = blocks(docs[:-n_val_docs]), blocks(docs[-n_val_docs:])
     if len(train) == 0 or len(val) == 0:
-        raise ValueError(f"the corpus is too small for blocks of {seq_len + 1} tokens "
+        raise UserError(f"the corpus is too small for blocks of {seq_len + 1} tokens "
                          f"({len(train)} training, {len(val)} validation blocks)")
     return TokenBlocks(train, val, tokenizer.get_vocab_size())
 

@@ -1,4 +1,5 @@
-"""Atomic writes: a result file is either absent or complete, never half-written."""
+"""Atomic writes: a result file is either absent or complete, never half-written; and a check,
+made before any work, that an output can be written at all."""
 
 from __future__ import annotations
 
@@ -7,6 +8,39 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+from bornbiased_jax.errors import UserError
+
+
+def check_writable(path: str | os.PathLike, *, folder: bool = False, flag: str = "") -> Path:
+    """Raise a UserError unless ``path`` can be written: a file (or, with ``folder``, a folder)
+    that exists and is writable, or one whose nearest existing ancestor is a folder in which a
+    file can be created. Creates nothing that remains; call it before a long computation.
+
+    The check really creates (and removes) a temporary file, so it also catches read-only file
+    systems and permissions that ``os.access`` misjudges (e.g. for root)."""
+    path = Path(path)
+    what = f"{flag} {str(path)!r}".strip()
+    if path.exists():
+        if folder and not path.is_dir():
+            raise UserError(f"{what} is a file; give a folder (new or existing) for the outputs")
+        if not folder and path.is_dir():
+            raise UserError(f"{what} is a folder; give a file path")
+    probe_dir = path if (folder and path.is_dir()) else path.parent
+    ancestor = probe_dir
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UserError(f"cannot write {what}: {str(ancestor)!r} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor, prefix=".write-check."):
+            pass
+    except OSError as e:
+        raise UserError(f"cannot write {what}: {str(ancestor)!r} is not writable "
+                        f"({e.strerror or e}); choose another location") from None
+    if path.exists() and not folder and not os.access(path, os.W_OK):
+        raise UserError(f"cannot write {what}: the file is read-only")
+    return path
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> Path:

@@ -10,12 +10,15 @@ same weights however the initialisation code is ordered.
 from __future__ import annotations
 
 import zlib
+from typing import Iterable
 
 import jax
 import numpy as np
 
+from bornbiased_jax.errors import UserError
+
 # The model key of a seed is ``seed_key(seed)`` itself; these are the other named streams.
-STREAMS = ("embed", "probe", "data", "train")
+STREAMS = ("embed", "probe", "data")
 
 
 def name_hash(name: str) -> int:
@@ -34,25 +37,38 @@ def seed_key(seed: int) -> jax.Array:
     Seeds are not derived by splitting a parent key, so model 42 is the same model whether it
     was built alone or as one of 256 seeds in a sweep.
     """
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"a seed must be an integer, got {seed!r}")
-    if not 0 <= int(seed) < 2**32:
-        raise ValueError(f"a seed must lie in [0, 2**32), got {seed}")
+    check_seed(seed)
     return jax.random.key(int(seed))
 
 
-def seed_keys(seeds) -> jax.Array:
-    """Stacked model keys, shape (S,), for a sequence of integer seeds."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("the seed list is empty; give at least one seed")
-    for s in seeds:
-        seed_key(s)  # validates each
-    return jax.vmap(jax.random.key)(np.asarray(seeds, dtype=np.uint32))
+def check_seed(seed) -> int:
+    """``seed`` as an int, or a UserError saying what a seed may be."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise UserError(f"a seed must be an integer, got {seed!r}")
+    if not 0 <= int(seed) < 2**32:
+        raise UserError(f"a seed must lie in [0, 2**32), got {seed}")
+    return int(seed)
+
+
+def seed_list(seeds: Iterable[int]) -> list[int]:
+    """Any iterable of integer seeds (list, range, array, generator) as a validated list: read
+    once, so a generator is not exhausted by a first pass."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise UserError(f"seeds must be an iterable of integers (e.g. [42, 43] or range(8)), "
+                        f"got {seeds!r}")
+    out = [check_seed(s) for s in seeds]
+    if not out:
+        raise UserError("the seed list is empty; give at least one seed")
+    return out
+
+
+def seed_keys(seeds: Iterable[int]) -> jax.Array:
+    """Stacked model keys, shape (S,), for an iterable of integer seeds."""
+    return jax.vmap(jax.random.key)(np.asarray(seed_list(seeds), dtype=np.uint32))
 
 
 def stream_key(seed: int, stream: str) -> jax.Array:
     """The key of a named stream ('probe', 'data', ...) of an integer seed."""
     if stream not in STREAMS:
-        raise ValueError(f"unknown key stream {stream!r}; streams are {STREAMS}")
+        raise UserError(f"unknown key stream {stream!r}; streams are {STREAMS}")
     return fold_in_name(seed_key(seed), f"stream/{stream}")

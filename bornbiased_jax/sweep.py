@@ -13,10 +13,13 @@ A *probe* is written for one model and one input sequence: ``probe(params, x) ->
   3. runs each call's sequences through the model in batches of ``seq_batch`` (a compiled loop;
      on CPUs about 1,024 tokens per batch, so that a block's activations stay in cache), and a
      ``SplitProbe``'s head once over the whole call;
-  4. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several;
+  4. shards the seed axis over ``devices`` with ``jax.shard_map`` when there are several (and
+     the sequence axis too when there are fewer seeds than devices); the shared embeddings
+     are placed on every device once;
   5. returns host numpy arrays with leading axes (S, N).
 
-Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given, and cut the
+Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given (the probe's
+working set per sequence from XLA's analysis of the compiled call), and cut the
 seeds and sequences into equal chunks; the last chunk is padded, so that every call has one
 shape and the sweep compiles once. The same seed gives the same result whatever the strategy,
 chunking or device count: parameters are bitwise identical (threefry is vmap-invariant); probe
@@ -34,12 +37,13 @@ from typing import Any, Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
-from bornbiased_jax.keys import seed_keys
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.keys import seed_keys, seed_list
 
 Probe = Callable[[dict, jax.Array], Any]
 
@@ -73,9 +77,10 @@ CPU_TOKENS_PER_BATCH = 1024
 @dataclasses.dataclass(frozen=True)
 class SweepPlan:
     """How a sweep is cut: ``seed_chunk`` seeds' parameters live at once (a multiple of the
-    device count), ``map_batch`` seeds run together inside ``lax.map``, ``seq_chunk`` sequences
-    per call, of which ``seq_batch`` go through the model together (a compiled loop over
-    sequence batches when ``seq_batch < seq_chunk``)."""
+    number of devices along seeds), ``map_batch`` seeds run together inside ``lax.map``,
+    ``seq_chunk`` sequences per call (split over ``seq_devices`` devices), of which ``seq_batch``
+    go through the model together on each device (a compiled loop over sequence batches when
+    ``seq_batch`` is smaller than a device's share)."""
 
     strategy: str
     seed_chunk: int
@@ -83,6 +88,7 @@ class SweepPlan:
     map_batch: int
     n_devices: int
     seq_batch: int
+    seq_devices: int = 1  # devices along the sequence axis (> 1 when seeds < devices)
 
 
 def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
@@ -94,10 +100,13 @@ def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
 
 
 def activation_bytes(cfg: ModelConfig, T: int) -> int:
-    """Rough float32 working set of one forward of one sequence: attention scores and
-    probabilities (2 H T^2), a handful of d-wide and d_ff-wide activations per token."""
+    """Rough float32 working set of one forward of one sequence (attention scores and
+    probabilities, d- and d_ff-wide activations, one row of logits). Only a fallback for
+    :func:`plan_sweep` without a probe, or a backend without compiled-memory statistics: a
+    probe may need far more (full T x V logits are 103 MB per sequence at T = 512,
+    V = 50,257), which :func:`probe_working_set` measures."""
     per_token = 8 * cfg.d_model + 3 * cfg.d_ff + 2 * cfg.n_heads * T
-    return 4 * T * per_token + 4 * cfg.vocab_size  # + one row of logits
+    return 4 * T * per_token + 4 * cfg.vocab_size
 
 
 def default_budget(devices: Sequence[jax.Device]) -> int:
@@ -108,45 +117,139 @@ def default_budget(devices: Sequence[jax.Device]) -> int:
     return 2 << 30
 
 
+# Sequences per vmapped batch at which an accelerator's working set is measured (the real
+# chunk is then extrapolated linearly; see probe_working_set).
+MEASURE_BATCH = 8
+
+
+def _init_seed_fn(cfg: ModelConfig):
+    init_one = ((lambda k: model.init_blocks(cfg, k)) if cfg.shared_embedding
+                else (lambda k: model.init(cfg, k)))
+
+    def init_seed(key):
+        # The key's bits ride along so that the seed axis is never an empty pytree (Attn0
+        # models have no parameters, and lax.map needs something to map over).
+        return {"params": init_one(key), "key": jax.random.key_data(key)}
+
+    return init_seed
+
+
+def _shared_params(cfg: ModelConfig) -> dict:
+    """The seed-independent embedding group (empty unless ``cfg.shared_embedding``)."""
+    return (model.init_embeddings(cfg, model.embed_key(cfg, None)) if cfg.shared_embedding
+            else {})
+
+
+def _run_one_fn(probe: Probe, seq_batch: int):
+    """run_one(seed_state, shared_params, xs (n, ...)) -> the probe's outputs (n, ...) for one
+    seed: ``features`` over batches of ``seq_batch`` sequences (a compiled loop when n is
+    larger), a SplitProbe's ``head`` once over all n."""
+    features, head = ((probe.features, probe.head) if isinstance(probe, SplitProbe)
+                      else (probe, None))
+
+    def run_one(seed_state, shared_params, xs):
+        params = {**seed_state["params"], **shared_params}
+        one = lambda x: features(params, x)  # noqa: E731
+        if seq_batch >= xs.shape[0]:
+            out = jax.vmap(one)(xs)
+        else:  # a compiled loop over batches of seq_batch sequences, vmapped in each batch
+            out = jax.lax.map(one, xs, batch_size=seq_batch)
+        return out if head is None else jax.vmap(lambda f: head(params, f))(out)
+
+    return run_one
+
+
+@functools.lru_cache(maxsize=64)
+def probe_working_set(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtype: str,
+                      seq_batch: int) -> tuple[int, int] | None:
+    """(fixed, per_sequence) bytes that one seed's probe call needs besides its parameters and
+    inputs, from XLA's own analysis of the compiled call (temporaries + outputs).
+
+    The per-seed call is compiled (not run) for n = seq_batch and n = 2 seq_batch sequences of
+    ``row_shape``; the working set is then ``fixed + n * per_sequence`` (linear in n: outputs
+    and a SplitProbe's head grow with n, the features' batch does not). None when the backend
+    gives no statistics."""
+    seed_state = jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0))
+    shared = jax.eval_shape(lambda: _shared_params(cfg))
+    fn = jax.jit(_run_one_fn(probe, seq_batch))
+    sizes = []
+    for n in (seq_batch, 2 * seq_batch):
+        xs = jax.ShapeDtypeStruct((n, *row_shape), np.dtype(row_dtype))
+        stats = fn.lower(seed_state, shared, xs).compile().memory_analysis()
+        if stats is None:
+            return None
+        sizes.append(stats.temp_size_in_bytes + stats.output_size_in_bytes)
+    per_seq = math.ceil(max(0, sizes[1] - sizes[0]) / seq_batch)
+    return max(0, sizes[0] - per_seq * seq_batch), max(1, per_seq)
+
+
+def _mesh_shape(n_devices: int, n_seeds: int, strategy: str) -> tuple[int, int]:
+    """(devices along seeds, devices along sequences): seeds take as many devices as they can
+    fill (a divisor of the device count), sequences share the rest, so 2 seeds on 8 devices
+    run as 2 x 4 instead of padding the seeds to 8."""
+    if strategy == "loop" or n_seeds >= n_devices:
+        return n_devices, 1
+    seed_dev = max(d for d in range(1, n_seeds + 1) if n_devices % d == 0)
+    return seed_dev, n_devices // seed_dev
+
+
 def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy: str = "auto",
                seed_chunk: int | None = None, seq_chunk: int | None = None,
                map_batch: int | None = None, seq_batch: int | None = None,
                memory_budget: int | None = None,
-               devices: Sequence[jax.Device] | None = None) -> SweepPlan:
-    """Choose strategy and chunk sizes; half the budget for parameters, half for activations.
+               devices: Sequence[jax.Device] | None = None, probe: Probe | None = None,
+               row_shape: tuple | None = None, row_dtype=None) -> SweepPlan:
+    """Choose strategy, device layout and chunk sizes; half the per-device budget for
+    parameters, half for the probe's working set.
 
-    On CPUs the sequences of a call also go through the model in batches of about
-    ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's activations stay in cache."""
+    With ``probe`` (and the shape and dtype of one input row), the working set per sequence is
+    measured by compiling the per-seed call (:func:`probe_working_set`); without, it is the
+    rough :func:`activation_bytes`. On CPUs the sequences of a call also go through the model in
+    batches of about ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's activations stay in
+    cache."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+        raise UserError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+    for name, v in (("seed_chunk", seed_chunk), ("seq_chunk", seq_chunk),
+                    ("map_batch", map_batch), ("seq_batch", seq_batch),
+                    ("memory_budget", memory_budget)):
+        if v is not None and v < 1:
+            raise UserError(f"{name} must be positive, got {v} (seed_chunk, seq_chunk, "
+                            f"map_batch, seq_batch and memory_budget must be positive)")
     devices = list(devices or jax.devices())
     nd = len(devices)
+    cpu = devices[0].platform == "cpu"
     if strategy == "auto":
-        strategy = "map" if devices[0].platform == "cpu" else "vmap"
+        strategy = "map" if cpu else "vmap"
     budget = memory_budget or default_budget(devices)
     if map_batch is None:
         # Measured on a 2-core CPU (benchmarks/sweep_throughput.py): one seed at a time inside
         # lax.map with large sequence chunks ran fastest; wider groups only add batched-GEMM
         # overhead there. On accelerators map_batch only matters for strategy="map".
-        map_batch = 1 if devices[0].platform == "cpu" else 8
+        map_batch = 1 if cpu else 8
+    seed_dev, seq_dev = _mesh_shape(nd, n_seeds, strategy)
     if seed_chunk is None:
         fit = max(1, (budget // 2) // max(1, param_bytes(cfg)))
-        seed_chunk = _balanced(n_seeds, fit * nd, 1)
-    seed_chunk = nd * math.ceil(min(seed_chunk, n_seeds) / nd)  # chunks beyond S only pad
-    cpu_batch = max(1, CPU_TOKENS_PER_BATCH // T) if devices[0].platform == "cpu" else None
+        seed_chunk = _balanced(n_seeds, fit * seed_dev, 1)
+    seed_chunk = seed_dev * math.ceil(min(seed_chunk, n_seeds) / seed_dev)  # beyond S only pads
+    local_seqs = math.ceil(n_seqs / seq_dev)  # sequences per device if one call took them all
+    cpu_batch = max(1, CPU_TOKENS_PER_BATCH // T) if cpu else None
     if seq_chunk is None:
-        parallel = {"vmap": seed_chunk // nd, "map": min(map_batch, seed_chunk // nd),
+        parallel = {"vmap": seed_chunk // seed_dev, "map": min(map_batch, seed_chunk // seed_dev),
                     "loop": 1}[strategy]
-        most = (budget // 2) // (parallel * activation_bytes(cfg, T))
-        seq_chunk = _balanced(n_seqs, max(1, min(most, 512)), min(cpu_batch or 1, n_seqs))
-    seq_chunk = min(seq_chunk, n_seqs)
+        b0 = min(seq_batch or cpu_batch or MEASURE_BATCH, local_seqs)
+        ws = (probe_working_set(cfg, probe, tuple(row_shape), np.dtype(row_dtype).name, b0)
+              if probe is not None else None)
+        fixed, per_seq = ws if ws is not None else (0, activation_bytes(cfg, T))
+        most = max(1, min(512, max(0, (budget // 2) // parallel - fixed) // per_seq))
+        # Whole CPU batches per call, unless even one batch does not fit.
+        local = _balanced(local_seqs, most, min(cpu_batch or 1, local_seqs, most))
+        seq_chunk = seq_dev * local
+    seq_chunk = seq_dev * math.ceil(min(seq_chunk, seq_dev * local_seqs) / seq_dev)
     if seq_batch is None:
-        seq_batch = cpu_batch or seq_chunk
-    seq_batch = min(seq_batch, seq_chunk)
-    if min(seed_chunk, seq_chunk, map_batch, seq_batch) < 1:
-        raise ValueError("seed_chunk, seq_chunk, map_batch and seq_batch must be positive")
+        seq_batch = cpu_batch or seq_chunk // seq_dev
+    seq_batch = min(seq_batch, seq_chunk // seq_dev)
     return SweepPlan(strategy, int(seed_chunk), int(seq_chunk), int(map_batch), nd,
-                     int(seq_batch))
+                     int(seq_batch), int(seq_dev))
 
 
 def _balanced(n: int, most: int, multiple: int) -> int:
@@ -163,27 +266,9 @@ class _Compiled:
 
     def __init__(self, cfg: ModelConfig, probe: Probe, plan: SweepPlan, devices):
         self.cfg, self.plan = cfg, plan
-        shared = cfg.shared_embedding
-        init_one = (lambda k: model.init_blocks(cfg, k)) if shared else (lambda k: model.init(cfg, k))
-        self.shared_params = (jax.jit(lambda: model.init_embeddings(cfg, model.embed_key(cfg, None)))()
-                              if shared else {})
-
-        def init_seed(key):
-            # The key's bits ride along so that the seed axis is never an empty pytree (Attn0
-            # models have no parameters, and lax.map needs something to map over).
-            return {"params": init_one(key), "key": jax.random.key_data(key)}
-
-        features, head = ((probe.features, probe.head) if isinstance(probe, SplitProbe)
-                          else (probe, None))
-
-        def run_one(seed_state, shared_params, xs):
-            params = {**seed_state["params"], **shared_params}
-            one = lambda x: features(params, x)  # noqa: E731
-            if plan.seq_batch >= xs.shape[0]:
-                out = jax.vmap(one)(xs)
-            else:  # a compiled loop over batches of seq_batch sequences, vmapped in each batch
-                out = jax.lax.map(one, xs, batch_size=plan.seq_batch)
-            return out if head is None else jax.vmap(lambda f: head(params, f))(out)
+        init_seed = _init_seed_fn(cfg)
+        run_one = _run_one_fn(probe, plan.seq_batch)
+        shared = jax.jit(lambda: _shared_params(cfg))()
 
         def over_seeds(init_or_run):
             """Apply a per-seed function over the local seed axis with the plan's strategy."""
@@ -193,17 +278,28 @@ class _Compiled:
                                                     batch_size=plan.map_batch)
 
         if plan.strategy == "loop":
+            self.shared_params = shared
             self.init_one = jax.jit(init_seed)
             self.run_one = jax.jit(run_one)
             return
         init_local = over_seeds(init_seed)
         run_local = over_seeds(run_one)
         if plan.n_devices > 1:
-            mesh = Mesh(np.asarray(devices), ("seeds",))
+            # Seeds are split over the mesh's first axis, sequences over its second (size 1
+            # unless there are fewer seeds than devices). The shared embeddings are placed on
+            # every device once, not copied from device 0 on each call.
+            seed_dev = plan.n_devices // plan.seq_devices
+            mesh = Mesh(np.asarray(devices).reshape(seed_dev, plan.seq_devices),
+                        ("seeds", "seqs"))
             init_local = jax.shard_map(init_local, mesh=mesh, in_specs=P("seeds"),
                                        out_specs=P("seeds"))
-            run_local = jax.shard_map(run_local, mesh=mesh, in_specs=(P("seeds"), P(), P()),
-                                      out_specs=P("seeds"))
+            run_local = jax.shard_map(run_local, mesh=mesh,
+                                      in_specs=(P("seeds"), P(), P("seqs")),
+                                      out_specs=P("seeds", "seqs"))
+            shared = jax.device_put(shared, NamedSharding(mesh, P()))
+        else:
+            shared = jax.device_put(shared, devices[0])
+        self.shared_params = shared
         self.init_many = jax.jit(init_local)
         self.run_many = jax.jit(run_local)
 
@@ -235,25 +331,29 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
 
     Args:
       probe: ``probe(params, x)`` for one model and one sequence ``x``, or a ``SplitProbe``.
-      seeds: integer seeds; seed s is the model ``init(cfg, jax.random.key(s))``.
+      seeds: an iterable of integer seeds (read once); seed s is the model ``init(cfg, jax.random.key(s))``.
       inputs: (N, T) token ids or (N, T, d) input embeddings, shared by all seeds: an array or a
         lazy probe set from ``probes.inputs`` (anything with ``shape`` and first-axis slicing).
     Returns:
       the probe's pytree with host numpy leaves of shape (S, N, ...).
     """
-    keys = seed_keys(seeds)  # validates: non-empty, integers in range
-    seeds = [int(s) for s in seeds]
+    seeds = seed_list(seeds)  # any iterable, read once; validates: non-empty, integers in range
+    keys = seed_keys(seeds)
     if not hasattr(inputs, "shape"):
         inputs = np.asarray(inputs)
     if len(inputs.shape) not in (2, 3) or inputs.shape[0] < 1:
-        raise ValueError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
+        raise UserError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
                          f"got shape {inputs.shape}")
     N, T = inputs.shape[:2]
-    model.check_seq_len(cfg, T)
+    if not 1 <= T <= cfg.max_seq_len:
+        raise UserError(f"inputs have sequence length T={T}, outside [1, max_seq_len="
+                        f"{cfg.max_seq_len}] of {cfg.name}; use shorter sequences or a preset "
+                        f"with a longer context")
     devices = list(devices or jax.devices())
     plan = plan_sweep(cfg, len(seeds), N, T, strategy=strategy, seed_chunk=seed_chunk,
                       seq_chunk=seq_chunk, map_batch=map_batch, seq_batch=seq_batch,
-                      memory_budget=memory_budget, devices=devices)
+                      memory_budget=memory_budget, devices=devices, probe=probe,
+                      row_shape=tuple(inputs.shape[1:]), row_dtype=jnp.asarray(inputs[:1]).dtype)
     compiled = _compiled(cfg, probe, plan, tuple(devices))
     S = len(seeds)
     n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)

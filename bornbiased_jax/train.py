@@ -2,15 +2,22 @@
 
 A run lives in one folder::
 
-    run.json          the run's settings and a fingerprint of its data (checked on resume)
+    run.json          the run's settings ("train_config"), the full model configuration
+                      ("model_config", ``dataclasses.asdict(ModelConfig)``) and a fingerprint
+                      of its data; all three are checked on resume
     tokenizer.json    the BPE the run trained (or was given)
-    checkpoints/<k>/  Orbax checkpoints: params, Adam moments, step, data position, RNG
+    checkpoints/<k>/  Orbax checkpoints: params, Adam moments, step, data position
     metrics.jsonl     one JSON line per logged step (train loss, lr, grad norm; val loss/ppl)
     loss_curve.png    training and validation loss
 
 Resuming (run the same command again) restores the latest *complete* checkpoint (Orbax writes
 into a temporary folder and renames it when finished) and continues with exactly the batches an
 uninterrupted run would have seen, so final parameters are bitwise equal.
+
+The learning-rate schedule spans ``steps`` (warmup, then cosine decay to ``min_lr`` at ``steps``),
+so ``steps`` is part of the run's identity: resuming with another ``steps`` would reshape the
+schedule mid-run and match no uninterrupted run, and is an error. To stop early and continue
+later on the same schedule, use ``stop_at`` (``--stop-at``), which may differ between resumes.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from tqdm.auto import tqdm
 
 from bornbiased_jax import data, io, model
 from bornbiased_jax.config import ModelConfig, get_preset
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
 
@@ -41,7 +49,8 @@ class TrainConfig:
     """Table 14 defaults where they apply; sizes for a CPU run.
 
     ``batch_size`` is the global batch in sequences per optimiser step, split into
-    ``grad_accum`` micro-batches (Table 14: 128 = 2 x 2 GPUs x 32)."""
+    ``grad_accum`` micro-batches (Table 14: 128 = 2 x 2 GPUs x 32). ``steps`` is the length of
+    the learning-rate schedule; training stops after ``stop_at`` steps (default: ``steps``)."""
 
     preset: str = "llama2-cpu"
     seq_len: int = 128
@@ -67,25 +76,40 @@ class TrainConfig:
     save_every: int = 50
     keep_last: int = 3
     keep_every: int | None = None
+    stop_at: int | None = None
 
     def __post_init__(self):
         pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
                "eval_batches", "log_every", "save_every", "keep_last"]
         for f in pos:
             if int(getattr(self, f)) < 1:
-                raise ValueError(f"{f} must be >= 1, got {getattr(self, f)}")
+                raise UserError(f"{f} must be >= 1, got {getattr(self, f)}")
         if self.batch_size % self.grad_accum:
-            raise ValueError(f"batch_size {self.batch_size} is not divisible by grad_accum "
-                             f"{self.grad_accum}")
+            raise UserError(f"batch_size {self.batch_size} is not divisible by grad_accum "
+                            f"{self.grad_accum}")
         if self.warmup < 0 or self.warmup >= self.steps:
-            raise ValueError(f"warmup must lie in [0, steps), got {self.warmup}")
+            raise UserError(f"warmup must lie in [0, steps), got {self.warmup}")
         if self.keep_every is not None and self.keep_every < 1:
-            raise ValueError("keep_every must be >= 1")
-        get_preset(self.preset)
+            raise UserError("keep_every must be >= 1")
+        if self.stop_at is not None and not 1 <= self.stop_at <= self.steps:
+            raise UserError(f"stop_at must lie in [1, steps={self.steps}], got {self.stop_at}")
+        try:
+            preset = get_preset(self.preset)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        if self.seq_len > preset.max_seq_len:
+            raise UserError(f"seq_len {self.seq_len} exceeds the maximum context "
+                            f"{preset.max_seq_len} of preset {self.preset}")
 
-    # Fields that may differ between the first run and a resume of it.
-    RESUMABLE = ("steps", "eval_every", "eval_batches", "log_every", "save_every", "keep_last",
-                 "keep_every")
+    @property
+    def last_step(self) -> int:
+        """The step after which this invocation stops."""
+        return self.steps if self.stop_at is None else self.stop_at
+
+    # Fields that may differ between the first run and a resume of it. Not ``steps``: it sets
+    # the schedule's length (see the module docstring).
+    RESUMABLE = ("stop_at", "eval_every", "eval_batches", "log_every", "save_every",
+                 "keep_last", "keep_every")
 
 
 def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
@@ -118,11 +142,12 @@ def loss_fn(params, cfg: ModelConfig, blocks_BT1: jax.Array, bf16: bool) -> jax.
 
 
 def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer) -> dict:
+    """Parameters from ``seed``, fresh Adam moments, step 0, data position 0. Training uses no
+    randomness beyond these: the data order is a function of ``data_seed`` and the position
+    (``data.batch_indices``), so the state holds no RNG key."""
     params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
     return {"params": params, "opt_state": optimizer.init(params),
-            "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32),
-            # The data stream's key: the data order is a function of it and data_position.
-            "rng": jax.random.key_data(data.data_key(tc.data_seed))}
+            "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32)}
 
 
 def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh):
@@ -167,20 +192,21 @@ class Run:
     def __init__(self, tc: TrainConfig, corpus: list[str], out: str | Path,
                  tokenizer_path: str | None = None, require_resume: bool = False):
         self.tc, self.out = tc, Path(out)
+        io.check_writable(self.out, folder=True, flag="--out")
+        n_dev = len(jax.devices())
+        micro = tc.batch_size // tc.grad_accum
+        if micro % n_dev:  # checked before anything is written
+            raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split "
+                            f"over {n_dev} devices; use a multiple of {n_dev}")
         self.ckpt_dir = (self.out / "checkpoints").absolute()
         existing = self.out / "run.json"
         if existing.exists():
             self._resume_setup(existing, corpus)
         else:
             if require_resume:
-                raise ValueError(f"--resume: {str(self.out)!r} holds no run to resume "
-                                 f"(no run.json)")
+                raise UserError(f"--resume: {str(self.out)!r} holds no run to resume "
+                                f"(no run.json)")
             self._fresh_setup(corpus, tokenizer_path)
-        self.cfg = model_config(tc, self.blocks.vocab_size)
-        n_dev = len(jax.devices())
-        micro = tc.batch_size // tc.grad_accum
-        if micro % n_dev:
-            raise ValueError(f"the micro-batch {micro} does not split over {n_dev} devices")
         self.mesh = Mesh(np.asarray(jax.devices()), ("data",))
         self.optimizer = make_optimizer(tc)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
@@ -191,19 +217,21 @@ class Run:
         if latest is not None:
             self.state = self._restore(latest)
         elif require_resume:
-            raise ValueError(f"--resume: no complete checkpoint in {str(self.ckpt_dir)!r}")
+            raise UserError(f"--resume: no complete checkpoint in {str(self.ckpt_dir)!r}")
 
     # --- setup -------------------------------------------------------------------------------
     def _fresh_setup(self, corpus, tokenizer_path):
         docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
         if not docs:
-            raise ValueError(f"the corpus {corpus} is empty: no readable, non-empty text files")
+            raise UserError(f"the corpus {corpus} is empty: no readable, non-empty text files")
         tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
                else data.train_tokenizer(docs, self.tc.vocab_size))
         self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
+        self.cfg = model_config(self.tc, self.blocks.vocab_size)
         self.out.mkdir(parents=True, exist_ok=True)
         io.write_text(self.out / "tokenizer.json", tok.to_str())
         self.run_info = {"train_config": dataclasses.asdict(self.tc),
+                         "model_config": _jsonable(dataclasses.asdict(self.cfg)),
                          "corpus": [str(c) for c in corpus],
                          "data": {"n_train_blocks": len(self.blocks.train),
                                   "n_val_blocks": len(self.blocks.val),
@@ -216,20 +244,21 @@ class Run:
             saved = json.loads(path.read_text())
             saved_tc = saved["train_config"]
         except (json.JSONDecodeError, KeyError) as e:
-            raise ValueError(f"{str(path)!r} is not a readable run description: {e}") from None
+            raise UserError(f"{str(path)!r} is not a readable run description: {e}") from None
         now = dataclasses.asdict(self.tc)
         diff = {k: (saved_tc.get(k), v) for k, v in now.items()
                 if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
         if diff:
-            raise ValueError("the run in {} was made with different settings; resume with the "
+            raise UserError("the run in {} was made with different settings; resume with the "
                              "same ones or use a new --out. Differences (saved, now): {}"
                              .format(str(self.out), diff))
         tok = data.load_tokenizer(self.out / "tokenizer.json")
         docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
         self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
         if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
-            raise ValueError(f"the corpus {corpus} no longer gives the data this run was "
-                             f"trained on (fingerprint mismatch); resume with the same corpus")
+            raise UserError(f"the corpus {corpus} no longer gives the data this run was "
+                            f"trained on (fingerprint mismatch); resume with the same corpus")
+        self.cfg = _saved_model_config(saved, path, model_config(self.tc, self.blocks.vocab_size))
         self.run_info = saved
 
     def _restore(self, step: int) -> dict:
@@ -237,11 +266,11 @@ class Run:
         try:
             state = self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
         except Exception as e:  # Orbax raises many types for damaged files
-            raise ValueError(f"checkpoint {step} in {str(self.ckpt_dir)!r} is unreadable "
+            raise UserError(f"checkpoint {step} in {str(self.ckpt_dir)!r} is unreadable "
                              f"({type(e).__name__}: {e}); delete that step's folder to fall back "
                              f"to an earlier checkpoint") from None
         if int(state["step"]) != step:
-            raise ValueError(f"checkpoint {step} holds step {int(state['step'])}")
+            raise UserError(f"checkpoint {step} holds step {int(state['step'])}")
         return state
 
     # --- training ----------------------------------------------------------------------------
@@ -266,21 +295,22 @@ class Run:
         records = [r for r in _read_jsonl(metrics_path) if r["step"] <= start]
         io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
         schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, tc.warmup, tc.steps, tc.min_lr)
-        with open(metrics_path, "a") as log, tqdm(total=tc.steps, initial=start, disable=not progress,
+        last = tc.last_step
+        with open(metrics_path, "a") as log, tqdm(total=last, initial=start, disable=not progress,
                                                   desc="train", unit="step") as bar:
             t0 = time.perf_counter()
-            for step in range(start, tc.steps):
+            for step in range(start, last):
                 blocks = self.batch(int(self.state["data_position"]))
                 self.state, m = step_fn(self.state, blocks)
                 done = step + 1
                 rec = None
-                if done % tc.log_every == 0 or done == tc.steps:
+                if done % tc.log_every == 0 or done == last:
                     rec = {"step": done, "loss": float(m["loss"]),
                            "grad_norm": float(m["grad_norm"]), "lr": float(schedule(step)),
                            "tokens_per_s": tc.log_every * tc.batch_size * tc.seq_len
                            / (time.perf_counter() - t0)}
                     t0 = time.perf_counter()
-                if done % tc.eval_every == 0 or done == tc.steps:
+                if done % tc.eval_every == 0 or done == last:
                     rec = rec or {"step": done, "loss": float(m["loss"])}
                     rec["val_loss"] = self.evaluate(eval_fn)
                     rec["val_ppl"] = math.exp(rec["val_loss"])
@@ -289,7 +319,7 @@ class Run:
                     log.write(json.dumps(rec) + "\n")
                     log.flush()
                     bar.set_postfix(loss=f"{rec['loss']:.3f}")
-                if done % tc.save_every == 0 or done == tc.steps:
+                if done % tc.save_every == 0 or done == last:
                     self.manager.save(done, args=ocp.args.StandardSave(self.state))
                     self.manager.wait_until_finished()
                 bar.update(1)
@@ -299,6 +329,27 @@ class Run:
         io.save_figure(loss_curve(records, title=f"{self.cfg.name}, seed {tc.seed}"),
                        self.out / "loss_curve.png")
         return {"records": records, "final_step": int(self.state["step"])}
+
+
+def _jsonable(obj):
+    """``obj`` as JSON would read it back (tuples become lists), for comparisons."""
+    return json.loads(json.dumps(obj))
+
+
+def _saved_model_config(saved: dict, path: Path, now: ModelConfig) -> ModelConfig:
+    """The run's recorded ModelConfig; a UserError naming the fields where it differs from what
+    the preset gives now (e.g. after a preset was changed)."""
+    if "model_config" not in saved:
+        raise UserError(f"{str(path)!r} records no model configuration ('model_config'); it was "
+                        f"made by an older version and cannot be resumed safely; use a new --out")
+    rec, cur = saved["model_config"], _jsonable(dataclasses.asdict(now))
+    diff = {k: (rec.get(k, "<absent>"), cur.get(k, "<absent>"))
+            for k in sorted(set(rec) | set(cur)) if rec.get(k, "<absent>") != cur.get(k, "<absent>")}
+    if diff:
+        raise UserError(f"the model this run was trained with differs from what preset "
+                        f"{saved['train_config'].get('preset')!r} gives now; fields (recorded, "
+                        f"now): {diff}. Resume with the code that made the run, or use a new --out")
+    return now
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

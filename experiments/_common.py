@@ -1,6 +1,7 @@
 """Shared plumbing of the experiment scripts: flags, scales, and atomic result writing.
 
-Every script takes ``--scale cpu|paper`` (cpu: minutes on a 2-core CPU; paper: the paper's
+Run a script as a module from the repository root, e.g. ``python -m experiments.table3``. Every
+script takes ``--scale cpu|paper`` (cpu: minutes on a 2-core CPU; paper: the paper's
 settings, for a GPU) and ``--out DIR`` (default results/experiments/<name>), and writes
 ``<name>.json``, ``<name>.md`` and ``<name>.png`` into it.
 """
@@ -11,17 +12,14 @@ import argparse
 import dataclasses
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bornbiased_jax import io  # noqa: E402
+from bornbiased_jax import io
 
 
 def parse(name: str, doc: str, cpu: dict, paper: dict) -> tuple[argparse.Namespace, dict]:
-    p = argparse.ArgumentParser(prog=f"experiments/{name}.py", description=doc,
+    p = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
                    help=f"cpu: {cpu}; paper: {paper}")

@@ -1,9 +1,12 @@
 """Regenerate every Sec. 3-4 artifact and write RESULTS.md: for each numbered claim, the paper's
 value, ours, and a verdict.
 
-    python experiments/run_all.py                  # CPU scale, ~15 minutes on 2 cores
+    python experiments/run_all.py                  # CPU scale, ~2 hours on 2 cores (Finding 2.2's N)
     python experiments/run_all.py --scale paper    # on a GPU
     python experiments/run_all.py --no-run         # only rebuild RESULTS.md from saved JSON
+
+(``python -m experiments.run_all`` works as well.) Each script runs as ``python -m
+experiments.<name>`` from the repository root.
 
 Verdicts are computed from the saved numbers by the rules stated in each row ("reproduced" when
 the paper's qualitative claim holds in our run, "differs" otherwise, with the measured values).
@@ -19,11 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from bornbiased_jax import io
+from bornbiased_jax.theory.binomial import format_log10_p
 
-from bornbiased_jax import io  # noqa: E402
-from bornbiased_jax.theory.binomial import format_log10_p  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]  # the repository: scripts run as experiments.<name>
 
 SCRIPTS = ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4", "figure7",
            "figure5", "figure6", "table3", "figure8", "figure9", "figure10"]
@@ -62,21 +64,8 @@ def rows_for(root: Path) -> list[tuple[str, str, str, str]]:
                   "The paper's GPT-2 p-values correspond to N = 2,000 and a vocabulary of 50,304."))
     f22 = load(root, "figure2_finding22")
     if f22:
-        r = f22["records"]
-        lo, hi = r["match_ci95"]
-        per = r["per_seed"]
-        final_cos = float(np.mean([p["block_mean_cos"][-1] for p in per]))
-        R.append(("Finding 2.2", "76 % of 100 models",
-                  f"{r['match_rate']:.0%} of {len(per)} models (95 % CI {lo:.0%}-{hi:.0%})",
-                  verdict(lo <= 0.76 <= hi) + ("" if lo <= 0.76 <= hi else
-                                               ": likely the weaker contraction at CPU scale "
-                                               f"(final-block cosine {final_cos:.2f}; the paper's "
-                                               "nano model: 0.46 in Table 2) "
-                                               "and the few sequences: each favourite rests on "
-                                               f"{min(p['favourite_count'] for p in per)}-"
-                                               f"{max(p['favourite_count'] for p in per)} of "
-                                               f"{f22['run']['settings']['num_seqs']} "
-                                               "predictions, often tied")))
+        R.append(finding22_row(f22))
+        per = f22["records"]["per_seed"]
         m = np.array([p["block_mean_cos"] for p in per])
         R.append(("Figure 2 / Finding 2.1", "last-token cosine grows with depth (nano, T = 1024)",
                   "mean over seeds per block: " + ", ".join(f"{x:.3f}" for x in m.mean(0)),
@@ -163,6 +152,40 @@ def rows_for(root: Path) -> list[tuple[str, str, str, str]]:
     return R
 
 
+def finding22_row(f22: dict) -> tuple[str, str, str, str]:
+    """Finding 2.2's verdict from the models whose favourite token is unambiguous (it beats the
+    runner-up in a two-sided binomial test at 5 %, see experiments/figure2_finding22.py):
+    reproduced when their match rate's 95 % interval contains the paper's 76 %. A mismatch on a
+    model whose favourite is a coin flip among tied tokens says nothing about the claim."""
+    r = f22["records"]
+    per = r["per_seed"]
+    n_seqs = f22["run"]["settings"]["num_seqs"]
+    final_cos = float(np.mean([p["block_mean_cos"][-1] for p in per]))
+    counts = (f"favourites rest on {min(p['favourite_count'] for p in per)}-"
+              f"{max(p['favourite_count'] for p in per)} of {n_seqs} predictions")
+    if "summary" not in r or "margin" not in per[0]:  # a run from before margins were recorded
+        lo, hi = r["match_ci95"]
+        ok = lo <= 0.76 <= hi
+        return ("Finding 2.2", "76 % of 100 models",
+                f"{r['match_rate']:.0%} of {len(per)} models (95 % CI {lo:.0%}-{hi:.0%}); {counts}",
+                verdict(ok))
+    a, u = r["summary"]["all"], r["summary"]["unambiguous"]
+    ours = (f"all models: {a['matches']}/{a['models']} (95 % CI {a['ci95'][0]:.0%}-"
+            f"{a['ci95'][1]:.0%}); models with an unambiguous favourite: ")
+    if not u["models"]:
+        return ("Finding 2.2", "76 % of 100 models",
+                ours + f"none ({counts}, margins over the runner-up "
+                f"{min(p['margin'] for p in per)}-{max(p['margin'] for p in per)})",
+                "undecided: no model's favourite stands out at this N")
+    ok = u["ci95"][0] <= 0.76 <= u["ci95"][1]
+    ours += (f"{u['matches']}/{u['models']} (95 % CI {u['ci95'][0]:.0%}-{u['ci95'][1]:.0%}); "
+             f"{counts}, margins over the runner-up {min(p['margin'] for p in per)}-"
+             f"{max(p['margin'] for p in per)} (N = {n_seqs})")
+    why = "" if ok else (f": final-block cosine {final_cos:.2f} at CPU scale (paper's nano "
+                         f"model: 0.46, Table 2)")
+    return ("Finding 2.2", "76 % of 100 models", ours, verdict(ok) + why)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
@@ -173,8 +196,9 @@ def main() -> None:
     if not args.no_run:
         for name in SCRIPTS:
             print(f"== {name}", flush=True)
-            rc = subprocess.call([sys.executable, str(HERE / f"{name}.py"), "--scale", args.scale,
-                                  "--out", str(args.root / name)])
+            rc = subprocess.call([sys.executable, "-m", f"experiments.{name}", "--scale",
+                                  args.scale, "--out", str(args.root.absolute() / name)],
+                                 cwd=ROOT)
             if rc:
                 sys.exit(f"{name} failed with exit status {rc}")
     rows = rows_for(args.root)

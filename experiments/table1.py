@@ -2,7 +2,7 @@
 
 import time
 
-from _common import parse, write
+from experiments._common import parse, write
 
 from bornbiased_jax import report
 from bornbiased_jax.config import get_preset

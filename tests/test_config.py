@@ -35,9 +35,9 @@ def test_residual_std_is_gpt2_scaled():
     assert cfg.ablate(scale_residual_init=False).residual_std == 0.02
 
 
-def test_every_preset_constructs():
+def test_every_preset_is_registered_under_its_name():
     for name, cfg in PRESETS.items():
-        assert cfg.name == name and cfg.d_model % cfg.n_heads == 0
+        assert cfg.name == name and get_preset(name) is cfg
 
 
 @pytest.mark.parametrize("changes, message", [

@@ -143,3 +143,97 @@ def test_bad_sweep_input(bad, message):
     kw.update(bad)
     with pytest.raises((ValueError, TypeError), match=message):
         sweep(probe, CFG, **kw)
+
+
+def _reference(cfg, probe_fn, seeds, xs):
+    """One seed at a time, no engine: the full model from its seed, forward vmapped."""
+    init = jax.jit(model.init, static_argnums=0)
+    run = jax.jit(jax.vmap(probe_fn, in_axes=(None, 0)))
+    return np.stack([np.asarray(run(init(cfg, seed_key(s)), xs)) for s in seeds])
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_untied_lm_head_matches_a_per_seed_reference(shared):
+    """LLaMA-2 has its own W_U (lm_head); shared or per-seed, the engine must use the right one."""
+    cfg = get_preset("llama2-tiny").ablate(shared_embedding=shared)
+    assert not cfg.tie_embeddings
+    split = SplitProbe(lambda p, x: model.forward(p, cfg, x, last_only=True).normed[-1],
+                       lambda p, h: h @ model.unembedding(p, cfg))
+    xs = RandomTokens(jax.random.key(4), 5, 8, cfg.vocab_size)[:]
+    want = _reference(cfg, split, [0, 9], xs)
+    got = sweep(split, cfg, iter([0, 9]), xs, seq_batch=2, devices=jax.devices()[:1])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(got[0], got[1], atol=1e-3)  # the two seeds are different models
+
+
+def test_fewer_seeds_than_devices_shard_the_sequences(tokens, reference):
+    devices = jax.devices()
+    plan = plan_sweep(CFG, 2, 6, 16, devices=devices)
+    assert (plan.seq_devices, plan.seed_chunk) == (2, 2)  # 2 x 2 devices, no seed padding
+    assert plan.seq_chunk % 2 == 0
+    assert plan_sweep(CFG, 1, 6, 16, devices=devices).seq_devices == 4
+    p3 = plan_sweep(CFG, 3, 6, 16, devices=devices)  # 3 seeds: 2 x 2 devices, one seed padded
+    assert (p3.seq_devices, p3.seed_chunk) == (2, 4)
+    for seeds, rows in (([0, 11], [1, 2]), ([7], [3])):
+        for strategy in ("map", "vmap"):
+            got = sweep(probe, CFG, seeds, tokens, strategy=strategy, devices=devices)
+            assert_same(jax.tree.map(lambda a: a, got),
+                        jax.tree.map(lambda a: a[rows], reference))
+
+
+def test_shared_embeddings_are_placed_on_every_device_once():
+    from jax.sharding import NamedSharding
+
+    from bornbiased_jax.sweep import _compiled
+
+    plan = plan_sweep(CFG, 4, 8, 16, devices=jax.devices())
+    compiled = _compiled(CFG, probe, plan, tuple(jax.devices()))
+    leaves = jax.tree.leaves(compiled.shared_params)
+    assert leaves
+    for leaf in leaves:
+        assert isinstance(leaf.sharding, NamedSharding) and leaf.sharding.is_fully_replicated
+        assert len(leaf.sharding.device_set) == 4
+
+
+class StubAccelerator:
+    """Enough of a jax.Device for the planner: a GPU with 16 GiB."""
+
+    platform = "gpu"
+
+    def memory_stats(self):
+        return {"bytes_limit": 16 << 30}
+
+
+def test_plan_on_accelerators():
+    cfg = get_preset("gpt2-rope-cpu")
+    devs = [StubAccelerator(), StubAccelerator()]
+    plan = plan_sweep(cfg, 64, 1000, 64, devices=devs)
+    budget = int(0.4 * (16 << 30))
+    assert plan.strategy == "vmap" and plan.map_batch == 8 and plan.n_devices == 2
+    assert plan.seq_batch == plan.seq_chunk  # no cache-sized batches off the CPU
+    assert plan.seed_chunk % 2 == 0 and (plan.seed_chunk // 2) * param_bytes(cfg) <= budget // 2
+    from bornbiased_jax.sweep import activation_bytes
+
+    # vmap runs a device's seeds together: their activations share the other half.
+    assert (plan.seed_chunk // 2) * plan.seq_chunk * activation_bytes(cfg, 64) <= budget // 2
+    assert plan_sweep(cfg, 1, 1000, 64, devices=devs).seq_devices == 2
+
+
+def test_plan_sizes_chunks_from_the_probes_compiled_working_set():
+    """A probe that builds all T x V logits needs T V 4 bytes per sequence; the planner learns
+    that from XLA's memory analysis and keeps a chunk's working set inside the budget."""
+    from bornbiased_jax.sweep import activation_bytes, probe_working_set
+
+    cfg = get_preset("gpt2-rope-tiny").ablate(vocab_size=8192)
+    T = 64
+
+    def all_logits(params, x):
+        return model.forward(params, cfg, x).logits  # (T, V): 2 MB per sequence
+
+    fixed, per_seq = probe_working_set(cfg, all_logits, (T,), "int32", 8)
+    assert per_seq >= T * cfg.vocab_size * 4 > 4 * activation_bytes(cfg, T)
+    budget = 64 << 20
+    plan = plan_sweep(cfg, 1, 1000, T, memory_budget=budget, devices=jax.devices()[:1],
+                      probe=all_logits, row_shape=(T,), row_dtype=np.int32, seq_batch=8)
+    assert fixed + plan.seq_chunk * per_seq <= budget // 2
+    assert plan.seq_chunk >= 8  # and not needlessly small

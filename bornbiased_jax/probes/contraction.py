@@ -37,7 +37,8 @@ def last_token_probe(cfg: ModelConfig):
     Norm_final of the last token, "top": arg-max next token}."""
 
     def probe(params, x):
-        out = _forward(params, cfg, x, return_hidden=True)
+        # Logits at the last position only: the full (T, V) logits are never needed here.
+        out = _forward(params, cfg, x, return_hidden=True, last_only=True)
         return {"hidden": out.hidden[:, -1], "normed": out.normed[-1],
                 "top": jnp.argmax(out.logits[-1]).astype(jnp.int32)}
 

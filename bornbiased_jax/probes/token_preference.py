@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.keys import seed_list
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sweep import SplitProbe, sweep
 from bornbiased_jax.theory.binomial import bonferroni_log10_p
@@ -78,13 +79,14 @@ def summarize(preds: np.ndarray, vocab_size: int, **meta) -> TokenPreference:
         top_counts=[int(c) for c in top], **meta)
 
 
-def token_preference(cfg: ModelConfig, seeds: Sequence[int], seq_lens: Sequence[int],
+def token_preference(cfg: ModelConfig, seeds: Iterable[int], seq_lens: Sequence[int],
                      num_seqs: int, *, input_kind: str = "tokens", probe_seed: int = 0,
                      progress: bool = False, **sweep_kwargs) -> list[TokenPreference]:
     """Table 1 for one model family: a record per (seed, sequence length).
 
     The same N probe sequences (per length) are fed to every seed, as in App. B.2.
     """
+    seeds = seed_list(seeds)  # read once: a generator would be exhausted by the first length
     if num_seqs < 1:
         raise ValueError(f"num_seqs must be >= 1, got {num_seqs}")
     if not seq_lens:

@@ -25,6 +25,11 @@ def run_theory(args) -> int:
     from bornbiased_jax import io
     from bornbiased_jax.theory.claims import build_claims, format_table
 
+    # Outputs are checked before the minutes of simulation, not after.
+    if args.json:
+        io.check_writable(args.json, flag="--json")
+    if args.plots:
+        io.check_writable(args.plots, folder=True, flag="--plots")
     t0 = time.time()
     rows = build_claims(fast=args.fast)
     table = format_table(rows)

@@ -19,7 +19,6 @@ p-values over 10 random nulls) can be replaced by exact statements. The simulato
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 from scipy import stats
@@ -71,6 +70,3 @@ def simulate_gaussian_null(n: int, d_out: int, m: int, reps: int,
         taus += [stats.kendalltau(Y1[:, s], Y2[:, s]).statistic for s in S]
     return np.asarray(sizes), np.asarray(taus)
 
-
-def tau_null_sd(n: int) -> float:
-    return math.sqrt(kendall_tau_null_var(n))

@@ -1,0 +1,98 @@
+"""Bad input is a UserError with a message, reported by the CLI as exit status 2; bugs keep their
+traceback; outputs are checked before any work; the test setup keeps a user's XLA_FLAGS."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bornbiased_jax import cli, io
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.keys import seed_list
+from conftest import with_host_device_count
+
+
+def test_check_writable(tmp_path):
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("x")
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        io.check_writable(a_file / "out.json")
+    with pytest.raises(UserError, match="is a file; give a folder"):
+        io.check_writable(a_file, folder=True, flag="--out")
+    with pytest.raises(UserError, match="is a folder; give a file"):
+        io.check_writable(tmp_path, flag="--json")
+    # New nested paths under a writable folder are fine, and the check leaves nothing behind.
+    assert io.check_writable(tmp_path / "a/b/c.json") == tmp_path / "a/b/c.json"
+    io.check_writable(tmp_path / "new/dir", folder=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_unwritable_outputs_fail_before_any_work(tmp_path, capsys, monkeypatch):
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    import bornbiased_jax.theory.claims as claims
+
+    def no_work(**kw):
+        raise AssertionError("the computation started before the output was checked")
+
+    monkeypatch.setattr(claims, "build_claims", no_work)
+    assert cli.main(["theory", "--json", str(a_file / "r.json")]) == 2
+    assert "cannot write --json" in capsys.readouterr().err
+    assert cli.main(["theory", "--plots", str(a_file)]) == 2
+    assert "--plots" in capsys.readouterr().err
+    import bornbiased_jax.probes.token_preference as tp
+
+    monkeypatch.setattr(tp, "token_preference", no_work)
+    assert cli.main(["sweep", "--preset", "gpt2-rope-tiny", "--out", str(a_file / "o")]) == 2
+    assert "cannot write --out" in capsys.readouterr().err
+    rc = cli.main(["train", "--corpus", str(tmp_path), "--out", str(a_file / "run")])
+    assert rc == 2 and "cannot write --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "x"])
+def test_memory_budget_must_be_positive(value, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["sweep", "--memory-budget-gb", value])
+    assert e.value.code == 2 and "--memory-budget-gb" in capsys.readouterr().err
+
+
+def test_internal_errors_keep_their_traceback(monkeypatch):
+    """Only UserError becomes 'error: ...' and exit 2; a ValueError from a bug propagates."""
+
+    def bug(args):
+        raise ValueError("an internal bug")
+
+    monkeypatch.setattr(cli, "run_sweep", bug)
+    with pytest.raises(ValueError, match="an internal bug"):
+        cli.main(["sweep"])
+
+    def user(args):
+        raise UserError("bad input")
+
+    monkeypatch.setattr(cli, "run_sweep", user)
+    assert cli.main(["sweep"]) == 2
+
+
+def test_seed_lists():
+    assert seed_list(s for s in (3, 1)) == [3, 1]  # generators are read once
+    assert seed_list(range(2)) == [0, 1]
+    for bad, msg in [(5, "iterable"), ("0:4", "iterable"), ([], "empty"), ([1.5], "integer"),
+                     ([2**32], r"\[0, 2\*\*32\)"), ([True], "integer")]:
+        with pytest.raises(UserError, match=msg):
+            seed_list(bad)
+
+
+def test_host_device_count_flag_joins_a_users_xla_flags():
+    assert with_host_device_count("", 4) == "--xla_force_host_platform_device_count=4"
+    assert with_host_device_count("--xla_dump_hlo_as_text", 4) == (
+        "--xla_dump_hlo_as_text --xla_force_host_platform_device_count=4")
+    mine = "--xla_force_host_platform_device_count=2"
+    assert with_host_device_count(mine, 4) == mine  # a user's own count is kept
+    # In a fresh process with a user's own flags, the test setup still gives four devices.
+    code = "import conftest, jax, os; print(len(jax.devices()), os.environ['XLA_FLAGS'])"
+    env = {**os.environ, "XLA_FLAGS": "--xla_dump_hlo_as_text"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[0] == "4" and "--xla_dump_hlo_as_text" in out.stdout
