@@ -53,11 +53,12 @@ def test_official_detects_planted_correlation_in_bottom_dims():
     assert not set(official_test(A, B, k=16).dims) & set(range(16))
 
 
-def test_calibrated_detects_planted_correlation():
+@pytest.mark.parametrize("stat", ["spearman_all", "spearman_S", "tau_S", "residual_all"])
+def test_calibrated_detects_planted_correlation(stat):
     rng = np.random.default_rng(0)
-    A, B = planted(rng, 300, 32, np.arange(8), 0.3, 0.0)
+    A, B = planted(rng, 300, 32, np.arange(8), 0.3, 1.0)
     nulls = [rng.standard_normal((300, 32)) for _ in range(99)]
-    r = calibrated_test(A, B, nulls)
+    r = calibrated_test(A, B, nulls, statistic_name=stat, m=8)
     assert r.p_values["exact"] == pytest.approx(1 / 100)  # above every null model
     assert r.p_values["gaussian_tail"] < 1e-6 and r.same_lineage
 
@@ -97,16 +98,19 @@ def test_official_one_sided_p_uniform_on_independent_gaussians():
     assert abs(np.mean(two == 1.0) - 0.5) < 4 * 0.029
 
 
-def test_calibrated_exact_p_uniform_under_exchangeability():
-    """R = 300 replicates with K = 19 exchangeable null models: the exact p takes the values
-    j/20 with probability 1/20 each (chi-square with 19 df at level 1e-3)."""
+@pytest.mark.parametrize("stat", ["spearman_all", "residual_all"])
+def test_calibrated_exact_p_uniform_under_exchangeability(stat):
+    """R = 300 replicates with K = 19 exchangeable null models sharing an input-driven component
+    with the suspect: the exact p takes the values j/20 with probability 1/20 each (chi-square
+    with 19 df at level 1e-3)."""
     rng = np.random.default_rng(4)
     K, R = 19, 300
     counts = np.zeros(K + 1)
     for _ in range(R):
-        models = rng.standard_normal((K + 1, 50, 16))
-        B = rng.standard_normal((50, 16))
-        r = calibrated_test(models[0], B, list(models[1:]))
+        x = rng.standard_normal((50, 16))
+        models = x + rng.standard_normal((K + 1, 50, 16))
+        B = x + rng.standard_normal((50, 16))
+        r = calibrated_test(models[0], B, list(models[1:]), statistic_name=stat)
         counts[round(r.p * (K + 1)) - 1] += 1
     assert stats.chisquare(counts).pvalue > 1e-3
 
@@ -121,8 +125,9 @@ def test_shared_input_confound_fools_gaussian_null_not_calibrated():
     pool = [x + rng.standard_normal((n, d)) + rng.normal(0, 1, d) for _ in range(101)]
     paper = paper_test(pool[0], pool[1], m=16, rng=rng)
     assert paper.p_values["t_mean"] < 1e-6  # a false positive: these models are unrelated
-    calib = calibrated_test(pool[0], pool[1], pool[2:])
-    assert calib.p > 0.01 and not calib.same_lineage
+    for stat in ("spearman_all", "residual_all"):
+        calib = calibrated_test(pool[0], pool[1], pool[2:], statistic_name=stat)
+        assert calib.p > 0.01 and not calib.same_lineage
 
 
 # --- hand-computed values -------------------------------------------------------------------------

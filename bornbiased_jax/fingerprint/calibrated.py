@@ -23,7 +23,13 @@ Statistics (``STATISTICS``), chosen by measured power (docs/seedprint.md):
                    across the inputs; one matrix product per null model, no selection step;
   'spearman_S'   - the same mean over S = top-m(A) intersect top-m(B) (Algorithm 1's dims);
   'tau_S'        - Algorithm 1's mean Kendall tau over S (scipy, one call per dimension: slow
-                   with many null models).
+                   with many null models);
+  'residual_all' - mean over all dimensions of the Pearson correlation of A's and B's outputs
+                   after subtracting the *common response* M = the mean output of all K + 1
+                   initialisations (A and the A_k) on each input. M is a symmetric function of
+                   the K + 1 models, so the K + 1 statistics stay exchangeable and the p-value
+                   exact; subtracting M removes what every initialisation shares (the input
+                   passed through the residual stream), leaving the seed-specific part.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
 
-STATISTICS = ("spearman_all", "spearman_S", "tau_S")
+STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
 DEFAULT_STATISTIC = "spearman_all"
 DEFAULT_NULL_MODELS = 200
 
@@ -61,6 +67,27 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
         tau = np.nan_to_num(tau)  # a constant column carries no association
         return float(tau.mean()), S, tau
     raise UserError(f"unknown calibrated statistic {name!r}; choose one of {STATISTICS}")
+
+
+def residual_stats(F_A: np.ndarray, nulls: list[np.ndarray], F_B: np.ndarray) -> np.ndarray:
+    """'residual_all' of (A, B) and of every (A_k, B): K + 1 values, A's first.
+
+    r_j = mean over dimensions of Pearson corr over inputs of (F_j - M, F_B - M), where
+    M = mean of F_A and the F_k (n, d_out)."""
+    models = [np.asarray(F_A, dtype=np.float64)] + [np.asarray(F, dtype=np.float64)
+                                                   for F in nulls]
+    M = sum(models) / len(models)
+    b = F_B - M
+    b = b - b.mean(0)
+    b_norm = np.sqrt((b * b).sum(0))
+    out = []
+    for F in models:
+        a = F - M
+        a = a - a.mean(0)
+        den = np.sqrt((a * a).sum(0)) * b_norm
+        r = np.divide((a * b).sum(0), den, out=np.zeros(den.shape), where=den > 0)
+        out.append(r.mean())
+    return np.asarray(out)
 
 
 def exchangeable_p(s: float, null: np.ndarray) -> tuple[float, float, float]:
@@ -100,7 +127,19 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
     n, d_out = D.check_features(F_A, F_B)
     m = D.check_size("m", D.default_size(d_out) if m is None else m, d_out)
     A, B = D.RankedFeatures.of(F_A), D.RankedFeatures.of(F_B)
-    s, dims, corr = statistic(statistic_name, A, B, m)
+    if statistic_name == "residual_all":
+        if null_features is None:
+            raise UserError("the 'residual_all' statistic needs the null models' features")
+        nulls = list(null_features)
+        if not nulls:
+            raise UserError("the calibrated test needs at least one null model (K >= 1)")
+        for F_k in nulls:
+            D.check_features(F_k, F_B)
+        all_stats = residual_stats(F_A, nulls, F_B)
+        s, null_stats = float(all_stats[0]), all_stats[1:]
+        dims, corr = np.arange(d_out), np.zeros(0)
+    else:
+        s, dims, corr = statistic(statistic_name, A, B, m)
     if null_stats is None:
         if null_features is None:
             raise UserError("give null_features or null_stats")
@@ -119,6 +158,7 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
                "null_mean": float(null_stats.mean()),
                "null_sd": float(null_stats.std(ddof=1)) if K > 1 else np.nan,
                "min_exact_p": 1 / (K + 1)}
-    kind = "kendall_tau" if statistic_name == "tau_S" else "spearman_rho"
+    kind = {"tau_S": "kendall_tau", "residual_all": "pearson_r_residual"}.get(statistic_name,
+                                                                              "spearman_rho")
     return LineageResult("calibrated", {"exact": exact, "gaussian_tail": gauss}, alpha, n,
                          d_out, dims, corr, kind, s, null_stats, details, note)
