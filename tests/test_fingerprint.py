@@ -236,3 +236,13 @@ def test_dense_kendall_equals_scipy_tau_b_with_ties():
     ref = np.array([stats.kendalltau(A[:, j], B[:, j]).statistic for j in range(6)])
     np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-15)
     assert np.isnan(ours[2]) and np.isnan(ref[2])
+
+
+def test_kendall_all_pairs_equals_scipy():
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal((5, 90))
+    X[1] = np.round(X[1])
+    T = D.kendall_all_pairs(X, pair_block=1000)
+    for a in range(5):
+        for b in range(5):
+            assert T[a, b] == pytest.approx(stats.kendalltau(X[a], X[b]).statistic, abs=1e-6)

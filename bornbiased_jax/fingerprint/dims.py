@@ -153,3 +153,23 @@ def spearman_per_dim(A: RankedFeatures, B: RankedFeatures) -> np.ndarray:
     """Spearman's rho of every dimension, (d,)."""
     n = A.z_nd.shape[0]
     return np.einsum("nd,nd->d", A.z_nd, B.z_nd, dtype=np.float64) / n
+
+
+def kendall_all_pairs(X_Mn: np.ndarray, pair_block: int = 200_000) -> np.ndarray:
+    """Kendall's tau-b between every pair of M variables observed on the same n inputs, (M, M).
+
+    Each variable's n(n-1)/2 pairwise signs sgn(x_i - x_i') form a row of S; tau-b is then
+    S S^T normalised by the rows' norms: one matrix product for all M(M-1)/2 pairs (e.g. one
+    output dimension of many models), instead of one scipy call per pair."""
+    X = np.asarray(X_Mn, dtype=np.float64)
+    M, n = X.shape
+    i, j = np.triu_indices(n, 1)
+    num = np.zeros((M, M))
+    sq = np.zeros(M)
+    for b in range(0, len(i), pair_block):
+        S = np.sign(X[:, i[b:b + pair_block]] - X[:, j[b:b + pair_block]]).astype(np.float32)
+        num += (S @ S.T).astype(np.float64)
+        sq += np.einsum("mp,mp->m", S, S, dtype=np.float64)
+    den = np.sqrt(np.outer(sq, sq))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
