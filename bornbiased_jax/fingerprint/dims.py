@@ -161,13 +161,15 @@ def kendall_all_pairs(X_Mn: np.ndarray, pair_block: int = 200_000) -> np.ndarray
     Each variable's n(n-1)/2 pairwise signs sgn(x_i - x_i') form a row of S; tau-b is then
     S S^T normalised by the rows' norms: one matrix product for all M(M-1)/2 pairs (e.g. one
     output dimension of many models), instead of one scipy call per pair."""
-    X = np.asarray(X_Mn, dtype=np.float64)
+    X = np.asarray(X_Mn, dtype=np.float32)
     M, n = X.shape
     i, j = np.triu_indices(n, 1)
     num = np.zeros((M, M))
     sq = np.zeros(M)
     for b in range(0, len(i), pair_block):
-        S = np.sign(X[:, i[b:b + pair_block]] - X[:, j[b:b + pair_block]]).astype(np.float32)
+        # x_i > x_j - (x_i < x_j): the sign as float32 without a float64 difference array
+        xi, xj = X[:, i[b:b + pair_block]], X[:, j[b:b + pair_block]]
+        S = (xi > xj).astype(np.float32) - (xi < xj)
         num += (S @ S.T).astype(np.float64)
         sq += np.einsum("mp,mp->m", S, S, dtype=np.float64)
     den = np.sqrt(np.outer(sq, sq))
