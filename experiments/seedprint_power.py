@@ -13,7 +13,8 @@ Then, on the same Gaussian inputs, it tests:
                     order (final checkpoint), suspect = each checkpoint of the first run: the
                     calibrated null (fresh inits) is no longer exact here; this checks it.
 
-The calibrated test runs with each of its statistics against one set of K fresh initialisations.
+The calibrated test runs with each of its statistics against one set of K fresh initialisations
+(at CPU scale the slow 'tau_S' statistic only at a few checkpoints).
 """
 
 import time
@@ -24,7 +25,9 @@ import numpy as np
 from _common import parse, write
 from seedprint_common import fmt_p
 
+from bornbiased_jax import io
 from bornbiased_jax.fingerprint import calibrated as C
+from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
 from bornbiased_jax.fingerprint.official import official_test
@@ -34,11 +37,11 @@ from bornbiased_jax.train import Run, TrainConfig
 
 NAME = "seedprint_power"
 CPU = dict(preset="llama2-small", seed=42, other_seed=123, steps=120, save_every=15,
-           seq_len=64, batch_size=8, vocab_size=4096, corpus_max_mb=2.0, n=400, fp_seq_len=32,
-           null_models=99, input="gaussian")
+           seq_len=64, batch_size=8, vocab_size=4096, corpus_max_mb=2.0, n=400, fp_seq_len=16,
+           null_models=99, input="gaussian", tau_S_steps=[15, 60, 120])
 PAPER = dict(preset="llama2-nano", seed=42, other_seed=123, steps=20_000, save_every=2_000,
              seq_len=1024, batch_size=64, vocab_size=32_000, corpus_max_mb=512.0, n=10_000,
-             fp_seq_len=1024, null_models=200, input="gaussian")
+             fp_seq_len=1024, null_models=200, input="gaussian", tau_S_steps=None)
 
 
 def train(s, seed, out):
@@ -56,19 +59,34 @@ def train(s, seed, out):
     return out
 
 
-def tests(F_A, F_B, nulls, base_is_init: bool) -> dict:
+def tests(F_A, F_B, nulls, base_is_init: bool, with_tau_S: bool) -> dict:
+    """Every test's p-values for one (base, suspect) pair; ``nulls`` are the fresh inits'
+    RankedFeatures, prepared once and shared by all pairs."""
     r = {"paper": paper_test(F_A, F_B, rng=np.random.default_rng(0)),
          "official": official_test(F_A, F_B)}
+    m = D.default_size(F_A.shape[1])
+    A, B = D.RankedFeatures.of(F_A), D.RankedFeatures.of(F_B)
     for stat in C.STATISTICS:
-        r[f"calibrated/{stat}"] = C.calibrated_test(F_A, F_B, nulls, statistic_name=stat)
+        if stat == "tau_S" and not with_tau_S:
+            continue
+        if stat == "residual_all":
+            all_s = C.residual_stats(F_A, [k.raw_nd for k in nulls], F_B)
+            s, null_s = all_s[0], all_s[1:]
+        else:
+            s = C.statistic(stat, A, B, m)[0]
+            null_s = np.array([C.statistic(stat, k, B, m)[0] for k in nulls])
+        exact, gauss, z = C.exchangeable_p(s, null_s)
+        r[f"calibrated/{stat}"] = {"exact": exact, "gaussian_tail": gauss, "z": z,
+                                   "statistic": s}
     row = {"base_is_init": base_is_init}
     for name, res in r.items():
+        if isinstance(res, dict):
+            row.update({f"{name}/{k}": v for k, v in res.items()})
+            continue
         for key, p in res.p_values.items():
             row[f"{name}/{key}"] = p
         row[f"{name}/statistic"] = res.statistic
         row[f"{name}/n_dims"] = res.n_dims
-        if "z" in res.details:
-            row[f"{name}/z"] = res.details["z"]
     return row
 
 
@@ -85,7 +103,13 @@ if __name__ == "__main__":
     emb = np.asarray(init_a.params["embed"]["embedding"])
     xs = make_inputs(s["input"], cfg, s["n"], s["fp_seq_len"], embedding=emb)
     seeds = null_seeds(s["null_models"], [s["seed"], s["other_seed"]])
-    nulls = [F for _, F in init_features(cfg, seeds, xs, group=25)]
+    cache = args.out / "cache" / f"nulls-{len(seeds)}-{s['n']}-{s['fp_seq_len']}.npy"
+    if cache.exists():
+        null_F = np.load(cache)
+    else:
+        null_F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25)])
+        io.atomic_write(cache, lambda fh: np.save(fh, null_F), mode="wb")
+    nulls = [D.RankedFeatures.of(F) for F in null_F]
     print(f"  {len(nulls)} null inits in {time.time() - t0:.0f} s", flush=True)
     F_init = model_features(init_a, xs)
     F_other = model_features(other_init, xs)
@@ -97,8 +121,9 @@ if __name__ == "__main__":
         for comparison, F_base, is_init in (("lineage", F_init, True),
                                             ("cross-seed", F_other, True),
                                             ("trained base", F_tb, False)):
+            with_tau = s["tau_S_steps"] is None or step in s["tau_S_steps"]
             records.append({"step": step, "comparison": comparison,
-                            **tests(F_base, F, nulls, is_init)})
+                            **tests(F_base, F, nulls, is_init, with_tau)})
         print(f"  step {step}: lineage p (paper t, official, calibrated residual_all) = "
               f"{records[-3]['paper/t_mean']:.2g}, {records[-3]['official/two_phi_bar']:.2g}, "
               f"{records[-3]['calibrated/residual_all/exact']:.2g}", flush=True)
@@ -114,13 +139,13 @@ if __name__ == "__main__":
           "| comparison | step | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols)]
     for r in records:
         md.append(f"| {r['comparison']} | {r['step']} | "
-                  + " | ".join(fmt_p(r[c]) for c in cols) + " |")
+                  + " | ".join(fmt_p(r[c]) if c in r else "-" for c in cols) + " |")
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), sharey=True)
     for ax, comp in zip(axes, ("lineage", "cross-seed", "trained base")):
         rows = [r for r in records if r["comparison"] == comp]
         for c in cols:
-            ax.plot([r["step"] for r in rows],
-                    [max(r[c], 1e-300) for r in rows], "o-", ms=3, label=c)
+            pts = [(r["step"], max(r[c], 1e-300)) for r in rows if c in r]
+            ax.plot(*zip(*pts), "o-", ms=3, label=c)
         ax.set_yscale("log")
         ax.axhline(0.01, color="k", ls="--", lw=1)
         ax.set_title(comp)

@@ -141,8 +141,8 @@ def test_apply_probe_matches_sweep_and_direct_forward():
     xs = make_inputs("tokens", m.cfg, 7, 12)
     probe = feature_probe(m.cfg, "normed")
     F = apply_probe(probe, m.cfg, m.params, xs, seq_batch=3)  # 3 batches, the last padded
-    direct = np.stack([np.asarray(model.forward(m.params, m.cfg, jnp.asarray(x)).normed[-1])
-                       for x in xs[:]])
+    one = jax.jit(lambda x: model.forward(m.params, m.cfg, x).normed[-1])
+    direct = np.stack([np.asarray(one(jnp.asarray(x))) for x in xs[:]])
     np.testing.assert_allclose(F, direct, rtol=1e-5, atol=1e-6)
     swept = dict(init_features(m.cfg, [3], xs))[3]
     np.testing.assert_allclose(F, swept, rtol=1e-5, atol=1e-6)
