@@ -9,8 +9,8 @@ M - 2 other models of the pool (independent of both), so with M = 101 its exact 
 construction* (for each suspect B exactly one base has the largest statistic), so it checks
 nothing; the Gaussian-tail p is not forced, and a second split is: pairs among the first 41
 models against the other 60 as a fixed, disjoint null (K = 60, so the exact p's rate is read at
-3/61 = 0.049 instead of 0.01; 'residual_all' on the pairs among the first 21 models only). Pairs share models, so they are not independent trials: the
-intervals treat them as independent and are therefore optimistic (too narrow). The paper and
+3/61 = 0.049 instead of 0.01; 'residual_all' on the pairs among the first 21 models only).
+Pairs share models, so they are not independent trials: the intervals treat them as independent and are therefore optimistic (too narrow). The paper and
 official tests run on a random subset of pairs (their Kendall taus cost one scipy call per
 dimension).
 
@@ -19,6 +19,7 @@ small n and T (stated in the output); there the pool is too small for the exact 
 reach alpha, so its Gaussian-tail p is reported.
 """
 
+import dataclasses
 import time
 
 import matplotlib.pyplot as plt
@@ -120,7 +121,6 @@ if __name__ == "__main__":
             report(args, s, records, t0)  # results so far, rewritten after every pool
     for scaled in (False, True):
         # Gaussian inputs and normed outputs never touch the embeddings: share them (cheaper).
-        import dataclasses
         cfg = dataclasses.replace(nano_model(scaled), shared_embedding=True)
         F = pool(cfg, range(s["seed0"], s["seed0"] + s["nano_models"]), "gaussian",
                  s["nano_n"], s["nano_seq_len"], cache=args.out / "cache")

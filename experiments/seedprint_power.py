@@ -1,8 +1,9 @@
 """SeedPrint power: does each test recognise a model's own initialisation after training?
 
-Trains a small LLaMA-style model (``llama2-small``: d = 256, 4 blocks; at CPU scale 120 steps of 8 x 64 tokens) on this
-Python's standard library with ``bornbiased train`` (every parameter seed-dependent, as
-``train.model_config`` makes them; resumed if the run folder exists), keeping every checkpoint.
+Trains a small LLaMA-style model (``llama2-small``: d = 256, 4 blocks; at CPU scale 120 steps
+of 8 x 64 tokens) on this Python's standard library with ``bornbiased train`` (every parameter
+seed-dependent, as ``train.model_config`` makes them; resumed if the run folder exists),
+keeping every checkpoint.
 Then, on the same Gaussian inputs, it tests:
 
   * lineage:        base = the run's initialisation (run@0, rebuilt from its seed), suspect =

@@ -69,7 +69,8 @@ def rows(root: Path) -> list[tuple[str, str, str, str]]:
             parts.append(f"{model}: paper t {', '.join(p(r['paper/t_mean']) for r in rs)}; "
                          f"U {', '.join(p(r['paper/u_mean']) for r in rs)}; official "
                          f"{', '.join(p(r['official/two_phi_bar']) for r in rs)}; calibrated "
-                         f"(residual_all) {', '.join(p(r['calibrated/residual_all/exact']) for r in rs)}")
+                         "(residual_all) "
+                         + ", ".join(p(r["calibrated/residual_all/exact"]) for r in rs))
             bad += sum(r["paper/t_mean"] <= 0.01 or r["paper/u_mean"] <= 0.01 for r in rs)
         R.append(("Table 4a: init vs init, seeds 42/123/1000/2000 (4 pairs)",
                   "t 0.357, 0.678, 0.363, 0.434; U 0.532, 0.565, 0.335, 0.481 (all > 0.01)",

@@ -15,7 +15,7 @@ from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+from bornbiased_jax.fingerprint.result import ALPHA
 from bornbiased_jax.sources import LoadedModel
 
 TESTS = ("paper", "official", "calibrated")

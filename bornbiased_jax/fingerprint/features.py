@@ -23,7 +23,6 @@ import functools
 import math
 from typing import Iterator, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax import model
