@@ -3,6 +3,7 @@
   bornbiased sweep    token preference at initialisation (Table 1, Figure 1a); the main job
   bornbiased theory   the paper's propositions: closed forms vs simulated random networks
   bornbiased train    pretraining with Orbax checkpoints, resumable and deterministic
+  bornbiased fingerprint  SeedPrint: does one model descend from another's initialisation?
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def _sweep_parser(sub) -> None:
                     "and figure1a.png into --out. Defaults (CPU, about a minute on 2 cores): "
                     f"{CPU_SWEEP}. --scale paper: {PAPER_SWEEP}. Explicit flags override both.")
     p.add_argument("--preset", nargs="+", help="model preset(s), e.g. gpt2-rope-cpu llama2-nano")
+    p.add_argument("--model", action="append", metavar="SPEC",
+                   help="also (or instead) run on a model source, repeatable: 'preset:NAME@SEED', "
+                        "a 'bornbiased train' run folder PATH or PATH@STEP, or a Hugging Face "
+                        "folder; without --preset only these models run")
     p.add_argument("--seeds", type=_seeds_arg, help="model seeds: '42,43', '0:256', '1,5:8'")
     p.add_argument("--seq-len", type=_positive, nargs="+", help="sequence length(s) T")
     p.add_argument("--num-seqs", type=_positive, help="random sequences N per (seed, T)")
@@ -120,7 +125,7 @@ def run_sweep(args) -> int:
     from bornbiased_jax.probes.token_preference import token_preference
 
     defaults = PAPER_SWEEP if args.scale == "paper" else CPU_SWEEP
-    presets = args.preset or defaults["presets"]
+    presets = args.preset or ([] if args.model else defaults["presets"])
     seeds = args.seeds or defaults["seeds"]
     seq_lens = args.seq_len or defaults["seq_lens"]
     num_seqs = args.num_seqs or defaults["num_seqs"]
@@ -139,6 +144,8 @@ def run_sweep(args) -> int:
             cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
             progress=not args.no_progress, strategy=args.strategy, seed_chunk=args.seed_chunk,
             seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget)
+    records += _token_preference_of_sources(args.model or [], seq_lens, num_seqs, args)
+    configs += [m.cfg for m in _SOURCES_RUN]
     wall = time.time() - t0
     table = report.table1_markdown(records)
     run_info = {
@@ -158,6 +165,130 @@ def run_sweep(args) -> int:
     print(table)
     print(f"wrote {out}/token_preference.json, token_preference.md, figure1a.png "
           f"({wall:.0f} s)")
+    return 0
+
+
+_SOURCES_RUN: list = []  # the sources the last run_sweep loaded, for its run record
+
+
+def _token_preference_of_sources(specs, seq_lens, num_seqs, args) -> list:
+    """Table-1 records of loaded models (trained runs, imports, single seeds)."""
+    from bornbiased_jax.probes.inputs import probe_inputs
+    from bornbiased_jax.probes.token_preference import next_token_probe, summarize
+    from bornbiased_jax.sources import apply_probe, load_source
+
+    _SOURCES_RUN.clear()
+    models = [load_source(spec) for spec in specs]  # all sources load before any work
+    for m in models:
+        for T in seq_lens:
+            if T > m.cfg.max_seq_len:
+                raise UsageError(f"--seq-len {T} exceeds the maximum context "
+                                 f"{m.cfg.max_seq_len} of {m.label}")
+    records = []
+    for m in models:
+        _SOURCES_RUN.append(m)
+        for T in seq_lens:
+            xs = probe_inputs(args.input, m.cfg, num_seqs, T, args.probe_seed)
+            preds = apply_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,
+                                seq_batch=args.seq_batch, progress=not args.no_progress,
+                                desc=f"{m.label} T={T}")
+            records.append(summarize(preds, m.cfg.vocab_size, preset=m.label, seed=m.seed,
+                                     seq_len=int(T), input=args.input))
+    return records
+
+
+FINGERPRINT_CPU = dict(n=2000, seq_len=64)
+FINGERPRINT_PAPER = dict(n=10_000, seq_len=1024)
+
+
+def _fingerprint_parser(sub) -> None:
+    from bornbiased_jax.fingerprint.calibrated import DEFAULT_NULL_MODELS, STATISTICS
+
+    p = sub.add_parser(
+        "fingerprint", help="SeedPrint: does SUSPECT descend from BASE's initialisation?",
+        description="Feed the same random inputs to two models, take the final hidden state at "
+                    "the last position (after the final norm), and test H0 'SUSPECT does not "
+                    "descend from BASE's initialisation' three ways: 'paper' (Algorithm 1: "
+                    "top-m identity dimensions, Kendall tau, a null of two Gaussian matrices, "
+                    "one-sided Student t and Mann-Whitney U, p averaged over 10 null draws and "
+                    "pooled), 'official' (the authors' released code: bottom-k dimensions, "
+                    "softmax/10, analytic z, p = 2 Phi-bar(z)) and 'calibrated' (the statistic "
+                    "against K fresh initialisations of BASE's architecture: an exact p-value "
+                    "when BASE is an initialisation). Prints a table; writes fingerprint.json, "
+                    "fingerprint.md and fingerprint.png into --out. Presets are built with every "
+                    "parameter seed-dependent (as 'bornbiased train' builds them) unless "
+                    "--shared-embedding. Defaults: "
+                    f"{FINGERPRINT_CPU}; --scale paper: {FINGERPRINT_PAPER} (for a GPU).")
+    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin)")
+    p.add_argument("suspect", metavar="SUSPECT", help="model source of the suspect")
+    p.add_argument("--test", choices=["paper", "official", "calibrated", "all"], default="all")
+    p.add_argument("--input", choices=["gaussian", "tokens"], default="gaussian",
+                   help="Gaussian input embeddings with BASE's embedding mean and std "
+                        "(Algorithm 1), or uniform random token ids")
+    p.add_argument("--output", choices=["normed", "prenorm", "logits"], default="normed",
+                   help="g(x): final hidden state after the final norm (default), before it, or "
+                        "the logits")
+    p.add_argument("--n", type=int, help="number of random input sequences (>= 3)")
+    p.add_argument("--seq-len", type=_positive, help="length T of each input sequence")
+    p.add_argument("--m", type=_positive, help="paper test: top-m size (default 0.52 d_out)")
+    p.add_argument("--k", type=_positive, help="official test: bottom-k size (default 0.52 d_out)")
+    p.add_argument("--null-models", type=_positive, default=DEFAULT_NULL_MODELS,
+                   help=f"calibrated test: fresh initialisations K (default {DEFAULT_NULL_MODELS})")
+    p.add_argument("--statistic", choices=STATISTICS, default=None,
+                   help="calibrated test's statistic (default: spearman_all)")
+    p.add_argument("--probe-seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--shared-embedding", action="store_true",
+                   help="presets share one embedding across seeds (the Table-1 protocol)")
+    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
+    p.add_argument("--out", type=Path, default=Path("results/fingerprint"), help="output folder")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def run_fingerprint(args) -> int:
+    import jax
+    import matplotlib.pyplot as plt
+
+    from bornbiased_jax import io
+    from bornbiased_jax.fingerprint import calibrated
+    from bornbiased_jax.fingerprint.compare import TESTS, Settings, compare
+    from bornbiased_jax.fingerprint.report import figure, table_markdown, table_text
+    from bornbiased_jax.sources import load_source
+
+    scale = FINGERPRINT_PAPER if args.scale == "paper" else FINGERPRINT_CPU
+    n = args.n if args.n is not None else scale["n"]
+    if n < 3:
+        raise UsageError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
+    settings = Settings(
+        tests=TESTS if args.test == "all" else (args.test,), input=args.input, n=n,
+        seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m, k=args.k,
+        null_models=args.null_models, statistic=args.statistic or calibrated.DEFAULT_STATISTIC,
+        probe_seed=args.probe_seed)
+    t0 = time.time()
+    base = load_source(args.base, shared_embedding=args.shared_embedding)
+    suspect = load_source(args.suspect, shared_embedding=args.shared_embedding)
+    out = compare(base, suspect, settings, progress=not args.no_progress)
+    wall = time.time() - t0
+    results = out["results"]
+    run_info = {"command": "bornbiased " + " ".join(sys.argv[1:]), "base": base.label,
+                "suspect": suspect.label, "settings": dataclasses.asdict(settings),
+                "d_out": out["d_out"], "wall_seconds": round(wall, 1), "jax": jax.__version__,
+                "devices": [str(d) for d in jax.devices()], "machine": platform.platform()}
+    title = (f"{suspect.label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
+             f"{settings.input} inputs, {settings.output} outputs")
+    md = f"# SeedPrint: {title}\n\n{table_markdown(results)}\n{wall:.0f} s on " \
+         f"{run_info['devices'][0]}.\n"
+    fig = figure(results, title)
+    io.write_json(args.out / "fingerprint.json",
+                  {"run": run_info, "results": {k: r.to_json() for k, r in results.items()}})
+    io.write_text(args.out / "fingerprint.md", md)
+    io.save_figure(fig, args.out / "fingerprint.png")
+    plt.close(fig)
+    print(title)
+    print(table_text(results))
+    for name, r in results.items():
+        if r.note:
+            print(f"note ({name}): {r.note}")
+    print(f"wrote {args.out}/fingerprint.json, fingerprint.md, fingerprint.png ({wall:.0f} s)")
     return 0
 
 
@@ -222,12 +353,15 @@ def main(argv: list[str] | None = None) -> int:
     _sweep_parser(sub)
     add_theory_parser(sub)
     _train_parser(sub)
+    _fingerprint_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "sweep":
             return run_sweep(args)
         if args.command == "train":
             return run_train(args)
+        if args.command == "fingerprint":
+            return run_fingerprint(args)
         return args.run(args)
     except UserError as e:  # bad input; anything else is a bug and keeps its traceback
         print(f"bornbiased: error: {e}", file=sys.stderr)

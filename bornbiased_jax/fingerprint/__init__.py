@@ -1,0 +1,21 @@
+"""SeedPrint: lineage fingerprinting from the birth bias (paper Sec. 5-6.1, Algorithm 1).
+
+Three tests of H0 "the suspect does not descend from the base's initialisation", all on feature
+matrices F (n inputs x d_out outputs) of the two models on the same random inputs:
+
+  ``paper_test``      Algorithm 1 as written: top-m identity dimensions, Kendall tau, a null of
+                      two Gaussian matrices, one-sided t and Mann-Whitney U tests;
+  ``official_test``   the authors' released code: bottom-k dimensions, softmax / 10, analytic z;
+  ``calibrated_test`` a null made of K fresh initialisations of the base's architecture
+                      (exact under H0 when the base is an initialisation).
+
+``features`` computes F for fresh initialisations (the sweep engine) and for loaded models.
+"""
+
+from bornbiased_jax.fingerprint.calibrated import calibrated_test, exchangeable_p
+from bornbiased_jax.fingerprint.official import official_test
+from bornbiased_jax.fingerprint.paper import paper_test
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+
+__all__ = ["ALPHA", "LineageResult", "calibrated_test", "exchangeable_p", "official_test",
+           "paper_test"]

@@ -1,0 +1,164 @@
+"""A lineage test whose null is made of real models: exchangeability with fresh initialisations.
+
+H0: the suspect B does not descend from the base A's initialisation. If A *is* an
+initialisation (a seed of a known architecture), then under H0 A is independent of B and
+exchangeable with any other random initialisation A_1, ..., A_K of the same architecture. So for
+any statistic s, the K + 1 values s(A, B), s(A_1, B), ..., s(A_K, B) are exchangeable, and
+
+    p = (1 + #{k : s(A_k, B) >= s(A, B)}) / (K + 1)
+
+is an exact p-value: P(p <= alpha) <= alpha for every alpha, whatever the models' outputs look
+like. In particular it includes what the paper's Gaussian null leaves out: all models see the
+same inputs, and unrelated models' outputs co-vary across those inputs. The exact p cannot be
+below 1 / (K + 1); a Gaussian-tail extrapolation Phi-bar((s - mean_null) / sd_null) is reported
+beside it (an approximation, not exact; it relies on the null statistics being near-normal).
+
+When A is itself trained, the exchangeability no longer holds: the null then assumes that a
+trained model unrelated to B correlates with B no more than a fresh initialisation does. Training
+on similar data can make unrelated trained models more alike than fresh inits, so the test can be
+anti-conservative there; check it on cross-seed pairs (experiments/seedprint_power.py).
+
+Statistics (``STATISTICS``), chosen by measured power (docs/seedprint.md):
+  'spearman_all' - mean over all d_out dimensions of Spearman's rho between A's and B's outputs
+                   across the inputs; one matrix product per null model, no selection step;
+  'spearman_S'   - the same mean over S = top-m(A) intersect top-m(B) (Algorithm 1's dims);
+  'tau_S'        - Algorithm 1's mean Kendall tau over S (scipy, one call per dimension: slow
+                   with many null models);
+  'residual_all' - mean over all dimensions of the Pearson correlation of A's and B's outputs
+                   after subtracting the *common response* M = the mean output of all K + 1
+                   initialisations (A and the A_k) on each input. M is a symmetric function of
+                   the K + 1 models, so the K + 1 statistics stay exchangeable and the p-value
+                   exact; subtracting M removes what every initialisation shares (the input
+                   passed through the residual stream), leaving the seed-specific part.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+from scipy import stats
+
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+
+STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
+DEFAULT_STATISTIC = "spearman_all"
+DEFAULT_NULL_MODELS = 200
+
+
+def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
+              m: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """(value, dims, per-dimension correlations) of statistic ``name`` for the pair (A, B)."""
+    if name == "spearman_all":
+        rho = D.spearman_per_dim(A, B)
+        return float(rho.mean()), np.arange(len(rho)), rho
+    S = np.intersect1d(D.top_m(A.mean_d, m), D.top_m(B.mean_d, m))
+    if len(S) == 0:
+        return 0.0, S, np.zeros(0)  # no shared dimensions: no evidence of association
+    if name == "spearman_S":
+        n = A.z_nd.shape[0]
+        rho = np.einsum("ns,ns->s", A.z_nd[:, S], B.z_nd[:, S], dtype=np.float64) / n
+        return float(rho.mean()), S, rho
+    if name == "tau_S":
+        tau = D.kendall_per_dim(A.raw_nd, B.raw_nd, S)
+        tau = np.nan_to_num(tau)  # a constant column carries no association
+        return float(tau.mean()), S, tau
+    raise UserError(f"unknown calibrated statistic {name!r}; choose one of {STATISTICS}")
+
+
+def residual_stats(F_A: np.ndarray, nulls: list[np.ndarray], F_B: np.ndarray) -> np.ndarray:
+    """'residual_all' of (A, B) and of every (A_k, B): K + 1 values, A's first.
+
+    r_j = mean over dimensions of Pearson corr over inputs of (F_j - M, F_B - M), where
+    M = mean of F_A and the F_k (n, d_out)."""
+    models = [np.asarray(F_A, dtype=np.float64)] + [np.asarray(F, dtype=np.float64)
+                                                   for F in nulls]
+    M = sum(models) / len(models)
+    b = F_B - M
+    b = b - b.mean(0)
+    b_norm = np.sqrt((b * b).sum(0))
+    out = []
+    for F in models:
+        a = F - M
+        a = a - a.mean(0)
+        den = np.sqrt((a * a).sum(0)) * b_norm
+        r = np.divide((a * b).sum(0), den, out=np.zeros(den.shape), where=den > 0)
+        out.append(r.mean())
+    return np.asarray(out)
+
+
+def exchangeable_p(s: float, null: np.ndarray) -> tuple[float, float, float]:
+    """(exact p, Gaussian-tail p, z) of an observed statistic against K null statistics."""
+    null = np.asarray(null, dtype=np.float64)
+    K = null.size
+    if K == 0:
+        raise UserError("the calibrated test needs at least one null model (K >= 1)")
+    exact = (1 + int(np.sum(null >= s))) / (K + 1)
+    sd = null.std(ddof=1) if K > 1 else 0.0
+    if sd > 0:
+        z = float((s - null.mean()) / sd)
+        gauss = float(np.exp(stats.norm.logsf(z)))
+    else:
+        z, gauss = np.nan, exact
+    return exact, gauss, z
+
+
+def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
+                    null_features: Iterable[np.ndarray] | None = None, *,
+                    null_stats: np.ndarray | None = None, statistic_name: str = DEFAULT_STATISTIC,
+                    m: int | None = None, alpha: float = ALPHA) -> LineageResult:
+    """Exchangeability test of base ``F_A`` against suspect ``F_B``.
+
+    Args:
+      null_features: the features (n, d_out) of K fresh initialisations of A's architecture on
+        the same inputs (an iterable, so they can be streamed), or
+      null_stats: their statistics s(A_k, B), already computed.
+      statistic_name: one of ``STATISTICS``.
+      m: top-m size for the statistics on S (default ``dims.default_size(d_out)``).
+    Returns:
+      p-values 'exact' (primary) and 'gaussian_tail'.
+    """
+    if statistic_name not in STATISTICS:
+        raise UserError(f"unknown calibrated statistic {statistic_name!r}; choose one of "
+                        f"{STATISTICS}")
+    n, d_out = D.check_features(F_A, F_B)
+    m = D.check_size("m", D.default_size(d_out) if m is None else m, d_out)
+    A, B = D.RankedFeatures.of(F_A), D.RankedFeatures.of(F_B)
+    if statistic_name == "residual_all":
+        if null_features is None:
+            raise UserError("the 'residual_all' statistic needs the null models' features")
+        nulls = list(null_features)
+        if not nulls:
+            raise UserError("the calibrated test needs at least one null model (K >= 1)")
+        for F_k in nulls:
+            D.check_features(F_k, F_B)
+        all_stats = residual_stats(F_A, nulls, F_B)
+        s, null_stats = float(all_stats[0]), all_stats[1:]
+        dims, corr = np.arange(d_out), np.zeros(0)
+    else:
+        s, dims, corr = statistic(statistic_name, A, B, m)
+    if null_stats is None:
+        if null_features is None:
+            raise UserError("give null_features or null_stats")
+        null_stats = []
+        for F_k in null_features:
+            D.check_features(F_k, F_B)
+            null_stats.append(statistic(statistic_name, D.RankedFeatures.of(F_k), B, m)[0])
+    null_stats = np.asarray(null_stats, dtype=np.float64)
+    exact, gauss, z = exchangeable_p(s, null_stats)
+    K = null_stats.size
+    note = ""
+    if alpha * (K + 1) < 1:
+        note = (f"with K = {K} null models the exact p is at least 1/(K+1) = {1 / (K + 1):.3g} "
+                f"> alpha = {alpha}: it can never reject; use K >= {math.ceil(1 / alpha) - 1}")
+    details = {"K": K, "statistic_name": statistic_name, "m": m, "z": z,
+               "null_mean": float(null_stats.mean()),
+               "null_sd": float(null_stats.std(ddof=1)) if K > 1 else np.nan,
+               "min_exact_p": 1 / (K + 1)}
+    kind = {"tau_S": "kendall_tau", "residual_all": "pearson_r_residual"}.get(statistic_name,
+                                                                              "spearman_rho")
+    return LineageResult("calibrated", {"exact": exact, "gaussian_tail": gauss}, alpha, n,
+                         d_out, dims, corr, kind, s, null_stats, details, note)

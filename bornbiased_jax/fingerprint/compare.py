@@ -1,0 +1,121 @@
+"""Compare two model sources: features on shared random inputs, then the chosen lineage tests.
+
+This is the library behind ``bornbiased fingerprint BASE SUSPECT``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import calibrated as C
+from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
+from bornbiased_jax.fingerprint.official import official_test
+from bornbiased_jax.fingerprint.paper import paper_test
+from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.sources import LoadedModel
+
+TESTS = ("paper", "official", "calibrated")
+# Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
+# from the small seeds people usually pick, so a suspect trained from a common seed is not
+# accidentally among the null models.
+NULL_SEED_START = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What a comparison runs. ``m``/``k`` default to ``dims.default_size(d_out)``."""
+
+    tests: tuple[str, ...] = TESTS
+    input: str = "gaussian"
+    n: int = 2000
+    seq_len: int = 64
+    output: str = "normed"
+    m: int | None = None
+    k: int | None = None
+    null_models: int = C.DEFAULT_NULL_MODELS
+    statistic: str = C.DEFAULT_STATISTIC
+    trials: int = 10
+    probe_seed: int = 0
+    alpha: float = ALPHA
+
+    def __post_init__(self):
+        bad = [t for t in self.tests if t not in TESTS]
+        if bad or not self.tests:
+            raise UserError(f"unknown test(s) {bad}; choose among {TESTS}")
+        if self.n < 3:
+            raise UserError(f"n = {self.n} inputs is too few: the lineage tests need n >= 3")
+        if self.null_models < 1:
+            raise UserError("the calibrated test needs at least one null model")
+        if self.trials < 1:
+            raise UserError("the paper test needs at least one null trial")
+        if self.statistic not in C.STATISTICS:
+            raise UserError(f"unknown calibrated statistic {self.statistic!r}; choose one of "
+                            f"{C.STATISTICS}")
+
+
+def null_seeds(K: int, exclude: Sequence[int | None]) -> list[int]:
+    """K seeds for null initialisations, none equal to a seed in ``exclude``."""
+    ex = {int(s) for s in exclude if s is not None}
+    out, s = [], NULL_SEED_START
+    while len(out) < K:
+        if s not in ex:
+            out.append(s)
+        s += 1
+    return out
+
+
+def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settings(), *,
+            progress: bool = False) -> dict:
+    """Run the chosen tests of ``suspect`` against ``base``.
+
+    Returns {'results': {test: LineageResult}, 'features': (F_base, F_suspect), 'notes': [...]}.
+    """
+    s = settings
+    if base.cfg.d_model != suspect.cfg.d_model and s.input == "gaussian":
+        raise UserError(f"the models' widths differ (d_model {base.cfg.d_model} vs "
+                        f"{suspect.cfg.d_model}): Gaussian input embeddings cannot feed both")
+    if s.input == "tokens" and base.cfg.vocab_size != suspect.cfg.vocab_size:
+        raise UserError(f"the models' vocabularies differ ({base.cfg.vocab_size} vs "
+                        f"{suspect.cfg.vocab_size}): random token ids mean different things; "
+                        f"use --input gaussian")
+    d_out = base.cfg.vocab_size if s.output == "logits" else base.cfg.d_model
+    d_out_s = suspect.cfg.vocab_size if s.output == "logits" else suspect.cfg.d_model
+    if d_out != d_out_s:
+        raise UserError(f"the models' output dimensions differ ({d_out} vs {d_out_s})")
+    for name, size in (("m", s.m), ("k", s.k)):
+        if size is not None:
+            D.check_size(name, size, d_out)
+    T = min(s.seq_len, base.cfg.max_seq_len, suspect.cfg.max_seq_len)
+    if T != s.seq_len:
+        raise UserError(f"sequence length {s.seq_len} exceeds a model's context "
+                        f"({base.cfg.max_seq_len}, {suspect.cfg.max_seq_len})")
+    emb = np.asarray(base.params["embed"]["embedding"]) if s.input == "gaussian" else None
+    xs = make_inputs(s.input, base.cfg, s.n, s.seq_len, embedding=emb, probe_seed=s.probe_seed)
+    F_A = model_features(base, xs, s.output, progress=progress)
+    F_B = model_features(suspect, xs, s.output, progress=progress)
+    D.check_features(F_A, F_B)
+    results, notes = {}, []
+    if "paper" in s.tests:
+        results["paper"] = paper_test(F_A, F_B, s.m, trials=s.trials, alpha=s.alpha,
+                                      rng=np.random.default_rng(s.probe_seed))
+    if "official" in s.tests:
+        results["official"] = official_test(F_A, F_B, s.k, alpha=s.alpha)
+    if "calibrated" in s.tests:
+        seeds = null_seeds(s.null_models, [base.seed, suspect.seed])
+        nulls = (F for _, F in init_features(base.cfg, seeds, xs, s.output, progress=progress))
+        r = C.calibrated_test(F_A, F_B, nulls, statistic_name=s.statistic, m=s.m,
+                              alpha=s.alpha)
+        if not base.is_init:
+            extra = ("the base is not an initialisation, so the null models (fresh inits of its "
+                     "architecture) are not exchangeable with it: the p-value assumes an "
+                     "unrelated trained model correlates with the suspect no more than a fresh "
+                     "init does")
+            r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
+        r.details["null_seeds"] = f"{seeds[0]}..{seeds[-1]} ({len(seeds)})"
+        results["calibrated"] = r
+    return {"results": results, "features": (F_A, F_B), "notes": notes,
+            "d_out": d_out, "n": s.n, "seq_len": s.seq_len}

@@ -1,0 +1,130 @@
+"""SeedPrint features: g(x) for each of n random inputs, as an (n, d_out) matrix per model.
+
+g(x) is, at the last position of the input sequence (paper Sec. 6.1.1 and footnote 6):
+  'normed'  the final hidden state after the final norm (default; HF's last_hidden_state, which
+            the authors' code reads),
+  'prenorm' the final block's output X^(L) before the final norm,
+  'logits'  the next-token logits (d_out = |V|).
+
+Inputs (both from the ``probe`` key stream, ``probes.inputs``, so every model of a comparison
+sees the same rows):
+  'gaussian' i.i.d. Gaussian input embeddings whose mean and std are those of the base model's
+             embedding matrix (Algorithm 1; the released code estimates them the same way),
+  'tokens'   uniform random token ids (Sec. 5 "setup of Table 1"; the released code's 7B setup).
+
+Fresh initialisations are built and run many at a time by the sweep engine
+(:func:`init_features`); a given model (a trained checkpoint, an import) by
+``sources.apply_probe`` (:func:`model_features`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from bornbiased_jax import model
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.keys import fold_in_name, stream_key
+from bornbiased_jax.probes.inputs import GaussianEmbeds, RandomTokens
+from bornbiased_jax.sources import LoadedModel, apply_probe
+from bornbiased_jax.sweep import SplitProbe, sweep
+
+OUTPUTS = ("normed", "prenorm", "logits")
+INPUTS = ("gaussian", "tokens")
+
+
+@functools.lru_cache(maxsize=32)
+def feature_probe(cfg: ModelConfig, output: str = "normed"):
+    """probe(params, x) -> g(x), (d_out,), for one model and one sequence (tokens or embeds)."""
+    if output not in OUTPUTS:
+        raise UserError(f"unknown output {output!r}; choose one of {OUTPUTS}")
+
+    def run(params, x, **kw):
+        if x.ndim == 1:
+            return model.forward(params, cfg, x, **kw)
+        return model.forward(params, cfg, embeds_Td=x, **kw)
+
+    if output == "prenorm":
+        return lambda params, x: run(params, x, return_hidden=True).hidden[-1, -1]  # X^(L)_T
+
+    def normed(params, x):
+        return run(params, x, last_only=True).normed[-1]  # Norm_final(X^(L)) at T, (d,)
+
+    if output == "normed":
+        return normed
+    # Logits: the blocks per batch of sequences, the unembedding once per chunk (SplitProbe).
+    return SplitProbe(normed, lambda params, h_d: h_d @ model.unembedding(params, cfg))
+
+
+def make_inputs(kind: str, cfg: ModelConfig, n: int, seq_len: int, *,
+                embedding: np.ndarray | None = None, probe_seed: int = 0):
+    """The n probe sequences of length ``seq_len``: a lazy (n, T) or (n, T, d) probe set.
+
+    ``embedding`` (V, d) is the base model's embedding matrix: Gaussian inputs take its mean
+    and std (without it: mean 0 and ``cfg.init_std``, the initialisation's values)."""
+    if kind not in INPUTS:
+        raise UserError(f"unknown input kind {kind!r}; choose one of {INPUTS}")
+    if n < 3:
+        raise UserError(f"n = {n} inputs is too few: the lineage tests need n >= 3")
+    if not 1 <= seq_len <= cfg.max_seq_len:
+        raise UserError(f"sequence length {seq_len} is outside [1, {cfg.max_seq_len}] "
+                        f"(the context of {cfg.name})")
+    key = fold_in_name(stream_key(probe_seed, "probe"), f"{kind}/T={seq_len}")
+    if kind == "tokens":
+        return RandomTokens(key, n, seq_len, cfg.vocab_size)
+    mean, std = 0.0, cfg.init_std
+    if embedding is not None:
+        e = np.asarray(embedding, dtype=np.float64)
+        mean, std = float(e.mean()), float(e.std())
+    return GaussianEmbeds(key, n, seq_len, cfg.d_model, std=std, mean=mean)
+
+
+def model_features(m: LoadedModel, inputs, output: str = "normed", *,
+                   seq_batch: int | None = None, progress: bool = False) -> np.ndarray:
+    """(n, d_out) float32 features of one loaded model."""
+    check_inputs(m.cfg, inputs)
+    F = apply_probe(feature_probe(m.cfg, output), m.cfg, m.params, inputs, seq_batch=seq_batch,
+                    progress=progress, desc=f"features {m.label}")
+    return np.asarray(F, dtype=np.float32)
+
+
+def init_features(cfg: ModelConfig, seeds: Sequence[int], inputs, output: str = "normed", *,
+                  group: int = 32, progress: bool = False,
+                  **sweep_kwargs) -> Iterator[tuple[int, np.ndarray]]:
+    """(seed, (n, d_out) features) of fresh initialisations ``model.init(cfg, key(seed))``,
+    built and run by the sweep engine ``group`` seeds at a time (so that K x n x d_out floats
+    never have to exist at once)."""
+    check_inputs(cfg, inputs)
+    probe = feature_probe(cfg, output)
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        return
+    # Equal groups (the last padded with repeats, dropped) so that every sweep call has one
+    # plan and the engine compiles once.
+    n_groups = math.ceil(len(seeds) / group)
+    size = math.ceil(len(seeds) / n_groups)
+    for g0 in range(0, len(seeds), size):
+        chunk = seeds[g0:g0 + size]
+        padded = chunk + [chunk[-1]] * (size - len(chunk))
+        F = sweep(probe, cfg, padded, inputs, progress=progress, seed_chunk=size,
+                  desc=f"inits {g0 + 1}-{g0 + len(chunk)} of {len(seeds)}", **sweep_kwargs)
+        for s, F_nd in zip(chunk, np.asarray(F, dtype=np.float32)):
+            yield s, F_nd
+
+
+def check_inputs(cfg: ModelConfig, inputs) -> None:
+    shape = tuple(inputs.shape)
+    if len(shape) == 3 and shape[2] != cfg.d_model:
+        raise UserError(f"Gaussian inputs of width {shape[2]} do not fit {cfg.name} "
+                        f"(d_model = {cfg.d_model}); the two models need the same d_model")
+    if len(shape) == 2 and getattr(inputs, "vocab_size", 0) > cfg.vocab_size:
+        raise UserError(f"token inputs drawn from a vocabulary of {inputs.vocab_size} do not fit "
+                        f"{cfg.name} (|V| = {cfg.vocab_size}); the models need the same "
+                        f"vocabulary for --input tokens")
+    if shape[1] > cfg.max_seq_len:
+        raise UserError(f"sequence length {shape[1]} exceeds the context {cfg.max_seq_len} of "
+                        f"{cfg.name}")

@@ -1,0 +1,94 @@
+"""Tables and the figure of a lineage comparison."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bornbiased_jax.fingerprint.dims import kendall_null_sd  # noqa: E402
+from bornbiased_jax.fingerprint.result import LineageResult  # noqa: E402
+
+P_LABELS = {"t_mean": "t, mean of trials", "u_mean": "U, mean of trials",
+            "t_pooled": "t, pooled null", "u_pooled": "U, pooled null",
+            "two_phi_bar": "2 Phi-bar(z) (code)", "one_sided": "Phi-bar(z)",
+            "exact": "exact", "gaussian_tail": "Gaussian tail"}
+
+
+def fmt_p(p: float) -> str:
+    if p == 0:
+        return "0 (underflow)"
+    return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
+
+
+def rows(results: Mapping[str, LineageResult]) -> list[dict]:
+    """One row per (test, p-value variant)."""
+    out = []
+    for name, r in results.items():
+        for key, p in r.p_values.items():
+            out.append({"test": name, "variant": P_LABELS.get(key, key), "p": p,
+                        "n_dims": r.n_dims, "statistic": r.statistic,
+                        "verdict": "same lineage" if p <= r.alpha else "unrelated"})
+    return out
+
+
+def table_markdown(results: Mapping[str, LineageResult]) -> str:
+    lines = ["| test | p-value | p | \\|S\\| | mean corr | verdict (alpha = 0.01) |",
+             "|---|---|---:|---:|---:|---|"]
+    for row in rows(results):
+        stat = "-" if not math.isfinite(row["statistic"]) else f"{row['statistic']:+.4f}"
+        lines.append(f"| {row['test']} | {row['variant']} | {fmt_p(row['p'])} | "
+                     f"{row['n_dims']} | {stat} | {row['verdict']} |")
+    notes = [f"- {n}: {r.note}" for n, r in results.items() if r.note]
+    legend = ("\n|S|: identity dimensions (the calibrated test's 'spearman_all' statistic uses all "
+              "d_out). mean corr: mean Kendall tau on S (paper, official) or the calibrated "
+              "statistic (mean Spearman rho). The paper's 'mean of trials' is the arithmetic mean "
+              "of the p-values of 10 Gaussian null draws (Sec. 6.1.2), not itself a p-value.")
+    return "\n".join(lines) + legend + ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + "\n"
+
+
+def table_text(results: Mapping[str, LineageResult]) -> str:
+    out = [f"{'test':<11} {'p-value':<22} {'p':>14} {'|S|':>5} {'mean corr':>10}  verdict"]
+    for row in rows(results):
+        stat = "nan" if not math.isfinite(row["statistic"]) else f"{row['statistic']:+.4f}"
+        out.append(f"{row['test']:<11} {row['variant']:<22} {fmt_p(row['p']):>14} "
+                   f"{row['n_dims']:>5} {stat:>10}  {row['verdict']}")
+    return "\n".join(out)
+
+
+def figure(results: Mapping[str, LineageResult], title: str = ""):
+    """One panel per test: the observed correlations against that test's null."""
+    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.6), squeeze=False)
+    for ax, (name, r) in zip(axes[0], results.items()):
+        if name == "calibrated":
+            null = np.asarray(r.null)
+            ax.hist(null, bins=min(40, max(5, null.size // 5)), density=True, color="0.7",
+                    label=f"null: {null.size} fresh inits")
+            ax.axvline(r.statistic, color="tab:red", lw=2, label="base vs suspect")
+            ax.set_xlabel(f"statistic ({r.details.get('statistic_name')})")
+        else:
+            taus = np.asarray(r.taus)
+            sd = kendall_null_sd(r.n)
+            lo = min([-4 * sd] + list(taus) + list(np.asarray(r.null)))
+            hi = max([4 * sd] + list(taus) + list(np.asarray(r.null)))
+            bins = np.linspace(lo, hi, 40)
+            if np.asarray(r.null).size:
+                ax.hist(r.null, bins=bins, density=True, color="0.7",
+                        label="Gaussian-matrix null (pooled)")
+            grid = np.linspace(lo, hi, 200)
+            ax.plot(grid, np.exp(-grid**2 / (2 * sd**2)) / (sd * math.sqrt(2 * math.pi)), "k--",
+                    lw=1, label="N(0, sd_tau^2)")
+            if taus.size:
+                ax.hist(taus, bins=bins, density=True, alpha=0.6, color="tab:red",
+                        label=f"tau on S (|S| = {taus.size})")
+            ax.set_xlabel("Kendall tau per identity dimension")
+        ax.set_title(f"{name}: p = {fmt_p(r.p)}")
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig

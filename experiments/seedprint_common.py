@@ -1,0 +1,202 @@
+"""Shared pieces of the SeedPrint experiments: the CPU-scale model, pools of fresh
+initialisations, the three tests over many pairs, and exact binomial intervals."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+import _common  # noqa: F401  (puts the repository on sys.path)
+from bornbiased_jax import io
+from bornbiased_jax.config import get_preset
+from bornbiased_jax.fingerprint import calibrated as C
+from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint.features import init_features, make_inputs
+from bornbiased_jax.fingerprint.official import official_test
+from bornbiased_jax.fingerprint.paper import null_taus, paper_test
+
+ALPHA = 0.01
+
+
+def cpu_model(scaled: bool, shared_embedding: bool = False):
+    """A small LLaMA-style decoder: d = 128, 4 blocks, 4 heads, SwiGLU d_ff = 344, RMSNorm,
+    RoPE, untied, |V| = 32,000. ``scaled``: GPT-2 residual init (App. B.1: W_O, W_down at
+    0.02/sqrt(2L)); otherwise every matrix at 0.02 (the HF default the authors' code uses)."""
+    base = get_preset("llama2-tiny")
+    tag = "gpt2init" if scaled else "hfinit"
+    return dataclasses.replace(base, name=f"llama-d128x4-{tag}", d_model=128, n_layers=4,
+                               n_heads=4, d_ff=344, vocab_size=32_000, max_seq_len=128,
+                               scale_residual_init=scaled, shared_embedding=shared_embedding)
+
+
+def nano_model(scaled: bool):
+    """The paper's 12-layer, 12-head, d = 768 LLaMA shape (``llama2-nano``)."""
+    tag = "gpt2init" if scaled else "hfinit"
+    return dataclasses.replace(get_preset("llama2-nano"), name=f"llama2-nano-{tag}",
+                               scale_residual_init=scaled)
+
+
+def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path | None = None):
+    """(M, n, d) features of fresh initialisations on one shared probe set (normed outputs).
+
+    With ``cache`` (a folder), the features are saved there and reused by later runs with the
+    same config, seeds, inputs and sizes."""
+    t0 = time.time()
+    seeds = list(seeds)
+    key = hashlib.sha256(repr((dataclasses.asdict(cfg), seeds, kind, n, T, probe_seed))
+                         .encode()).hexdigest()[:16]
+    f = cache / f"{cfg.name}-{kind}-{key}.npy" if cache else None
+    if f is not None and f.exists():
+        return np.load(f)
+    xs = make_inputs(kind, cfg, n, T, probe_seed=probe_seed)
+    F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25, progress=False)])
+    if f is not None:
+        io.atomic_write(f, lambda fh: np.save(fh, F), mode="wb")
+    print(f"  {cfg.name} {kind}: {len(seeds)} models x n = {n}, T = {T} in "
+          f"{time.time() - t0:.0f} s", flush=True)
+    return F
+
+
+def clopper_pearson(k: int, N: int, conf: float = 0.95) -> tuple[float, float]:
+    """Exact binomial confidence interval of a proportion k/N."""
+    a = 1 - conf
+    lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, N - k + 1)
+    hi = 1.0 if k == N else stats.beta.ppf(1 - a / 2, k + 1, N - k)
+    return float(lo), float(hi)
+
+
+def rate(ps, alpha: float = ALPHA) -> dict:
+    """False-positive rate of p-values at alpha, with its 95 % Clopper-Pearson interval, and
+    whether alpha lies inside the interval."""
+    ps = np.asarray(ps)
+    k, N = int((ps <= alpha).sum()), int(ps.size)
+    lo, hi = clopper_pearson(k, N)
+    return {"rejections": k, "pairs": N, "fpr": k / N, "ci95": [lo, hi],
+            "alpha_inside": bool(lo <= alpha <= hi)}
+
+
+def pairs_of(M: int, limit: int | None, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Unordered pairs (a < b) of M models, all or a random subset of ``limit``."""
+    allp = [(a, b) for a in range(M) for b in range(a + 1, M)]
+    if limit is not None and limit < len(allp):
+        idx = rng.choice(len(allp), size=limit, replace=False)
+        allp = [allp[i] for i in sorted(idx)]
+    return allp
+
+
+def paper_and_official(F, pairs, m=None, k=None, bank_size: int = 100, trials: int = 10,
+                       seed: int = 0) -> dict:
+    """Paper and official p-values of each pair (base a, suspect b). The paper test's null
+    draws come from a bank of ``bank_size`` Gaussian-matrix draws (each pair uses ``trials``
+    distinct draws at random) so that many pairs do not each simulate their own."""
+    rng = np.random.default_rng(seed)
+    M, n, d = F.shape
+    m = m or D.default_size(d)
+    bank = [null_taus(n, d, m, rng) for _ in range(bank_size)]
+    out = {"paper": {"t_mean": [], "u_mean": [], "t_pooled": [], "u_pooled": []},
+           "official": {"two_phi_bar": [], "one_sided": []}, "paper_mean_tau": [],
+           "paper_S": [], "official_mean_tau": [], "official_S": []}
+    for a, b in pairs:
+        draws = [bank[i] for i in rng.choice(bank_size, size=trials, replace=False)]
+        r = paper_test(F[a], F[b], m, null_draws=draws)
+        for key in out["paper"]:
+            out["paper"][key].append(r.p_values[key])
+        out["paper_mean_tau"].append(r.statistic)
+        out["paper_S"].append(r.n_dims)
+        o = official_test(F[a], F[b], k)
+        for key in out["official"]:
+            out["official"][key].append(o.p_values[key])
+        out["official_mean_tau"].append(o.statistic)
+        out["official_S"].append(o.n_dims)
+    return out
+
+
+def calibrated_all_pairs(F, statistic: str) -> tuple[np.ndarray, np.ndarray]:
+    """Exact exchangeability p of every ordered pair (base a, suspect b), the null models of a
+    pair being the M - 2 other models of the pool (independent of both): (p_exact (M, M),
+    p_gauss (M, M)), NaN on the diagonal."""
+    M = F.shape[0]
+    if statistic == "spearman_all":
+        Z = np.stack([D.RankedFeatures.of(f).z_nd for f in F]).astype(np.float32)  # (M, n, d)
+        n, d = Z.shape[1:]
+        # s[a, b] = mean over dims of rho(a_j, b_j) = sum_{i, j} Z_a Z_b / (n d)
+        flat = Z.reshape(M, -1)
+        S = (flat @ flat.T).astype(np.float64) / (n * d)  # S[a, b], symmetric
+        stat_of = lambda b: S[:, b]  # noqa: E731  statistics s(j, b) for every j
+    elif statistic == "residual_all":
+        total = F.astype(np.float64).sum(0)
+
+        def stat_of(b):
+            # The pool without b: for the pair (a, b) these are A = a and the M - 2 others,
+            # and M_b is their common response.
+            others = [j for j in range(M) if j != b]
+            return _residual_row(F, others, (total - F[b]) / (M - 1), F[b], M)
+    else:
+        raise ValueError(statistic)
+    pe = np.full((M, M), np.nan)
+    pg = np.full((M, M), np.nan)
+    for b in range(M):
+        s = stat_of(b)
+        for a in range(M):
+            if a == b:
+                continue
+            null = np.delete(s, [a, b])
+            pe[a, b], pg[a, b], _ = C.exchangeable_p(s[a], null)
+    return pe, pg
+
+
+def calibrated_disjoint(F, n_pair_models: int, statistic: str) -> tuple[np.ndarray, np.ndarray]:
+    """Exact and Gaussian-tail p of the pairs (a < b) among the first ``n_pair_models`` models,
+    against the *other* models of the pool as a fixed, disjoint null (K = M - n_pair_models).
+
+    Unlike the leave-two-out null of :func:`calibrated_all_pairs` (where, for each suspect b,
+    exactly one base a gets the smallest p by construction), a disjoint null does not force the
+    rejection count, so this is an independent check of the exchangeability argument."""
+    P, nulls = F[:n_pair_models], list(F[n_pair_models:])
+    if statistic == "spearman_all":  # s(j, b) for every model j: one matrix product
+        Z = np.stack([D.RankedFeatures.of(f).z_nd for f in F]).astype(np.float32)
+        flat = Z.reshape(len(F), -1)
+        S = (flat @ flat.T[:, :n_pair_models]).astype(np.float64) / flat.shape[1]
+    pe, pg = [], []
+    for a in range(n_pair_models):
+        for b in range(a + 1, n_pair_models):
+            if statistic == "spearman_all":
+                e, g, _ = C.exchangeable_p(S[a, b], S[n_pair_models:, b])
+            else:
+                r = C.calibrated_test(P[a], P[b], nulls, statistic_name=statistic)
+                e, g = r.p_values["exact"], r.p_values["gaussian_tail"]
+            pe.append(e)
+            pg.append(g)
+    return np.asarray(pe), np.asarray(pg)
+
+
+def _residual_row(F, others, Mb, Fb, M):
+    b = Fb - Mb
+    b = b - b.mean(0)
+    bn = np.sqrt((b * b).sum(0))
+    out = np.full(M, np.nan)
+    for j in others:
+        a = F[j] - Mb
+        a = a - a.mean(0)
+        den = np.sqrt((a * a).sum(0)) * bn
+        out[j] = np.divide((a * b).sum(0), den, out=np.zeros(den.shape), where=den > 0).mean()
+    return out
+
+
+def fmt_rate(r: dict) -> str:
+    lo, hi = r["ci95"]
+    return f"{r['fpr']:.3f} [{lo:.3f}, {hi:.3f}] ({r['rejections']}/{r['pairs']})"
+
+
+def fmt_p(p: float) -> str:
+    return "0" if p == 0 else (f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}")
+
+
+def sd_tau(n: int) -> float:
+    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1)))
