@@ -28,7 +28,8 @@ Position = Literal["rope", "learned", "none"]
 # Per-head transform of the aggregated attention output o_i (before W_O), paper Sec. 6.2.1:
 # "sqrt_i" multiplies o_i by sqrt(i) (positional amplification), "sqrt_i_over_T" by sqrt(i/T)
 # with T = max_seq_len (positional attenuation), "headwise_rmsnorm" RMS-normalises each head's
-# o_i (the companion paper's head-wise RMSNorm, no learned scale).
+# o_i and multiplies it by a learned per-head scale gamma (H, K) initialised to 1 (the companion
+# paper's head-wise RMSNorm; that paper gives no formula, so this form is our reading).
 OutputTransform = Literal["none", "sqrt_i", "sqrt_i_over_T", "headwise_rmsnorm"]
 
 
@@ -69,7 +70,11 @@ class ModelConfig:
         parameter depends on it.
       embed_seed: the seed of the shared embedding key.
       attn_output_transform: per-head transform of the attention output (Sec. 6.2.1); softmax
-        attention only (Attn0 has no heads to transform).
+        attention only (Attn0 and MLP-only blocks have no heads to transform).
+      attn_output_gate: NOT from the paper: a sigmoid output gate o_i <- sigma(x_i W_g) * o_i,
+        element-wise per head, W_g (d, H K) ~ N(0, init_std^2), applied after the transform
+        (the gate recent LLMs put after attention against attention sinks); softmax only.
+      attn_output_gate_bias: a bias b_g (H K,) on the gate, initialised to 0; needs the gate.
 
     ``head_dim`` and ``n_kv_heads`` are derived when left None. :meth:`ablate` derives them
     again for the variant (so ``ablate(n_heads=8)`` gets d_model // 8); ``dataclasses.replace``
@@ -102,6 +107,8 @@ class ModelConfig:
     shared_embedding: bool = True
     embed_seed: int = 0
     attn_output_transform: OutputTransform = "none"
+    attn_output_gate: bool = False
+    attn_output_gate_bias: bool = False
 
     def __post_init__(self):
         def need(ok: bool, msg: str):
@@ -141,7 +148,20 @@ class ModelConfig:
         need(self.position != "rope" or self.head_dim % 2 == 0,
              f"RoPE rotates pairs of coordinates, so it needs an even head_dim, got "
              f"{self.head_dim}; choose an even head_dim or position='learned'/'none'")
+        need(not self.attn_output_gate_bias or self.attn_output_gate,
+             "attn_output_gate_bias=True needs attn_output_gate=True (the bias belongs to the gate)")
+        for f in ("attn_output_gate", "attn_output_gate_bias"):
+            need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
+                 f"got {getattr(self, f)!r}")
+        if not self.has_attn:
+            need(self.attn_output_transform == "none" and not self.attn_output_gate,
+                 f"block={self.block!r} has no attention, so attn_output_transform must be "
+                 f"'none' and attn_output_gate False (got {self.attn_output_transform!r}, "
+                 f"{self.attn_output_gate}); use block='attn_mlp' or 'attn_only'")
         if self.attention != "softmax":
+            need(not self.attn_output_gate,
+                 f"attention={self.attention!r} (Attn0) has no per-head output to gate; "
+                 f"attn_output_gate must be False, or use attention='softmax'")
             need(self.attn_output_transform == "none",
                  f"attention={self.attention!r} (Attn0) has no per-head output to transform; "
                  f"attn_output_transform must be 'none' (got {self.attn_output_transform!r}), "
