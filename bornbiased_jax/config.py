@@ -289,3 +289,41 @@ def get_preset(name: str) -> ModelConfig:
         raise UserError(
             f"unknown preset {name!r}; available presets: {', '.join(sorted(PRESETS))}"
         ) from None
+
+
+def apply_overrides(cfg: ModelConfig, items: "tuple[str, ...] | list[str]") -> ModelConfig:
+    """``cfg`` with ``KEY=VALUE`` settings applied (``--model-set``), e.g.
+    ``attn_output_transform=headwise_rmsnorm`` or ``attn_output_gate=true``.
+
+    Keys are ModelConfig fields (not ``name``); values are read by the field's type (bool:
+    true/false, int, float, None for optional ones; text for the rest, checked by the config's
+    own validation). Applied with :meth:`ModelConfig.ablate`, so derived head sizes follow."""
+    fields = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "name"}
+    changes = {}
+    for item in items:
+        key, sep, text = str(item).partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise UserError(f"cannot read model setting {item!r}: use KEY=VALUE, e.g. "
+                            f"attn_output_transform=sqrt_i")
+        if key not in fields:
+            raise UserError(f"unknown model setting {key!r}; allowed: {', '.join(fields)}")
+        changes[key] = _parse_value(key, str(fields[key].type), text.strip())
+    return cfg.ablate(**changes) if changes else cfg
+
+
+def _parse_value(key: str, typ: str, text: str):
+    if "None" in typ and text.lower() == "none":
+        return None
+    try:
+        if typ == "bool":
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        if typ.startswith("int"):
+            return int(text)
+        if typ == "float":
+            return float(text)
+    except ValueError:
+        raise UserError(f"model setting {key}={text!r}: expected a value of type {typ}") from None
+    return text
