@@ -227,6 +227,7 @@ class Run:
         except (json.JSONDecodeError, KeyError) as e:
             raise ValueError(f"{str(path)!r} is not a readable run description: {e}") from None
         now = json.loads(json.dumps(dataclasses.asdict(self.tc)))  # tuples as run.json's lists
+        saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
         diff = {k: (saved_tc.get(k), v) for k, v in now.items()
                 if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
         if diff:

@@ -299,3 +299,18 @@ def test_sinks_cli_writes_outputs(tmp_path, capsys):
     assert all(np.shape(r["alpha_LH"]) == (2, 4) for r in res["results"])
     for f in ("sinks.md", "sinks_rate_vs_length.png", "sinks_heatmaps.png"):
         assert (out / f).stat().st_size > 0
+
+
+def test_weight_decay_spares_the_head_norm_scale():
+    """AdamW decays matrices, not norm scales; gamma (H, K) is a matrix but a scale."""
+    from bornbiased_jax.train import TrainConfig, make_optimizer
+
+    cfg = variant("headwise_rmsnorm")
+    p = model.init(cfg, seed_key(2))
+    opt = make_optimizer(TrainConfig(preset="llama2-tiny", steps=10, warmup=1))
+    state, zero = opt.init(p), jax.tree.map(jnp.zeros_like, p)
+    for _ in range(2):  # lr is 0 at step 0 (warmup), the peak at step 1
+        upd, state = opt.update(zero, state, p)
+    attn = upd["layers_0"]["attn"]
+    assert np.all(np.asarray(attn["head_norm"]["scale"]) == 0)
+    assert float(jnp.abs(attn["q_proj"]["kernel"]).max()) > 0  # decayed
