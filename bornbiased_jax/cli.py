@@ -4,6 +4,7 @@
   bornbiased theory   the paper's propositions: closed forms vs simulated random networks
   bornbiased train    pretraining with Orbax checkpoints, resumable and deterministic
   bornbiased fingerprint  SeedPrint: does one model descend from another's initialisation?
+  bornbiased sinks    attention-sink rate on real text (Sec. 6.2.1)
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def _token_preference_of_sources(specs, seq_lens, num_seqs, args) -> list:
     for m in models:
         for T in seq_lens:
             if T > m.cfg.max_seq_len:
-                raise UsageError(f"--seq-len {T} exceeds the maximum context "
+                raise UserError(f"--seq-len {T} exceeds the maximum context "
                                  f"{m.cfg.max_seq_len} of {m.label}")
     records = []
     for m in models:
@@ -257,7 +258,7 @@ def run_fingerprint(args) -> int:
     scale = FINGERPRINT_PAPER if args.scale == "paper" else FINGERPRINT_CPU
     n = args.n if args.n is not None else scale["n"]
     if n < 3:
-        raise UsageError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
+        raise UserError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
     settings = Settings(
         tests=TESTS if args.test == "all" else (args.test,), input=args.input, n=n,
         seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m, k=args.k,
@@ -325,13 +326,17 @@ def _train_parser(sub) -> None:
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=getattr(d, name),
                        help=f"default {getattr(d, name)}")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
+    p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model setting on top of the preset (repeatable), e.g. "
+                        "attn_output_transform=sqrt_i or attn_output_gate=true; recorded in "
+                        "run.json")
 
 
 def run_train(args) -> int:
     from bornbiased_jax.train import Run, TrainConfig
 
     fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
-    tc = TrainConfig(**fields)
+    tc = TrainConfig(**fields)  # --model-set arrives as the model_set field
     run = Run(tc, args.corpus, args.out, tokenizer_path=args.tokenizer,
               require_resume=args.resume)
     start = int(run.state["step"])
@@ -346,6 +351,114 @@ def run_train(args) -> int:
     return 0
 
 
+def _sinks_parser(sub) -> None:
+    from bornbiased_jax.probes.sinks import DEFAULT_EPS, DEFAULT_LENGTHS
+
+    p = sub.add_parser(
+        "sinks", help="attention-sink rate of a model on real text (Sec. 6.2.1, Figure 12)",
+        description="Measure attention sinks: alpha^1 = (1/T) sum_i A[i, 1] per layer and head "
+                    "(including i = 1, so alpha^1 >= 1/T), a sink head if alpha^1 > eps, the "
+                    "sink rate as the share of sink heads; per sequence then averaged, and with "
+                    "alpha averaged first. Text windows of each length come from --corpus, "
+                    "tokenised with --tokenizer or, for a fresh preset, with a byte-level BPE "
+                    "trained on that corpus. Writes sinks.json, sinks.md, "
+                    "sinks_rate_vs_length.png and sinks_heatmaps.png into --out.")
+    p.add_argument("model", metavar="MODEL",
+                   help="a model source: preset:NAME@SEED (a fresh initialisation), a "
+                        "bornbiased train run folder PATH[@STEP] (its tokenizer.json is used), "
+                        "or a Hugging Face folder (config.json + safetensors)")
+    p.add_argument("--lengths", type=_positive, nargs="+", default=list(DEFAULT_LENGTHS),
+                   help=f"sequence lengths T (default {' '.join(map(str, DEFAULT_LENGTHS))})")
+    p.add_argument("--num-seqs", type=_positive, default=100, help="sequences per length")
+    p.add_argument("--eps", type=float, default=DEFAULT_EPS,
+                   help=f"sink threshold in (0, 1) (default {DEFAULT_EPS}; Gu et al.: 0.3)")
+    p.add_argument("--corpus", nargs="+", default=["python-stdlib"],
+                   help="text files or folders, or 'python-stdlib' (default)")
+    p.add_argument("--corpus-max-mb", type=float, default=4.0, help="text read, at most")
+    p.add_argument("--tokenizer", help="a tokenizer.json (default: train a BPE on the corpus)")
+    p.add_argument("--bpe-vocab", type=_positive, default=4096,
+                   help="vocabulary of the BPE trained when no tokenizer is given (at most the "
+                        "model's)")
+    p.add_argument("--data-seed", type=int, default=0, help="seed of the window choice")
+    p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model setting on top of the preset (repeatable), e.g. "
+                        "attn_output_transform=sqrt_i")
+    p.add_argument("--out", type=Path, default=Path("results/sinks"), help="output folder")
+
+
+def run_sinks(args) -> int:
+    import jax
+
+    from bornbiased_jax import data, io
+    from bornbiased_jax.config import apply_overrides
+    from bornbiased_jax.probes import sinks, sinks_report
+    from bornbiased_jax.sources import init_params, load_source
+
+    loaded = load_source(args.model)
+    cfg, params, seed = loaded.cfg, loaded.params, loaded.seed
+    if args.model_set:
+        if loaded.kind != "preset":
+            raise UserError(f"--model-set applies to preset sources only; {args.model!r} is a "
+                            f"{loaded.kind} folder with its own recorded settings")
+        cfg = apply_overrides(cfg, args.model_set)
+        params = init_params(cfg, seed)
+    eps = sinks.check_eps(args.eps)
+    if not cfg.has_attn_params:
+        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
+                        f"attention={cfg.attention!r}): there are no attention maps to measure")
+    too_long = [T for T in args.lengths if T > cfg.max_seq_len]
+    if too_long:
+        raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "
+                         f"of {cfg.name}; choose lengths up to {cfg.max_seq_len}")
+    lengths = sorted(set(args.lengths))
+    docs = data.load_corpus(args.corpus, max_bytes=int(args.corpus_max_mb * 2**20))
+    if not docs:
+        raise UserError(f"the corpus {args.corpus} is empty: no readable, non-empty text files")
+    own_tok = loaded.folder / "tokenizer.json" if loaded.folder is not None else None
+    if args.tokenizer:
+        tok, tok_note = data.load_tokenizer(args.tokenizer), f"tokenizer {args.tokenizer}"
+    elif own_tok is not None and own_tok.is_file():
+        tok, tok_note = data.load_tokenizer(own_tok), f"the model's own tokenizer {own_tok}"
+    else:
+        vocab = min(args.bpe_vocab, cfg.vocab_size)
+        tok = data.train_tokenizer(docs, vocab)
+        tok_note = (f"no tokenizer given: a byte-level BPE ({tok.get_vocab_size()} tokens) "
+                    f"trained on the evaluation corpus")
+    if tok.get_vocab_size() > cfg.vocab_size:
+        raise UserError(f"the tokenizer has {tok.get_vocab_size()} tokens, more than the "
+                         f"model's vocabulary {cfg.vocab_size}")
+    eot = tok.token_to_id(data.EOT)
+    ids = [i for enc in tok.encode_batch(docs)
+           for i in (enc.ids + ([eot] if eot is not None else []))]
+    print(f"{loaded.label} ({cfg.name}); {tok_note}; {len(ids):,} tokens of text")
+    t0 = time.time()
+    results = []
+    for T in lengths:
+        windows = sinks.text_windows(ids, T, args.num_seqs, seed=args.data_seed + T)
+        results.append(sinks.measure_sinks(params, cfg, windows, eps))
+        r = results[-1]
+        print(f"T={T}: sink rate {r.rate:.3f} +- {r.rate_se:.3f} (of mean alpha "
+              f"{r.rate_of_mean_alpha:.3f}), mean alpha^1 {r.alpha_LH.mean():.4f}")
+    wall = time.time() - t0
+    label = loaded.label
+    table = sinks_report.sinks_markdown(results, label)
+    run_info = {"command": "bornbiased " + " ".join(sys.argv[1:]), "model": args.model,
+                "model_set": list(args.model_set), "config": dataclasses.asdict(cfg),
+                "tokenizer": tok_note, "corpus": args.corpus, "bos_prepended": False,
+                "data_seed": args.data_seed, "wall_seconds": round(wall, 1),
+                "devices": [str(d) for d in jax.devices()], "machine": platform.platform()}
+    out = args.out
+    io.write_json(out / "sinks.json", {"run": run_info,
+                                       "results": [r.to_json() for r in results]})
+    io.write_text(out / "sinks.md", f"# Attention sinks\n\n{table}\nText: {args.corpus}, "
+                  f"{tok_note}; no BOS token. Run: `{run_info['command']}`, {wall:.0f} s.\n")
+    io.save_figure(sinks_report.rate_vs_length(results, label), out / "sinks_rate_vs_length.png")
+    io.save_figure(sinks_report.alpha_heatmaps(results, label), out / "sinks_heatmaps.png")
+    print(table)
+    print(f"wrote {out}/sinks.json, sinks.md, sinks_rate_vs_length.png, sinks_heatmaps.png")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
@@ -354,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     add_theory_parser(sub)
     _train_parser(sub)
     _fingerprint_parser(sub)
+    _sinks_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "sweep":
@@ -362,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_train(args)
         if args.command == "fingerprint":
             return run_fingerprint(args)
+        if args.command == "sinks":
+            return run_sinks(args)
         return args.run(args)
     except UserError as e:  # bad input; anything else is a bug and keeps its traceback
         print(f"bornbiased: error: {e}", file=sys.stderr)

@@ -28,7 +28,8 @@ Position = Literal["rope", "learned", "none"]
 # Per-head transform of the aggregated attention output o_i (before W_O), paper Sec. 6.2.1:
 # "sqrt_i" multiplies o_i by sqrt(i) (positional amplification), "sqrt_i_over_T" by sqrt(i/T)
 # with T = max_seq_len (positional attenuation), "headwise_rmsnorm" RMS-normalises each head's
-# o_i (the companion paper's head-wise RMSNorm, no learned scale).
+# o_i and multiplies it by a learned per-head scale gamma (H, K) initialised to 1 (the companion
+# paper's head-wise RMSNorm; that paper gives no formula, so this form is our reading).
 OutputTransform = Literal["none", "sqrt_i", "sqrt_i_over_T", "headwise_rmsnorm"]
 
 
@@ -69,7 +70,11 @@ class ModelConfig:
         parameter depends on it.
       embed_seed: the seed of the shared embedding key.
       attn_output_transform: per-head transform of the attention output (Sec. 6.2.1); softmax
-        attention only (Attn0 has no heads to transform).
+        attention only (Attn0 and MLP-only blocks have no heads to transform).
+      attn_output_gate: NOT from the paper: a sigmoid output gate o_i <- sigma(x_i W_g) * o_i,
+        element-wise per head, W_g (d, H K) ~ N(0, init_std^2), applied after the transform
+        (the gate recent LLMs put after attention against attention sinks); softmax only.
+      attn_output_gate_bias: a bias b_g (H K,) on the gate, initialised to 0; needs the gate.
 
     ``head_dim`` and ``n_kv_heads`` are derived when left None. :meth:`ablate` derives them
     again for the variant (so ``ablate(n_heads=8)`` gets d_model // 8); ``dataclasses.replace``
@@ -102,6 +107,8 @@ class ModelConfig:
     shared_embedding: bool = True
     embed_seed: int = 0
     attn_output_transform: OutputTransform = "none"
+    attn_output_gate: bool = False
+    attn_output_gate_bias: bool = False
 
     def __post_init__(self):
         def need(ok: bool, msg: str):
@@ -141,7 +148,20 @@ class ModelConfig:
         need(self.position != "rope" or self.head_dim % 2 == 0,
              f"RoPE rotates pairs of coordinates, so it needs an even head_dim, got "
              f"{self.head_dim}; choose an even head_dim or position='learned'/'none'")
+        need(not self.attn_output_gate_bias or self.attn_output_gate,
+             "attn_output_gate_bias=True needs attn_output_gate=True (the bias belongs to the gate)")
+        for f in ("attn_output_gate", "attn_output_gate_bias"):
+            need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
+                 f"got {getattr(self, f)!r}")
+        if not self.has_attn:
+            need(self.attn_output_transform == "none" and not self.attn_output_gate,
+                 f"block={self.block!r} has no attention, so attn_output_transform must be "
+                 f"'none' and attn_output_gate False (got {self.attn_output_transform!r}, "
+                 f"{self.attn_output_gate}); use block='attn_mlp' or 'attn_only'")
         if self.attention != "softmax":
+            need(not self.attn_output_gate,
+                 f"attention={self.attention!r} (Attn0) has no per-head output to gate; "
+                 f"attn_output_gate must be False, or use attention='softmax'")
             need(self.attn_output_transform == "none",
                  f"attention={self.attention!r} (Attn0) has no per-head output to transform; "
                  f"attn_output_transform must be 'none' (got {self.attn_output_transform!r}), "
@@ -276,3 +296,41 @@ def get_preset(name: str) -> ModelConfig:
         raise UserError(
             f"unknown preset {name!r}; available presets: {', '.join(sorted(PRESETS))}"
         ) from None
+
+
+def apply_overrides(cfg: ModelConfig, items: "tuple[str, ...] | list[str]") -> ModelConfig:
+    """``cfg`` with ``KEY=VALUE`` settings applied (``--model-set``), e.g.
+    ``attn_output_transform=headwise_rmsnorm`` or ``attn_output_gate=true``.
+
+    Keys are ModelConfig fields (not ``name``); values are read by the field's type (bool:
+    true/false, int, float, None for optional ones; text for the rest, checked by the config's
+    own validation). Applied with :meth:`ModelConfig.ablate`, so derived head sizes follow."""
+    fields = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "name"}
+    changes = {}
+    for item in items:
+        key, sep, text = str(item).partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise UserError(f"cannot read model setting {item!r}: use KEY=VALUE, e.g. "
+                            f"attn_output_transform=sqrt_i")
+        if key not in fields:
+            raise UserError(f"unknown model setting {key!r}; allowed: {', '.join(fields)}")
+        changes[key] = _parse_value(key, str(fields[key].type), text.strip())
+    return cfg.ablate(**changes) if changes else cfg
+
+
+def _parse_value(key: str, typ: str, text: str):
+    if "None" in typ and text.lower() == "none":
+        return None
+    try:
+        if typ == "bool":
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        if typ.startswith("int"):
+            return int(text)
+        if typ == "float":
+            return float(text)
+    except ValueError:
+        raise UserError(f"model setting {key}={text!r}: expected a value of type {typ}") from None
+    return text

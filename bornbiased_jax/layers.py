@@ -119,24 +119,35 @@ def apply_rope(x_THK: jax.Array, cos_TK: jax.Array, sin_TK: jax.Array) -> jax.Ar
 
 
 # --- attention --------------------------------------------------------------------------------
-def output_transform(cfg: ModelConfig, o_THK: jax.Array, offset: int = 0) -> jax.Array:
+def output_transform(cfg: ModelConfig, o_QHK: jax.Array, offset: int = 0,
+                     scale_HK: jax.Array | None = None) -> jax.Array:
     """Per-head transform of the aggregated output o_i = sum_j A_ij v_j (paper Sec. 6.2.1).
 
-    Position i is 1-based as in the paper (row r of ``o_THK`` is position offset + r + 1), so
+    * ``sqrt_i``, Positional Amplification: o~_i = sqrt(i) o_i.
+    * ``sqrt_i_over_T``, Positional Attenuation: o~_i = sqrt(i / T) o_i with T = ``max_seq_len``,
+      the model's maximum context, also at evaluation on shorter sequences (the paper's T is
+      "the maximum context"; it is a constant, not the current length). Attenuation is
+      therefore amplification times the constant 1 / sqrt(max_seq_len).
+    * ``headwise_rmsnorm``: o~_i = gamma_h * o_i / sqrt(mean_k o_{i,k}^2 + eps) per head h, with
+      ``scale_HK`` = gamma (H, K), the learned per-head scale (None: gamma = 1).
+
+    Position i is 1-based as in the paper (row r of ``o_QHK`` is position offset + r + 1), so
     the first token is left unscaled by sqrt(i).
     """
     kind = cfg.attn_output_transform
     if kind == "none":
-        return o_THK
-    i_T = jnp.arange(offset + 1, offset + o_THK.shape[0] + 1, dtype=jnp.float32)
+        return o_QHK
+    i_Q = jnp.arange(offset + 1, offset + o_QHK.shape[0] + 1, dtype=jnp.float32)
     if kind == "sqrt_i":
-        return o_THK * jnp.sqrt(i_T)[:, None, None].astype(o_THK.dtype)
+        return o_QHK * jnp.sqrt(i_Q)[:, None, None].astype(o_QHK.dtype)
     if kind == "sqrt_i_over_T":
-        return o_THK * jnp.sqrt(i_T / cfg.max_seq_len)[:, None, None].astype(o_THK.dtype)
+        return o_QHK * jnp.sqrt(i_Q / cfg.max_seq_len)[:, None, None].astype(o_QHK.dtype)
     if kind == "headwise_rmsnorm":
-        o = o_THK.astype(jnp.float32)
+        o = o_QHK.astype(jnp.float32)
         o = o * jax.lax.rsqrt((o * o).mean(-1, keepdims=True) + cfg.norm_eps)
-        return o.astype(o_THK.dtype)
+        if scale_HK is not None:
+            o = o * scale_HK.astype(jnp.float32)
+        return o.astype(o_QHK.dtype)
     raise AssertionError(kind)
 
 
@@ -145,11 +156,18 @@ class Attention(nn.Module):
 
     Parameters (softmax only): q_proj (d, H K), k_proj and v_proj (d, N K), o_proj (H K, d);
     kernels ~ N(0, init_std^2), o_proj ~ N(0, residual_std^2) (App. B.1); biases zeros.
+    With ``attn_output_transform="headwise_rmsnorm"``: ``head_norm/scale`` gamma (H, K) = 1.
+    With ``attn_output_gate`` (not from the paper): ``gate_proj`` W_g (d, H K) ~ N(0, init_std^2)
+    and, with ``attn_output_gate_bias``, its bias (H K,) = 0.
     Attn0 (Definition 3) has none: uniform weights and identity W_V, W_O.
+
+    The per-head output slot, in order: o_i = sum_j A_ij v_j, then the Sec. 6.2.1 transform
+    (:func:`output_transform`), then the gate o_i <- sigmoid(x_i W_g + b_g) * o_i, where x_i is
+    the attention's (normalised) input at position i; then W_O.
 
     When the ``intermediates`` collection is mutable, ``__call__`` sows the probabilities
     ``attention_probs`` A (H, Q, T) and the per-head outputs ``head_outputs`` o (Q, H, K)
-    after the Sec. 6.2.1 transform, i.e. what enters W_O. Otherwise nothing is stored.
+    after the transform and gate, i.e. what enters W_O. Otherwise nothing is stored.
     """
 
     cfg: ModelConfig
@@ -166,6 +184,10 @@ class Attention(nn.Module):
         self.k_proj = dense(NK, s, qkv_bias, dt, "k_proj")
         self.v_proj = dense(NK, s, qkv_bias, dt, "v_proj")
         self.o_proj = dense(cfg.d_model, cfg.residual_std, cfg.linear_bias, dt, "o_proj")
+        if cfg.attn_output_transform == "headwise_rmsnorm":
+            self.head_norm = HeadScale(cfg.n_heads, cfg.head_dim, dt, name="head_norm")
+        if cfg.attn_output_gate:
+            self.gate_proj = dense(HK, s, cfg.attn_output_gate_bias, dt, "gate_proj")
 
     def weights(self, x_Td: jax.Array, rope: Rope = None,
                 last_only: bool = False) -> tuple[jax.Array, jax.Array]:
@@ -204,10 +226,28 @@ class Attention(nn.Module):
         H, Q, _ = A_HQT.shape
         N, K = cfg.n_kv_heads, cfg.head_dim
         o_QNGK = jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, H // N, Q, T), v_TNK)
-        o_QHK = output_transform(cfg, o_QNGK.reshape(Q, H, K), offset=T - Q)  # Sec. 6.2's slot
+        gamma_HK = self.head_norm() if cfg.attn_output_transform == "headwise_rmsnorm" else None
+        o_QHK = output_transform(cfg, o_QNGK.reshape(Q, H, K), T - Q, gamma_HK)  # Sec. 6.2.1
+        if cfg.attn_output_gate:  # not from the paper: a sigmoid gate per head and channel
+            xq_Qd = x_Td[-1:] if last_only else x_Td
+            g_QHK = jax.nn.sigmoid(self.gate_proj(xq_Qd).astype(jnp.float32)).reshape(Q, H, K)
+            o_QHK = (o_QHK * g_QHK).astype(o_QHK.dtype)
         self.sow("intermediates", "attention_probs", A_HQT)
         self.sow("intermediates", "head_outputs", o_QHK)
         return self.o_proj(o_QHK.reshape(Q, H * K))
+
+
+class HeadScale(nn.Module):
+    """The learned per-head scale gamma (H, K) of head-wise RMSNorm, initialised to 1."""
+
+    n_heads: int
+    head_dim: int
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self) -> jax.Array:
+        return self.param("scale", nn.initializers.ones_init(), (self.n_heads, self.head_dim),
+                          self.param_dtype)
 
 
 # --- MLP --------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ nested dict of parameters, ``forward(params, config, tokens)`` -> logits.
 One model is one key. Parameter paths follow HF naming: ``embed/embedding`` (V, d),
 ``pos_embed/embedding`` (T_max, d) with learned positions, ``lm_head/kernel`` (d, V) when
 untied, ``layers_{i}/{attn_norm,mlp_norm}/{scale,bias}``,
-``layers_{i}/attn/{q,k,v,o}_proj/{kernel,bias}``, ``layers_{i}/mlp/{gate,up,down}_proj/...``,
+``layers_{i}/attn/{q,k,v,o}_proj/{kernel,bias}`` (with the Sec. 6.2 variants also
+``attn/head_norm/scale`` and ``attn/gate_proj/...``), ``layers_{i}/mlp/{gate,up,down}_proj/...``,
 ``final_norm/{scale,bias}``; kernels are (in, out). An importer of HF checkpoints renames their
 tensors to these paths and transposes PyTorch's (out, in) linear weights (GPT-2's Conv1D
 weights are already (in, out); its fused ``c_attn`` splits into q, k and v).

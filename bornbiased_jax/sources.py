@@ -50,6 +50,7 @@ class LoadedModel:
     kind: str
     seed: int | None
     step: int | None
+    folder: Path | None = None  # the run or HF folder (its tokenizer.json, if any, is there)
 
     @property
     def is_init(self) -> bool:
@@ -150,7 +151,8 @@ def _load_run(path: Path, step: int | None, dtype) -> LoadedModel:
     seed = int(info["train_config"]["seed"])
     steps = run_steps(path)
     if step == 0:
-        return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{path.name}@0", "run", seed, 0)
+        return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{path.name}@0", "run", seed, 0,
+                           path)
     if not steps:
         raise UserError(f"run {str(path)!r} has no complete checkpoint yet; "
                         f"'{path}@0' names its initialisation")
@@ -161,7 +163,7 @@ def _load_run(path: Path, step: int | None, dtype) -> LoadedModel:
                         f"{steps} (and 0, the initialisation)")
     params = load_checkpoint_params(path, step, cfg)
     params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
-    return LoadedModel(cfg, params, f"{path.name}@{step}", "run", seed, step)
+    return LoadedModel(cfg, params, f"{path.name}@{step}", "run", seed, step, path)
 
 
 def load_checkpoint_params(path: Path, step: int, cfg: ModelConfig) -> dict:
@@ -201,7 +203,7 @@ def _load_hf(path: Path, dtype) -> LoadedModel:
     except (OSError, ValueError, KeyError) as e:
         raise UserError(f"the Hugging Face model in {str(path)!r} does not load "
                         f"({type(e).__name__}: {e})") from None
-    return LoadedModel(cfg, params, path.name, "hf", None, None)
+    return LoadedModel(cfg, params, path.name, "hf", None, None, path)
 
 
 # --- running a probe on one model ------------------------------------------------------------

@@ -39,7 +39,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from bornbiased_jax import data, io, model
-from bornbiased_jax.config import ModelConfig, get_preset
+from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
@@ -50,7 +50,10 @@ class TrainConfig:
 
     ``batch_size`` is the global batch in sequences per optimiser step, split into
     ``grad_accum`` micro-batches (Table 14: 128 = 2 x 2 GPUs x 32). ``steps`` is the length of
-    the learning-rate schedule; training stops after ``stop_at`` steps (default: ``steps``)."""
+    the learning-rate schedule; training stops after ``stop_at`` steps (default: ``steps``).
+    ``model_set`` holds ``KEY=VALUE`` model settings applied on top of the preset
+    (:func:`config.apply_overrides`), e.g. ``("attn_output_transform=sqrt_i",)``; they are
+    recorded in run.json."""
 
     preset: str = "llama2-cpu"
     seq_len: int = 128
@@ -77,6 +80,7 @@ class TrainConfig:
     keep_last: int = 3
     keep_every: int | None = None
     stop_at: int | None = None
+    model_set: tuple[str, ...] = ()
 
     def __post_init__(self):
         pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
@@ -100,6 +104,8 @@ class TrainConfig:
         if self.seq_len > preset.max_seq_len:
             raise UserError(f"seq_len {self.seq_len} exceeds the maximum context "
                             f"{preset.max_seq_len} of preset {self.preset}")
+        object.__setattr__(self, "model_set", tuple(self.model_set))
+        apply_overrides(preset, self.model_set)
 
     @property
     def last_step(self) -> int:
@@ -113,19 +119,24 @@ class TrainConfig:
 
 
 def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
-    """The preset with the tokenizer's vocabulary and every parameter seed-dependent."""
-    cfg = dataclasses.replace(get_preset(tc.preset), vocab_size=vocab_size,
+    """The preset (with ``tc.model_set`` applied), the tokenizer's vocabulary and every
+    parameter seed-dependent."""
+    cfg = dataclasses.replace(apply_overrides(get_preset(tc.preset), tc.model_set),
+                              vocab_size=vocab_size,
                               shared_embedding=False)
     model.check_seq_len(cfg, tc.seq_len)
     return cfg
 
 
 def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
-    """Clip to global norm 1.0, AdamW(0.9, 0.95), wd 0.1 on matrices only, warmup + cosine."""
+    """Clip to global norm 1.0, AdamW(0.9, 0.95), wd 0.1 on matrices only, warmup + cosine.
+
+    Norm scales are not decayed, including head-wise RMSNorm's gamma, a matrix (H, K)."""
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=0.0, peak_value=tc.lr, warmup_steps=tc.warmup, decay_steps=tc.steps,
         end_value=tc.min_lr)
-    decay_mask = lambda params: jax.tree.map(lambda p: p.ndim >= 2, params)  # noqa: E731
+    decay_mask = lambda params: jax.tree_util.tree_map_with_path(  # noqa: E731
+        lambda path, p: p.ndim >= 2 and getattr(path[-1], "key", None) != "scale", params)
     return optax.chain(
         optax.clip_by_global_norm(tc.grad_clip),
         optax.adamw(schedule, b1=tc.b1, b2=tc.b2, eps=1e-8, weight_decay=tc.weight_decay,
@@ -245,7 +256,8 @@ class Run:
             saved_tc = saved["train_config"]
         except (json.JSONDecodeError, KeyError) as e:
             raise UserError(f"{str(path)!r} is not a readable run description: {e}") from None
-        now = dataclasses.asdict(self.tc)
+        now = json.loads(json.dumps(dataclasses.asdict(self.tc)))  # tuples as run.json's lists
+        saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
         diff = {k: (saved_tc.get(k), v) for k, v in now.items()
                 if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
         if diff:

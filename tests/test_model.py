@@ -339,9 +339,10 @@ def test_output_transform_acts_only_through_o_i(kind):
     cfg = get_preset("qwen2-tiny")  # GQA: the transform acts on query heads
     cfg_t = dataclasses.replace(cfg, attn_output_transform=kind)
     p = _init(cfg, seed_key(0))
+    p_t = _init(cfg_t, seed_key(0))  # the same weights, plus gamma = 1 for head-wise RMSNorm
     x = jnp.arange(10)
     logits, (a0, *_) = _captured(cfg, p, x)
-    logits_t, (t0, *_) = _captured(cfg_t, p, x)
+    logits_t, (t0, *_) = _captured(cfg_t, p_t, x)
     np.testing.assert_array_equal(t0["attention_probs"][0], a0["attention_probs"][0])
     o = np.asarray(a0["head_outputs"][0], np.float64)  # (T, H, K), untransformed
     i = np.arange(1, 11)[:, None, None]

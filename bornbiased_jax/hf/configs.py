@@ -217,6 +217,8 @@ def hf_architecture(cfg: ModelConfig) -> str:
         why.append("HF decoders have softmax attention and MLP in every residual block")
     if cfg.attn_output_transform != "none":
         why.append(f"attn_output_transform={cfg.attn_output_transform!r} has no HF counterpart")
+    if cfg.attn_output_gate:
+        why.append("the attention output gate (attn_output_gate) has no HF counterpart")
     if cfg.activation not in _ACT_TO_HF:
         why.append(f"activation {cfg.activation!r} has no HF name")
     kind = None

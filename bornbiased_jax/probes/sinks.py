@@ -1,0 +1,174 @@
+"""Attention sinks: the first-token attention mass and the sink rate (paper Sec. 6.2.1).
+
+The metric is Gu et al.'s, as the paper states it. For layer l and head h of a sequence of
+length T with causal attention probabilities A (T, T),
+
+    alpha^1_{l,h} = (1/T) sum_{i=1..T} A_{l,h}[i, 1],
+
+including i = 1, where A[1, 1] = 1: every head has alpha^1 >= 1/T (the "1/T floor"), so at
+T = 32 a head is never below 0.031. A head is a sink head if alpha^1 > eps (eps = 0.25 in the
+paper, 0.3 in Gu et al.), and the sink rate is the share of sink heads among the L H heads.
+
+The paper does not say whether alpha is thresholded per sequence or after averaging over its
+100 evaluation sequences; we report both:
+
+  * ``rate``: the sink rate of each sequence, averaged over sequences (with its standard error);
+  * ``rate_of_mean_alpha``: the share of heads whose alpha^1, averaged over sequences, is > eps.
+
+We also report ``alpha_LH``, the mean attention mass on the first token per layer and head
+(alpha^1 averaged over sequences), and ``alpha_excl_LH``, the same without the query i = 1
+((1/(T-1)) sum_{i>=2} A[i, 1]), which has no 1/T floor.
+
+Maps come from ``model.forward(..., return_attention=True)``, which returns the probabilities
+the layers used (the eager, non-fused softmax), so any model the functional API runs works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bornbiased_jax import model
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
+
+DEFAULT_EPS = 0.25  # the paper's threshold (Gu et al. use 0.3)
+DEFAULT_LENGTHS = (32, 64, 128, 256, 512)  # "32 to 512"; the paper does not list them
+
+
+def check_eps(eps: float) -> float:
+    """eps must lie in (0, 1): alpha^1 is a mean of probabilities, so it lies in [1/T, 1]."""
+    if not (isinstance(eps, (int, float)) and 0.0 < float(eps) < 1.0):
+        raise UserError(f"the sink threshold eps must lie in the open interval (0, 1) "
+                        f"(the paper uses 0.25, Gu et al. 0.3), got {eps!r}")
+    return float(eps)
+
+
+def first_token_alpha(A_LHTT: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """alpha^1 (L, H) of one sequence, and alpha^1 without the query i = 1 (L, H).
+
+    ``A_LHTT`` are causal probabilities with every query row (Q = T); T >= 2 for the second."""
+    if A_LHTT.ndim != 4 or A_LHTT.shape[-1] != A_LHTT.shape[-2]:
+        raise UserError(f"expected attention maps of shape (L, H, T, T) with every query, "
+                        f"got {A_LHTT.shape}")
+    col_LHT = A_LHTT[..., :, 0].astype(jnp.float32)
+    T = col_LHT.shape[-1]
+    alpha_LH = col_LHT.mean(-1)
+    excl_LH = col_LHT[..., 1:].mean(-1) if T > 1 else jnp.full_like(alpha_LH, jnp.nan)
+    return alpha_LH, excl_LH
+
+
+@dataclasses.dataclass
+class SinkResult:
+    """The sink metric of one model at one sequence length T over S sequences."""
+
+    T: int
+    n_seqs: int
+    eps: float
+    alpha_SLH: np.ndarray  # alpha^1 per sequence, layer and head
+    alpha_excl_SLH: np.ndarray  # the same without the query i = 1
+
+    @property
+    def alpha_LH(self) -> np.ndarray:
+        """Mean attention mass on the first token per layer and head."""
+        return self.alpha_SLH.mean(0)
+
+    @property
+    def rate_S(self) -> np.ndarray:
+        """The sink rate of each sequence: share of heads with alpha^1 > eps."""
+        return (self.alpha_SLH > self.eps).mean(axis=(1, 2))
+
+    @property
+    def rate(self) -> float:
+        return float(self.rate_S.mean())
+
+    @property
+    def rate_se(self) -> float:
+        """Standard error of ``rate`` over sequences (0 for a single sequence)."""
+        r = self.rate_S
+        return float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
+
+    @property
+    def rate_of_mean_alpha(self) -> float:
+        return float((self.alpha_LH > self.eps).mean())
+
+    def to_json(self) -> dict:
+        return {"T": self.T, "n_seqs": self.n_seqs, "eps": self.eps, "sink_rate": self.rate,
+                "sink_rate_se": self.rate_se, "sink_rate_of_mean_alpha": self.rate_of_mean_alpha,
+                "alpha_floor": 1.0 / self.T,
+                "alpha_LH": self.alpha_LH.round(6).tolist(),
+                "alpha_excl_first_query_LH": self.alpha_excl_SLH.mean(0).round(6).tolist()}
+
+
+def sink_result(A_SLHTT: np.ndarray | jax.Array, eps: float = DEFAULT_EPS) -> SinkResult:
+    """The sink metric of attention maps (S, L, H, T, T) given directly (e.g. hand-built)."""
+    eps = check_eps(eps)
+    A = jnp.asarray(A_SLHTT)
+    if A.ndim != 5:
+        raise UserError(f"expected attention maps of shape (S, L, H, T, T), got {A.shape}")
+    alpha, excl = jax.vmap(first_token_alpha)(A)
+    return SinkResult(int(A.shape[-1]), int(A.shape[0]), eps, np.asarray(alpha, np.float64),
+                      np.asarray(excl, np.float64))
+
+
+def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
+                  eps: float = DEFAULT_EPS, batch: int | None = None) -> SinkResult:
+    """The sink metric of a model on S token sequences of one length T.
+
+    The maps (L, H, T, T) of ``batch`` sequences at a time live in memory (by default about
+    64 MiB of them); only alpha leaves the compiled function."""
+    eps = check_eps(eps)
+    if not cfg.has_attn_params:
+        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
+                        f"attention={cfg.attention!r}), so it has no attention sinks to measure")
+    tokens_ST = np.asarray(tokens_ST)
+    if tokens_ST.ndim != 2 or len(tokens_ST) == 0:
+        raise UserError(f"expected token ids of shape (S, T) with S >= 1, got {tokens_ST.shape}")
+    S, T = tokens_ST.shape
+    model.check_seq_len(cfg, T)
+    if tokens_ST.min() < 0 or tokens_ST.max() >= cfg.vocab_size:
+        raise UserError(f"token ids must lie in [0, {cfg.vocab_size}) for {cfg.name}, got "
+                        f"[{tokens_ST.min()}, {tokens_ST.max()}]")
+    if batch is None:
+        per_seq = 4 * cfg.n_layers * cfg.n_heads * T * T
+        batch = int(max(1, min(S, (64 << 20) // per_seq)))
+    fn = _alpha_fn(cfg)
+    alphas, excls = [], []
+    for i in range(0, S, batch):
+        chunk = tokens_ST[i:i + batch]
+        pad = batch - len(chunk)  # one compiled shape per T
+        if pad:
+            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, 0)])
+        a, e = fn(params, jnp.asarray(chunk, jnp.int32))
+        alphas.append(np.asarray(a)[:batch - pad])
+        excls.append(np.asarray(e)[:batch - pad])
+    return SinkResult(T, S, eps, np.concatenate(alphas).astype(np.float64),
+                      np.concatenate(excls).astype(np.float64))
+
+
+_ALPHA_FNS: dict = {}
+
+
+def _alpha_fn(cfg: ModelConfig):
+    if cfg not in _ALPHA_FNS:
+        def one(params, tokens_T):
+            return first_token_alpha(
+                model.forward(params, cfg, tokens_T, return_attention=True).attention)
+        _ALPHA_FNS[cfg] = jax.jit(jax.vmap(one, in_axes=(None, 0)))
+    return _ALPHA_FNS[cfg]
+
+
+def text_windows(ids: Sequence[int], T: int, n: int, seed: int = 0) -> np.ndarray:
+    """``n`` distinct, non-overlapping windows of T consecutive tokens of ``ids`` (n, T), drawn
+    at random (numpy seed ``seed``); a ``UserError`` if the text has fewer than n windows."""
+    ids = np.asarray(ids, np.int32)
+    available = len(ids) // T
+    if available < n:
+        raise UserError(f"the text has {len(ids)} tokens, {available} windows of length {T}; "
+                        f"{n} sequences were asked for: use fewer sequences or more text")
+    pick = np.sort(np.random.default_rng(seed).choice(available, size=n, replace=False))
+    return ids[: available * T].reshape(available, T)[pick]

@@ -1,0 +1,316 @@
+"""Attention-sink variants (Sec. 6.2.1 and an output gate), the sink metric and ``bornbiased sinks``.
+
+Tiny presets (llama2-tiny: 2 layers, 4 heads, d = 64, context 128) keep every test fast."""
+
+import dataclasses
+import json
+import shutil
+import sysconfig
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from bornbiased_jax import layers, model
+from bornbiased_jax.cli import main
+from bornbiased_jax.config import apply_overrides, get_preset
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.keys import seed_key
+from bornbiased_jax.probes.sinks import check_eps, measure_sinks, sink_result
+
+TINY = get_preset("llama2-tiny")
+VARIANTS = {
+    "baseline": {},
+    "amplification": dict(attn_output_transform="sqrt_i"),
+    "attenuation": dict(attn_output_transform="sqrt_i_over_T"),
+    "headwise_rmsnorm": dict(attn_output_transform="headwise_rmsnorm"),
+    "gate": dict(attn_output_gate=True, attn_output_gate_bias=True),
+}
+
+
+def variant(name, base=TINY, **more):
+    return dataclasses.replace(base, **VARIANTS[name], **more)
+
+
+def attn_block(cfg, key):
+    """One attention sublayer's parameters and a function x (T, d) -> (output, sown o (T, H, K))."""
+    p = layers.Attention(cfg).init(key, jnp.zeros((4, cfg.d_model)))["params"]
+
+    def run(p, x_Td):
+        out, st = layers.Attention(cfg).apply({"params": p}, x_Td, mutable=["intermediates"])
+        return out, st["intermediates"]["head_outputs"][0]
+    return p, run
+
+
+# --- the variants at initialisation -----------------------------------------------------------
+def test_amplification_flattens_per_position_variance_at_init():
+    """Gaussian inputs, T = 32 (Figure 9): E|o_i|^2 falls as 1/i without the transform, and is
+    the same at every i with sqrt(i). Per position: the mean over R = 256 replicates of the
+    channel-averaged o_i^2; flat means within 4 standard errors of the mean over positions."""
+    T, R = 32, 256
+    cfg = variant("amplification", base=TINY.ablate(block="attn_only"))
+    p, run = attn_block(cfg, jax.random.key(0))
+    x_RTd = jax.random.normal(jax.random.key(1), (R, T, cfg.d_model))
+    o_RTHK = jax.vmap(lambda x: run(p, x)[1])(x_RTd)
+    m_RT = (np.asarray(o_RTHK, np.float64) ** 2).mean(axis=(2, 3))
+    mean_T, se_T = m_RT.mean(0), m_RT.std(0, ddof=1) / np.sqrt(R)
+    grand = mean_T.mean()
+    assert np.all(np.abs(mean_T - grand) < 4 * np.sqrt(se_T**2 + (se_T**2).mean() / T)), (
+        mean_T / grand)
+    # The baseline's o_i (same weights) is the amplified one divided by sqrt(i), exactly; its
+    # mean square therefore falls as 1/i (mean_T / i), which the transform flattened.
+    _, run_base = attn_block(dataclasses.replace(cfg, attn_output_transform="none"),
+                             jax.random.key(0))
+    o_base = jax.vmap(lambda x: run_base(p, x)[1])(x_RTd[:4])
+    np.testing.assert_allclose(o_RTHK[:4], o_base * np.sqrt(np.arange(1, T + 1))[:, None, None],
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_attenuation_is_amplification_times_inverse_sqrt_max_context():
+    """sqrt(i / T) with T = max_seq_len = 128 even on a 10-token sequence."""
+    amp, att = variant("amplification"), variant("attenuation")
+    p, run_amp = attn_block(amp, jax.random.key(2))
+    _, run_att = attn_block(att, jax.random.key(2))
+    x = jax.random.normal(jax.random.key(3), (10, TINY.d_model))
+    (_, o_amp), (_, o_att) = run_amp(p, x), run_att(p, x)
+    np.testing.assert_allclose(o_att, o_amp / np.sqrt(TINY.max_seq_len), rtol=1e-6, atol=0)
+
+
+def test_headwise_rmsnorm_unit_rms_per_head_then_gamma():
+    cfg = variant("headwise_rmsnorm")
+    p, run = attn_block(cfg, jax.random.key(4))
+    gamma = p["head_norm"]["scale"]
+    assert gamma.shape == (cfg.n_heads, cfg.head_dim) and np.all(np.asarray(gamma) == 1.0)
+    x = jax.random.normal(jax.random.key(5), (12, cfg.d_model))
+    _, o_THK = run(p, x)
+    # Unit RMS per position and head, up to the epsilon: RMS = sqrt(ms / (ms + eps)), where
+    # ms is the mean square of the untransformed o_i (read from the baseline, same weights).
+    _, run_raw = attn_block(dataclasses.replace(cfg, attn_output_transform="none"),
+                            jax.random.key(4))
+    _, raw = run_raw({k: v for k, v in p.items() if k != "head_norm"}, x)
+    ms = (np.asarray(raw, np.float64) ** 2).mean(-1)
+    rms = np.sqrt((np.asarray(o_THK, np.float64) ** 2).mean(-1))
+    np.testing.assert_allclose(rms, np.sqrt(ms / (ms + cfg.norm_eps)), rtol=1e-6)
+    assert np.all(np.abs(rms - 1) < 1e-3)  # ms >= 1e-3 here: eps moves it by < 0.1 %
+    g = jax.random.uniform(jax.random.key(6), gamma.shape, minval=0.5, maxval=2.0)
+    _, o_g = run({**p, "head_norm": {"scale": g}}, x)
+    np.testing.assert_allclose(o_g, np.asarray(o_THK) * np.asarray(g)[None], rtol=1e-6)
+
+
+def test_gate_init_and_zeroed_gate_is_exactly_half():
+    cfg = variant("gate")
+    p, run = attn_block(cfg, jax.random.key(7))
+    W = np.asarray(p["gate_proj"]["kernel"])
+    HK = cfg.n_heads * cfg.head_dim
+    assert W.shape == (cfg.d_model, HK) and np.all(np.asarray(p["gate_proj"]["bias"]) == 0)
+    # std of d HK = 4096 normal draws: relative SE 1 / sqrt(2 n) ~ 1.1 %; 5 SE.
+    assert W.std() == pytest.approx(cfg.init_std, rel=5 / np.sqrt(2 * W.size))
+    x = jax.random.normal(jax.random.key(8), (9, cfg.d_model))
+    ungated_cfg = dataclasses.replace(cfg, attn_output_gate=False, attn_output_gate_bias=False)
+    _, run_u = attn_block(ungated_cfg, jax.random.key(7))
+    p_u = {k: v for k, v in p.items() if k != "gate_proj"}
+    _, o_u = run_u(p_u, x)
+    zero = {**p, "gate_proj": jax.tree.map(jnp.zeros_like, p["gate_proj"])}
+    _, o_half = run(zero, x)
+    np.testing.assert_array_equal(o_half, np.asarray(o_u) * 0.5)
+    # With its initial W_g the gate is sigmoid(x W_g) per position, head and channel.
+    _, o_g = run(p, x)
+    gate = 1 / (1 + np.exp(-(np.asarray(x, np.float64) @ W)))
+    np.testing.assert_allclose(o_g, np.asarray(o_u) * gate.reshape(o_u.shape), rtol=1e-5)
+
+
+# --- the sink metric on hand-built maps -------------------------------------------------------
+def _maps(T):
+    first = np.zeros((T, T)); first[:, 0] = 1.0
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    diag = np.eye(T)
+    return first, uniform, diag
+
+
+def test_sink_metric_on_hand_built_heads():
+    T = 16
+    first, uniform, diag = _maps(T)
+    A_LHTT = np.stack([np.stack([first, uniform, diag]), np.stack([first, first, diag])])
+    r = sink_result(np.stack([A_LHTT] * 3), eps=0.25)
+    harmonic = np.sum(1 / np.arange(1, T + 1))
+    np.testing.assert_allclose(r.alpha_LH, [[1, harmonic / T, 1 / T], [1, 1, 1 / T]], rtol=1e-6)
+    np.testing.assert_allclose(r.alpha_excl_SLH[0],
+                               [[1, (harmonic - 1) / (T - 1), 0], [1, 1, 0]], rtol=1e-6, atol=1e-7)
+    assert harmonic / T < 0.25  # H_16 / 16 = 0.211: the uniform head is not a sink at 0.25
+    assert r.rate == pytest.approx(3 / 6) and r.rate_of_mean_alpha == pytest.approx(3 / 6)
+    assert r.rate_se == 0.0
+    assert sink_result(np.stack([A_LHTT]), eps=0.2).rate == pytest.approx(4 / 6)
+
+
+def test_per_sequence_rate_differs_from_rate_of_mean_alpha():
+    """A head that is a pure sink in one sequence and diagonal in the other: alpha^1 = 1 and
+    1/T, mean (1 + 1/T) / 2 > 0.25, so thresholding after averaging counts it, per sequence
+    only half the time."""
+    T = 8
+    first, _, diag = _maps(T)
+    r = sink_result(np.stack([first, diag])[:, None, None], eps=0.25)
+    assert r.rate == pytest.approx(0.5) and r.rate_of_mean_alpha == 1.0
+    assert r.rate_se == pytest.approx(0.5)  # rates (1, 0): std 0.707 / sqrt 2
+
+
+def test_measure_sinks_uses_the_models_maps():
+    cfg, p = TINY, model.init(TINY, seed_key(0))
+    tok = jax.random.randint(jax.random.key(9), (3, 20), 0, cfg.vocab_size)
+    A = jnp.stack([model.forward(p, cfg, t, return_attention=True).attention for t in tok])
+    r, want = measure_sinks(p, cfg, np.asarray(tok), batch=2), sink_result(A)
+    np.testing.assert_allclose(r.alpha_SLH, want.alpha_SLH, rtol=1e-5)
+    # At init attention is nearly uniform: alpha^1 ~ H_T / T.
+    harmonic = np.sum(1 / np.arange(1, 21))
+    np.testing.assert_allclose(r.alpha_LH, harmonic / 20, rtol=0.02)
+
+
+# --- forward returns the maps it used, for every variant --------------------------------------
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_returned_attention_is_what_each_variant_used(name):
+    """Recompute each layer's output from the returned A, the layer's own V, the variant's
+    transform and gate, and W_O (gamma randomised so that it takes part)."""
+    cfg = variant(name, base=TINY.ablate(block="attn_only"))
+    p = model.init(cfg, seed_key(3))
+    if name == "headwise_rmsnorm":
+        for i in range(cfg.n_layers):
+            s = p[f"layers_{i}"]["attn"]["head_norm"]["scale"]
+            p[f"layers_{i}"]["attn"]["head_norm"]["scale"] = jax.random.uniform(
+                jax.random.key(i), s.shape, minval=0.5, maxval=2.0)
+    T, H, K = 11, cfg.n_heads, cfg.head_dim
+    tok = jax.random.randint(jax.random.key(4), (T,), 0, cfg.vocab_size)
+    out = model.forward(p, cfg, tok, return_hidden=True, return_attention=True)
+    for layer in range(cfg.n_layers):
+        blk = p[f"layers_{layer}"]
+        xn = layers.norm(blk["attn_norm"], cfg, out.hidden[layer])
+        v_TNK = layers.linear(blk["attn"]["v_proj"], xn).reshape(T, cfg.n_kv_heads, K)
+        o = jnp.einsum("hqt,thk->qhk", out.attention[layer],
+                       jnp.repeat(v_TNK, H // cfg.n_kv_heads, axis=1))
+        gamma = blk["attn"].get("head_norm", {}).get("scale")
+        o = layers.output_transform(cfg, o, 0, gamma)
+        if cfg.attn_output_gate:
+            o = o * jax.nn.sigmoid(layers.linear(blk["attn"]["gate_proj"], xn)).reshape(T, H, K)
+        want = layers.linear(blk["attn"]["o_proj"], o.reshape(T, H * K))
+        np.testing.assert_allclose(out.hidden[layer + 1] - out.hidden[layer], want, rtol=1e-4,
+                                   atol=1e-6)
+
+
+# --- training and checkpoints -----------------------------------------------------------------
+def test_new_parameters_get_gradients_and_survive_orbax(tmp_path):
+    cfg = dataclasses.replace(TINY, attn_output_transform="headwise_rmsnorm",
+                              attn_output_gate=True, attn_output_gate_bias=True)
+    p = model.init(cfg, seed_key(1))
+    tok = jax.random.randint(jax.random.key(5), (2, 17), 0, cfg.vocab_size)
+
+    def loss(p):
+        logits = jax.vmap(lambda t: model.forward(p, cfg, t).logits)(tok[:, :-1])
+        return -jnp.take_along_axis(jax.nn.log_softmax(logits), tok[:, 1:, None], -1).mean()
+    g = jax.grad(loss)(p)
+    for i in range(cfg.n_layers):
+        a = g[f"layers_{i}"]["attn"]
+        for leaf in (a["head_norm"]["scale"], a["gate_proj"]["kernel"], a["gate_proj"]["bias"]):
+            assert np.all(np.isfinite(leaf)) and float(jnp.abs(leaf).max()) > 0
+    ckpt = ocp.StandardCheckpointer()
+    ckpt.save(tmp_path / "ckpt", p)
+    ckpt.wait_until_finished()
+    back = ckpt.restore(tmp_path / "ckpt", jax.tree.map(ocp.utils.to_shape_dtype_struct, p))
+    assert jax.tree.structure(back) == jax.tree.structure(p)
+    for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(p)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_train_cli_model_set_two_steps(tmp_path):
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ["textwrap.py", "bisect.py", "heapq.py", "colorsys.py", "fnmatch.py"]:
+        shutil.copy(stdlib / name, corpus / name)
+    out = tmp_path / "run"
+    args = ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
+            "--steps", "2", "--warmup", "1", "--seq-len", "32", "--batch-size", "4",
+            "--vocab-size", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
+            "--model-set", "attn_output_transform=headwise_rmsnorm",
+            "--model-set", "attn_output_gate=true"]
+    assert main(args) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["train_config"]["model_set"] == ["attn_output_transform=headwise_rmsnorm",
+                                                "attn_output_gate=true"]
+    assert main(args + ["--resume"]) == 0  # the recorded settings match on resume
+    bad = args[:args.index("--out")] + ["--out", str(tmp_path / "bad"), "--model-set",
+                                         "attn_output_transform=sqrt_j"]
+    assert main(bad) == 2 and not (tmp_path / "bad").exists()
+
+
+# --- bad input --------------------------------------------------------------------------------
+@pytest.mark.parametrize("changes, match", [
+    (dict(attn_output_transform="sqrt_j"), "allowed: .*'sqrt_i'.*'headwise_rmsnorm'"),
+    (dict(attention="attn0_causal", attn_output_gate=True), "Attn0.*attn_output_gate"),
+    (dict(block="mlp_only", attn_output_transform="sqrt_i"), "mlp_only.*no attention"),
+    (dict(block="mlp_only", attn_output_gate=True), "mlp_only.*no attention"),
+    (dict(attn_output_gate_bias=True), "needs attn_output_gate=True"),
+])
+def test_config_rejects_bad_variants(changes, match):
+    with pytest.raises(UserError, match=match):
+        dataclasses.replace(TINY, **changes)
+
+
+def test_model_set_errors():
+    with pytest.raises(UserError, match="unknown model setting 'attn_gate'.*attn_output_gate"):
+        apply_overrides(TINY, ["attn_gate=true"])
+    with pytest.raises(UserError, match="expected a value of type bool"):
+        apply_overrides(TINY, ["attn_output_gate=maybe"])
+    assert apply_overrides(TINY, ["attn_output_gate=true"]).attn_output_gate is True
+
+
+@pytest.mark.parametrize("eps", [0, 1, -0.1, 1.5, float("nan")])
+def test_eps_outside_open_unit_interval(eps):
+    with pytest.raises(UserError, match=r"open interval \(0, 1\)"):
+        check_eps(eps)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--model-set", "attn_output_transform=sqrt_j"], "allowed:"),
+    (["--eps", "1.0"], "open interval"),
+    (["--lengths", "32", "256"], "exceed the maximum context 128"),
+    (["--model-set", "block=mlp_only"], "no softmax attention"),
+])
+def test_sinks_cli_bad_input(extra, message, capsys, tmp_path):
+    assert main(["sinks", "preset:llama2-tiny@0", "--out", str(tmp_path)] + extra) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_sinks_cli_bad_model_spec(capsys):
+    assert main(["sinks", "llama2-tiny"]) == 2
+    assert "preset:NAME@SEED" in capsys.readouterr().err
+
+
+def test_sinks_cli_writes_outputs(tmp_path, capsys):
+    corpus = tmp_path / "text.py"
+    shutil.copy(Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py", corpus)
+    out = tmp_path / "out"
+    assert main(["sinks", "preset:llama2-tiny@0", "--lengths", "16", "32", "--num-seqs", "4",
+                 "--corpus", str(corpus), "--bpe-vocab", "300", "--out", str(out)]) == 0
+    res = json.loads((out / "sinks.json").read_text())
+    assert [r["T"] for r in res["results"]] == [16, 32]
+    assert "byte-level BPE" in res["run"]["tokenizer"]
+    assert all(np.shape(r["alpha_LH"]) == (2, 4) for r in res["results"])
+    for f in ("sinks.md", "sinks_rate_vs_length.png", "sinks_heatmaps.png"):
+        assert (out / f).stat().st_size > 0
+
+
+def test_weight_decay_spares_the_head_norm_scale():
+    """AdamW decays matrices, not norm scales; gamma (H, K) is a matrix but a scale."""
+    from bornbiased_jax.train import TrainConfig, make_optimizer
+
+    cfg = variant("headwise_rmsnorm")
+    p = model.init(cfg, seed_key(2))
+    opt = make_optimizer(TrainConfig(preset="llama2-tiny", steps=10, warmup=1))
+    state, zero = opt.init(p), jax.tree.map(jnp.zeros_like, p)
+    for _ in range(2):  # lr is 0 at step 0 (warmup), the peak at step 1
+        upd, state = opt.update(zero, state, p)
+    attn = upd["layers_0"]["attn"]
+    assert np.all(np.asarray(attn["head_norm"]["scale"]) == 0)
+    assert float(jnp.abs(attn["q_proj"]["kernel"]).max()) > 0  # decayed
