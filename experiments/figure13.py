@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
-from _common import parse, write
-from seedprint_common import cpu_model, nano_model, pool, sd_tau
+from experiments._common import parse, write
+from experiments.seedprint_common import cpu_model, nano_model, pool, sd_tau
 
 from bornbiased_jax.fingerprint import dims as D
 

@@ -25,8 +25,8 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _common import parse, write
-from seedprint_common import (calibrated_all_pairs, calibrated_disjoint, cpu_model, fmt_rate,
+from experiments._common import parse, write
+from experiments.seedprint_common import (calibrated_all_pairs, calibrated_disjoint, cpu_model, fmt_rate,
                               nano_model,
                               paper_and_official, pairs_of, pool, rate)
 

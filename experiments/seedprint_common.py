@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-import _common  # noqa: F401  (puts the repository on sys.path)
 from bornbiased_jax import io
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.fingerprint import calibrated as C

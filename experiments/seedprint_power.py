@@ -23,8 +23,8 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _common import parse, write
-from seedprint_common import fmt_p
+from experiments._common import parse, write
+from experiments.seedprint_common import fmt_p
 
 from bornbiased_jax import io
 from bornbiased_jax.fingerprint import calibrated as C

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _common import parse, write
+from experiments._common import parse, write
 
 from bornbiased_jax import layers
 from bornbiased_jax.config import get_preset

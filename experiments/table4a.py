@@ -10,8 +10,8 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _common import parse, write
-from seedprint_common import cpu_model, fmt_p, nano_model, pool
+from experiments._common import parse, write
+from experiments.seedprint_common import cpu_model, fmt_p, nano_model, pool
 
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint.compare import null_seeds
