@@ -7,8 +7,10 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_readme_python_example_runs():
-    code = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
-    assert 'get_preset("gpt2-rope-cpu")' in code
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    api = [b for b in blocks if 'get_preset("gpt2-rope-cpu")' in b]
+    assert len(api) == 1, "the README's Python API example is missing or ambiguous"
+    code = api[0]
     ns: dict = {}
     exec(code.replace('get_preset("gpt2-rope-cpu")', 'get_preset("gpt2-rope-tiny")'), ns)
     cfg = ns["cfg"]
