@@ -255,6 +255,7 @@ def run_fingerprint(args) -> int:
     from bornbiased_jax.fingerprint.report import figure, table_markdown, table_text
     from bornbiased_jax.sources import load_source
 
+    io.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = FINGERPRINT_PAPER if args.scale == "paper" else FINGERPRINT_CPU
     n = args.n if args.n is not None else scale["n"]
     if n < 3:
@@ -394,6 +395,7 @@ def run_sinks(args) -> int:
     from bornbiased_jax.probes import sinks, sinks_report
     from bornbiased_jax.sources import init_params, load_source
 
+    io.check_writable(args.out, folder=True, flag="--out")  # before any work
     loaded = load_source(args.model)
     cfg, params, seed = loaded.cfg, loaded.params, loaded.seed
     if args.model_set:

@@ -74,7 +74,10 @@ def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) 
     path, step = _split_step(spec)
     if (path / "run.json").is_file():
         return _load_run(path, step, dtype)
-    if step is None and (path / "config.json").is_file():
+    if (path / "config.json").is_file():
+        if step is not None:
+            raise UserError(f"{str(path)!r} is a Hugging Face model folder, which has no "
+                            f"training steps; drop '@{step}'")
         return _load_hf(path, dtype)
     if path.is_dir():
         raise UserError(f"{str(path)!r} holds neither run.json (a bornbiased train run) nor "
@@ -148,7 +151,11 @@ def run_config(path: Path) -> tuple[ModelConfig, dict]:
 
 def _load_run(path: Path, step: int | None, dtype) -> LoadedModel:
     cfg, info = run_config(path)
-    seed = int(info["train_config"]["seed"])
+    try:
+        seed = int(info["train_config"]["seed"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise UserError(f"{str(path / 'run.json')!r} records no integer train_config.seed "
+                        f"({type(e).__name__}: {e})") from None
     steps = run_steps(path)
     if step == 0:
         return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{path.name}@0", "run", seed, 0,

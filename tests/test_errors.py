@@ -48,6 +48,13 @@ def test_unwritable_outputs_fail_before_any_work(tmp_path, capsys, monkeypatch):
     assert "cannot write --out" in capsys.readouterr().err
     rc = cli.main(["train", "--corpus", str(tmp_path), "--out", str(a_file / "run")])
     assert rc == 2 and "cannot write --out" in capsys.readouterr().err
+    import bornbiased_jax.sources as sources
+
+    monkeypatch.setattr(sources, "load_source", no_work)  # nothing is loaded or run first
+    for argv in (["fingerprint", "preset:gpt2-rope-tiny@0", "preset:gpt2-rope-tiny@1"],
+                 ["sinks", "preset:gpt2-rope-tiny@0"]):
+        assert cli.main(argv + ["--out", str(a_file / "o")]) == 2
+        assert "cannot write --out" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "x"])

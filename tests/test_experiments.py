@@ -70,3 +70,12 @@ def test_verdict_rules_of_saved_results(tmp_path):
                      "ReLU MLP block (LN + residual)": [0, 0.1, 0.2]})
     save("figure4", [{"mean": x} for x in (0.0, 0.2, 0.1, 0.05)])
     assert {r[3] for r in run_all.rows_for(tmp_path)} == {"differs"}
+
+
+def test_run_all_keeps_sections_owned_by_other_generators():
+    text = ("# old table\n| a |\n<!-- seedprint:begin -->\nSeedPrint rows\n"
+            "<!-- seedprint:end -->\nstray text\n<!-- other:begin -->\nX\n<!-- other:end -->")
+    assert run_all.kept_sections(text) == [
+        "<!-- seedprint:begin -->\nSeedPrint rows\n<!-- seedprint:end -->",
+        "<!-- other:begin -->\nX\n<!-- other:end -->"]
+    assert run_all.kept_sections("# no sections\n") == []

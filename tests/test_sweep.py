@@ -12,6 +12,7 @@ import pytest
 
 from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import GaussianEmbeds, RandomTokens, probe_inputs
 from bornbiased_jax.sweep import SplitProbe, param_bytes, plan_sweep, sweep
@@ -141,7 +142,7 @@ def test_plan_respects_budget_and_devices():
 def test_bad_sweep_input(bad, message):
     kw = dict(seeds=[0], inputs=np.zeros((2, 4), np.int32))
     kw.update(bad)
-    with pytest.raises((ValueError, TypeError), match=message):
+    with pytest.raises(UserError, match=message):  # the only exception the CLI reports
         sweep(probe, CFG, **kw)
 
 

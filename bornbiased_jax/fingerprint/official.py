@@ -58,7 +58,7 @@ def official_test(F_A: np.ndarray, F_B: np.ndarray, k: int | None = None, *,
         p_one = float(np.exp(stats.norm.logsf(z)))
         p_two = float(min(1.0, np.exp(math.log(2) + stats.norm.logsf(z))))
     details = {"k": k, "temperature": temperature, "z": z, "kendall_null_sd": sigma,
-               "log10_p_two_phi_bar": (math.log10(2) + stats.norm.logsf(z) / math.log(10))
+               "log10_p_two_phi_bar": min(0.0, math.log10(2) + stats.norm.logsf(z) / math.log(10))
                if np.isfinite(z) else 0.0}
     return LineageResult("official", {"two_phi_bar": p_two, "one_sided": p_one}, alpha, n,
                          d_out, S, taus, "kendall_tau",

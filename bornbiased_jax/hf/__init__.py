@@ -218,6 +218,7 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
                         f"(which replaces a folder, never a file)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
+    old = None  # the folder being replaced, moved aside until the new one is in place
     try:
         hf_config = {**config_to_hf(cfg, dtype_name), **(extra_config or {})}
         (tmp / "config.json").write_text(json.dumps(hf_config, indent=2))
@@ -240,7 +241,6 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 would make the export private
-        old = None
         if dest.exists():
             old = dest.with_name(f".{dest.name}.{os.getpid()}.old")
             os.replace(dest, old)
@@ -249,6 +249,8 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
             shutil.rmtree(old)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and old.exists() and not dest.exists():
+            os.replace(old, dest)  # the previous export comes back whole
         raise
     return dest
 

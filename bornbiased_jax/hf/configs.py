@@ -105,7 +105,9 @@ def _rope_theta(d: dict, theta_keys=("rope_theta",), rotary_keys=("partial_rotar
 
 def _check_common(d: dict, model_type: str) -> None:
     if d.get("quantization_config"):
-        raise _refuse("quantization_config", d["quantization_config"].get("quant_method", "?"),
+        q = d["quantization_config"]
+        method = q.get("quant_method", "?") if isinstance(q, dict) else q
+        raise _refuse("quantization_config", method,
                       "quantised weights; use an unquantised float16/bfloat16/float32 checkpoint")
     for f in _MOE_FIELDS:
         if d.get(f):
