@@ -124,6 +124,7 @@ def run_sweep(args) -> int:
 
     from bornbiased_jax import io, report
     from bornbiased_jax.probes.token_preference import token_preference
+    from bornbiased_jax.sources import load_source
 
     defaults = PAPER_SWEEP if args.scale == "paper" else CPU_SWEEP
     presets = args.preset or ([] if args.model else defaults["presets"])
@@ -132,11 +133,13 @@ def run_sweep(args) -> int:
     num_seqs = args.num_seqs or defaults["num_seqs"]
     configs = [_preset(name) for name in presets]  # validates names first
     io.check_writable(args.out, folder=True, flag="--out")  # before any work
-    for cfg in configs:
+    models = [load_source(spec) for spec in args.model or []]  # every source loads first
+    named = [(cfg, f"preset {cfg.name}") for cfg in configs] + [(m.cfg, m.label) for m in models]
+    for cfg, what in named:
         for T in seq_lens:
             if T > cfg.max_seq_len:
                 raise UserError(f"--seq-len {T} exceeds the maximum context "
-                                 f"{cfg.max_seq_len} of preset {cfg.name}")
+                                f"{cfg.max_seq_len} of {what}")
     budget = int(args.memory_budget_gb * 2**30) if args.memory_budget_gb else None
     t0 = time.time()
     records = []
@@ -145,8 +148,8 @@ def run_sweep(args) -> int:
             cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
             progress=not args.no_progress, strategy=args.strategy, seed_chunk=args.seed_chunk,
             seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget)
-    records += _token_preference_of_sources(args.model or [], seq_lens, num_seqs, args)
-    configs += [m.cfg for m in _SOURCES_RUN]
+    records += _token_preference_of_models(models, seq_lens, num_seqs, args)
+    configs += [m.cfg for m in models]
     wall = time.time() - t0
     table = report.table1_markdown(records)
     run_info = {
@@ -169,25 +172,14 @@ def run_sweep(args) -> int:
     return 0
 
 
-_SOURCES_RUN: list = []  # the sources the last run_sweep loaded, for its run record
-
-
-def _token_preference_of_sources(specs, seq_lens, num_seqs, args) -> list:
+def _token_preference_of_models(models, seq_lens, num_seqs, args) -> list:
     """Table-1 records of loaded models (trained runs, imports, single seeds)."""
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.probes.token_preference import next_token_probe, summarize
-    from bornbiased_jax.sources import apply_probe, load_source
+    from bornbiased_jax.sources import apply_probe
 
-    _SOURCES_RUN.clear()
-    models = [load_source(spec) for spec in specs]  # all sources load before any work
-    for m in models:
-        for T in seq_lens:
-            if T > m.cfg.max_seq_len:
-                raise UserError(f"--seq-len {T} exceeds the maximum context "
-                                 f"{m.cfg.max_seq_len} of {m.label}")
     records = []
     for m in models:
-        _SOURCES_RUN.append(m)
         for T in seq_lens:
             xs = probe_inputs(args.input, m.cfg, num_seqs, T, args.probe_seed)
             preds = apply_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,

@@ -9,6 +9,13 @@
   ``PATH``              a Hugging Face model folder (it holds ``config.json``), imported by
                         ``bornbiased_jax.hf.load_hf``.
 
+A preset's embedding group is shared across seeds (``ModelConfig.shared_embedding``, the
+Table-1 protocol of App. B.2) unless ``load_source(..., shared_embedding=False)``: so
+``preset:X@0`` is the same network in ``bornbiased sweep --model`` and ``bornbiased sinks``,
+while ``bornbiased fingerprint`` makes every parameter seed-dependent (as ``bornbiased train``
+does) unless given ``--shared-embedding``: a lineage test between seeds that share their
+embeddings would test the blocks alone.
+
 ``load_source`` returns a :class:`LoadedModel`; ``apply_probe`` runs a sweep-style probe
 (written for one model and one sequence) over N sequences for one given parameter set.
 """
