@@ -319,6 +319,11 @@ def _train_parser(sub) -> None:
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=getattr(d, name),
                        help=f"default {getattr(d, name)}")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
+    p.add_argument("--init-from", metavar="SOURCE",
+                   help="start from this model's parameters instead of a seed's initialisation: "
+                        "a training run 'PATH@STEP' or a Hugging Face folder (continued "
+                        "pretraining on another corpus); the architecture and tokenizer are the "
+                        "source's, and optimiser, step and schedule start fresh")
     p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model setting on top of the preset (repeatable), e.g. "
                         "attn_output_transform=sqrt_i or attn_output_gate=true; recorded in "

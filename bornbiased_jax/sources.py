@@ -5,7 +5,9 @@
   ``PATH`` / ``PATH@STEP``  a ``bornbiased train`` run folder (it holds ``run.json``): the
                         parameters of the latest complete checkpoint, or of checkpoint STEP.
                         ``PATH@0`` is the run's initialisation, rebuilt from its seed and config
-                        (training saves no step-0 checkpoint; ``init`` is deterministic);
+                        (training saves no step-0 checkpoint; ``init`` is deterministic), or,
+                        for a run continued from another model (``train --init-from``), that
+                        model; such a run's ``seed`` is its source's;
   ``PATH``              a Hugging Face model folder (it holds ``config.json``), imported by
                         ``bornbiased_jax.hf.load_hf``.
 
@@ -164,7 +166,13 @@ def _load_run(path: Path, step: int | None, dtype) -> LoadedModel:
         raise UserError(f"{str(path / 'run.json')!r} records no integer train_config.seed "
                         f"({type(e).__name__}: {e})") from None
     steps = run_steps(path)
+    origin = info.get("init_from")  # a run continued from another model (train.init_from)
+    if origin is not None:
+        seed = origin.get("seed")  # the lineage's initialisation seed, when the source had one
     if step == 0:
+        if origin is not None:  # its step 0 is the source model, not a seed's initialisation
+            src = load_source(origin["spec"], shared_embedding=False, dtype=dtype)
+            return LoadedModel(cfg, src.params, f"{path.name}@0", "run", seed, 0, path)
         return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{path.name}@0", "run", seed, 0,
                            path)
     if not steps:

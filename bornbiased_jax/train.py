@@ -53,7 +53,11 @@ class TrainConfig:
     the learning-rate schedule; training stops after ``stop_at`` steps (default: ``steps``).
     ``model_set`` holds ``KEY=VALUE`` model settings applied on top of the preset
     (:func:`config.apply_overrides`), e.g. ``("attn_output_transform=sqrt_i",)``; they are
-    recorded in run.json."""
+    recorded in run.json. ``init_from`` names a model source (a training run, ``PATH@STEP``, or
+    a Hugging Face folder) whose parameters start the run instead of ``seed``'s initialisation:
+    continued pretraining on another corpus (paper Table 5). The architecture and tokenizer are
+    then the source's (``preset`` and ``model_set`` are not used); Adam moments, the step count
+    and the learning-rate schedule start fresh."""
 
     preset: str = "llama2-cpu"
     seq_len: int = 128
@@ -81,6 +85,7 @@ class TrainConfig:
     keep_every: int | None = None
     stop_at: int | None = None
     model_set: tuple[str, ...] = ()
+    init_from: str | None = None
 
     def __post_init__(self):
         pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
@@ -106,6 +111,9 @@ class TrainConfig:
                             f"{preset.max_seq_len} of preset {self.preset}")
         object.__setattr__(self, "model_set", tuple(self.model_set))
         apply_overrides(preset, self.model_set)
+        if self.init_from is not None and self.model_set:
+            raise UserError("model settings (--model-set) cannot be combined with init_from: "
+                            "the architecture is the source model's")
 
     @property
     def last_step(self) -> int:
@@ -152,11 +160,15 @@ def loss_fn(params, cfg: ModelConfig, blocks_BT1: jax.Array, bf16: bool) -> jax.
         logits.astype(jnp.float32), blocks_BT1[:, 1:]).mean()
 
 
-def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer) -> dict:
-    """Parameters from ``seed``, fresh Adam moments, step 0, data position 0. Training uses no
-    randomness beyond these: the data order is a function of ``data_seed`` and the position
-    (``data.batch_indices``), so the state holds no RNG key."""
-    params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
+def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer, params=None) -> dict:
+    """Parameters from ``seed`` (or the given ``params``, e.g. a source model's), fresh Adam
+    moments, step 0, data position 0. Training uses no randomness beyond these: the data order
+    is a function of ``data_seed`` and the position (``data.batch_indices``), so the state holds
+    no RNG key."""
+    if params is None:
+        params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
+    else:
+        params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
     return {"params": params, "opt_state": optimizer.init(params),
             "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32)}
 
@@ -210,6 +222,7 @@ class Run:
             raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split "
                             f"over {n_dev} devices; use a multiple of {n_dev}")
         self.ckpt_dir = (self.out / "checkpoints").absolute()
+        self.source = _init_source(tc)
         existing = self.out / "run.json"
         if existing.exists():
             self._resume_setup(existing, corpus)
@@ -223,7 +236,8 @@ class Run:
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
-        self.state = init_state(self.cfg, tc, self.optimizer)
+        self.state = init_state(self.cfg, tc, self.optimizer,
+                                None if self.source is None else self.source.params)
         latest = self.manager.latest_step()
         if latest is not None:
             self.state = self._restore(latest)
@@ -235,10 +249,12 @@ class Run:
         docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
         if not docs:
             raise UserError(f"the corpus {corpus} is empty: no readable, non-empty text files")
+        if self.source is not None and tokenizer_path is None:
+            tokenizer_path = _source_tokenizer(self.source)
         tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
                else data.train_tokenizer(docs, self.tc.vocab_size))
         self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
-        self.cfg = model_config(self.tc, self.blocks.vocab_size)
+        self.cfg = self._model_config()
         self.out.mkdir(parents=True, exist_ok=True)
         io.write_text(self.out / "tokenizer.json", tok.to_str())
         self.run_info = {"train_config": dataclasses.asdict(self.tc),
@@ -248,6 +264,10 @@ class Run:
                                   "n_val_blocks": len(self.blocks.val),
                                   "vocab_size": self.blocks.vocab_size,
                                   "fingerprint": _fingerprint(self.blocks)}}
+        if self.source is not None:
+            src = self.source
+            self.run_info["init_from"] = {"spec": self.tc.init_from, "label": src.label,
+                                          "kind": src.kind, "seed": src.seed, "step": src.step}
         io.write_json(self.out / "run.json", self.run_info)
 
     def _resume_setup(self, path: Path, corpus):
@@ -270,8 +290,20 @@ class Run:
         if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
             raise UserError(f"the corpus {corpus} no longer gives the data this run was "
                             f"trained on (fingerprint mismatch); resume with the same corpus")
-        self.cfg = _saved_model_config(saved, path, model_config(self.tc, self.blocks.vocab_size))
+        self.cfg = _saved_model_config(saved, path, self._model_config())
         self.run_info = saved
+
+    def _model_config(self) -> ModelConfig:
+        """The preset's configuration for this vocabulary, or the source model's."""
+        if self.source is None:
+            return model_config(self.tc, self.blocks.vocab_size)
+        cfg = self.source.cfg
+        if cfg.vocab_size != self.blocks.vocab_size:
+            raise UserError(f"the tokenizer has {self.blocks.vocab_size} tokens but the source "
+                            f"model {self.tc.init_from!r} has a vocabulary of {cfg.vocab_size}; "
+                            f"use the source's own tokenizer")
+        model.check_seq_len(cfg, self.tc.seq_len)
+        return cfg
 
     def _restore(self, step: int) -> dict:
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, self.state)
@@ -341,6 +373,32 @@ class Run:
         io.save_figure(loss_curve(records, title=f"{self.cfg.name}, seed {tc.seed}"),
                        self.out / "loss_curve.png")
         return {"records": records, "final_step": int(self.state["step"])}
+
+
+def _init_source(tc: TrainConfig):
+    """The model ``tc.init_from`` names (None without one); a UserError if it cannot start a
+    run: a fresh preset initialisation is not a source (use --preset and --seed)."""
+    if tc.init_from is None:
+        return None
+    from bornbiased_jax.sources import load_source
+
+    src = load_source(tc.init_from, shared_embedding=False)
+    if src.kind == "preset":
+        raise UserError(f"init_from {tc.init_from!r} is a fresh initialisation; train it with "
+                        f"--preset and --seed instead")
+    if src.seed is not None and tc.seed not in (0, src.seed):
+        raise UserError(f"--seed {tc.seed} contradicts the source model's initialisation seed "
+                        f"{src.seed}; leave --seed out (parameters come from the source)")
+    return src
+
+
+def _source_tokenizer(src) -> str:
+    """The tokenizer.json in a source model's folder."""
+    f = None if src.folder is None else Path(src.folder) / "tokenizer.json"
+    if f is None or not f.is_file():
+        raise UserError(f"the source model {src.label!r} has no tokenizer.json in its folder; "
+                        f"pass --tokenizer with the tokenizer it was trained with")
+    return str(f)
 
 
 def _jsonable(obj):

@@ -248,6 +248,40 @@ def test_run_json_records_the_model_config(corpus, tmp_path):
         Run(tc, [str(corpus)], tmp_path / "m")
 
 
+def test_init_from_continues_a_run_on_another_corpus(corpus, tmp_path):
+    """Continued pretraining (Table 5): step 0 of the new run is the source checkpoint exactly,
+    the tokenizer and architecture are the source's, and the lineage keeps the source's seed."""
+    from bornbiased_jax.sources import load_source
+
+    base = Run(TrainConfig(steps=4, save_every=2, seed=7, **TINY), [str(corpus)], tmp_path / "b")
+    base.train(progress=False)
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ["difflib.py", "shlex.py"]:
+        shutil.copy(STDLIB / name, other / name)
+    tc = TrainConfig(steps=3, init_from=f"{tmp_path / 'b'}@4", **TINY)
+    cont = Run(tc, [str(other)], tmp_path / "c")
+    leaves_equal(cont.state["params"], load_source(f"{tmp_path / 'b'}@4").params)
+    assert (tmp_path / "c/tokenizer.json").read_text() == (tmp_path / "b/tokenizer.json").read_text()
+    assert cont.cfg == base.cfg
+    cont.train(progress=False)
+    assert not np.allclose(np.asarray(cont.state["params"]["lm_head"]["kernel"]),
+                           np.asarray(base.state["params"]["lm_head"]["kernel"]))
+    start, end = load_source(f"{tmp_path / 'c'}@0"), load_source(str(tmp_path / "c"))
+    leaves_equal(start.params, load_source(f"{tmp_path / 'b'}@4").params)
+    assert (start.seed, end.seed, end.step) == (7, 7, 3)
+    assert json.loads((tmp_path / "c/run.json").read_text())["init_from"]["step"] == 4
+    # Resuming the continued run checks the source again and restores the same state.
+    again = Run(tc, [str(other)], tmp_path / "c")
+    leaves_equal(again.state, cont.state)
+    with pytest.raises(UserError, match="fresh initialisation"):
+        Run(dataclasses.replace(tc, init_from="preset:llama2-tiny@0"), [str(other)], tmp_path / "d")
+    with pytest.raises(UserError, match="contradicts"):
+        Run(dataclasses.replace(tc, seed=8), [str(other)], tmp_path / "e")
+    with pytest.raises(UserError, match="model-set"):
+        TrainConfig(init_from="x", model_set=("attn_output_gate=true",), **TINY)
+
+
 def _cli(args, capsys):
     rc = main(["train", "--no-progress", *args])
     return rc, capsys.readouterr().err
