@@ -18,13 +18,18 @@ from pathlib import Path
 from bornbiased_jax import io
 
 
-def parse(name: str, doc: str, cpu: dict, paper: dict) -> tuple[argparse.Namespace, dict]:
+def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
+          argv=None) -> tuple[argparse.Namespace, dict]:
+    """Flags ``--scale`` and ``--out`` (plus those ``extra(parser)`` adds); the settings of the
+    chosen scale."""
     p = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
                    help=f"cpu: {cpu}; paper: {paper}")
     p.add_argument("--out", type=Path, default=Path("results/experiments") / name)
-    args = p.parse_args()
+    if extra is not None:
+        extra(p)
+    args = p.parse_args(argv)
     settings = dict(paper if args.scale == "paper" else cpu)
     return args, settings
 
@@ -45,6 +50,20 @@ def write(args, name: str, settings: dict, records, table_md: str, fig, t0: floa
     plt.close(fig)
     print(table_md)
     print(f"wrote {out}/{name}.json, .md, .png ({info['wall_seconds']} s)")
+
+
+def replace_section(results: Path, name: str, body: str) -> None:
+    """Write ``body`` into ``results`` (RESULTS.md) between ``<!-- name:begin -->`` and
+    ``<!-- name:end -->``, replacing that section if present, else appending it; atomically."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = results.read_text() if results.exists() else ""
+    new = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + new + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + new + "\n"
+    io.write_text(results, text)
 
 
 def _plain(x):
