@@ -70,19 +70,23 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
 
 
 def residual_stats(F_A: np.ndarray, nulls: list[np.ndarray], F_B: np.ndarray) -> np.ndarray:
-    """'residual_all' of (A, B) and of every (A_k, B): K + 1 values, A's first.
+    """'residual_all' of (A, B) and of every (A_k, B): K + 1 values, A's first, with the common
+    response M = mean of F_A and the F_k (n, d_out)."""
+    models = [F_A, *nulls]
+    M = sum(np.asarray(F, dtype=np.float64) for F in models) / len(models)
+    return residual_corrs(models, M, F_B)
 
-    r_j = mean over dimensions of Pearson corr over inputs of (F_j - M, F_B - M), where
-    M = mean of F_A and the F_k (n, d_out)."""
-    models = [np.asarray(F_A, dtype=np.float64)] + [np.asarray(F, dtype=np.float64)
-                                                   for F in nulls]
-    M = sum(models) / len(models)
-    b = F_B - M
+
+def residual_corrs(models: Iterable[np.ndarray], M_nd: np.ndarray, F_B: np.ndarray) -> np.ndarray:
+    """r_j = mean over dimensions of the Pearson correlation over the n inputs of
+    (F_j - M, F_B - M), for each F_j (n, d_out) of ``models`` (an iterable: one model in float64
+    at a time); a dimension with zero variance counts as r = 0."""
+    b = np.asarray(F_B, dtype=np.float64) - M_nd
     b = b - b.mean(0)
     b_norm = np.sqrt((b * b).sum(0))
     out = []
     for F in models:
-        a = F - M
+        a = np.asarray(F, dtype=np.float64) - M_nd
         a = a - a.mean(0)
         den = np.sqrt((a * a).sum(0)) * b_norm
         r = np.divide((a * b).sum(0), den, out=np.zeros(den.shape), where=den > 0)
