@@ -42,7 +42,7 @@ from scipy import stats
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 
 STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
 DEFAULT_STATISTIC = "spearman_all"
@@ -129,6 +129,7 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
         raise UserError(f"unknown calibrated statistic {statistic_name!r}; choose one of "
                         f"{STATISTICS}")
     n, d_out = D.check_features(F_A, F_B)
+    alpha = check_alpha(alpha)
     m = D.check_size("m", D.default_size(d_out) if m is None else m, d_out)
     A, B = D.RankedFeatures.of(F_A), D.RankedFeatures.of(F_B)
     if statistic_name == "residual_all":

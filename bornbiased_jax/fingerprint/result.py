@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from bornbiased_jax.errors import UserError
+
 ALPHA = 0.01  # paper Sec. 6.1.1: significance at p < 0.01
 
 
@@ -84,6 +86,14 @@ def _num(v):
     if isinstance(v, np.integer):
         return int(v)
     return v
+
+
+def check_alpha(alpha) -> float:
+    """``alpha`` as a float, or a UserError unless it is a significance level in (0, 1)."""
+    if (isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.floating))
+            or not 0 < alpha < 1):
+        raise UserError(f"alpha = {alpha!r} must be a significance level in (0, 1), e.g. 0.01")
+    return float(alpha)
 
 
 def clip_p(p: float) -> float:
