@@ -27,9 +27,12 @@ class LineageResult:
       n, d_out: number of inputs and output dimension.
       dims: the dimensions the correlations were taken on (S for the paper and official tests,
         all or S for the calibrated test, depending on its statistic).
-      taus: per-dimension rank correlations on ``dims`` (Kendall's tau for the paper and
-        official tests; the calibrated statistic's correlations, see ``corr_kind``).
-      corr_kind: 'kendall_tau' or 'spearman_rho'.
+      taus: per-dimension correlations on ``dims`` (Kendall's tau for the paper and official
+        tests; the calibrated statistic's correlations, see ``corr_kind``; empty for
+        'residual_all', whose per-dimension values are not kept).
+      corr_kind: 'kendall_tau' (paper, official, calibrated 'tau_S'), 'spearman_rho'
+        (calibrated 'spearman_all', 'spearman_S') or 'pearson_r_residual' (calibrated
+        'residual_all': Pearson's r after subtracting the common response).
       statistic: the test's summary statistic (mean tau, or the calibrated statistic).
       null: values of the null distribution, for plots (pooled null taus, or the null models'
         statistics); empty when the null is analytic.
