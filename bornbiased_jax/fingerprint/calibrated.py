@@ -13,6 +13,19 @@ same inputs, and unrelated models' outputs co-vary across those inputs. The exac
 below 1 / (K + 1); a Gaussian-tail extrapolation Phi-bar((s - mean_null) / sd_null) is reported
 beside it (an approximation, not exact; it relies on the null statistics being near-normal).
 
+Caveat for Gaussian inputs with per-seed embeddings: the inputs' mean and std are those of A's
+embedding matrix (``features.make_inputs``), so the inputs are a function of A and not of the
+A_k. The p stays exact when the features do not otherwise depend on A's embedding: Gaussian
+inputs bypass the embedding lookup, and every other parameter (blocks, final norm, learned
+positions, an untied LM head) is drawn from its own key, independently of the embedding, so
+for the 'normed' and 'prenorm' outputs, and for 'logits' with an untied head, the K + 1
+statistics are exchangeable given the inputs. With 'logits' and a *tied* head (W_U = W_E^T) the
+features of A use the very matrix that set the inputs' scale while the A_k's do not, so the
+exchangeability is no longer strict and the p-value is approximate; the link runs through two
+numbers (the mean and std of V x d entries, whose relative seed-to-seed spread is about
+1/sqrt(V d)), so the departure should be small, but it is not zero. Token inputs, or a shared
+embedding (``--shared-embedding``: the same matrix for every seed), remove it.
+
 When A is itself trained, the exchangeability no longer holds: the null then assumes that a
 trained model unrelated to B correlates with B no more than a fresh initialisation does. Training
 on similar data can make unrelated trained models more alike than fresh inits, so the test can be
