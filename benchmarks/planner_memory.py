@@ -5,7 +5,7 @@ T V 4 bytes per sequence, 206 MB at T = 1,024 and V = 50,257). Each measurement 
 process: it records the resident set size after the model's shared embeddings exist and before
 the sweep (the baseline), runs the sweep with the given ``--memory-budget-gb``, and reports the
 planner's chunks, the working set it predicted from XLA's compiled-memory analysis, and the
-peak RSS over the baseline (``getrusage``). The budget bounds parameters plus working set, so
+peak RSS over the baseline (VmHWM). The budget bounds parameters plus working set, so
 ``peak - baseline`` should stay below it.
 
     python benchmarks/planner_memory.py                       # gpt2-rope-cpu, T = 1,024
@@ -16,18 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import time
 
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+from rss import peak_rss_mb, rss_mb, run_child
 
 
 def child(args) -> None:
@@ -55,7 +47,7 @@ def child(args) -> None:
     out = sweep(every_position, cfg, range(args.seeds), xs, memory_budget=budget,
                 devices=devices)
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     print(json.dumps(dict(
         preset=cfg.name, seq_len=T, seeds=args.seeds, num_seqs=args.num_seqs,
         budget_mb=budget / 2**20, seed_chunk=plan.seed_chunk, seq_chunk=plan.seq_chunk,
@@ -79,10 +71,7 @@ def main() -> None:
     args = p.parse_args()
     if args.child:
         return child(args)
-    out = subprocess.run([sys.executable, *sys.argv, "--child"], capture_output=True, text=True)
-    if out.returncode:
-        sys.exit(out.stderr[-3000:])
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = run_child([*sys.argv, "--child"])
     print(json.dumps(r, indent=1))
     verdict = "inside" if r["peak_over_baseline_mb"] <= r["budget_mb"] else "OUTSIDE"
     print(f"{r['preset']} T={r['seq_len']}: {r['seeds']} seeds x {r['num_seqs']} sequences, "

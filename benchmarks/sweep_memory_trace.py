@@ -17,17 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 import tracemalloc
 
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+from rss import chunk_trace, peak_rss_mb
 
 
 def main() -> None:
@@ -50,26 +43,19 @@ def main() -> None:
                                               vocab_size=50_257)
     xs = probe_inputs("tokens", cfg, args.num_seqs, args.seq_len)
     probe = next_token_probe(cfg)
-    trace = []
-    release = sw._release_freed_memory
-
-    def traced_release():  # runs after each seed chunk
-        release()
-        trace.append((round(rss_mb()), len(jax.live_arrays())))
-
-    sw._release_freed_memory = traced_release
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     t0 = time.perf_counter()
-    sw.sweep(probe, cfg, range(args.seeds), xs, seed_chunk=args.seed_chunk,
-             devices=jax.devices()[:1])
+    with chunk_trace() as trace:
+        sw.sweep(probe, cfg, range(args.seeds), xs, seed_chunk=args.seed_chunk,
+                 devices=jax.devices()[:1])
     wall = time.perf_counter() - t0
     growth = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
     print(json.dumps({"seeds": args.seeds, "seed_chunk": args.seed_chunk, "chunks": len(trace),
                       "rss_mb_after_each_chunk": [r for r, _ in trace],
                       "live_arrays_after_each_chunk": [n for _, n in trace],
                       "python_heap_growth_kb": round(growth / 1024),
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "peak_rss_mb": peak_rss_mb(),
                       "wall_s": round(wall, 1)}))
 
 

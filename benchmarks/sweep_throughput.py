@@ -14,28 +14,26 @@ fraction of the matmul rate, also for the median repeat),
 Shared cloud machines drift by 10-20 % from minute to minute; best-of timings on both sides of
 the ratio keep it comparable between runs.
 
-``--many-seeds K`` also runs one sweep of K seeds (short probe set) and reports its peak RSS.
-On the 2-core CPU machine the peak still rose with K (16 sequences per seed: 2.76 GB for 64
-seeds, 3.48 GB for 256, 3.59 GB for 1,000). ``benchmarks/sweep_memory_trace.py`` found nothing
-that accumulates (96 seeds in 24 chunks of a widened tiny model: live JAX arrays 6 after every
-chunk, Python heap flat, and the resident set after each chunk either about 0.5 GB or about
-1.1 GB with no trend in the chunk index, the same with MALLOC_ARENA_MAX=1 and with each chunk's
-buffers deleted explicitly). The peak is the maximum of a fluctuating per-chunk footprint, so it
-grows with the number of chunks and levels off; a flat peak is not achieved yet.
+``--many-seeds K1 K2 ...`` also sweeps each of those seed counts (``--many-seeds-seqs``
+sequences per seed, the auto plan), each in a fresh process after an untimed warm-up sweep of one
+chunk, and prints per seed count the planner's seed chunk and chunk count, the resident set
+before the sweep, the sweep's own peak (VmHWM reset after the warm-up), the resident set after
+each chunk (lowest and highest) and the process's peak (compilation included). Chunking makes
+the sweep's footprint that of one chunk, so both peaks should not grow with the seed count.
 
     python benchmarks/sweep_throughput.py                       # CPU default preset
-    python benchmarks/sweep_throughput.py --many-seeds 256
+    python benchmarks/sweep_throughput.py --strategies --many-seeds 64 256 1000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
-import subprocess
 import sys
 import time
+
+from rss import chunk_trace, peak_rss_mb, reset_peak, rss_mb, run_child
 
 
 def matmul_rate(n: int = 2048, repeats: int = 5) -> float:
@@ -87,7 +85,37 @@ def child(args) -> None:
         seq_chunk=plan.seq_chunk, seq_batch=plan.seq_batch, map_batch=plan.map_batch, wall_s=wall,
         warmup_s=compile_s, tokens_per_s=len(seeds) * N * T / wall, model_flops_per_s=flops / wall,
         median_model_flops_per_s=flops / statistics.median(walls), walls_s=walls,
-        matmul_flops_per_s=rate, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+        matmul_flops_per_s=rate, peak_rss_mb=peak_rss_mb())))
+
+
+def many_child(args) -> None:
+    """One sweep of ``--seeds`` seeds with the auto plan; prints one JSON line."""
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes.inputs import probe_inputs
+    from bornbiased_jax.probes.token_preference import next_token_probe
+    from bornbiased_jax.sweep import plan_sweep, sweep
+
+    cfg = get_preset(args.preset)
+    seeds, T, N = list(range(args.seeds)), args.seq_len, args.num_seqs
+    probe = next_token_probe(cfg)
+    xs = probe_inputs("tokens", cfg, N, T)[:]
+    plan = plan_sweep(cfg, len(seeds), N, T, probe=probe, row_shape=(T,), row_dtype="int32")
+    sweep(probe, cfg, seeds[:plan.seed_chunk], xs[:plan.seq_chunk])  # compiles, untimed
+    before, warm_peak = rss_mb(), peak_rss_mb()  # resetting the high-water mark loses it
+    reset = reset_peak()
+    t0 = time.perf_counter()
+    with chunk_trace() as trace:
+        sweep(probe, cfg, seeds, xs)
+    wall = time.perf_counter() - t0
+    after = [r for r, _ in trace]
+    print(json.dumps(dict(
+        seeds=len(seeds), num_seqs=N, seq_len=T, seed_chunk=plan.seed_chunk,
+        seq_chunk=plan.seq_chunk, chunks=len(trace), rss_before_mb=before,
+        sweep_peak_mb=peak_rss_mb() if reset else None,  # None: VmHWM could not be reset
+        process_peak_mb=max(warm_peak, peak_rss_mb()),  # compilation and warm-up included
+        rss_after_chunk_min_mb=min(after), rss_after_chunk_max_mb=max(after),
+        live_arrays_after_chunk_max=max(n for _, n in trace), wall_s=wall,
+        rss_after_each_chunk_mb=after)))
 
 
 def main() -> None:
@@ -100,50 +128,59 @@ def main() -> None:
     p.add_argument("--seq-batch", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3,
                    help="timed sweeps per strategy; the table shows the best and the median")
-    p.add_argument("--strategies", nargs="+", default=["vmap", "map:1", "map:2", "map:4", "loop"],
-                   help="vmap, loop, or map:BATCH")
-    p.add_argument("--many-seeds", type=int, default=0, help="also sweep this many seeds")
+    p.add_argument("--strategies", nargs="*", default=["vmap", "map:1", "map:2", "map:4", "loop"],
+                   help="vmap, loop, or map:BATCH (none: skip the throughput table)")
+    p.add_argument("--many-seeds", type=int, nargs="*", default=[],
+                   help="also sweep each of these seed counts and report their peak memory")
+    p.add_argument("--many-seeds-seqs", type=int, default=16,
+                   help="sequences per seed in the --many-seeds sweeps")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.child == "many":
+        return many_child(args)
     if args.child:
         return child(args)
 
     def run(strategy: str, extra: list[str]) -> dict:
-        cmd = [sys.executable, __file__, "--child", strategy, "--preset", args.preset,
+        cmd = [__file__, "--child", strategy, "--preset", args.preset,
                "--seq-len", str(args.seq_len)] + extra
         for flag, value in (("--seq-chunk", args.seq_chunk), ("--seq-batch", args.seq_batch)):
             if value:
                 cmd += [flag, str(value)]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"{strategy} failed:\n{out.stderr[-3000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return run_child(cmd)
 
-    print(f"preset {args.preset}, T={args.seq_len}, N={args.num_seqs}, {args.seeds} seeds; "
-          f"token-preference probe (last-position logits)")
-    print(f"{'strategy':>9} {'seed_chunk':>10} {'seq_chunk':>9} {'seq_batch':>9} {'tokens/s':>10} "
-          f"{'GFLOP/s':>8} {'matmul':>7} {'of matmul':>9} {'(median)':>8} {'peak RSS':>9} "
-          f"{'warm-up':>8}")
-    rows = []
-    for s in args.strategies:
-        r = run(s, ["--num-seqs", str(args.num_seqs), "--seeds", str(args.seeds),
-                    "--repeats", str(args.repeats)])
-        rows.append(r)
-        print(f"{s:>9} {r['seed_chunk']:>10} {r['seq_chunk']:>9} {r['seq_batch']:>9} "
-              f"{r['tokens_per_s']:>10,.0f} "
-              f"{r['model_flops_per_s'] / 1e9:>8.1f} {r['matmul_flops_per_s'] / 1e9:>7.1f} "
-              f"{r['model_flops_per_s'] / r['matmul_flops_per_s']:>9.0%} "
-              f"{r['median_model_flops_per_s'] / r['matmul_flops_per_s']:>8.0%} "
-              f"{r['peak_rss_mb']:>7.0f}MB {r['warmup_s']:>7.1f}s", flush=True)
-    print("GFLOP/s: forward matmul FLOPs per second of the fastest sweep; matmul: the same "
-          "process's 2048^2 float32 matmul rate (best of 10); of matmul: their ratio, and the "
-          "ratio for the median sweep")
+    if args.strategies:
+        print(f"preset {args.preset}, T={args.seq_len}, N={args.num_seqs}, {args.seeds} seeds; "
+              f"token-preference probe (last-position logits)")
+        print(f"{'strategy':>9} {'seed_chunk':>10} {'seq_chunk':>9} {'seq_batch':>9} {'tokens/s':>10} "
+              f"{'GFLOP/s':>8} {'matmul':>7} {'of matmul':>9} {'(median)':>8} {'peak RSS':>9} "
+              f"{'warm-up':>8}")
+        for s in args.strategies:
+            r = run(s, ["--num-seqs", str(args.num_seqs), "--seeds", str(args.seeds),
+                        "--repeats", str(args.repeats)])
+            print(f"{s:>9} {r['seed_chunk']:>10} {r['seq_chunk']:>9} {r['seq_batch']:>9} "
+                  f"{r['tokens_per_s']:>10,.0f} "
+                  f"{r['model_flops_per_s'] / 1e9:>8.1f} {r['matmul_flops_per_s'] / 1e9:>7.1f} "
+                  f"{r['model_flops_per_s'] / r['matmul_flops_per_s']:>9.0%} "
+                  f"{r['median_model_flops_per_s'] / r['matmul_flops_per_s']:>8.0%} "
+                  f"{r['peak_rss_mb']:>7.0f}MB {r['warmup_s']:>7.1f}s", flush=True)
+        print("GFLOP/s: forward matmul FLOPs per second of the fastest sweep; matmul: the same "
+              "process's 2048^2 float32 matmul rate (best of 10); of matmul: their ratio, and "
+              "the ratio for the median sweep")
     if args.many_seeds:
-        n = 16
-        r = run("auto", ["--num-seqs", str(n), "--seeds", str(args.many_seeds), "--repeats", "1"])
-        print(f"{args.many_seeds} seeds x {n} sequences in one sweep (auto plan: seed_chunk "
-              f"{r['seed_chunk']}, map_batch {r['map_batch']}): peak RSS {r['peak_rss_mb']:.0f} MB, "
-              f"{r['wall_s']:.1f} s")
+        n = args.many_seeds_seqs
+        print(f"\npreset {args.preset}, T={args.seq_len}, {n} sequences per seed, auto plan, "
+              f"one fresh process per row; MB of resident set")
+        print(f"{'seeds':>6} {'seed_chunk':>10} {'chunks':>6} {'before':>7} {'sweep peak':>10} "
+              f"{'after chunk (min-max)':>21} {'process peak':>12} {'wall':>7}")
+        for k in args.many_seeds:
+            r = run("many", ["--num-seqs", str(n), "--seeds", str(k)])
+            peak = "-" if r["sweep_peak_mb"] is None else f"{r['sweep_peak_mb']:.0f}"
+            print(f"{k:>6} {r['seed_chunk']:>10} {r['chunks']:>6} {r['rss_before_mb']:>7.0f} "
+                  f"{peak:>10} {r['rss_after_chunk_min_mb']:>10.0f}-"
+                  f"{r['rss_after_chunk_max_mb']:<10.0f} {r['process_peak_mb']:>12.0f} "
+                  f"{r['wall_s']:>6.0f}s", flush=True)
+            print("       " + json.dumps(r), flush=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from experiments._common import parse, write
-from experiments.seedprint_common import cpu_model, nano_model, pool, sd_tau
+from experiments.seedprint_common import cpu_model, nano_model, pool
 
 from bornbiased_jax.fingerprint import dims as D
 
@@ -39,7 +39,7 @@ if __name__ == "__main__":
     t0 = time.time()
     cfg = cpu_model(s["scaled"]) if s["model"] == "llama-d128x4" else nano_model(s["scaled"])
     M, n = s["models"], s["n"]
-    sd = sd_tau(n)
+    sd = D.kendall_null_sd(n)
     records, hists = [], {}
     iu = np.triu_indices(M, 1)
     for kind in s["inputs"]:

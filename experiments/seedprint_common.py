@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 import time
 from pathlib import Path
 
@@ -135,7 +134,10 @@ def calibrated_all_pairs(F, statistic: str) -> tuple[np.ndarray, np.ndarray]:
             # The pool without b: for the pair (a, b) these are A = a and the M - 2 others,
             # and M_b is their common response.
             others = [j for j in range(M) if j != b]
-            return _residual_row(F, others, (total - F[b]) / (M - 1), F[b], M)
+            s = np.full(M, np.nan)
+            s[others] = C.residual_corrs((F[j] for j in others), (total - F[b]) / (M - 1),
+                                         F[b])
+            return s
     else:
         raise ValueError(statistic)
     pe = np.full((M, M), np.nan)
@@ -175,27 +177,7 @@ def calibrated_disjoint(F, n_pair_models: int, statistic: str) -> tuple[np.ndarr
     return np.asarray(pe), np.asarray(pg)
 
 
-def _residual_row(F, others, Mb, Fb, M):
-    b = Fb - Mb
-    b = b - b.mean(0)
-    bn = np.sqrt((b * b).sum(0))
-    out = np.full(M, np.nan)
-    for j in others:
-        a = F[j] - Mb
-        a = a - a.mean(0)
-        den = np.sqrt((a * a).sum(0)) * bn
-        out[j] = np.divide((a * b).sum(0), den, out=np.zeros(den.shape), where=den > 0).mean()
-    return out
-
-
 def fmt_rate(r: dict) -> str:
     lo, hi = r["ci95"]
     return f"{r['fpr']:.3f} [{lo:.3f}, {hi:.3f}] ({r['rejections']}/{r['pairs']})"
 
-
-def fmt_p(p: float) -> str:
-    return "0" if p == 0 else (f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}")
-
-
-def sd_tau(n: int) -> float:
-    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1)))

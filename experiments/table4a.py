@@ -11,12 +11,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._common import parse, write
-from experiments.seedprint_common import cpu_model, fmt_p, nano_model, pool
+from experiments.seedprint_common import cpu_model, nano_model, pool
 
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
+from bornbiased_jax.fingerprint.report import fmt_p
 
 NAME = "table4a"
 PAIRS = [(42, 2000), (123, 42), (1000, 123), (2000, 1000)]

@@ -17,7 +17,9 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import (calibrated_test, exchangeable_p, official_test,
                                         paper_test)
 from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint.compare import Settings
 from bornbiased_jax.fingerprint.paper import null_taus
+from bornbiased_jax.fingerprint.report import table_markdown
 
 
 def planted(rng, n, d, cols, rho, shift):
@@ -224,6 +226,43 @@ def test_calibrated_errors():
         calibrated_test(A, A, [])
     few = calibrated_test(A, A, [A] * 5)
     assert "never reject" in few.note
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("alpha", 0.0, r"in \(0, 1\)"), ("alpha", 1.5, r"in \(0, 1\)"),
+    ("alpha", float("nan"), r"in \(0, 1\)"), ("alpha", True, r"in \(0, 1\)"),
+    ("n", 2, ">= 3"), ("seq_len", 0, ">= 1"), ("m", 0, ">= 1"), ("k", -3, ">= 1"),
+    ("null_models", 0, ">= 1"), ("trials", 0, ">= 1"), ("trials", 2.5, ">= 1"),
+    ("probe_seed", -1, r"in \[0, 4294967295\]"), ("probe_seed", 2**32, r"in \[0, 4294967295\]"),
+    ("input", "images", "choose one of"), ("output", "attn", "choose one of"),
+    ("statistic", "pearson", "choose one of"), ("tests", ("paper", "mine"), "choose among")])
+def test_settings_reject_out_of_range_values(field, value, allowed):
+    """Each setting out of its range raises a UserError naming the setting and what is allowed."""
+    with pytest.raises(UserError, match=allowed):
+        Settings(**{field: value})
+    Settings(alpha=0.05, m=2, k=3, trials=1, null_models=1, probe_seed=2**32 - 1)  # in range
+
+
+def test_alpha_outside_zero_one_is_rejected_by_every_test():
+    A = np.random.default_rng(13).standard_normal((20, 8))
+    for run in (lambda a: paper_test(A, A, alpha=a), lambda a: official_test(A, A, alpha=a),
+                lambda a: calibrated_test(A, A, null_stats=[0.0], alpha=a)):
+        with pytest.raises(UserError, match=r"alpha = 1 must be a significance level in \(0, 1\)"):
+            run(1)
+
+
+def test_report_states_the_alpha_and_null_draws_actually_used():
+    rng = np.random.default_rng(14)
+    A, B = planted(rng, 60, 12, [0, 1, 2], 0.5, 3.0)
+    results = {"paper": paper_test(A, B, trials=3, alpha=0.05, rng=rng),
+               "calibrated": calibrated_test(A, B, null_stats=rng.normal(0, 0.1, 30),
+                                             alpha=0.05)}
+    md = table_markdown(results)
+    assert "verdict (alpha = 0.05)" in md and "0.01" not in md.splitlines()[0]
+    assert "p-values of 3 Gaussian null draws" in md and "10 Gaussian" not in md
+    assert "calibrated statistic (spearman_all)" in md
+    only_calibrated = table_markdown({"calibrated": results["calibrated"]})
+    assert "Gaussian null draws" not in only_calibrated  # no paper test, no word on its draws
 
 
 def test_dense_kendall_equals_scipy_tau_b_with_ties():

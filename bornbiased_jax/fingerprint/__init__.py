@@ -7,7 +7,9 @@ matrices F (n inputs x d_out outputs) of the two models on the same random input
                       two Gaussian matrices, one-sided t and Mann-Whitney U tests;
   ``official_test``   the authors' released code: bottom-k dimensions, softmax / 10, analytic z;
   ``calibrated_test`` a null made of K fresh initialisations of the base's architecture
-                      (exact under H0 when the base is an initialisation).
+                      (exact under H0 when the base is an initialisation; approximate for
+                      Gaussian inputs, logits outputs and a tied head with per-seed
+                      embeddings, see ``calibrated``).
 
 ``features`` computes F for fresh initialisations (the sweep engine) and for loaded models.
 """

@@ -13,6 +13,19 @@ same inputs, and unrelated models' outputs co-vary across those inputs. The exac
 below 1 / (K + 1); a Gaussian-tail extrapolation Phi-bar((s - mean_null) / sd_null) is reported
 beside it (an approximation, not exact; it relies on the null statistics being near-normal).
 
+Caveat for Gaussian inputs with per-seed embeddings: the inputs' mean and std are those of A's
+embedding matrix (``features.make_inputs``), so the inputs are a function of A and not of the
+A_k. The p stays exact when the features do not otherwise depend on A's embedding: Gaussian
+inputs bypass the embedding lookup, and every other parameter (blocks, final norm, learned
+positions, an untied LM head) is drawn from its own key, independently of the embedding, so
+for the 'normed' and 'prenorm' outputs, and for 'logits' with an untied head, the K + 1
+statistics are exchangeable given the inputs. With 'logits' and a *tied* head (W_U = W_E^T) the
+features of A use the very matrix that set the inputs' scale while the A_k's do not, so the
+exchangeability is no longer strict and the p-value is approximate; the link runs through two
+numbers (the mean and std of V x d entries, whose relative seed-to-seed spread is about
+1/sqrt(V d)), so the departure should be small, but it is not zero. Token inputs, or a shared
+embedding (``--shared-embedding``: the same matrix for every seed), remove it.
+
 When A is itself trained, the exchangeability no longer holds: the null then assumes that a
 trained model unrelated to B correlates with B no more than a fresh initialisation does. Training
 on similar data can make unrelated trained models more alike than fresh inits, so the test can be
@@ -42,7 +55,7 @@ from scipy import stats
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 
 STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
 DEFAULT_STATISTIC = "spearman_all"
@@ -70,19 +83,23 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
 
 
 def residual_stats(F_A: np.ndarray, nulls: list[np.ndarray], F_B: np.ndarray) -> np.ndarray:
-    """'residual_all' of (A, B) and of every (A_k, B): K + 1 values, A's first.
+    """'residual_all' of (A, B) and of every (A_k, B): K + 1 values, A's first, with the common
+    response M = mean of F_A and the F_k (n, d_out)."""
+    models = [F_A, *nulls]
+    M = sum(np.asarray(F, dtype=np.float64) for F in models) / len(models)
+    return residual_corrs(models, M, F_B)
 
-    r_j = mean over dimensions of Pearson corr over inputs of (F_j - M, F_B - M), where
-    M = mean of F_A and the F_k (n, d_out)."""
-    models = [np.asarray(F_A, dtype=np.float64)] + [np.asarray(F, dtype=np.float64)
-                                                   for F in nulls]
-    M = sum(models) / len(models)
-    b = F_B - M
+
+def residual_corrs(models: Iterable[np.ndarray], M_nd: np.ndarray, F_B: np.ndarray) -> np.ndarray:
+    """r_j = mean over dimensions of the Pearson correlation over the n inputs of
+    (F_j - M, F_B - M), for each F_j (n, d_out) of ``models`` (an iterable: one model in float64
+    at a time); a dimension with zero variance counts as r = 0."""
+    b = np.asarray(F_B, dtype=np.float64) - M_nd
     b = b - b.mean(0)
     b_norm = np.sqrt((b * b).sum(0))
     out = []
     for F in models:
-        a = F - M
+        a = np.asarray(F, dtype=np.float64) - M_nd
         a = a - a.mean(0)
         den = np.sqrt((a * a).sum(0)) * b_norm
         r = np.divide((a * b).sum(0), den, out=np.zeros(den.shape), where=den > 0)
@@ -125,6 +142,7 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
         raise UserError(f"unknown calibrated statistic {statistic_name!r}; choose one of "
                         f"{STATISTICS}")
     n, d_out = D.check_features(F_A, F_B)
+    alpha = check_alpha(alpha)
     m = D.check_size("m", D.default_size(d_out) if m is None else m, d_out)
     A, B = D.RankedFeatures.of(F_A), D.RankedFeatures.of(F_B)
     if statistic_name == "residual_all":

@@ -12,10 +12,11 @@ import numpy as np
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
+from bornbiased_jax.fingerprint.features import (INPUTS, OUTPUTS, init_features, make_inputs,
+                                                 model_features)
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.fingerprint.result import ALPHA, check_alpha
 from bornbiased_jax.sources import LoadedModel
 
 TESTS = ("paper", "official", "calibrated")
@@ -46,15 +47,33 @@ class Settings:
         bad = [t for t in self.tests if t not in TESTS]
         if bad or not self.tests:
             raise UserError(f"unknown test(s) {bad}; choose among {TESTS}")
-        if self.n < 3:
-            raise UserError(f"n = {self.n} inputs is too few: the lineage tests need n >= 3")
-        if self.null_models < 1:
-            raise UserError("the calibrated test needs at least one null model")
-        if self.trials < 1:
-            raise UserError("the paper test needs at least one null trial")
+        if self.input not in INPUTS:
+            raise UserError(f"unknown input kind {self.input!r}; choose one of {INPUTS}")
+        if self.output not in OUTPUTS:
+            raise UserError(f"unknown output {self.output!r}; choose one of {OUTPUTS}")
+        _check_int("n (inputs)", self.n, 3, "the lineage tests need n >= 3")
+        _check_int("seq_len", self.seq_len, 1)
+        for name in ("m", "k"):
+            if getattr(self, name) is not None:  # the upper bound d_out is checked in compare()
+                _check_int(name, getattr(self, name), 1, "and at most d_out")
+        _check_int("null_models", self.null_models, 1,
+                   "the calibrated test needs at least one null model")
+        _check_int("trials", self.trials, 1, "the paper test needs at least one null trial")
+        _check_int("probe_seed", self.probe_seed, 0, hi=2**32 - 1)
         if self.statistic not in C.STATISTICS:
             raise UserError(f"unknown calibrated statistic {self.statistic!r}; choose one of "
                             f"{C.STATISTICS}")
+        check_alpha(self.alpha)
+
+
+def _check_int(name: str, value, lo: int, why: str = "", hi: int | None = None) -> None:
+    """A UserError unless ``value`` is an integer in [lo, hi] (hi None: no upper bound)."""
+    ok = (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+          and lo <= value and (hi is None or value <= hi))
+    if not ok:
+        rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise UserError(f"{name} = {value!r} must be an integer {rng}"
+                        + (f" ({why})" if why else ""))
 
 
 def null_seeds(K: int, exclude: Sequence[int | None]) -> list[int]:

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 
 TEMPERATURE = 10.0
 
@@ -36,6 +36,7 @@ def official_test(F_A: np.ndarray, F_B: np.ndarray, k: int | None = None, *,
     Returns p-values 'two_phi_bar' (the code's 2 * Phi-bar(z), primary) and 'one_sided'
     (Phi-bar(z))."""
     n, d_out = D.check_features(F_A, F_B)
+    alpha = check_alpha(alpha)
     k = D.check_size("k", D.default_size(d_out) if k is None else k, d_out)
     S = D.coset(F_A, F_B, k, largest=False)
     notes = []

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, clip_p
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, clip_p
 
 TRIALS = 10
 
@@ -73,6 +73,7 @@ def paper_test(F_A: np.ndarray, F_B: np.ndarray, m: int | None = None, *,
       p-values 't_mean', 'u_mean' (mean over trials), 't_pooled', 'u_pooled'; primary 't_mean'.
     """
     n, d_out = D.check_features(F_A, F_B)
+    alpha = check_alpha(alpha)
     m = D.check_size("m", D.default_size(d_out) if m is None else m, d_out)
     S = D.coset(F_A, F_B, m)
     taus = D.kendall_per_dim(F_A, F_B, S)

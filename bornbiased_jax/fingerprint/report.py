@@ -37,18 +37,29 @@ def rows(results: Mapping[str, LineageResult]) -> list[dict]:
     return out
 
 
+def _alphas(results: Mapping[str, LineageResult]) -> str:
+    """The significance level(s) the results were judged at, e.g. '0.01'."""
+    return ", ".join(f"{a:g}" for a in sorted({float(r.alpha) for r in results.values()}))
+
+
 def table_markdown(results: Mapping[str, LineageResult]) -> str:
-    lines = ["| test | p-value | p | \\|S\\| | mean corr | verdict (alpha = 0.01) |",
-             "|---|---|---:|---:|---:|---|"]
+    head = f"| test | p-value | p | \\|S\\| | mean corr | verdict (alpha = {_alphas(results)}) |"
+    lines = [head, "|---|---|---:|---:|---:|---|"]
     for row in rows(results):
         stat = "-" if not math.isfinite(row["statistic"]) else f"{row['statistic']:+.4f}"
         lines.append(f"| {row['test']} | {row['variant']} | {fmt_p(row['p'])} | "
                      f"{row['n_dims']} | {stat} | {row['verdict']} |")
     notes = [f"- {n}: {r.note}" for n, r in results.items() if r.note]
-    legend = ("\n|S|: identity dimensions (the calibrated test's 'spearman_all' statistic uses all "
-              "d_out). mean corr: mean Kendall tau on S (paper, official) or the calibrated "
-              "statistic (mean Spearman rho). The paper's 'mean of trials' is the arithmetic mean "
-              "of the p-values of 10 Gaussian null draws (Sec. 6.1.2), not itself a p-value.")
+    legend = ("\n|S|: identity dimensions (the calibrated test's '_all' statistics use all "
+              "d_out). mean corr: mean Kendall tau on S (paper, official)")
+    if "calibrated" in results:
+        legend += (" or the calibrated statistic "
+                   f"({results['calibrated'].details.get('statistic_name')})")
+    legend += "."
+    if "paper" in results:
+        trials = results["paper"].details.get("trials")
+        legend += (" The paper's 'mean of trials' is the arithmetic mean of the p-values of "
+                   f"{trials} Gaussian null draws (Sec. 6.1.2), not itself a p-value.")
     return "\n".join(lines) + legend + ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + "\n"
 
 

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from bornbiased_jax.errors import UserError
+
 ALPHA = 0.01  # paper Sec. 6.1.1: significance at p < 0.01
 
 
@@ -25,9 +27,12 @@ class LineageResult:
       n, d_out: number of inputs and output dimension.
       dims: the dimensions the correlations were taken on (S for the paper and official tests,
         all or S for the calibrated test, depending on its statistic).
-      taus: per-dimension rank correlations on ``dims`` (Kendall's tau for the paper and
-        official tests; the calibrated statistic's correlations, see ``corr_kind``).
-      corr_kind: 'kendall_tau' or 'spearman_rho'.
+      taus: per-dimension correlations on ``dims`` (Kendall's tau for the paper and official
+        tests; the calibrated statistic's correlations, see ``corr_kind``; empty for
+        'residual_all', whose per-dimension values are not kept).
+      corr_kind: 'kendall_tau' (paper, official, calibrated 'tau_S'), 'spearman_rho'
+        (calibrated 'spearman_all', 'spearman_S') or 'pearson_r_residual' (calibrated
+        'residual_all': Pearson's r after subtracting the common response).
       statistic: the test's summary statistic (mean tau, or the calibrated statistic).
       null: values of the null distribution, for plots (pooled null taus, or the null models'
         statistics); empty when the null is analytic.
@@ -84,6 +89,14 @@ def _num(v):
     if isinstance(v, np.integer):
         return int(v)
     return v
+
+
+def check_alpha(alpha) -> float:
+    """``alpha`` as a float, or a UserError unless it is a significance level in (0, 1)."""
+    if (isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.floating))
+            or not 0 < alpha < 1):
+        raise UserError(f"alpha = {alpha!r} must be a significance level in (0, 1), e.g. 0.01")
+    return float(alpha)
 
 
 def clip_p(p: float) -> float:
