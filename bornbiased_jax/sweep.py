@@ -306,13 +306,15 @@ class _Compiled:
             run_local = jax.shard_map(run_local, mesh=mesh,
                                       in_specs=(P("seeds"), P(), P("seqs")),
                                       out_specs=P("seeds", "seqs"))
-            # Built on every device by one compiled call (a mesh spanning processes cannot
-            # take a copy from one device): the same bits on each.
-            shared = jax.jit(shared, out_shardings=NamedSharding(mesh, P()))()
-            if mesh.is_multi_process:  # inputs are placed piece by piece, each process
-                # its own devices' pieces
+            if mesh.is_multi_process:
+                # Built on every device by one compiled call (a mesh spanning processes
+                # cannot take a copy from one device); inputs are placed piece by piece, each
+                # process its own devices' pieces.
+                shared = jax.jit(shared, out_shardings=NamedSharding(mesh, P()))()
                 self.seeds_sharding = NamedSharding(mesh, P("seeds"))
                 self.seqs_sharding = NamedSharding(mesh, P("seqs"))
+            else:
+                shared = jax.device_put(shared(), NamedSharding(mesh, P()))
         else:
             shared = jax.device_put(shared(), devices[0])
         self.shared_params = shared

@@ -178,7 +178,7 @@ def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer, params=None,
     moments, step 0, data position 0. Training uses no randomness beyond these: the data order
     is a function of ``data_seed`` and the position (``data.batch_indices``), so the state holds
     no RNG key. With ``shardings`` (``sharding.state_shardings``) each device builds only its
-    own pieces (the same values: threefry is partitionable)."""
+    own pieces (the same values as built whole)."""
     if shardings is None:
         if params is None:
             params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
