@@ -306,7 +306,8 @@ def _train_parser(sub) -> None:
                     "gradient clipping, optional bfloat16 and gradient accumulation) on local "
                     "text files, saving Orbax checkpoints. Running the same command again with "
                     "an --out that holds checkpoints resumes from the latest complete one; only "
-                    "--stop-at and the logging/eval/checkpoint cadences may change on resume.")
+                    "--stop-at, --fsdp and the logging/eval/checkpoint cadences may change on "
+                    "resume.")
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "

@@ -1,4 +1,4 @@
-"""Many processes, one program: JAX's multi-controller runtime for sweeps, fingerprints and training.
+"""Many processes, one program: JAX's multi-controller runtime for sweeps and training.
 
 A run across hosts starts one process per host (or per GPU); each process sees its own devices
 (``jax.local_devices()``) and every device (``jax.devices()``), and all processes run the same

@@ -265,8 +265,8 @@ def test_checkpoint_of_two_processes_resumes_in_one(two, one, corpus, tmp_path):
     run.train(progress=False)
     assert int(run.state["step"]) == 6
     _assert_close(_checkpoint(run_dir, 6), _checkpoint(one / "train", 6), SUM_ORDER_RTOL)
-    steps = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").read_text().split()]
-    assert steps == [1, 2, 3, 4, 5, 6]
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(ln)["step"] for ln in lines] == [1, 2, 3, 4, 5, 6]
 
 
 def test_fsdp_shards_the_large_presets_state_over_the_mesh():
