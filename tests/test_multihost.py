@@ -40,7 +40,7 @@ from bornbiased_jax.errors import UserError
 ROOT = Path(__file__).resolve().parents[1]
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # The launch took 35 s (66 s of CPU time in its two processes) on the idle 2-core machine; the
-# room for a machine shared with other jobs.
+# bound leaves room for a machine shared with other jobs (it took 6 min under a load of 9).
 TIMEOUT_S = 600
 
 
