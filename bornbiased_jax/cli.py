@@ -5,6 +5,9 @@
   bornbiased train    pretraining with Orbax checkpoints, resumable and deterministic
   bornbiased fingerprint  SeedPrint: does one model descend from another's initialisation?
   bornbiased sinks    attention-sink rate on real text (Sec. 6.2.1)
+
+sweep, fingerprint and train also run as one process per host (``--coordinator``,
+``--num-processes``, ``--process-id``, or a cluster JAX detects): see ``distributed.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from bornbiased_jax import distributed
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.theory.cli import add_theory_parser
 
@@ -117,6 +121,7 @@ def _sweep_parser(sub) -> None:
     p.add_argument("--memory-budget-gb", type=_positive_float,
                    help="per-device memory budget in GiB (> 0) from which chunk sizes are planned")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    distributed.add_arguments(p)
 
 
 def run_sweep(args) -> int:
@@ -151,6 +156,8 @@ def run_sweep(args) -> int:
     records += _token_preference_of_models(models, seq_lens, num_seqs, args)
     configs += [m.cfg for m in models]
     wall = time.time() - t0
+    if not distributed.is_writer():  # every process computed; process 0 writes
+        return 0
     table = report.table1_markdown(records)
     run_info = {
         "command": "bornbiased " + " ".join(sys.argv[1:]), "wall_seconds": round(wall, 1),
@@ -235,6 +242,7 @@ def _fingerprint_parser(sub) -> None:
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
     p.add_argument("--out", type=Path, default=Path("results/fingerprint"), help="output folder")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    distributed.add_arguments(p)
 
 
 def run_fingerprint(args) -> int:
@@ -262,6 +270,8 @@ def run_fingerprint(args) -> int:
     suspect = load_source(args.suspect, shared_embedding=args.shared_embedding)
     out = compare(base, suspect, settings, progress=not args.no_progress)
     wall = time.time() - t0
+    if not distributed.is_writer():  # every process computed; process 0 writes
+        return 0
     results = out["results"]
     run_info = {"command": "bornbiased " + " ".join(sys.argv[1:]), "base": base.label,
                 "suspect": suspect.label, "settings": dataclasses.asdict(settings),
@@ -296,7 +306,8 @@ def _train_parser(sub) -> None:
                     "gradient clipping, optional bfloat16 and gradient accumulation) on local "
                     "text files, saving Orbax checkpoints. Running the same command again with "
                     "an --out that holds checkpoints resumes from the latest complete one; only "
-                    "--stop-at and the logging/eval/checkpoint cadences may change on resume.")
+                    "--stop-at, --fsdp and the logging/eval/checkpoint cadences may change on "
+                    "resume.")
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
@@ -328,19 +339,32 @@ def _train_parser(sub) -> None:
                    help="a model setting on top of the preset (repeatable), e.g. "
                         "attn_output_transform=sqrt_i or attn_output_gate=true; recorded in "
                         "run.json")
+    p.add_argument("--fsdp", action="store_true",
+                   help="shard parameters and Adam moments over the devices (FSDP) instead of "
+                        "copying them to each; may change between resumes")
+    distributed.add_arguments(p)
+
+
+def _train_config(args):
+    from bornbiased_jax.train import TrainConfig
+
+    fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
+    return TrainConfig(**fields)  # --model-set arrives as the model_set field
 
 
 def run_train(args) -> int:
-    from bornbiased_jax.train import Run, TrainConfig
+    from bornbiased_jax.train import Run
 
-    fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
-    tc = TrainConfig(**fields)  # --model-set arrives as the model_set field
+    tc = _train_config(args)
     run = Run(tc, args.corpus, args.out, tokenizer_path=args.tokenizer,
               require_resume=args.resume)
     start = int(run.state["step"])
-    if start:
+    writer = distributed.is_writer()
+    if start and writer:
         print(f"resuming {args.out} from step {start}")
     result = run.train(progress=not args.no_progress)
+    if not writer:
+        return 0
     last = [r for r in result["records"] if "val_loss" in r]
     if last:
         print(f"step {result['final_step']}: val loss {last[-1]['val_loss']:.3f}, "
@@ -458,6 +482,17 @@ def run_sinks(args) -> int:
     return 0
 
 
+def _join_processes(args) -> None:
+    """Start JAX's multi-process runtime if the flags or the cluster ask for it, after checking
+    what can be checked without the other processes (a batch that does not split over them)."""
+    launch = distributed.resolve(args.coordinator, args.num_processes, args.process_id)
+    if launch is not None and args.command == "train":
+        from bornbiased_jax.train import check_batch_splits
+
+        check_batch_splits(_train_config(args), launch.num_processes)
+    distributed.initialize(launch, args.init_timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
@@ -469,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
     _sinks_parser(sub)
     args = parser.parse_args(argv)
     try:
+        if args.command in ("sweep", "train", "fingerprint"):
+            _join_processes(args)
         if args.command == "sweep":
             return run_sweep(args)
         if args.command == "train":

@@ -18,6 +18,12 @@ A *probe* is written for one model and one input sequence: ``probe(params, x) ->
      are placed on every device once;
   5. returns host numpy arrays with leading axes (S, N).
 
+With several processes (``bornbiased_jax.distributed``; JAX's multi-controller runtime) the
+devices are all processes' devices: each process builds only the seeds its own devices hold,
+every process runs the same compiled calls, and the outputs are gathered into every process
+(``multihost_utils.process_allgather``); the caller writes them from process 0. The plan is
+process 0's, so that all processes run one program.
+
 Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given (the probe's
 working set per sequence from XLA's analysis of the compiled call), and cut the
 seeds and sequences into equal chunks; the last chunk is padded, so that every call has one
@@ -40,7 +46,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import model
+from bornbiased_jax import distributed, model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys, seed_list
@@ -111,6 +117,9 @@ def activation_bytes(cfg: ModelConfig, T: int) -> int:
 
 def default_budget(devices: Sequence[jax.Device]) -> int:
     """Per-device memory budget: 40 % of a GPU/TPU's memory, 2 GiB on CPU."""
+    # Another process's devices report no memory statistics here: ask one of this process's.
+    me = jax.process_index()
+    devices = [d for d in devices if getattr(d, "process_index", me) == me] or devices
     stats = devices[0].memory_stats() if devices[0].platform != "cpu" else None
     if stats and "bytes_limit" in stats:
         return int(0.4 * stats["bytes_limit"])
@@ -268,7 +277,8 @@ class _Compiled:
         self.cfg, self.plan = cfg, plan
         init_seed = _init_seed_fn(cfg)
         run_one = _run_one_fn(probe, plan.seq_batch)
-        shared = jax.jit(lambda: _shared_params(cfg))()
+        shared = jax.jit(lambda: _shared_params(cfg))
+        self.seeds_sharding = self.seqs_sharding = None  # set when the mesh spans processes
 
         def over_seeds(init_or_run):
             """Apply a per-seed function over the local seed axis with the plan's strategy."""
@@ -278,7 +288,7 @@ class _Compiled:
                                                     batch_size=plan.map_batch)
 
         if plan.strategy == "loop":
-            self.shared_params = shared
+            self.shared_params = shared()
             self.init_one = jax.jit(init_seed)
             self.run_one = jax.jit(run_one)
             return
@@ -296,9 +306,17 @@ class _Compiled:
             run_local = jax.shard_map(run_local, mesh=mesh,
                                       in_specs=(P("seeds"), P(), P("seqs")),
                                       out_specs=P("seeds", "seqs"))
-            shared = jax.device_put(shared, NamedSharding(mesh, P()))
+            if mesh.is_multi_process:
+                # Built on every device by one compiled call (a mesh spanning processes
+                # cannot take a copy from one device); inputs are placed piece by piece, each
+                # process its own devices' pieces.
+                shared = jax.jit(shared, out_shardings=NamedSharding(mesh, P()))()
+                self.seeds_sharding = NamedSharding(mesh, P("seeds"))
+                self.seqs_sharding = NamedSharding(mesh, P("seqs"))
+            else:
+                shared = jax.device_put(shared(), NamedSharding(mesh, P()))
         else:
-            shared = jax.device_put(shared, devices[0])
+            shared = jax.device_put(shared(), devices[0])
         self.shared_params = shared
         self.init_many = jax.jit(init_local)
         self.run_many = jax.jit(run_local)
@@ -306,12 +324,17 @@ class _Compiled:
     def init(self, keys):
         if self.plan.strategy == "loop":
             return [self.init_one(k) for k in keys]
+        if self.seeds_sharding is not None:
+            keys = jax.random.wrap_key_data(distributed.global_array(
+                jax.random.key_data(keys), self.seeds_sharding))
         return self.init_many(keys)
 
     def run(self, seed_params, xs):
         if self.plan.strategy == "loop":
             outs = [self.run_one(p, self.shared_params, xs) for p in seed_params]
             return jax.tree.map(lambda *a: jnp.stack(a), *outs)
+        if self.seqs_sharding is not None:
+            xs = distributed.global_array(xs, self.seqs_sharding)
         return self.run_many(seed_params, self.shared_params, xs)
 
 
@@ -354,6 +377,8 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
                       seq_chunk=seq_chunk, map_batch=map_batch, seq_batch=seq_batch,
                       memory_budget=memory_budget, devices=devices, probe=probe,
                       row_shape=tuple(inputs.shape[1:]), row_dtype=jnp.asarray(inputs[:1]).dtype)
+    if jax.process_count() > 1:
+        plan = _one_plan_for_all_processes(plan)
     compiled = _compiled(cfg, probe, plan, tuple(devices))
     S = len(seeds)
     n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)
@@ -368,7 +393,7 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
             for n0 in range(0, N, plan.seq_chunk):
                 n_rows = min(plan.seq_chunk, N - n0)
                 xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
-                res = jax.device_get(compiled.run(seed_params, xs))
+                res = distributed.to_host(compiled.run(seed_params, xs))
                 if out is None:
                     out = jax.tree.map(lambda a: np.empty((S, N) + a.shape[2:], a.dtype), res)
                 jax.tree.map(lambda o, a: o.__setitem__(
@@ -378,6 +403,18 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
             del seed_params
             _release_freed_memory()
     return out
+
+
+def _one_plan_for_all_processes(plan: SweepPlan) -> SweepPlan:
+    """Process 0's plan (each process measured its own; one program needs one plan). The
+    'loop' strategy runs seeds on one device and is refused: it cannot spread them."""
+    if plan.strategy == "loop":
+        raise UserError(f"strategy 'loop' runs every seed on one device; with "
+                        f"{jax.process_count()} processes use 'map' or 'vmap', which spread "
+                        f"the seeds over all processes' devices")
+    sizes = ("seed_chunk", "seq_chunk", "map_batch", "n_devices", "seq_batch", "seq_devices")
+    got = distributed.same_on_all_processes(tuple(getattr(plan, f) for f in sizes))
+    return dataclasses.replace(plan, **dict(zip(sizes, got)))
 
 
 def _pad_rows(a: jax.Array, n: int) -> jax.Array:

@@ -18,6 +18,14 @@ The learning-rate schedule spans ``steps`` (warmup, then cosine decay to ``min_l
 so ``steps`` is part of the run's identity: resuming with another ``steps`` would reshape the
 schedule mid-run and match no uninterrupted run, and is an error. To stop early and continue
 later on the same schedule, use ``stop_at`` (``--stop-at``), which may differ between resumes.
+
+Across processes (``bornbiased_jax.distributed``: one process per host, started with the same
+command) the mesh spans every process's devices; each process loads only its own rows of each
+batch (``jax.make_array_from_process_local_data``), all processes write their shards of each
+checkpoint through Orbax (``--out`` must be a folder every host sees), and process 0 alone
+writes run.json, the tokenizer, metrics and plots. The state is saved without its layout, so a
+run resumes with another number of processes or devices, or with ``fsdp`` switched, from the
+same state. ``fsdp`` shards parameters and Adam moments over the devices (``sharding.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +47,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import data, io, model
+from bornbiased_jax import data, distributed, io, model, sharding
 from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
@@ -57,7 +66,8 @@ class TrainConfig:
     a Hugging Face folder) whose parameters start the run instead of ``seed``'s initialisation:
     continued pretraining on another corpus (paper Table 5). The architecture and tokenizer are
     then the source's (``preset`` and ``model_set`` are not used); Adam moments, the step count
-    and the learning-rate schedule start fresh."""
+    and the learning-rate schedule start fresh. ``fsdp`` shards parameters and Adam moments
+    over the devices instead of copying them to each (``sharding.RULES_FSDP``)."""
 
     preset: str = "llama2-cpu"
     seq_len: int = 128
@@ -86,6 +96,7 @@ class TrainConfig:
     stop_at: int | None = None
     model_set: tuple[str, ...] = ()
     init_from: str | None = None
+    fsdp: bool = False
 
     def __post_init__(self):
         pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
@@ -122,8 +133,9 @@ class TrainConfig:
 
     # Fields that may differ between the first run and a resume of it. Not ``steps``: it sets
     # the schedule's length (see the module docstring).
+    # ``fsdp`` changes where the state lives, not what it is (as the number of devices does).
     RESUMABLE = ("stop_at", "eval_every", "eval_batches", "log_every", "save_every",
-                 "keep_last", "keep_every")
+                 "keep_last", "keep_every", "fsdp")
 
 
 def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
@@ -160,22 +172,38 @@ def loss_fn(params, cfg: ModelConfig, blocks_BT1: jax.Array, bf16: bool) -> jax.
         logits.astype(jnp.float32), blocks_BT1[:, 1:]).mean()
 
 
-def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer, params=None) -> dict:
+def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer, params=None,
+               shardings=None) -> dict:
     """Parameters from ``seed`` (or the given ``params``, e.g. a source model's), fresh Adam
     moments, step 0, data position 0. Training uses no randomness beyond these: the data order
     is a function of ``data_seed`` and the position (``data.batch_indices``), so the state holds
-    no RNG key."""
+    no RNG key. With ``shardings`` (``sharding.state_shardings``) each device builds only its
+    own pieces (the same values as built whole)."""
+    if shardings is None:
+        if params is None:
+            params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
+        else:
+            params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
+        return {"params": params, "opt_state": optimizer.init(params),
+                "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32)}
     if params is None:
-        params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
-    else:
-        params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
-    return {"params": params, "opt_state": optimizer.init(params),
-            "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32)}
+        params = jax.jit(model.init, static_argnums=0, out_shardings=shardings["params"])(
+            cfg, seed_key(tc.seed))
+    else:  # host arrays every process holds: each places its own devices' pieces
+        params = jax.tree.map(lambda a, s: distributed.global_array(np.asarray(a, np.float32), s),
+                              params, shardings["params"])
+    rest = jax.jit(lambda p: {"opt_state": optimizer.init(p), "step": jnp.zeros((), jnp.int32),
+                              "data_position": jnp.zeros((), jnp.int32)},
+                   out_shardings={k: shardings[k] for k in ("opt_state", "step",
+                                                             "data_position")})(params)
+    return {"params": params, **rest}
 
 
-def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh):
+def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh,
+                    state_sharding=None):
     """state, blocks (A, B/A, T+1) -> state, metrics. Gradients are averaged over the A
-    micro-batches by a scan; the micro-batch axis B/A is sharded over the mesh's 'data' axis."""
+    micro-batches by a scan; the micro-batch axis B/A is sharded over the mesh's 'data' axis;
+    the state is replicated unless ``state_sharding`` says otherwise (FSDP)."""
     grad = jax.value_and_grad(loss_fn)
 
     def step(state, blocks_ABT1):
@@ -193,9 +221,14 @@ def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh):
         return new, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
 
     replicated = NamedSharding(mesh, P())
-    batch_sharding = NamedSharding(mesh, P(None, "data", None))
-    return jax.jit(step, in_shardings=(replicated, batch_sharding),
-                   out_shardings=(replicated, replicated), donate_argnums=0)
+    state_sharding = replicated if state_sharding is None else state_sharding
+    return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
+                   out_shardings=(state_sharding, replicated), donate_argnums=0)
+
+
+def batch_sharding(mesh: Mesh) -> NamedSharding:
+    """Blocks (A, B/A, T+1): the micro-batch rows over the 'data' devices."""
+    return NamedSharding(mesh, P(None, "data", None))
 
 
 def make_eval(cfg: ModelConfig, tc: TrainConfig):
@@ -218,13 +251,15 @@ class Run:
         io.check_writable(self.out, folder=True, flag="--out")
         n_dev = len(jax.devices())
         micro = tc.batch_size // tc.grad_accum
+        check_batch_splits(tc, jax.process_count())
         if micro % n_dev:  # checked before anything is written
             raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split "
                             f"over {n_dev} devices; use a multiple of {n_dev}")
         self.ckpt_dir = (self.out / "checkpoints").absolute()
         self.source = _init_source(tc)
         existing = self.out / "run.json"
-        if existing.exists():
+        # Process 0 decides (and only then writes), so no process mistakes its files for a run.
+        if distributed.same_on_all_processes((int(existing.exists()),))[0]:
             self._resume_setup(existing, corpus)
         else:
             if require_resume:
@@ -233,11 +268,15 @@ class Run:
             self._fresh_setup(corpus, tokenizer_path)
         self.mesh = Mesh(np.asarray(jax.devices()), ("data",))
         self.optimizer = make_optimizer(tc)
+        source_params = None if self.source is None else self.source.params
+        shapes = jax.eval_shape(lambda: init_state(self.cfg, tc, self.optimizer, source_params))
+        self.state_sharding = sharding.state_shardings(
+            shapes, self.optimizer, self.mesh,
+            sharding.RULES_FSDP if tc.fsdp else sharding.RULES_DATA_PARALLEL)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
-        self.state = init_state(self.cfg, tc, self.optimizer,
-                                None if self.source is None else self.source.params)
+        self.state = init_state(self.cfg, tc, self.optimizer, source_params, self.state_sharding)
         latest = self.manager.latest_step()
         if latest is not None:
             self.state = self._restore(latest)
@@ -251,23 +290,20 @@ class Run:
             raise UserError(f"the corpus {corpus} is empty: no readable, non-empty text files")
         if self.source is not None and tokenizer_path is None:
             tokenizer_path = _source_tokenizer(self.source)
-        tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
-               else data.train_tokenizer(docs, self.tc.vocab_size))
+        tok = None
+        if distributed.is_writer():  # process 0's tokenizer is every process's
+            tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
+                   else data.train_tokenizer(docs, self.tc.vocab_size))
+        tok = _same_tokenizer(tok)
         self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
+        _check_same_data(self.blocks)
         self.cfg = self._model_config()
+        if not distributed.is_writer():
+            self.run_info = _fresh_run_info(self, corpus)
+            return
         self.out.mkdir(parents=True, exist_ok=True)
         io.write_text(self.out / "tokenizer.json", tok.to_str())
-        self.run_info = {"train_config": dataclasses.asdict(self.tc),
-                         "model_config": _jsonable(dataclasses.asdict(self.cfg)),
-                         "corpus": [str(c) for c in corpus],
-                         "data": {"n_train_blocks": len(self.blocks.train),
-                                  "n_val_blocks": len(self.blocks.val),
-                                  "vocab_size": self.blocks.vocab_size,
-                                  "fingerprint": _fingerprint(self.blocks)}}
-        if self.source is not None:
-            src = self.source
-            self.run_info["init_from"] = {"spec": self.tc.init_from, "label": src.label,
-                                          "kind": src.kind, "seed": src.seed, "step": src.step}
+        self.run_info = _fresh_run_info(self, corpus)
         io.write_json(self.out / "run.json", self.run_info)
 
     def _resume_setup(self, path: Path, corpus):
@@ -290,6 +326,7 @@ class Run:
         if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
             raise UserError(f"the corpus {corpus} no longer gives the data this run was "
                             f"trained on (fingerprint mismatch); resume with the same corpus")
+        _check_same_data(self.blocks)
         self.cfg = _saved_model_config(saved, path, self._model_config())
         self.run_info = saved
 
@@ -323,6 +360,19 @@ class Run:
         ids = data.batch_indices(tc.data_seed, position, tc.batch_size, len(self.blocks.train))
         return self.blocks.train[ids].reshape(tc.grad_accum, tc.batch_size // tc.grad_accum, -1)
 
+    def global_batch(self, position: int) -> jax.Array:
+        """The batch at ``position`` as one array over the mesh: this process loads only the
+        rows its own devices hold (``jax.make_array_from_process_local_data``)."""
+        tc = self.tc
+        shape = (tc.grad_accum, tc.batch_size // tc.grad_accum, tc.seq_len + 1)
+        where = batch_sharding(self.mesh)
+        rows = sorted({idx[1].indices(shape[1])[:2]
+                       for idx in where.addressable_devices_indices_map(shape).values()})
+        ids = data.batch_indices(tc.data_seed, position, tc.batch_size,
+                                 len(self.blocks.train)).reshape(shape[:2])
+        mine = np.concatenate([ids[:, a:b] for a, b in rows], axis=1)
+        return jax.make_array_from_process_local_data(where, self.blocks.train[mine], shape)
+
     def evaluate(self, eval_fn) -> float:
         n = min(len(self.blocks.val), self.tc.eval_batches * self.tc.batch_size)
         losses = [float(eval_fn(self.state["params"], self.blocks.val[i:i + self.tc.batch_size]))
@@ -332,19 +382,22 @@ class Run:
 
     def train(self, progress: bool = True) -> dict:
         tc = self.tc
-        step_fn = make_train_step(self.cfg, tc, self.optimizer, self.mesh)
+        step_fn = make_train_step(self.cfg, tc, self.optimizer, self.mesh, self.state_sharding)
         eval_fn = make_eval(self.cfg, tc)
         metrics_path = self.out / "metrics.jsonl"
+        writer = distributed.is_writer()  # every process computes; process 0 writes
         start = int(self.state["step"])
         records = [r for r in _read_jsonl(metrics_path) if r["step"] <= start]
-        io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
+        if writer:
+            io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
         schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, tc.warmup, tc.steps, tc.min_lr)
         last = tc.last_step
-        with open(metrics_path, "a") as log, tqdm(total=last, initial=start, disable=not progress,
-                                                  desc="train", unit="step") as bar:
+        with open(metrics_path if writer else os.devnull, "a") as log, tqdm(
+                total=last, initial=start, disable=not (progress and writer), desc="train",
+                unit="step") as bar:
             t0 = time.perf_counter()
             for step in range(start, last):
-                blocks = self.batch(int(self.state["data_position"]))
+                blocks = self.global_batch(int(self.state["data_position"]))
                 self.state, m = step_fn(self.state, blocks)
                 done = step + 1
                 rec = None
@@ -368,11 +421,56 @@ class Run:
                     self.manager.wait_until_finished()
                 bar.update(1)
         self.manager.close()
-        from bornbiased_jax.plots import loss_curve
+        if writer:
+            from bornbiased_jax.plots import loss_curve
 
-        io.save_figure(loss_curve(records, title=f"{self.cfg.name}, seed {tc.seed}"),
-                       self.out / "loss_curve.png")
+            io.save_figure(loss_curve(records, title=f"{self.cfg.name}, seed {tc.seed}"),
+                           self.out / "loss_curve.png")
         return {"records": records, "final_step": int(self.state["step"])}
+
+
+def check_batch_splits(tc: TrainConfig, n_processes: int) -> None:
+    """A UserError unless each micro-batch splits evenly over ``n_processes`` processes (each
+    process loads its own rows); checked before any work, by the CLI before the processes
+    even connect."""
+    micro = tc.batch_size // tc.grad_accum
+    if micro % n_processes:
+        raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split over "
+                        f"{n_processes} processes; use a multiple of {n_processes} (and of the "
+                        f"total number of devices)")
+
+
+def _fresh_run_info(run: Run, corpus) -> dict:
+    info = {"train_config": dataclasses.asdict(run.tc),
+            "model_config": _jsonable(dataclasses.asdict(run.cfg)),
+            "corpus": [str(c) for c in corpus],
+            "data": {"n_train_blocks": len(run.blocks.train),
+                     "n_val_blocks": len(run.blocks.val),
+                     "vocab_size": run.blocks.vocab_size,
+                     "fingerprint": _fingerprint(run.blocks)}}
+    if run.source is not None:
+        src = run.source
+        info["init_from"] = {"spec": run.tc.init_from, "label": src.label,
+                             "kind": src.kind, "seed": src.seed, "step": src.step}
+    return info
+
+
+def _same_tokenizer(tok):
+    """Process 0's tokenizer in every process (BPE training need not tie-break alike)."""
+    if jax.process_count() == 1:
+        return tok
+    from tokenizers import Tokenizer
+
+    text = distributed.broadcast_bytes(tok.to_str().encode() if tok is not None else None)
+    return Tokenizer.from_str(text.decode())
+
+
+def _check_same_data(blocks: data.TokenBlocks) -> None:
+    """A UserError in every process unless all processes' corpora give the same blocks."""
+    odd = distributed.processes_differing(_fingerprint(blocks).encode())
+    if odd:
+        raise UserError(f"processes {odd} read a different corpus than process 0 (data "
+                        f"fingerprint mismatch); every host must see the same files")
 
 
 def _init_source(tc: TrainConfig):

@@ -1,0 +1,101 @@
+"""Training state over the device mesh: logical axis names and one table of rules (maxtext-style).
+
+Every dimension of every parameter has a *logical* name saying what it is (``vocab``,
+``embed`` = d_model, ``qkv`` = heads x head_dim, ``mlp`` = d_ff, ...), read from the
+parameter's path (``model.py`` documents the paths). A table of *rules* maps logical names to
+axes of the device mesh; model code never mentions devices. The training mesh has one axis,
+``data``:
+
+  * data parallelism (``RULES_DATA_PARALLEL``, no rules): every parameter and Adam moment is
+    whole on every device; only the batch is split over ``data``;
+  * FSDP (``RULES_FSDP``: ``embed -> data``): every matrix and its two Adam moments are split
+    along d_model over the ``data`` devices, so a device holds 1/n of them, and XLA gathers
+    each weight where the step needs it (GSPMD inserts the all-gathers and reduce-scatters).
+
+A dimension whose size the mesh axis does not divide stays whole (every preset's d_model
+divides a power-of-two mesh of up to 64 devices). Norm scales and biases are tiny and stay
+replicated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import jax
+import optax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+# (module, parameter) -> logical names of its dimensions; kernels are (in, out).
+_QKV_IN = ("embed", "qkv")
+LOGICAL_AXES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("embed", "embedding"): ("vocab", "embed"),
+    ("pos_embed", "embedding"): ("position", "embed"),
+    ("lm_head", "kernel"): ("embed", "vocab"),
+    ("q_proj", "kernel"): _QKV_IN, ("k_proj", "kernel"): _QKV_IN,
+    ("v_proj", "kernel"): _QKV_IN, ("attn_gate_proj", "kernel"): _QKV_IN,
+    ("q_proj", "bias"): ("qkv",), ("k_proj", "bias"): ("qkv",), ("v_proj", "bias"): ("qkv",),
+    ("attn_gate_proj", "bias"): ("qkv",),
+    ("o_proj", "kernel"): ("qkv", "embed"), ("o_proj", "bias"): ("bias",),
+    ("gate_proj", "kernel"): ("embed", "mlp"), ("up_proj", "kernel"): ("embed", "mlp"),
+    ("gate_proj", "bias"): ("mlp",), ("up_proj", "bias"): ("mlp",),
+    ("down_proj", "kernel"): ("mlp", "embed"), ("down_proj", "bias"): ("bias",),
+    ("head_norm", "scale"): ("heads", "head_dim"),
+}
+RULES_DATA_PARALLEL: tuple[tuple[str, str], ...] = ()
+RULES_FSDP: tuple[tuple[str, str], ...] = (("embed", "data"),)
+
+
+def logical_axes(path, ndim: int) -> tuple[str | None, ...]:
+    """Logical names of a parameter's dimensions from its tree path; norms' scales and biases
+    are ('norm',); an unknown parameter gets no names (it stays replicated)."""
+    keys = [str(getattr(k, "key", getattr(k, "name", k))) for k in path]
+    module, leaf = (keys[-2] if len(keys) > 1 else ""), keys[-1]
+    if module == "gate_proj" and len(keys) > 2 and keys[-3] == "attn":
+        module = "attn_gate_proj"  # the attention output gate, (d, H K), not the MLP's gate
+    if re.search(r"norm$", module) and module != "head_norm":
+        return ("norm",) * ndim
+    names = LOGICAL_AXES.get((module, leaf))
+    return names if names is not None and len(names) == ndim else (None,) * ndim
+
+
+def partition_spec(names: tuple[str | None, ...], shape: tuple[int, ...], rules,
+                   mesh) -> P:
+    """The mesh axes of a parameter: each logical name through ``rules``, kept only where the
+    mesh axis divides the dimension (and each mesh axis used once)."""
+    table, used, spec = dict(rules), set(), []
+    for name, size in zip(names, shape):
+        axis = table.get(name)
+        if axis is not None and axis not in used and size % mesh.shape[axis] == 0:
+            spec.append(axis)
+            used.add(axis)
+        else:
+            spec.append(None)
+    return P(*spec)
+
+
+def param_shardings(params: Any, mesh, rules) -> Any:
+    """A NamedSharding for each parameter (``params`` may hold arrays or ShapeDtypeStructs)."""
+    return jax.tree_util.tree_map_with_path(
+        lambda path, x: NamedSharding(mesh, partition_spec(
+            logical_axes(path, len(x.shape)), tuple(x.shape), rules, mesh)), params)
+
+
+def state_shardings(state: Any, optimizer: optax.GradientTransformation, mesh, rules) -> Any:
+    """Shardings of a training state ``{'params', 'opt_state', 'step', 'data_position'}``:
+    Adam's moments follow their parameters, counters and everything else are replicated."""
+    params = param_shardings(state["params"], mesh, rules)
+    replicated = NamedSharding(mesh, P())
+    opt = optax.tree_map_params(optimizer, lambda _, s: s, state["opt_state"], params,
+                                transform_non_params=lambda _: replicated)
+    return {**jax.tree.map(lambda _: replicated, state), "params": params, "opt_state": opt}
+
+
+def bytes_per_device(shapes: Any, shardings: Any) -> int:
+    """Bytes one device holds of arrays ``shapes`` (ShapeDtypeStructs) laid out as
+    ``shardings`` (the most any device holds, for uneven layouts)."""
+    sizes = jax.tree.map(
+        lambda x, s: math.prod(s.shard_shape(tuple(x.shape))) * x.dtype.itemsize,
+        shapes, shardings)
+    return int(sum(jax.tree.leaves(sizes)))
