@@ -21,5 +21,5 @@ from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
 
-__all__ = ["ALPHA", "BaselineResult", "LineageResult", "calibrated_test", "exchangeable_p", "official_test",
-           "paper_test"]
+__all__ = ["ALPHA", "BaselineResult", "LineageResult", "calibrated_test", "exchangeable_p",
+           "official_test", "paper_test"]

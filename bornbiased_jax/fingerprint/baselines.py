@@ -17,8 +17,8 @@ Each returns a :class:`BaselineResult`: a similarity, and "same lineage" when it
                  to permuting MLP hidden units, attention heads (with their K/V groups) and the
                  residual basis (X -> X P with every weight permuted to match).
                  Grouped-query attention: K and V are repeated to the query heads they serve
-                 (HF's ``repeat_kv``, also the authors' code), so W_Q W_K^T = sum_h W_Q^h W_K^{n(h)T}
-                 and W_V W_O = sum_h W_V^{n(h)} W_O^h. Gated MLP: W_up W_down only, as HuRef and
+                 (HF's ``repeat_kv``, also the authors' code), so
+                 W_Q W_K^T = sum_h W_Q^h W_K^{n(h)T} and W_V W_O = sum_h W_V^{n(h)} W_O^h. Gated MLP: W_up W_down only, as HuRef and
                  the authors' code; W_gate W_down is equally permutation-invariant but not used.
                  Norm gains and biases are not part of the invariants (as HuRef).
   ``intrinsic``  Yoon et al.'s intrinsic fingerprint: per-block std of the W_Q, W_K, W_V, W_O
