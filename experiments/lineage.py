@@ -85,7 +85,7 @@ def pair_rows(name: str, d: dict) -> list[tuple[str, str, str, str]]:
         if "pcs" in p:
             paper += (f"; Intrinsic {p['intrinsic']:.3f}, REEF {p['reef']:.3f}, PCS "
                       f"{p['pcs']:.3f}, ICS {p['ics']:.3f}")
-        ours, bad = [], []
+        ours, bad, notes = [], [], []
         cols = ["t", "U"] + [b for b, _ in BASELINES]
         for i, (kind, sp) in enumerate(r["seedprint"].items()):
             ours.append(f"{kind}: t {fmt_p(sp['paper/t_mean'])}, U {fmt_p(sp['paper/u_mean'])}, "
@@ -106,12 +106,19 @@ def pair_rows(name: str, d: dict) -> list[tuple[str, str, str, str]]:
                     bad.append(why)
             if marks[0] and not got[0]:
                 bad.append(_why(r, kind, n))
+            if (sp["calibrated/exact"] <= 0.01) != r["same_lineage"]:
+                notes.append(f"the calibrated test errs here ({kind}: p "
+                             f"{fmt_p(sp['calibrated/exact'])}, z {sp['calibrated/z']:+.2f}"
+                             + ("" if sp["calibrated/exact_valid"] else
+                                "; its null is not exact for a trained base") + ")")
         b = r["baselines"]
         ours.append("Intrinsic {:.3f}, REEF {:.3f}, PCS {:.3f}, ICS {:.3f}; PCS without gains "
                     "{:.3f}; PCS(own init) {:.3f}".format(
                         b["intrinsic"], b["reef"], b["pcs"], b["ics"], r["pcs_no_norms"],
                         r.get("pcs_own_init", float("nan"))))
         verdict = "reproduced" if not bad else "differs: " + "; ".join(dict.fromkeys(bad))
+        if notes:
+            verdict += ". Note: " + "; ".join(notes)
         rows.append((f"{TITLES[name].split(':')[0]}: {r['pair']}", paper, "; ".join(ours),
                      verdict))
     return rows
@@ -148,7 +155,8 @@ def family_table(runs: Path, fam: family.Family = family.DEFAULT) -> list[str]:
             continue
         s = family.summary(name, runs)
         src = s["init_from"]["label"] if s.get("init_from") else "init"
-        lines.append(f"| {name} | {', '.join(Path(c).name for c in s['corpus'])} | {src} | "
+        kind = name.split("-")[1] if name.startswith("cont-") else "base"
+        lines.append(f"| {name} | {kind} ({len(s['corpus'])} path(s)) | {src} | "
                      f"{s['steps']} | {s['tokens']:,} | {s['train_seconds']} | "
                      f"{s['final_val_loss']:.3f} |")
     return lines
