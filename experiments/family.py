@@ -27,6 +27,7 @@ import dataclasses
 import glob
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from bornbiased_jax.sources import run_steps
 from bornbiased_jax.train import Run, TrainConfig
@@ -56,10 +57,46 @@ SINK_ARMS = {
 }
 
 
-def corpus(name: str) -> list[str]:
+class Family(NamedTuple):
+    """What a family's runs are trained with: pretraining config, continuation overrides and
+    corpora. ``DEFAULT`` is the family above; :func:`smoke_family` a tiny one for tests."""
+
+    pretrain: TrainConfig
+    cont: dict
+    corpora: dict
+
+
+DEFAULT = Family(PRETRAIN, CONTINUE, CORPORA)
+
+
+def smoke_family(folder: Path) -> Family:
+    """A tiny family for end-to-end tests: ``llama2-tiny`` (d = 64, 2 blocks, context 32),
+    2 pretraining steps and 1 continuation step of 4 x 16 tokens, a checkpoint at every step,
+    on three small corpora written into ``folder`` (base, prose and code text)."""
+    folder = Path(folder)
+    words = {"base": "the help file lists each command and its options in order",
+             "prose": "once upon a time a small fox walked into the quiet wood",
+             "code": "def f(x):\n    return [i * x for i in range(10)]\n"}
+    corpora = {}
+    for name, text in words.items():
+        d = folder / name
+        d.mkdir(parents=True, exist_ok=True)
+        for i in range(8):
+            (d / f"{i}.txt").write_text(f"{text} {i} " * 40)
+        corpora[name] = [str(d)]
+    pre = TrainConfig(preset="llama2-tiny", model_set=("max_seq_len=32",), seq_len=16,
+                      batch_size=4, steps=2, warmup=1, vocab_size=320, data_seed=0,
+                      save_every=1, keep_every=1, keep_last=2, eval_every=2, eval_batches=1,
+                      log_every=1)
+    cont = dict(steps=1, warmup=0, lr=1e-4, min_lr=1e-5, weight_decay=0.01, save_every=1,
+                keep_every=1, keep_last=2, eval_every=1)
+    return Family(pre, cont, corpora)
+
+
+def corpus(name: str, fam: Family = DEFAULT) -> list[str]:
     """The file and folder list of corpus ``name`` (globs expanded, sorted)."""
     out = []
-    for spec in CORPORA[name]:
+    for spec in fam.corpora[name]:
         out.extend(sorted(glob.glob(spec)) if any(c in spec for c in "*?[") else [spec])
     return out
 
@@ -75,43 +112,44 @@ def run_name(kind: str, seed: int = 42, arm: str = "baseline", shift: str | None
     raise ValueError(kind)
 
 
-def spec(name: str, runs_dir: Path) -> tuple[TrainConfig, list[str], str | None]:
+def spec(name: str, runs_dir: Path,
+         fam: Family = DEFAULT) -> tuple[TrainConfig, list[str], str | None]:
     """(train config, corpus, tokenizer path) of run ``name``. Every run uses the tokenizer
     base-s42 trained, so that all models share one vocabulary."""
     runs_dir = Path(runs_dir)
     tok = None if name == "base-s42" else str(runs_dir / "base-s42" / "tokenizer.json")
     parts = name.split("-")
     seed = int(parts[-1][1:])
+    pre = fam.pretrain
     if parts[0] == "base":
-        return dataclasses.replace(PRETRAIN, seed=seed), corpus("base"), tok
+        return dataclasses.replace(pre, seed=seed), corpus("base", fam), tok
     if parts[0] == "sink":
         arm = "-".join(parts[1:-1])
-        return (dataclasses.replace(PRETRAIN, seed=seed,
-                                    model_set=PRETRAIN.model_set + SINK_ARMS[arm]),
-                corpus("base"), tok)
+        return (dataclasses.replace(pre, seed=seed, model_set=pre.model_set + SINK_ARMS[arm]),
+                corpus("base", fam), tok)
     if parts[0] == "cont":
         shift = parts[1]
         source = runs_dir / f"base-s{seed}"
-        tc = dataclasses.replace(PRETRAIN, preset=PRETRAIN.preset, model_set=(), seed=seed,
-                                 init_from=f"{source.absolute()}@{PRETRAIN.steps}", **CONTINUE)
-        return tc, corpus(shift), None  # the tokenizer comes from the source run
+        tc = dataclasses.replace(pre, preset=pre.preset, model_set=(), seed=seed,
+                                 init_from=f"{source.absolute()}@{pre.steps}", **fam.cont)
+        return tc, corpus(shift, fam), None  # the tokenizer comes from the source run
     raise ValueError(name)
 
 
-def finished(name: str, runs_dir: Path) -> bool:
+def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
     folder = Path(runs_dir) / name
-    tc, _, _ = spec(name, runs_dir)
+    tc, _, _ = spec(name, runs_dir, fam)
     return (folder / "run.json").is_file() and tc.steps in run_steps(folder)
 
 
-def ensure(name: str, runs_dir: Path, progress: bool = False) -> Path:
+def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFAULT) -> Path:
     """Train run ``name`` to its last step, resuming it if it has checkpoints; return its
     folder. Runs it depends on (base-s42's tokenizer, a continuation's source) must be
     finished first."""
     folder = Path(runs_dir) / name
-    if finished(name, runs_dir):
+    if finished(name, runs_dir, fam):
         return folder
-    tc, docs, tok = spec(name, runs_dir)
+    tc, docs, tok = spec(name, runs_dir, fam)
     Run(tc, docs, folder, tokenizer_path=tok).train(progress=progress)
     return folder
 

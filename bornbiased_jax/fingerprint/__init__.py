@@ -11,13 +11,17 @@ matrices F (n inputs x d_out outputs) of the two models on the same random input
                       Gaussian inputs, logits outputs and a tied head with per-seed
                       embeddings, see ``calibrated``).
 
+``baselines`` holds the four fingerprints the paper compares with (App. B.3.2): Intrinsic,
+REEF, PCS and ICS, each a similarity with the 0.8 threshold.
+
 ``features`` computes F for fresh initialisations (the sweep engine) and for loaded models.
 """
 
+from bornbiased_jax.fingerprint.baselines import BaselineResult
 from bornbiased_jax.fingerprint.calibrated import calibrated_test, exchangeable_p
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
 
-__all__ = ["ALPHA", "LineageResult", "calibrated_test", "exchangeable_p", "official_test",
-           "paper_test"]
+__all__ = ["ALPHA", "BaselineResult", "LineageResult", "calibrated_test", "exchangeable_p",
+           "official_test", "paper_test"]

@@ -1,0 +1,78 @@
+"""The lineage study end to end on a tiny family (experiments/family.py ``smoke_family``):
+training through ``family.ensure`` (a second call resumes nothing), the four experiments,
+their files, and the RESULTS.md section with one row per claim."""
+
+import json
+
+import pytest
+
+from experiments import family, lineage
+from experiments.lineage_common import RUNS, SMOKE, Study
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """The 8 runs of a tiny family. Their train steps differ only in seeds and schedule
+    constants, so a persistent compilation cache (for this module) compiles each kind once:
+    about 30 s of CPU instead of 75 s."""
+    import jax
+
+    root = tmp_path_factory.mktemp("lineage")
+    old = {k: getattr(jax.config, k) for k in (
+        "jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes")}
+    jax.config.update("jax_compilation_cache_dir", str(root / "xla_cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    fam = family.smoke_family(root / "corpora")
+    runs = root / "runs"
+    for name in RUNS:
+        family.ensure(name, runs, fam=fam)
+    yield root, runs, fam
+    for k, v in old.items():
+        jax.config.update(k, v)
+
+
+def test_lineage_pipeline_end_to_end(smoke):
+    root, runs, fam = smoke
+    assert all(family.finished(n, runs, fam) for n in RUNS)
+    before = {n: (runs / n / "metrics.jsonl").read_text() for n in RUNS}
+    for name in RUNS:  # finished runs are left as they are
+        family.ensure(name, runs, fam=fam)
+    assert {n: (runs / n / "metrics.jsonl").read_text() for n in RUNS} == before
+    study = Study(runs, dict(SMOKE), root / "cache", fam)
+    out = root / "results"
+    lineage.run_all(study, out, "cpu")
+    for name in lineage.EXPERIMENTS:
+        for ext in ("json", "md", "png"):
+            assert (out / name / f"{name}.{ext}").stat().st_size > 0, (name, ext)
+    t4b = json.loads((out / "table4b" / "table4b.json").read_text())["records"]
+    assert [r["pair"] for r in t4b] == [f"s{s} init vs s{s} base" for s in (42, 123, 1000, 2000)]
+    t5 = json.loads((out / "table5" / "table5.json").read_text())["records"]
+    assert [(r["shift"], r["seed"], r["same_lineage"]) for r in t5] == [
+        ("prose", 1000, True), ("code", 1000, True), ("prose", 123, False), ("code", 123, False)]
+    for r in t4b + t5:
+        assert set(r["seedprint"]) == {"tokens"}
+        assert set(r["baselines"]) == {"intrinsic", "reef", "pcs", "ics"}
+        for sp in r["seedprint"].values():
+            assert all(0 <= sp[k] <= 1 for k in ("paper/t_mean", "paper/u_mean",
+                                                  "official/two_phi_bar", "calibrated/exact"))
+    # An init against itself-after-2-steps of a tiny model: PCS near 1 but not 1.
+    assert all(0.5 < r["pcs_own_init"] < 1 for r in t4b)
+    f11 = json.loads((out / "figure11" / "figure11.json").read_text())["records"]
+    curve = f11["inputs"]["tokens"]["curves"]
+    assert [r["step"] for r in curve["base-s42"]] == [1, 2]
+    assert [r["step"] for r in curve["base-s123"]] == [0, 1, 2]
+    body = lineage.section(out, runs, fam)
+    claims = [line.split(" | ")[0] for line in body.splitlines() if line.startswith("| ")]
+    assert sum(c.startswith("| Figure 11") for c in claims) == 1
+    assert sum(c.startswith("| Table 4b") for c in claims) == 4
+    assert sum(c.startswith("| Table 4c") for c in claims) == 4
+    assert sum(c.startswith("| Table 5") for c in claims) == 4
+    assert sum(c.startswith(("| base-s", "| cont-")) for c in claims) == len(RUNS)
+    results = root / "RESULTS.md"
+    results.write_text("# Results\n\n<!-- other:begin -->\nkept\n<!-- other:end -->\n")
+    lineage.replace_section(results, "lineage", body)
+    lineage.replace_section(results, "lineage", body)  # replaced, not appended twice
+    text = results.read_text()
+    assert text.count("<!-- lineage:begin -->") == 1 and "kept" in text
