@@ -47,7 +47,8 @@ CONTINUE = dict(steps=200, warmup=20, lr=1e-4, min_lr=1e-5, weight_decay=0.01, s
                 keep_every=50, keep_last=2, eval_every=50)
 
 LINEAGE_SEEDS = (42, 123, 1000, 2000)
-# Sec. 6.2.1 arms, all from seed 42 with the same data and order; "baseline" is base-s42.
+# Sec. 6.2.1 arms, all from seed 42 with the same data and order; "baseline" is base-s42 of the
+# family they are trained in (SINKS below: the lineage family's 2M tokens gave no sinks).
 SINK_ARMS = {
     "baseline": (),
     "amplification": ("attn_output_transform=sqrt_i",),
@@ -67,6 +68,22 @@ class Family(NamedTuple):
 
 
 DEFAULT = Family(PRETRAIN, CONTINUE, CORPORA)
+
+
+# The attention-sink family (Sec. 6.2). The lineage family's base-s42 (2.05M tokens) has no
+# sink head at any length (alpha^1 at T = 256 is 0.018-0.024, the uniform head's H_T / T is
+# 0.024), so the sink arms get a longer schedule on a larger corpus: a narrower llama2-small
+# (d = 192, 4 layers, 4 heads, d_ff 512, T = 256), 4,000 steps of 16 x 256 tokens (16.4M
+# tokens, ~1.6 epochs of 32 MB of Python standard-library code), warmup 200, a checkpoint
+# every 250 steps, so that the emergence of sinks can be located. Shifted text for Table 7:
+# Vim's help (prose) and the Node.js API documentation.
+SINKS_PRETRAIN = TrainConfig(
+    preset="llama2-small", model_set=("max_seq_len=256", "d_model=192", "d_ff=512"),
+    seq_len=256, batch_size=16, steps=4000, warmup=200, lr=6e-4, min_lr=6e-5,
+    weight_decay=0.1, vocab_size=4096, corpus_max_mb=32.0, data_seed=0, save_every=250,
+    keep_every=250, keep_last=2, eval_every=250, eval_batches=8, log_every=25)
+SINKS = Family(SINKS_PRETRAIN, {}, {"base": ["python-stdlib"], "prose": [VIM_DOCS],
+                                    "docs": [NODE_DOCS_MD]})
 
 
 def smoke_family(folder: Path) -> Family:

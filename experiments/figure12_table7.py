@@ -1,10 +1,12 @@
 """Sec. 6.2 after training: attention sinks (Figure 12), when they emerge, and perplexity
 (Table 7) for the baseline and the positional-variance arms.
 
-Arms (``experiments/family.py``): baseline, Positional Amplification o~_i = sqrt(i) o_i,
-Positional Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluation),
-head-wise RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper);
-all seed 42, the same data in the same order, trained (or resumed) by this script.
+Arms (``experiments/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M tokens of
+Python code per arm): baseline, Positional Amplification o~_i = sqrt(i) o_i, Positional
+Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluation), head-wise
+RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper); all seed
+42, the same data in the same order, trained (or resumed) by this script, the baseline first:
+``--arms baseline`` trains and measures it alone (the validity gate: does it develop sinks?).
 
 Measured on held-out text of the training corpus (the run's validation documents):
   * Figure 12: the sink rate Sink_eps (eps = 0.25, and Gu et al.'s 0.3) of each arm's final
@@ -12,8 +14,8 @@ Measured on held-out text of the training corpus (the run's validation documents
     and the rate is taken per sequence, then averaged (probes/sinks.py);
   * emergence: the sink rate at T = 256 at every saved checkpoint (step 0 = initialisation);
   * Table 7: perplexity on 64 windows of 256 tokens (+1 target) from the held-out in-domain text
-    and from two shifted corpora (prose and code), with the standard error of log-perplexity
-    over windows.
+    and from the shifted corpora (prose, documentation), with the standard error of
+    log-perplexity over windows, and paired differences against the baseline.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from bornbiased_jax.sources import load_source, run_steps
 from bornbiased_jax.train import loss_fn
 
 NAME = "figure12_table7"
-CPU = dict(runs_dir="runs/family", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
+CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
            emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0)
 # The paper's evaluation (Sec. 6.2: 100 sequences per length from 32 to 512; Table 7: 256
 # sequences of 2048 tokens); the runs must then be trained at the paper's scale (Table 13/14).
-PAPER = dict(runs_dir="runs/family-paper", lengths=[32, 64, 128, 256, 512], num_seqs=100,
+PAPER = dict(runs_dir="runs/sinks-paper", lengths=[32, 64, 128, 256, 512], num_seqs=100,
              eps=[0.25, 0.3], emergence_T=512, ppl_windows=256, ppl_T=2048, shift_mb=64.0)
 ARMS = list(family.SINK_ARMS)
 PAPER_TABLE7 = {"baseline": (21.33, 30.36), "amplification": (21.95, 28.70),
@@ -51,9 +53,9 @@ def token_stream(docs, tok) -> np.ndarray:
                       np.int32)
 
 
-def held_out_docs(tc) -> list[str]:
+def held_out_docs(tc, fam) -> list[str]:
     """The validation documents of a family run (its last ``val_fraction`` of documents)."""
-    docs = data.load_corpus(family.corpus("base"), max_bytes=int(tc.corpus_max_mb * 2**20))
+    docs = data.load_corpus(family.corpus("base", fam), max_bytes=int(tc.corpus_max_mb * 2**20))
     n_val = max(1, int(round(len(docs) * tc.val_fraction)))
     return docs[-n_val:]
 
@@ -79,22 +81,41 @@ def paired_difference(a: dict, b: dict) -> tuple[float, float]:
 def main() -> None:
     args, s = parse(NAME, __doc__, CPU, PAPER, extra=_flags)
     t0 = time.time()
+    if args.scale == "paper":
+        raise SystemExit("--scale paper needs the arms trained at the paper's scale (Tables 13 "
+                         "and 14: nano LLaMA-2, 200k steps of 128 x 2048 tokens of OpenWebText); "
+                         "no such family is defined here yet. Train them with `bornbiased "
+                         "train --model-set ...` and pass --runs-dir with --scale cpu's layout.")
+    fam = family.SINKS if args.family == "sinks" else family.DEFAULT
     runs = Path(args.runs_dir or s["runs_dir"])
+    records = study(s, runs, fam, args.arms or ARMS, train=not args.no_train)
+    md = markdown(records, s)
+    write(args, NAME, s, records, md, figure(records, s), t0)
+    if args.results:
+        replace_section(Path(args.results), "sinks", results_section(records, s))
+
+
+def study(s: dict, runs: Path, fam, arms, train: bool = True) -> dict:
+    """Train (or resume) ``arms`` of family ``fam`` in ``runs`` and measure every finished arm:
+    Figure 12's sink rates, the emergence over checkpoints and Table 7's perplexities."""
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise SystemExit(f"unknown arm(s) {unknown}; choose from {ARMS}")
     names = {arm: family.run_name("sink", arm=arm) for arm in ARMS}
-    for arm, name in names.items():
-        if not args.no_train:
-            print(f"training/resuming {name} ...", flush=True)
-            family.ensure(name, runs)
-    done = {arm: n for arm, n in names.items() if family.finished(n, runs)}
+    for arm in arms:
+        if train:
+            print(f"training/resuming {names[arm]} ...", flush=True)
+            family.ensure(names[arm], runs, fam=fam)
+    done = {arm: n for arm, n in names.items() if family.finished(n, runs, fam)}
     if "baseline" not in done:
         raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished; run "
-                         f"without --no-train to train it")
-    tc, _, _ = family.spec(names["baseline"], runs)
+                         f"without --no-train (and with the baseline among --arms) to train it")
+    tc, _, _ = family.spec(names["baseline"], runs, fam)
     tok = data.load_tokenizer(runs / names["baseline"] / "tokenizer.json")
-    held = token_stream(held_out_docs(tc), tok)
-    shifted = {k: token_stream(data.load_corpus(family.corpus(k),
+    held = token_stream(held_out_docs(tc, fam), tok)
+    shifted = {k: token_stream(data.load_corpus(family.corpus(k, fam),
                                                 max_bytes=int(s["shift_mb"] * 2**20)), tok)
-               for k in ("prose", "code")}
+               for k in fam.corpora if k != "base"}
     print(f"held-out text: {len(held):,} tokens; shifted: "
           + ", ".join(f"{k} {len(v):,}" for k, v in shifted.items()))
     records = {"settings": s, "runs_dir": str(runs), "arms": {},
@@ -127,15 +148,16 @@ def main() -> None:
         last = rec["figure12"][str(s["eps"][0])][-1]
         print(f"{arm}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
               + ", ".join(f"{k} {v['ppl']:.1f}" for k, v in rec["table7"].items()), flush=True)
-    md = markdown(records, s)
-    write(args, NAME, s, records, md, figure(records, s), t0)
-    if args.results:
-        replace_section(Path(args.results), "sinks", results_section(records, s))
+    return records
 
 
 def _flags(p) -> None:
     p.add_argument("--runs-dir", type=Path, help="folder of the family's runs "
-                   "(default runs/family, or runs/family-paper with --scale paper)")
+                   "(default runs/sinks)")
+    p.add_argument("--family", choices=["sinks", "lineage"], default="sinks",
+                   help="sinks: the longer sink family (default); lineage: the lineage family's "
+                        "settings (2M tokens; its baseline is the lineage base-s42)")
+    p.add_argument("--arms", nargs="+", help=f"arms to train and measure (default all: {ARMS})")
     p.add_argument("--no-train", action="store_true",
                    help="evaluate finished runs only; do not train or resume any")
     p.add_argument("--results", type=Path, default=None,
@@ -162,14 +184,15 @@ def markdown(records: dict, s: dict) -> str:
         alt = rec["figure12"][str(s["eps"][-1])][-1]
         lines.append(f"| {arm} | " + " | ".join(cells) + f" | {alt['sink_rate']:.3f} | "
                      f"{_emerged(rec)} |")
+    sets = list(next(iter(records["arms"].values()))["table7"])  # held_out, then shifted sets
     lines += ["", f"Table 7: perplexity on {s['ppl_windows']} windows of {s['ppl_T']} tokens "
               "(log-ppl SE in brackets)\n",
-              "| arm | held-out in-domain | shifted prose | shifted code | final val loss |",
-              "|---|---:|---:|---:|---:|"]
+              "| arm | " + " | ".join("held-out in-domain" if k == "held_out" else f"shifted {k}"
+                                    for k in sets) + " | final val loss |",
+              "|---|" + "---:|" * (len(sets) + 1)]
     for arm, rec in records["arms"].items():
         t = rec["table7"]
-        cells = [f"{t[k]['ppl']:.2f} ({t[k]['log_ppl_se']:.3f})"
-                 for k in ("held_out", "prose", "code")]
+        cells = [f"{t[k]['ppl']:.2f} ({t[k]['log_ppl_se']:.3f})" for k in sets]
         lines.append(f"| {arm} | " + " | ".join(cells) + f" | {rec['run']['final_val_loss']:.3f} |")
     if records["missing_arms"]:
         lines += ["", "Not yet trained: " + ", ".join(records["missing_arms"])]
@@ -216,8 +239,9 @@ def results_section(records: dict, s: dict) -> str:
     developed = any(r["sink_rate"] - 2 * r["sink_rate_se"] > 0 for r in base_rate)
     lines = ["## Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)", "",
              "Generated by `python -m experiments.figure12_table7 --results RESULTS.md` "
-             f"(CPU scale: {base['run']['run']} family, llama2-small d = 256, 4 layers, 4 heads, "
-             f"T = 256, {base['run']['tokens'] / 1e6:.2f}M tokens per arm; settings in "
+             f"(CPU scale: llama2-small shape, {base['run']['tokens'] / 1e6:.2f}M tokens per "
+             f"arm, runs in {records['runs_dir']}; model and training settings in each run's "
+             "run.json, evaluation settings in "
              "results/experiments/figure12_table7/figure12_table7.md).", "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     rate_txt = ", ".join(f"T={r['T']}: {r['sink_rate']:.2f}" for r in base_rate)
@@ -245,7 +269,7 @@ def results_section(records: dict, s: dict) -> str:
         paper_txt = (f"WikiText-2 {wt2} / C4 {c4} (baseline 21.33 / 30.36): comparable or "
                      f"better" if wt2 else "not in the paper")
         ours, worse = [], False
-        for k in ("held_out", "prose", "code"):
+        for k in t:
             if arm == "baseline":
                 ours.append(f"{k} {t[k]['ppl']:.2f}")
                 continue

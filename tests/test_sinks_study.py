@@ -1,0 +1,74 @@
+"""The attention-sink study (experiments/figure12_table7.py) end to end on a tiny family: two
+arms trained through ``family.ensure``, the sink rate per length, its emergence over the
+checkpoints, perplexities with paired differences, and the RESULTS.md section."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from experiments import family
+from experiments import figure12_table7 as f12
+
+SETTINGS = dict(lengths=[8, 16], num_seqs=4, eps=[0.25, 0.3], emergence_T=16, ppl_windows=4,
+                ppl_T=16, shift_mb=0.01)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sinks_study")
+    fam = family.smoke_family(root / "corpora")
+    # more held-out text than the lineage smoke test needs: 4 windows of 17 tokens per length
+    fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
+    return f12.study(SETTINGS, root / "runs", fam, ["baseline", "attenuation"]), root
+
+
+def test_sink_study_measures_every_trained_arm(records):
+    rec, root = records
+    assert set(rec["arms"]) == {"baseline", "attenuation"}
+    assert set(rec["missing_arms"]) == {"amplification", "headwise_rmsnorm", "gate"}
+    for arm in rec["arms"].values():
+        for eps in ("0.25", "0.3"):
+            rows = arm["figure12"][eps]
+            assert [r["T"] for r in rows] == [8, 16]
+            for r in rows:  # alpha^1 >= 1/T (the i = 1 query), rates are shares of heads
+                assert np.min(r["alpha_LH"]) >= 1 / r["T"] - 1e-6
+                assert 0.0 <= r["sink_rate"] <= 1.0
+        # step 0 (the initialisation) and every saved checkpoint, in order
+        assert [e["step"] for e in arm["emergence"]] == [0, 1, 2]
+        assert set(arm["table7"]) == {"held_out", "prose", "code"}
+        for t in arm["table7"].values():
+            assert len(t["nll_per_window"]) == 4
+            assert np.isclose(t["log_ppl"], np.mean(t["nll_per_window"]), atol=1e-4)
+    # the attenuation arm's model really carries the sqrt(i/T) transform
+    assert rec["arms"]["attenuation"]["run"]["run"] == "sink-attenuation-s42"
+    saved = json.loads((root / "runs" / "sink-attenuation-s42" / "run.json").read_text())
+    assert saved["model_config"]["attn_output_transform"] == "sqrt_i_over_T"
+    assert json.loads((root / "runs" / "base-s42" / "run.json").read_text())[
+        "model_config"]["attn_output_transform"] == "none"
+    # a paired difference of an arm with itself is exactly zero
+    t = rec["arms"]["baseline"]["table7"]["held_out"]
+    assert f12.paired_difference(t, t) == (0.0, 0.0)
+
+
+def test_sink_study_tables_and_results_section(records):
+    rec, root = records
+    md = f12.markdown(rec, SETTINGS)
+    assert "| baseline |" in md and "| attenuation |" in md and "shifted prose" in md
+    assert "Not yet trained: amplification" in md
+    section = f12.results_section(rec, SETTINGS)
+    assert "Baseline develops sinks (validity gate)" in section
+    assert "Table 7 perplexity, attenuation" in section
+    fig = f12.figure(rec, SETTINGS)
+    assert len(fig.axes) == 3
+    out = root / "RESULTS.md"
+    out.write_text("# Results\n")
+    f12.replace_section(out, "sinks", section)
+    f12.replace_section(out, "sinks", section)  # replaced, not appended twice
+    assert out.read_text().count("<!-- sinks:begin -->") == 1
+
+
+def test_unknown_arm_is_rejected(tmp_path):
+    with pytest.raises(SystemExit, match="unknown arm"):
+        f12.study(SETTINGS, tmp_path, family.DEFAULT, ["baseline", "nope"])
