@@ -113,7 +113,8 @@ def _sweep_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("results/sweep"), help="output folder")
     p.add_argument("--strategy", choices=["auto", "vmap", "map", "loop"], default="auto",
                    help="how seeds are batched (auto: lax.map on CPU, vmap on accelerators)")
-    p.add_argument("--seed-chunk", type=_positive, help="seeds whose parameters live at once")
+    p.add_argument("--seed-chunk", type=_positive,
+                   help="seeds per compiled call (with vmap their parameters exist at once)")
     p.add_argument("--seq-chunk", type=_positive, help="sequences per compiled call")
     p.add_argument("--seq-batch", type=_positive,
                    help="sequences through the model together inside a call (default on CPU: "

@@ -3,8 +3,11 @@
 A *probe* is written for one model and one input sequence: ``probe(params, x) -> pytree`` where
 ``x`` is a (T,) token array or a (T, d) embedding array. The engine
 
-  1. builds each seed's parameters under ``jit`` from ``jax.random.key(seed)``; the embedding
-     group is built once and shared when ``cfg.shared_embedding`` (the paper's protocol);
+  1. builds each seed's parameters from ``jax.random.key(seed)`` inside the same compiled call
+     that runs the probe, so they are temporaries of that call and never a stacked chunk that
+     outlives it (with "map", the parameters of ``map_batch`` seeds exist at a time); the
+     embedding group is built once and shared when ``cfg.shared_embedding`` (the paper's
+     protocol);
   2. batches sequences with ``vmap`` and seeds with one of three strategies:
        "vmap" - all seeds of a chunk at once (fastest on GPUs, memory-hungry on CPUs),
        "map"  - ``lax.map(..., batch_size=map_batch)``, a compiled loop over small vmapped groups
@@ -82,8 +85,9 @@ CPU_TOKENS_PER_BATCH = 1024
 
 @dataclasses.dataclass(frozen=True)
 class SweepPlan:
-    """How a sweep is cut: ``seed_chunk`` seeds' parameters live at once (a multiple of the
-    number of devices along seeds), ``map_batch`` seeds run together inside ``lax.map``,
+    """How a sweep is cut: ``seed_chunk`` seeds per call (a multiple of the number of devices
+    along seeds; with "vmap" their parameters exist at once), ``map_batch`` seeds run together
+    inside ``lax.map``,
     ``seq_chunk`` sequences per call (split over ``seq_devices`` devices), of which ``seq_batch``
     go through the model together on each device (a compiled loop over sequence batches when
     ``seq_batch`` is smaller than a device's share)."""
@@ -132,15 +136,11 @@ MEASURE_BATCH = 8
 
 
 def _init_seed_fn(cfg: ModelConfig):
-    init_one = ((lambda k: model.init_blocks(cfg, k)) if cfg.shared_embedding
-                else (lambda k: model.init(cfg, k)))
-
-    def init_seed(key):
-        # The key's bits ride along so that the seed axis is never an empty pytree (Attn0
-        # models have no parameters, and lax.map needs something to map over).
-        return {"params": init_one(key), "key": jax.random.key_data(key)}
-
-    return init_seed
+    """init_seed(key) -> one seed's parameters (its seed-dependent group when the embeddings
+    are shared)."""
+    if cfg.shared_embedding:
+        return lambda key: model.init_blocks(cfg, key)
+    return lambda key: model.init(cfg, key)
 
 
 def _shared_params(cfg: ModelConfig) -> dict:
@@ -150,14 +150,14 @@ def _shared_params(cfg: ModelConfig) -> dict:
 
 
 def _run_one_fn(probe: Probe, seq_batch: int):
-    """run_one(seed_state, shared_params, xs (n, ...)) -> the probe's outputs (n, ...) for one
+    """run_one(seed_params, shared_params, xs (n, ...)) -> the probe's outputs (n, ...) for one
     seed: ``features`` over batches of ``seq_batch`` sequences (a compiled loop when n is
     larger), a SplitProbe's ``head`` once over all n."""
     features, head = ((probe.features, probe.head) if isinstance(probe, SplitProbe)
                       else (probe, None))
 
-    def run_one(seed_state, shared_params, xs):
-        params = {**seed_state["params"], **shared_params}
+    def run_one(seed_params, shared_params, xs):
+        params = {**seed_params, **shared_params}
         one = lambda x: features(params, x)  # noqa: E731
         if seq_batch >= xs.shape[0]:
             out = jax.vmap(one)(xs)
@@ -178,13 +178,13 @@ def probe_working_set(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtyp
     ``row_shape``; the working set is then ``fixed + n * per_sequence`` (linear in n: outputs
     and a SplitProbe's head grow with n, the features' batch does not). None when the backend
     gives no statistics."""
-    seed_state = jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0))
+    seed_params = jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0))
     shared = jax.eval_shape(lambda: _shared_params(cfg))
     fn = jax.jit(_run_one_fn(probe, seq_batch))
     sizes = []
     for n in (seq_batch, 2 * seq_batch):
         xs = jax.ShapeDtypeStruct((n, *row_shape), np.dtype(row_dtype))
-        stats = fn.lower(seed_state, shared, xs).compile().memory_analysis()
+        stats = fn.lower(seed_params, shared, xs).compile().memory_analysis()
         if stats is None:
             return None
         sizes.append(stats.temp_size_in_bytes + stats.output_size_in_bytes)
@@ -209,7 +209,8 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
                devices: Sequence[jax.Device] | None = None, probe: Probe | None = None,
                row_shape: tuple | None = None, row_dtype=None) -> SweepPlan:
     """Choose strategy, device layout and chunk sizes; half the per-device budget for
-    parameters, half for the probe's working set.
+    parameters (a call's "vmap" seeds' parameters exist at once; "map" and "loop" hold fewer,
+    so their seed chunk is conservative), half for the probe's working set.
 
     With ``probe`` (and the shape and dtype of one input row), the working set per sequence is
     measured by compiling the per-seed call (:func:`probe_working_set`); without, it is the
@@ -271,29 +272,31 @@ def _balanced(n: int, most: int, multiple: int) -> int:
 
 
 class _Compiled:
-    """The jitted init and probe functions of one (cfg, probe, plan, devices)."""
+    """The jitted call of one (cfg, probe, plan, devices): ``run(keys, xs)`` builds each seed's
+    parameters from its key and runs the probe on ``xs`` in one compiled call, so the
+    parameters are temporaries of that call (with "map", those of ``map_batch`` seeds at a
+    time), never a stacked chunk that outlives it."""
 
     def __init__(self, cfg: ModelConfig, probe: Probe, plan: SweepPlan, devices):
         self.cfg, self.plan = cfg, plan
         init_seed = _init_seed_fn(cfg)
         run_one = _run_one_fn(probe, plan.seq_batch)
+
+        def build_and_run(key, shared_params, xs):
+            return run_one(init_seed(key), shared_params, xs)
+
         shared = jax.jit(lambda: _shared_params(cfg))
-        self.seeds_sharding = self.seqs_sharding = None  # set when the mesh spans processes
-
-        def over_seeds(init_or_run):
-            """Apply a per-seed function over the local seed axis with the plan's strategy."""
-            if plan.strategy == "vmap":
-                return lambda first, *rest: jax.vmap(lambda a: init_or_run(a, *rest))(first)
-            return lambda first, *rest: jax.lax.map(lambda a: init_or_run(a, *rest), first,
-                                                    batch_size=plan.map_batch)
-
+        self.keys_sharding = self.seqs_sharding = None  # set when the mesh spans processes
         if plan.strategy == "loop":
             self.shared_params = shared()
-            self.init_one = jax.jit(init_seed)
-            self.run_one = jax.jit(run_one)
+            self.run_seed = jax.jit(build_and_run)
             return
-        init_local = over_seeds(init_seed)
-        run_local = over_seeds(run_one)
+        if plan.strategy == "vmap":
+            run_local = jax.vmap(build_and_run, in_axes=(0, None, None))
+        else:
+            def run_local(keys, shared_params, xs):
+                return jax.lax.map(lambda k: build_and_run(k, shared_params, xs), keys,
+                                   batch_size=plan.map_batch)
         if plan.n_devices > 1:
             # Seeds are split over the mesh's first axis, sequences over its second (size 1
             # unless there are fewer seeds than devices). The shared embeddings are placed on
@@ -301,41 +304,39 @@ class _Compiled:
             seed_dev = plan.n_devices // plan.seq_devices
             mesh = Mesh(np.asarray(devices).reshape(seed_dev, plan.seq_devices),
                         ("seeds", "seqs"))
-            init_local = jax.shard_map(init_local, mesh=mesh, in_specs=P("seeds"),
-                                       out_specs=P("seeds"))
             run_local = jax.shard_map(run_local, mesh=mesh,
                                       in_specs=(P("seeds"), P(), P("seqs")),
                                       out_specs=P("seeds", "seqs"))
             if mesh.is_multi_process:
                 # Built on every device by one compiled call (a mesh spanning processes
                 # cannot take a copy from one device); inputs are placed piece by piece, each
-                # process its own devices' pieces.
+                # process its own devices' pieces, so each builds only its own seeds.
                 shared = jax.jit(shared, out_shardings=NamedSharding(mesh, P()))()
-                self.seeds_sharding = NamedSharding(mesh, P("seeds"))
+                self.keys_sharding = NamedSharding(mesh, P("seeds"))
                 self.seqs_sharding = NamedSharding(mesh, P("seqs"))
             else:
                 shared = jax.device_put(shared(), NamedSharding(mesh, P()))
         else:
             shared = jax.device_put(shared(), devices[0])
         self.shared_params = shared
-        self.init_many = jax.jit(init_local)
         self.run_many = jax.jit(run_local)
 
-    def init(self, keys):
-        if self.plan.strategy == "loop":
-            return [self.init_one(k) for k in keys]
-        if self.seeds_sharding is not None:
-            keys = jax.random.wrap_key_data(distributed.global_array(
-                jax.random.key_data(keys), self.seeds_sharding))
-        return self.init_many(keys)
+    def place_keys(self, keys):
+        """The seed chunk's keys as the call takes them (a global array over the processes'
+        devices, sharded along seeds, when the mesh spans processes)."""
+        if self.keys_sharding is None:
+            return keys
+        return jax.random.wrap_key_data(distributed.global_array(
+            jax.random.key_data(keys), self.keys_sharding))
 
-    def run(self, seed_params, xs):
+    def run(self, keys, xs):
+        """The probe's outputs (seeds, sequences, ...) of the models of ``keys`` on ``xs``."""
         if self.plan.strategy == "loop":
-            outs = [self.run_one(p, self.shared_params, xs) for p in seed_params]
+            outs = [self.run_seed(k, self.shared_params, xs) for k in keys]
             return jax.tree.map(lambda *a: jnp.stack(a), *outs)
         if self.seqs_sharding is not None:
             xs = distributed.global_array(xs, self.seqs_sharding)
-        return self.run_many(seed_params, self.shared_params, xs)
+        return self.run_many(self.place_keys(keys), self.shared_params, xs)
 
 
 @functools.lru_cache(maxsize=16)
@@ -389,18 +390,16 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
             # key / row, so every call has one shape (one compilation); padding is dropped.
             k = _pad_rows(keys[s0:s0 + plan.seed_chunk], plan.seed_chunk)
             n_real = min(plan.seed_chunk, S - s0)
-            seed_params = compiled.init(k)
             for n0 in range(0, N, plan.seq_chunk):
                 n_rows = min(plan.seq_chunk, N - n0)
                 xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
-                res = distributed.to_host(compiled.run(seed_params, xs))
+                res = distributed.to_host(compiled.run(k, xs))
                 if out is None:
                     out = jax.tree.map(lambda a: np.empty((S, N) + a.shape[2:], a.dtype), res)
                 jax.tree.map(lambda o, a: o.__setitem__(
                     (slice(s0, s0 + n_real), slice(n0, n0 + n_rows)), a[:n_real, :n_rows]),
                     out, res)
                 bar.update(1)
-            del seed_params
             _release_freed_memory()
     return out
 
@@ -426,9 +425,10 @@ def _pad_rows(a: jax.Array, n: int) -> jax.Array:
 def _release_freed_memory() -> None:
     """Return freed heap pages to the OS between seed chunks (glibc only; a no-op elsewhere).
 
-    XLA's CPU runtime frees each chunk's parameters, but glibc keeps the pages in per-thread
-    arenas, so without this the resident set grows with the number of chunks (measured for 64
-    seeds of gpt2-rope-cpu in chunks of 7: 3.0 GB peak RSS without, 1.6 GB with)."""
+    glibc keeps freed pages in per-thread arenas; trimming them keeps the resident set between
+    chunks near the sweep's working set (measured for 256 seeds of gpt2-rope-cpu, 16 sequences
+    of 16 tokens: 476-652 MB after each chunk with it, 655-737 MB without; the sweep's peak,
+    664 and 749 MB, is flat in the number of seeds either way)."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
 

@@ -94,13 +94,14 @@ cfg, F = null_features()
 if jax.process_index() == 0:
     np.save(out, F)
 plan = sweep.plan_sweep(cfg, 4, 8, 16, seed_chunk=4, seq_chunk=8, seq_batch=8)
-built = sweep._compiled(cfg, feature_probe(cfg), plan, tuple(jax.devices())).init(
-    seed_keys(NULL_SEEDS))
-leaf = built["params"]["layers_0"]["mlp"]["up_proj"]["kernel"]  # (4 seeds, d, d_ff)
-seeds = sorted(int(np.asarray(s.data)[0, 1]) for s in built["key"].addressable_shards)
-rows = sorted({s.index[0].indices(4)[:2] for s in leaf.addressable_shards})
+# The keys each process's devices hold: the seeds whose models it builds (inside the call).
+placed = jax.random.key_data(sweep._compiled(cfg, feature_probe(cfg), plan,
+                                             tuple(jax.devices())).place_keys(
+    seed_keys(NULL_SEEDS)))  # (4 seeds, 2)
+seeds = sorted(int(np.asarray(s.data)[0, 1]) for s in placed.addressable_shards)
+rows = sorted({s.index[0].indices(4)[:2] for s in placed.addressable_shards})
 print("OWNED " + json.dumps({"process": jax.process_index(), "seeds": seeds, "rows": rows,
-                             "addressable": leaf.is_fully_addressable}), flush=True)
+                             "addressable": placed.is_fully_addressable}), flush=True)
 sys.exit(cli.main(jobs[1]))
 """
 

@@ -238,3 +238,31 @@ def test_plan_sizes_chunks_from_the_probes_compiled_working_set():
                       probe=all_logits, row_shape=(T,), row_dtype=np.int32, seq_batch=8)
     assert fixed + plan.seq_chunk * per_seq <= budget // 2
     assert plan.seq_chunk >= 8  # and not needlessly small
+
+
+def _call_bytes(plan, seeds):
+    """Arguments + temporaries + outputs of one compiled sweep call (XLA's analysis)."""
+    from bornbiased_jax.keys import seed_keys
+    from bornbiased_jax.sweep import _compiled
+
+    c = _compiled(CFG, probe, plan, (jax.devices()[0],))
+    xs = jnp.zeros((plan.seq_chunk, 16), jnp.int32)
+    m = c.run_many.lower(seed_keys(list(range(seeds))), c.shared_params, xs).compile()
+    m = m.memory_analysis()
+    return m.argument_size_in_bytes + m.temp_size_in_bytes + m.output_size_in_bytes
+
+
+def test_map_call_holds_one_seeds_parameters_whatever_the_seed_chunk():
+    """With "map", a call builds each seed's parameters inside its loop: its memory must not
+    grow with the seeds per call beyond their outputs (a stacked chunk of parameters, and
+    XLA's copy of it for the loop, once made the peak grow with the seed count)."""
+    cpu = jax.devices()[:1]
+    pb = param_bytes(CFG)
+    sizes = {}
+    for chunk in (2, 8):
+        plan = plan_sweep(CFG, chunk, 4, 16, strategy="map", seed_chunk=chunk, seq_chunk=4,
+                          map_batch=1, devices=cpu)
+        sizes[chunk] = _call_bytes(plan, chunk)
+    out_per_seed = 4 * (4 + 4 * CFG.d_model)  # 4 sequences' "top" (int32) and "h" (d floats)
+    # 6 more seeds: their keys (8 bytes each) and outputs, nothing of the size of parameters
+    assert sizes[8] - sizes[2] <= 6 * (out_per_seed + 8) + 4096 < pb, (sizes, pb)
