@@ -20,16 +20,17 @@ chunk, and prints per seed count the planner's seed chunk and chunk count, the r
 before the sweep, the sweep's own peak (VmHWM reset after the warm-up), the resident set after
 each chunk (lowest and highest) and the process's peak (compilation included). Each call builds
 its seeds' parameters inside its compiled loop, so the sweep's footprint is that of one call and
-neither peak grows with the seed count. Measured on the 2-core CPU (gpt2-rope-cpu, T = 16, 16
-sequences per seed, 14 seeds per call): sweep peak 651 / 664 / 665 MB for 64 / 256 / 1,000 seeds
-(resident set before the sweep ~475 MB). When a chunk's parameters were built by one call and
-read by another, the stacked chunk (1.0 GB) and XLA's copy of it for the seed loop (1.0 GB) were
-released by the runtime tens of milliseconds after the chunk's last call returned; whenever the
-next chunk's allocation came first, two chunks coexisted, so the more chunks, the likelier a
-higher peak (2.4-2.8 / 3.4 / 3.6 GB for the same three rows).
+neither peak grows with the seed count. Measured on the 2-core CPU with
+``--seq-len 16 --strategies --many-seeds 64 256 1000`` (gpt2-rope-cpu, 16 sequences per seed,
+6 seeds per call): sweep peak 659 / 664 / 692 MB for 64 / 256 / 1,000 seeds (resident set
+before the sweep ~478 MB). When a chunk's parameters were built by one call and read by another
+(13-14 seeds per call then), the stacked chunk (1.0 GB) and XLA's copy of it for the seed loop
+(1.0 GB) were released by the runtime tens of milliseconds after the chunk's last call
+returned; whenever the next chunk's allocation came first, two chunks coexisted, so the more
+chunks, the likelier a higher peak (2.4-2.8 / 3.4 / 3.6 GB for the same three rows).
 
     python benchmarks/sweep_throughput.py                       # CPU default preset
-    python benchmarks/sweep_throughput.py --strategies --many-seeds 64 256 1000
+    python benchmarks/sweep_throughput.py --seq-len 16 --strategies --many-seeds 64 256 1000
 """
 
 from __future__ import annotations

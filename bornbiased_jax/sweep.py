@@ -5,9 +5,9 @@ A *probe* is written for one model and one input sequence: ``probe(params, x) ->
 
   1. builds each seed's parameters from ``jax.random.key(seed)`` inside the same compiled call
      that runs the probe, so they are temporaries of that call and never a stacked chunk that
-     outlives it (with "map", the parameters of ``map_batch`` seeds exist at a time); the
-     embedding group is built once and shared when ``cfg.shared_embedding`` (the paper's
-     protocol);
+     outlives it (with "map", the parameters of ``map_batch`` seeds exist at a time; a sweep
+     cut into several sequence chunks builds each seed once per chunk); the embedding group is
+     built once and shared when ``cfg.shared_embedding`` (the paper's protocol);
   2. batches sequences with ``vmap`` and seeds with one of three strategies:
        "vmap" - all seeds of a chunk at once (fastest on GPUs, memory-hungry on CPUs),
        "map"  - ``lax.map(..., batch_size=map_batch)``, a compiled loop over small vmapped groups
@@ -109,6 +109,16 @@ def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
     return sum(4 * math.prod(x.shape) for x in jax.tree.leaves(shapes))
 
 
+@functools.lru_cache(maxsize=64)
+def build_bytes(cfg: ModelConfig) -> int:
+    """Bytes one seed needs while its parameters are built: the parameters plus the init's
+    temporaries (random bits before they become weights), from XLA's analysis of the compiled
+    one-seed init (the parameters alone where the backend gives no statistics). For
+    gpt2-rope-cpu on a CPU the temporaries are about 1.3 times the parameters."""
+    stats = jax.jit(_init_seed_fn(cfg)).lower(jax.random.key(0)).compile().memory_analysis()
+    return param_bytes(cfg) + (stats.temp_size_in_bytes if stats is not None else 0)
+
+
 def activation_bytes(cfg: ModelConfig, T: int) -> int:
     """Rough float32 working set of one forward of one sequence (attention scores and
     probabilities, d- and d_ff-wide activations, one row of logits). Only a fallback for
@@ -208,9 +218,11 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
                memory_budget: int | None = None,
                devices: Sequence[jax.Device] | None = None, probe: Probe | None = None,
                row_shape: tuple | None = None, row_dtype=None) -> SweepPlan:
-    """Choose strategy, device layout and chunk sizes; half the per-device budget for
-    parameters (a call's "vmap" seeds' parameters exist at once; "map" and "loop" hold fewer,
-    so their seed chunk is conservative), half for the probe's working set.
+    """Choose strategy, device layout and chunk sizes; half the per-device budget for the
+    seeds a call builds at once (each seed's parameters and its init's temporaries,
+    :func:`build_bytes`: with "vmap" all of a device's seeds in the call, with "map"
+    ``map_batch`` of them, with "loop" one; the seed chunk is sized as if all were built at
+    once, so it is conservative for "map" and "loop"), half for the probe's working set.
 
     With ``probe`` (and the shape and dtype of one input row), the working set per sequence is
     measured by compiling the per-seed call (:func:`probe_working_set`); without, it is the
@@ -238,7 +250,7 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
         map_batch = 1 if cpu else 8
     seed_dev, seq_dev = _mesh_shape(nd, n_seeds, strategy)
     if seed_chunk is None:
-        fit = max(1, (budget // 2) // max(1, param_bytes(cfg)))
+        fit = max(1, (budget // 2) // max(1, build_bytes(cfg)))
         seed_chunk = _balanced(n_seeds, fit * seed_dev, 1)
     seed_chunk = seed_dev * math.ceil(min(seed_chunk, n_seeds) / seed_dev)  # beyond S only pads
     local_seqs = math.ceil(n_seqs / seq_dev)  # sequences per device if one call took them all

@@ -78,10 +78,10 @@ def null_features():
 
 
 # One process of the pair: the CLI commands given as JSON, the fingerprint's null (saved by
-# process 0), then which seeds' parameters this process's devices hold in that sweep (the
-# engine's compiled functions are cached: nothing is built twice).
+# process 0), then which seeds' keys this process's devices hold in that sweep and which
+# collectives its compiled call contains.
 WORKER = r"""
-import json, sys
+import json, re, sys
 import jax, numpy as np
 from bornbiased_jax import cli, sweep
 from bornbiased_jax.fingerprint.features import feature_probe
@@ -94,14 +94,20 @@ cfg, F = null_features()
 if jax.process_index() == 0:
     np.save(out, F)
 plan = sweep.plan_sweep(cfg, 4, 8, 16, seed_chunk=4, seq_chunk=8, seq_batch=8)
-# The keys each process's devices hold: the seeds whose models it builds (inside the call).
-placed = jax.random.key_data(sweep._compiled(cfg, feature_probe(cfg), plan,
-                                             tuple(jax.devices())).place_keys(
-    seed_keys(NULL_SEEDS)))  # (4 seeds, 2)
+# The keys each process's devices hold, and the collectives of the compiled call (none: each
+# process builds the models of its own seeds only, inside the call).
+compiled = sweep._compiled(cfg, feature_probe(cfg), plan, tuple(jax.devices()))
+keys = compiled.place_keys(seed_keys(NULL_SEEDS))
+placed = jax.random.key_data(keys)  # (4 seeds, 2)
 seeds = sorted(int(np.asarray(s.data)[0, 1]) for s in placed.addressable_shards)
 rows = sorted({s.index[0].indices(4)[:2] for s in placed.addressable_shards})
+xs = jax.ShapeDtypeStruct((8, 16, cfg.d_model), np.float32, sharding=compiled.seqs_sharding)
+call = compiled.run_many.lower(keys, compiled.shared_params, xs).compile()
+moves = sorted(set(re.findall(r"all-gather|all-reduce|all-to-all|collective-permute",
+                              call.as_text())))
 print("OWNED " + json.dumps({"process": jax.process_index(), "seeds": seeds, "rows": rows,
-                             "addressable": placed.is_fully_addressable}), flush=True)
+                             "addressable": placed.is_fully_addressable,
+                             "collectives": moves}), flush=True)
 sys.exit(cli.main(jobs[1]))
 """
 
@@ -203,6 +209,8 @@ def test_sweep_and_fingerprint_nulls_over_two_processes_equal_one_process(two, o
     assert [o["seeds"] for o in owned] == [NULL_SEEDS[:2], NULL_SEEDS[2:]]
     assert [o["rows"] for o in owned] == [[[0, 1], [1, 2]], [[2, 3], [3, 4]]]
     assert not any(o["addressable"] for o in owned)
+    # and the compiled call moves nothing between devices: no process gathers others' keys
+    assert [o["collectives"] for o in owned] == [[], []]
 
 
 def _checkpoint(run_dir: Path, step: int) -> dict:

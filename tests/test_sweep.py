@@ -264,5 +264,6 @@ def test_map_call_holds_one_seeds_parameters_whatever_the_seed_chunk():
                           map_batch=1, devices=cpu)
         sizes[chunk] = _call_bytes(plan, chunk)
     out_per_seed = 4 * (4 + 4 * CFG.d_model)  # 4 sequences' "top" (int32) and "h" (d floats)
+    align = 3 * 64  # XLA aligns each seed-sized buffer (keys, top, h) to 64 bytes
     # 6 more seeds: their keys (8 bytes each) and outputs, nothing of the size of parameters
-    assert sizes[8] - sizes[2] <= 6 * (out_per_seed + 8) + 4096 < pb, (sizes, pb)
+    assert sizes[8] - sizes[2] <= 6 * (out_per_seed + 8) + align < pb, (sizes, pb)
