@@ -72,3 +72,32 @@ def test_sink_study_tables_and_results_section(records):
 def test_unknown_arm_is_rejected(tmp_path):
     with pytest.raises(SystemExit, match="unknown arm"):
         f12.study(SETTINGS, tmp_path, family.DEFAULT, ["baseline", "nope"])
+
+
+def _with_baseline_rates(rec, rates):
+    """A copy of the study's records whose baseline has these (rate, SE) pairs per length."""
+    import copy
+
+    rec = copy.deepcopy(rec)
+    for r, (rate, se) in zip(rec["arms"]["baseline"]["figure12"]["0.25"], rates):
+        r["sink_rate"], r["sink_rate_se"] = rate, se
+    return rec
+
+
+def _row(section, claim):
+    return next(ln for ln in section.splitlines() if ln.startswith(f"| {claim}"))
+
+
+def test_validity_gate_needs_sinks_at_every_length(records):
+    """The paper's baseline has sinks at every length: a rate above 2 SE at one length alone
+    (the measured 0.005 +- 0.002 at T = 32, nothing at longer lengths) does not pass the gate,
+    and the arms' sink comparisons are then untestable."""
+    rec, _ = records
+    one = f12.results_section(_with_baseline_rates(rec, [(0.005, 0.002), (0.0, 0.0)]),
+                              SETTINGS)
+    assert _row(one, "Baseline develops sinks").endswith("| not reproduced at this scale |")
+    assert "untestable" in _row(one, "attenuation: sinks")
+    every = f12.results_section(_with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)]),
+                                SETTINGS)
+    assert _row(every, "Baseline develops sinks").endswith("| reproduced |")
+    assert "untestable" not in _row(every, "attenuation: sinks")
