@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 
 from experiments import family
-from experiments._common import parse
+from experiments._common import parse, write
 
 from bornbiased_jax import data
 from bornbiased_jax.fingerprint import baselines as B
@@ -239,6 +240,22 @@ def table(records: list[dict], label, paper: dict, expect_same) -> str:
                          + " | ".join(sims) + f" | {r['pcs_no_norms']:.3f} | "
                          f"{r.get('pcs_own_init', float('nan')):.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def pairs_table(intro: str, records: list[dict], expect_same) -> str:
+    """``intro``, then the :func:`table` of ``records`` labelled by pair, with the paper's
+    t / U p-values of each pair."""
+    paper = {r["pair"]: (r["paper"]["t"], r["paper"]["u"]) for r in records}
+    return intro + "\n\n" + table(records, lambda r: r["pair"], paper, expect_same)
+
+
+def script_main(name: str, doc: str, run, title: str, argv=None) -> None:
+    """The command line of one lineage table: parse the flags, ``run(Study)`` -> (records,
+    markdown), and write JSON, markdown and the :func:`pairs_figure` PNG."""
+    args, s = parse_args(name, doc, argv)
+    t0 = time.time()
+    records, md = run(Study.from_args(args, s))
+    write(args, name, s, records, md, pairs_figure(records, title), t0)
 
 
 def pairs_figure(records: list[dict], title: str):

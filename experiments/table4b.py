@@ -3,10 +3,7 @@
 the four baselines, beside the paper's values (all SeedPrint p < 0.01; every baseline below 0.8,
 PCS 0.58). PCS(init, trained) says how far training moved the weights."""
 
-import time
-
-from experiments._common import write
-from experiments.lineage_common import BASES, Study, pairs_figure, parse_args, table
+from experiments.lineage_common import BASES, Study, pairs_table, script_main
 
 NAME = "table4b"
 # seed: (t, U, Intrinsic, REEF, PCS, ICS) of Tables 4b and 8
@@ -27,18 +24,13 @@ def run(study: Study) -> tuple[list[dict], str]:
                    paper=dict(zip(("t", "u", "intrinsic", "reef", "pcs", "ics"), PAPER[seed])))
         records.append(rec)
         print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = ("Init vs its own trained model (one lineage: ✓ = p <= 0.01 or similarity >= 0.8).\n\n"
-          + table(records, lambda r: r["pair"], {r["pair"]: (r["paper"]["t"], r["paper"]["u"])
-                                                 for r in records}, lambda r: True))
+    md = pairs_table("Init vs its own trained model (one lineage: ✓ = p <= 0.01 or "
+                     "similarity >= 0.8).", records, lambda r: True)
     return records, md
 
 
 def main(argv=None) -> None:
-    args, s = parse_args(NAME, __doc__, argv)
-    t0 = time.time()
-    records, md = run(Study.from_args(args, s))
-    write(args, NAME, s, records, md, pairs_figure(records, "Table 4b: init vs own descendant"),
-          t0)
+    script_main(NAME, __doc__, run, "Table 4b: init vs own descendant", argv)
 
 
 if __name__ == "__main__":

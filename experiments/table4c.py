@@ -4,10 +4,7 @@ the initialisation differs. Every SeedPrint test and the four baselines, beside 
 p-values (all > 0.01: not one lineage). PCS(own init) is the trained model against its own
 initialisation."""
 
-import time
-
-from experiments._common import write
-from experiments.lineage_common import BASES, Study, pairs_figure, parse_args, table
+from experiments.lineage_common import BASES, Study, pairs_table, script_main
 
 NAME = "table4c"
 # (init seed, trained seed): (t, U) of Table 4c
@@ -25,19 +22,13 @@ def run(study: Study) -> tuple[list[dict], str]:
                    paper={"t": t, "u": u})
         records.append(rec)
         print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = ("Init of one seed vs the trained model of another (different lineages: ✓ = p > 0.01 "
-          "or similarity < 0.8).\n\n"
-          + table(records, lambda r: r["pair"], {r["pair"]: (r["paper"]["t"], r["paper"]["u"])
-                                                 for r in records}, lambda r: False))
+    md = pairs_table("Init of one seed vs the trained model of another (different lineages: "
+                     "✓ = p > 0.01 or similarity < 0.8).", records, lambda r: False)
     return records, md
 
 
 def main(argv=None) -> None:
-    args, s = parse_args(NAME, __doc__, argv)
-    t0 = time.time()
-    records, md = run(Study.from_args(args, s))
-    write(args, NAME, s, records, md,
-          pairs_figure(records, "Table 4c: init s_i vs trained s_j"), t0)
+    script_main(NAME, __doc__, run, "Table 4c: init s_i vs trained s_j", argv)
 
 
 if __name__ == "__main__":

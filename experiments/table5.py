@@ -5,10 +5,7 @@ experiments/family.py. Every SeedPrint test and the four baselines, beside the p
 The base is trained, so the calibrated test's null (fresh initialisations) is not exact here.
 PCS(own init) is the continued model against its lineage's initialisation."""
 
-import time
-
-from experiments._common import write
-from experiments.lineage_common import CONTINUED, Study, pairs_figure, parse_args, table
+from experiments.lineage_common import CONTINUED, Study, pairs_table, script_main
 
 NAME = "table5"
 ROLE = {"prose": "TinyStoriesV2_cleaned", "code": "the_stack"}
@@ -32,21 +29,15 @@ def run(study: Study) -> tuple[list[dict], str]:
                    paper=dict(zip(("t", "u", "intrinsic", "reef", "pcs", "ics"), PAPER[name])))
         records.append(rec)
         print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = ("Base: the seed-1000 model after pretraining; targets continued on another corpus "
-          "(✓ = correct verdict: p <= 0.01 / similarity >= 0.8 for the seed-1000 descendants, "
-          "the opposite for the seed-123 distractors).\n\n"
-          + table(records, lambda r: r["pair"], {r["pair"]: (r["paper"]["t"], r["paper"]["u"])
-                                                 for r in records},
-                  lambda r: r["same_lineage"]))
+    md = pairs_table("Base: the seed-1000 model after pretraining; targets continued on another "
+                     "corpus (✓ = correct verdict: p <= 0.01 / similarity >= 0.8 for the "
+                     "seed-1000 descendants, the opposite for the seed-123 distractors).",
+                     records, lambda r: r["same_lineage"])
     return records, md
 
 
 def main(argv=None) -> None:
-    args, s = parse_args(NAME, __doc__, argv)
-    t0 = time.time()
-    records, md = run(Study.from_args(args, s))
-    write(args, NAME, s, records, md,
-          pairs_figure(records, "Table 5: seed-1000 base vs continued models"), t0)
+    script_main(NAME, __doc__, run, "Table 5: seed-1000 base vs continued models", argv)
 
 
 if __name__ == "__main__":
