@@ -12,8 +12,8 @@ The order of training blocks in epoch e is ``permutation(fold_in(data_key, e))``
 data seed see exactly the same batches in the same order (paper Table 4c), and a run resumed at
 step s continues with the same batches an uninterrupted run would see.
 
-On a connected machine with HF ``datasets`` installed, ``--corpus hf:NAME[:SPLIT]`` streams a
-hub corpus (OpenWebText, TinyStories, The Stack: field "text" or "content"), or it can be
+On a connected machine with HF ``datasets`` installed, ``--corpus hf:NAME[:SPLIT[:CONFIG]]``
+streams a hub corpus (OpenWebText, TinyStories, The Stack: field "text" or "content"), or it can be
 exported to text files first, e.g.::
 
     from datasets import load_dataset
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import sysconfig
 from pathlib import Path
 from typing import Sequence
@@ -72,16 +73,20 @@ def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> l
 
 
 def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "text") -> list[str]:
-    """Documents from an HF ``datasets`` corpus named ``hf:NAME[:SPLIT]`` (e.g.
-    ``hf:roneneldan/TinyStories:train``), read in order until ``max_bytes`` of text. Needs the
-    ``datasets`` package and the data on disk or a network; nothing in the tests uses it."""
+    """Documents from an HF ``datasets`` corpus named ``hf:NAME[:SPLIT[:CONFIG]]`` (e.g.
+    ``hf:roneneldan/TinyStories:train``, ``hf:Salesforce/wikitext:test:wikitext-2-raw-v1``),
+    streamed in order until ``max_bytes`` of text. Needs the ``datasets`` package and the data
+    in its cache or a network; the tests stand a fake ``datasets`` module in for it."""
     try:
         import datasets
     except ImportError:
         raise UserError(f"corpus {spec!r} needs the HF 'datasets' package: pip install datasets"
                          ) from None
-    name, _, split = spec[len("hf:"):].partition(":")
-    ds = datasets.load_dataset(name, split=split or "train", streaming=True)
+    name, _, rest = spec[len("hf:"):].partition(":")
+    split, _, config = rest.partition(":")
+    if not name:
+        raise UserError(f"corpus {spec!r}: expected hf:NAME[:SPLIT[:CONFIG]]")
+    ds = datasets.load_dataset(name, config or None, split=split or "train", streaming=True)
     docs, total = [], 0
     for row in ds:
         text = row.get(text_field) or row.get("content") or ""
@@ -167,13 +172,17 @@ def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
         raise UserError(f"the corpus has {len(docs)} document(s); need at least 2 to hold out "
                          f"validation text")
 
-    def blocks(ds: Sequence[str]) -> np.ndarray:
-        ids: list[int] = []
-        for enc in tokenizer.encode_batch(list(ds)):
-            ids.extend(enc.ids)
-            ids.append(eot)
+    def blocks(ds: Sequence[str], chunk: int = 4096) -> np.ndarray:
+        # int32 arrays per chunk of documents, not one Python list: a corpus of billions of
+        # tokens (the paper-scale family) would need ~30 bytes per token as Python ints.
+        parts = [np.zeros(0, np.int32)]
+        for i in range(0, len(ds), chunk):
+            encs = tokenizer.encode_batch(list(ds[i:i + chunk]))
+            parts.append(np.fromiter(itertools.chain.from_iterable(e.ids + [eot] for e in encs),
+                                     np.int32))
+        ids = np.concatenate(parts)
         n = len(ids) // (seq_len + 1)
-        return np.asarray(ids[: n * (seq_len + 1)], np.int32).reshape(n, seq_len + 1)
+        return ids[: n * (seq_len + 1)].reshape(n, seq_len + 1)
 
     train, val = blocks(docs[:-n_val_docs]), blocks(docs[-n_val_docs:])
     if len(train) == 0 or len(val) == 0:

@@ -16,6 +16,12 @@ Measured on held-out text of the training corpus (the run's validation documents
   * Table 7: perplexity on 64 windows of 256 tokens (+1 target) from the held-out in-domain text
     and from the shifted corpora (prose, documentation), with the standard error of
     log-perplexity over windows, and paired differences against the baseline.
+
+``--scale paper`` (for GPUs) trains and measures the arms of ``family.SINKS_PAPER``: Table 13's
+llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 steps of
+128 x 2048 tokens of OpenWebText (``hf:Skylion007/openwebtext``, or --corpus base=PATH), and
+Table 7 on WikiText-2 and C4; lengths 32 ... 512, 256 windows of 2048 tokens. Its departures
+from the paper (tokenizer, epochs over the corpus) are listed in experiments/family.py.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ NAME = "figure12_table7"
 CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
            emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0)
 # The paper's evaluation (Sec. 6.2: 100 sequences per length from 32 to 512; Table 7: 256
-# sequences of 2048 tokens); the runs must then be trained at the paper's scale (Table 13/14).
+# sequences of 2048 tokens) of the arms trained at the paper's scale (family.SINKS_PAPER:
+# Tables 13 and 14, for GPUs).
 PAPER = dict(runs_dir="runs/sinks-paper", lengths=[32, 64, 128, 256, 512], num_seqs=100,
              eps=[0.25, 0.3], emergence_T=512, ppl_windows=256, ppl_T=2048, shift_mb=64.0)
 ARMS = list(family.SINK_ARMS)
@@ -78,15 +85,17 @@ def paired_difference(a: dict, b: dict) -> tuple[float, float]:
     return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
 
 
-def main() -> None:
-    args, s = parse(NAME, __doc__, CPU, PAPER, extra=_flags)
+def main(argv=None) -> None:
+    args, s = parse(NAME, __doc__, CPU, PAPER, extra=_flags, argv=argv)
     t0 = time.time()
     if args.scale == "paper":
-        raise SystemExit("--scale paper needs the arms trained at the paper's scale (Tables 13 "
-                         "and 14: nano LLaMA-2, 200k steps of 128 x 2048 tokens of OpenWebText); "
-                         "no such family is defined here yet. Train them with `bornbiased "
-                         "train --model-set ...` and pass --runs-dir with --scale cpu's layout.")
-    fam = family.SINKS if args.family == "sinks" else family.DEFAULT
+        if args.family != "sinks":
+            raise SystemExit("--scale paper trains the sink family of Tables 13 and 14; "
+                             "--family lineage is a CPU-scale option")
+        fam = family.SINKS_PAPER
+    else:
+        fam = family.SINKS if args.family == "sinks" else family.DEFAULT
+    fam = family.with_corpora(fam, family.parse_corpus_flags(args.corpus))
     runs = Path(args.runs_dir or s["runs_dir"])
     records = study(s, runs, fam, args.arms or ARMS, train=not args.no_train)
     md = markdown(records, s)
@@ -153,11 +162,16 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True) -> dict:
 
 def _flags(p) -> None:
     p.add_argument("--runs-dir", type=Path, help="folder of the family's runs "
-                   "(default runs/sinks)")
+                   "(default runs/sinks, or runs/sinks-paper with --scale paper)")
     p.add_argument("--family", choices=["sinks", "lineage"], default="sinks",
                    help="sinks: the longer sink family (default); lineage: the lineage family's "
                         "settings (2M tokens; its baseline is the lineage base-s42)")
     p.add_argument("--arms", nargs="+", help=f"arms to train and measure (default all: {ARMS})")
+    p.add_argument("--corpus", action="append", metavar="NAME=PATH",
+                   help="replace one of the family's corpora by a file, folder or "
+                        "hf:DATASET[:SPLIT[:CONFIG]] (repeat the flag for several); names: "
+                        "base, prose, docs (the sinks family); base, prose, code (--family "
+                        "lineage); base, wikitext2, c4 (--scale paper)")
     p.add_argument("--no-train", action="store_true",
                    help="evaluate finished runs only; do not train or resume any")
     p.add_argument("--results", type=Path, default=None,

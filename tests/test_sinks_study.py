@@ -101,3 +101,48 @@ def test_validity_gate_needs_sinks_at_every_length(records):
                                 SETTINGS)
     assert _row(every, "Baseline develops sinks").endswith("| reproduced |")
     assert "untestable" not in _row(every, "attenuation: sinks")
+
+
+def test_paper_scale_family_is_tables_13_and_14(tmp_path):
+    from bornbiased_jax.train import model_config
+
+    fam = family.SINKS_PAPER
+    tc = fam.pretrain
+    cfg = model_config(tc, tc.vocab_size)
+    # Table 13: d 768, d_ffn 2048, 12 layers, 12 heads of 64, vocabulary 32,000, context 2048
+    assert (cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.n_heads, cfg.head_dim) == (
+        768, 2048, 12, 12, 64)
+    assert (cfg.vocab_size, cfg.max_seq_len, tc.seq_len) == (32_000, 2048, 2048)
+    assert (cfg.norm, cfg.activation, cfg.gated_mlp, cfg.position) == (
+        "rmsnorm", "silu", True, "rope")
+    # App. B.4.2 / B.1: GPT-2 init, std 0.02 and W_O, W_down at 0.02 / sqrt(2L)
+    assert cfg.init_std == 0.02 and cfg.residual_std == 0.02 / 24 ** 0.5
+    # Table 14: lr 6e-4 -> 6e-5, warmup 2,000, 200,000 steps, global batch 128 of micro-batches
+    # of 32, weight decay 0.1, clipping 1.0, AdamW (0.9, 0.95), bfloat16
+    assert (tc.lr, tc.min_lr, tc.warmup, tc.steps) == (6e-4, 6e-5, 2_000, 200_000)
+    assert (tc.batch_size, tc.batch_size // tc.grad_accum) == (128, 32)
+    assert (tc.weight_decay, tc.grad_clip, tc.b1, tc.b2, tc.bf16) == (0.1, 1.0, 0.9, 0.95, True)
+    assert set(fam.corpora) == {"base", "wikitext2", "c4"}
+    # every arm is the baseline's run with its own setting; attenuation's T is the context
+    for arm, sets in family.SINK_ARMS.items():
+        arm_tc, docs, _ = family.spec(family.run_name("sink", arm=arm), tmp_path, fam)
+        assert arm_tc.model_set == sets and arm_tc.seed == 42 and docs == fam.corpora["base"]
+        assert dataclasses.replace(arm_tc, model_set=()) == dataclasses.replace(tc, seed=42)
+    att = model_config(family.spec("sink-attenuation-s42", tmp_path, fam)[0], 32_000)
+    assert att.attn_output_transform == "sqrt_i_over_T" and att.max_seq_len == 2048
+
+
+def test_paper_scale_command_line(tmp_path):
+    runs = ["--runs-dir", str(tmp_path), "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit, match="baseline run .* is not finished"):
+        f12.main(["--scale", "paper", "--no-train"] + runs)
+    with pytest.raises(SystemExit, match=r"unknown corpus name\(s\) \['prose'\]"):
+        f12.main(["--scale", "paper", "--no-train", "--corpus", "prose=/x"] + runs)
+    with pytest.raises(SystemExit, match="expected NAME=PATH"):
+        f12.main(["--scale", "paper", "--no-train", "--corpus", "/data/owt"] + runs)
+    with pytest.raises(SystemExit, match="--family lineage is a CPU-scale option"):
+        f12.main(["--scale", "paper", "--family", "lineage", "--no-train"] + runs)
+    assert family.parse_corpus_flags(["base=/a", "base=hf:x:train", "c4=/c"]) == {
+        "base": ["/a", "hf:x:train"], "c4": ["/c"]}
+    fam = family.with_corpora(family.SINKS_PAPER, {"base": ["/data/owt"]})
+    assert fam.corpora["base"] == ["/data/owt"] and fam.pretrain == family.SINKS_PAPER_PRETRAIN

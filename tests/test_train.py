@@ -338,6 +338,40 @@ def test_hf_corpus_without_datasets_is_a_clear_error(monkeypatch):
         data.load_corpus(["hf:roneneldan/TinyStories:train"])
 
 
+def test_hf_corpus_spec_names_dataset_split_and_config(monkeypatch):
+    calls = []
+
+    def load_dataset(name, config, split, streaming):
+        calls.append((name, config, split, streaming))
+        return iter([{"text": "abcd"}, {"text": "  "}, {"content": "efgh"}, {"text": "ijkl"}])
+
+    monkeypatch.setitem(sys.modules, "datasets", type(sys)("datasets"))
+    monkeypatch.setattr(sys.modules["datasets"], "load_dataset", load_dataset, raising=False)
+    # blank rows are skipped, "content" stands in for "text", reading stops at max_bytes
+    assert data.load_corpus(["hf:Salesforce/wikitext:test:wikitext-2-raw-v1"],
+                            max_bytes=8) == ["abcd", "efgh"]
+    assert data.load_corpus(["hf:Skylion007/openwebtext"]) == ["abcd", "efgh", "ijkl"]
+    assert calls == [("Salesforce/wikitext", "wikitext-2-raw-v1", "test", True),
+                     ("Skylion007/openwebtext", None, "train", True)]
+    with pytest.raises(ValueError, match="hf:NAME"):
+        data.load_corpus(["hf::test"])
+
+
+def test_blocks_are_the_joined_token_stream_cut_into_T_plus_1(corpus):
+    # more documents than one tokenisation chunk (4,096), so the chunks' seams are crossed
+    docs = [f"doc {i} " + "word " * (i % 7) for i in range(9000)]
+    tok = data.train_tokenizer(docs[:200], 300)
+    eot = tok.token_to_id(data.EOT)
+    blocks = data.make_blocks(docs, tok, seq_len=15, val_fraction=0.1)
+    flat = []
+    for enc in tok.encode_batch(docs[:8100]):
+        flat += enc.ids + [eot]
+    n = len(flat) // 16
+    assert blocks.train.dtype == np.int32 and blocks.train.shape == (n, 16)
+    np.testing.assert_array_equal(blocks.train, np.asarray(flat[: 16 * n]).reshape(n, 16))
+    assert blocks.val.shape[0] > 0 and blocks.vocab_size == tok.get_vocab_size()
+
+
 def test_load_corpus_reads_files_and_folders(corpus):
     docs = data.load_corpus([str(corpus)])
     assert len(docs) == 9 and all(d.strip() for d in docs)
