@@ -298,12 +298,13 @@ def run_fingerprint(args) -> int:
 
 
 def _train_parser(sub) -> None:
-    from bornbiased_jax.train import TrainConfig
+    from bornbiased_jax.train import SCHEDULES, TrainConfig
 
     d = TrainConfig()
     p = sub.add_parser(
         "train", help="pretrain a preset on a local corpus with Orbax checkpoints",
-        description="Pretrain a model from a known seed (AdamW per Table 14, warmup + cosine, "
+        description="Pretrain a model from a known seed (AdamW per Table 14, warmup + cosine or "
+                    "linear decay, "
                     "gradient clipping, optional bfloat16 and gradient accumulation) on local "
                     "text files, saving Orbax checkpoints. Running the same command again with "
                     "an --out that holds checkpoints resumes from the latest complete one; only "
@@ -312,7 +313,7 @@ def _train_parser(sub) -> None:
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
-                        "or 'hf:NAME[:SPLIT]' (HF datasets, if installed)")
+                        "or 'hf:NAME[:SPLIT[:CONFIG]]' (HF datasets, if installed)")
     p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
     p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
     p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")
@@ -331,6 +332,9 @@ def _train_parser(sub) -> None:
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=getattr(d, name),
                        help=f"default {getattr(d, name)}")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
+    p.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
+                   help="learning-rate decay after the linear warmup: cosine to --min-lr "
+                        "(Table 14) or linear to --min-lr (default %(default)s)")
     p.add_argument("--init-from", metavar="SOURCE",
                    help="start from this model's parameters instead of a seed's initialisation: "
                         "a training run 'PATH@STEP' or a Hugging Face folder (continued "

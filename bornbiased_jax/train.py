@@ -14,7 +14,8 @@ Resuming (run the same command again) restores the latest *complete* checkpoint 
 into a temporary folder and renames it when finished) and continues with exactly the batches an
 uninterrupted run would have seen, so final parameters are bitwise equal.
 
-The learning-rate schedule spans ``steps`` (warmup, then cosine decay to ``min_lr`` at ``steps``),
+The learning-rate schedule spans ``steps`` (linear warmup, then cosine decay to ``min_lr`` at
+``steps``, Table 14; or linear decay, ``schedule="linear"``, as the lineage models' code),
 so ``steps`` is part of the run's identity: resuming with another ``steps`` would reshape the
 schedule mid-run and match no uninterrupted run, and is an error. To stop early and continue
 later on the same schedule, use ``stop_at`` (``--stop-at``), which may differ between resumes.
@@ -53,6 +54,9 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
 
+SCHEDULES = ("cosine", "linear")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Table 14 defaults where they apply; sizes for a CPU run.
@@ -82,6 +86,7 @@ class TrainConfig:
     b1: float = 0.9
     b2: float = 0.95
     bf16: bool = False
+    schedule: str = "cosine"
     seed: int = 0
     data_seed: int = 0
     vocab_size: int = 4096
@@ -107,6 +112,8 @@ class TrainConfig:
         if self.batch_size % self.grad_accum:
             raise UserError(f"batch_size {self.batch_size} is not divisible by grad_accum "
                             f"{self.grad_accum}")
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.warmup < 0 or self.warmup >= self.steps:
             raise UserError(f"warmup must lie in [0, steps), got {self.warmup}")
         if self.keep_every is not None and self.keep_every < 1:
@@ -148,13 +155,25 @@ def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
     return cfg
 
 
+def lr_schedule(tc: TrainConfig) -> optax.Schedule:
+    """Linear warmup from 0 to ``lr`` over ``warmup`` steps, then decay to ``min_lr`` at step
+    ``steps``: cosine (Table 14) or linear (HF's ``get_linear_schedule_with_warmup`` with
+    ``min_lr`` 0, which the lineage models' released code uses)."""
+    if tc.schedule == "cosine":
+        return optax.warmup_cosine_decay_schedule(
+            init_value=0.0, peak_value=tc.lr, warmup_steps=tc.warmup, decay_steps=tc.steps,
+            end_value=tc.min_lr)
+    return optax.join_schedules(
+        [optax.linear_schedule(0.0, tc.lr, tc.warmup),
+         optax.linear_schedule(tc.lr, tc.min_lr, tc.steps - tc.warmup)], [tc.warmup])
+
+
 def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
-    """Clip to global norm 1.0, AdamW(0.9, 0.95), wd 0.1 on matrices only, warmup + cosine.
+    """Clip to global norm 1.0, AdamW(0.9, 0.95), wd 0.1 on matrices only, warmup + decay
+    (:func:`lr_schedule`).
 
     Norm scales are not decayed, including head-wise RMSNorm's gamma, a matrix (H, K)."""
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0, peak_value=tc.lr, warmup_steps=tc.warmup, decay_steps=tc.steps,
-        end_value=tc.min_lr)
+    schedule = lr_schedule(tc)
     decay_mask = lambda params: jax.tree_util.tree_map_with_path(  # noqa: E731
         lambda path, p: p.ndim >= 2 and getattr(path[-1], "key", None) != "scale", params)
     return optax.chain(
@@ -314,6 +333,7 @@ class Run:
             raise UserError(f"{str(path)!r} is not a readable run description: {e}") from None
         now = json.loads(json.dumps(dataclasses.asdict(self.tc)))  # tuples as run.json's lists
         saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
+        saved_tc.setdefault("schedule", "cosine")  # ... and before the linear schedule
         diff = {k: (saved_tc.get(k), v) for k, v in now.items()
                 if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
         if diff:
@@ -390,7 +410,7 @@ class Run:
         records = [r for r in _read_jsonl(metrics_path) if r["step"] <= start]
         if writer:
             io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
-        schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, tc.warmup, tc.steps, tc.min_lr)
+        schedule = lr_schedule(tc)
         last = tc.last_step
         with open(metrics_path if writer else os.devnull, "a") as log, tqdm(
                 total=last, initial=start, disable=not (progress and writer), desc="train",

@@ -117,6 +117,33 @@ SINKS_PAPER = Family(SINKS_PAPER_PRETRAIN, {}, {
     "c4": ["hf:allenai/c4:validation:en"]})
 
 
+# The lineage family at the paper's scale (Sec. 6.1.2, for GPUs), with the settings of the
+# lineage models' released training code as notes_s5_s6.md Sec. 2.4 reads it: the 12L/12H/768d
+# LLaMA-style model (llama2-nano: d_ff 2048, vocabulary 32,000, untied, context 2048) with HF's
+# default init (std 0.02, no residual scaling); one epoch of "~10B" OpenWebText tokens, 2048-
+# token blocks, lr 3e-4 with 200 warmup steps and linear decay to 0, weight decay 0.1, bf16, a
+# global batch of 64 (the code's 4 per device x 8 accumulation steps, taken on App. B.4.3's two
+# GPUs; 8 micro-batches of 8 here): 76,294 steps = 10.0B tokens. Continued pretraining
+# (Table 5): the code's 2 epochs at lr 2e-5, warmup 100, weight decay 0.01, on TinyStories (a
+# 1/20 subset in the code; here its first 100 MB, ~25M tokens, so 400 steps of 64 x 2048 are
+# ~2 epochs) and on The Stack (``bigcode/the-stack-smol``, its first 100 MB; the paper's subset
+# is unstated). As for SINKS_PAPER: a 32,000-token BPE trained on the corpus, not Llama 2's, and
+# the first 16 GiB of OpenWebText (~4B tokens), so 10B tokens are ~2.5 epochs, not one.
+# Checkpoints (~1.6 GB each): every 2,000 steps (the code's cadence), every 10,000th kept.
+LINEAGE_PAPER_PRETRAIN = TrainConfig(
+    preset="llama2-nano", model_set=("scale_residual_init=false",), seq_len=2048,
+    batch_size=64, grad_accum=8, steps=76_294, warmup=200, lr=3e-4, min_lr=0.0,
+    schedule="linear", weight_decay=0.1, grad_clip=1.0, bf16=True, vocab_size=32_000,
+    corpus_max_mb=16384.0, data_seed=0, save_every=2_000, keep_every=10_000, keep_last=2,
+    eval_every=2_000, eval_batches=16, log_every=100)
+LINEAGE_PAPER = Family(
+    LINEAGE_PAPER_PRETRAIN,
+    dict(steps=400, warmup=100, lr=2e-5, min_lr=0.0, weight_decay=0.01, corpus_max_mb=100.0,
+         save_every=100, keep_every=100, keep_last=2, eval_every=100),
+    {"base": ["hf:Skylion007/openwebtext:train"], "prose": ["hf:roneneldan/TinyStories:train"],
+     "code": ["hf:bigcode/the-stack-smol:train"]})
+
+
 def with_corpora(fam: Family, corpora: dict) -> Family:
     """``fam`` with some corpora replaced (name -> list of paths or ``hf:`` specs); an unknown
     corpus name is an error."""

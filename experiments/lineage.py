@@ -5,6 +5,11 @@ Figure 11 and Tables 4b, 4c and 5, and write the RESULTS.md section between
     python -m experiments.lineage                  # CPU scale: trains what is missing first
     python -m experiments.lineage --no-train       # finished runs only
     python -m experiments.lineage --no-run         # rebuild the RESULTS.md section from saved JSON
+    python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
+
+``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
+llama2-nano, 10B tokens of OpenWebText; see experiments/family.py for where it departs from
+them) into runs/family-paper and measures it with the paper's n = 10,000 inputs of T = 1024.
 
 Training goes through ``family.ensure``: finished runs are skipped, interrupted ones resume
 from their latest complete checkpoint. The four experiments share one feature cache
@@ -20,7 +25,8 @@ from pathlib import Path
 
 from experiments import family, figure11, table4b, table4c, table5
 from experiments._common import replace_section, write
-from experiments.lineage_common import (BASELINES, CPU, PAPER, RUNS, Study, fmt_p, pairs_figure)
+from experiments.lineage_common import (BASELINES, CPU, PAPER, RUNS, Study, corpus_flag, fmt_p,
+                                        pairs_figure, scale_family)
 
 from bornbiased_jax.fingerprint.dims import kendall_null_sd
 
@@ -213,19 +219,21 @@ def main(argv=None) -> None:
     p.add_argument("--cache", type=Path, default=None,
                    help="feature cache (default ROOT/lineage_cache)")
     p.add_argument("--results", type=Path, default=Path("RESULTS.md"))
+    corpus_flag(p)
     p.add_argument("--no-train", action="store_true", help="use finished runs only")
     p.add_argument("--no-run", action="store_true", help="only rebuild the RESULTS.md section")
     args = p.parse_args(argv)
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or s["runs_dir"])
+    fam = scale_family(args)
     if not args.no_run:
         if not args.no_train:
             for name in RUNS:
                 print(f"training/resuming {name} ...", flush=True)
-                family.ensure(name, runs, progress=True)
-        study = Study(runs, s, args.cache or args.root / "lineage_cache")
+                family.ensure(name, runs, progress=True, fam=fam)
+        study = Study(runs, s, args.cache or args.root / "lineage_cache", fam)
         run_all(study, args.root, args.scale)
-    body = section(args.root, runs)
+    body = section(args.root, runs, fam)
     replace_section(args.results, "lineage", body)
     print(body)
 

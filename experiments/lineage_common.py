@@ -61,8 +61,22 @@ SMOKE = dict(runs_dir="", n=24, seq_len=8, inputs=["tokens"], null_models=9, tri
 def flags(p) -> None:
     p.add_argument("--runs-dir", type=Path, help="folder of the family's runs (default "
                    "runs/family, or runs/family-paper with --scale paper)")
+    corpus_flag(p)
     p.add_argument("--cache", type=Path, default=Path("results/experiments/lineage_cache"),
                    help="folder for cached features (shared by the four lineage scripts)")
+
+
+def corpus_flag(p) -> None:
+    p.add_argument("--corpus", action="append", metavar="NAME=PATH",
+                   help="replace one of the family's corpora (base, prose, code) by a file, "
+                        "folder or hf:DATASET[:SPLIT[:CONFIG]]; repeat the flag for several")
+
+
+def scale_family(args) -> family.Family:
+    """The family of ``--scale`` (``family.DEFAULT`` or ``family.LINEAGE_PAPER``) with the
+    ``--corpus`` replacements."""
+    fam = family.LINEAGE_PAPER if args.scale == "paper" else family.DEFAULT
+    return family.with_corpora(fam, family.parse_corpus_flags(args.corpus))
 
 
 def parse_args(name: str, doc: str, argv=None):
@@ -83,7 +97,7 @@ class Study:
 
     @classmethod
     def from_args(cls, args, s: dict) -> "Study":
-        return cls(Path(args.runs_dir or s["runs_dir"]), s, args.cache)
+        return cls(Path(args.runs_dir or s["runs_dir"]), s, args.cache, scale_family(args))
 
     # --- models ------------------------------------------------------------------------------
     def finished(self, run: str) -> bool:

@@ -76,3 +76,37 @@ def test_lineage_pipeline_end_to_end(smoke):
     lineage.replace_section(results, "lineage", body)  # replaced, not appended twice
     text = results.read_text()
     assert text.count("<!-- lineage:begin -->") == 1 and "kept" in text
+
+
+def test_paper_scale_family_follows_the_released_training_code(tmp_path):
+    from bornbiased_jax.train import lr_schedule, model_config
+
+    fam = family.LINEAGE_PAPER
+    pre = fam.pretrain
+    cfg = model_config(pre, pre.vocab_size)
+    assert (cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.vocab_size, cfg.max_seq_len,
+            cfg.tie_embeddings) == (768, 12, 12, 2048, 32_000, 2048, False)
+    assert cfg.residual_std == cfg.init_std == 0.02  # HF's default init: no residual scaling
+    assert pre.steps * pre.batch_size * pre.seq_len == pytest.approx(10e9, rel=1e-4)
+    assert (pre.lr, pre.warmup, pre.schedule, pre.weight_decay, pre.bf16) == (
+        3e-4, 200, "linear", 0.1, True)
+    assert float(lr_schedule(pre)(pre.steps)) == 0.0  # linear decay to 0
+    # a continued run starts from its seed's final base checkpoint, on its own corpus
+    tc, docs, _ = family.spec("cont-prose-s1000", tmp_path, fam)
+    assert tc.init_from == f"{(tmp_path / 'base-s1000').absolute()}@{pre.steps}"
+    assert (tc.lr, tc.warmup, tc.weight_decay, tc.steps, tc.seq_len) == (
+        2e-5, 100, 0.01, 400, 2048)
+    assert docs == fam.corpora["prose"]
+    # `lineage --scale paper` measures this family, not the CPU one: runs that the CPU family
+    # would count as finished (a checkpoint at its last step, 500) are not finished here
+    for run in RUNS:
+        (tmp_path / run / "checkpoints" / str(family.DEFAULT.pretrain.steps) / "default").mkdir(
+            parents=True)
+        (tmp_path / run / "run.json").write_text("{}")
+    assert family.finished("base-s42", tmp_path, family.DEFAULT)
+    out = ["--runs-dir", str(tmp_path), "--root", str(tmp_path / "r"),
+           "--results", str(tmp_path / "RESULTS.md")]
+    with pytest.raises(SystemExit, match="runs not finished .*base-s42"):
+        lineage.main(["--scale", "paper", "--no-train"] + out)
+    with pytest.raises(SystemExit, match="unknown corpus name"):
+        lineage.main(["--scale", "paper", "--no-train", "--corpus", "docs=/x"] + out)

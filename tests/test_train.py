@@ -216,6 +216,22 @@ def test_bf16_training_computes_in_bfloat16_and_keeps_float32_weights(corpus, tm
     assert np.isfinite(l16).all() and l16[-1] < l16[0]  # and it trains
 
 
+def test_lr_schedules_warm_up_linearly_then_decay_to_min_lr():
+    from bornbiased_jax.train import lr_schedule
+
+    tc = TrainConfig(**{**TINY, "warmup": 10}, steps=100, lr=1e-3, min_lr=1e-4)
+    cos, lin = lr_schedule(tc), lr_schedule(dataclasses.replace(tc, schedule="linear"))
+    for step, want_cos, want_lin in [
+            (0, 0.0, 0.0), (5, 5e-4, 5e-4), (10, 1e-3, 1e-3),
+            # 20 % into the decay: cosine 1e-4 + 9e-4 (1 + cos(0.2 pi)) / 2, linear 1e-3 - 0.2 * 9e-4
+            (28, 1e-4 + 9e-4 * (1 + np.cos(0.2 * np.pi)) / 2, 8.2e-4),
+            (55, 5.5e-4, 5.5e-4), (100, 1e-4, 1e-4)]:
+        assert np.isclose(float(cos(step)), want_cos, rtol=1e-5, atol=1e-9), step
+        assert np.isclose(float(lin(step)), want_lin, rtol=1e-5, atol=1e-9), step
+    with pytest.raises(UserError, match="schedule must be one of"):
+        TrainConfig(schedule="step", **TINY)
+
+
 def test_keep_every_keeps_periodic_checkpoints(corpus, tmp_path):
     tc = TrainConfig(steps=8, save_every=2, keep_last=1, keep_every=4, **TINY)
     Run(tc, [str(corpus)], tmp_path / "k").train(progress=False)
@@ -317,6 +333,13 @@ def test_resume_errors(corpus, tmp_path, capsys):
     # --steps sets the schedule's length: changing it on resume would reshape the schedule.
     rc, err = _cli(base + ["--steps", "6"], capsys)
     assert rc == 2 and "different settings" in err and "'steps': (4, 6)" in err
+    rc, err = _cli(base + ["--steps", "4", "--schedule", "linear"], capsys)
+    assert rc == 2 and "'schedule': ('cosine', 'linear')" in err
+    # A run recorded before the schedule setting existed was trained with cosine decay.
+    info = json.loads((out / "run.json").read_text())
+    del info["train_config"]["schedule"]
+    (out / "run.json").write_text(json.dumps(info))
+    assert main(["train", "--no-progress", *base, "--steps", "4"]) == 0
     # A corrupt checkpoint: overwrite every file of the latest step with garbage.
     latest = out / "checkpoints" / "4"
     for f in latest.rglob("*"):
