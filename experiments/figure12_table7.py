@@ -20,7 +20,8 @@ Measured on held-out text of the training corpus (the run's validation documents
 ``--scale paper`` (for GPUs) trains and measures the arms of ``family.SINKS_PAPER``: Table 13's
 llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 steps of
 128 x 2048 tokens of OpenWebText (``hf:Skylion007/openwebtext``, or --corpus base=PATH), and
-Table 7 on WikiText-2 and C4; lengths 32 ... 512, 256 windows of 2048 tokens. Its departures
+Table 7 on WikiText-2 and C4; sink rates on WikiText-2 (the paper's text) at lengths
+32 ... 512, perplexities on 256 windows of 2048 tokens. Its departures
 from the paper (tokenizer, epochs over the corpus) are listed in experiments/family.py.
 """
 
@@ -43,12 +44,14 @@ from bornbiased_jax.train import loss_fn
 
 NAME = "figure12_table7"
 CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
-           emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0)
-# The paper's evaluation (Sec. 6.2: 100 sequences per length from 32 to 512; Table 7: 256
-# sequences of 2048 tokens) of the arms trained at the paper's scale (family.SINKS_PAPER:
-# Tables 13 and 14, for GPUs).
+           emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0, sink_text="held_out")
+# The paper's evaluation (Sec. 6.2: 100 sequences of WikiText-2's test set per length from 32
+# to 512; Table 7: 256 sequences of 2048 tokens) of the arms trained at the paper's scale
+# (family.SINKS_PAPER: Tables 13 and 14, for GPUs). ``sink_text`` names the text the sink rates
+# are measured on: the held-out training text, or one of the family's shifted corpora.
 PAPER = dict(runs_dir="runs/sinks-paper", lengths=[32, 64, 128, 256, 512], num_seqs=100,
-             eps=[0.25, 0.3], emergence_T=512, ppl_windows=256, ppl_T=2048, shift_mb=64.0)
+             eps=[0.25, 0.3], emergence_T=512, ppl_windows=256, ppl_T=2048, shift_mb=64.0,
+             sink_text="wikitext2")
 ARMS = list(family.SINK_ARMS)
 PAPER_TABLE7 = {"baseline": (21.33, 30.36), "amplification": (21.95, 28.70),
                 "attenuation": (21.02, 30.48)}
@@ -131,14 +134,19 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True) -> dict:
                "missing_arms": [a for a in ARMS if a not in done],
                "held_out_tokens": int(len(held)),
                "shifted_tokens": {k: int(len(v)) for k, v in shifted.items()}}
+    sink_text = s.get("sink_text", "held_out")
+    if sink_text != "held_out" and sink_text not in shifted:
+        raise SystemExit(f"sink_text {sink_text!r} is not one of this family's texts: "
+                         f"{['held_out', *shifted]}")
+    sink_ids = held if sink_text == "held_out" else shifted[sink_text]
     for arm, name in done.items():
         rec = {"run": family.summary(name, runs)}
         final = load_source(str(runs / name))
         rec["figure12"] = {str(eps): [sinks.measure_sinks(
-            final.params, final.cfg, sinks.text_windows(held, T, s["num_seqs"], seed=T),
+            final.params, final.cfg, sinks.text_windows(sink_ids, T, s["num_seqs"], seed=T),
             eps).to_json() for T in s["lengths"]] for eps in s["eps"]}
         T = s["emergence_T"]
-        win = sinks.text_windows(held, T, s["num_seqs"], seed=T)
+        win = sinks.text_windows(sink_ids, T, s["num_seqs"], seed=T)
         rec["emergence"] = []
         for step in [0] + run_steps(runs / name):
             m = load_source(f"{runs / name}@{step}")
@@ -189,7 +197,7 @@ def _emerged(rec: dict) -> str:
 def markdown(records: dict, s: dict) -> str:
     eps0 = str(s["eps"][0])
     lines = [f"Figure 12: sink rate (eps = {eps0}, per sequence, mean +- SE over "
-             f"{s['num_seqs']} held-out windows) at each length\n",
+             f"{s['num_seqs']} windows of {_sink_text(s)} text) at each length\n",
              "| arm | " + " | ".join(f"T={T}" for T in s["lengths"]) + " | eps 0.3 at T="
              f"{s['lengths'][-1]} | first checkpoint with sinks (rate > 2 SE) |",
              "|---|" + "---:|" * (len(s["lengths"]) + 2)]
@@ -231,7 +239,7 @@ def figure(records: dict, s: dict):
     axes[0].set_xscale("log", base=2)
     axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
     axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
-                title="Figure 12: final checkpoints, held-out text", ylim=(-0.03, 1.03))
+                title=f"Figure 12: final checkpoints, {_sink_text(s)} text", ylim=(-0.03, 1.03))
     axes[1].set(xlabel="training step", ylabel=f"sink rate at T = {s['emergence_T']}",
                 title="Emergence over checkpoints (+- 2 SE)", ylim=(-0.03, 1.03))
     axes[2].axhline(float(eps0), color="k", ls=":", lw=1, label=f"eps = {eps0}")
@@ -310,6 +318,11 @@ def results_section(records: dict, s: dict) -> str:
                          f"trained yet | open |")
     lines += ["", markdown(records, s)]
     return "\n".join(lines)
+
+
+def _sink_text(s: dict) -> str:
+    name = s.get("sink_text", "held_out")
+    return "held-out in-domain" if name == "held_out" else name
 
 
 def _uniform_alpha(T: int) -> float:

@@ -69,6 +69,24 @@ def test_sink_study_tables_and_results_section(records):
     assert out.read_text().count("<!-- sinks:begin -->") == 1
 
 
+def test_sink_rates_can_be_measured_on_a_shifted_text(records):
+    rec, root = records
+    fam = family.smoke_family(root / "corpora")
+    fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
+    prose = f12.study({**SETTINGS, "sink_text": "prose"}, root / "runs", fam, ["baseline"],
+                      train=False)
+    a = rec["arms"]["baseline"]["figure12"]["0.25"][-1]["alpha_LH"]
+    b = prose["arms"]["baseline"]["figure12"]["0.25"][-1]["alpha_LH"]
+    assert np.shape(a) == np.shape(b) and not np.allclose(a, b)  # other windows, other alpha
+    # perplexities do not depend on where the sink rates are measured
+    assert prose["arms"]["baseline"]["table7"]["held_out"]["ppl"] == pytest.approx(
+        rec["arms"]["baseline"]["table7"]["held_out"]["ppl"], rel=1e-6)
+    assert "windows of prose text" in f12.markdown(prose, {**SETTINGS, "sink_text": "prose"})
+    with pytest.raises(SystemExit, match="sink_text 'wikitext2' is not one of"):
+        f12.study({**SETTINGS, "sink_text": "wikitext2"}, root / "runs", fam, ["baseline"],
+                  train=False)
+
+
 def test_unknown_arm_is_rejected(tmp_path):
     with pytest.raises(SystemExit, match="unknown arm"):
         f12.study(SETTINGS, tmp_path, family.DEFAULT, ["baseline", "nope"])
