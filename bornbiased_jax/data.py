@@ -12,9 +12,10 @@ The order of training blocks in epoch e is ``permutation(fold_in(data_key, e))``
 data seed see exactly the same batches in the same order (paper Table 4c), and a run resumed at
 step s continues with the same batches an uninterrupted run would see.
 
-On a connected machine with HF ``datasets`` installed, ``--corpus hf:NAME[:SPLIT[:CONFIG]]``
-streams a hub corpus (OpenWebText, TinyStories, The Stack: field "text" or "content"), or it can be
-exported to text files first, e.g.::
+On a connected machine with HF ``datasets`` installed,
+``--corpus hf:NAME[:SPLIT[:CONFIG[:joined]]]`` streams a hub corpus (OpenWebText, TinyStories,
+The Stack: field "text" or "content"; :func:`hf_documents`), or it can be exported to text files
+first, e.g.::
 
     from datasets import load_dataset
     ds = load_dataset("roneneldan/TinyStories", split="train[:1%]")
@@ -31,7 +32,7 @@ import functools
 import itertools
 import sysconfig
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import jax
 import numpy as np
@@ -73,33 +74,37 @@ def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> l
 
 
 def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "text") -> list[str]:
-    """Documents from an HF ``datasets`` corpus named ``hf:NAME[:SPLIT[:CONFIG]]`` (e.g.
-    ``hf:roneneldan/TinyStories:train``, ``hf:Salesforce/wikitext:test:wikitext-2-raw-v1``),
-    streamed in order until ``max_bytes`` of text. Needs the ``datasets`` package and the data
-    in its cache or a network; the tests stand a fake ``datasets`` module in for it."""
+    """Documents from an HF ``datasets`` corpus named ``hf:NAME[:SPLIT[:CONFIG[:joined]]]``
+    (e.g. ``hf:roneneldan/TinyStories:train``), streamed in order until ``max_bytes`` of text:
+    one document per non-blank row, or, with ``joined``, all rows concatenated into one
+    document, for corpora stored a line per row such as WikiText
+    (``hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined``: the rows keep their newlines,
+    so this is the text of ``wiki.test.raw``). Needs the ``datasets`` package and the data in
+    its cache or a network; the tests stand a fake ``datasets`` module in for it."""
+    fields = spec[len("hf:"):].split(":")
+    name, split, config, mode = (fields + ["", "", ""])[:4]
+    if not name or len(fields) > 4 or mode not in ("", "joined"):
+        raise UserError(f"corpus {spec!r}: expected hf:NAME[:SPLIT[:CONFIG[:joined]]]")
     try:
         import datasets
     except ImportError:
         raise UserError(f"corpus {spec!r} needs the HF 'datasets' package: pip install datasets"
                          ) from None
-    name, _, rest = spec[len("hf:"):].partition(":")
-    split, _, config = rest.partition(":")
-    if not name:
-        raise UserError(f"corpus {spec!r}: expected hf:NAME[:SPLIT[:CONFIG]]")
     ds = datasets.load_dataset(name, config or None, split=split or "train", streaming=True)
     docs, total = [], 0
     for row in ds:
         text = row.get(text_field) or row.get("content") or ""
-        if text.strip():
+        if text.strip() or mode == "joined":
             docs.append(text)
             total += len(text.encode("utf-8"))
         if max_bytes is not None and total >= max_bytes:
             break
-    return docs
+    return ["".join(docs)] if mode == "joined" else docs
 
 
 def load_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]:
-    """Documents of the corpus: files, folders, 'python-stdlib', or 'hf:NAME[:SPLIT]'."""
+    """Documents of the corpus: files, folders, 'python-stdlib', or
+    'hf:NAME[:SPLIT[:CONFIG[:joined]]]' (:func:`hf_documents`)."""
     docs: list[str] = []
     for spec in specs:
         remaining = None if max_bytes is None else max_bytes - sum(len(d) for d in docs)
@@ -148,6 +153,25 @@ def load_tokenizer(path: str | Path):
         raise UserError(f"cannot load tokenizer {str(path)!r}: {e}") from None
 
 
+def token_chunks(docs: Sequence[str], tokenizer, eot: int | None = None,
+                 chunk: int = 4096) -> Iterator[np.ndarray]:
+    """int32 token ids of ``chunk`` documents at a time, each document followed by ``eot``
+    unless it is None. Arrays per chunk, not one Python list: a corpus of billions of tokens
+    (the paper-scale families) would need ~30 bytes per token as Python ints and ~120 as
+    ``tokenizers`` Encodings held all at once."""
+    tail = [] if eot is None else [eot]
+    for i in range(0, len(docs), chunk):
+        encs = tokenizer.encode_batch(list(docs[i:i + chunk]))
+        yield np.fromiter(itertools.chain.from_iterable(e.ids + tail for e in encs), np.int32)
+
+
+def token_ids(docs: Sequence[str], tokenizer, chunk: int = 4096) -> np.ndarray:
+    """(N,) int32: ``docs`` tokenised and joined, each followed by the end-of-text token when
+    the tokenizer has one."""
+    eot = tokenizer.token_to_id(EOT)
+    return np.concatenate([np.zeros(0, np.int32), *token_chunks(docs, tokenizer, eot, chunk)])
+
+
 @dataclasses.dataclass
 class TokenBlocks:
     """Blocks of T + 1 token ids for training and validation."""
@@ -172,15 +196,8 @@ def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
         raise UserError(f"the corpus has {len(docs)} document(s); need at least 2 to hold out "
                          f"validation text")
 
-    def blocks(ds: Sequence[str], chunk: int = 4096) -> np.ndarray:
-        # int32 arrays per chunk of documents, not one Python list: a corpus of billions of
-        # tokens (the paper-scale family) would need ~30 bytes per token as Python ints.
-        parts = [np.zeros(0, np.int32)]
-        for i in range(0, len(ds), chunk):
-            encs = tokenizer.encode_batch(list(ds[i:i + chunk]))
-            parts.append(np.fromiter(itertools.chain.from_iterable(e.ids + [eot] for e in encs),
-                                     np.int32))
-        ids = np.concatenate(parts)
+    def blocks(ds: Sequence[str]) -> np.ndarray:
+        ids = token_ids(ds, tokenizer)
         n = len(ids) // (seq_len + 1)
         return ids[: n * (seq_len + 1)].reshape(n, seq_len + 1)
 

@@ -394,10 +394,14 @@ class Run:
         return jax.make_array_from_process_local_data(where, self.blocks.train[mine], shape)
 
     def evaluate(self, eval_fn) -> float:
+        """Mean loss over ``eval_batches`` batches of validation blocks, computed in
+        micro-batches (``batch_size / grad_accum`` blocks, as a training step's) so that
+        evaluation needs no more memory than training."""
         n = min(len(self.blocks.val), self.tc.eval_batches * self.tc.batch_size)
-        losses = [float(eval_fn(self.state["params"], self.blocks.val[i:i + self.tc.batch_size]))
-                  for i in range(0, n, self.tc.batch_size)]
-        sizes = [min(self.tc.batch_size, n - i) for i in range(0, n, self.tc.batch_size)]
+        micro = self.tc.batch_size // self.tc.grad_accum
+        losses = [float(eval_fn(self.state["params"], self.blocks.val[i:i + micro]))
+                  for i in range(0, n, micro)]
+        sizes = [min(micro, n - i) for i in range(0, n, micro)]
         return float(np.average(losses, weights=sizes))
 
     def train(self, progress: bool = True) -> dict:

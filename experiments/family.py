@@ -17,8 +17,12 @@ context fixed at T = 256 (``max_seq_len=256``, also the T of Positional Attenuat
 16 x 256 tokens, 500 steps (2.05M tokens), warmup 50, cosine 6e-4 -> 6e-5, a checkpoint every 50
 steps kept. Continued pretraining (Table 5; the paper's code uses lr 2e-5 after 3e-4, 2 epochs):
 200 steps of 16 x 256 tokens from the base's final checkpoint, lr 1e-4 -> 1e-5, warmup 20,
-weight decay 0.01, a checkpoint every 50 steps. The ``paper`` scale names the paper's settings
-for a GPU; its corpora (OpenWebText, TinyStories, The Stack) must be provided as local files.
+weight decay 0.01, a checkpoint every 50 steps.
+
+The paper-scale families, for GPUs, are ``SINKS_PAPER`` (Tables 13 and 14) and
+``LINEAGE_PAPER`` (the lineage models' released training code); their corpora stream from the
+HF hub (``hf:`` specs, with the ``datasets`` package) unless replaced by local plain-text files
+or folders (``with_corpora``, the scripts' ``--corpus NAME=PATH``).
 """
 
 from __future__ import annotations
@@ -90,58 +94,70 @@ SINKS = Family(SINKS_PRETRAIN, {}, {"base": ["python-stdlib"], "prose": [VIM_DOC
 # (d = 768, 12 layers, 12 heads of 64, d_ff 2048, SwiGLU, RMSNorm, RoPE, context 2048, vocabulary
 # 32,000) and Table 14's optimiser: AdamW (0.9, 0.95), lr 6e-4 -> 6e-5 cosine, 2,000 warmup
 # steps, 200,000 steps of 128 x 2048 tokens (52.4B tokens), weight decay 0.1, clipping 1.0,
-# bfloat16. The global batch of 128 is taken as 4 micro-batches of 32 (Table 14's micro-batch;
-# the paper's 2 GPUs x 2 accumulation steps), split further over the devices. Differences the
-# paper leaves open or that this code cannot match, stated rather than hidden:
+# bfloat16. The global batch of 128 is taken as 32 micro-batches of 4 sequences, split further
+# over the devices: the attention maps are materialised (float32 softmax, no rematerialisation),
+# ~8.7 GiB of activations per 2048-token sequence in a training step (XLA's estimate), so
+# Table 14's micro-batch of 32 would need ~275 GiB; the gradient of the global batch is the
+# same. Differences the paper leaves open or that this code cannot match, stated, not hidden:
 #   * data: OpenWebText read from the HF hub (``hf:Skylion007/openwebtext``, needs the
 #     ``datasets`` package and its cache or a network), its first 16 GiB of text (~4B tokens,
-#     held in host memory: ~16 GB of text and ~16 GB of int32 ids), so ~13 epochs against the
+#     held in host memory: the text, 16-32 GB as Python strings, and ~16 GB of int32 ids, plus
+#     a copy of the ids while the data fingerprint is taken), so ~13 epochs against the
 #     paper's ~6 over all ~9B tokens ("multiple epochs ... repeated sampling"); a local copy
 #     can be given with --corpus base=PATH;
 #   * tokenizer: a byte-level BPE of 32,000 tokens trained on that text, not the Llama 2
 #     SentencePiece model;
-#   * Table 7's evaluation sets: WikiText-2 (raw, test split) and C4 (en, validation split),
-#     tokenised with the run's tokenizer, so perplexities are comparable between arms and not
-#     to the paper's digits;
+#   * Table 7's evaluation sets: WikiText-2 (raw, test split, its lines joined into one
+#     document, as a local wiki.test.raw reads) and C4 (en, validation split), tokenised with
+#     the run's tokenizer, so perplexities are comparable between arms and not to the paper's
+#     digits; the sink rates are measured on WikiText-2, as Sec. 6.2.1;
 #   * checkpoints (~1.6 GB each with Adam moments in float32): every 5,000 steps, those at
-#     multiples of 20,000 kept for the emergence curve (11 per arm with the last two).
+#     multiples of 20,000 kept for the emergence curve (11 per arm with the last two, ~18 GB);
+#   * the HF datasets are not pinned to a revision: should the hub's data change, resuming
+#     stops at the data-fingerprint check rather than train on other text.
 SINKS_PAPER_PRETRAIN = TrainConfig(
-    preset="llama2-nano", model_set=(), seq_len=2048, batch_size=128, grad_accum=4,
+    preset="llama2-nano", model_set=(), seq_len=2048, batch_size=128, grad_accum=32,
     steps=200_000, warmup=2_000, lr=6e-4, min_lr=6e-5, weight_decay=0.1, grad_clip=1.0,
     b1=0.9, b2=0.95, bf16=True, vocab_size=32_000, corpus_max_mb=16384.0, data_seed=0,
     save_every=5_000, keep_every=20_000, keep_last=2, eval_every=5_000, eval_batches=16,
     log_every=100)
 SINKS_PAPER = Family(SINKS_PAPER_PRETRAIN, {}, {
     "base": ["hf:Skylion007/openwebtext:train"],
-    "wikitext2": ["hf:Salesforce/wikitext:test:wikitext-2-raw-v1"],
+    "wikitext2": ["hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined"],
     "c4": ["hf:allenai/c4:validation:en"]})
 
 
 # The lineage family at the paper's scale (Sec. 6.1.2, for GPUs), with the settings of the
-# lineage models' released training code as notes_s5_s6.md Sec. 2.4 reads it: the 12L/12H/768d
-# LLaMA-style model (llama2-nano: d_ff 2048, vocabulary 32,000, untied, context 2048) with HF's
-# default init (std 0.02, no residual scaling); one epoch of "~10B" OpenWebText tokens, 2048-
-# token blocks, lr 3e-4 with 200 warmup steps and linear decay to 0, weight decay 0.1, bf16, a
-# global batch of 64 (the code's 4 per device x 8 accumulation steps, taken on App. B.4.3's two
-# GPUs; 8 micro-batches of 8 here): 76,294 steps = 10.0B tokens. Continued pretraining
-# (Table 5): the code's 2 epochs at lr 2e-5, warmup 100, weight decay 0.01, on TinyStories (a
-# 1/20 subset in the code; here its first 100 MB, ~25M tokens, so 400 steps of 64 x 2048 are
-# ~2 epochs) and on The Stack (``bigcode/the-stack-smol``, its first 100 MB; the paper's subset
-# is unstated). As for SINKS_PAPER: a 32,000-token BPE trained on the corpus, not Llama 2's, and
-# the first 16 GiB of OpenWebText (~4B tokens), so 10B tokens are ~2.5 epochs, not one.
-# Checkpoints (~1.6 GB each): every 2,000 steps (the code's cadence), every 10,000th kept.
+# lineage models' released training code (HF Trainer defaults where it sets none): the
+# 12L/12H/768d LLaMA-style model (llama2-nano: d_ff 2048, vocabulary 32,000, untied, context
+# 2048) with HF's default init (std 0.02, no residual scaling); one epoch of "~10B" OpenWebText
+# tokens in 2048-token blocks; AdamW (0.9, 0.999), lr 3e-4 with 200 warmup steps and linear
+# decay to 0, weight decay 0.1, clipping 1.0, bf16; a global batch of 64 (the code's 4 per
+# device x 8 accumulation steps, taken on App. B.4.3's two GPUs; 16 micro-batches of 4 here,
+# for memory as in SINKS_PAPER): 76,294 steps = 10.0B tokens. Continued pretraining (Table 5):
+# lr 2e-5, warmup 100, weight decay 0.01, on TinyStoriesV2_cleaned and on the Python subset of
+# The Stack the code uses. The code pads one story per 2048-token sequence and takes 2 epochs
+# of a 1/20 subset in batches of 64 (some thousands of updates); packed text here, the first
+# 100 MB of each corpus (~25M tokens) in 3,000 steps of 8 x 2048 tokens, ~2 epochs with an
+# update count of that order. As for SINKS_PAPER: a 32,000-token BPE trained on the corpus,
+# not Llama 2's, and the first 16 GiB of OpenWebText (~4B tokens), so 10B tokens are ~2.5
+# epochs, not one. Checkpoints (~1.6 GB each): every 2,000 steps (the code's cadence), every
+# 10,000th kept.
 LINEAGE_PAPER_PRETRAIN = TrainConfig(
     preset="llama2-nano", model_set=("scale_residual_init=false",), seq_len=2048,
-    batch_size=64, grad_accum=8, steps=76_294, warmup=200, lr=3e-4, min_lr=0.0,
-    schedule="linear", weight_decay=0.1, grad_clip=1.0, bf16=True, vocab_size=32_000,
+    batch_size=64, grad_accum=16, steps=76_294, warmup=200, lr=3e-4, min_lr=0.0,
+    schedule="linear", b1=0.9, b2=0.999, weight_decay=0.1, grad_clip=1.0, bf16=True,
+    vocab_size=32_000,
     corpus_max_mb=16384.0, data_seed=0, save_every=2_000, keep_every=10_000, keep_last=2,
     eval_every=2_000, eval_batches=16, log_every=100)
 LINEAGE_PAPER = Family(
     LINEAGE_PAPER_PRETRAIN,
-    dict(steps=400, warmup=100, lr=2e-5, min_lr=0.0, weight_decay=0.01, corpus_max_mb=100.0,
-         save_every=100, keep_every=100, keep_last=2, eval_every=100),
-    {"base": ["hf:Skylion007/openwebtext:train"], "prose": ["hf:roneneldan/TinyStories:train"],
-     "code": ["hf:bigcode/the-stack-smol:train"]})
+    dict(steps=3_000, batch_size=8, grad_accum=2, warmup=100, lr=2e-5, min_lr=0.0,
+         weight_decay=0.01, corpus_max_mb=100.0, save_every=500, keep_every=500, keep_last=2,
+         eval_every=500),
+    {"base": ["hf:Skylion007/openwebtext:train"],
+     "prose": ["hf:fhswf/TinyStoriesV2_cleaned:train"],
+     "code": ["hf:tyzhu/the-stack-py:train"]})
 
 
 def with_corpora(fam: Family, corpora: dict) -> Family:

@@ -191,6 +191,9 @@ def test_text_windows_and_least_frequent_tokens():
     rare = B.least_frequent_tokens(docs, tok, 10)
     counts = np.bincount(ids, minlength=tok.get_vocab_size())
     assert counts[rare].max() <= np.sort(np.delete(counts, tok.token_to_id("<|endoftext|>")))[9]
+    eot = tok.token_to_id("<|endoftext|>")  # exactly: by count, ties by id, end-of-text skipped
+    assert rare == [i for _, i in sorted((counts[i], i) for i in range(len(counts))
+                                         if i != eot)][:10]
     with pytest.raises(UserError):
         B.text_windows(docs, tok, 10_000, 50)
 

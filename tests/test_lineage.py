@@ -90,12 +90,17 @@ def test_paper_scale_family_follows_the_released_training_code(tmp_path):
     assert pre.steps * pre.batch_size * pre.seq_len == pytest.approx(10e9, rel=1e-4)
     assert (pre.lr, pre.warmup, pre.schedule, pre.weight_decay, pre.bf16) == (
         3e-4, 200, "linear", 0.1, True)
+    assert (pre.b1, pre.b2, pre.grad_clip) == (0.9, 0.999, 1.0)  # HF Trainer's defaults
+    assert fam.corpora == {"base": ["hf:Skylion007/openwebtext:train"],
+                           "prose": ["hf:fhswf/TinyStoriesV2_cleaned:train"],
+                           "code": ["hf:tyzhu/the-stack-py:train"]}
     assert float(lr_schedule(pre)(pre.steps)) == 0.0  # linear decay to 0
     # a continued run starts from its seed's final base checkpoint, on its own corpus
     tc, docs, _ = family.spec("cont-prose-s1000", tmp_path, fam)
     assert tc.init_from == f"{(tmp_path / 'base-s1000').absolute()}@{pre.steps}"
-    assert (tc.lr, tc.warmup, tc.weight_decay, tc.steps, tc.seq_len) == (
-        2e-5, 100, 0.01, 400, 2048)
+    assert (tc.lr, tc.warmup, tc.weight_decay, tc.seq_len, tc.schedule, tc.b2) == (
+        2e-5, 100, 0.01, 2048, "linear", 0.999)
+    assert tc.steps * tc.batch_size * tc.seq_len == pytest.approx(2 * 25e6, rel=0.05)
     assert docs == fam.corpora["prose"]
     # `lineage --scale paper` measures this family, not the CPU one: runs that the CPU family
     # would count as finished (a checkpoint at its last step, 500) are not finished here

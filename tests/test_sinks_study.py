@@ -78,6 +78,9 @@ def test_sink_rates_can_be_measured_on_a_shifted_text(records):
     a = rec["arms"]["baseline"]["figure12"]["0.25"][-1]["alpha_LH"]
     b = prose["arms"]["baseline"]["figure12"]["0.25"][-1]["alpha_LH"]
     assert np.shape(a) == np.shape(b) and not np.allclose(a, b)  # other windows, other alpha
+    # ... and the emergence over checkpoints is measured on the same text
+    em = [[e["mean_alpha"] for e in r["arms"]["baseline"]["emergence"]] for r in (rec, prose)]
+    assert len(em[0]) == len(em[1]) and not np.allclose(em[0], em[1])
     # perplexities do not depend on where the sink rates are measured
     assert prose["arms"]["baseline"]["table7"]["held_out"]["ppl"] == pytest.approx(
         rec["arms"]["baseline"]["table7"]["held_out"]["ppl"], rel=1e-6)
@@ -135,12 +138,18 @@ def test_paper_scale_family_is_tables_13_and_14(tmp_path):
         "rmsnorm", "silu", True, "rope")
     # App. B.4.2 / B.1: GPT-2 init, std 0.02 and W_O, W_down at 0.02 / sqrt(2L)
     assert cfg.init_std == 0.02 and cfg.residual_std == 0.02 / 24 ** 0.5
-    # Table 14: lr 6e-4 -> 6e-5, warmup 2,000, 200,000 steps, global batch 128 of micro-batches
-    # of 32, weight decay 0.1, clipping 1.0, AdamW (0.9, 0.95), bfloat16
+    # Table 14: lr 6e-4 -> 6e-5, warmup 2,000, 200,000 steps, global batch 128, weight decay
+    # 0.1, clipping 1.0, AdamW (0.9, 0.95), bfloat16; micro-batches of 4 (not Table 14's 32,
+    # which would not fit: see family.py), the same gradient
     assert (tc.lr, tc.min_lr, tc.warmup, tc.steps) == (6e-4, 6e-5, 2_000, 200_000)
-    assert (tc.batch_size, tc.batch_size // tc.grad_accum) == (128, 32)
+    assert (tc.batch_size, tc.batch_size // tc.grad_accum) == (128, 4)
     assert (tc.weight_decay, tc.grad_clip, tc.b1, tc.b2, tc.bf16) == (0.1, 1.0, 0.9, 0.95, True)
-    assert set(fam.corpora) == {"base", "wikitext2", "c4"}
+    assert tc.schedule == "cosine" and tc.vocab_size == 32_000
+    # OpenWebText for training; WikiText-2's test split (as one text) and C4 for Table 7
+    assert fam.corpora == {"base": ["hf:Skylion007/openwebtext:train"],
+                           "wikitext2": ["hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined"],
+                           "c4": ["hf:allenai/c4:validation:en"]}
+    assert f12.PAPER["sink_text"] == "wikitext2" and f12.PAPER["lengths"][-1] == 512
     # every arm is the baseline's run with its own setting; attenuation's T is the context
     for arm, sets in family.SINK_ARMS.items():
         arm_tc, docs, _ = family.spec(family.run_name("sink", arm=arm), tmp_path, fam)

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
@@ -230,6 +231,39 @@ def test_lr_schedules_warm_up_linearly_then_decay_to_min_lr():
         assert np.isclose(float(lin(step)), want_lin, rtol=1e-5, atol=1e-9), step
     with pytest.raises(UserError, match="schedule must be one of"):
         TrainConfig(schedule="step", **TINY)
+    # the optimiser follows the schedule: without weight decay, AdamW's updates of two runs on
+    # the same gradients differ by the ratio of their learning rates
+    from bornbiased_jax.train import make_optimizer
+
+    updates = {}
+    for name in ("cosine", "linear"):
+        opt = make_optimizer(dataclasses.replace(tc, schedule=name, weight_decay=0.0))
+        params = {"w": jnp.ones((2, 2))}
+        state = opt.init(params)
+        for step in range(29):
+            g = {"w": jnp.full((2, 2), 0.1 * (1 + step % 3))}
+            u, state = opt.update(g, state, params)
+        updates[name] = float(u["w"][0, 0])  # the update at step 28
+    assert updates["cosine"] / updates["linear"] == pytest.approx(
+        float(cos(28)) / float(lin(28)), rel=1e-5)
+
+
+def test_evaluation_runs_in_micro_batches_and_averages_every_block(corpus, tmp_path):
+    from bornbiased_jax.train import make_eval
+
+    tc = TrainConfig(**{**TINY, "grad_accum": 2}, steps=4)  # batches of 8 in micro-batches of 4
+    run = Run(tc, [str(corpus)], tmp_path / "e")
+    eval_fn = make_eval(run.cfg, tc)
+    seen = []
+
+    def spy(params, blocks):
+        seen.append(len(blocks))
+        return eval_fn(params, blocks)
+
+    got = run.evaluate(spy)
+    n = min(len(run.blocks.val), tc.eval_batches * tc.batch_size)
+    assert n == 16 and seen == [4] * 4  # eval_batches x batch_size blocks, 4 at a time
+    assert got == pytest.approx(float(eval_fn(run.state["params"], run.blocks.val[:n])), rel=1e-5)
 
 
 def test_keep_every_keeps_periodic_checkpoints(corpus, tmp_path):
@@ -376,8 +410,12 @@ def test_hf_corpus_spec_names_dataset_split_and_config(monkeypatch):
     assert data.load_corpus(["hf:Skylion007/openwebtext"]) == ["abcd", "efgh", "ijkl"]
     assert calls == [("Salesforce/wikitext", "wikitext-2-raw-v1", "test", True),
                      ("Skylion007/openwebtext", None, "train", True)]
-    with pytest.raises(ValueError, match="hf:NAME"):
-        data.load_corpus(["hf::test"])
+    # a corpus stored a line per row is read as one document, blank lines kept
+    assert data.load_corpus(["hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined"]) == [
+        "abcd  efghijkl"]
+    for bad in ["hf::test", "hf:a:b:c:lines", "hf:a:b:c:joined:x"]:
+        with pytest.raises(ValueError, match="hf:NAME"):
+            data.load_corpus([bad])
 
 
 def test_blocks_are_the_joined_token_stream_cut_into_T_plus_1(corpus):
@@ -392,7 +430,14 @@ def test_blocks_are_the_joined_token_stream_cut_into_T_plus_1(corpus):
     n = len(flat) // 16
     assert blocks.train.dtype == np.int32 and blocks.train.shape == (n, 16)
     np.testing.assert_array_equal(blocks.train, np.asarray(flat[: 16 * n]).reshape(n, 16))
-    assert blocks.val.shape[0] > 0 and blocks.vocab_size == tok.get_vocab_size()
+    val = [i for enc in tok.encode_batch(docs[8100:]) for i in enc.ids + [eot]]
+    m = len(val) // 16
+    np.testing.assert_array_equal(blocks.val, np.asarray(val[: 16 * m]).reshape(m, 16))
+    assert blocks.vocab_size == tok.get_vocab_size()
+    # the chunk size does not change the stream
+    np.testing.assert_array_equal(data.token_ids(docs[:50], tok, chunk=7),
+                                  np.asarray([i for enc in tok.encode_batch(docs[:50])
+                                              for i in enc.ids + [eot]], np.int32))
 
 
 def test_load_corpus_reads_files_and_folders(corpus):

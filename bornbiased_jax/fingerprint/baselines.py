@@ -42,11 +42,11 @@ runs on any :class:`~bornbiased_jax.sources.LoadedModel` (``m.cfg``, ``m.params`
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from typing import Sequence
 
 import numpy as np
 
+from bornbiased_jax import data
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 
@@ -208,12 +208,12 @@ def ics(params_a: dict, cfg_a: ModelConfig, params_b: dict, cfg_b: ModelConfig,
 def least_frequent_tokens(docs: Sequence[str], tokenizer, k: int) -> list[int]:
     """The k token ids least frequent in ``docs`` (ties by id; unseen ids first), HuRef's
     choice: rare tokens' embeddings move least in training. The end-of-text token is skipped."""
-    counts = Counter()
-    for enc in tokenizer.encode_batch(list(docs)):
-        counts.update(enc.ids)
     V = tokenizer.get_vocab_size()
-    eot = tokenizer.token_to_id("<|endoftext|>")
-    order = sorted((counts.get(i, 0), i) for i in range(V) if i != eot)
+    counts = np.zeros(V, np.int64)
+    for ids in data.token_chunks(docs, tokenizer):
+        counts += np.bincount(ids, minlength=V)[:V]
+    eot = tokenizer.token_to_id(data.EOT)
+    order = sorted((int(counts[i]), i) for i in range(V) if i != eot)
     if not 1 <= k <= len(order):
         raise UserError(f"k = {k} tokens: choose 1 <= k <= {len(order)}")
     return [i for _, i in order[:k]]
@@ -275,17 +275,11 @@ def reef(H_a: np.ndarray, H_b: np.ndarray) -> BaselineResult:
 def text_windows(docs: Sequence[str], tokenizer, n: int, seq_len: int) -> np.ndarray:
     """(n, seq_len) int32 token windows of real text, evenly spaced over ``docs`` tokenised and
     joined with end-of-text: a fixed probe set (REEF uses one set of real sentences)."""
-    eot = tokenizer.token_to_id("<|endoftext|>")
-    ids: list[int] = []
-    for enc in tokenizer.encode_batch(list(docs)):
-        ids.extend(enc.ids)
-        if eot is not None:
-            ids.append(eot)
-    if n < 2 or seq_len < 1 or len(ids) < n * seq_len:
-        raise UserError(f"{len(ids)} tokens of text cannot give {n} disjoint windows of "
+    arr = data.token_ids(docs, tokenizer)
+    if n < 2 or seq_len < 1 or len(arr) < n * seq_len:
+        raise UserError(f"{len(arr)} tokens of text cannot give {n} disjoint windows of "
                         f"{seq_len} tokens (need n >= 2 and n * seq_len tokens)")
-    starts = np.linspace(0, len(ids) - seq_len, n).astype(int)
-    arr = np.asarray(ids, np.int32)
+    starts = np.linspace(0, len(arr) - seq_len, n).astype(int)
     return np.stack([arr[s:s + seq_len] for s in starts])
 
 
