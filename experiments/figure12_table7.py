@@ -283,7 +283,10 @@ def results_section(records: dict, s: dict, scale: str = "cpu") -> str:
             lines.append(f"| {arm}: sinks | {paper_txt} | not trained yet | open |")
             continue
         rs = arms[arm]["figure12"][eps0]
-        txt = ", ".join(f"T={r['T']}: {r['sink_rate']:.2f}" for r in rs)
+        a, b = np.asarray(rs[-1]["alpha_LH"]), np.asarray(base_rate[-1]["alpha_LH"])
+        txt = (", ".join(f"T={r['T']}: {r['sink_rate']:.2f}" for r in rs)
+               + f"; alpha^1 at T = {rs[-1]['T']} over heads: mean {a.mean():.4f}, largest "
+               f"{a.max():.4f} (baseline {b.mean():.4f}, {b.max():.4f})")
         if not developed:
             verdict = "untestable: the baseline has no sinks at this scale"
         else:

@@ -60,6 +60,9 @@ def test_sink_study_tables_and_results_section(records):
     section = f12.results_section(rec, SETTINGS)
     assert "Baseline develops sinks (validity gate)" in section
     assert "Table 7 perplexity, attenuation" in section
+    row = next(line for line in section.splitlines() if line.startswith("| attenuation: sinks"))
+    a = np.asarray(rec["arms"]["attenuation"]["figure12"]["0.25"][-1]["alpha_LH"])
+    assert f"alpha^1 at T = 16 over heads: mean {a.mean():.4f}, largest {a.max():.4f}" in row
     fig = f12.figure(rec, SETTINGS)
     assert len(fig.axes) == 3
     out = root / "RESULTS.md"
