@@ -22,7 +22,8 @@ llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 st
 128 x 2048 tokens of OpenWebText (``hf:Skylion007/openwebtext``, or --corpus base=PATH), and
 Table 7 on WikiText-2 and C4; sink rates on WikiText-2 (the paper's text) at lengths
 32 ... 512, perplexities on 256 windows of 2048 tokens. Its departures
-from the paper (tokenizer, epochs over the corpus) are listed in experiments/family.py.
+from the paper (micro-batches, tokenizer, epochs over the corpus) are listed in
+experiments/family.py.
 """
 
 from __future__ import annotations
@@ -180,7 +181,8 @@ def _flags(p) -> None:
                    f"with --scale paper the paper's Table 7 arms: {PAPER_ARMS})")
     p.add_argument("--corpus", action="append", metavar="NAME=PATH",
                    help="replace one of the family's corpora by a file, folder or "
-                        "hf:DATASET[:SPLIT[:CONFIG]] (repeat the flag for several); names: "
+                        "hf:DATASET[:SPLIT[:CONFIG[:joined]]] (repeat the flag for several); "
+                        "names: "
                         "base, prose, docs (the sinks family); base, prose, code (--family "
                         "lineage); base, wikitext2, c4 (--scale paper)")
     p.add_argument("--no-train", action="store_true",
