@@ -248,7 +248,6 @@ def _fingerprint_parser(sub) -> None:
 
 def run_fingerprint(args) -> int:
     import jax
-    import matplotlib.pyplot as plt
 
     from bornbiased_jax import io
     from bornbiased_jax.fingerprint import calibrated
@@ -287,7 +286,6 @@ def run_fingerprint(args) -> int:
                   {"run": run_info, "results": {k: r.to_json() for k, r in results.items()}})
     io.write_text(args.out / "fingerprint.md", md)
     io.save_figure(fig, args.out / "fingerprint.png")
-    plt.close(fig)
     print(title)
     print(table_text(results))
     for name, r in results.items():

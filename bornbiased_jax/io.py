@@ -72,7 +72,13 @@ def write_json(path, obj: Any) -> Path:
     return atomic_write(path, lambda f: json.dump(obj, f, indent=2, sort_keys=False))
 
 
-def save_figure(fig, path) -> Path:
-    """Save a matplotlib figure as PNG atomically."""
-    return atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight"),
-                        mode="wb")
+def save_figure(fig, path, *, close: bool = True) -> Path:
+    """Save a matplotlib figure as PNG atomically, then close it (unless ``close=False``) so that
+    a long process drawing many figures does not keep every one of them in pyplot's registry."""
+    out = atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight"),
+                       mode="wb")
+    if close:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return out

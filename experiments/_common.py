@@ -36,7 +36,6 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
 
 def write(args, name: str, settings: dict, records, table_md: str, fig, t0: float) -> None:
     import jax
-    import matplotlib.pyplot as plt
 
     out = Path(args.out)
     info = {"experiment": name, "scale": args.scale, "settings": settings,
@@ -47,7 +46,6 @@ def write(args, name: str, settings: dict, records, table_md: str, fig, t0: floa
                   f"Settings: `{json.dumps(settings)}`; {info['wall_seconds']} s on "
                   f"{info['device']}.\n")
     io.save_figure(fig, out / f"{name}.png")
-    plt.close(fig)
     print(table_md)
     print(f"wrote {out}/{name}.json, .md, .png ({info['wall_seconds']} s)")
 

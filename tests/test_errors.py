@@ -28,6 +28,24 @@ def test_check_writable(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
 
 
+def test_save_figure_writes_a_png_and_closes_the_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = io.save_figure(fig, tmp_path / "sub/f.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not plt.fignum_exists(fig.number)  # closed: many figures in one process do not pile up
+    kept, _ = plt.subplots()
+    io.save_figure(kept, tmp_path / "g.png", close=False)
+    assert plt.fignum_exists(kept.number)
+    plt.close(kept)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.png", "sub"]  # no temporary left
+
+
 def test_unwritable_outputs_fail_before_any_work(tmp_path, capsys, monkeypatch):
     a_file = tmp_path / "f"
     a_file.write_text("x")

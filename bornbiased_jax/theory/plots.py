@@ -189,5 +189,4 @@ def write_all(out: Path, fast: bool = False) -> list[Path]:
     for name, fn in FIGURES.items():
         _, _, fig = fn(settings[name])
         paths.append(save_figure(fig, Path(out) / f"{name}.png"))
-        plt.close(fig)
     return paths
