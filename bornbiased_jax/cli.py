@@ -311,8 +311,8 @@ def _train_parser(sub) -> None:
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
-                        "or 'hf:NAME[:SPLIT[:CONFIG[:joined]]]' (HF datasets, if "
-                        "installed)")
+                        "or 'hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]' (HF datasets, if "
+                        "installed; @REVISION pins the dataset's commit)")
     p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
     p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
     p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")

@@ -13,9 +13,10 @@ data seed see exactly the same batches in the same order (paper Table 4c), and a
 step s continues with the same batches an uninterrupted run would see.
 
 On a connected machine with HF ``datasets`` installed,
-``--corpus hf:NAME[:SPLIT[:CONFIG[:joined]]]`` streams a hub corpus (OpenWebText, TinyStories,
-The Stack: field "text" or "content"; :func:`hf_documents`), or it can be exported to text files
-first, e.g.::
+``--corpus hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]`` streams a hub corpus (OpenWebText,
+TinyStories, The Stack: field "text" or "content"; :func:`hf_documents`); ``@REVISION`` (a commit
+hash, tag or branch of the dataset repository) pins the data, since a hub dataset can change
+under an unpinned name. Or it can be exported to text files first, e.g.::
 
     from datasets import load_dataset
     ds = load_dataset("roneneldan/TinyStories", split="train[:1%]")
@@ -74,8 +75,9 @@ def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> l
 
 
 def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "text") -> list[str]:
-    """Documents from an HF ``datasets`` corpus named ``hf:NAME[:SPLIT[:CONFIG[:joined]]]``
-    (e.g. ``hf:roneneldan/TinyStories:train``), streamed in order until ``max_bytes`` of text:
+    """Documents from an HF ``datasets`` corpus named ``hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]``
+    (e.g. ``hf:roneneldan/TinyStories:train``; ``@REVISION``, a commit hash, tag or branch of the
+    dataset repository, pins the data), streamed in order until ``max_bytes`` of text:
     one document per non-blank row, or, with ``joined``, all rows concatenated into one
     document, for corpora stored a line per row such as WikiText
     (``hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined``: the rows keep their newlines,
@@ -83,14 +85,17 @@ def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "tex
     its cache or a network; the tests stand a fake ``datasets`` module in for it."""
     fields = spec[len("hf:"):].split(":")
     name, split, config, mode = (fields + ["", "", ""])[:4]
-    if not name or len(fields) > 4 or mode not in ("", "joined"):
-        raise UserError(f"corpus {spec!r}: expected hf:NAME[:SPLIT[:CONFIG[:joined]]]")
+    name, at, revision = name.partition("@")
+    if not name or len(fields) > 4 or mode not in ("", "joined") or (at and not revision):
+        raise UserError(f"corpus {spec!r}: expected hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]"
+                        " (e.g. hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined)")
     try:
         import datasets
     except ImportError:
         raise UserError(f"corpus {spec!r} needs the HF 'datasets' package: pip install datasets"
                          ) from None
-    ds = datasets.load_dataset(name, config or None, split=split or "train", streaming=True)
+    pin = {"revision": revision} if revision else {}
+    ds = datasets.load_dataset(name, config or None, split=split or "train", streaming=True, **pin)
     docs, total = [], 0
     for row in ds:
         text = row.get(text_field) or row.get("content") or ""
@@ -104,7 +109,7 @@ def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "tex
 
 def load_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]:
     """Documents of the corpus: files, folders, 'python-stdlib', or
-    'hf:NAME[:SPLIT[:CONFIG[:joined]]]' (:func:`hf_documents`)."""
+    'hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]' (:func:`hf_documents`)."""
     docs: list[str] = []
     for spec in specs:
         remaining = None if max_bytes is None else max_bytes - sum(len(d) for d in docs)

@@ -113,8 +113,9 @@ SINKS = Family(SINKS_PRETRAIN, {}, {"base": ["python-stdlib"], "prose": [VIM_DOC
 #     digits; the sink rates are measured on WikiText-2, as Sec. 6.2.1;
 #   * checkpoints (~1.6 GB each with Adam moments in float32): every 5,000 steps, those at
 #     multiples of 20,000 kept for the emergence curve (11 per arm with the last two, ~18 GB);
-#   * the HF datasets are not pinned to a revision: should the hub's data change, resuming
-#     stops at the data-fingerprint check rather than train on other text.
+#   * the HF datasets are not pinned to a revision (the paper names none): should the hub's
+#     data change, resuming stops at the data-fingerprint check rather than train on other
+#     text; ``--corpus base=hf:Skylion007/openwebtext@COMMIT:train`` pins one.
 SINKS_PAPER_PRETRAIN = TrainConfig(
     preset="llama2-nano", model_set=(), seq_len=2048, batch_size=128, grad_accum=32,
     steps=200_000, warmup=2_000, lr=6e-4, min_lr=6e-5, weight_decay=0.1, grad_clip=1.0,

@@ -398,8 +398,8 @@ def test_hf_corpus_without_datasets_is_a_clear_error(monkeypatch):
 def test_hf_corpus_spec_names_dataset_split_and_config(monkeypatch):
     calls = []
 
-    def load_dataset(name, config, split, streaming):
-        calls.append((name, config, split, streaming))
+    def load_dataset(name, config, split, streaming, revision=None):
+        calls.append((name, config, split, streaming) + ((revision,) if revision else ()))
         return iter([{"text": "abcd"}, {"text": "  "}, {"content": "efgh"}, {"text": "ijkl"}])
 
     monkeypatch.setitem(sys.modules, "datasets", type(sys)("datasets"))
@@ -413,7 +413,11 @@ def test_hf_corpus_spec_names_dataset_split_and_config(monkeypatch):
     # a corpus stored a line per row is read as one document, blank lines kept
     assert data.load_corpus(["hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined"]) == [
         "abcd  efghijkl"]
-    for bad in ["hf::test", "hf:a:b:c:lines", "hf:a:b:c:joined:x"]:
+    # NAME@REVISION pins the dataset repository's commit
+    calls.clear()
+    assert data.load_corpus(["hf:Skylion007/openwebtext@f7d4e8a:train"]) == ["abcd", "efgh", "ijkl"]
+    assert calls == [("Skylion007/openwebtext", None, "train", True, "f7d4e8a")]
+    for bad in ["hf::test", "hf:a:b:c:lines", "hf:a:b:c:joined:x", "hf:a@:train", "hf:@v1"]:
         with pytest.raises(ValueError, match="hf:NAME"):
             data.load_corpus([bad])
 
