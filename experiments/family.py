@@ -179,7 +179,7 @@ def parse_corpus_flags(items: list[str] | None) -> dict:
         name, sep, spec = item.partition("=")
         if not sep or not name or not spec:
             raise SystemExit(f"--corpus {item!r}: expected NAME=PATH (or NAME=hf:DATASET"
-                             f"[:SPLIT[:CONFIG[:joined]]]), e.g. base=/data/openwebtext")
+                             f"[@REVISION][:SPLIT[:CONFIG[:joined]]]), e.g. base=/data/openwebtext")
         out.setdefault(name, []).append(spec)
     return out
 

@@ -181,8 +181,8 @@ def _flags(p) -> None:
                    f"with --scale paper the paper's Table 7 arms: {PAPER_ARMS})")
     p.add_argument("--corpus", action="append", metavar="NAME=PATH",
                    help="replace one of the family's corpora by a file, folder or "
-                        "hf:DATASET[:SPLIT[:CONFIG[:joined]]] (repeat the flag for several); "
-                        "names: "
+                        "hf:DATASET[@REVISION][:SPLIT[:CONFIG[:joined]]] (repeat the flag "
+                        "for several); names: "
                         "base, prose, docs (the sinks family); base, prose, code (--family "
                         "lineage); base, wikitext2, c4 (--scale paper)")
     p.add_argument("--no-train", action="store_true",

@@ -69,8 +69,8 @@ def flags(p) -> None:
 def corpus_flag(p) -> None:
     p.add_argument("--corpus", action="append", metavar="NAME=PATH",
                    help="replace one of the family's corpora (base, prose, code) by a file, "
-                        "folder or hf:DATASET[:SPLIT[:CONFIG[:joined]]]; repeat the flag for "
-                        "several")
+                        "folder or hf:DATASET[@REVISION][:SPLIT[:CONFIG[:joined]]]; repeat the "
+                        "flag for several")
 
 
 def scale_family(args) -> family.Family:
