@@ -13,6 +13,9 @@ Measured on held-out text of the training corpus (the run's validation documents
     checkpoint at lengths 32 ... 256, 100 random windows per length; alpha^1 includes i = 1,
     and the rate is taken per sequence, then averaged (probes/sinks.py);
   * emergence: the sink rate at T = 256 at every saved checkpoint (step 0 = initialisation);
+  * convergence: held-out perplexity at every saved checkpoint, each arm paired with the
+    baseline on the same windows (the companion paper's claim that head-wise RMSNorm
+    "significantly accelerates convergence" is tested on it);
   * Table 7: perplexity on 64 windows of 256 tokens (+1 target) from the held-out in-domain text
     and from the shifted corpora (prose, documentation), with the standard error of
     log-perplexity over windows, and paired differences against the baseline.
@@ -28,6 +31,7 @@ experiments/family.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -60,6 +64,18 @@ ARMS = list(family.SINK_ARMS)
 PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's default: Table 7
 PAPER_TABLE7 = {"baseline": (21.33, 30.36), "amplification": (21.95, 28.70),
                 "attenuation": (21.02, 30.48)}
+# What each arm is claimed to do to the sinks (Sec. 6.2.1, Figure 12), and to convergence
+# (Sec. 6.2 reports converged perplexities only; the companion paper on head-wise RMSNorm,
+# Li et al. 2026, says it "significantly accelerates convergence"). The gate is not from the
+# paper: recent LLMs put a sigmoid gate after attention to remove sinks.
+SINK_CLAIMS = {"amplification": "significantly lower than baseline, not zero",
+               "attenuation": "near zero at every length",
+               "headwise_rmsnorm": "not stated (companion paper: proposed to control sinks)",
+               "gate": "not in the paper (output gating is used against sinks)"}
+CONVERGENCE_CLAIMS = {"amplification": "not stated", "attenuation": "not stated",
+                      "headwise_rmsnorm": "companion paper: \"significantly accelerates "
+                                          "convergence\"",
+                      "gate": "not in the paper"}
 
 
 def held_out_docs(tc, fam) -> list[str]:
@@ -69,11 +85,17 @@ def held_out_docs(tc, fam) -> list[str]:
     return docs[-n_val:]
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _window_nll(params, cfg, windows):
+    """Mean next-token NLL of each window [B, T + 1] (compiled once per config and shape, the
+    parameters an argument, so every checkpoint of a run reuses it)."""
+    return jax.vmap(lambda w: loss_fn(params, cfg, w[None], False))(windows)
+
+
 def perplexity(params, cfg, ids: np.ndarray, n: int, T: int, seed: int) -> dict:
     """exp(mean NLL) over ``n`` random windows of T + 1 tokens, and the SE of log-ppl."""
     win = sinks.text_windows(ids, T + 1, n, seed=seed)
-    f = jax.jit(jax.vmap(lambda w: loss_fn(params, cfg, w[None], False)))
-    nll = np.concatenate([np.asarray(f(jnp.asarray(win[i:i + 16])))
+    nll = np.concatenate([np.asarray(_window_nll(params, cfg, jnp.asarray(win[i:i + 16])))
                           for i in range(0, n, 16)]).astype(np.float64)
     return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
             "log_ppl_se": float(nll.std(ddof=1) / np.sqrt(n)), "windows": n, "T": T,
@@ -158,7 +180,9 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True) -> dict:
                                      "sink_rate": r.rate, "sink_rate_se": r.rate_se,
                                      "sink_rate_of_mean_alpha": r.rate_of_mean_alpha,
                                      "max_alpha": float(r.alpha_LH.max()),
-                                     "mean_alpha": float(r.alpha_LH.mean())})
+                                     "mean_alpha": float(r.alpha_LH.mean()),
+                                     "held_out": perplexity(m.params, m.cfg, held,
+                                                            s["ppl_windows"], s["ppl_T"], 1)})
         rec["table7"] = {"held_out": perplexity(final.params, final.cfg, held, s["ppl_windows"],
                                                 s["ppl_T"], 1)}
         for k, ids in shifted.items():
@@ -191,6 +215,24 @@ def _flags(p) -> None:
                    help="also write the Figure 12 / Table 7 section of this RESULTS.md")
 
 
+def convergence(arm: dict, base: dict) -> list[dict]:
+    """Held-out log-ppl of an arm minus the baseline's at every checkpoint both saved, paired
+    over the same windows: {step, tokens, diff, se}."""
+    ref = {e["step"]: e["held_out"] for e in base["emergence"] if "held_out" in e}
+    return [{"step": e["step"], "tokens": e["tokens"],
+             **dict(zip(("diff", "se"), paired_difference(e["held_out"], ref[e["step"]])))}
+            for e in arm["emergence"] if "held_out" in e and e["step"] in ref]
+
+
+def _some_steps(rows: list[dict]) -> list[dict]:
+    """The first checkpoint after initialisation and those near 1/4, 1/2, 3/4 and the end."""
+    rows = [r for r in rows if r["step"] > 0]
+    if not rows:
+        return []
+    picks = {0, *(round(q * (len(rows) - 1)) for q in (0.25, 0.5, 0.75, 1.0))}
+    return [rows[i] for i in sorted(picks)]
+
+
 def _emerged(rec: dict) -> str:
     hits = [e for e in rec["emergence"] if e["sink_rate"] - 2 * e["sink_rate_se"] > 0]
     if not hits:
@@ -221,6 +263,17 @@ def markdown(records: dict, s: dict) -> str:
         t = rec["table7"]
         cells = [f"{t[k]['ppl']:.2f} ({t[k]['log_ppl_se']:.3f})" for k in sets]
         lines.append(f"| {arm} | " + " | ".join(cells) + f" | {rec['run']['final_val_loss']:.3f} |")
+    conv = {arm: _some_steps(convergence(rec, records["arms"]["baseline"]))
+            for arm, rec in records["arms"].items() if arm != "baseline"}
+    steps = next((r for r in conv.values() if r), [])
+    if steps:
+        lines += ["", f"Convergence: held-out log-ppl minus the baseline's ({s['ppl_windows']} "
+                  f"windows of {s['ppl_T']} tokens, paired; +- SE) at saved checkpoints\n",
+                  "| arm | " + " | ".join(f"step {r['step']}" for r in steps) + " |",
+                  "|---|" + "---:|" * len(steps)]
+        for arm, rows in conv.items():
+            lines.append(f"| {arm} | " + " | ".join(f"{r['diff']:+.3f} +- {r['se']:.3f}"
+                                                    for r in rows) + " |")
     if records["missing_arms"]:
         lines += ["", "Not yet trained: " + ", ".join(records["missing_arms"])]
     return "\n".join(lines) + "\n"
@@ -229,7 +282,7 @@ def markdown(records: dict, s: dict) -> str:
 def figure(records: dict, s: dict):
     from bornbiased_jax.plots import plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
     eps0 = str(s["eps"][0])
     for arm, rec in records["arms"].items():
         rs = rec["figure12"][eps0]
@@ -241,6 +294,10 @@ def figure(records: dict, s: dict):
                          yerr=[2 * e["sink_rate_se"] for e in em], fmt="o-", capsize=2,
                          label=arm)
         axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o-", label=arm)
+        conv = convergence(rec, records["arms"]["baseline"]) if arm != "baseline" else []
+        if conv:
+            axes[3].errorbar([c["step"] for c in conv], [c["diff"] for c in conv],
+                             yerr=[2 * c["se"] for c in conv], fmt="o-", capsize=2, label=arm)
     axes[0].set_xscale("log", base=2)
     axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
     axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
@@ -250,6 +307,9 @@ def figure(records: dict, s: dict):
     axes[2].axhline(float(eps0), color="k", ls=":", lw=1, label=f"eps = {eps0}")
     axes[2].set(xlabel="training step", ylabel="largest head alpha^1 (mean over windows)",
                 title=f"Strongest first-token head, T = {s['emergence_T']}")
+    axes[3].axhline(0.0, color="k", ls=":", lw=1, label="baseline")
+    axes[3].set(xlabel="training step", ylabel="held-out log-ppl minus baseline",
+                title="Convergence, paired with the baseline (+- 2 SE)")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -289,10 +349,10 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
                  f"{em[-1]['max_alpha']:.4f} at step {em[-1]['step']} (eps {eps0}; a uniform "
                  f"head's H_T/T = {_uniform_alpha(T):.4f}) | "
                  f"{'reproduced' if developed else 'not reproduced at this scale'} |")
-    for arm, paper_txt in [("amplification", "significantly lower than baseline, not zero"),
-                           ("attenuation", "near zero at every length")]:
+    for arm, paper_txt in SINK_CLAIMS.items():
         if arm not in arms:
-            lines.append(f"| {arm}: sinks | {paper_txt} | not trained yet | open |")
+            if arm in records["missing_arms"]:
+                lines.append(f"| {arm}: sinks | {paper_txt} | not trained yet | open |")
             continue
         rs = arms[arm]["figure12"][eps0]
         a, b = np.asarray(rs[-1]["alpha_LH"]), np.asarray(base_rate[-1]["alpha_LH"])
@@ -302,10 +362,28 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
         if not developed:
             verdict = "untestable: the baseline has no sinks at this scale"
         else:
-            lower = all(r["sink_rate"] + 2 * r["sink_rate_se"] < b["sink_rate"]
-                        for r, b in zip(rs, base_rate) if b["sink_rate"] > 0)
+            lower = all(r["sink_rate"] + 2 * r["sink_rate_se"] < rb["sink_rate"]
+                        for r, rb in zip(rs, base_rate) if rb["sink_rate"] > 0)
             verdict = "reproduced" if lower else "not reproduced"
+            if arm not in PAPER_TABLE7:
+                verdict = f"beyond the paper: {'lower' if lower else 'not lower'} than baseline"
         lines.append(f"| {arm}: sinks | {paper_txt} | {txt} | {verdict} |")
+    for arm, paper_txt in CONVERGENCE_CLAIMS.items():
+        conv = convergence(arms[arm], base) if arm in arms else []
+        if not conv:
+            continue
+        half = [c for c in conv if 0 < c["step"] <= conv[-1]["step"] / 2]
+        faster = bool(half) and all(c["diff"] + 2 * c["se"] < 0 for c in half)
+        txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
+                        for c in _some_steps(conv))
+        if arm == "headwise_rmsnorm":  # the one arm with a convergence claim
+            verdict = ("reproduced" if faster else "not reproduced") + (
+                ": below baseline by > 2 SE at every checkpoint of the first half" if faster
+                else ": not below baseline by > 2 SE at every checkpoint of the first half")
+        else:
+            verdict = "measured" if arm in PAPER_TABLE7 else "beyond the paper: measured"
+        lines.append(f"| convergence, {arm} | {paper_txt} | held-out log-ppl minus baseline's, "
+                     f"{txt} | {verdict} |")
     bt = base["table7"]
     for arm in arms:
         t = arms[arm]["table7"]
@@ -324,6 +402,9 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
         verdict = ("reference" if arm == "baseline" else
                    "not reproduced: worse than baseline (> 2 SE)" if worse else
                    "reproduced: within 2 SE of baseline or better")
+        if arm not in PAPER_TABLE7:
+            verdict = "beyond the paper: " + ("worse than baseline (> 2 SE)" if worse else
+                                              "within 2 SE of baseline or better")
         lines.append(f"| Table 7 perplexity, {arm} | {paper_txt} | {'; '.join(ours)} | "
                      f"{verdict} |")
     for arm in records["missing_arms"]:

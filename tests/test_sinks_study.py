@@ -64,7 +64,16 @@ def test_sink_study_tables_and_results_section(records):
     a = np.asarray(rec["arms"]["attenuation"]["figure12"]["0.25"][-1]["alpha_LH"])
     assert f"alpha^1 at T = 16 over heads: mean {a.mean():.4f}, largest {a.max():.4f}" in row
     fig = f12.figure(rec, SETTINGS)
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 4
+    # held-out perplexity at every checkpoint, paired with the baseline's on the same windows
+    conv = f12.convergence(rec["arms"]["attenuation"], rec["arms"]["baseline"])
+    assert [c["step"] for c in conv] == [0, 1, 2]
+    final = f12.paired_difference(rec["arms"]["attenuation"]["table7"]["held_out"],
+                                  rec["arms"]["baseline"]["table7"]["held_out"])
+    assert np.allclose((conv[-1]["diff"], conv[-1]["se"]), final)  # the last is Table 7's
+    assert f12.convergence(rec["arms"]["baseline"], rec["arms"]["baseline"])[-1]["diff"] == 0.0
+    assert _row(section, "convergence, attenuation").endswith("| measured |")
+    assert "Convergence: held-out log-ppl minus the baseline's" in md
     out = root / "RESULTS.md"
     out.write_text("# Results\n")
     f12.replace_section(out, "sinks", section)
@@ -125,6 +134,40 @@ def test_validity_gate_needs_sinks_at_every_length(records):
                                 SETTINGS)
     assert _row(every, "Baseline develops sinks").endswith("| reproduced |")
     assert "untestable" not in _row(every, "attenuation: sinks")
+
+
+def test_headwise_rmsnorm_convergence_verdict(records):
+    """The companion paper's "significantly accelerates convergence", tested on paired held-out
+    log-ppl: reproduced only when below the baseline by > 2 SE at every checkpoint of the first
+    half of training; arms beyond the paper get their own verdicts."""
+    import copy
+
+    rec, _ = records
+    base = rec["arms"]["baseline"]
+
+    def arm_with(shift):
+        arm = copy.deepcopy(rec["arms"]["attenuation"])
+        for e, b in zip(arm["emergence"], base["emergence"]):
+            nll = np.asarray(b["held_out"]["nll_per_window"])
+            e["held_out"]["nll_per_window"] = (nll + shift(e["step"], len(nll))).tolist()
+        return arm
+
+    rng = np.random.default_rng(0)
+    noise = lambda n: rng.normal(0.0, 0.01, n)  # noqa: E731
+    for shift, verdict in [(lambda step, n: -0.3 + noise(n), "| reproduced: below"),
+                           (lambda step, n: (-0.3 if step == 0 else 0.0) + noise(n),
+                            "| not reproduced"),
+                           (lambda step, n: noise(n), "| not reproduced")]:
+        r = copy.deepcopy(rec)
+        r["arms"]["headwise_rmsnorm"] = arm_with(shift)
+        r["arms"]["gate"] = arm_with(shift)
+        r["missing_arms"] = ["amplification"]
+        section = f12.results_section(r, SETTINGS)
+        assert verdict in _row(section, "convergence, headwise_rmsnorm")
+        assert _row(section, "convergence, gate").endswith("| beyond the paper: measured |")
+        assert "beyond the paper" in _row(section, "Table 7 perplexity, gate")
+        assert "untestable" in _row(section, "gate: sinks")
+        assert _row(section, "amplification: sinks").endswith("| not trained yet | open |")
 
 
 def test_paper_scale_family_is_tables_13_and_14(tmp_path):
