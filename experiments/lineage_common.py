@@ -180,16 +180,24 @@ class Study:
     def tokenizer(self):
         return data.load_tokenizer(self.runs / BASES[0] / "tokenizer.json")
 
+    def _corpus_probes(self) -> None:
+        """Read the base corpus once and derive both probes taken from it: REEF's held-out
+        windows and ICS's least frequent tokens of the training part. Every comparison uses
+        both, and at the paper's scale the corpus is 16 GiB of text: it is streamed once, and
+        the documents are not kept."""
+        if self._reef_windows is None or self._ics_tokens is None:
+            train_docs, held_docs = self.base_documents()
+            tok = self.tokenizer()
+            self._reef_windows = B.text_windows(held_docs, tok, self.s["reef_windows"],
+                                                self.s["reef_seq_len"])
+            self._ics_tokens = B.least_frequent_tokens(train_docs, tok, self.s["ics_tokens"])
+
     def reef_windows(self) -> np.ndarray:
-        if self._reef_windows is None:
-            self._reef_windows = B.text_windows(self.base_documents()[1], self.tokenizer(),
-                                                self.s["reef_windows"], self.s["reef_seq_len"])
+        self._corpus_probes()
         return self._reef_windows
 
     def ics_tokens(self) -> list[int]:
-        if self._ics_tokens is None:
-            self._ics_tokens = B.least_frequent_tokens(self.base_documents()[0],
-                                                       self.tokenizer(), self.s["ics_tokens"])
+        self._corpus_probes()
         return self._ics_tokens
 
     def reef_features(self, spec: str) -> np.ndarray:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from bornbiased_jax import data
 from experiments import family, lineage
 from experiments.lineage_common import RUNS, SMOKE, Study
 
@@ -33,8 +34,15 @@ def smoke(tmp_path_factory):
         jax.config.update(k, v)
 
 
-def test_lineage_pipeline_end_to_end(smoke):
+def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     root, runs, fam = smoke
+    reads, load_corpus = [], data.load_corpus
+
+    def counting_load_corpus(specs, *a, **kw):
+        reads.append(list(specs))
+        return load_corpus(specs, *a, **kw)
+
+    monkeypatch.setattr(data, "load_corpus", counting_load_corpus)
     assert all(family.finished(n, runs, fam) for n in RUNS)
     before = {n: (runs / n / "metrics.jsonl").read_text() for n in RUNS}
     for name in RUNS:  # finished runs are left as they are
@@ -43,6 +51,8 @@ def test_lineage_pipeline_end_to_end(smoke):
     study = Study(runs, dict(SMOKE), root / "cache", fam)
     out = root / "results"
     lineage.run_all(study, out, "cpu")
+    # REEF's windows and ICS's token counts come from one read of the base corpus
+    assert reads.count(list(family.corpus("base", fam))) == 1
     for name in lineage.EXPERIMENTS:
         for ext in ("json", "md", "png"):
             assert (out / name / f"{name}.{ext}").stat().st_size > 0, (name, ext)
