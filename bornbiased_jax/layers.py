@@ -138,10 +138,13 @@ def output_transform(cfg: ModelConfig, o_QHK: jax.Array, offset: int = 0,
     if kind == "none":
         return o_QHK
     i_Q = jnp.arange(offset + 1, offset + o_QHK.shape[0] + 1, dtype=jnp.float32)
+    # The factors and the product are float32 (then cast back), so that in bfloat16 the factor
+    # is not rounded first: sqrt(i) for neighbouring i > ~128 would share one bfloat16 value.
     if kind == "sqrt_i":
-        return o_QHK * jnp.sqrt(i_Q)[:, None, None].astype(o_QHK.dtype)
+        return (o_QHK.astype(jnp.float32) * jnp.sqrt(i_Q)[:, None, None]).astype(o_QHK.dtype)
     if kind == "sqrt_i_over_T":
-        return o_QHK * jnp.sqrt(i_Q / cfg.max_seq_len)[:, None, None].astype(o_QHK.dtype)
+        return (o_QHK.astype(jnp.float32)
+                * jnp.sqrt(i_Q / cfg.max_seq_len)[:, None, None]).astype(o_QHK.dtype)
     if kind == "headwise_rmsnorm":
         o = o_QHK.astype(jnp.float32)
         o = o * jax.lax.rsqrt((o * o).mean(-1, keepdims=True) + cfg.norm_eps)

@@ -79,6 +79,20 @@ def test_attenuation_is_amplification_times_inverse_sqrt_max_context():
     np.testing.assert_allclose(o_att, o_amp / np.sqrt(TINY.max_seq_len), rtol=1e-6, atol=0)
 
 
+def test_positional_factors_are_not_rounded_to_bfloat16_first():
+    """In bfloat16 the product o_i * sqrt(i) is rounded once, from float32: rounding sqrt(i)
+    first would give neighbouring positions one factor (bfloat16 keeps 8 significant bits)."""
+    T = TINY.max_seq_len
+    o_QHK = jax.random.normal(jax.random.key(4), (T, 2, 8)).astype(jnp.bfloat16)
+    i_Q = np.arange(1, T + 1, dtype=np.float32)
+    for name, factor in [("amplification", np.sqrt(i_Q)),
+                         ("attenuation", np.sqrt(i_Q / TINY.max_seq_len))]:
+        got = layers.output_transform(variant(name), o_QHK)
+        want = (o_QHK.astype(jnp.float32) * factor[:, None, None]).astype(jnp.bfloat16)
+        assert got.dtype == jnp.bfloat16
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
 def test_headwise_rmsnorm_unit_rms_per_head_then_gamma():
     cfg = variant("headwise_rmsnorm")
     p, run = attn_block(cfg, jax.random.key(4))
