@@ -68,6 +68,9 @@ PAPER_TABLE7 = {"baseline": (21.33, 30.36), "amplification": (21.95, 28.70),
 # (Sec. 6.2 reports converged perplexities only; the companion paper on head-wise RMSNorm,
 # Li et al. 2026, says it "significantly accelerates convergence"). The gate is not from the
 # paper: recent LLMs put a sigmoid gate after attention to remove sinks.
+# "Near zero" is read as a sink rate below NEAR_ZERO (by 2 SE) at every length; "not zero" as a
+# rate above 0 by 2 SE at some length.
+NEAR_ZERO = 0.05
 SINK_CLAIMS = {"amplification": "significantly lower than baseline, not zero",
                "attenuation": "near zero at every length",
                "headwise_rmsnorm": "not stated (companion paper: proposed to control sinks)",
@@ -263,9 +266,16 @@ def markdown(records: dict, s: dict) -> str:
         t = rec["table7"]
         cells = [f"{t[k]['ppl']:.2f} ({t[k]['log_ppl_se']:.3f})" for k in sets]
         lines.append(f"| {arm} | " + " | ".join(cells) + f" | {rec['run']['final_val_loss']:.3f} |")
-    conv = {arm: _some_steps(convergence(rec, records["arms"]["baseline"]))
+    lines += ["", "Final val loss: the training loop's own validation loss (its first "
+              "validation batches, in the run's precision), not a mean over the windows above."]
+    conv = {arm: convergence(rec, records["arms"]["baseline"])
             for arm, rec in records["arms"].items() if arm != "baseline"}
-    steps = next((r for r in conv.values() if r), [])
+    conv = {arm: rows for arm, rows in conv.items() if rows}
+    shared = set.intersection(*({r["step"] for r in rows} for rows in conv.values())) \
+        if conv else set()
+    conv = {arm: _some_steps([r for r in rows if r["step"] in shared])
+            for arm, rows in conv.items()}
+    steps = next(iter(conv.values()), [])
     if steps:
         lines += ["", f"Convergence: held-out log-ppl minus the baseline's ({s['ppl_windows']} "
                   f"windows of {s['ppl_T']} tokens, paired; +- SE) at saved checkpoints\n",
@@ -364,22 +374,38 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
         else:
             lower = all(r["sink_rate"] + 2 * r["sink_rate_se"] < rb["sink_rate"]
                         for r, rb in zip(rs, base_rate) if rb["sink_rate"] > 0)
-            verdict = "reproduced" if lower else "not reproduced"
-            if arm not in PAPER_TABLE7:
-                verdict = f"beyond the paper: {'lower' if lower else 'not lower'} than baseline"
+            if arm == "amplification":
+                nonzero = any(r["sink_rate"] - 2 * r["sink_rate_se"] > 0 for r in rs)
+                ok, why = lower and nonzero, ("lower than baseline at every length, above 0 "
+                                              "at some" if lower and nonzero else
+                                              "not lower at every length" if not lower else
+                                              "zero (by 2 SE) at every length")
+            elif arm == "attenuation":
+                near = all(r["sink_rate"] + 2 * r["sink_rate_se"] < NEAR_ZERO for r in rs)
+                ok, why = near, (f"below {NEAR_ZERO} (by 2 SE) at every length" if near else
+                                 f"not below {NEAR_ZERO} (by 2 SE) at every length")
+            else:
+                ok, why = None, f"{'lower' if lower else 'not lower'} than baseline"
+            verdict = (f"beyond the paper: {why}" if ok is None else
+                       f"{'reproduced' if ok else 'not reproduced'}: {why}")
         lines.append(f"| {arm}: sinks | {paper_txt} | {txt} | {verdict} |")
     for arm, paper_txt in CONVERGENCE_CLAIMS.items():
         conv = convergence(arms[arm], base) if arm in arms else []
         if not conv:
             continue
         half = [c for c in conv if 0 < c["step"] <= conv[-1]["step"] / 2]
-        faster = bool(half) and all(c["diff"] + 2 * c["se"] < 0 for c in half)
+        faster = all(c["diff"] + 2 * c["se"] < 0 for c in half)
         txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
                         for c in _some_steps(conv))
-        if arm == "headwise_rmsnorm":  # the one arm with a convergence claim
+        if arm == "headwise_rmsnorm" and not half:
+            verdict = "untestable: no saved checkpoint in the first half of training"
+        elif arm == "headwise_rmsnorm":  # the one arm with a convergence claim
+            # One training run per arm: the SE covers the evaluation windows, not how much
+            # training itself varies between seeds, so the verdict is about this pair of runs.
             verdict = ("reproduced" if faster else "not reproduced") + (
-                ": below baseline by > 2 SE at every checkpoint of the first half" if faster
-                else ": not below baseline by > 2 SE at every checkpoint of the first half")
+                " in this run: below" if faster else " in this run: not below") + (
+                " baseline by > 2 SE at every checkpoint of the first half (one run per arm; "
+                "seed-to-seed variation not measured)")
         else:
             verdict = "measured" if arm in PAPER_TABLE7 else "beyond the paper: measured"
         lines.append(f"| convergence, {arm} | {paper_txt} | held-out log-ppl minus baseline's, "

@@ -134,6 +134,24 @@ def test_validity_gate_needs_sinks_at_every_length(records):
                                 SETTINGS)
     assert _row(every, "Baseline develops sinks").endswith("| reproduced |")
     assert "untestable" not in _row(every, "attenuation: sinks")
+    # With a baseline that has sinks, the paper's two claims are read literally: attenuation
+    # "near zero at every length", amplification "lower than baseline, not zero".
+    rates = [r["sink_rate"] + 2 * r["sink_rate_se"]
+             for r in rec["arms"]["attenuation"]["figure12"]["0.25"]]
+    near = max(rates) < f12.NEAR_ZERO
+    assert _row(every, "attenuation: sinks").endswith(
+        "| reproduced: below 0.05 (by 2 SE) at every length |" if near else
+        "| not reproduced: not below 0.05 (by 2 SE) at every length |")
+    amp = _with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)])
+    amp["arms"]["amplification"] = amp["arms"]["attenuation"]
+    for r in amp["arms"]["amplification"]["figure12"]["0.25"]:
+        r["sink_rate"], r["sink_rate_se"] = 0.0, 0.0
+    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
+        "| not reproduced: zero (by 2 SE) at every length |")
+    for r in amp["arms"]["amplification"]["figure12"]["0.25"]:
+        r["sink_rate"], r["sink_rate_se"] = 0.2, 0.03
+    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
+        "| reproduced: lower than baseline at every length, above 0 at some |")
 
 
 def test_headwise_rmsnorm_convergence_verdict(records):
@@ -154,7 +172,7 @@ def test_headwise_rmsnorm_convergence_verdict(records):
 
     rng = np.random.default_rng(0)
     noise = lambda n: rng.normal(0.0, 0.01, n)  # noqa: E731
-    for shift, verdict in [(lambda step, n: -0.3 + noise(n), "| reproduced: below"),
+    for shift, verdict in [(lambda step, n: -0.3 + noise(n), "| reproduced in this run: below"),
                            (lambda step, n: (-0.3 if step == 0 else 0.0) + noise(n),
                             "| not reproduced"),
                            (lambda step, n: noise(n), "| not reproduced")]:
@@ -168,6 +186,11 @@ def test_headwise_rmsnorm_convergence_verdict(records):
         assert "beyond the paper" in _row(section, "Table 7 perplexity, gate")
         assert "untestable" in _row(section, "gate: sinks")
         assert _row(section, "amplification: sinks").endswith("| not trained yet | open |")
+    # no checkpoint in the first half of training: the claim cannot be tested
+    r["arms"]["headwise_rmsnorm"]["emergence"] = [
+        e for e in r["arms"]["headwise_rmsnorm"]["emergence"] if e["step"] != 1]
+    assert "| untestable: no saved checkpoint in the first half" in _row(
+        f12.results_section(r, SETTINGS), "convergence, headwise_rmsnorm")
 
 
 def test_paper_scale_family_is_tables_13_and_14(tmp_path):
