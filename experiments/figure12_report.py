@@ -111,20 +111,19 @@ def figure(records: dict, s: dict):
 
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
     eps0 = str(s["eps"][0])
-    for arm, rec in records["arms"].items():
+    for n, (arm, rec) in enumerate(records["arms"].items()):
+        style = dict(color=f"C{n}", label=arm)  # one colour per arm in every panel
         rs = rec["figure12"][eps0]
         axes[0].errorbar([r["T"] for r in rs], [r["sink_rate"] for r in rs],
-                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o-", capsize=3,
-                         label=arm)
+                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o-", capsize=3, **style)
         em = rec["emergence"]
         axes[1].errorbar([e["step"] for e in em], [e["sink_rate"] for e in em],
-                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o-", capsize=2,
-                         label=arm)
-        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o-", label=arm)
+                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o-", capsize=2, **style)
+        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o-", **style)
         conv = convergence(rec, records["arms"]["baseline"]) if arm != "baseline" else []
         if conv:
             axes[3].errorbar([c["step"] for c in conv], [c["diff"] for c in conv],
-                             yerr=[2 * c["se"] for c in conv], fmt="o-", capsize=2, label=arm)
+                             yerr=[2 * c["se"] for c in conv], fmt="o-", capsize=2, **style)
     axes[0].set_xscale("log", base=2)
     axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
     axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
