@@ -75,9 +75,10 @@ def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> l
 
 
 def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "text") -> list[str]:
-    """Documents from an HF ``datasets`` corpus named ``hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]``
-    (e.g. ``hf:roneneldan/TinyStories:train``; ``@REVISION``, a commit hash, tag or branch of the
-    dataset repository, pins the data), streamed in order until ``max_bytes`` of text:
+    """Documents from an HF ``datasets`` corpus named
+    ``hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]`` (e.g. ``hf:roneneldan/TinyStories:train``;
+    ``@REVISION``, a commit hash, tag or branch of the dataset repository, pins the data),
+    streamed in order until ``max_bytes`` of text:
     one document per non-blank row, or, with ``joined``, all rows concatenated into one
     document, for corpora stored a line per row such as WikiText
     (``hf:Salesforce/wikitext:test:wikitext-2-raw-v1:joined``: the rows keep their newlines,
