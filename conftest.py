@@ -15,6 +15,9 @@ def with_host_device_count(flags: str, n: int) -> str:
 # Must precede the first import of jax anywhere in the test session.
 os.environ["XLA_FLAGS"] = with_host_device_count(os.environ.get("XLA_FLAGS", ""), 4)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The tests check float32 identities: no TF32 where a GPU would otherwise use it
+# (bornbiased_jax/precision.py).
+os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from bornbiased_jax import distributed
+from bornbiased_jax import distributed, precision
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.theory.cli import add_theory_parser
 
@@ -506,7 +506,14 @@ def main(argv: list[str] | None = None) -> int:
     _train_parser(sub)
     _fingerprint_parser(sub)
     _sinks_parser(sub)
+    for name, p in sub.choices.items():
+        default = precision.TRAIN_DEFAULT if name == "train" else precision.PROBE_DEFAULT
+        p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=default,
+                       help=f"float32 matrix products: highest = full float32, default = the "
+                            f"backend's choice (TF32 on NVIDIA GPUs); all are float32 on CPUs "
+                            f"(default here: {default}; see bornbiased_jax/precision.py)")
     args = parser.parse_args(argv)
+    precision.use(args.matmul_precision)
     try:
         if args.command in ("sweep", "train", "fingerprint"):
             _join_processes(args)

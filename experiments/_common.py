@@ -15,7 +15,7 @@ import platform
 import time
 from pathlib import Path
 
-from bornbiased_jax import io
+from bornbiased_jax import io, precision
 
 
 def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
@@ -27,9 +27,15 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
                    help=f"cpu: {cpu}; paper: {paper}")
     p.add_argument("--out", type=Path, default=Path("results/experiments") / name)
+    p.add_argument("--matmul-precision", choices=precision.PRECISIONS,
+                   default=precision.PROBE_DEFAULT,
+                   help="float32 matrix products: highest = full float32 (default), default = "
+                        "the backend's choice (TF32 on NVIDIA GPUs); see "
+                        "bornbiased_jax/precision.py")
     if extra is not None:
         extra(p)
     args = p.parse_args(argv)
+    precision.use(args.matmul_precision)
     settings = dict(paper if args.scale == "paper" else cpu)
     return args, settings
 
@@ -40,7 +46,8 @@ def write(args, name: str, settings: dict, records, table_md: str, fig, t0: floa
     out = Path(args.out)
     info = {"experiment": name, "scale": args.scale, "settings": settings,
             "wall_seconds": round(time.time() - t0, 1), "jax": jax.__version__,
-            "device": str(jax.devices()[0]), "machine": platform.platform()}
+            "device": str(jax.devices()[0]), "machine": platform.platform(),
+            "matmul_precision": precision.current()}
     io.write_json(out / f"{name}.json", {"run": info, "records": _plain(records)})
     io.write_text(out / f"{name}.md", f"# {name} ({args.scale} scale)\n\n{table_md}\n"
                   f"Settings: `{json.dumps(settings)}`; {info['wall_seconds']} s on "

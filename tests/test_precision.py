@@ -1,0 +1,77 @@
+"""The float32 matmul precision: chosen per command, validated, and applied to traced programs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bornbiased_jax import cli, precision
+from bornbiased_jax.errors import UserError
+
+
+@pytest.fixture
+def restore_precision():
+    before = jax.config.jax_default_matmul_precision
+    yield
+    jax.config.update("jax_default_matmul_precision", before)
+
+
+def test_the_suite_runs_in_full_float32():
+    # conftest asks for it, so that a GPU run checks float32 identities, not TF32 ones
+    assert precision.current() == "highest"
+
+
+def test_use_sets_jax_and_default_means_the_backends_choice(restore_precision):
+    assert precision.use("default") == "default"
+    assert jax.config.jax_default_matmul_precision is None
+    assert precision.current() == "default"
+    precision.use("high")
+    assert jax.config.jax_default_matmul_precision == "high"
+    # a program traced now carries the requested precision on its dot
+    text = jax.jit(lambda a: a @ a).lower(jnp.ones((4, 4))).as_text()
+    assert "dot" in text
+    precision.use("highest")
+    assert "HIGHEST" in jax.jit(lambda a: a @ a).lower(jnp.ones((4, 4))).as_text().upper()
+
+
+def test_unknown_precision_is_a_clear_error(restore_precision):
+    with pytest.raises(UserError, match="unknown matmul precision 'tf32'.*highest"):
+        precision.use("tf32")
+    assert precision.current() == "highest"  # unchanged
+
+
+def test_cli_probes_default_to_highest_and_train_to_the_backends_choice(
+        restore_precision, monkeypatch, capsys):
+    seen = {}
+
+    def record(command):
+        def run(args):
+            seen[command] = precision.current()  # what the command's programs are traced with
+            return 0
+        return run
+
+    monkeypatch.setattr(cli, "run_sweep", record("sweep"))
+    monkeypatch.setattr(cli, "run_train", record("train"))
+    monkeypatch.setattr(cli, "_join_processes", lambda a: None)
+    assert cli.main(["sweep"]) == 0
+    assert cli.main(["train", "--corpus", "x", "--out", "y"]) == 0
+    assert seen == {"sweep": "highest", "train": "default"}
+    seen.clear()
+    assert cli.main(["sweep", "--matmul-precision", "default"]) == 0
+    assert seen == {"sweep": "default"}
+    with pytest.raises(SystemExit) as e:
+        cli.main(["sweep", "--matmul-precision", "tf32"])
+    assert e.value.code == 2
+    assert "invalid choice: 'tf32'" in capsys.readouterr().err
+
+
+def test_results_agree_in_every_precision_on_a_cpu(restore_precision):
+    if jax.devices()[0].platform != "cpu":
+        pytest.skip("on an accelerator the precisions differ by design")
+    a = jax.random.normal(jax.random.key(0), (64, 64))
+    outs = []
+    for name in precision.PRECISIONS:
+        precision.use(name)
+        outs.append(np.asarray(jax.jit(lambda x: x @ x)(a)))
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
