@@ -184,22 +184,25 @@ def probe_working_set(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtyp
     """(fixed, per_sequence) bytes that one seed's probe call needs besides its parameters and
     inputs, from XLA's own analysis of the compiled call (temporaries + outputs).
 
-    The per-seed call is compiled (not run) for n = seq_batch and n = 2 seq_batch sequences of
-    ``row_shape``; the working set is then ``fixed + n * per_sequence`` (linear in n: outputs
-    and a SplitProbe's head grow with n, the features' batch does not). None when the backend
-    gives no statistics."""
+    The per-seed call is compiled (not run) for n = b and n = 2 b sequences of ``row_shape``;
+    the working set is then ``fixed + n * per_sequence``, linear in n. With ``seq_batch`` = b
+    > 0 the features run in batches of b (the CPU plan): outputs and a SplitProbe's head grow
+    with n, the features' batch does not. With ``seq_batch`` = -b the call vmaps all n
+    sequences at once (the accelerator plan), so the features' activations grow with n too and
+    are counted. None when the backend gives no statistics."""
     seed_params = jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0))
     shared = jax.eval_shape(lambda: _shared_params(cfg))
-    fn = jax.jit(_run_one_fn(probe, seq_batch))
+    b = abs(seq_batch)
     sizes = []
-    for n in (seq_batch, 2 * seq_batch):
+    for n in (b, 2 * b):
+        fn = jax.jit(_run_one_fn(probe, seq_batch if seq_batch > 0 else n))
         xs = jax.ShapeDtypeStruct((n, *row_shape), np.dtype(row_dtype))
         stats = fn.lower(seed_params, shared, xs).compile().memory_analysis()
         if stats is None:
             return None
         sizes.append(stats.temp_size_in_bytes + stats.output_size_in_bytes)
-    per_seq = math.ceil(max(0, sizes[1] - sizes[0]) / seq_batch)
-    return max(0, sizes[0] - per_seq * seq_batch), max(1, per_seq)
+    per_seq = math.ceil(max(0, sizes[1] - sizes[0]) / b)
+    return max(0, sizes[0] - per_seq * b), max(1, per_seq)
 
 
 def _mesh_shape(n_devices: int, n_seeds: int, strategy: str) -> tuple[int, int]:
@@ -259,8 +262,10 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
         parallel = {"vmap": seed_chunk // seed_dev, "map": min(map_batch, seed_chunk // seed_dev),
                     "loop": 1}[strategy]
         b0 = min(seq_batch or cpu_batch or MEASURE_BATCH, local_seqs)
-        ws = (probe_working_set(cfg, probe, tuple(row_shape), np.dtype(row_dtype).name, b0)
-              if probe is not None else None)
+        # Without a fixed batch (accelerators) a call vmaps its whole chunk: measure it so.
+        measured = b0 if (seq_batch or cpu_batch) else -b0
+        ws = (probe_working_set(cfg, probe, tuple(row_shape), np.dtype(row_dtype).name,
+                                measured) if probe is not None else None)
         fixed, per_seq = ws if ws is not None else (0, activation_bytes(cfg, T))
         most = max(1, min(512, max(0, (budget // 2) // parallel - fixed) // per_seq))
         # Whole CPU batches per call, unless even one batch does not fit.

@@ -220,6 +220,32 @@ def test_plan_on_accelerators():
     assert plan_sweep(cfg, 1, 1000, 64, devices=devs).seq_devices == 2
 
 
+def test_accelerator_plan_measures_the_batch_it_will_run():
+    """Off the CPU a call vmaps its whole sequence chunk (seq_batch = seq_chunk), so the working
+    set must be measured that way: measured in batches of 8 it saw only the outputs (an int per
+    sequence here), and a chunk of 512 sequences needed 1 GiB of logits against a 128 MiB
+    half-budget."""
+    from bornbiased_jax.sweep import _init_seed_fn, _run_one_fn, _shared_params
+
+    cfg = get_preset("gpt2-rope-tiny").ablate(vocab_size=8192)
+    T = 64
+
+    def argmax_of_all_logits(params, x):
+        return jnp.argmax(model.forward(params, cfg, x).logits, -1)  # (T,) ids; T x V inside
+
+    budget = 256 << 20
+    plan = plan_sweep(cfg, 1, 1000, T, memory_budget=budget, devices=[StubAccelerator()],
+                      probe=argmax_of_all_logits, row_shape=(T,), row_dtype=np.int32)
+    assert plan.seq_batch == plan.seq_chunk
+    run_one = jax.jit(_run_one_fn(argmax_of_all_logits, plan.seq_batch))
+    m = run_one.lower(jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0)),
+                      jax.eval_shape(lambda: _shared_params(cfg)),
+                      jax.ShapeDtypeStruct((plan.seq_chunk, T), np.int32)).compile()
+    m = m.memory_analysis()
+    assert m.temp_size_in_bytes + m.output_size_in_bytes <= budget // 2
+    assert plan.seq_chunk >= 16  # and not needlessly small: 2 MB of logits per sequence
+
+
 def test_plan_sizes_chunks_from_the_probes_compiled_working_set():
     """A probe that builds all T x V logits needs T V 4 bytes per sequence; the planner learns
     that from XLA's memory analysis and keeps a chunk's working set inside the budget."""
