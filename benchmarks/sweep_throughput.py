@@ -44,11 +44,16 @@ import time
 from rss import chunk_trace, peak_rss_mb, reset_peak, rss_mb, run_child
 
 
-def matmul_rate(n: int = 2048, repeats: int = 5) -> float:
+def matmul_rate(n: int | None = None, repeats: int = 5, dtype: str = "float32") -> float:
+    """Best-of-``repeats`` FLOP/s of an n x n matmul in ``dtype`` (float32 products in the
+    current ``jax.default_matmul_precision``: TF32 on NVIDIA GPUs unless "highest"); n = 2048
+    on a CPU, 8192 on an accelerator."""
     import jax
     import jax.numpy as jnp
 
-    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+    if n is None:
+        n = 2048 if jax.devices()[0].platform == "cpu" else 8192
+    a = jax.random.normal(jax.random.key(0), (n, n), dtype)
     f = jax.jit(lambda x, y: x @ y)
     f(a, a).block_until_ready()
     best = float("inf")
@@ -67,14 +72,17 @@ def child(args) -> None:
     from bornbiased_jax.probes.token_preference import next_token_probe
     from bornbiased_jax.sweep import plan_sweep, sweep
 
+    import jax
+
     cfg = get_preset(args.preset)
     strategy, _, mb = args.child.partition(":")
     kw = dict(strategy=strategy, map_batch=int(mb) if mb else None, seq_chunk=args.seq_chunk,
-              seq_batch=args.seq_batch)
+              seq_batch=args.seq_batch, seed_chunk=args.seed_chunk)
     seeds = list(range(args.seeds))
     T, N = args.seq_len, args.num_seqs
-    plan = plan_sweep(cfg, len(seeds), N, T, **kw)
     probe = next_token_probe(cfg)
+    plan = plan_sweep(cfg, len(seeds), N, T, probe=probe, row_shape=(T,), row_dtype="int32",
+                      **kw)  # the plan sweep() makes
     rate = matmul_rate()
     xs = probe_inputs("tokens", cfg, N, T)[:]  # generated outside the timed region
     t0 = time.perf_counter()
@@ -88,7 +96,22 @@ def child(args) -> None:
     wall = min(walls)
     flops = len(seeds) * N * forward_flops(cfg, T, last_only=True)
     rate = max(rate, matmul_rate())
-    print(json.dumps(dict(
+    dev = jax.devices()[0]
+    accel = {}
+    if dev.platform != "cpu":
+        # The device's own rates (float32 as the sweep ran it, and bfloat16), its peak memory
+        # and the planner's estimate of one call's footprint on one device.
+        from bornbiased_jax.sweep import build_bytes, probe_working_set
+        ws = probe_working_set(cfg, probe, (T,), "int32", -plan.seq_batch)  # all vmapped
+        par = {"vmap": plan.seed_chunk, "map": min(plan.map_batch, plan.seed_chunk),
+               "loop": 1}[plan.strategy]
+        fixed, per_seq = ws or (0, 0)
+        accel = dict(device=dev.device_kind, bf16_matmul_flops_per_s=matmul_rate(dtype="bfloat16"),
+                     peak_device_bytes=dev.memory_stats().get("peak_bytes_in_use"),
+                     planner_bytes=plan.seed_chunk * build_bytes(cfg)
+                     + par * (fixed + per_seq * plan.seq_chunk),
+                     precision=str(jax.config.jax_default_matmul_precision))
+    print(json.dumps(dict(**accel,
         strategy=args.child, seeds=len(seeds), num_seqs=N, seq_len=T, seed_chunk=plan.seed_chunk,
         seq_chunk=plan.seq_chunk, seq_batch=plan.seq_batch, map_batch=plan.map_batch, wall_s=wall,
         warmup_s=compile_s, tokens_per_s=len(seeds) * N * T / wall, model_flops_per_s=flops / wall,
@@ -132,6 +155,7 @@ def main() -> None:
     p.add_argument("--seq-len", type=int, default=64)
     p.add_argument("--num-seqs", type=int, default=512)
     p.add_argument("--seeds", type=int, default=4)
+    p.add_argument("--seed-chunk", type=int, default=None)
     p.add_argument("--seq-chunk", type=int, default=None)
     p.add_argument("--seq-batch", type=int, default=None)
     p.add_argument("--repeats", type=int, default=3,
@@ -152,7 +176,8 @@ def main() -> None:
     def run(strategy: str, extra: list[str]) -> dict:
         cmd = [__file__, "--child", strategy, "--preset", args.preset,
                "--seq-len", str(args.seq_len)] + extra
-        for flag, value in (("--seq-chunk", args.seq_chunk), ("--seq-batch", args.seq_batch)):
+        for flag, value in (("--seq-chunk", args.seq_chunk), ("--seq-batch", args.seq_batch),
+                            ("--seed-chunk", args.seed_chunk)):
             if value:
                 cmd += [flag, str(value)]
         return run_child(cmd)
@@ -172,6 +197,8 @@ def main() -> None:
                   f"{r['model_flops_per_s'] / r['matmul_flops_per_s']:>9.0%} "
                   f"{r['median_model_flops_per_s'] / r['matmul_flops_per_s']:>8.0%} "
                   f"{r['peak_rss_mb']:>7.0f}MB {r['warmup_s']:>7.1f}s", flush=True)
+            if "device" in r:  # an accelerator: its bf16 rate, peak memory, planner estimate
+                print("          " + json.dumps(r), flush=True)
         print("GFLOP/s: forward matmul FLOPs per second of the fastest sweep; matmul: the same "
               "process's 2048^2 float32 matmul rate (best of 10); of matmul: their ratio, and "
               "the ratio for the median sweep")

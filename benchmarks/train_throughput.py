@@ -56,12 +56,15 @@ def main() -> None:
         wall = time.perf_counter() - t0
     tokens = args.steps * tc.batch_size * tc.seq_len
     flops = 3 * args.steps * tc.batch_size * forward_flops(run.cfg, tc.seq_len)
-    rate = matmul_rate()
+    dtype = "bfloat16" if args.bf16 else "float32"  # the dtype the step's matmuls run in
+    rate = matmul_rate(dtype=dtype)
+    n = 2048 if jax.devices()[0].platform == "cpu" else 8192
     print(f"{run.cfg.name} (vocab {run.cfg.vocab_size}), T={tc.seq_len}, batch {tc.batch_size}, "
           f"{'bf16' if args.bf16 else 'float32'}, {len(jax.devices())} device(s)")
     print(f"  {args.steps} steps in {wall:.1f} s: {tokens / wall:,.0f} tokens/s, "
           f"{flops / wall / 1e9:.1f} model GFLOP/s = {flops / wall / rate:.0%} of the dense "
-          f"matmul rate ({rate / 1e9:.1f} GFLOP/s, 2048^2 float32)")
+          f"matmul rate ({rate / 1e9:.1f} GFLOP/s, {n}^2 {dtype}, "
+          f"{jax.devices()[0].device_kind})")
     print(f"  peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
           f"final loss {float(m['loss']):.3f}")
 
