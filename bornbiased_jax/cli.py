@@ -506,14 +506,22 @@ def main(argv: list[str] | None = None) -> int:
     _train_parser(sub)
     _fingerprint_parser(sub)
     _sinks_parser(sub)
+    defaults = {}
     for name, p in sub.choices.items():
-        default = precision.TRAIN_DEFAULT if name == "train" else precision.PROBE_DEFAULT
-        p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=default,
+        defaults[name] = (precision.TRAIN_DEFAULT if name == "train"
+                          else precision.PROBE_DEFAULT)
+        p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
                        help=f"float32 matrix products: highest = full float32, default = the "
                             f"backend's choice (TF32 on NVIDIA GPUs); all are float32 on CPUs "
-                            f"(default here: {default}; see bornbiased_jax/precision.py)")
+                            f"(default: ${precision.ENV} if set, else {defaults[name]}; see "
+                            f"bornbiased_jax/precision.py)")
     args = parser.parse_args(argv)
-    precision.use(args.matmul_precision)
+    with precision.scoped(precision.for_command(args.matmul_precision,
+                                                defaults[args.command])):
+        return _dispatch(args)
+
+
+def _dispatch(args) -> int:
     try:
         if args.command in ("sweep", "train", "fingerprint"):
             _join_processes(args)

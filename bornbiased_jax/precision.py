@@ -8,25 +8,33 @@ The choices, as ``jax.default_matmul_precision`` names them:
     ``fingerprint``, ``sinks``, ``theory``, the experiment scripts) and of the test suite: the
     probes take arg-maxes over |V| logits whose leaders can be near-tied, compare models by
     rank statistics, and the tests check float32 identities (1e-5 against ``transformers``);
-  * ``"high"``: three bfloat16 passes per product, between the two (not measured here);
+  * ``"high"``: the backend's intermediate setting (JAX: TF32 where available on GPUs,
+    three bfloat16 passes on TPUs; not measured here);
   * ``"default"``: the backend's own choice (TF32 on such GPUs). The default of
     ``bornbiased train``, where rounding noise is far below the gradient noise.
 
 Measured on an NVIDIA H100 (jax 0.11.2, ``results/gpu/``): with "default", 40 of the test
-suite's float32 comparisons failed, by ~1e-4 absolute on O(0.1) activations (e.g. the vmap /
-map / loop sweep agreement and the 1e-5 parity with ``transformers``); with "highest" the
-failures in the same test files fell from 48 to 13, 9 of which need four devices. A full-float32 Table-1 sweep of gpt2-rope-nano (2 seeds x 10,000 x 64
-tokens) did not finish within 200 s there, where a TF32 sweep of 8 seeds x 512 x 256 tokens took
-1.2 s after a 33 s compilation: "highest" can cost far more than its arithmetic on a GPU, and
-``--matmul-precision default`` trades exactness for that speed.
+suite's float32 comparisons failed, by 6e-7 to 1.3e-2 absolute (e.g. the vmap / map / loop
+sweep agreement, and the 1e-5 parity with ``transformers`` logits); with "highest" the failures
+in the same test files fell from 48 to 13 (in TF32, 9 of those files' failures were tests that
+need four devices). How much TF32 changes Table 1's top-1 tokens was not measured there: the
+comparison, full float32 first and compilation included, printed no row within 200 s.
+
+Where a command names no precision, a ``JAX_DEFAULT_MATMUL_PRECISION`` in the environment is
+kept (the test suite sets it to "highest"); otherwise the command's default applies. The
+setting holds for the command's duration and is restored when it returns (:func:`scoped`).
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
 
 import jax
 
 from bornbiased_jax.errors import UserError
 
+ENV = "JAX_DEFAULT_MATMUL_PRECISION"
 PRECISIONS = ("highest", "high", "default")
 PROBE_DEFAULT = "highest"
 TRAIN_DEFAULT = "default"
@@ -46,3 +54,24 @@ def use(name: str) -> str:
 def current() -> str:
     """The precision programs are traced with now ("default" when none was requested)."""
     return jax.config.jax_default_matmul_precision or "default"
+
+
+def for_command(flag: str | None, command_default: str) -> str | None:
+    """The precision a command runs with: its flag, else None (keep the environment's
+    ``JAX_DEFAULT_MATMUL_PRECISION``) when that is set, else the command's default."""
+    if flag is not None:
+        return flag
+    return None if os.environ.get(ENV) else command_default
+
+
+@contextlib.contextmanager
+def scoped(name: str | None):
+    """``use(name)`` for the duration of the block (None: leave the setting as it is), then
+    restore the previous setting."""
+    before = jax.config.jax_default_matmul_precision
+    try:
+        if name is not None:
+            use(name)
+        yield
+    finally:
+        jax.config.update("jax_default_matmul_precision", before)

@@ -27,17 +27,27 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
                    help=f"cpu: {cpu}; paper: {paper}")
     p.add_argument("--out", type=Path, default=Path("results/experiments") / name)
-    p.add_argument("--matmul-precision", choices=precision.PRECISIONS,
-                   default=precision.PROBE_DEFAULT,
-                   help="float32 matrix products: highest = full float32 (default), default = "
-                        "the backend's choice (TF32 on NVIDIA GPUs); see "
-                        "bornbiased_jax/precision.py")
+    add_precision_flag(p)
     if extra is not None:
         extra(p)
     args = p.parse_args(argv)
-    precision.use(args.matmul_precision)
+    use_precision(args)
     settings = dict(paper if args.scale == "paper" else cpu)
     return args, settings
+
+
+def add_precision_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
+                   help=f"float32 matrix products: highest = full float32, default = the "
+                        f"backend's choice (TF32 on NVIDIA GPUs); default: ${precision.ENV} if "
+                        f"set, else {precision.PROBE_DEFAULT} (bornbiased_jax/precision.py)")
+
+
+def use_precision(args) -> None:
+    """Apply ``--matmul-precision`` for the rest of the script's process."""
+    name = precision.for_command(args.matmul_precision, precision.PROBE_DEFAULT)
+    if name is not None:
+        precision.use(name)
 
 
 def write(args, name: str, settings: dict, records, table_md: str, fig, t0: float) -> None:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from experiments import family, figure11, table4b, table4c, table5
-from experiments._common import replace_section, write
+from experiments._common import add_precision_flag, replace_section, use_precision, write
 from experiments.lineage_common import (BASELINES, CPU, PAPER, RUNS, Study, corpus_flag, fmt_p,
                                         pairs_figure, scale_family)
 
@@ -221,8 +221,10 @@ def main(argv=None) -> None:
     p.add_argument("--results", type=Path, default=Path("RESULTS.md"))
     corpus_flag(p)
     p.add_argument("--no-train", action="store_true", help="use finished runs only")
+    add_precision_flag(p)  # one precision for the study's training and probes
     p.add_argument("--no-run", action="store_true", help="only rebuild the RESULTS.md section")
     args = p.parse_args(argv)
+    use_precision(args)
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or s["runs_dir"])
     fam = scale_family(args)

@@ -40,8 +40,7 @@ def test_unknown_precision_is_a_clear_error(restore_precision):
     assert precision.current() == "highest"  # unchanged
 
 
-def test_cli_probes_default_to_highest_and_train_to_the_backends_choice(
-        restore_precision, monkeypatch, capsys):
+def test_cli_precision_per_command_and_restored_after(monkeypatch, capsys):
     seen = {}
 
     def record(command):
@@ -53,16 +52,31 @@ def test_cli_probes_default_to_highest_and_train_to_the_backends_choice(
     monkeypatch.setattr(cli, "run_sweep", record("sweep"))
     monkeypatch.setattr(cli, "run_train", record("train"))
     monkeypatch.setattr(cli, "_join_processes", lambda a: None)
-    assert cli.main(["sweep"]) == 0
-    assert cli.main(["train", "--corpus", "x", "--out", "y"]) == 0
+    train = ["train", "--corpus", "x", "--out", "y"]
+    # the suite's JAX_DEFAULT_MATMUL_PRECISION=highest is kept by every command
+    assert cli.main(["sweep"]) == 0 and cli.main(train) == 0
+    assert seen == {"sweep": "highest", "train": "highest"}
+    # without it: full float32 for probes, the backend's choice for training
+    monkeypatch.delenv(precision.ENV)
+    assert cli.main(["sweep"]) == 0 and cli.main(train) == 0
     assert seen == {"sweep": "highest", "train": "default"}
-    seen.clear()
     assert cli.main(["sweep", "--matmul-precision", "default"]) == 0
-    assert seen == {"sweep": "default"}
+    assert seen["sweep"] == "default"
+    assert precision.current() == "highest"  # each command restored the caller's setting
     with pytest.raises(SystemExit) as e:
         cli.main(["sweep", "--matmul-precision", "tf32"])
     assert e.value.code == 2
     assert "invalid choice: 'tf32'" in capsys.readouterr().err
+
+
+def test_scoped_restores_after_an_error(restore_precision):
+    with pytest.raises(RuntimeError):
+        with precision.scoped("default"):
+            assert precision.current() == "default"
+            raise RuntimeError
+    assert precision.current() == "highest"
+    with precision.scoped(None):  # None leaves the setting alone
+        assert precision.current() == "highest"
 
 
 def test_results_agree_in_every_precision_on_a_cpu(restore_precision):
