@@ -9,8 +9,7 @@ predicts. For every (preset, seed, T) this prints and writes (``--out``):
 
   * the share of the N sequences whose predicted token is the same in both precisions,
   * each precision's top-1 token, its frequency and the Bonferroni log10 p (Table 1's row),
-  * each precision's wall time for the sweep, compilation included (throughput figures come from
-    ``benchmarks/sweep_throughput.py``).
+Throughput figures come from ``benchmarks/sweep_throughput.py``.
 
 On a CPU both precisions are full float32, and the agreement is 100 %.
 
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -43,12 +41,10 @@ def compare(preset: str, seeds: list[int], T: int, N: int) -> list[dict]:
     cfg = get_preset(preset)
     probe = next_token_probe(cfg)
     xs = probe_inputs("tokens", cfg, N, T)[:]
-    preds, walls = {}, {}
+    preds = {}
     for prec in PRECISIONS:
         with jax.default_matmul_precision(prec):
-            t0 = time.perf_counter()
             preds[prec] = np.asarray(sweep(probe, cfg, seeds, xs))
-            walls[prec] = time.perf_counter() - t0
     rows = []
     for i, seed in enumerate(seeds):
         row = dict(preset=preset, seed=seed, seq_len=T, num_seqs=N,
@@ -57,8 +53,7 @@ def compare(preset: str, seeds: list[int], T: int, N: int) -> list[dict]:
             rec = summarize(preds[prec][i], cfg.vocab_size, preset=preset, seed=seed, seq_len=T,
                             input="tokens")
             row[prec] = dict(top1_id=rec.top1_id, top1_count=rec.top1_count,
-                             top1_freq=rec.top1_freq, log10_p=rec.log10_p,
-                             sweep_wall_s_all_seeds=walls[prec])
+                             top1_freq=rec.top1_freq, log10_p=rec.log10_p)
         row["same_top1"] = row["highest"]["top1_id"] == row["default"]["top1_id"]
         rows.append(row)
     return rows
@@ -76,8 +71,7 @@ def main() -> None:
     dev = jax.devices()[0]
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}")
     print(f"{'preset':>16} {'seed':>5} {'T':>5} {'agree':>7} | {'f32 top-1':>9} {'freq':>6} "
-          f"{'log10 p':>8} | {'default':>9} {'freq':>6} {'log10 p':>8} | {'wall f32':>8} "
-          f"{'default':>8}")
+          f"{'log10 p':>8} | {'default':>9} {'freq':>6} {'log10 p':>8}")
     rows = []
     for T in args.seq_lens:
         for preset in args.presets:
@@ -86,13 +80,11 @@ def main() -> None:
                 h, d = r["highest"], r["default"]
                 print(f"{preset:>16} {r['seed']:>5} {T:>5} {r['agreement']:>7.2%} | "
                       f"{h['top1_id']:>9} {h['top1_freq']:>6.2%} {h['log10_p']:>8.1f} | "
-                      f"{d['top1_id']:>9} {d['top1_freq']:>6.2%} {d['log10_p']:>8.1f} | "
-                      f"{h['sweep_wall_s_all_seeds']:>7.1f}s {d['sweep_wall_s_all_seeds']:>7.1f}s",
+                      f"{d['top1_id']:>9} {d['top1_freq']:>6.2%} {d['log10_p']:>8.1f}",
                       flush=True)
                 if args.out:
                     io.write_json(args.out, dict(device=dev.device_kind, platform=dev.platform,
                                                  jax=jax.__version__, rows=rows))
-    print("wall: one sweep over all seeds of the row's preset and T, compilation included")
 
 
 if __name__ == "__main__":

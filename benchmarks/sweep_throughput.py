@@ -7,8 +7,11 @@ fraction of the matmul rate, also for the median repeat),
 
   * tokens/s        = S * N * T / wall time of the sweep (parameter init included),
   * model FLOP/s    = forward matmul FLOPs (``bornbiased_jax.flops``) / wall time,
-  * of matmul       = model FLOP/s over this process's float32 2048x2048 matmul rate, the best
-                      of 5 runs before and 5 after the sweeps (the same best-of rule for both),
+  * of matmul       = model FLOP/s over this process's float32 matmul rate (2048^2 on a CPU,
+                      8192^2 on an accelerator, in the current matmul precision: TF32 on NVIDIA
+                      GPUs unless "highest"), the best of 5 runs before and 5 after the sweeps
+                      (the same best-of rule for both); on an accelerator each row also prints
+                      the bfloat16 rate, the peak device memory and the planner's estimate,
   * peak RSS        = the process's maximum resident set size (getrusage).
 
 Shared cloud machines drift by 10-20 % from minute to minute; best-of timings on both sides of
@@ -102,14 +105,20 @@ def child(args) -> None:
         # The device's own rates (float32 as the sweep ran it, and bfloat16), its peak memory
         # and the planner's estimate of one call's footprint on one device.
         from bornbiased_jax.sweep import build_bytes, probe_working_set
-        ws = probe_working_set(cfg, probe, (T,), "int32", -plan.seq_batch)  # all vmapped
-        par = {"vmap": plan.seed_chunk, "map": min(plan.map_batch, plan.seed_chunk),
+        seed_dev = plan.n_devices // plan.seq_devices
+        local_seqs = plan.seq_chunk // plan.seq_devices
+        # the batch mode the call runs: all of a device's sequences vmapped, or batches
+        sb = plan.seq_batch if plan.seq_batch < local_seqs else -plan.seq_batch
+        ws = probe_working_set(cfg, probe, (T,), "int32", sb)
+        local_seeds = plan.seed_chunk // seed_dev
+        par = {"vmap": local_seeds, "map": min(plan.map_batch, local_seeds),
                "loop": 1}[plan.strategy]
         fixed, per_seq = ws or (0, 0)
+        stats = dev.memory_stats() or {}
         accel = dict(device=dev.device_kind, bf16_matmul_flops_per_s=matmul_rate(dtype="bfloat16"),
-                     peak_device_bytes=dev.memory_stats().get("peak_bytes_in_use"),
-                     planner_bytes=plan.seed_chunk * build_bytes(cfg)
-                     + par * (fixed + per_seq * plan.seq_chunk),
+                     peak_device_bytes=stats.get("peak_bytes_in_use"),
+                     planner_bytes_per_device=local_seeds * build_bytes(cfg)
+                     + par * (fixed + per_seq * local_seqs),
                      precision=str(jax.config.jax_default_matmul_precision))
     print(json.dumps(dict(**accel,
         strategy=args.child, seeds=len(seeds), num_seqs=N, seq_len=T, seed_chunk=plan.seed_chunk,
@@ -200,7 +209,7 @@ def main() -> None:
             if "device" in r:  # an accelerator: its bf16 rate, peak memory, planner estimate
                 print("          " + json.dumps(r), flush=True)
         print("GFLOP/s: forward matmul FLOPs per second of the fastest sweep; matmul: the same "
-              "process's 2048^2 float32 matmul rate (best of 10); of matmul: their ratio, and "
+              "process's float32 matmul rate (best of 10); of matmul: their ratio, and "
               "the ratio for the median sweep")
     if args.many_seeds:
         n = args.many_seeds_seqs

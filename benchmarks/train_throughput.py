@@ -56,9 +56,12 @@ def main() -> None:
         wall = time.perf_counter() - t0
     tokens = args.steps * tc.batch_size * tc.seq_len
     flops = 3 * args.steps * tc.batch_size * forward_flops(run.cfg, tc.seq_len)
-    dtype = "bfloat16" if args.bf16 else "float32"  # the dtype the step's matmuls run in
-    rate = matmul_rate(dtype=dtype)
-    n = 2048 if jax.devices()[0].platform == "cpu" else 8192
+    cpu = jax.devices()[0].platform == "cpu"
+    # The peak the step's matmuls can reach: bfloat16 on an accelerator with --bf16; float32 on
+    # a CPU either way (its bfloat16 products are emulated, slower than float32).
+    dtype = "bfloat16" if args.bf16 and not cpu else "float32"
+    n = 2048 if cpu else 8192
+    rate = matmul_rate(n, dtype=dtype)
     print(f"{run.cfg.name} (vocab {run.cfg.vocab_size}), T={tc.seq_len}, batch {tc.batch_size}, "
           f"{'bf16' if args.bf16 else 'float32'}, {len(jax.devices())} device(s)")
     print(f"  {args.steps} steps in {wall:.1f} s: {tokens / wall:,.0f} tokens/s, "
