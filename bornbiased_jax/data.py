@@ -110,10 +110,13 @@ def hf_documents(spec: str, max_bytes: int | None = None, text_field: str = "tex
 
 def load_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]:
     """Documents of the corpus: files, folders, 'python-stdlib', or
-    'hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]' (:func:`hf_documents`)."""
+    'hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]' (:func:`hf_documents`), in the order given,
+    until ``max_bytes`` of UTF-8 text (every source counts bytes, so a cap shared by several
+    sources means the same with non-ASCII text)."""
     docs: list[str] = []
     for spec in specs:
-        remaining = None if max_bytes is None else max_bytes - sum(len(d) for d in docs)
+        remaining = None if max_bytes is None else max_bytes - sum(
+            len(d.encode("utf-8")) for d in docs)
         if remaining is not None and remaining <= 0:
             break
         if str(spec).startswith("hf:"):

@@ -448,3 +448,14 @@ def test_load_corpus_reads_files_and_folders(corpus):
     docs = data.load_corpus([str(corpus)])
     assert len(docs) == 9 and all(d.strip() for d in docs)
     assert len(data.load_corpus([str(corpus)], max_bytes=1)) == 1  # stops once the cap is met
+
+
+def test_load_corpus_cap_counts_bytes_across_sources(tmp_path):
+    # 30 characters but 60 UTF-8 bytes: a 50-byte cap is met by the first file alone, so the
+    # second source is not read (counting characters would leave 20 'bytes' for it)
+    (tmp_path / "a.txt").write_text("é" * 30, encoding="utf-8")
+    (tmp_path / "b.txt").write_text("plain ascii", encoding="utf-8")
+    assert data.load_corpus([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
+                            max_bytes=50) == ["é" * 30]
+    assert len(data.load_corpus([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
+                                max_bytes=61)) == 2
