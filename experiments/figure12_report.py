@@ -28,6 +28,11 @@ CONVERGENCE_CLAIMS = {"amplification": "not stated", "attenuation": "not stated"
                       "gate": "not in the paper"}
 
 
+def is_control(arm: str) -> bool:
+    """A seed-to-seed control: the baseline from another initialisation seed (control-sN)."""
+    return arm.startswith("control-s")
+
+
 def paired_difference(a: dict, b: dict) -> tuple[float, float]:
     """Mean and SE of the per-window log-ppl difference a - b (the same windows for every arm,
     so the comparison is paired and the model-independent window difficulty cancels)."""
@@ -101,8 +106,9 @@ def markdown(records: dict, s: dict) -> str:
         for arm, rows in conv.items():
             lines.append(f"| {arm} | " + " | ".join(f"{r['diff']:+.3f} +- {r['se']:.3f}"
                                                     for r in rows) + " |")
-    if records["missing_arms"]:
-        lines += ["", "Not yet trained: " + ", ".join(records["missing_arms"])]
+    missing = records["missing_arms"] + records.get("missing_controls", [])
+    if missing:
+        lines += ["", "Not yet trained: " + ", ".join(missing)]
     return "\n".join(lines) + "\n"
 
 
@@ -146,6 +152,7 @@ def figure(records: dict, s: dict):
 def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "") -> str:
     """RESULTS.md rows: Figure 12 and Table 7 beside the paper's numbers, with verdicts."""
     arms = records["arms"]
+    controls = [arm for arm in arms if is_control(arm)]
     eps0 = str(s["eps"][0])
     base = arms["baseline"]
     base_rate = base["figure12"][eps0]
@@ -163,7 +170,9 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
              "Each arm is "
              "one training run from the same seed; the +- are standard errors over evaluation "
              "windows (the same windows for every arm, so differences are paired), not over "
-             "training runs: seed-to-seed variation of training is not in them.", "",
+             "training runs: seed-to-seed variation of training is not in them"
+             + (": the control rows (the baseline trained from another initialisation seed on "
+                "the same data in the same order) show how large it is." if controls else "."), "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     rate_txt = ", ".join(f"T={r['T']}: {r['sink_rate']:.3f} +- {r['sink_rate_se']:.3f}"
                          for r in base_rate)
@@ -226,6 +235,12 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
             verdict = "measured" if arm in PAPER_TABLE7 else "beyond the paper: measured"
         lines.append(f"| convergence, {arm} | {paper_txt} | held-out log-ppl minus baseline's, "
                      f"{txt} | {verdict} |")
+    for arm in controls:
+        txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
+                        for c in _some_steps(convergence(arms[arm], base)))
+        lines.append(f"| convergence, {arm} | control (not in the paper): the baseline from "
+                     f"seed {arm[len('control-s'):]} | held-out log-ppl minus baseline's, {txt} | "
+                     "control: seed-to-seed variation |")
     bt = base["table7"]
     for arm in arms:
         t = arms[arm]["table7"]
@@ -244,7 +259,15 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
         verdict = ("reference" if arm == "baseline" else
                    "not reproduced: worse than baseline (> 2 SE)" if worse else
                    "reproduced: within 2 SE of baseline or better")
-        if arm not in PAPER_TABLE7:
+        if is_control(arm):
+            paper_txt = (f"control (not in the paper): the baseline from seed "
+                         f"{arm[len('control-s'):]}")
+            differs = any(abs(d) > 2 * se for d, se in (paired_difference(t[k], bt[k])
+                                                        for k in t))
+            verdict = ("control: differs from the seed-42 baseline by > 2 SE on some text "
+                       "(training noise exceeds the windows' SE)" if differs else
+                       "control: within 2 SE of the seed-42 baseline on every text")
+        elif arm not in PAPER_TABLE7:
             verdict = "beyond the paper: " + ("worse than baseline (> 2 SE)" if worse else
                                               "within 2 SE of baseline or better")
         lines.append(f"| Table 7 perplexity, {arm} | {paper_txt} | {'; '.join(ours)} | "

@@ -7,6 +7,10 @@ Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluat
 RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper); all seed
 42, the same data in the same order, trained (or resumed) by this script, the baseline first:
 ``--arms baseline`` trains and measures it alone (the validity gate: does it develop sinks?).
+``--control-seeds 43`` also trains the baseline from another initialisation seed (the same data
+in the same order), a seed-to-seed control: every arm is one training run, so the standard
+errors below cover the evaluation windows only, and the control's paired differences from the
+seed-42 baseline show how large a difference training noise alone makes.
 
 Measured on held-out text of the training corpus (the run's validation documents):
   * Figure 12: the sink rate Sink_eps (eps = 0.25, and Gu et al.'s 0.3) of each arm's final
@@ -100,7 +104,8 @@ def main(argv=None) -> None:
     fam = family.with_corpora(fam, family.parse_corpus_flags(args.corpus))
     runs = Path(args.runs_dir or s["runs_dir"])
     default_arms = PAPER_ARMS if args.scale == "paper" else ARMS
-    records = study(s, runs, fam, args.arms or default_arms, train=not args.no_train)
+    records = study(s, runs, fam, args.arms or default_arms, train=not args.no_train,
+                    controls=args.control_seeds)
     md = markdown(records, s)
     write(args, NAME, s, records, md, figure(records, s), t0)
     if args.results:
@@ -110,17 +115,24 @@ def main(argv=None) -> None:
                         results_section(records, s, scale=args.scale, where=where))
 
 
-def study(s: dict, runs: Path, fam, arms, train: bool = True) -> dict:
+def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> dict:
     """Train (or resume) ``arms`` of family ``fam`` in ``runs`` and measure every finished arm:
-    Figure 12's sink rates, the emergence over checkpoints and Table 7's perplexities."""
+    Figure 12's sink rates, the emergence over checkpoints and Table 7's perplexities.
+    ``controls``: initialisation seeds of extra baseline runs (records ``control-sN``), measured
+    the same way, whose differences from the seed-42 baseline are seed-to-seed variation."""
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise SystemExit(f"unknown arm(s) {unknown}; choose from {ARMS}")
+    controls = list(controls or ())
+    if any(c < 0 or c == 42 for c in controls) or len(set(controls)) < len(controls):
+        raise SystemExit(f"control seeds {controls}: need distinct non-negative seeds other "
+                         "than 42 (the arms' seed)")
     names = {arm: family.run_name("sink", arm=arm) for arm in ARMS}
-    for arm in arms:
+    control_names = {f"control-s{c}": family.run_name("base", seed=c) for c in controls}
+    for name in [names[arm] for arm in arms] + list(control_names.values()):
         if train:
-            print(f"training/resuming {names[arm]} ...", flush=True)
-            family.ensure(names[arm], runs, fam=fam)
+            print(f"training/resuming {name} ...", flush=True)
+            family.ensure(name, runs, fam=fam)
     done = {arm: n for arm, n in names.items() if family.finished(n, runs, fam)}
     if "baseline" not in done:
         raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished; run "
@@ -133,8 +145,11 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True) -> dict:
                for k in fam.corpora if k != "base"}
     print(f"held-out text: {len(held):,} tokens; shifted: "
           + ", ".join(f"{k} {len(v):,}" for k, v in shifted.items()))
+    missing_controls = [k for k, n in control_names.items() if not family.finished(n, runs, fam)]
+    done.update({k: n for k, n in control_names.items() if k not in missing_controls})
     records = {"settings": s, "runs_dir": str(runs), "arms": {},
                "missing_arms": [a for a in ARMS if a not in done],
+               "missing_controls": missing_controls,
                "held_out_tokens": int(len(held)),
                "shifted_tokens": {k: int(len(v)) for k, v in shifted.items()}}
     sink_text = s.get("sink_text", "held_out")
@@ -187,6 +202,9 @@ def _flags(p) -> None:
                         "for several); names: "
                         "base, prose, docs (the sinks family); base, prose, code (--family "
                         "lineage); base, wikitext2, c4 (--scale paper)")
+    p.add_argument("--control-seeds", type=int, nargs="+", default=[], metavar="SEED",
+                   help="also train and measure the baseline from these initialisation seeds "
+                        "(same data and order): a seed-to-seed control for the arms' differences")
     p.add_argument("--no-train", action="store_true",
                    help="evaluate finished runs only; do not train or resume any")
     p.add_argument("--results", type=Path, default=None,

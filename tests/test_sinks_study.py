@@ -1,6 +1,7 @@
 """The attention-sink study (experiments/figure12_table7.py) end to end on a tiny family: two
-arms trained through ``family.ensure``, the sink rate per length, its emergence over the
-checkpoints, perplexities with paired differences, and the RESULTS.md section."""
+arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per length,
+its emergence over the checkpoints, perplexities with paired differences, and the RESULTS.md
+section."""
 
 import dataclasses
 import json
@@ -21,13 +22,15 @@ def records(tmp_path_factory):
     fam = family.smoke_family(root / "corpora")
     # more held-out text than the lineage smoke test needs: 4 windows of 17 tokens per length
     fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
-    return f12.study(SETTINGS, root / "runs", fam, ["baseline", "attenuation"]), root
+    return f12.study(SETTINGS, root / "runs", fam, ["baseline", "attenuation"],
+                     controls=[7]), root
 
 
 def test_sink_study_measures_every_trained_arm(records):
     rec, root = records
-    assert set(rec["arms"]) == {"baseline", "attenuation"}
+    assert list(rec["arms"]) == ["baseline", "attenuation", "control-s7"]
     assert set(rec["missing_arms"]) == {"amplification", "headwise_rmsnorm", "gate"}
+    assert rec["missing_controls"] == []
     for arm in rec["arms"].values():
         for eps in ("0.25", "0.3"):
             rows = arm["figure12"][eps]
@@ -50,6 +53,47 @@ def test_sink_study_measures_every_trained_arm(records):
     # a paired difference of an arm with itself is exactly zero
     t = rec["arms"]["baseline"]["table7"]["held_out"]
     assert f12.paired_difference(t, t) == (0.0, 0.0)
+
+
+def test_seed_control_is_the_baseline_from_another_seed(records):
+    """The control is base-sN: the baseline's model, data, order and tokenizer, another
+    initialisation seed; it is reported beside the arms with its own verdicts."""
+    rec, root = records
+    runs = root / "runs"
+    ctl, base = (json.loads((runs / n / "run.json").read_text()) for n in ("base-s7", "base-s42"))
+    assert rec["arms"]["control-s7"]["run"]["run"] == "base-s7"
+    assert ctl["train_config"]["seed"] == 7 and base["train_config"]["seed"] == 42
+    assert ctl["model_config"] == base["model_config"]
+    assert {k: v for k, v in ctl["train_config"].items() if k != "seed"} == {
+        k: v for k, v in base["train_config"].items() if k != "seed"}
+    assert (runs / "base-s7" / "tokenizer.json").read_text() == (
+        runs / "base-s42" / "tokenizer.json").read_text()
+    # another initialisation: other perplexities on the same windows
+    d, se = f12.paired_difference(rec["arms"]["control-s7"]["table7"]["held_out"],
+                                  rec["arms"]["baseline"]["table7"]["held_out"])
+    assert d != 0.0 and se > 0.0
+    section = f12.results_section(rec, SETTINGS)
+    assert "the control rows" in section
+    assert _row(section, "convergence, control-s7").endswith(
+        "| control: seed-to-seed variation |")
+    diffs = [f12.paired_difference(t, rec["arms"]["baseline"]["table7"][k])
+             for k, t in rec["arms"]["control-s7"]["table7"].items()]
+    differs = any(abs(d) > 2 * se for d, se in diffs)
+    assert _row(section, "Table 7 perplexity, control-s7").endswith(
+        "| control: differs from the seed-42 baseline by > 2 SE on some text (training noise "
+        "exceeds the windows' SE) |" if differs else
+        "| control: within 2 SE of the seed-42 baseline on every text |")
+    assert "| control-s7 |" in f12.markdown(rec, SETTINGS)
+    # not trained and not to be trained: listed as missing, not measured
+    fam = family.smoke_family(root / "corpora")
+    fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
+    again = f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=[8])
+    assert again["missing_controls"] == ["control-s8"] and "control-s8" not in again["arms"]
+    assert "Not yet trained: amplification" in f12.markdown(again, SETTINGS)
+    assert "control-s8" in f12.markdown(again, SETTINGS)
+    for bad in ([42], [7, 7], [-1]):
+        with pytest.raises(SystemExit, match="control seeds"):
+            f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=bad)
 
 
 def test_sink_study_tables_and_results_section(records):
