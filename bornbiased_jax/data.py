@@ -114,15 +114,17 @@ def load_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]
     until ``max_bytes`` of UTF-8 text (every source counts bytes, so a cap shared by several
     sources means the same with non-ASCII text)."""
     docs: list[str] = []
+    read = 0  # UTF-8 bytes of the documents so far
     for spec in specs:
-        remaining = None if max_bytes is None else max_bytes - sum(
-            len(d.encode("utf-8")) for d in docs)
+        remaining = None if max_bytes is None else max_bytes - read
         if remaining is not None and remaining <= 0:
             break
         if str(spec).startswith("hf:"):
-            docs += hf_documents(str(spec), remaining)
+            new = hf_documents(str(spec), remaining)
         else:
-            docs += read_documents(corpus_files([spec], max_bytes=remaining))
+            new = read_documents(corpus_files([spec], max_bytes=remaining))
+        docs += new
+        read += sum(len(d.encode("utf-8")) for d in new)
     return docs
 
 

@@ -117,19 +117,24 @@ def figure(records: dict, s: dict):
 
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
     eps0 = str(s["eps"][0])
-    for n, (arm, rec) in enumerate(records["arms"].items()):
-        style = dict(color=f"C{n}", label=arm)  # one colour per arm in every panel
+    arms = [a for a in records["arms"] if not is_control(a)]
+    ctls = [a for a in records["arms"] if is_control(a)]
+    for arm, rec in records["arms"].items():
+        # one colour per arm in every panel; the seed controls dashed, in shades of grey
+        style = (dict(color=str(0.35 + 0.4 * ctls.index(arm) / max(1, len(ctls) - 1)),
+                      ls="--", label=arm) if is_control(arm) else
+                 dict(color=f"C{arms.index(arm) % 10}", ls="-", label=arm))
         rs = rec["figure12"][eps0]
         axes[0].errorbar([r["T"] for r in rs], [r["sink_rate"] for r in rs],
-                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o-", capsize=3, **style)
+                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o", capsize=3, **style)
         em = rec["emergence"]
         axes[1].errorbar([e["step"] for e in em], [e["sink_rate"] for e in em],
-                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o-", capsize=2, **style)
-        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o-", **style)
+                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o", capsize=2, **style)
+        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o", **style)
         conv = convergence(rec, records["arms"]["baseline"]) if arm != "baseline" else []
         if conv:
             axes[3].errorbar([c["step"] for c in conv], [c["diff"] for c in conv],
-                             yerr=[2 * c["se"] for c in conv], fmt="o-", capsize=2, **style)
+                             yerr=[2 * c["se"] for c in conv], fmt="o", capsize=2, **style)
     axes[0].set_xscale("log", base=2)
     axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
     axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
@@ -230,7 +235,8 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
             verdict = ("reproduced" if faster else "not reproduced") + (
                 " in this run: below" if faster else " in this run: not below") + (
                 " baseline by > 2 SE at every checkpoint of the first half (one run per arm; "
-                "seed-to-seed variation not measured)")
+                + ("compare the control rows for seed-to-seed variation)" if controls else
+                   "seed-to-seed variation not measured)"))
         else:
             verdict = "measured" if arm in PAPER_TABLE7 else "beyond the paper: measured"
         lines.append(f"| convergence, {arm} | {paper_txt} | held-out log-ppl minus baseline's, "

@@ -226,6 +226,8 @@ def test_headwise_rmsnorm_convergence_verdict(records):
         r["missing_arms"] = ["amplification"]
         section = f12.results_section(r, SETTINGS)
         assert verdict in _row(section, "convergence, headwise_rmsnorm")
+        # the records carry a seed control, so the verdict points to it
+        assert "compare the control rows" in _row(section, "convergence, headwise_rmsnorm")
         assert _row(section, "convergence, gate").endswith("| beyond the paper: measured |")
         assert "beyond the paper" in _row(section, "Table 7 perplexity, gate")
         assert "untestable" in _row(section, "gate: sinks")
