@@ -56,7 +56,12 @@ def resolve_corpus(spec: str) -> Path:
 
 def corpus_files(paths: Sequence[str | Path], max_bytes: int | None = None) -> list[Path]:
     """Text files under ``paths`` (files kept as given; folders walked, sorted, site-packages
-    and caches skipped), stopping once ``max_bytes`` of files are collected."""
+    and caches skipped), stopping once ``max_bytes`` of files are collected.
+
+    The cap counts each file's size on disk, including files that :func:`read_documents` later
+    skips (binary, undecodable or empty), so a capped corpus can hold somewhat less text than
+    ``max_bytes``. This rule fixes which files a recorded run read; changing it would change
+    the data of runs that resume."""
     files: list[Path] = []
     total = 0
     for spec in paths:

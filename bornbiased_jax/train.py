@@ -145,6 +145,17 @@ class TrainConfig:
                  "keep_last", "keep_every", "fsdp")
 
 
+def settings_differences(saved_tc: dict, tc: TrainConfig) -> dict[str, tuple]:
+    """{field: (saved, now)} for each setting of ``tc`` that a resume must keep (all but
+    ``TrainConfig.RESUMABLE``) and that differs from run.json's ``train_config`` ``saved_tc``."""
+    now = json.loads(json.dumps(dataclasses.asdict(tc)))  # tuples as run.json's lists
+    saved_tc = dict(saved_tc)
+    saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
+    saved_tc.setdefault("schedule", "cosine")  # ... and before the linear schedule
+    return {k: (saved_tc.get(k), v) for k, v in now.items()
+            if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
+
+
 def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
     """The preset (with ``tc.model_set`` applied), the tokenizer's vocabulary and every
     parameter seed-dependent."""
@@ -331,11 +342,7 @@ class Run:
             saved_tc = saved["train_config"]
         except (json.JSONDecodeError, KeyError) as e:
             raise UserError(f"{str(path)!r} is not a readable run description: {e}") from None
-        now = json.loads(json.dumps(dataclasses.asdict(self.tc)))  # tuples as run.json's lists
-        saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
-        saved_tc.setdefault("schedule", "cosine")  # ... and before the linear schedule
-        diff = {k: (saved_tc.get(k), v) for k, v in now.items()
-                if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
+        diff = settings_differences(saved_tc, self.tc)
         if diff:
             raise UserError("the run in {} was made with different settings; resume with the "
                              "same ones or use a new --out. Differences (saved, now): {}"

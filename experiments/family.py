@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bornbiased_jax.sources import run_steps
-from bornbiased_jax.train import Run, TrainConfig
+from bornbiased_jax.train import Run, TrainConfig, settings_differences
 
 VIM_DOCS = "/usr/share/vim/vim90/doc"
 NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"
@@ -252,9 +252,35 @@ def spec(name: str, runs_dir: Path,
 
 
 def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
+    """Whether run ``name`` of family ``fam`` has its run.json and a checkpoint at its last
+    step. A folder of that name made with other settings (another family's run, a stale run
+    left in the folder) stops the study with the differences, rather than being measured as
+    this family's run or trained over."""
     folder = Path(runs_dir) / name
     tc, _, _ = spec(name, runs_dir, fam)
-    return (folder / "run.json").is_file() and tc.steps in run_steps(folder)
+    if not (folder / "run.json").is_file():
+        return False
+    try:
+        saved = json.loads((folder / "run.json").read_text())["train_config"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise SystemExit(f"{folder / 'run.json'} is not a readable run description: {e!r}")
+    diff = settings_differences(saved, tc)
+    # A continuation names its source by absolute path; the runs folder may have moved since,
+    # so only the source's run name and step must agree.
+    if "init_from" in diff and _source_id(diff["init_from"][0]) == _source_id(tc.init_from):
+        del diff["init_from"]
+    if diff:
+        raise SystemExit(f"{folder} holds a run made with other settings than this family's "
+                         f"{name}; use another --runs-dir. Differences (saved, expected): {diff}")
+    return tc.steps in run_steps(folder)
+
+
+def _source_id(init_from: str | None) -> str | None:
+    """'base-s42@500' for '/any/path/base-s42@500'."""
+    if init_from is None:
+        return None
+    path, _, step = init_from.rpartition("@")
+    return f"{Path(path).name}@{step}"
 
 
 def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFAULT) -> Path:

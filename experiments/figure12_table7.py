@@ -102,7 +102,8 @@ def main(argv=None) -> None:
     else:
         fam = family.SINKS if args.family == "sinks" else family.DEFAULT
     fam = family.with_corpora(fam, family.parse_corpus_flags(args.corpus))
-    runs = Path(args.runs_dir or s["runs_dir"])
+    # --family lineage measures the lineage study's own runs (experiments/lineage.py's folder)
+    runs = Path(args.runs_dir or ("runs/family" if args.family == "lineage" else s["runs_dir"]))
     default_arms = PAPER_ARMS if args.scale == "paper" else ARMS
     records = study(s, runs, fam, args.arms or default_arms, train=not args.no_train,
                     controls=args.control_seeds)
@@ -189,8 +190,9 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
 
 
 def _flags(p) -> None:
-    p.add_argument("--runs-dir", type=Path, help="folder of the family's runs "
-                   "(default runs/sinks, or runs/sinks-paper with --scale paper)")
+    p.add_argument("--runs-dir", type=Path, help="folder of the family's runs (default "
+                   "runs/sinks; runs/family with --family lineage, the lineage study's "
+                   "folder; runs/sinks-paper with --scale paper)")
     p.add_argument("--family", choices=["sinks", "lineage"], default="sinks",
                    help="sinks: the longer sink family (default); lineage: the lineage family's "
                         "settings (2M tokens; its baseline is the lineage base-s42)")

@@ -2,7 +2,9 @@
 training through ``family.ensure`` (a second call resumes nothing), the four experiments,
 their files, and the RESULTS.md section with one row per claim."""
 
+import dataclasses
 import json
+import shutil
 
 import pytest
 
@@ -113,14 +115,22 @@ def test_paper_scale_family_follows_the_released_training_code(tmp_path):
     assert tc.steps * tc.batch_size * tc.seq_len == pytest.approx(2 * 25e6, rel=0.05)
     assert docs == fam.corpora["prose"]
     # `lineage --scale paper` measures this family, not the CPU one: runs that the CPU family
-    # would count as finished (a checkpoint at its last step, 500) are not finished here
+    # counts as finished (its settings in run.json, a checkpoint at its last step) are
+    # refused here with the settings that differ, not measured or trained over
     for run in RUNS:
-        (tmp_path / run / "checkpoints" / str(family.DEFAULT.pretrain.steps) / "default").mkdir(
-            parents=True)
-        (tmp_path / run / "run.json").write_text("{}")
-    assert family.finished("base-s42", tmp_path, family.DEFAULT)
+        cpu_tc = family.spec(run, tmp_path, family.DEFAULT)[0]
+        (tmp_path / run / "checkpoints" / str(cpu_tc.steps) / "default").mkdir(parents=True)
+        (tmp_path / run / "run.json").write_text(
+            json.dumps({"train_config": dataclasses.asdict(cpu_tc)}))
+    assert all(family.finished(run, tmp_path, family.DEFAULT) for run in RUNS)
     out = ["--runs-dir", str(tmp_path), "--root", str(tmp_path / "r"),
            "--results", str(tmp_path / "RESULTS.md")]
+    with pytest.raises(SystemExit, match="made with other settings than this family's .*"
+                                         "'steps': \\(500, 76294\\)"):
+        lineage.main(["--scale", "paper", "--no-train"] + out)
+    # an unfinished run of the right settings is reported as not finished
+    for run in RUNS:
+        shutil.rmtree(tmp_path / run)
     with pytest.raises(SystemExit, match="runs not finished .*base-s42"):
         lineage.main(["--scale", "paper", "--no-train"] + out)
     with pytest.raises(SystemExit, match="unknown corpus name"):

@@ -16,13 +16,16 @@ SETTINGS = dict(lengths=[8, 16], num_seqs=4, eps=[0.25, 0.3], emergence_T=16, pp
                 ppl_T=16, shift_mb=0.01)
 
 
+def _family(root):
+    fam = family.smoke_family(root / "corpora")
+    # more held-out text than the lineage smoke test needs: 4 windows of 17 tokens per length
+    return fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
+
+
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
     root = tmp_path_factory.mktemp("sinks_study")
-    fam = family.smoke_family(root / "corpora")
-    # more held-out text than the lineage smoke test needs: 4 windows of 17 tokens per length
-    fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
-    return f12.study(SETTINGS, root / "runs", fam, ["baseline", "attenuation"],
+    return f12.study(SETTINGS, root / "runs", _family(root), ["baseline", "attenuation"],
                      controls=[7]), root
 
 
@@ -144,6 +147,23 @@ def test_sink_rates_can_be_measured_on_a_shifted_text(records):
     with pytest.raises(SystemExit, match="sink_text 'wikitext2' is not one of"):
         f12.study({**SETTINGS, "sink_text": "wikitext2"}, root / "runs", fam, ["baseline"],
                   train=False)
+
+
+def test_a_run_made_with_other_settings_is_refused(records, tmp_path):
+    """A folder named like an arm but trained otherwise (a stale run, another family's run)
+    stops the study with the differing settings; it is neither measured nor trained over."""
+    rec, root = records
+    fam = _family(tmp_path)  # the study's settings (its corpora written to tmp_path)
+    runs = root / "runs"
+    assert family.finished("sink-attenuation-s42", runs, fam)
+    info = json.loads((runs / "sink-attenuation-s42" / "run.json").read_text())
+    info["train_config"]["model_set"] = info["train_config"]["model_set"][:-1]  # no transform
+    (tmp_path / "sink-attenuation-s42").mkdir()
+    (tmp_path / "sink-attenuation-s42" / "run.json").write_text(json.dumps(info))
+    with pytest.raises(SystemExit, match="other settings .*model_set"):
+        family.finished("sink-attenuation-s42", tmp_path, fam)
+    with pytest.raises(SystemExit, match="other settings .*model_set"):
+        f12.study(SETTINGS, tmp_path, fam, ["attenuation"], train=False)
 
 
 def test_unknown_arm_is_rejected(tmp_path):
