@@ -48,7 +48,8 @@ import numpy as np
 from experiments import family
 from experiments._common import parse, replace_section, write
 from experiments.figure12_report import (NEAR_ZERO, PAPER_TABLE7, convergence,  # noqa: F401
-                                         figure, markdown, paired_difference, results_section)
+                                         figure, markdown, paired_difference, rate_difference,
+                                         results_section)
 
 from bornbiased_jax import data
 from bornbiased_jax.probes import sinks

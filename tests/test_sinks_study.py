@@ -171,13 +171,23 @@ def test_unknown_arm_is_rejected(tmp_path):
         f12.study(SETTINGS, tmp_path, family.DEFAULT, ["baseline", "nope"])
 
 
+def _set_rates(rows, rates, seed=0):
+    """Give Figure 12 rows (one per length) per-sequence sink rates with these (mean, SE)."""
+    rng = np.random.default_rng(seed)
+    for r, (rate, se) in zip(rows, rates):
+        n = len(r["sink_rate_per_seq"])
+        z = rng.normal(size=n)
+        z = (z - z.mean()) / z.std(ddof=1)
+        r["sink_rate_per_seq"] = (rate + se * np.sqrt(n) * z).tolist()
+        r["sink_rate"], r["sink_rate_se"] = rate, se
+
+
 def _with_baseline_rates(rec, rates):
     """A copy of the study's records whose baseline has these (rate, SE) pairs per length."""
     import copy
 
     rec = copy.deepcopy(rec)
-    for r, (rate, se) in zip(rec["arms"]["baseline"]["figure12"]["0.25"], rates):
-        r["sink_rate"], r["sink_rate_se"] = rate, se
+    _set_rates(rec["arms"]["baseline"]["figure12"]["0.25"], rates)
     return rec
 
 
@@ -196,7 +206,9 @@ def test_validity_gate_needs_sinks_at_every_length(records):
     assert "untestable" in _row(one, "attenuation: sinks")
     every = f12.results_section(_with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)]),
                                 SETTINGS)
-    assert _row(every, "Baseline develops sinks").endswith("| reproduced |")
+    assert _row(every, "Baseline develops sinks").endswith(
+        "| gate passed: sinks at every length (rate > 0 by 2 SE; the paper's \"high\" has no "
+        "number to compare) |")
     assert "untestable" not in _row(every, "attenuation: sinks")
     # With a baseline that has sinks, the paper's two claims are read literally: attenuation
     # "near zero at every length", amplification "lower than baseline, not zero".
@@ -208,14 +220,28 @@ def test_validity_gate_needs_sinks_at_every_length(records):
         "| not reproduced: not below 0.05 (by 2 SE) at every length |")
     amp = _with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)])
     amp["arms"]["amplification"] = amp["arms"]["attenuation"]
-    for r in amp["arms"]["amplification"]["figure12"]["0.25"]:
-        r["sink_rate"], r["sink_rate_se"] = 0.0, 0.0
+    rows = amp["arms"]["amplification"]["figure12"]["0.25"]
+    _set_rates(rows, [(0.0, 0.0), (0.0, 0.0)])
     assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
         "| not reproduced: zero (by 2 SE) at every length |")
-    for r in amp["arms"]["amplification"]["figure12"]["0.25"]:
-        r["sink_rate"], r["sink_rate_se"] = 0.2, 0.03
+    _set_rates(rows, [(0.2, 0.03), (0.2, 0.03)], seed=1)
     assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
         "| reproduced: lower than baseline at every length, above 0 at some |")
+    # "lower than baseline" is paired over the shared windows: an arm whose every window has
+    # 0.05 fewer sink heads than the baseline's is lower, although the spread of the windows'
+    # rates (SE 0.05) would hide that difference in an unpaired comparison
+    for r, rb in zip(rows, amp["arms"]["baseline"]["figure12"]["0.25"]):
+        r["sink_rate_per_seq"] = (np.asarray(rb["sink_rate_per_seq"]) - 0.05).tolist()
+        r["sink_rate"], r["sink_rate_se"] = rb["sink_rate"] - 0.05, rb["sink_rate_se"]
+    assert f12.rate_difference(rows[0], amp["arms"]["baseline"]["figure12"]["0.25"][0])[
+        1] == pytest.approx(0.0, abs=1e-12)
+    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
+        "| reproduced: lower than baseline at every length, above 0 at some |")
+    # records saved without per-sequence rates fall back to an unpaired comparison
+    for r in rows + amp["arms"]["baseline"]["figure12"]["0.25"]:
+        del r["sink_rate_per_seq"]
+    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
+        "| not reproduced: not lower at every length |")
 
 
 def test_headwise_rmsnorm_convergence_verdict(records):
@@ -247,11 +273,21 @@ def test_headwise_rmsnorm_convergence_verdict(records):
         section = f12.results_section(r, SETTINGS)
         assert verdict in _row(section, "convergence, headwise_rmsnorm")
         # the records carry a seed control, so the verdict points to it
-        assert "compare the control rows" in _row(section, "convergence, headwise_rmsnorm")
+        assert "the control rows show seed-to-seed" in _row(section,
+                                                            "convergence, headwise_rmsnorm")
         assert _row(section, "convergence, gate").endswith("| beyond the paper: measured |")
         assert "beyond the paper" in _row(section, "Table 7 perplexity, gate")
         assert "untestable" in _row(section, "gate: sinks")
         assert _row(section, "amplification: sinks").endswith("| not trained yet | open |")
+    # with seed controls, the arm must also be below the baseline by more than another
+    # initialisation seed moves it: a control 0.4 below the baseline makes -0.3 seed noise
+    r = copy.deepcopy(rec)
+    r["arms"]["headwise_rmsnorm"] = arm_with(lambda step, n: -0.3 + noise(n))
+    for ctl_shift, verdict in [(-0.4, "| not reproduced"), (+0.1, "| reproduced"),
+                               (-0.1, "| reproduced")]:
+        r["arms"]["control-s7"] = arm_with(lambda step, n: ctl_shift + noise(n))
+        row = _row(f12.results_section(r, SETTINGS), "convergence, headwise_rmsnorm")
+        assert verdict in row and "more than the seed controls' difference" in row
     # no checkpoint in the first half of training: the claim cannot be tested
     r["arms"]["headwise_rmsnorm"]["emergence"] = [
         e for e in r["arms"]["headwise_rmsnorm"]["emergence"] if e["step"] != 1]

@@ -99,6 +99,7 @@ class SinkResult:
     def to_json(self) -> dict:
         return {"T": self.T, "n_seqs": self.n_seqs, "eps": self.eps, "sink_rate": self.rate,
                 "sink_rate_se": self.rate_se, "sink_rate_of_mean_alpha": self.rate_of_mean_alpha,
+                "sink_rate_per_seq": self.rate_S.round(6).tolist(),
                 "alpha_floor": 1.0 / self.T,
                 "alpha_LH": self.alpha_LH.round(6).tolist(),
                 "alpha_excl_first_query_LH": self.alpha_excl_SLH.mean(0).round(6).tolist()}
