@@ -136,6 +136,43 @@ def test_gate_init_and_zeroed_gate_is_exactly_half():
     np.testing.assert_allclose(o_g, np.asarray(o_u) * gate.reshape(o_u.shape), rtol=1e-5)
 
 
+def test_gate_bias_and_gate_after_headwise_rmsnorm():
+    """With a nonzero bias the gate is sigmoid(x W_g + b_g); combined with head-wise RMSNorm it
+    multiplies the normalised, gamma-scaled o_i (the gate comes after the transform)."""
+    cfg = dataclasses.replace(variant("gate"), attn_output_transform="headwise_rmsnorm")
+    p, run = attn_block(cfg, jax.random.key(11))
+    HK = cfg.n_heads * cfg.head_dim
+    b = jax.random.normal(jax.random.key(12), (HK,))
+    g = jax.random.uniform(jax.random.key(13), (cfg.n_heads, cfg.head_dim), minval=0.5,
+                           maxval=2.0)
+    p = {**p, "gate_proj": {**p["gate_proj"], "bias": b}, "head_norm": {"scale": g}}
+    x = jax.random.normal(jax.random.key(14), (10, cfg.d_model))
+    _, run_norm = attn_block(variant("headwise_rmsnorm"), jax.random.key(11))
+    _, o_norm = run_norm({k: v for k, v in p.items() if k != "gate_proj"}, x)
+    _, o = run(p, x)
+    gate = 1 / (1 + np.exp(-(np.asarray(x, np.float64) @ np.asarray(p["gate_proj"]["kernel"])
+                             + np.asarray(b))))
+    np.testing.assert_allclose(o, np.asarray(o_norm) * gate.reshape(o.shape), rtol=1e-5)
+    # the bias matters: without it the output differs
+    _, o_nob = run({**p, "gate_proj": {**p["gate_proj"], "bias": jnp.zeros(HK)}}, x)
+    assert np.abs(np.asarray(o_nob) - np.asarray(o)).max() > 1e-2
+
+
+@pytest.mark.parametrize("name", [v for v in VARIANTS if v != "baseline"])
+def test_variants_keep_the_baselines_initialisation(name):
+    """Same seed, same shared parameters: a variant only adds its own (gamma, W_g, b_g), so the
+    arms of the sink study differ in the variant alone, not in their initial weights."""
+    key = seed_key(21)
+    base = jax.tree_util.tree_flatten_with_path(model.init(TINY, key))[0]
+    var = dict(jax.tree_util.tree_flatten_with_path(model.init(variant(name), key))[0])
+    for path, leaf in base:
+        np.testing.assert_array_equal(var.pop(path), leaf, err_msg=jax.tree_util.keystr(path))
+    extra = {jax.tree_util.keystr(p).split("'attn']")[-1] for p in var}
+    assert extra == {"amplification": set(), "attenuation": set(),
+                     "headwise_rmsnorm": {"['head_norm']['scale']"},
+                     "gate": {"['gate_proj']['kernel']", "['gate_proj']['bias']"}}[name]
+
+
 # --- the sink metric on hand-built maps -------------------------------------------------------
 def _maps(T):
     first = np.zeros((T, T)); first[:, 0] = 1.0
