@@ -1,8 +1,16 @@
 """bornbiased-jax: transformers at random initialisation, seed by seed.
 
-Modules: ``config`` (presets), ``keys`` (seeds and key streams), ``layers`` and ``model`` (the
-decoder), ``sweep`` (many seeds x many sequences), ``probes`` (token preference, contraction),
-``theory`` (closed forms and simulators), ``data`` and ``train`` (pretraining), ``cli``.
+  models        ``config`` (presets), ``keys`` (seeds and key streams), ``layers`` and ``model``
+                (the decoder), ``hf`` (Hugging Face checkpoints in and out), ``sources`` (one
+                spec string for any model: a preset and seed, a training run, an HF folder)
+  probes        ``sweep`` (many seeds x many sequences), ``probes`` (token preference,
+                contraction, attention sinks, and their tables and figures), ``fingerprint``
+                (SeedPrint lineage tests and baselines), ``theory`` (closed forms and simulators)
+  training      ``data`` (corpora, tokenizers, blocks), ``train_config`` and ``train``,
+                ``sharding``, ``distributed`` (one process per host), ``flops``
+  plumbing      ``io`` (atomic writes, the results writer), ``plots`` (figures without pyplot),
+                ``precision`` (float32 matmul precision), ``errors`` (``UserError``),
+                ``defaults`` (what ``--help`` shows), ``cli`` and ``commands`` (``bornbiased``)
 """
 
 __version__ = "0.1.0"

@@ -24,6 +24,9 @@ under an unpinned name. Or it can be exported to text files first, e.g.::
         for row in ds: f.write(row["text"] + "\\n\\n")
 
 and then passed as ``--corpus tinystories.txt``.
+
+Text to measure a model on (``bornbiased sinks``) is read the same way; :func:`evaluation_tokenizer`
+chooses its tokenizer (a given one, the model's own, or a BPE trained on that text).
 """
 
 from __future__ import annotations
@@ -133,6 +136,14 @@ def load_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]
     return docs
 
 
+def load_nonempty_corpus(specs: Sequence[str], max_bytes: int | None = None) -> list[str]:
+    """:func:`load_corpus`, and a ``UserError`` when it yields no document."""
+    docs = load_corpus(specs, max_bytes=max_bytes)
+    if not docs:
+        raise UserError(f"the corpus {specs} is empty: no readable, non-empty text files")
+    return docs
+
+
 def read_documents(files: Sequence[Path]) -> list[str]:
     """Each file's text (UTF-8; undecodable or binary files are skipped); empty files dropped."""
     docs = []
@@ -167,6 +178,28 @@ def load_tokenizer(path: str | Path):
         return Tokenizer.from_file(str(path))
     except Exception as e:  # tokenizers raises a bare Exception on bad files
         raise UserError(f"cannot load tokenizer {str(path)!r}: {e}") from None
+
+
+def evaluation_tokenizer(docs: Sequence[str], max_vocab: int, *, path: str | Path | None = None,
+                         model_folder: Path | None = None, bpe_vocab: int = 4096):
+    """The tokenizer to read evaluation text ``docs`` with, and a note saying which: the
+    tokenizer.json at ``path`` if given, else ``model_folder``'s own tokenizer.json if it has one
+    (a training run's), else a byte-level BPE of min(``bpe_vocab``, ``max_vocab``) tokens trained
+    on ``docs`` themselves. A ``UserError`` if it has more tokens than ``max_vocab``, the model's
+    vocabulary."""
+    own = Path(model_folder) / "tokenizer.json" if model_folder is not None else None
+    if path:
+        tok, note = load_tokenizer(path), f"tokenizer {path}"
+    elif own is not None and own.is_file():
+        tok, note = load_tokenizer(own), f"the model's own tokenizer {own}"
+    else:
+        tok = train_tokenizer(docs, min(bpe_vocab, max_vocab))
+        note = (f"no tokenizer given: a byte-level BPE ({tok.get_vocab_size()} tokens) "
+                f"trained on the evaluation corpus")
+    if tok.get_vocab_size() > max_vocab:
+        raise UserError(f"the tokenizer has {tok.get_vocab_size()} tokens, more than the "
+                        f"model's vocabulary {max_vocab}")
+    return tok, note
 
 
 def token_chunks(docs: Sequence[str], tokenizer, eot: int | None = None,

@@ -32,9 +32,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from bornbiased_jax.defaults import INIT_TIMEOUT_S as DEFAULT_INIT_TIMEOUT_S
 from bornbiased_jax.errors import UserError
-
-DEFAULT_INIT_TIMEOUT_S = 300  # JAX's own default: slow clusters start processes minutes apart
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,22 +46,6 @@ class Launch:
     process_id: int | None
     coordinator: str | None
     source: str
-
-
-def add_arguments(parser) -> None:
-    """The multi-process flags shared by ``sweep``, ``fingerprint`` and ``train``."""
-    g = parser.add_argument_group(
-        "multi-process runs", "One process per host (or per GPU), all started with the same "
-        "command. Without these flags a run is distributed only when JAX detects a cluster "
-        "with several processes (SLURM, Open MPI, Kubernetes, Cloud TPU pod slices); see "
-        "docs/multihost.md.")
-    g.add_argument("--coordinator", metavar="HOST:PORT",
-                   help="address of process 0, where the others connect")
-    g.add_argument("--num-processes", type=int, metavar="N", help="number of processes")
-    g.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1")
-    g.add_argument("--init-timeout", type=float, default=DEFAULT_INIT_TIMEOUT_S, metavar="S",
-                   help=f"seconds to wait for the coordinator and every process "
-                        f"(default {DEFAULT_INIT_TIMEOUT_S})")
 
 
 def resolve(coordinator: str | None = None, num_processes: int | None = None,

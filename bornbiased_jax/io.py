@@ -1,13 +1,17 @@
-"""Atomic writes: a result file is either absent or complete, never half-written; and a check,
-made before any work, that an output can be written at all."""
+"""Atomic writes: a result file is either absent or complete, never half-written; a check, made
+before any work, that an output can be written at all; and the one writer of a command's
+results (:func:`write_artifacts`: JSON, markdown and PNG figures) with its run description
+(:func:`run_record`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import platform
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from bornbiased_jax.errors import UserError
 
@@ -73,12 +77,36 @@ def write_json(path, obj: Any) -> Path:
 
 
 def save_figure(fig, path, *, close: bool = True) -> Path:
-    """Save a matplotlib figure as PNG atomically, then close it (unless ``close=False``) so that
-    a long process drawing many figures does not keep every one of them in pyplot's registry."""
+    """Save a matplotlib figure as PNG atomically. A figure made through pyplot is then closed
+    (unless ``close=False``) so that a long process drawing many figures does not keep every one
+    of them in pyplot's registry; one made without pyplot (``plots.figure``) needs no closing.
+
+    Saving to PNG renders with Agg whatever the backend, so no display is needed."""
     out = atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight"),
                        mode="wb")
-    if close:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
+    pyplot = sys.modules.get("matplotlib.pyplot")  # not imported: the figure is not pyplot's
+    if close and pyplot is not None:
+        pyplot.close(fig)
     return out
+
+
+def write_artifacts(folder: str | os.PathLike, files: Mapping[str, Any]) -> list[Path]:
+    """Write a command's results into ``folder``, each file atomically and by its suffix:
+    ``.json`` a JSON-serialisable object, ``.md`` text, ``.png`` a matplotlib figure (closed
+    after saving, :func:`save_figure`). Returns the paths in the order given."""
+    writers = {".json": write_json, ".md": write_text,
+               ".png": lambda path, fig: save_figure(fig, path)}
+    unknown = [n for n in files if Path(n).suffix not in writers]
+    if unknown:
+        raise ValueError(f"no writer for {unknown}; artifacts are {sorted(writers)} files")
+    return [writers[Path(n).suffix](Path(folder) / n, obj) for n, obj in files.items()]
+
+
+def run_record(command: str, wall_seconds: float, **fields: Any) -> dict:
+    """A result's run description: the command line, the command's ``fields`` (its settings),
+    the wall time, and where it ran (JAX version, devices, machine)."""
+    import jax
+
+    return {"command": command, **fields, "wall_seconds": round(wall_seconds, 1),
+            "jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
+            "machine": platform.platform()}

@@ -23,14 +23,15 @@ comparison, full float32 first and compilation included, printed no row within 2
 Where a command names no precision, a ``JAX_DEFAULT_MATMUL_PRECISION`` in the environment is
 kept (the test suite sets it to "highest"); otherwise the command's default applies. The
 setting holds for the command's duration and is restored when it returns (:func:`scoped`).
+
+JAX is imported when a setting is read or made, not with this module, so that argument parsers
+can offer ``PRECISIONS`` without importing JAX.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-
-import jax
 
 from bornbiased_jax.errors import UserError
 
@@ -47,12 +48,16 @@ def use(name: str) -> str:
         raise UserError(f"unknown matmul precision {name!r}; choose one of {PRECISIONS} "
                         f"(highest: full float32; high: bfloat16x3; default: the backend's "
                         f"choice, TF32 on NVIDIA GPUs)")
+    import jax
+
     jax.config.update("jax_default_matmul_precision", None if name == "default" else name)
     return name
 
 
 def current() -> str:
     """The precision programs are traced with now ("default" when none was requested)."""
+    import jax
+
     return jax.config.jax_default_matmul_precision or "default"
 
 
@@ -68,6 +73,8 @@ def for_command(flag: str | None, command_default: str) -> str | None:
 def scoped(name: str | None):
     """``use(name)`` for the duration of the block (None: leave the setting as it is), then
     restore the previous setting."""
+    import jax
+
     before = jax.config.jax_default_matmul_precision
     try:
         if name is not None:

@@ -100,10 +100,7 @@ def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
         raise UserError(f"cannot read {spec!r}: write 'preset:NAME@SEED', e.g. "
                         f"'preset:llama2-tiny@42'")
     name, seed_text = m.groups()
-    try:
-        cfg = get_preset(name)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+    cfg = get_preset(name)  # a UserError listing the presets
     try:
         seed = int(seed_text)
     except ValueError:

@@ -33,10 +33,11 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.sources import run_steps
 from bornbiased_jax.train import Run, TrainConfig, settings_differences
 
-VIM_DOCS = "/usr/share/vim/vim90/doc"
+VIM_DOCS = "/usr/share/vim/vim*/doc"  # Vim's help files, any Vim version (vim90 on Debian 12)
 NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"
 
 # name -> corpus list (globs expanded at use)
@@ -212,7 +213,12 @@ def corpus(name: str, fam: Family = DEFAULT) -> list[str]:
     """The file and folder list of corpus ``name`` (globs expanded, sorted)."""
     out = []
     for spec in fam.corpora[name]:
-        out.extend(sorted(glob.glob(spec)) if any(c in spec for c in "*?[") else [spec])
+        found = sorted(glob.glob(spec)) if any(c in spec for c in "*?[") else [spec]
+        if not found:
+            raise UserError(f"corpus {name!r}: nothing matches {spec!r} on this machine; install "
+                            f"it (e.g. the vim-runtime or nodejs-doc package) or give "
+                            f"--corpus {name}=PATH")
+        out.extend(found)
     return out
 
 

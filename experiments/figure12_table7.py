@@ -162,9 +162,9 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
     for arm, name in done.items():
         rec = {"run": family.summary(name, runs)}
         final = load_source(str(runs / name))
-        rec["figure12"] = {str(eps): [sinks.measure_sinks(
-            final.params, final.cfg, sinks.text_windows(sink_ids, T, s["num_seqs"], seed=T),
-            eps).to_json() for T in s["lengths"]] for eps in s["eps"]}
+        rec["figure12"] = {str(eps): [r.to_json() for r in sinks.sink_rates_over_lengths(
+            final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps)]
+            for eps in s["eps"]}
         T = s["emergence_T"]
         win = sinks.text_windows(sink_ids, T, s["num_seqs"], seed=T)
         rec["emergence"] = []

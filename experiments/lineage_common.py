@@ -31,6 +31,7 @@ from experiments import family
 from experiments._common import parse, write
 
 from bornbiased_jax import data
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import baselines as B
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint.compare import null_seeds
@@ -107,7 +108,7 @@ class Study:
     def require(self, *runs: str) -> None:
         missing = [r for r in runs if not self.finished(r)]
         if missing:
-            raise SystemExit(f"runs not finished in {self.runs}: {missing}; train them with "
+            raise UserError(f"runs not finished in {self.runs}: {missing}; train them with "
                              f"python -m experiments.lineage")
 
     def spec(self, run: str, step: int | None = None) -> str:

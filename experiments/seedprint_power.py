@@ -32,7 +32,7 @@ from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.fingerprint.report import fmt_p
+from bornbiased_jax.fingerprint.tables import fmt_p
 from bornbiased_jax.sources import LoadedModel, init_params, load_source, run_steps
 from bornbiased_jax.train import Run, TrainConfig
 

@@ -4,8 +4,8 @@ import time
 
 from experiments._common import parse, write
 
-from bornbiased_jax import report
 from bornbiased_jax.config import get_preset
+from bornbiased_jax.probes import token_preference_tables as tables
 from bornbiased_jax.probes.token_preference import token_preference
 
 NAME = "table1"
@@ -21,4 +21,4 @@ if __name__ == "__main__":
     for name in s["presets"]:
         recs += token_preference(get_preset(name), s["seeds"], s["seq_lens"], s["num_seqs"],
                                  progress=True)
-    write(args, NAME, s, recs, report.table1_markdown(recs), report.figure1a(recs), t0)
+    write(args, NAME, s, recs, tables.table1_markdown(recs), tables.figure1a(recs), t0)

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from bornbiased_jax import cli, io
+from bornbiased_jax.commands import sweep
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_list
 from conftest import with_host_device_count
@@ -44,6 +45,29 @@ def test_save_figure_writes_a_png_and_closes_the_figure(tmp_path):
     assert plt.fignum_exists(kept.number)
     plt.close(kept)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.png", "sub"]  # no temporary left
+
+
+def test_write_artifacts_by_suffix_and_figures_without_pyplot(tmp_path):
+    """JSON, markdown and a figure drawn outside pyplot (plots.figure) are written atomically
+    by their suffix; no pyplot (and so no GUI backend) is imported to draw or save it."""
+    code = ("import json, sys; from pathlib import Path; from bornbiased_jax import io, plots\n"
+            "fig, ax = plots.figure(1, 2, figsize=(4, 2)); ax[1].plot([0, 1], [1, 0])\n"
+            "out = Path(sys.argv[1])\n"
+            "paths = io.write_artifacts(out, {'r.json': {'a': [1]}, 'r.md': '# r\\n', "
+            "'r.png': fig})\n"
+            "print([p.name for p in paths], 'matplotlib.pyplot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "o")], capture_output=True,
+                         text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("]")[1].strip() == "False"  # pyplot never imported
+    o = tmp_path / "o"
+    assert sorted(p.name for p in o.iterdir()) == ["r.json", "r.md", "r.png"]  # no temporaries
+    assert (o / "r.json").read_text().replace(" ", "").replace("\n", "") == '{"a":[1]}'
+    assert (o / "r.md").read_text() == "# r\n"
+    assert (o / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="no writer"):
+        io.write_artifacts(tmp_path, {"r.txt": "x"})
+    assert not (tmp_path / "r.txt").exists()
 
 
 def test_unwritable_outputs_fail_before_any_work(tmp_path, capsys, monkeypatch):
@@ -88,14 +112,14 @@ def test_internal_errors_keep_their_traceback(monkeypatch):
     def bug(args):
         raise ValueError("an internal bug")
 
-    monkeypatch.setattr(cli, "run_sweep", bug)
+    monkeypatch.setattr(sweep, "run", bug)
     with pytest.raises(ValueError, match="an internal bug"):
         cli.main(["sweep"])
 
     def user(args):
         raise UserError("bad input")
 
-    monkeypatch.setattr(cli, "run_sweep", user)
+    monkeypatch.setattr(sweep, "run", user)
     assert cli.main(["sweep"]) == 2
 
 

@@ -19,7 +19,7 @@ from bornbiased_jax.fingerprint import (calibrated_test, exchangeable_p, officia
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.compare import Settings
 from bornbiased_jax.fingerprint.paper import null_taus
-from bornbiased_jax.fingerprint.report import table_markdown
+from bornbiased_jax.fingerprint.tables import table_markdown
 
 
 def planted(rng, n, d, cols, rho, shift):

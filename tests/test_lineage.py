@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from bornbiased_jax import data
+from bornbiased_jax.errors import UserError
 from experiments import family, lineage
 from experiments.lineage_common import RUNS, SMOKE, Study
 
@@ -131,7 +132,7 @@ def test_paper_scale_family_follows_the_released_training_code(tmp_path):
     # an unfinished run of the right settings is reported as not finished
     for run in RUNS:
         shutil.rmtree(tmp_path / run)
-    with pytest.raises(SystemExit, match="runs not finished .*base-s42"):
+    with pytest.raises(UserError, match="runs not finished .*base-s42"):
         lineage.main(["--scale", "paper", "--no-train"] + out)
     with pytest.raises(SystemExit, match="unknown corpus name"):
         lineage.main(["--scale", "paper", "--no-train", "--corpus", "docs=/x"] + out)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import cli, precision
+from bornbiased_jax.commands import sweep
 from bornbiased_jax.errors import UserError
 
 
@@ -49,7 +50,7 @@ def test_cli_precision_per_command_and_restored_after(monkeypatch, capsys):
             return 0
         return run
 
-    monkeypatch.setattr(cli, "run_sweep", record("sweep"))
+    monkeypatch.setattr(sweep, "run", record("sweep"))
     monkeypatch.setattr(cli, "run_train", record("train"))
     monkeypatch.setattr(cli, "_join_processes", lambda a: None)
     train = ["train", "--corpus", "x", "--out", "y"]

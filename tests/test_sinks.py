@@ -19,7 +19,8 @@ from bornbiased_jax.cli import main
 from bornbiased_jax.config import apply_overrides, get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
-from bornbiased_jax.probes.sinks import check_eps, measure_sinks, sink_result
+from bornbiased_jax.probes.sinks import (check_eps, measure_sinks, sink_rates_over_lengths,
+                                         sink_result, text_windows)
 
 TINY = get_preset("llama2-tiny")
 VARIANTS = {
@@ -232,6 +233,21 @@ def test_measure_sinks_uses_the_models_maps():
         lambda path, x: jnp.zeros_like(x) if "k_proj" in jax.tree_util.keystr(path) else x, p)
     r0 = measure_sinks(p0, cfg, np.asarray(tok), batch=2)
     np.testing.assert_allclose(r0.alpha_LH, harmonic / T, rtol=2e-6)
+
+
+def test_sink_rates_over_lengths_is_the_metric_on_windows_seeded_per_length():
+    """Figure 12's loop (the CLI and experiments/figure12_table7.py): at each T, measure_sinks
+    on the windows text_windows draws with seed ``seed + T``, reported as each finishes."""
+    cfg, p = TINY, model.init(TINY, seed_key(0))
+    ids = np.asarray(jax.random.randint(jax.random.key(3), (400,), 0, cfg.vocab_size))
+    seen = []
+    got = sink_rates_over_lengths(p, cfg, ids, [8, 16], 3, eps=0.1, seed=5,
+                                  on_result=seen.append)
+    assert [r.T for r in got] == [8, 16] and seen == got
+    for r in got:
+        want = measure_sinks(p, cfg, text_windows(ids, r.T, 3, seed=5 + r.T), 0.1)
+        np.testing.assert_array_equal(r.alpha_SLH, want.alpha_SLH)  # the same program, inputs
+        assert r.eps == 0.1 and r.n_seqs == 3
 
 
 # --- forward returns the maps it used, for every variant --------------------------------------

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bornbiased_jax.cli import main, parse_seeds
+from bornbiased_jax.cli import main
+from bornbiased_jax.commands.arguments import parse_seeds
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.probes.token_preference import summarize, token_preference
 from bornbiased_jax.theory.binomial import (bonferroni_log10_p, format_log10_p,

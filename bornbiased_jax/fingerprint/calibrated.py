@@ -53,13 +53,12 @@ from typing import Iterable
 import numpy as np
 from scipy import stats
 
+from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS as DEFAULT_NULL_MODELS
+from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
+from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
-
-STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
-DEFAULT_STATISTIC = "spearman_all"
-DEFAULT_NULL_MODELS = 200
 
 
 def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,

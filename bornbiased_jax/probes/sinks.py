@@ -34,10 +34,9 @@ import numpy as np
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.defaults import SINK_EPS as DEFAULT_EPS
+from bornbiased_jax.defaults import SINK_LENGTHS as DEFAULT_LENGTHS
 from bornbiased_jax.errors import UserError
-
-DEFAULT_EPS = 0.25  # the paper's threshold (Gu et al. use 0.3)
-DEFAULT_LENGTHS = (32, 64, 128, 256, 512)  # "32 to 512"; the paper does not list them
 
 
 def check_eps(eps: float) -> float:
@@ -173,3 +172,18 @@ def text_windows(ids: Sequence[int], T: int, n: int, seed: int = 0) -> np.ndarra
                         f"{n} sequences were asked for: use fewer sequences or more text")
     pick = np.sort(np.random.default_rng(seed).choice(available, size=n, replace=False))
     return ids[: available * T].reshape(available, T)[pick]
+
+
+def sink_rates_over_lengths(params: dict, cfg: ModelConfig, ids: Sequence[int],
+                            lengths: Sequence[int], num_seqs: int, eps: float = DEFAULT_EPS,
+                            seed: int = 0, on_result=None) -> list[SinkResult]:
+    """The sink metric at each length T of ``lengths`` (Figure 12's axis), each on ``num_seqs``
+    random windows of T consecutive tokens of the text ``ids`` (window seed ``seed + T``).
+    ``on_result(result)``, if given, is called after each length (e.g. to print it)."""
+    results = []
+    for T in lengths:
+        windows = text_windows(ids, T, num_seqs, seed=seed + T)
+        results.append(measure_sinks(params, cfg, windows, eps))
+        if on_result is not None:
+            on_result(results[-1])
+    return results

@@ -18,6 +18,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import seed_list
 from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.sources import LoadedModel, apply_probe
 from bornbiased_jax.sweep import SplitProbe, sweep
 from bornbiased_jax.theory.binomial import bonferroni_log10_p
 
@@ -101,5 +102,24 @@ def token_preference(cfg: ModelConfig, seeds: Iterable[int], seq_lens: Sequence[
                          desc=f"{cfg.name} T={T}", **sweep_kwargs)
         for s, preds in zip(seeds, preds_SN):
             records.append(summarize(preds, cfg.vocab_size, preset=cfg.name, seed=int(s),
+                                     seq_len=int(T), input=input_kind))
+    return records
+
+
+def token_preference_of_models(models: Sequence[LoadedModel], seq_lens: Sequence[int],
+                               num_seqs: int, *, input_kind: str = "tokens", probe_seed: int = 0,
+                               seq_batch: int | None = None,
+                               progress: bool = False) -> list[TokenPreference]:
+    """Table 1 for loaded models (``sources.load_source``: trained runs, imports, single seeds):
+    a record per (model, sequence length), on ``probe_inputs(input_kind, ...)`` with
+    ``probe_seed``."""
+    records = []
+    for m in models:
+        for T in seq_lens:
+            xs = probe_inputs(input_kind, m.cfg, num_seqs, T, probe_seed)
+            preds = apply_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,
+                                seq_batch=seq_batch, progress=progress,
+                                desc=f"{m.label} T={T}")
+            records.append(summarize(preds, m.cfg.vocab_size, preset=m.label, seed=m.seed,
                                      seq_len=int(T), input=input_kind))
     return records

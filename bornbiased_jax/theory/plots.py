@@ -12,22 +12,19 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+import jax
+import numpy as np
 
-matplotlib.use("Agg")
-import jax  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from bornbiased_jax import layers, model  # noqa: E402
-from bornbiased_jax.config import get_preset  # noqa: E402
-from bornbiased_jax.io import save_figure  # noqa: E402
-from bornbiased_jax.probes.contraction import (inter_sequence_profile,  # noqa: E402
-                                               intra_sequence_probe, pairwise_similarity)
-from bornbiased_jax.probes.inputs import GaussianEmbeds, probe_inputs  # noqa: E402
-from bornbiased_jax.sweep import sweep  # noqa: E402
-from bornbiased_jax.theory import attn0, kernels, simulate  # noqa: E402
-from bornbiased_jax.theory.binomial import format_log10_p  # noqa: E402
+from bornbiased_jax import layers, model
+from bornbiased_jax.config import get_preset
+from bornbiased_jax.io import save_figure
+from bornbiased_jax.plots import figure
+from bornbiased_jax.probes.contraction import (inter_sequence_profile, intra_sequence_probe,
+                                               pairwise_similarity)
+from bornbiased_jax.probes.inputs import GaussianEmbeds, probe_inputs
+from bornbiased_jax.sweep import sweep
+from bornbiased_jax.theory import attn0, kernels, simulate
+from bornbiased_jax.theory.binomial import format_log10_p
 
 CPU = {
     "figure5": dict(preset="gpt2-rope-cpu", seed=42, seq_len=8, num_seqs=400),
@@ -61,7 +58,8 @@ def figure5(s: dict, progress: bool = False):
         "tanh MLP0": base.ablate(activation="tanh", norm="none", residual=False),
         "ReLU MLP block (LN + residual)": base.ablate(activation="relu"),
     }
-    rows, fig = {}, plt.figure(figsize=(6, 4))
+    rows = {}
+    fig, ax = figure(figsize=(6, 4))
     for label, cfg in variants.items():
         # MLP0 shrinks activations by ~0.02^2 d per layer; float32 then underflows (the paper's
         # footnote 5), so MLP0 inputs use unit scale: the cosine of ReLU/tanh layers does not
@@ -72,12 +70,12 @@ def figure5(s: dict, progress: bool = False):
         prof = inter_sequence_profile(cfg, [s["seed"]], xs, progress=progress)
         m = np.array([b.mean for b in prof["blocks"][0]])
         rows[label] = m
-        plt.plot(range(len(m)), m, "o-", label=label)
+        ax.plot(range(len(m)), m, "o-", label=label)
     L = base.n_layers
     it = kernels.relu_iterates(L)
-    plt.plot(range(L + 1), it, "k:", label="Prop. 2 recurrence (ReLU)")
-    plt.xlabel("number of blocks"); plt.ylabel("pairwise cosine, last token")
-    plt.title(f"Figure 5 ({base.name} widths, d_ff = {base.d_ff})"); plt.legend(fontsize=7)
+    ax.plot(range(L + 1), it, "k:", label="Prop. 2 recurrence (ReLU)")
+    ax.set_xlabel("number of blocks"); ax.set_ylabel("pairwise cosine, last token")
+    ax.set_title(f"Figure 5 ({base.name} widths, d_ff = {base.d_ff})"); ax.legend(fontsize=7)
     md = ("| block | ReLU MLP0 | Prop. 2 | tanh MLP0 | ReLU MLP block |\n|---:|---:|---:|---:|---:|\n"
           + "".join(f"| {i} | {rows['ReLU MLP0'][i]:.4f} | {it[i]:.4f} | {rows['tanh MLP0'][i]:.4f} | "
                     f"{rows['ReLU MLP block (LN + residual)'][i]:.4f} |\n" for i in range(L + 1)))
@@ -106,7 +104,7 @@ def table3(s: dict, progress: bool = False):
         sim = pairwise_similarity(out[k][0])
         rows.append({"setting": names[k], "paper": paper[k], "closed_form": closed[k],
                      "avg_sim": sim.mean, "log10_p": sim.log10_p})
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = figure(figsize=(6, 3.8))
     x = np.arange(3)
     ax.bar(x - 0.25, [r["paper"] for r in rows], 0.25, color="0.7", label="paper")
     ax.bar(x, [r["closed_form"] for r in rows], 0.25, label="closed form")
@@ -126,7 +124,7 @@ def figure8(s: dict, progress: bool = False):
     base = get_preset(s["preset"]).ablate(block="attn_only", residual=False,
                                           n_layers=s["n_layers"])
     rows = {}
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    fig, ax = figure(figsize=(6.5, 4.2))
     for T, N, color in zip(s["seq_lens"], s["num_seqs"], ["r", "b"]):
         # Both curves keep the block's pre-LayerNorm (it re-normalises every position between
         # layers); the dotted exact curve is Attn0 composed without normalisation (Prop. 5).
@@ -164,7 +162,7 @@ def figure9(s: dict, progress: bool = False):
     i = np.arange(1, T + 1)
     rel = np.sqrt(var.variance.mean / sv)
     corr = np.sqrt(attn0.softmax_variance_factor(T, float(var.score_std.mean)) / i)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4))
     ax.plot(i, rel, "r--o", ms=3, label="measured std(o_i) / std(v)")
     ax.plot(i, 1 / np.sqrt(i), "b--", label="paper: 1/sqrt(i)")
     ax.plot(i, corr, "k-", lw=1,

@@ -6,13 +6,9 @@ import math
 from collections import defaultdict
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from bornbiased_jax.probes.token_preference import TokenPreference  # noqa: E402
-from bornbiased_jax.theory.binomial import format_log10_p, uniform_rank_frequency  # noqa: E402
+from bornbiased_jax.plots import figure
+from bornbiased_jax.probes.token_preference import TokenPreference
+from bornbiased_jax.theory.binomial import format_log10_p, uniform_rank_frequency
 
 PLOT_RANKS = 30
 
@@ -46,7 +42,7 @@ def figure1a(records: Sequence[TokenPreference], max_panels: int = 6):
     recs = list(records)[:max_panels]
     ncol = min(3, len(recs))
     nrow = math.ceil(len(recs) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.4 * nrow), squeeze=False)
+    fig, axes = figure(nrow, ncol, figsize=(4.6 * ncol, 3.4 * nrow), squeeze=False)
     for ax, r in zip(axes.flat, recs):
         k = min(PLOT_RANKS, len(r.top_counts))
         ranks = range(1, k + 1)

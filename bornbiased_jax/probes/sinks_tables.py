@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bornbiased_jax.plots import plt
+from bornbiased_jax.plots import figure
 from bornbiased_jax.probes.sinks import SinkResult
 
 
@@ -29,7 +29,7 @@ def sinks_markdown(results: Sequence[SinkResult], name: str) -> str:
 
 def rate_vs_length(results: Sequence[SinkResult], name: str):
     """Sink rate (per-sequence mean +- 2 SE, and of mean alpha) against T, log2 axis."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4))
     T = [r.T for r in results]
     ax.errorbar(T, [r.rate for r in results], yerr=[2 * r.rate_se for r in results], fmt="o-",
                 capsize=3, label="per sequence, mean +- 2 SE")
@@ -48,7 +48,7 @@ def rate_vs_length(results: Sequence[SinkResult], name: str):
 def alpha_heatmaps(results: Sequence[SinkResult], name: str):
     """alpha^1 (layers x heads) at each length, one panel per T, shared colour scale [0, 1]."""
     n = len(results)
-    fig, axes = plt.subplots(1, n, figsize=(2.6 * n + 1, 3.2), squeeze=False)
+    fig, axes = figure(1, n, figsize=(2.6 * n + 1, 3.2), squeeze=False)
     im = None
     for ax, r in zip(axes[0], results):
         im = ax.imshow(r.alpha_LH, vmin=0, vmax=1, cmap="viridis", aspect="auto")

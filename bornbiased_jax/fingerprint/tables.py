@@ -5,14 +5,11 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from bornbiased_jax.fingerprint.dims import kendall_null_sd  # noqa: E402
-from bornbiased_jax.fingerprint.result import LineageResult  # noqa: E402
+from bornbiased_jax import plots
+from bornbiased_jax.fingerprint.dims import kendall_null_sd
+from bornbiased_jax.fingerprint.result import LineageResult
 
 P_LABELS = {"t_mean": "t, mean of trials", "u_mean": "U, mean of trials",
             "t_pooled": "t, pooled null", "u_pooled": "U, pooled null",
@@ -74,7 +71,7 @@ def table_text(results: Mapping[str, LineageResult]) -> str:
 
 def figure(results: Mapping[str, LineageResult], title: str = ""):
     """One panel per test: the observed correlations against that test's null."""
-    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.6), squeeze=False)
+    fig, axes = plots.figure(1, len(results), figsize=(4.6 * len(results), 3.6), squeeze=False)
     for ax, (name, r) in zip(axes[0], results.items()):
         if name == "calibrated":
             null = np.asarray(r.null)

@@ -1,0 +1,102 @@
+"""``bornbiased fingerprint``: SeedPrint, does SUSPECT descend from BASE's initialisation?"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from bornbiased_jax.commands.arguments import add_multiprocess_arguments, positive
+from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, CALIBRATED_STATISTIC,
+                                     CALIBRATED_STATISTICS)
+from bornbiased_jax.errors import UserError
+
+CPU = dict(n=2000, seq_len=64)
+PAPER = dict(n=10_000, seq_len=1024)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "fingerprint", help="SeedPrint: does SUSPECT descend from BASE's initialisation?",
+        description="Feed the same random inputs to two models, take the final hidden state at "
+                    "the last position (after the final norm), and test H0 'SUSPECT does not "
+                    "descend from BASE's initialisation' three ways: 'paper' (Algorithm 1: "
+                    "top-m identity dimensions, Kendall tau, a null of two Gaussian matrices, "
+                    "one-sided Student t and Mann-Whitney U, p averaged over 10 null draws and "
+                    "pooled), 'official' (the authors' released code: bottom-k dimensions, "
+                    "softmax/10, analytic z, p = 2 Phi-bar(z)) and 'calibrated' (the statistic "
+                    "against K fresh initialisations of BASE's architecture: an exact p-value "
+                    "when BASE is an initialisation). Prints a table; writes fingerprint.json, "
+                    "fingerprint.md and fingerprint.png into --out. Presets are built with every "
+                    "parameter seed-dependent (as 'bornbiased train' builds them) unless "
+                    "--shared-embedding. Defaults: "
+                    f"{CPU}; --scale paper: {PAPER} (for a GPU).")
+    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin)")
+    p.add_argument("suspect", metavar="SUSPECT", help="model source of the suspect")
+    p.add_argument("--test", choices=["paper", "official", "calibrated", "all"], default="all")
+    p.add_argument("--input", choices=["gaussian", "tokens"], default="gaussian",
+                   help="Gaussian input embeddings with BASE's embedding mean and std "
+                        "(Algorithm 1), or uniform random token ids")
+    p.add_argument("--output", choices=["normed", "prenorm", "logits"], default="normed",
+                   help="g(x): final hidden state after the final norm (default), before it, or "
+                        "the logits")
+    p.add_argument("--n", type=int, help="number of random input sequences (>= 3)")
+    p.add_argument("--seq-len", type=positive, help="length T of each input sequence")
+    p.add_argument("--m", type=positive, help="paper test: top-m size (default 0.52 d_out)")
+    p.add_argument("--k", type=positive, help="official test: bottom-k size (default 0.52 d_out)")
+    p.add_argument("--null-models", type=positive, default=CALIBRATED_NULL_MODELS,
+                   help="calibrated test: fresh initialisations K "
+                        f"(default {CALIBRATED_NULL_MODELS})")
+    p.add_argument("--statistic", choices=CALIBRATED_STATISTICS, default=None,
+                   help=f"calibrated test's statistic (default: {CALIBRATED_STATISTIC})")
+    p.add_argument("--probe-seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--shared-embedding", action="store_true",
+                   help="presets share one embedding across seeds (the Table-1 protocol)")
+    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
+    p.add_argument("--out", type=Path, default=Path("results/fingerprint"), help="output folder")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_multiprocess_arguments(p)
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from bornbiased_jax import distributed, io
+    from bornbiased_jax.fingerprint import tables
+    from bornbiased_jax.fingerprint.compare import TESTS, Settings, compare
+    from bornbiased_jax.sources import load_source
+
+    io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    scale = PAPER if args.scale == "paper" else CPU
+    n = args.n if args.n is not None else scale["n"]
+    if n < 3:
+        raise UserError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
+    settings = Settings(
+        tests=TESTS if args.test == "all" else (args.test,), input=args.input, n=n,
+        seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m, k=args.k,
+        null_models=args.null_models, statistic=args.statistic or CALIBRATED_STATISTIC,
+        probe_seed=args.probe_seed)
+    t0 = time.time()
+    base = load_source(args.base, shared_embedding=args.shared_embedding)
+    suspect = load_source(args.suspect, shared_embedding=args.shared_embedding)
+    out = compare(base, suspect, settings, progress=not args.no_progress)
+    wall = time.time() - t0
+    if not distributed.is_writer():  # every process computed; process 0 writes
+        return 0
+    results = out["results"]
+    run_info = io.run_record(args.command_line, wall, base=base.label, suspect=suspect.label,
+                             settings=dataclasses.asdict(settings), d_out=out["d_out"])
+    title = (f"{suspect.label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
+             f"{settings.input} inputs, {settings.output} outputs")
+    files = {"fingerprint.json": {"run": run_info,
+                                  "results": {k: r.to_json() for k, r in results.items()}},
+             "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
+                               f"{wall:.0f} s on {run_info['devices'][0]}.\n",
+             "fingerprint.png": tables.figure(results, title)}
+    io.write_artifacts(args.out, files)
+    print(title)
+    print(tables.table_text(results))
+    for name, r in results.items():
+        if r.note:
+            print(f"note ({name}): {r.note}")
+    print(f"wrote {args.out}/{', '.join(files)} ({wall:.0f} s)")
+    return 0

@@ -1,0 +1,18 @@
+"""Defaults and choices that the command line shows, in a module that imports nothing.
+
+Building ``bornbiased``'s argument parsers (and so every ``--help``) must not import JAX, SciPy or
+Matplotlib. The modules that own these settings import them from here under their own names
+(e.g. ``probes.sinks.DEFAULT_EPS``), so each value is written once.
+"""
+
+# probes/sinks.py: the sink metric (paper Sec. 6.2.1)
+SINK_EPS = 0.25  # the paper's threshold (Gu et al. use 0.3)
+SINK_LENGTHS = (32, 64, 128, 256, 512)  # "32 to 512"; the paper does not list them
+
+# fingerprint/calibrated.py: the calibrated lineage test
+CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
+CALIBRATED_STATISTIC = "spearman_all"
+CALIBRATED_NULL_MODELS = 200
+
+# distributed.py: JAX's own default; slow clusters start processes minutes apart
+INIT_TIMEOUT_S = 300
