@@ -5,7 +5,8 @@ the paper's value, ours, a verdict from :data:`VERDICTS` and why. The studies
 (``bornbiased_jax/studies/``) compute claims from their saved records with pure functions, and
 one renderer (:mod:`bornbiased_jax.studies.render`) writes them into RESULTS.md.
 
-The vocabulary (also printed at the top of RESULTS.md, from :data:`VERDICTS`):
+The vocabulary and what each word means are :data:`VERDICTS`, also printed at the top of
+RESULTS.md.
 """
 
 from __future__ import annotations

@@ -94,7 +94,8 @@ def _claim_rows(body: str) -> list[str]:
 def kept(body: str, study: str) -> str:
     """``body`` unchanged but for one line under its title: not regenerated, and how to."""
     lines = [ln for ln in body.splitlines() if not ln.startswith(KEPT)]
-    note = (f"{KEPT} the records of this section were not kept when the project moved to "
+    note = (f"{KEPT} this section is kept as an earlier run wrote it (numbers and verdicts, "
+            f"by the rules of that time): its records were not kept when the project moved to "
             f"another machine; `{COMMANDS[study]}` regenerates them (its records go to "
             f"results/records/{study}/).*")
     at = next((i + 1 for i, ln in enumerate(lines) if ln.startswith("## ")), 0)
@@ -146,11 +147,19 @@ def initialisation_section(records: dict, old: str) -> str | None:
               "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in "
               "`bornbiased theory` (README, *Notes on the paper*)."]
     if kept_names:
-        lines += ["", f"{KEPT} the rows {', '.join(kept_names)} are kept from an earlier run: "
-                  "their records were not kept when the project moved to another machine; "
+        lines += ["", f"{KEPT} the rows {', '.join(kept_names)} are kept as an earlier run "
+                  "wrote them (numbers and verdicts, by the rules of that time): their records "
+                  "were not kept when the project moved to another machine; "
                   + ", ".join(f"`python -m experiments.{n}`" for n, p, _ in initialisation.CLAIMS
                               if p in kept_names) + " regenerate them.*"]
+        lines += _provenance(old)
     return "\n".join(lines)
+
+
+def _provenance(old: str) -> list[str]:
+    """The old section's '**Provenance' paragraph, which kept rows still need."""
+    paras = [p for p in old.split("\n\n") if p.startswith("**Provenance")]
+    return ["", paras[0]] if paras else []
 
 
 def seedprint_section(records: dict, old: str) -> str | None:
@@ -164,8 +173,9 @@ def seedprint_section(records: dict, old: str) -> str | None:
              f"seedprint_power.py; run on {_run_line(records, names)}). " + seedprint.INTRO, "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"] + rows
     if kept_names:
-        lines += ["", f"{KEPT} the rows {', '.join(kept_names)} are kept from an earlier run: "
-                  "their records were not kept when the project moved to another machine; "
+        lines += ["", f"{KEPT} the rows {', '.join(kept_names)} are kept as an earlier run "
+                  "wrote them (numbers and verdicts, by the rules of that time): their records "
+                  "were not kept when the project moved to another machine; "
                   + ", ".join(f"`python -m experiments.{n}`" for n, p, _ in seedprint.CLAIMS
                               if p in kept_names) + " regenerate them.*"]
     return "\n".join(lines)
