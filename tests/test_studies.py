@@ -285,3 +285,70 @@ def test_records_are_compact_and_importable(tmp_path):
     assert f.read_text() == '{"run":{"experiment":"seedprint_calibration"},"records":[{"fpr":0.5}]}\n'
     assert render.load_records(root) == {"seedprint_calibration": {
         "run": {"experiment": "seedprint_calibration"}, "records": [{"fpr": 0.5}]}}
+
+
+def _sink_arm(rates, nll_shift=0.0, steps=(0, 2, 4), n=8, seed=0):
+    """A sink-study arm record: Figure 12 rows with these (rate, SE) per length, emergence and
+    Table 7 perplexities whose per-window NLL is a shared base plus ``nll_shift``."""
+    rng = np.random.default_rng(seed)
+    base = np.linspace(3.0, 4.0, n)
+
+    def ppl(shift):
+        nll = base + shift + rng.normal(0, 1e-3, n)
+        return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
+                "log_ppl_se": float(nll.std(ddof=1) / np.sqrt(n)),
+                "nll_per_window": nll.tolist()}
+    fig = [{"T": T, "sink_rate": r, "sink_rate_se": se, "alpha_LH": [[0.1, 0.2]]}
+           for T, (r, se) in zip((8, 16), rates)]
+    return {"run": {"tokens": 1000, "final_val_loss": 3.0},
+            "figure12": {"0.25": fig, "0.3": fig},
+            "emergence": [{"step": s, "tokens": 10 * s, "sink_rate": 0.0, "sink_rate_se": 0.0,
+                           "max_alpha": 0.1, "held_out": ppl(nll_shift)} for s in steps],
+            "table7": {"held_out": ppl(nll_shift), "prose": ppl(nll_shift)}}
+
+
+def test_sink_verdict_rules():
+    from bornbiased_jax.studies import sinks
+
+    s = {"eps": [0.25, 0.3], "emergence_T": 16, "lengths": [8, 16], "num_seqs": 8,
+         "ppl_windows": 8, "ppl_T": 16}
+
+    def verdicts(arms):
+        recs = {"arms": arms, "missing_arms": [], "settings": s}
+        return {c.claim: c.verdict for c in sinks.claims(recs, s)}
+    no_sinks = _sink_arm([(0.005, 0.002), (0.0, 0.0)])
+    v = verdicts({"baseline": no_sinks, "attenuation": _sink_arm([(0.0, 0.0)] * 2)})
+    assert v["Baseline develops sinks (validity gate)"] == V.DIFFERS
+    assert v["attenuation: sinks"] == V.UNTESTABLE
+    assert v["Table 7 perplexity, baseline"] == V.MEASURED
+    sinks_everywhere = _sink_arm([(0.6, 0.05), (0.5, 0.05)])
+    v = verdicts({"baseline": sinks_everywhere, "attenuation": _sink_arm([(0.0, 0.0)] * 2),
+                  "headwise_rmsnorm": _sink_arm([(0.3, 0.05)] * 2, nll_shift=-0.3),
+                  "gate": _sink_arm([(0.3, 0.05)] * 2, nll_shift=+0.3)})
+    assert v["Baseline develops sinks (validity gate)"] == V.REPRODUCED
+    assert v["attenuation: sinks"] == V.REPRODUCED  # 0 +- 0 < 0.05 at every length
+    assert v["convergence, headwise_rmsnorm"] == V.REPRODUCED  # 0.3 below by >> 2 SE
+    assert v["Table 7 perplexity, attenuation"] == V.REPRODUCED
+    assert v["Table 7 perplexity, gate"] == V.BEYOND and v["gate: sinks"] == V.BEYOND
+    v = verdicts({"baseline": sinks_everywhere,
+                  "attenuation": _sink_arm([(0.2, 0.05)] * 2, nll_shift=+0.3)})
+    assert v["attenuation: sinks"] == V.DIFFERS and v["Table 7 perplexity, attenuation"] == \
+        V.DIFFERS
+
+
+def test_lineage_pair_rule_names_what_differs():
+    def sp(p, tau=0.08):
+        return {"paper/t_mean": p, "paper/u_mean": p, "official/two_phi_bar": p,
+                "calibrated/exact": 0.5, "calibrated/z": 0.1, "calibrated/exact_valid": True,
+                "paper/mean_tau": tau, "paper/S": 40}
+    rec = {"pair": "s123 init vs s1000 base", "same_lineage": False,
+           "paper": {"t": 0.385, "u": 0.486},
+           "seedprint": {"tokens": sp(0.5, 0.0), "gaussian": sp(1e-30)},
+           "baselines": {"intrinsic": 0.2, "reef": 0.3, "pcs": 0.7, "ics": 0.0},
+           "pcs_no_norms": 0.0, "pcs_own_init": 0.96}
+    d = {"run": {"settings": {"n": 1000}}, "records": [rec]}
+    c = L.pair_claims("table4c", d)[0]
+    assert c.claim == "Table 4c: s123 init vs s1000 base" and c.verdict == V.DIFFERS
+    assert c.why.startswith("t (gaussian); U (gaussian); false lineage (gaussian)")
+    rec["seedprint"]["gaussian"] = sp(0.5)
+    assert L.pair_claims("table4c", d)[0].verdict == V.REPRODUCED
