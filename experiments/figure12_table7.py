@@ -51,7 +51,7 @@ from experiments._common import parse, write
 from bornbiased_jax import data
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.studies import render
-from bornbiased_jax.studies.sinks import sink_text_name, convergence, is_control, markdown
+from bornbiased_jax.studies.sinks import convergence, is_control, markdown, sink_text_name
 from bornbiased_jax.sources import load_source, run_steps
 from bornbiased_jax.train import loss_fn
 
