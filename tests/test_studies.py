@@ -256,11 +256,12 @@ def test_render_keeps_what_it_cannot_regenerate(tmp_path):
     assert "| Table 3 / Prop. 4 | 0.31, 0.49, 0.98 | 0.200 (p 1.00e-9)" in init
     assert "| Table 1 / Finding 1 | p | old table 1 | differs |" in init
     assert "| Finding 2.2 | 76 % | old finding 2.2 | reproduced |" in init
-    assert ("the rows Table 1 / Finding 1, Finding 2.2 are kept as an earlier run wrote them"
+    assert ("the rows Table 1 / Finding 1; Finding 2.2 are kept as an earlier run wrote them"
             in init
             and "`python -m experiments.figure2_finding22`" in init)
     assert "old table 3" not in init
-    assert "**Provenance of these rows.** Finding 2.2 from before the port." in init
+    assert ("As written with the kept rows: **Provenance of these rows.** Finding 2.2 from "
+            "before the port." in init)
     # a section without records stays verbatim under one line saying so, once
     assert sec["lineage"].count(render.KEPT) == 1 and "| Figure 11 | x | 1.23 |" in sec["lineage"]
     assert "`python -m experiments.lineage` regenerates" in sec["lineage"]

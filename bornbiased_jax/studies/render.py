@@ -147,7 +147,7 @@ def initialisation_section(records: dict, old: str) -> str | None:
               "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in "
               "`bornbiased theory` (README, *Notes on the paper*)."]
     if kept_names:
-        lines += ["", f"{KEPT} the rows {', '.join(kept_names)} are kept as an earlier run "
+        lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
                   "wrote them (numbers and verdicts, by the rules of that time): their records "
                   "were not kept when the project moved to another machine; "
                   + ", ".join(f"`python -m experiments.{n}`" for n, p, _ in initialisation.CLAIMS
@@ -158,8 +158,11 @@ def initialisation_section(records: dict, old: str) -> str | None:
 
 def _provenance(old: str) -> list[str]:
     """The old section's '**Provenance' paragraph, which kept rows still need."""
-    paras = [p for p in old.split("\n\n") if p.startswith("**Provenance")]
-    return ["", paras[0]] if paras else []
+    paras = [p for p in old.split("\n\n") if p.startswith(("**Provenance", "As written with"))]
+    if not paras:
+        return []
+    para = paras[0].removeprefix("As written with the kept rows: ")
+    return ["", f"As written with the kept rows: {para}"]
 
 
 def seedprint_section(records: dict, old: str) -> str | None:
@@ -173,7 +176,7 @@ def seedprint_section(records: dict, old: str) -> str | None:
              f"seedprint_power.py; run on {_run_line(records, names)}). " + seedprint.INTRO, "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"] + rows
     if kept_names:
-        lines += ["", f"{KEPT} the rows {', '.join(kept_names)} are kept as an earlier run "
+        lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
                   "wrote them (numbers and verdicts, by the rules of that time): their records "
                   "were not kept when the project moved to another machine; "
                   + ", ".join(f"`python -m experiments.{n}`" for n, p, _ in seedprint.CLAIMS
