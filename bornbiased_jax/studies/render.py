@@ -119,6 +119,13 @@ def _rows(specs, records: dict, old_rows: list[str]) -> tuple[list[str], list[st
     return lines, kept_names
 
 
+def _commands(specs, kept_names: list[str]) -> str:
+    """'`python -m experiments.X` regenerates them' for the experiments of the kept rows."""
+    names = list(dict.fromkeys(n for n, prefix, _ in specs if prefix in kept_names))
+    cmds = ", ".join(f"`python -m experiments.{n}`" for n in names)
+    return cmds + (" regenerates them" if len(names) == 1 else " regenerate them")
+
+
 def _run_line(records: dict, names: list[str]) -> str:
     runs = [records[n]["run"] for n in names if n in records and records[n].get("run")]
     if not runs:
@@ -150,8 +157,7 @@ def initialisation_section(records: dict, old: str) -> str | None:
         lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
                   "wrote them (numbers and verdicts, by the rules of that time): their records "
                   "were not kept when the project moved to another machine; "
-                  + ", ".join(f"`python -m experiments.{n}`" for n, p, _ in initialisation.CLAIMS
-                              if p in kept_names) + " regenerate them.*"]
+                  + _commands(initialisation.CLAIMS, kept_names) + ".*"]
         lines += _provenance(old)
     return "\n".join(lines)
 
@@ -179,8 +185,7 @@ def seedprint_section(records: dict, old: str) -> str | None:
         lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
                   "wrote them (numbers and verdicts, by the rules of that time): their records "
                   "were not kept when the project moved to another machine; "
-                  + ", ".join(f"`python -m experiments.{n}`" for n, p, _ in seedprint.CLAIMS
-                              if p in kept_names) + " regenerate them.*"]
+                  + _commands(seedprint.CLAIMS, kept_names) + ".*"]
     return "\n".join(lines)
 
 
