@@ -3,7 +3,10 @@
 Run a script as a module from the repository root, e.g. ``python -m experiments.table3``. Every
 script takes ``--scale cpu|paper`` (cpu: minutes on a 2-core CPU; paper: the paper's
 settings, for a GPU) and ``--out DIR`` (default results/experiments/<name>), and writes
-``<name>.json``, ``<name>.md`` and ``<name>.png`` into it.
+``<name>.json``, ``<name>.md`` and ``<name>.png`` into it; the record (the JSON's run info and
+records, compact) also goes to ``--records`` (default results/records, committed; at paper
+scale results/records/paper), from which ``python -m experiments.run_all --no-run`` renders
+RESULTS.md.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import io, precision
+from bornbiased_jax.studies.render import RECORDS, save_record
 
 
 def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
@@ -27,13 +31,28 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
                    help=f"cpu: {cpu}; paper: {paper}")
     p.add_argument("--out", type=Path, default=Path("results/experiments") / name)
+    add_records_flag(p)
     add_precision_flag(p)
     if extra is not None:
         extra(p)
     args = p.parse_args(argv)
     use_precision(args)
+    if args.records is None:
+        args.records = records_root(args.scale)
     settings = dict(paper if args.scale == "paper" else cpu)
     return args, settings
+
+
+def records_root(scale: str) -> Path:
+    """Where the committed records of ``scale`` go: results/records (cpu) or its paper/."""
+    return RECORDS if scale == "cpu" else RECORDS / "paper"
+
+
+def add_records_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", type=Path, default=None,
+                   help="folder of the committed records (default results/records, or "
+                        "results/records/paper with --scale paper); each experiment's record "
+                        "goes to RECORDS/<study>/<name>.json")
 
 
 def add_precision_flag(p: argparse.ArgumentParser) -> None:
@@ -57,28 +76,18 @@ def write(args, name: str, settings: dict, records, table_md: str, fig, t0: floa
     info = {"experiment": name, "scale": args.scale, "settings": settings,
             "wall_seconds": round(time.time() - t0, 1), "jax": jax.__version__,
             "device": str(jax.devices()[0]), "machine": platform.platform(),
-            "matmul_precision": precision.current()}
-    io.write_json(out / f"{name}.json", {"run": info, "records": _plain(records)})
+            "matmul_precision": precision.current(),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    saved = {"run": info, "records": _plain(records)}
+    io.write_json(out / f"{name}.json", saved)
+    if getattr(args, "records", None) is not None:
+        save_record(args.records, name, saved)
     io.write_text(out / f"{name}.md", f"# {name} ({args.scale} scale)\n\n{table_md}\n"
                   f"Settings: `{json.dumps(settings)}`; {info['wall_seconds']} s on "
                   f"{info['device']}.\n")
     io.save_figure(fig, out / f"{name}.png")
     print(table_md)
     print(f"wrote {out}/{name}.json, .md, .png ({info['wall_seconds']} s)")
-
-
-def replace_section(results: Path, name: str, body: str) -> None:
-    """Write ``body`` into ``results`` (RESULTS.md) between ``<!-- name:begin -->`` and
-    ``<!-- name:end -->``, replacing that section if present, else appending it; atomically."""
-    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    text = results.read_text() if results.exists() else ""
-    new = f"{begin}\n{body.rstrip()}\n{end}"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        text = head + new + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + new + "\n"
-    io.write_text(results, text)
 
 
 def _plain(x):

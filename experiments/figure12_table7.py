@@ -46,13 +46,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import family
-from experiments._common import parse, replace_section, write
-from experiments.figure12_report import (NEAR_ZERO, PAPER_TABLE7, convergence,  # noqa: F401
-                                         figure, markdown, paired_difference, rate_difference,
-                                         results_section)
+from experiments._common import parse, write
 
 from bornbiased_jax import data
 from bornbiased_jax.probes import sinks
+from bornbiased_jax.studies import render
+from bornbiased_jax.studies.sinks import convergence, is_control, markdown, sink_text_name
 from bornbiased_jax.sources import load_source, run_steps
 from bornbiased_jax.train import loss_fn
 
@@ -68,6 +67,8 @@ PAPER = dict(runs_dir="runs/sinks-paper", lengths=[32, 64, 128, 256, 512], num_s
              sink_text="wikitext2")
 ARMS = list(family.SINK_ARMS)
 PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's default: Table 7
+
+
 def held_out_docs(tc, fam) -> list[str]:
     """The validation documents of a family run (its last ``val_fraction`` of documents)."""
     docs = data.load_corpus(family.corpus("base", fam), max_bytes=int(tc.corpus_max_mb * 2**20))
@@ -108,13 +109,13 @@ def main(argv=None) -> None:
     default_arms = PAPER_ARMS if args.scale == "paper" else ARMS
     records = study(s, runs, fam, args.arms or default_arms, train=not args.no_train,
                     controls=args.control_seeds)
+    records["where"] = (f"{jax.devices()[0].device_kind} ({platform.platform()}, "
+                        f"{os.cpu_count()} cores)")
     md = markdown(records, s)
     write(args, NAME, s, records, md, figure(records, s), t0)
-    if args.results:
-        where = (f"{jax.devices()[0].device_kind} ({platform.platform()}, "
-                 f"{os.cpu_count()} cores)")
-        replace_section(Path(args.results), "sinks",
-                        results_section(records, s, scale=args.scale, where=where))
+    if args.results and args.scale == "cpu":
+        text = render.write(Path(args.results), args.records)
+        print(render.sections(text).get("sinks", ""))
 
 
 def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> dict:
@@ -190,6 +191,48 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
     return records
 
 
+def figure(records: dict, s: dict):
+    from bornbiased_jax.plots import plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    eps0 = str(s["eps"][0])
+    arms = [a for a in records["arms"] if not is_control(a)]
+    ctls = [a for a in records["arms"] if is_control(a)]
+    for arm, rec in records["arms"].items():
+        # one colour per arm in every panel; the seed controls dashed, in shades of grey
+        style = (dict(color=str(0.35 + 0.4 * ctls.index(arm) / max(1, len(ctls) - 1)),
+                      ls="--", label=arm) if is_control(arm) else
+                 dict(color=f"C{arms.index(arm) % 10}", ls="-", label=arm))
+        rs = rec["figure12"][eps0]
+        axes[0].errorbar([r["T"] for r in rs], [r["sink_rate"] for r in rs],
+                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o", capsize=3, **style)
+        em = rec["emergence"]
+        axes[1].errorbar([e["step"] for e in em], [e["sink_rate"] for e in em],
+                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o", capsize=2, **style)
+        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o", **style)
+        conv = convergence(rec, records["arms"]["baseline"]) if arm != "baseline" else []
+        if conv:
+            axes[3].errorbar([c["step"] for c in conv], [c["diff"] for c in conv],
+                             yerr=[2 * c["se"] for c in conv], fmt="o", capsize=2, **style)
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
+    axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
+                title=f"Figure 12: final checkpoints, {sink_text_name(s)} text", ylim=(-0.03, 1.03))
+    axes[1].set(xlabel="training step", ylabel=f"sink rate at T = {s['emergence_T']}",
+                title="Emergence over checkpoints (+- 2 SE)", ylim=(-0.03, 1.03))
+    axes[2].axhline(float(eps0), color="k", ls=":", lw=1, label=f"eps = {eps0}")
+    axes[2].set(xlabel="training step", ylabel="largest head alpha^1 (mean over windows)",
+                title=f"Strongest first-token head, T = {s['emergence_T']}")
+    axes[3].axhline(0.0, color="k", ls=":", lw=1, label="baseline")
+    axes[3].set(xlabel="training step", ylabel="held-out log-ppl minus baseline",
+                title="Convergence, paired with the baseline (+- 2 SE)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def _flags(p) -> None:
     p.add_argument("--runs-dir", type=Path, help="folder of the family's runs (default "
                    "runs/sinks; runs/family with --family lineage, the lineage study's "
@@ -211,7 +254,8 @@ def _flags(p) -> None:
     p.add_argument("--no-train", action="store_true",
                    help="evaluate finished runs only; do not train or resume any")
     p.add_argument("--results", type=Path, default=None,
-                   help="also write the Figure 12 / Table 7 section of this RESULTS.md")
+                   help="also rewrite this RESULTS.md from the records (CPU scale; the sinks "
+                        "section comes from bornbiased_jax/studies/sinks.py)")
 
 
 if __name__ == "__main__":

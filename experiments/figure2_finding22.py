@@ -5,22 +5,18 @@ A favourite is only meaningful when it stands out from the runner-up. Given the 
 k1 >= k2, the favourite is *unambiguous* when the two-sided test of "both tokens equally likely"
 (k1 ~ Binomial(k1 + k2, 1/2) given k1 + k2) rejects at 5 %. The script reports, per model, the
 favourite's count, the runner-up's, the margin and that test, and the match rate among all models
-and among those with an unambiguous favourite. The CPU default N = 3,000 is chosen so that most
-favourites are unambiguous: with N = 300 (the earlier default) they rested on 2-7 predictions and
-were often tied, so a mismatch could be a coin flip between equally frequent tokens.
+and among those with an unambiguous favourite. The CPU default N = 3,000 (ten times the earlier
+300, with which favourites rested on 2-7 predictions and were often tied, so that a mismatch
+could be a coin flip between equally frequent tokens) makes more favourites unambiguous.
 
-Measured at the CPU default (12 models of gpt2-rope-cpu, T = 64, N = 3,000; 88 minutes on a
-shared 2-core machine): the direction's token was the favourite in 6 of 12 models (2 of 12 at
-N = 300) and in 3 of the 3 models whose favourite is unambiguous; in every other model it was
-the runner-up or third, or tied with the favourite. Mismatches sit on near-ties, as suspected;
-more models (or larger N) are needed for a tight interval.
+The verdict and its rule (bornbiased_jax/studies/initialisation.py, ``finding22_claim``) and the
+measured rates are in RESULTS.md, from this script's record.
 """
 
 import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy import stats
 
 from experiments._common import parse, write
 
@@ -28,41 +24,11 @@ from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.probes.contraction import direction_top_token, inter_sequence_profile
 from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.studies.initialisation import UNAMBIGUOUS_P, favourite_stats, match_summary
 
 NAME = "figure2_finding22"
 CPU = dict(preset="gpt2-rope-cpu", seeds=list(range(12)), seq_len=64, num_seqs=3000)
 PAPER = dict(preset="gpt2-rope-nano", seeds=list(range(100)), seq_len=1024, num_seqs=2000)
-UNAMBIGUOUS_P = 0.05
-
-
-def favourite_stats(top_N: np.ndarray, vocab_size: int, d_top: int) -> dict:
-    """The favourite token, its margin over the runner-up, and where the direction's token ranks.
-
-    Ties go to the smallest id (np.argmax); ``tied`` says when that decided the favourite."""
-    counts = np.bincount(top_N, minlength=vocab_size)
-    order = np.argsort(-counts, kind="stable")
-    fav, runner = int(order[0]), int(order[1])
-    k1, k2 = int(counts[fav]), int(counts[runner])
-    p_margin = float(stats.binomtest(k1, k1 + k2, 0.5).pvalue) if k1 + k2 else 1.0
-    return {"favourite": fav, "favourite_count": k1, "runner_up": runner, "runner_up_count": k2,
-            "margin": k1 - k2, "tied": k1 == k2, "margin_p": p_margin,
-            "unambiguous": p_margin < UNAMBIGUOUS_P, "direction_top": d_top,
-            "direction_top_count": int(counts[d_top]),
-            # 1 = the favourite; tokens with equal counts share the best rank
-            "direction_top_rank": int((counts > counts[d_top]).sum()) + 1,
-            "match": d_top == fav}
-
-
-def match_summary(per_seed: list[dict]) -> dict:
-    """Match rates with exact (Clopper-Pearson) 95 % intervals, overall and unambiguous only."""
-    out = {}
-    for name, rows in [("all", per_seed), ("unambiguous", [r for r in per_seed if r["unambiguous"]])]:
-        k, n = sum(bool(r["match"]) for r in rows), len(rows)
-        ci = stats.binomtest(k, n).proportion_ci(0.95) if n else None
-        out[name] = {"matches": k, "models": n, "rate": k / n if n else None,
-                     "ci95": [ci.low, ci.high] if ci else None}
-    return out
-
 
 if __name__ == "__main__":
     args, s = parse(NAME, __doc__, CPU, PAPER)

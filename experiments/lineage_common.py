@@ -39,6 +39,8 @@ from bornbiased_jax.fingerprint.features import init_features, make_inputs, mode
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.sources import load_source, run_steps
+from bornbiased_jax.studies.lineage import BASELINES
+from bornbiased_jax.verdicts import p_text as fmt_p
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -83,10 +85,6 @@ def scale_family(args) -> family.Family:
 
 def parse_args(name: str, doc: str, argv=None):
     return parse(name, doc, CPU, PAPER, extra=flags, argv=argv)
-
-
-def fmt_p(p: float) -> str:
-    return "0" if p == 0 else (f"{p:.3g}" if p >= 1e-3 else f"{p:.1e}")
 
 
 class Study:
@@ -238,10 +236,10 @@ class Study:
         return rec
 
 
+# the RESULTS.md rows of these tables: bornbiased_jax/studies/lineage.py
 SEEDPRINT_COLS = [("t (mean)", "paper/t_mean"), ("U (mean)", "paper/u_mean"),
                   ("t (pooled)", "paper/t_pooled"), ("official", "official/two_phi_bar"),
                   ("calibrated", "calibrated/exact")]
-BASELINES = [("Intrinsic", "intrinsic"), ("REEF", "reef"), ("PCS", "pcs"), ("ICS", "ics")]
 
 
 def table(records: list[dict], label, paper: dict, expect_same) -> str:

@@ -10,6 +10,8 @@ import pytest
 
 from bornbiased_jax import data
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.studies import lineage as lineage_study
+from bornbiased_jax.studies import render
 from experiments import family, lineage
 from experiments.lineage_common import RUNS, SMOKE, Study
 
@@ -53,7 +55,8 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     assert {n: (runs / n / "metrics.jsonl").read_text() for n in RUNS} == before
     study = Study(runs, dict(SMOKE), root / "cache", fam)
     out = root / "results"
-    lineage.run_all(study, out, "cpu")
+    lineage.run_all(study, out, "cpu", records=root / "records")
+    render.save_record(root / "records", "lineage_runs", lineage.runs_record(runs, fam, "cpu"))
     # REEF's windows and ICS's token counts come from one read of the base corpus
     assert reads.count(list(family.corpus("base", fam))) == 1
     for name in lineage.EXPERIMENTS:
@@ -76,7 +79,11 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     curve = f11["inputs"]["tokens"]["curves"]
     assert [r["step"] for r in curve["base-s42"]] == [1, 2]
     assert [r["step"] for r in curve["base-s123"]] == [0, 1, 2]
-    body = lineage.section(out, runs, fam)
+    recs = render.load_records(root / "records")
+    assert set(recs) == {"figure11", "table4b", "table4c", "table5", "lineage_runs"}
+    assert recs["table5"]["records"] == json.loads((out / "table5" / "table5.json").read_text())[
+        "records"]  # the committed record is the experiment's JSON, compact
+    body = lineage_study.section(recs)
     claims = [line.split(" | ")[0] for line in body.splitlines() if line.startswith("| ")]
     assert sum(c.startswith("| Figure 11") for c in claims) == 1
     assert sum(c.startswith("| Table 4b") for c in claims) == 4
@@ -84,11 +91,12 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     assert sum(c.startswith("| Table 5") for c in claims) == 4
     assert sum(c.startswith(("| base-s", "| cont-")) for c in claims) == len(RUNS)
     results = root / "RESULTS.md"
-    results.write_text("# Results\n\n<!-- other:begin -->\nkept\n<!-- other:end -->\n")
-    lineage.replace_section(results, "lineage", body)
-    lineage.replace_section(results, "lineage", body)  # replaced, not appended twice
+    results.write_text("# Results\n\n<!-- gpu:begin -->\nkept\n<!-- gpu:end -->\n")
+    render.write(results, root / "records")
+    render.write(results, root / "records")  # replaced, not appended twice
     text = results.read_text()
     assert text.count("<!-- lineage:begin -->") == 1 and "kept" in text
+    assert render.sections(text)["lineage"] == body.strip()
 
 
 def test_paper_scale_family_follows_the_released_training_code(tmp_path):

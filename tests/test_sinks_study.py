@@ -1,7 +1,8 @@
 """The attention-sink study (experiments/figure12_table7.py) end to end on a tiny family: two
 arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per length,
-its emergence over the checkpoints, perplexities with paired differences, and the RESULTS.md
-section."""
+its emergence over the checkpoints, perplexities with paired differences, and the claims and
+RESULTS.md section that bornbiased_jax/studies/sinks.py makes of the records, with their
+verdict rules."""
 
 import dataclasses
 import json
@@ -9,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from bornbiased_jax.studies import sinks as S
 from experiments import family
 from experiments import figure12_table7 as f12
 
@@ -55,7 +57,7 @@ def test_sink_study_measures_every_trained_arm(records):
         "model_config"]["attn_output_transform"] == "none"
     # a paired difference of an arm with itself is exactly zero
     t = rec["arms"]["baseline"]["table7"]["held_out"]
-    assert f12.paired_difference(t, t) == (0.0, 0.0)
+    assert S.paired_difference(t, t) == (0.0, 0.0)
 
 
 def test_seed_control_is_the_baseline_from_another_seed(records):
@@ -72,28 +74,28 @@ def test_seed_control_is_the_baseline_from_another_seed(records):
     assert (runs / "base-s7" / "tokenizer.json").read_text() == (
         runs / "base-s42" / "tokenizer.json").read_text()
     # another initialisation: other perplexities on the same windows
-    d, se = f12.paired_difference(rec["arms"]["control-s7"]["table7"]["held_out"],
+    d, se = S.paired_difference(rec["arms"]["control-s7"]["table7"]["held_out"],
                                   rec["arms"]["baseline"]["table7"]["held_out"])
     assert d != 0.0 and se > 0.0
-    section = f12.results_section(rec, SETTINGS)
+    section = _section(rec, SETTINGS)
     assert "the control rows" in section
     assert _row(section, "convergence, control-s7").endswith(
-        "| control: seed-to-seed variation |")
-    diffs = [f12.paired_difference(t, rec["arms"]["baseline"]["table7"][k])
+        "| measured: seed-to-seed variation |")
+    diffs = [S.paired_difference(t, rec["arms"]["baseline"]["table7"][k])
              for k, t in rec["arms"]["control-s7"]["table7"].items()]
     differs = any(abs(d) > 2 * se for d, se in diffs)
     assert _row(section, "Table 7 perplexity, control-s7").endswith(
-        "| control: differs from the seed-42 baseline by > 2 SE on some text (training noise "
-        "exceeds the windows' SE) |" if differs else
-        "| control: within 2 SE of the seed-42 baseline on every text |")
-    assert "| control-s7 |" in f12.markdown(rec, SETTINGS)
+        "| measured: control: differs from the seed-42 baseline by > 2 SE on some text "
+        "(training noise exceeds the windows' SE) |" if differs else
+        "| measured: control: within 2 SE of the seed-42 baseline on every text |")
+    assert "| control-s7 |" in S.markdown(rec, SETTINGS)
     # not trained and not to be trained: listed as missing, not measured
     fam = family.smoke_family(root / "corpora")
     fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
     again = f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=[8])
     assert again["missing_controls"] == ["control-s8"] and "control-s8" not in again["arms"]
-    assert "Not yet trained: amplification" in f12.markdown(again, SETTINGS)
-    assert "control-s8" in f12.markdown(again, SETTINGS)
+    assert "Not yet trained: amplification" in S.markdown(again, SETTINGS)
+    assert "control-s8" in S.markdown(again, SETTINGS)
     for bad in ([42], [7, 7], [-1]):
         with pytest.raises(SystemExit, match="control seeds"):
             f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=bad)
@@ -101,10 +103,10 @@ def test_seed_control_is_the_baseline_from_another_seed(records):
 
 def test_sink_study_tables_and_results_section(records):
     rec, root = records
-    md = f12.markdown(rec, SETTINGS)
+    md = S.markdown(rec, SETTINGS)
     assert "| baseline |" in md and "| attenuation |" in md and "shifted prose" in md
     assert "Not yet trained: amplification" in md
-    section = f12.results_section(rec, SETTINGS)
+    section = _section(rec, SETTINGS)
     assert "Baseline develops sinks (validity gate)" in section
     assert "Table 7 perplexity, attenuation" in section
     row = next(line for line in section.splitlines() if line.startswith("| attenuation: sinks"))
@@ -113,19 +115,17 @@ def test_sink_study_tables_and_results_section(records):
     fig = f12.figure(rec, SETTINGS)
     assert len(fig.axes) == 4
     # held-out perplexity at every checkpoint, paired with the baseline's on the same windows
-    conv = f12.convergence(rec["arms"]["attenuation"], rec["arms"]["baseline"])
+    conv = S.convergence(rec["arms"]["attenuation"], rec["arms"]["baseline"])
     assert [c["step"] for c in conv] == [0, 1, 2]
-    final = f12.paired_difference(rec["arms"]["attenuation"]["table7"]["held_out"],
+    final = S.paired_difference(rec["arms"]["attenuation"]["table7"]["held_out"],
                                   rec["arms"]["baseline"]["table7"]["held_out"])
     assert np.allclose((conv[-1]["diff"], conv[-1]["se"]), final)  # the last is Table 7's
-    assert f12.convergence(rec["arms"]["baseline"], rec["arms"]["baseline"])[-1]["diff"] == 0.0
+    assert S.convergence(rec["arms"]["baseline"], rec["arms"]["baseline"])[-1]["diff"] == 0.0
     assert _row(section, "convergence, attenuation").endswith("| measured |")
     assert "Convergence: held-out log-ppl minus the baseline's" in md
-    out = root / "RESULTS.md"
-    out.write_text("# Results\n")
-    f12.replace_section(out, "sinks", section)
-    f12.replace_section(out, "sinks", section)  # replaced, not appended twice
-    assert out.read_text().count("<!-- sinks:begin -->") == 1
+    # the section RESULTS.md gets from the saved record (the renderer's input)
+    assert section.startswith("## Attention sinks after training")
+    assert md.strip() in section
 
 
 def test_sink_rates_can_be_measured_on_a_shifted_text(records):
@@ -143,7 +143,7 @@ def test_sink_rates_can_be_measured_on_a_shifted_text(records):
     # perplexities do not depend on where the sink rates are measured
     assert prose["arms"]["baseline"]["table7"]["held_out"]["ppl"] == pytest.approx(
         rec["arms"]["baseline"]["table7"]["held_out"]["ppl"], rel=1e-6)
-    assert "windows of prose text" in f12.markdown(prose, {**SETTINGS, "sink_text": "prose"})
+    assert "windows of prose text" in S.markdown(prose, {**SETTINGS, "sink_text": "prose"})
     with pytest.raises(SystemExit, match="sink_text 'wikitext2' is not one of"):
         f12.study({**SETTINGS, "sink_text": "wikitext2"}, root / "runs", fam, ["baseline"],
                   train=False)
@@ -191,6 +191,13 @@ def _with_baseline_rates(rec, rates):
     return rec
 
 
+def _section(rec, settings=SETTINGS):
+    """The RESULTS.md section of the study's records, as the renderer makes it from the saved
+    JSON (the records carry their settings; ``settings`` must be those)."""
+    assert rec["settings"] == settings
+    return S.section({"run": {"scale": "cpu"}, "records": rec})
+
+
 def _row(section, claim):
     return next(ln for ln in section.splitlines() if ln.startswith(f"| {claim}"))
 
@@ -200,32 +207,33 @@ def test_validity_gate_needs_sinks_at_every_length(records):
     (the measured 0.005 +- 0.002 at T = 32, nothing at longer lengths) does not pass the gate,
     and the arms' sink comparisons are then untestable."""
     rec, _ = records
-    one = f12.results_section(_with_baseline_rates(rec, [(0.005, 0.002), (0.0, 0.0)]),
+    one = _section(_with_baseline_rates(rec, [(0.005, 0.002), (0.0, 0.0)]),
                               SETTINGS)
-    assert _row(one, "Baseline develops sinks").endswith("| not reproduced at this scale |")
+    assert _row(one, "Baseline develops sinks").endswith(
+        "| differs: no sinks at every length at this scale (rate > 0 by 2 SE) |")
     assert "untestable" in _row(one, "attenuation: sinks")
-    every = f12.results_section(_with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)]),
+    every = _section(_with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)]),
                                 SETTINGS)
     assert _row(every, "Baseline develops sinks").endswith(
-        "| gate passed: sinks at every length (rate > 0 by 2 SE; the paper's \"high\" has no "
+        "| reproduced: sinks at every length (rate > 0 by 2 SE; the paper's \"high\" has no "
         "number to compare) |")
     assert "untestable" not in _row(every, "attenuation: sinks")
     # With a baseline that has sinks, the paper's two claims are read literally: attenuation
     # "near zero at every length", amplification "lower than baseline, not zero".
     rates = [r["sink_rate"] + 2 * r["sink_rate_se"]
              for r in rec["arms"]["attenuation"]["figure12"]["0.25"]]
-    near = max(rates) < f12.NEAR_ZERO
+    near = max(rates) < S.NEAR_ZERO
     assert _row(every, "attenuation: sinks").endswith(
         "| reproduced: below 0.05 (by 2 SE) at every length |" if near else
-        "| not reproduced: not below 0.05 (by 2 SE) at every length |")
+        "| differs: not below 0.05 (by 2 SE) at every length |")
     amp = _with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)])
     amp["arms"]["amplification"] = amp["arms"]["attenuation"]
     rows = amp["arms"]["amplification"]["figure12"]["0.25"]
     _set_rates(rows, [(0.0, 0.0), (0.0, 0.0)])
-    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
-        "| not reproduced: zero (by 2 SE) at every length |")
+    assert _row(_section(amp, SETTINGS), "amplification: sinks").endswith(
+        "| differs: zero (by 2 SE) at every length |")
     _set_rates(rows, [(0.2, 0.03), (0.2, 0.03)], seed=1)
-    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
+    assert _row(_section(amp, SETTINGS), "amplification: sinks").endswith(
         "| reproduced: lower than baseline at every length, above 0 at some |")
     # "lower than baseline" is paired over the shared windows: an arm whose every window has
     # 0.05 fewer sink heads than the baseline's is lower, although the spread of the windows'
@@ -233,15 +241,15 @@ def test_validity_gate_needs_sinks_at_every_length(records):
     for r, rb in zip(rows, amp["arms"]["baseline"]["figure12"]["0.25"]):
         r["sink_rate_per_seq"] = (np.asarray(rb["sink_rate_per_seq"]) - 0.05).tolist()
         r["sink_rate"], r["sink_rate_se"] = rb["sink_rate"] - 0.05, rb["sink_rate_se"]
-    assert f12.rate_difference(rows[0], amp["arms"]["baseline"]["figure12"]["0.25"][0])[
+    assert S.rate_difference(rows[0], amp["arms"]["baseline"]["figure12"]["0.25"][0])[
         1] == pytest.approx(0.0, abs=1e-12)
-    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
+    assert _row(_section(amp, SETTINGS), "amplification: sinks").endswith(
         "| reproduced: lower than baseline at every length, above 0 at some |")
     # records saved without per-sequence rates fall back to an unpaired comparison
     for r in rows + amp["arms"]["baseline"]["figure12"]["0.25"]:
         del r["sink_rate_per_seq"]
-    assert _row(f12.results_section(amp, SETTINGS), "amplification: sinks").endswith(
-        "| not reproduced: not lower at every length |")
+    assert _row(_section(amp, SETTINGS), "amplification: sinks").endswith(
+        "| differs: not lower at every length |")
 
 
 def test_headwise_rmsnorm_convergence_verdict(records):
@@ -262,15 +270,15 @@ def test_headwise_rmsnorm_convergence_verdict(records):
 
     rng = np.random.default_rng(0)
     noise = lambda n: rng.normal(0.0, 0.01, n)  # noqa: E731
-    for shift, verdict in [(lambda step, n: -0.3 + noise(n), "| reproduced in this run: below"),
+    for shift, verdict in [(lambda step, n: -0.3 + noise(n), "| reproduced: in this run: below"),
                            (lambda step, n: (-0.3 if step == 0 else 0.0) + noise(n),
-                            "| not reproduced"),
-                           (lambda step, n: noise(n), "| not reproduced")]:
+                            "| differs: in this run: not below"),
+                           (lambda step, n: noise(n), "| differs: in this run: not below")]:
         r = copy.deepcopy(rec)
         r["arms"]["headwise_rmsnorm"] = arm_with(shift)
         r["arms"]["gate"] = arm_with(shift)
         r["missing_arms"] = ["amplification"]
-        section = f12.results_section(r, SETTINGS)
+        section = _section(r, SETTINGS)
         assert verdict in _row(section, "convergence, headwise_rmsnorm")
         # the records carry a seed control, so the verdict points to it
         assert "the control rows show seed-to-seed" in _row(section,
@@ -278,21 +286,22 @@ def test_headwise_rmsnorm_convergence_verdict(records):
         assert _row(section, "convergence, gate").endswith("| beyond the paper: measured |")
         assert "beyond the paper" in _row(section, "Table 7 perplexity, gate")
         assert "untestable" in _row(section, "gate: sinks")
-        assert _row(section, "amplification: sinks").endswith("| not trained yet | open |")
+        assert _row(section, "amplification: sinks").endswith(
+            "| not trained yet | untestable: not trained yet |")
     # with seed controls, the arm must also be below the baseline by more than another
     # initialisation seed moves it: a control 0.4 below the baseline makes -0.3 seed noise
     r = copy.deepcopy(rec)
     r["arms"]["headwise_rmsnorm"] = arm_with(lambda step, n: -0.3 + noise(n))
-    for ctl_shift, verdict in [(-0.4, "| not reproduced"), (+0.1, "| reproduced"),
+    for ctl_shift, verdict in [(-0.4, "| differs"), (+0.1, "| reproduced"),
                                (-0.1, "| reproduced")]:
         r["arms"]["control-s7"] = arm_with(lambda step, n: ctl_shift + noise(n))
-        row = _row(f12.results_section(r, SETTINGS), "convergence, headwise_rmsnorm")
+        row = _row(_section(r, SETTINGS), "convergence, headwise_rmsnorm")
         assert verdict in row and "more than the seed controls' difference" in row
     # no checkpoint in the first half of training: the claim cannot be tested
     r["arms"]["headwise_rmsnorm"]["emergence"] = [
         e for e in r["arms"]["headwise_rmsnorm"]["emergence"] if e["step"] != 1]
     assert "| untestable: no saved checkpoint in the first half" in _row(
-        f12.results_section(r, SETTINGS), "convergence, headwise_rmsnorm")
+        _section(r, SETTINGS), "convergence, headwise_rmsnorm")
 
 
 def test_paper_scale_family_is_tables_13_and_14(tmp_path):

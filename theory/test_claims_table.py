@@ -23,5 +23,5 @@ def test_theory_cli_fast(tmp_path, capsys):
             assert field in r
         assert r["agrees"] in (True, None), r
     verdicts = {r["verdict"] for r in recs}
-    assert {"holds", "corrected", "beyond"} <= verdicts
+    assert {"holds", "corrected", "beyond the paper"} <= verdicts
     assert "| claim | where | paper |" in capsys.readouterr().out

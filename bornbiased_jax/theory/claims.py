@@ -1,11 +1,13 @@
 """The theory table: every checked claim with the paper's value, our closed form, the finite-width
 simulation (mean +- standard error) and a verdict.
 
-Verdicts:
+Verdicts (from the project's one vocabulary, bornbiased_jax/verdicts.py):
   * "holds"    - the paper's statement equals the closed form (to the paper's printed precision)
                  and the simulation agrees with the closed form within its tolerance;
   * "corrected" - the paper's statement differs from the correct closed form; the note says how;
-  * "beyond"   - a closed form the paper does not state (a rate, a general case), checked here.
+  * "beyond the paper" - a closed form the paper does not state (a rate, a general case),
+                 checked here;
+  * "differs"  - the simulation disagrees with the closed form (the note says so).
 The simulation agrees when |simulated - closed form| <= Z * SE + allowance, with Z = 4 and the
 allowance the known O(1/width) finite-width bias (stated per row; 0 where none is known).
 """
@@ -19,12 +21,18 @@ import numpy as np
 
 from bornbiased_jax.theory import attn0, kernels, seedprint_null, simulate
 from bornbiased_jax.theory.binomial import bonferroni_log10_p, format_log10_p
+from bornbiased_jax.verdicts import BEYOND, CORRECTED, DIFFERS, HOLDS, VERDICTS
+from bornbiased_jax.verdicts import Claim as Row
 
 Z = 4.0
 
 
 @dataclasses.dataclass
 class Claim:
+    """A theory row: the shared :class:`bornbiased_jax.verdicts.Claim` fields (claim, section,
+    paper, verdict, note) with the numbers behind "ours": the closed form and the simulation
+    (mean, SE, allowed finite-width bias). :meth:`row` gives the shared row."""
+
     claim: str
     section: str
     paper: str
@@ -32,8 +40,12 @@ class Claim:
     simulated: float | None = None
     se: float | None = None
     allowance: float = 0.0
-    verdict: str = "holds"
+    verdict: str = HOLDS
     note: str = ""
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {list(VERDICTS)}")
 
     @property
     def agrees(self) -> bool | None:
@@ -43,8 +55,17 @@ class Claim:
 
     def finish(self) -> "Claim":
         if self.agrees is False:
-            self.verdict = "simulation disagrees"
+            self.verdict = DIFFERS
+            self.note = "simulation disagrees with the closed form" + (
+                f"; {self.note}" if self.note else "")
         return self
+
+    def row(self) -> Row:
+        """The shared row: ours = the closed form and the simulated value +- SE."""
+        ours = "closed form " + _num(self.closed_form)
+        if self.simulated is not None:
+            ours += f"; simulated {_num(self.simulated)} +- {_num(self.se)}"
+        return Row(self.claim, self.paper, ours, self.verdict, self.note, self.section)
 
     def to_json(self) -> dict:
         d = {k: (float(v) if isinstance(v, (np.floating, np.integer)) else v)
@@ -72,7 +93,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
                       relu.mean[4], relu.se[4], fw))
     rows.append(Claim(
         "ReLU: g(rho) > rho on [0,1), so rho_l -> 1", "Prop. 2 proof", "from g(0)>0, g'(1)=1",
-        None, verdict="corrected",
+        None, verdict=CORRECTED,
         note="conclusion true; the proof's reason is incomplete: h(rho) = g(rho) - rho has "
              "h' = -arccos(rho)/pi < 0 and h(1) = 0 (a hypothesis property in theory/)"))
     lbig = 10_000
@@ -80,7 +101,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
     rows.append(Claim(
         "ReLU: rate l^2 (1 - rho_l) -> 9 pi^2/2", "Prop. 2 (beyond)", "'stable fixed point 1'",
         kernels.relu_tail_constant(), tail, 0.0, 0.01 * kernels.relu_tail_constant(),
-        verdict="beyond",
+        verdict=BEYOND,
         note=f"g'(1) = 1: the fixed point is marginal, convergence polynomial; simulated column "
              f"is the iterated map at l = {lbig:,}"))
     tanh = simulate.mlp0_inter_similarity("tanh", 3, d=width, d_ff=4 * width, reps=R(32))
@@ -96,7 +117,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
         rows.append(Claim(
             f"GELU MLP0 rho_1 at sigma = {sigma} ({label})", "Finding 4.1 (beyond)",
             "~symmetric" if sigma < 0.1 else "asymmetric", closed, sim.mean[1], sim.se[1],
-            fw * closed / kernels.relu_iterates(1)[1], verdict="beyond",
+            fw * closed / kernels.relu_iterates(1)[1], verdict=BEYOND,
             note="sigma = 0.02 sqrt(d) rms(x): 0.554 after LayerNorm at d = 768, 0.011 on raw "
                  "embeddings"))
 
@@ -117,14 +138,14 @@ def build_claims(fast: bool = False) -> list[Claim]:
     s, t = np.sort(rng.integers(1, 10**6, size=(2, 200_000)), axis=0)
     frac = float(np.mean(s / t <= 0.5))
     rows.append(Claim("Prop. 5 proof: density of r = s/t", "App. A.3", "f(r) = 2r, P(r<=1/2)=1/4",
-                      0.5, frac, math.sqrt(0.25 / s.size), verdict="corrected",
+                      0.5, frac, math.sqrt(0.25 / s.size), verdict=CORRECTED,
                       note="r is uniform on (0,1); the final formula is the uniform-density "
                            "result, so only the stated step is wrong"))
     for L in (2, 3, 4):
         rows.append(Claim(
             f"Prop. 5 closed form rho'(L={L}) = limit after L-1 Attn0 layers", "Prop. 5",
             f"{attn0.paper_prop5_closed_form(L):.4f} 'after L layers'",
-            attn0.attn0_intra_limit(L - 1), verdict="corrected",
+            attn0.attn0_intra_limit(L - 1), verdict=CORRECTED,
             note="formula right (matches quadrature of the derived kernel), but the paper's L "
                  "is the number of Attn0 layers + 1 (proof: 'N = L - 1' applications)"))
     for Tn in (16, 512):
@@ -137,7 +158,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
                 f"Attn0 intra-seq cosine, T = {Tn}, {n} layer(s)", "Prop. 5, Fig. 8",
                 f"{approx:.4f} (approx.) / {attn0.paper_prop5_finite_T(Tn, n + 1):.4f}",
                 exact, float(sim.mean[n]), float(sim.se[n]), 2.0 / (2048 if Tn == 16 else 256),
-                verdict="holds" if abs(approx - exact) < 5e-3 else "corrected",
+                verdict=HOLDS if abs(approx - exact) < 5e-3 else CORRECTED,
                 note="closed form: exact finite-T correlation of A^n X (all T^2 pairs); paper "
                      "values with its L = n + 1"))
 
@@ -152,7 +173,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
     rows.append(Claim(
         f"softmax attention: i Var(o_i)/sigma_v^2 at i = {Tv}", "Eq. 2, Fig. 9",
         "1 (sigma^2/i, 'near-perfect overlap')", float(factor[-1]), float(ratio[-1]), ratio_se,
-        verdict="corrected",
+        verdict=CORRECTED,
         note=f"Var(o_i) = sigma^2/i holds for uniform weights; real init scores have std "
              f"{s_std:.2f} at d = 768, so Var(o_i) ~ sigma^2 exp(s^2)/i"))
     uni = simulate.attention_output_variance(Tv, d=768, n_heads=12, n_seqs=64, reps=R(16),
@@ -166,7 +187,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
     rows.append(Claim(
         "Table 1: log10 p of GPT-2 nano seed 42, T = 64, 2.60 %", "Table 1, App. B.2",
         "4.55e-137", lp,
-        verdict="corrected",
+        verdict=CORRECTED,
         note=f"= {format_log10_p(lp)} with N = 2,000 and V = 50,304; the stated N = 10,000, "
              f"V = 50,257 give {format_log10_p(bonferroni_log10_p(260, 10_000, 50_257))}"))
 
@@ -176,24 +197,27 @@ def build_claims(fast: bool = False) -> list[Claim]:
     mean_s, var_s = seedprint_null.identity_dims_moments(d_out, m)
     rows.append(Claim(f"SeedPrint null: E size(S) = m^2/d_out (m={m}, d_out={d_out})",
                       "Alg. 1 (beyond)", "-", mean_s, float(sizes.mean()),
-                      math.sqrt(var_s / sizes.size), verdict="beyond"))
+                      math.sqrt(var_s / sizes.size), verdict=BEYOND))
     v = seedprint_null.kendall_tau_null_var(n)
     rows.append(Claim(f"SeedPrint null: Var(tau) = 2(2n+5)/(9n(n-1)), n = {n}",
                       "Alg. 1, B.3.1 (beyond)", "Gaussian, centred at 0", v,
                       float(taus.var(ddof=1)), v * math.sqrt(2.0 / (taus.size - 1)),
-                      verdict="beyond",
+                      verdict=BEYOND,
                       note="selection of S does not change the tau null: exact permutation law"))
     return [r.finish() for r in rows]
 
 
+def _num(x) -> str:
+    if x is None:
+        return "-"
+    if abs(x) >= 1e4 or (x != 0 and abs(x) < 1e-3):
+        return f"{x:.3e}"
+    return f"{x:.4f}"
+
+
 def format_table(rows: list[Claim]) -> str:
     """A markdown table of the claims."""
-    def f(x):
-        if x is None:
-            return "-"
-        if abs(x) >= 1e4 or (x != 0 and abs(x) < 1e-3):
-            return f"{x:.3e}"
-        return f"{x:.4f}"
+    f = _num
 
     out = ["| claim | where | paper | closed form | simulated +- SE | verdict |",
            "|---|---|---|---|---|---|"]

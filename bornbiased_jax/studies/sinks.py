@@ -1,13 +1,16 @@
-"""Reporting of the attention-sink study (experiments/figure12_table7.py): Figure 12 and Table 7
-beside the paper's numbers, convergence against the baseline, verdicts, the markdown tables, the
-figure and the RESULTS.md section. Works on the study's records (plain dicts, as saved in its
-JSON), so a saved evaluation can be reported again without the models."""
+"""The attention-sink study (paper Sec. 6.2): Figure 12 and Table 7 beside the paper's numbers,
+convergence against the baseline, the claims with their verdicts, the markdown tables and the
+RESULTS.md section, all from the study's saved records (experiments/figure12_table7.py's JSON:
+plain dicts), so a saved evaluation is reported again without the models."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNTESTABLE, Claim)
+from bornbiased_jax.verdicts import table as claims_table
 
 PAPER_TABLE7 = {"baseline": (21.33, 30.36), "amplification": (21.95, 28.70),
                 "attenuation": (21.02, 30.48)}
@@ -80,7 +83,7 @@ def _emerged(rec: dict) -> str:
 def markdown(records: dict, s: dict) -> str:
     eps0 = str(s["eps"][0])
     lines = [f"Figure 12: sink rate (eps = {eps0}, per sequence, mean +- SE over "
-             f"{s['num_seqs']} windows of {_sink_text(s)} text) at each length\n",
+             f"{s['num_seqs']} windows of {sink_text_name(s)} text) at each length\n",
              "| arm | " + " | ".join(f"T={T}" for T in s["lengths"]) + " | eps 0.3 at T="
              f"{s['lengths'][-1]} | first checkpoint with sinks (rate > 2 SE) |",
              "|---|" + "---:|" * (len(s["lengths"]) + 2)]
@@ -123,89 +126,60 @@ def markdown(records: dict, s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(records: dict, s: dict):
-    from bornbiased_jax.plots import plt
-
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
-    eps0 = str(s["eps"][0])
-    arms = [a for a in records["arms"] if not is_control(a)]
-    ctls = [a for a in records["arms"] if is_control(a)]
-    for arm, rec in records["arms"].items():
-        # one colour per arm in every panel; the seed controls dashed, in shades of grey
-        style = (dict(color=str(0.35 + 0.4 * ctls.index(arm) / max(1, len(ctls) - 1)),
-                      ls="--", label=arm) if is_control(arm) else
-                 dict(color=f"C{arms.index(arm) % 10}", ls="-", label=arm))
-        rs = rec["figure12"][eps0]
-        axes[0].errorbar([r["T"] for r in rs], [r["sink_rate"] for r in rs],
-                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o", capsize=3, **style)
-        em = rec["emergence"]
-        axes[1].errorbar([e["step"] for e in em], [e["sink_rate"] for e in em],
-                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o", capsize=2, **style)
-        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o", **style)
-        conv = convergence(rec, records["arms"]["baseline"]) if arm != "baseline" else []
-        if conv:
-            axes[3].errorbar([c["step"] for c in conv], [c["diff"] for c in conv],
-                             yerr=[2 * c["se"] for c in conv], fmt="o", capsize=2, **style)
-    axes[0].set_xscale("log", base=2)
-    axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
-    axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
-                title=f"Figure 12: final checkpoints, {_sink_text(s)} text", ylim=(-0.03, 1.03))
-    axes[1].set(xlabel="training step", ylabel=f"sink rate at T = {s['emergence_T']}",
-                title="Emergence over checkpoints (+- 2 SE)", ylim=(-0.03, 1.03))
-    axes[2].axhline(float(eps0), color="k", ls=":", lw=1, label=f"eps = {eps0}")
-    axes[2].set(xlabel="training step", ylabel="largest head alpha^1 (mean over windows)",
-                title=f"Strongest first-token head, T = {s['emergence_T']}")
-    axes[3].axhline(0.0, color="k", ls=":", lw=1, label="baseline")
-    axes[3].set(xlabel="training step", ylabel="held-out log-ppl minus baseline",
-                title="Convergence, paired with the baseline (+- 2 SE)")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+def sink_text_name(s: dict) -> str:
+    name = s.get("sink_text", "held_out")
+    return "held-out in-domain" if name == "held_out" else name
 
 
-def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "") -> str:
-    """RESULTS.md rows: Figure 12 and Table 7 beside the paper's numbers, with verdicts."""
+def _uniform_alpha(T: int) -> float:
+    """alpha^1 of a head that attends uniformly to its prefix: (1/T) sum_i 1/i = H_T / T."""
+    return float(sum(1.0 / i for i in range(1, T + 1)) / T)
+
+
+def baseline_has_sinks(records: dict, s: dict) -> bool:
+    """The validity gate: the paper's baseline has sinks at every length; a rate above 2 SE at
+    one length alone (e.g. 0.5 % of heads at T = 32) is not that."""
+    return all(r["sink_rate"] - 2 * r["sink_rate_se"] > 0
+               for r in records["arms"]["baseline"]["figure12"][str(s["eps"][0])])
+
+
+def claims(records: dict, s: dict) -> list[Claim]:
+    """Every row of the sink study, with the rule of each verdict:
+
+    * validity gate: reproduced when the baseline's sink rate is above 0 by 2 SE at every length;
+    * an arm's sinks: untestable without the gate; amplification reproduced when lower than the
+      baseline at every length (paired, by 2 SE) and above 0 (by 2 SE) at some; attenuation
+      reproduced when below NEAR_ZERO (by 2 SE) at every length; other arms beyond the paper;
+    * convergence of head-wise RMSNorm (the companion paper's claim): reproduced when below the
+      baseline by > 2 SE (and by more than the seed controls' difference) at every checkpoint of
+      the first half of training; other arms measured (beyond the paper where not in it);
+    * Table 7: reproduced when no text's log-ppl is worse than the baseline's by > 2 SE.
+    """
     arms = records["arms"]
     controls = [arm for arm in arms if is_control(arm)]
     eps0 = str(s["eps"][0])
     base = arms["baseline"]
     base_rate = base["figure12"][eps0]
-    # The paper's baseline has sinks at every length; a rate above 2 SE at one length alone
-    # (e.g. 0.5 % of heads at T = 32) is not that.
-    developed = all(r["sink_rate"] - 2 * r["sink_rate_se"] > 0 for r in base_rate)
-    lines = ["## Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)", "",
-             "Generated by `python -m experiments.figure12_table7 "
-             f"{'--scale paper ' if scale == 'paper' else ''}--results RESULTS.md` "
-             f"({scale} scale{', on ' + where if where else ''}: the "
-             f"{'SINKS_PAPER' if scale == 'paper' else 'SINKS'} family in "
-             f"experiments/family.py, {base['run']['tokens'] / 1e6:.2f}M "
-             "tokens per arm; model and training settings in each run's run.json; evaluation "
-             f"settings `{json.dumps({k: v for k, v in s.items() if k != 'runs_dir'})}`). "
-             "Each arm is "
-             "one training run from the same seed; the +- are standard errors over evaluation "
-             "windows (the same windows for every arm, so differences are paired), not over "
-             "training runs: seed-to-seed variation of training is not in them"
-             + (": the control rows (the baseline trained from another initialisation seed on "
-                "the same data in the same order) show how large it is." if controls else "."), "",
-             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
+    developed = baseline_has_sinks(records, s)
+    out = []
     rate_txt = ", ".join(f"T={r['T']}: {r['sink_rate']:.3f} +- {r['sink_rate_se']:.3f}"
                          for r in base_rate)
     em = base["emergence"]
     T = s["emergence_T"]
-    lines.append(f"| Baseline develops sinks (validity gate) | high sink rate at all lengths "
-                 f"32-512 (Figure 12) | {rate_txt}; first at {_emerged(base)}; largest head "
-                 f"alpha^1 at T = {T}: {em[0]['max_alpha']:.4f} at step 0, "
-                 f"{em[-1]['max_alpha']:.4f} at step {em[-1]['step']} (eps {eps0}; a uniform "
-                 f"head's H_T/T = {_uniform_alpha(T):.4f}) | "
-                 + ("gate passed: sinks at every length (rate > 0 by 2 SE; the paper's "
-                    "\"high\" has no number to compare)" if developed else
-                    "not reproduced at this scale") + " |")
+    out.append(Claim(
+        "Baseline develops sinks (validity gate)", "high sink rate at all lengths 32-512 "
+        "(Figure 12)", f"{rate_txt}; first at {_emerged(base)}; largest head alpha^1 at T = "
+        f"{T}: {em[0]['max_alpha']:.4f} at step 0, {em[-1]['max_alpha']:.4f} at step "
+        f"{em[-1]['step']} (eps {eps0}; a uniform head's H_T/T = {_uniform_alpha(T):.4f})",
+        REPRODUCED if developed else DIFFERS,
+        "sinks at every length (rate > 0 by 2 SE; the paper's \"high\" has no number to "
+        "compare)" if developed else "no sinks at every length at this scale (rate > 0 by 2 SE)",
+        "Sec. 6.2.1"))
     for arm, paper_txt in SINK_CLAIMS.items():
         if arm not in arms:
             if arm in records["missing_arms"]:
-                lines.append(f"| {arm}: sinks | {paper_txt} | not trained yet | open |")
+                out.append(Claim(f"{arm}: sinks", paper_txt, "not trained yet", UNTESTABLE,
+                                 "not trained yet", "Sec. 6.2.1"))
             continue
         rs = arms[arm]["figure12"][eps0]
         a, b = np.asarray(rs[-1]["alpha_LH"]), np.asarray(base_rate[-1]["alpha_LH"])
@@ -213,7 +187,7 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
                + f"; alpha^1 at T = {rs[-1]['T']} over heads: mean {a.mean():.4f}, largest "
                f"{a.max():.4f} (baseline {b.mean():.4f}, {b.max():.4f})")
         if not developed:
-            verdict = "untestable: the baseline has no sinks at this scale"
+            verdict, why = UNTESTABLE, "the baseline has no sinks at this scale"
         else:
             lower = all(d + 2 * se < 0 for d, se in (rate_difference(r, rb)
                                                      for r, rb in zip(rs, base_rate)))
@@ -229,9 +203,8 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
                                  f"not below {NEAR_ZERO} (by 2 SE) at every length")
             else:
                 ok, why = None, f"{'lower' if lower else 'not lower'} than baseline"
-            verdict = (f"beyond the paper: {why}" if ok is None else
-                       f"{'reproduced' if ok else 'not reproduced'}: {why}")
-        lines.append(f"| {arm}: sinks | {paper_txt} | {txt} | {verdict} |")
+            verdict = BEYOND if ok is None else REPRODUCED if ok else DIFFERS
+        out.append(Claim(f"{arm}: sinks", paper_txt, txt, verdict, why, "Sec. 6.2.1"))
     seed_margin: dict[int, float] = {}  # step -> largest |control - baseline| log-ppl
     for arm in controls:
         for c in convergence(arms[arm], base):
@@ -247,27 +220,27 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
         txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
                         for c in _some_steps(conv))
         if arm == "headwise_rmsnorm" and not half:
-            verdict = "untestable: no saved checkpoint in the first half of training"
+            verdict, why = UNTESTABLE, "no saved checkpoint in the first half of training"
         elif arm == "headwise_rmsnorm":  # the one arm with a convergence claim
             # One training run per arm: the SE covers the evaluation windows, not how much
             # training itself varies between seeds, so the verdict is about this pair of runs.
-            verdict = ("reproduced" if faster else "not reproduced") + (
-                " in this run: below" if faster else " in this run: not below") + (
+            verdict = REPRODUCED if faster else DIFFERS
+            why = ("in this run: below" if faster else "in this run: not below") + (
                 " baseline by > 2 SE" + (" and by more than the seed controls' difference"
                                          if controls else "")
                 + " at every checkpoint of the first half (one run per arm; "
                 + ("the control rows show seed-to-seed variation)" if controls else
                    "seed-to-seed variation not measured)"))
         else:
-            verdict = "measured" if arm in PAPER_TABLE7 else "beyond the paper: measured"
-        lines.append(f"| convergence, {arm} | {paper_txt} | held-out log-ppl minus baseline's, "
-                     f"{txt} | {verdict} |")
+            verdict, why = (MEASURED, "") if arm in PAPER_TABLE7 else (BEYOND, "measured")
+        out.append(Claim(f"convergence, {arm}", paper_txt,
+                         f"held-out log-ppl minus baseline's, {txt}", verdict, why, "Sec. 6.2"))
     for arm in controls:
         txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
                         for c in _some_steps(convergence(arms[arm], base)))
-        lines.append(f"| convergence, {arm} | control (not in the paper): the baseline from "
-                     f"seed {arm[len('control-s'):]} | held-out log-ppl minus baseline's, {txt} | "
-                     "control: seed-to-seed variation |")
+        out.append(Claim(f"convergence, {arm}", "control (not in the paper): the baseline from "
+                         f"seed {arm[len('control-s'):]}", f"held-out log-ppl minus baseline's, "
+                         f"{txt}", MEASURED, "seed-to-seed variation", "Sec. 6.2"))
     bt = base["table7"]
     for arm in arms:
         t = arms[arm]["table7"]
@@ -283,36 +256,51 @@ def results_section(records: dict, s: dict, scale: str = "cpu", where: str = "")
             diff, se = paired_difference(t[k], bt[k])
             worse |= diff > 2 * se
             ours.append(f"{k} {t[k]['ppl']:.2f} (log-ppl {diff:+.3f} +- {se:.3f} vs baseline)")
-        verdict = ("reference" if arm == "baseline" else
-                   "not reproduced: worse than baseline (> 2 SE)" if worse else
-                   "reproduced: within 2 SE of baseline or better")
-        if is_control(arm):
+        within = "worse than baseline (> 2 SE)" if worse else "within 2 SE of baseline or better"
+        if arm == "baseline":
+            verdict, why = MEASURED, "reference"
+        elif is_control(arm):
             paper_txt = (f"control (not in the paper): the baseline from seed "
                          f"{arm[len('control-s'):]}")
             differs = any(abs(d) > 2 * se for d, se in (paired_difference(t[k], bt[k])
                                                         for k in t))
-            verdict = ("control: differs from the seed-42 baseline by > 2 SE on some text "
-                       "(training noise exceeds the windows' SE)" if differs else
-                       "control: within 2 SE of the seed-42 baseline on every text")
+            verdict, why = MEASURED, (
+                "control: differs from the seed-42 baseline by > 2 SE on some text (training "
+                "noise exceeds the windows' SE)" if differs else
+                "control: within 2 SE of the seed-42 baseline on every text")
         elif arm not in PAPER_TABLE7:
-            verdict = "beyond the paper: " + ("worse than baseline (> 2 SE)" if worse else
-                                              "within 2 SE of baseline or better")
-        lines.append(f"| Table 7 perplexity, {arm} | {paper_txt} | {'; '.join(ours)} | "
-                     f"{verdict} |")
+            verdict, why = BEYOND, within
+        else:
+            verdict, why = (DIFFERS if worse else REPRODUCED), within
+        out.append(Claim(f"Table 7 perplexity, {arm}", paper_txt, "; ".join(ours), verdict, why,
+                         "Table 7"))
     for arm in records["missing_arms"]:
         if arm in PAPER_TABLE7:
             wt2, c4 = PAPER_TABLE7[arm]
-            lines.append(f"| Table 7 perplexity, {arm} | WikiText-2 {wt2} / C4 {c4} | not "
-                         f"trained yet | open |")
-    lines += ["", markdown(records, s)]
+            out.append(Claim(f"Table 7 perplexity, {arm}", f"WikiText-2 {wt2} / C4 {c4}",
+                             "not trained yet", UNTESTABLE, "not trained yet", "Table 7"))
+    return out
+
+
+def section(d: dict) -> str:
+    """The sinks section of RESULTS.md (without its marker lines) from figure12_table7's saved
+    JSON: the claims, then the Figure 12, Table 7 and convergence tables."""
+    records, info = d["records"], d["run"]
+    s, scale, where = records["settings"], info["scale"], records.get("where", "")
+    base = records["arms"]["baseline"]
+    controls = [arm for arm in records["arms"] if is_control(arm)]
+    lines = ["## Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)", "",
+             "Generated from the records of `python -m experiments.figure12_table7"
+             f"{' --scale paper' if scale == 'paper' else ''}` ({scale} scale{', on ' + where if where else ''}: the "
+             f"{'SINKS_PAPER' if scale == 'paper' else 'SINKS'} family in "
+             f"experiments/family.py, {base['run']['tokens'] / 1e6:.2f}M "
+             "tokens per arm; model and training settings in each run's run.json; evaluation "
+             f"settings `{json.dumps({k: v for k, v in s.items() if k != 'runs_dir'})}`). "
+             "Each arm is "
+             "one training run from the same seed; the +- are standard errors over evaluation "
+             "windows (the same windows for every arm, so differences are paired), not over "
+             "training runs: seed-to-seed variation of training is not in them"
+             + (": the control rows (the baseline trained from another initialisation seed on "
+                "the same data in the same order) show how large it is." if controls else "."), "",
+             claims_table(claims(records, s)), "", markdown(records, s)]
     return "\n".join(lines)
-
-
-def _sink_text(s: dict) -> str:
-    name = s.get("sink_text", "held_out")
-    return "held-out in-domain" if name == "held_out" else name
-
-
-def _uniform_alpha(T: int) -> float:
-    """alpha^1 of a head that attends uniformly to its prefix: (1/T) sum_i 1/i = H_T / T."""
-    return float(sum(1.0 / i for i in range(1, T + 1)) / T)

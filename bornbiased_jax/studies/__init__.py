@@ -1,0 +1,26 @@
+"""The studies that reproduce the paper, as pure functions of their saved records.
+
+Each experiment (``experiments/<name>.py``) measures and saves a record, ``{"run": ...,
+"records": ...}``, committed under ``results/records/<study>/<name>.json``. Each study module
+here turns its records into :class:`bornbiased_jax.verdicts.Claim` rows (and tables) without
+running anything, so every verdict rule is unit-tested on small hand-made records, and
+:mod:`bornbiased_jax.studies.render` writes RESULTS.md from them.
+
+  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10);
+  * ``seedprint``: Sec. 5-6.1 at initialisation (Figure 13, Table 4a, calibration, power);
+  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5);
+  * ``sinks``: Sec. 6.2 (Figure 12, Table 7).
+"""
+
+from __future__ import annotations
+
+# study -> the experiments whose records it reads (experiments/<name>.py writes <name>.json)
+EXPERIMENTS = {
+    "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4",
+                       "figure7", "figure5", "figure6", "table3", "figure8", "figure9",
+                       "figure10"],
+    "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power"],
+    "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs"],
+    "sinks": ["figure12_table7", "sinks_init"],
+}
+STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

@@ -1,0 +1,355 @@
+"""The studies' verdict rules (bornbiased_jax/studies/), each on small hand-made records, and
+the one renderer of RESULTS.md: generated rows, rows and sections kept verbatim where records
+are missing, and the committed record format."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bornbiased_jax import verdicts as V
+from bornbiased_jax.studies import initialisation as I
+from bornbiased_jax.studies import lineage as L
+from bornbiased_jax.studies import render
+from bornbiased_jax.studies import seedprint as S
+
+
+def test_vocabulary_is_closed():
+    with pytest.raises(ValueError, match="not one of"):
+        V.Claim("x", "p", "o", "roughly reproduced")
+    c = V.Claim("x", "p", "o", V.DIFFERS, "by 3 sd")
+    assert c.cells() == ["x", "p", "o", "differs: by 3 sd"]
+    assert V.table([c]).splitlines()[2] == "| x | p | o | differs: by 3 sd |"
+    assert all(f"**{v}**" in V.vocabulary_markdown() for v in V.VERDICTS)
+
+
+def test_favourite_margin_and_ties():
+    top = np.array([5, 5, 5, 5, 2, 2, 7])
+    r = I.favourite_stats(top, 10, d_top=2)
+    assert (r["favourite"], r["favourite_count"], r["runner_up"], r["runner_up_count"]) == (
+        5, 4, 2, 2)
+    assert r["margin"] == 2 and not r["tied"] and not r["match"]
+    assert r["direction_top_rank"] == 2 and r["direction_top_count"] == 2
+    # 4 vs 2 of 6: two-sided binomial p = 0.6875, far from unambiguous.
+    assert r["margin_p"] == pytest.approx(0.6875) and not r["unambiguous"]
+    tie = I.favourite_stats(np.array([3, 1, 3, 1]), 5, d_top=3)
+    assert tie["tied"] and tie["favourite"] == 1 and tie["direction_top_rank"] == 1
+    clear = I.favourite_stats(np.array([4] * 30 + [1] * 5), 8, d_top=4)
+    assert clear["unambiguous"] and clear["match"]  # 30 vs 5: p = 1.5e-5
+
+
+def _f22(matches, unambiguous, num_seqs=3000):
+    per = [{"seed": i, "favourite": 1, "favourite_count": 30 if u else 5, "runner_up": 2,
+            "runner_up_count": 5, "margin": 25 if u else 0, "tied": not u, "margin_p": 0.01,
+            "unambiguous": u, "direction_top": 1 if m else 3, "direction_top_count": 1,
+            "direction_top_rank": 1 if m else 4, "match": m, "block_mean_cos": [0.0, 0.1, 0.2]}
+           for i, (m, u) in enumerate(zip(matches, unambiguous))]
+    summary = I.match_summary(per)
+    return {"run": {"settings": {"num_seqs": num_seqs}},
+            "records": {"per_seed": per, "match_rate": summary["all"]["rate"],
+                        "match_ci95": summary["all"]["ci95"], "summary": summary}}
+
+
+def test_finding22_verdict_from_the_interval_of_unambiguous_models():
+    # 9 of 10 unambiguous models match: the interval (55-100 %) contains 76 % but is far wider
+    # than the paper's own (66-84 % at 76 of 100): consistent, underpowered, not reproduced,
+    # whatever the ambiguous models (all mismatches) do to the overall rate (9/14).
+    c = I.finding22_claim(_f22([True] * 9 + [False] * 5, [True] * 10 + [False] * 4))
+    assert c.verdict == V.UNDERPOWERED and "9/10" in c.ours and "9/14" in c.ours
+    assert "0.44 wide" in c.why and "0.18" in c.why
+    # the measured CPU run's 3 of 3 (interval 29-100 %) is underpowered too
+    assert I.finding22_claim(_f22([True] * 3 + [False] * 9, [True] * 3 + [False] * 9)
+                             ).verdict == V.UNDERPOWERED
+    # 76 of 100 unambiguous models: as precise as the paper: reproduced
+    c = I.finding22_claim(_f22([True] * 76 + [False] * 24, [True] * 100))
+    assert c.verdict == V.REPRODUCED
+    # 1 of 10: the interval (0.3-45 %) excludes 76 % -> differs
+    c = I.finding22_claim(_f22([True] + [False] * 9, [True] * 10))
+    assert c.verdict == V.DIFFERS and "1/10" in c.ours and "excludes 76 %" in c.why
+    # no unambiguous favourite at all: untestable
+    assert I.finding22_claim(_f22([False] * 4, [False] * 4)).verdict == V.UNTESTABLE
+    assert I.paper_interval_width() == pytest.approx(0.1755, abs=1e-3)
+
+
+def _t1(rows):
+    return {"run": {}, "records": [
+        {"preset": p, "seed": s, "seq_len": T, "top1_id": i, "top1_freq": f, "log10_p": lp,
+         "num_seqs": 600} for p, s, T, i, f, lp in rows]}
+
+
+def test_table1_says_seed_specific_only_where_both_seeds_are_significant():
+    rows = [("gpt2-rope-cpu", 42, 64, 7, 0.02, -12), ("gpt2-rope-cpu", 43, 64, 9, 0.02, -11),
+            ("gpt2-rope-cpu", 42, 128, 7, 0.01, -1.85), ("gpt2-rope-cpu", 43, 128, 3, 0.01, -3),
+            ("llama2-cpu", 42, 64, 1, 0.003, 0), ("llama2-cpu", 43, 64, 2, 0.003, 0)]
+    c = I.table1_claim(_t1(rows))
+    assert c.verdict == V.DIFFERS and "largest p 0.0141" in c.why
+    assert "gpt2-rope-cpu T=64 (seed 42: 7, seed 43: 9)" in c.why
+    assert "T=128" not in c.why and "llama2-cpu" not in c.why  # a seed's p > 0.01 there
+    assert "2 other model-length pair(s) untested" in c.why
+    # nothing significant for every seed: no seed-specificity claim at all
+    c = I.table1_claim(_t1([r[:5] + (0,) for r in rows]))
+    assert "seed-specificity not testable" in c.why and "differ" not in c.why
+    # the same favourite for both seeds is said as such
+    same = [("gpt2-rope-cpu", s, 64, 7, 0.05, -40) for s in (42, 43)] + rows[4:]
+    c = I.table1_claim(_t1(same))
+    assert c.verdict == V.REPRODUCED and "the same top-1 id for every seed" in c.why
+
+
+def test_figure1a_multiple_of_the_uniform_top1():
+    def rec(count, lp, n=1000, v=50_304):
+        return {"run": {}, "records": {"token_preference": {
+            "top1_id": 5, "top1_count": count, "num_seqs": n, "vocab_size": v, "log10_p": lp,
+            "preset": "gpt2-rope-cpu", "seq_len": 64}}}
+    base = float(I.uniform_rank_frequency(1000, 50_304, 1)[0])
+    c = I.figure1a_claim(rec(60, -50))
+    assert c.verdict == V.REPRODUCED and f"{60 / base:.1f}x the uniform top-1" in c.ours
+    assert I.figure1a_claim(rec(int(5 * base), -3)).verdict == V.PARTLY
+    assert I.figure1a_claim(rec(3, -1)).verdict == V.DIFFERS
+
+
+def _t2(att_p, mlp_p, full_p):
+    rows = [("full model", 0.2, full_p), ("self-attention-only", 1e-4, att_p),
+            ("MLP-only", 0.15, mlp_p)]
+    return {"run": {}, "records": [{"mode": m, "avg_sim": a, "log10_p": -30 if a > 0.01 else
+                                    -0.1, "z": 1.0, "top1_freq": 0.01, "top1_log10_p": p}
+                                   for m, a, p in rows]}
+
+
+def test_figure3_attention_only_flat_others_preferred():
+    assert I.figure3_claim(_t2(-0.0, -5, -8)).verdict == V.REPRODUCED
+    c = I.figure3_claim(_t2(-4, -5, -8))
+    assert c.verdict == V.DIFFERS and "attention-only preference significant" in c.why
+    c = I.figure3_claim(_t2(0, -1, -8))
+    assert c.verdict == V.DIFFERS and "MLP-only not significant" in c.why
+    assert I.table2_claim(_t2(0, -5, -8)).verdict == V.REPRODUCED
+
+
+def test_figure6_preactivation_scale():
+    def rec(norm, nonorm):
+        return {"run": {}, "records": {
+            "norm": {"std": norm, "predicted_std": 0.4525, "gelu_first_layer_contraction": 0.02},
+            "nonorm": {"std": nonorm, "predicted_std": 0.00905,
+                       "gelu_first_layer_contraction": 1e-6}}}
+    assert I.figure6_claim(rec(0.46, 0.0091)).verdict == V.REPRODUCED
+    c = I.figure6_claim(rec(0.46, 0.0120))
+    assert c.verdict == V.DIFFERS and "without LayerNorm off by +32.6 %" in c.why
+
+
+def test_figure9_near_perfect_overlap_or_corrected():
+    i = np.arange(1, 33)
+    paper = 1 / np.sqrt(i)
+
+    def rec(meas, corr):
+        return {"run": {}, "records": {"measured": meas.tolist(), "paper": paper.tolist(),
+                                       "corrected": corr.tolist(), "score_std": 0.3}}
+    assert I.figure9_claim(rec(paper * 1.005, paper)).verdict == V.REPRODUCED
+    grown = paper * (1 + 0.048 * i / 32)
+    c = I.figure9_claim(rec(grown, grown * 1.004))
+    assert c.verdict == V.CORRECTED and "up to 4.8%" in c.why
+    assert I.figure9_claim(rec(grown, paper)).verdict == V.DIFFERS
+
+
+def test_rules_turn_against_results_that_contradict_the_claims():
+    t3 = {"run": {}, "records": [{"setting": s, "paper": p, "closed_form": p, "avg_sim": a,
+                                  "log10_p": -9} for s, p, a in [("h", 0.31, 0.318),
+                                                                 ("mlp", 0.49, 0.494)]]}
+    f5 = {"run": {}, "records": {"ReLU MLP0": [0, 0.32, 0.5], "tanh MLP0": [0, 0.001, -0.002],
+                                 "ReLU MLP block (LN + residual)": [0, 0.1, 0.2]}}
+    f4 = {"run": {}, "records": [{"mean": x} for x in (0.0, 0.1, 0.15, 0.2)]}
+    assert {I.table3_claim(t3).verdict, I.figure5_claim(f5).verdict,
+            I.figure4_claim(f4).verdict} == {V.REPRODUCED}
+    t3["records"][0]["avg_sim"] = 0.25
+    f5["records"]["tanh MLP0"] = [0, 0.1, 0.2]
+    f4["records"] = [{"mean": x} for x in (0.0, 0.2, 0.1, 0.05)]
+    assert {I.table3_claim(t3).verdict, I.figure5_claim(f5).verdict,
+            I.figure4_claim(f4).verdict} == {V.DIFFERS}
+
+
+def _rate(k, n):
+    from scipy import stats
+    ci = stats.binomtest(k, n).proportion_ci(0.95)
+    return {"rejections": k, "pairs": n, "fpr": k / n, "ci95": [ci.low, ci.high]}
+
+
+def test_seedprint_false_positive_rate_rule():
+    def rec(paper_k, cal_k):
+        return {"model": "m", "input": "gaussian", "n": 100, "T": 8, "M": 101,
+                "paper/t_mean": _rate(paper_k, 500), "paper/u_mean": _rate(paper_k, 500),
+                "official/two_phi_bar": _rate(0, 500),
+                "calibrated/residual_all/gaussian_tail": _rate(cal_k, 5050)}
+    c = S.calibration_claims({"run": {}, "records": [rec(500, 55)]})[0]
+    assert c.verdict == V.DIFFERS and "paper t 1.00 (m gaussian)" in c.why
+    assert "holds alpha in every pool" in c.why
+    c = S.calibration_claims({"run": {}, "records": [rec(4, 150)]})[0]
+    assert c.verdict == V.REPRODUCED and "misses alpha" in c.why  # 150/5050 = 0.03
+
+
+def test_seedprint_power_rule():
+    def rec(comp, paper_p, cal_p):
+        return {"comparison": comp, "paper/t_mean": paper_p, "official/two_phi_bar": paper_p,
+                "calibrated/spearman_all/exact": cal_p, "calibrated/residual_all/exact": cal_p}
+    settings = {"preset": "p", "steps": 1, "batch_size": 1, "seq_len": 1, "n": 1,
+                "fp_seq_len": 1, "null_models": 99}
+
+    def claim(cross_p):
+        recs = [rec("lineage", 1e-9, 0.01), rec("cross-seed", cross_p, 0.5),
+                rec("trained base", 0.5, 0.5)]
+        return S.power_claims({"run": {"settings": settings}, "records": recs})[0]
+    assert claim(0.5).verdict == V.REPRODUCED
+    c = claim(1e-5)
+    assert c.verdict == V.PARTLY and "calls 1/1 unrelated checkpoints related" in c.why
+
+
+def test_lineage_figure11_rule():
+    def rec(diffs, ps):
+        curve = [{"step": s, "mean": 0.1, "std": 0.02} for s in (0, 1)]
+        return {"shift": [{"step": 1, "diff": d, "p_u": p} for d, p in zip(diffs, ps)],
+                "curves": {"base-s42": curve, "base-s123": curve}, "kendall_null_sd": 0.02}
+    d = {"run": {}, "records": {"inputs": {"tokens": rec([0.1, 0.1], [1e-3, 1e-4]),
+                                           "gaussian": rec([0.1, 0.1], [1e-3, 0.2]),
+                                           "x": rec([0.1, -0.1], [1e-3, 0.9])}}}
+    assert [c.verdict for c in L.figure11_claims(d)] == [V.REPRODUCED, V.PARTLY, V.DIFFERS]
+
+
+# --- the renderer ----------------------------------------------------------------------------
+OLD = """# Results
+
+<!-- initialisation:begin -->
+## The initialisation study (paper Sec. 3-4)
+
+old intro
+
+| claim | paper | ours (CPU scale) | verdict |
+|---|---|---|---|
+| Table 1 / Finding 1 | p | old table 1 | differs |
+| Finding 2.2 | 76 % | old finding 2.2 | reproduced |
+| Table 3 / Prop. 4 | 0.31 | old table 3 | reproduced |
+
+old footnote
+
+**Provenance of these rows.** Finding 2.2 from before the port.
+<!-- initialisation:end -->
+
+<!-- lineage:begin -->
+## Lineage
+
+| claim | paper | ours | verdict |
+|---|---|---|---|
+| Figure 11 | x | 1.23 | reproduced |
+<!-- lineage:end -->
+
+<!-- gpu:begin -->
+## On a GPU
+hand-written
+<!-- gpu:end -->
+"""
+
+
+def test_render_keeps_what_it_cannot_regenerate(tmp_path):
+    t3 = {"run": {"device": "cpu:0", "machine": "m", "jax": "0.1"},
+          "records": [{"setting": "h", "paper": 0.31, "closed_form": 0.318, "avg_sim": 0.2,
+                       "log10_p": -9}]}
+    new = render.render(OLD, {"table3": t3})
+    sec = render.sections(new)
+    init = sec["initialisation"]
+    # the regenerated row from the record, the others verbatim, and a line naming them
+    assert "| Table 3 / Prop. 4 | 0.31, 0.49, 0.98 | 0.200 (p 1.00e-9)" in init
+    assert "| Table 1 / Finding 1 | p | old table 1 | differs |" in init
+    assert "| Finding 2.2 | 76 % | old finding 2.2 | reproduced |" in init
+    assert ("the rows Table 1 / Finding 1; Finding 2.2 are kept as an earlier run wrote them"
+            in init
+            and "`python -m experiments.figure2_finding22`" in init)
+    assert "old table 3" not in init
+    assert ("As written with the kept rows: **Provenance of these rows.** Finding 2.2 from "
+            "before the port." in init)
+    # a section without records stays verbatim under one line saying so, once
+    assert sec["lineage"].count(render.KEPT) == 1 and "| Figure 11 | x | 1.23 |" in sec["lineage"]
+    assert "`python -m experiments.lineage` regenerates" in sec["lineage"]
+    again = render.render(new, {"table3": t3})
+    assert again == new
+    assert sec["gpu"] == "## On a GPU\nhand-written"
+    assert all(f"**{v}**" in new for v in V.VERDICTS)  # the vocabulary at the top
+    # no records at all: every section verbatim (the initialisation one under its note)
+    bare = render.sections(render.render(OLD, {}))
+    assert "old table 3" in bare["initialisation"] and "old intro" in bare["initialisation"]
+
+
+def test_records_are_compact_and_importable(tmp_path):
+    saved = {"run": {"experiment": "seedprint_calibration"},
+             "records": [{"fpr": 0.5, "_paper_t_mean_ps": [0.1] * 100}]}
+    src = tmp_path / "experiments" / "seedprint_calibration"
+    src.mkdir(parents=True)
+    (src / "seedprint_calibration.json").write_text(json.dumps(saved, indent=2))
+    root = tmp_path / "records"
+    assert render.import_records(tmp_path / "experiments", root) == ["seedprint_calibration"]
+    f = root / "seedprint" / "seedprint_calibration.json"
+    assert f.read_text() == '{"run":{"experiment":"seedprint_calibration"},"records":[{"fpr":0.5}]}\n'
+    assert render.load_records(root) == {"seedprint_calibration": {
+        "run": {"experiment": "seedprint_calibration"}, "records": [{"fpr": 0.5}]}}
+
+
+def _sink_arm(rates, nll_shift=0.0, steps=(0, 2, 4), n=8, seed=0):
+    """A sink-study arm record: Figure 12 rows with these (rate, SE) per length, emergence and
+    Table 7 perplexities whose per-window NLL is a shared base plus ``nll_shift``."""
+    rng = np.random.default_rng(seed)
+    base = np.linspace(3.0, 4.0, n)
+
+    def ppl(shift):
+        nll = base + shift + rng.normal(0, 1e-3, n)
+        return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
+                "log_ppl_se": float(nll.std(ddof=1) / np.sqrt(n)),
+                "nll_per_window": nll.tolist()}
+    fig = [{"T": T, "sink_rate": r, "sink_rate_se": se, "alpha_LH": [[0.1, 0.2]]}
+           for T, (r, se) in zip((8, 16), rates)]
+    return {"run": {"tokens": 1000, "final_val_loss": 3.0},
+            "figure12": {"0.25": fig, "0.3": fig},
+            "emergence": [{"step": s, "tokens": 10 * s, "sink_rate": 0.0, "sink_rate_se": 0.0,
+                           "max_alpha": 0.1, "held_out": ppl(nll_shift)} for s in steps],
+            "table7": {"held_out": ppl(nll_shift), "prose": ppl(nll_shift)}}
+
+
+def test_sink_verdict_rules():
+    from bornbiased_jax.studies import sinks
+
+    s = {"eps": [0.25, 0.3], "emergence_T": 16, "lengths": [8, 16], "num_seqs": 8,
+         "ppl_windows": 8, "ppl_T": 16}
+
+    def verdicts(arms):
+        recs = {"arms": arms, "missing_arms": [], "settings": s}
+        return {c.claim: c.verdict for c in sinks.claims(recs, s)}
+    no_sinks = _sink_arm([(0.005, 0.002), (0.0, 0.0)])
+    v = verdicts({"baseline": no_sinks, "attenuation": _sink_arm([(0.0, 0.0)] * 2)})
+    assert v["Baseline develops sinks (validity gate)"] == V.DIFFERS
+    assert v["attenuation: sinks"] == V.UNTESTABLE
+    assert v["Table 7 perplexity, baseline"] == V.MEASURED
+    sinks_everywhere = _sink_arm([(0.6, 0.05), (0.5, 0.05)])
+    v = verdicts({"baseline": sinks_everywhere, "attenuation": _sink_arm([(0.0, 0.0)] * 2),
+                  "headwise_rmsnorm": _sink_arm([(0.3, 0.05)] * 2, nll_shift=-0.3),
+                  "gate": _sink_arm([(0.3, 0.05)] * 2, nll_shift=+0.3)})
+    assert v["Baseline develops sinks (validity gate)"] == V.REPRODUCED
+    assert v["attenuation: sinks"] == V.REPRODUCED  # 0 +- 0 < 0.05 at every length
+    assert v["convergence, headwise_rmsnorm"] == V.REPRODUCED  # 0.3 below by >> 2 SE
+    assert v["Table 7 perplexity, attenuation"] == V.REPRODUCED
+    assert v["Table 7 perplexity, gate"] == V.BEYOND and v["gate: sinks"] == V.BEYOND
+    v = verdicts({"baseline": sinks_everywhere,
+                  "attenuation": _sink_arm([(0.2, 0.05)] * 2, nll_shift=+0.3)})
+    assert v["attenuation: sinks"] == V.DIFFERS and v["Table 7 perplexity, attenuation"] == \
+        V.DIFFERS
+
+
+def test_lineage_pair_rule_names_what_differs():
+    def sp(p, tau=0.08):
+        return {"paper/t_mean": p, "paper/u_mean": p, "official/two_phi_bar": p,
+                "calibrated/exact": 0.5, "calibrated/z": 0.1, "calibrated/exact_valid": True,
+                "paper/mean_tau": tau, "paper/S": 40}
+    rec = {"pair": "s123 init vs s1000 base", "same_lineage": False,
+           "paper": {"t": 0.385, "u": 0.486},
+           "seedprint": {"tokens": sp(0.5, 0.0), "gaussian": sp(1e-30)},
+           "baselines": {"intrinsic": 0.2, "reef": 0.3, "pcs": 0.7, "ics": 0.0},
+           "pcs_no_norms": 0.0, "pcs_own_init": 0.96}
+    d = {"run": {"settings": {"n": 1000}}, "records": [rec]}
+    c = L.pair_claims("table4c", d)[0]
+    assert c.claim == "Table 4c: s123 init vs s1000 base" and c.verdict == V.DIFFERS
+    assert c.why.startswith("t (gaussian); U (gaussian); false lineage (gaussian)")
+    rec["seedprint"]["gaussian"] = sp(0.5)
+    assert L.pair_claims("table4c", d)[0].verdict == V.REPRODUCED
