@@ -150,7 +150,7 @@ class Decoder(nn.Module):
         when ``return_hidden`` (else [])."""
         cfg = self.cfg
         T = x_Td.shape[0]
-        rope = rope_cos_sin(T, cfg.head_dim, cfg.rope_theta) if cfg.position == "rope" else None
+        rope = rope_cos_sin(T, cfg.resolved_head_dim, cfg.rope_theta) if cfg.position == "rope" else None
         hidden = [x_Td] if return_hidden else []
         for i, block in enumerate(self.layers):
             # Without hidden states, the last block is needed at the last position only.
