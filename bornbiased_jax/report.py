@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from bornbiased_jax.probes.token_preference import TokenPreference  # noqa: E402
-from bornbiased_jax.theory.binomial import format_log10_p, uniform_rank_frequency  # noqa: E402
+from bornbiased_jax.stats import format_log10_p, uniform_rank_frequency  # noqa: E402
 
 PLOT_RANKS = 30
 

@@ -25,10 +25,11 @@ from pathlib import Path
 
 from experiments import family, figure11, table4b, table4c, table5
 from experiments._common import add_precision_flag, replace_section, use_precision, write
-from experiments.lineage_common import (BASELINES, CPU, PAPER, RUNS, Study, corpus_flag, fmt_p,
+from experiments.lineage_common import (BASELINES, CPU, PAPER, RUNS, Study, corpus_flag,
                                         pairs_figure, scale_family)
 
 from bornbiased_jax.fingerprint.dims import kendall_null_sd
+from bornbiased_jax.stats import fmt_p
 
 EXPERIMENTS = {"figure11": figure11, "table4b": table4b, "table4c": table4c, "table5": table5}
 TITLES = {"table4b": "Table 4b / 8: init vs own trained model",

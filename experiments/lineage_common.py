@@ -38,6 +38,7 @@ from bornbiased_jax.fingerprint.features import init_features, make_inputs, mode
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.sources import load_source, run_steps
+from bornbiased_jax.stats import fmt_p
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -82,10 +83,6 @@ def scale_family(args) -> family.Family:
 
 def parse_args(name: str, doc: str, argv=None):
     return parse(name, doc, CPU, PAPER, extra=flags, argv=argv)
-
-
-def fmt_p(p: float) -> str:
-    return "0" if p == 0 else (f"{p:.3g}" if p >= 1e-3 else f"{p:.1e}")
 
 
 class Study:

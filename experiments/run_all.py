@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import io
-from bornbiased_jax.theory.binomial import format_log10_p
+from bornbiased_jax.stats import format_log10_p
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository: scripts run as experiments.<name>
 

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from bornbiased_jax import io
 from bornbiased_jax.config import get_preset
@@ -18,6 +17,7 @@ from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.features import init_features, make_inputs
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import null_taus, paper_test
+from bornbiased_jax.stats import clopper_pearson
 
 ALPHA = 0.01
 
@@ -59,14 +59,6 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
     print(f"  {cfg.name} {kind}: {len(seeds)} models x n = {n}, T = {T} in "
           f"{time.time() - t0:.0f} s", flush=True)
     return F
-
-
-def clopper_pearson(k: int, N: int, conf: float = 0.95) -> tuple[float, float]:
-    """Exact binomial confidence interval of a proportion k/N."""
-    a = 1 - conf
-    lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, N - k + 1)
-    hi = 1.0 if k == N else stats.beta.ppf(1 - a / 2, k + 1, N - k)
-    return float(lo), float(hi)
 
 
 def rate(ps, alpha: float = ALPHA) -> dict:

@@ -32,8 +32,8 @@ from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.fingerprint.report import fmt_p
 from bornbiased_jax.sources import LoadedModel, init_params, load_source, run_steps
+from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.train import Run, TrainConfig
 
 NAME = "seedprint_power"

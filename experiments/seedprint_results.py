@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from bornbiased_jax import io
+from bornbiased_jax.stats import fmt_p as p
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository: scripts run as experiments.<name>
 
@@ -27,10 +28,6 @@ BEGIN, END = "<!-- seedprint:begin -->", "<!-- seedprint:end -->"
 def load(root: Path, name: str):
     f = root / name / f"{name}.json"
     return json.loads(f.read_text()) if f.exists() else None
-
-
-def p(x: float) -> str:
-    return "0" if x == 0 else (f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}")
 
 
 def rate(r: dict) -> str:

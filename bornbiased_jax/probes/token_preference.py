@@ -18,8 +18,8 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import seed_list
 from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.stats import bonferroni_log10_p
 from bornbiased_jax.sweep import SplitProbe, sweep
-from bornbiased_jax.theory.binomial import bonferroni_log10_p
 
 TOP_COUNTS = 100  # how many sorted counts a record keeps for the rank-frequency plot
 

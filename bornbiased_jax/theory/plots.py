@@ -25,9 +25,9 @@ from bornbiased_jax.io import save_figure  # noqa: E402
 from bornbiased_jax.probes.contraction import (inter_sequence_profile,  # noqa: E402
                                                intra_sequence_probe, pairwise_similarity)
 from bornbiased_jax.probes.inputs import GaussianEmbeds, probe_inputs  # noqa: E402
+from bornbiased_jax.stats import format_log10_p  # noqa: E402
 from bornbiased_jax.sweep import sweep  # noqa: E402
 from bornbiased_jax.theory import attn0, kernels, simulate  # noqa: E402
-from bornbiased_jax.theory.binomial import format_log10_p  # noqa: E402
 
 CPU = {
     "figure5": dict(preset="gpt2-rope-cpu", seed=42, seq_len=8, num_seqs=400),
