@@ -184,15 +184,17 @@ def _token_preference_of_models(models, seq_lens, num_seqs, args) -> list:
     """Table-1 records of loaded models (trained runs, imports, single seeds)."""
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.probes.token_preference import next_token_probe, summarize
-    from bornbiased_jax.sources import apply_probe
+    from bornbiased_jax.sweep import run_probe
 
+    budget = int(args.memory_budget_gb * 2**30) if args.memory_budget_gb else None
     records = []
     for m in models:
         for T in seq_lens:
             xs = probe_inputs(args.input, m.cfg, num_seqs, T, args.probe_seed)
-            preds = apply_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,
-                                seq_batch=args.seq_batch, progress=not args.no_progress,
-                                desc=f"{m.label} T={T}")
+            preds = run_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,
+                              seq_chunk=args.seq_chunk, seq_batch=args.seq_batch,
+                              memory_budget=budget, progress=not args.no_progress,
+                              desc=f"{m.label} T={T}")
             records.append(summarize(preds, m.cfg.vocab_size, preset=m.label, seed=m.seed,
                                      seq_len=int(T), input=args.input))
     return records

@@ -275,3 +275,11 @@ def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *
     A_LHQT = jnp.stack([sown[f"layers_{i}"]["attn"]["attention_probs"][0][:, -out.logits.shape[0]:]
                         for i in range(cfg.n_layers)])
     return out._replace(attention=A_LHQT)
+
+
+def forward_input(params: dict, cfg: ModelConfig, x: jax.Array, **kw) -> ForwardOutput:
+    """:func:`forward` on one probe input ``x``, told apart by its rank: token ids (T,) or input
+    embeddings (T, d) (e.g. the Gaussian inputs of Sec. 4.1). Keywords go to ``forward``."""
+    if jnp.ndim(x) == 1:
+        return forward(params, cfg, x, **kw)
+    return forward(params, cfg, embeds_Td=x, **kw)

@@ -14,9 +14,10 @@ from bornbiased_jax import io
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.features import init_features, make_inputs
+from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import null_taus, paper_test
+from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
 
 ALPHA = 0.01
@@ -52,7 +53,7 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
     f = cache / f"{cfg.name}-{kind}-{key}.npy" if cache else None
     if f is not None and f.exists():
         return np.load(f)
-    xs = make_inputs(kind, cfg, n, T, probe_seed=probe_seed)
+    xs = probe_inputs(kind, cfg, n, T, probe_seed)
     F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25, progress=False)])
     if f is not None:
         io.atomic_write(f, lambda fh: np.save(fh, F), mode="wb")

@@ -18,6 +18,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import seed_list
 from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.probes.outputs import feature_probe
 from bornbiased_jax.stats import bonferroni_log10_p
 from bornbiased_jax.sweep import SplitProbe, sweep
 
@@ -28,20 +29,12 @@ TOP_COUNTS = 100  # how many sorted counts a record keeps for the rank-frequency
 def next_token_probe(cfg: ModelConfig) -> SplitProbe:
     """probe(params, x) -> the arg-max next token after sequence x (tokens (T,) or embeds (T, d)).
 
-    Split at the final norm: the blocks run per batch of sequences, the unembedding once per
-    chunk (``sweep.SplitProbe``). Cached per config, so repeated sweeps reuse one program."""
-
-    def features(params, x):
-        if x.ndim == 1:
-            out = model.forward(params, cfg, x, last_only=True)
-        else:
-            out = model.forward(params, cfg, embeds_Td=x, last_only=True)
-        return out.normed[-1]  # Norm_final(X^(L)) at the last position, (d,)
-
-    def head(params, normed_d):
-        return jnp.argmax(normed_d @ model.unembedding(params, cfg)).astype(jnp.int32)
-
-    return SplitProbe(features, head)
+    The logits probe of ``probes.outputs`` with an arg-max: the blocks run per batch of
+    sequences up to Norm_final(X^(L)) at the last position, the unembedding once per chunk
+    (``sweep.SplitProbe``). Cached per config, so repeated sweeps reuse one program."""
+    logits = feature_probe(cfg, "logits")
+    return SplitProbe(logits.features,
+                      lambda params, h_d: jnp.argmax(logits.head(params, h_d)).astype(jnp.int32))
 
 
 @dataclasses.dataclass(frozen=True)
