@@ -33,7 +33,7 @@ Position = Literal["rope", "learned", "none"]
 OutputTransform = Literal["none", "sqrt_i", "sqrt_i_over_T", "headwise_rmsnorm"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class ModelConfig:
     """A decoder-only transformer, pre-norm, as in paper Sec. 2.1.
 
@@ -45,9 +45,11 @@ class ModelConfig:
       n_heads: attention (query) heads h; must divide d_model unless ``head_dim`` is given.
       n_kv_heads: key/value heads; None means n_heads (multi-head attention). Fewer heads give
         grouped-query attention (GQA; 1 is multi-query attention, MQA): each K/V head serves
-        n_heads / n_kv_heads query heads, so it must divide n_heads. Resolved to an int.
-      head_dim: d_k, the size of one head; None means d_model // n_heads. Resolved to an int.
-        Given explicitly, Q has n_heads * head_dim columns, which need not equal d_model.
+        n_heads / n_kv_heads query heads, so it must divide n_heads. The value in use is
+        :attr:`resolved_n_kv_heads`.
+      head_dim: d_k, the size of one head; None means d_model // n_heads. Given explicitly, Q
+        has n_heads * head_dim columns, which need not equal d_model. The value in use is
+        :attr:`resolved_head_dim`.
       d_ff: MLP hidden size d_MLP (for gated MLPs, the width of gate and up projections).
       max_seq_len: largest T accepted by ``forward``; also the T of the sqrt(i/T) transform.
       block: which sublayers a block has (the ablation of Sec. 4.1).
@@ -76,9 +78,12 @@ class ModelConfig:
         (the gate recent LLMs put after attention against attention sinks); softmax only.
       attn_output_gate_bias: a bias b_g (H K,) on the gate, initialised to 0; needs the gate.
 
-    ``head_dim`` and ``n_kv_heads`` are derived when left None. :meth:`ablate` derives them
-    again for the variant (so ``ablate(n_heads=8)`` gets d_model // 8); ``dataclasses.replace``
-    copies the resolved values, so use it only for changes that keep the heads.
+    The fields hold what was given: ``head_dim`` and ``n_kv_heads`` stay None when left out, and
+    the properties ``resolved_head_dim`` and ``resolved_n_kv_heads`` derive the values in use
+    from the current fields, so ``dataclasses.replace(cfg, d_model=128, n_heads=4)`` and
+    ``ablate(n_heads=8)`` get d_model // n_heads. Equality and hashing compare the resolved
+    values: a config that spells out the derived values (as run.json files written before
+    this distinction do) equals one that leaves them None.
     """
 
     name: str
@@ -118,23 +123,14 @@ class ModelConfig:
         for f in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len"):
             need(_positive_int(getattr(self, f)),
                  f"{f} must be a positive integer, got {getattr(self, f)!r}")
-        derived = []
-        if self.head_dim is None:
-            need(self.d_model % self.n_heads == 0,
-                 f"n_heads={self.n_heads} does not divide d_model={self.d_model}; choose "
-                 f"n_heads among the divisors of d_model, or give head_dim explicitly")
-            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
-            derived.append("head_dim")
-        if self.n_kv_heads is None:
-            object.__setattr__(self, "n_kv_heads", self.n_heads)
-            derived.append("n_kv_heads")
-        # Which fields were derived, so that ``ablate`` derives them again (not a field: it
-        # takes no part in equality, hashing or ``asdict``).
-        object.__setattr__(self, "_derived", tuple(derived))
         for f in ("head_dim", "n_kv_heads"):
-            need(_positive_int(getattr(self, f)),
-                 f"{f} must be a positive integer or None, got {getattr(self, f)!r}")
-        need(self.n_heads % self.n_kv_heads == 0,
+            v = getattr(self, f)
+            need(v is None or _positive_int(v),
+                 f"{f} must be a positive integer or None, got {v!r}")
+        need(self.head_dim is not None or self.d_model % self.n_heads == 0,
+             f"n_heads={self.n_heads} does not divide d_model={self.d_model}; choose "
+             f"n_heads among the divisors of d_model, or give head_dim explicitly")
+        need(self.n_heads % self.resolved_n_kv_heads == 0,
              f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}; each "
              f"key/value head must serve the same number of query heads (1 <= n_kv_heads "
              f"<= n_heads, a divisor of n_heads)")
@@ -145,9 +141,9 @@ class ModelConfig:
         for f, lit in choices.items():
             allowed = lit.__args__
             need(getattr(self, f) in allowed, f"{f}={getattr(self, f)!r}; allowed: {allowed}")
-        need(self.position != "rope" or self.head_dim % 2 == 0,
+        need(self.position != "rope" or self.resolved_head_dim % 2 == 0,
              f"RoPE rotates pairs of coordinates, so it needs an even head_dim, got "
-             f"{self.head_dim}; choose an even head_dim or position='learned'/'none'")
+             f"{self.resolved_head_dim}; choose an even head_dim or position='learned'/'none'")
         need(not self.attn_output_gate_bias or self.attn_output_gate,
              "attn_output_gate_bias=True needs attn_output_gate=True (the bias belongs to the gate)")
         for f in ("attn_output_gate", "attn_output_gate_bias"):
@@ -166,7 +162,7 @@ class ModelConfig:
                  f"attention={self.attention!r} (Attn0) has no per-head output to transform; "
                  f"attn_output_transform must be 'none' (got {self.attn_output_transform!r}), "
                  f"or use attention='softmax'")
-            need(self.n_kv_heads == self.n_heads,
+            need(self.resolved_n_kv_heads == self.n_heads,
                  f"attention={self.attention!r} (Attn0) has no key/value heads; n_kv_heads must "
                  f"equal n_heads={self.n_heads} (or be None), got {self.n_kv_heads}")
         need(self.init_std > 0, "init_std must be > 0")
@@ -175,9 +171,19 @@ class ModelConfig:
 
     # Derived values -------------------------------------------------------------------------
     @property
+    def resolved_head_dim(self) -> int:
+        """d_k, the size of one head: ``head_dim``, or d_model // n_heads when it is None."""
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def resolved_n_kv_heads(self) -> int:
+        """Key/value heads: ``n_kv_heads``, or n_heads when it is None."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
     def n_groups(self) -> int:
         """Query heads per key/value head, G = n_heads / n_kv_heads (1 without GQA)."""
-        return self.n_heads // self.n_kv_heads
+        return self.n_heads // self.resolved_n_kv_heads
 
     @property
     def has_attn(self) -> bool:
@@ -199,17 +205,40 @@ class ModelConfig:
         return self.init_std
 
     def ablate(self, **changes) -> "ModelConfig":
-        """A copy with ``changes`` applied and the name suffixed with them. Fields that were
-        derived (``head_dim``, ``n_kv_heads`` left None) are derived again unless changed."""
+        """A copy with ``changes`` applied and the name suffixed with them."""
         suffix = ",".join(f"{k}={v}" for k, v in sorted(changes.items()))
-        rederive = {f: None for f in self._derived if f not in changes}
-        return dataclasses.replace(self, name=f"{self.name}[{suffix}]", **rederive, **changes)
+        return dataclasses.replace(self, name=f"{self.name}[{suffix}]", **changes)
 
-    @classmethod
-    def from_hf(cls, hf_config, *, name: str | None = None) -> "ModelConfig":
-        """The config of an HF ``config.json`` (dict, file or folder): see ``bornbiased_jax.hf``."""
-        from bornbiased_jax.hf.configs import config_from_hf  # hf imports this module
-        return config_from_hf(hf_config, name=name)
+    def _key(self) -> tuple:
+        """The fields, with ``head_dim`` and ``n_kv_heads`` resolved: what equality compares."""
+        resolved = {"head_dim": self.resolved_head_dim, "n_kv_heads": self.resolved_n_kv_heads}
+        return tuple(resolved.get(f.name, getattr(self, f.name))
+                     for f in dataclasses.fields(self))
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def recorded_differences(recorded: dict, cfg: ModelConfig) -> dict[str, tuple]:
+    """{field: (recorded value, cfg's value)} for every field where a recorded config (a dict,
+    e.g. run.json's ``model_config``) and ``cfg`` differ; "<absent>" where one lacks the
+    field. ``head_dim`` and ``n_kv_heads`` are compared (and shown) resolved, so a record that
+    spells out the derived values equals one that leaves them None."""
+    rec, cur = dict(recorded), dataclasses.asdict(cfg)
+    d, h = rec.get("d_model"), rec.get("n_heads")
+    if rec.get("head_dim") is None and _positive_int(d) and _positive_int(h) and d % h == 0:
+        rec["head_dim"] = d // h
+    if rec.get("n_kv_heads") is None and _positive_int(h):
+        rec["n_kv_heads"] = h
+    cur.update(head_dim=cfg.resolved_head_dim, n_kv_heads=cfg.resolved_n_kv_heads)
+    absent = "<absent>"
+    return {k: (rec.get(k, absent), cur.get(k, absent)) for k in sorted(set(rec) | set(cur))
+            if rec.get(k, absent) != cur.get(k, absent)}
 
 
 def _positive_int(x) -> bool:
@@ -304,7 +333,7 @@ def apply_overrides(cfg: ModelConfig, items: "tuple[str, ...] | list[str]") -> M
 
     Keys are ModelConfig fields (not ``name``); values are read by the field's type (bool:
     true/false, int, float, None for optional ones; text for the rest, checked by the config's
-    own validation). Applied with :meth:`ModelConfig.ablate`, so derived head sizes follow."""
+    own validation). Applied with :meth:`ModelConfig.ablate`."""
     fields = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "name"}
     changes = {}
     for item in items:

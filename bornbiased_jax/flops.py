@@ -13,7 +13,8 @@ from bornbiased_jax.config import ModelConfig
 
 def forward_flops(cfg: ModelConfig, T: int, last_only: bool = False) -> int:
     d, F, L, V = cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.vocab_size
-    HK, NK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim  # d and d/G under GQA
+    K = cfg.resolved_head_dim
+    HK, NK = cfg.n_heads * K, cfg.resolved_n_kv_heads * K  # d and d/G under GQA
     mlp = (3 if cfg.gated_mlp else 2) * d * F  # multiply-adds per token
     total = 0
     for layer in range(L):

@@ -180,7 +180,8 @@ class Attention(nn.Module):
         cfg = self.cfg
         if not cfg.has_attn_params:
             return
-        HK, NK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+        K = cfg.resolved_head_dim
+        HK, NK = cfg.n_heads * K, cfg.resolved_n_kv_heads * K
         qkv_bias = cfg.linear_bias or cfg.qkv_bias
         dt, s = self.param_dtype, cfg.init_std
         self.q_proj = dense(HK, s, qkv_bias, dt, "q_proj")
@@ -188,7 +189,7 @@ class Attention(nn.Module):
         self.v_proj = dense(NK, s, qkv_bias, dt, "v_proj")
         self.o_proj = dense(cfg.d_model, cfg.residual_std, cfg.linear_bias, dt, "o_proj")
         if cfg.attn_output_transform == "headwise_rmsnorm":
-            self.head_norm = HeadScale(cfg.n_heads, cfg.head_dim, dt, name="head_norm")
+            self.head_norm = HeadScale(cfg.n_heads, K, dt, name="head_norm")
         if cfg.attn_output_gate:
             self.gate_proj = dense(HK, s, cfg.attn_output_gate_bias, dt, "gate_proj")
 
@@ -196,7 +197,7 @@ class Attention(nn.Module):
                 last_only: bool = False) -> tuple[jax.Array, jax.Array]:
         """Softmax attention weights A (H, Q, T) and values v (T, N, K)."""
         cfg = self.cfg
-        T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
         G = H // N
         xq_Qd = x_Td[-1:] if last_only else x_Td
         Q = xq_Qd.shape[0]
@@ -227,7 +228,7 @@ class Attention(nn.Module):
             return out_Td[-1:] if last_only else out_Td
         A_HQT, v_TNK = self.weights(x_Td, rope, last_only)
         H, Q, _ = A_HQT.shape
-        N, K = cfg.n_kv_heads, cfg.head_dim
+        N, K = cfg.resolved_n_kv_heads, cfg.resolved_head_dim
         o_QNGK = jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, H // N, Q, T), v_TNK)
         gamma_HK = self.head_norm() if cfg.attn_output_transform == "headwise_rmsnorm" else None
         o_QHK = output_transform(cfg, o_QNGK.reshape(Q, H, K), T - Q, gamma_HK)  # Sec. 6.2.1

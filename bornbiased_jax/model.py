@@ -150,7 +150,7 @@ class Decoder(nn.Module):
         when ``return_hidden`` (else [])."""
         cfg = self.cfg
         T = x_Td.shape[0]
-        rope = rope_cos_sin(T, cfg.head_dim, cfg.rope_theta) if cfg.position == "rope" else None
+        rope = rope_cos_sin(T, cfg.resolved_head_dim, cfg.rope_theta) if cfg.position == "rope" else None
         hidden = [x_Td] if return_hidden else []
         for i, block in enumerate(self.layers):
             # Without hidden states, the last block is needed at the last position only.
@@ -275,3 +275,11 @@ def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *
     A_LHQT = jnp.stack([sown[f"layers_{i}"]["attn"]["attention_probs"][0][:, -out.logits.shape[0]:]
                         for i in range(cfg.n_layers)])
     return out._replace(attention=A_LHQT)
+
+
+def forward_input(params: dict, cfg: ModelConfig, x: jax.Array, **kw) -> ForwardOutput:
+    """:func:`forward` on one probe input ``x``, told apart by its rank: token ids (T,) or input
+    embeddings (T, d) (e.g. the Gaussian inputs of Sec. 4.1). Keywords go to ``forward``."""
+    if jnp.ndim(x) == 1:
+        return forward(params, cfg, x, **kw)
+    return forward(params, cfg, embeds_Td=x, **kw)

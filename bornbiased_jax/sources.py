@@ -18,18 +18,16 @@ while ``bornbiased fingerprint`` makes every parameter seed-dependent (as ``born
 does) unless given ``--shared-embedding``: a lineage test between seeds that share their
 embeddings would test the blocks alone.
 
-``load_source`` returns a :class:`LoadedModel`; ``apply_probe`` runs a sweep-style probe
-(written for one model and one sequence) over N sequences for one given parameter set.
+``load_source`` returns a :class:`LoadedModel`; ``sweep.run_probe`` runs a probe on its
+parameters.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -223,47 +221,3 @@ def _load_hf(path: Path, dtype) -> LoadedModel:
         raise UserError(f"the Hugging Face model in {str(path)!r} does not load "
                         f"({type(e).__name__}: {e})") from None
     return LoadedModel(cfg, params, path.name, "hf", None, None, path)
-
-
-# --- running a probe on one model ------------------------------------------------------------
-@functools.lru_cache(maxsize=32)
-def _batched(probe: Callable) -> Callable:
-    return jax.jit(lambda params, xs: jax.vmap(lambda x: probe(params, x))(xs))
-
-
-def apply_probe(probe: Callable[[dict, jax.Array], Any], cfg: ModelConfig, params: dict, inputs,
-                *, seq_batch: int | None = None, progress: bool = False, desc: str = "probe"):
-    """``probe(params, x)`` for each of N sequences of ``inputs`` ((N, T) tokens or (N, T, d)
-    embeddings; an array or a lazy probe set), for ONE given parameter set.
-
-    Sequences run in jitted, vmapped batches of ``seq_batch`` (default on CPU: about
-    ``sweep.CPU_TOKENS_PER_BATCH`` tokens per batch; elsewhere 256 sequences); the last batch is
-    padded so that the function compiles once. Returns the probe's pytree with host numpy
-    leaves of leading axis N."""
-    from tqdm.auto import tqdm
-
-    from bornbiased_jax.sweep import CPU_TOKENS_PER_BATCH
-
-    if not hasattr(inputs, "shape"):
-        inputs = np.asarray(inputs)
-    if len(inputs.shape) not in (2, 3) or inputs.shape[0] < 1:
-        raise UserError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
-                        f"got shape {tuple(inputs.shape)}")
-    N, T = int(inputs.shape[0]), int(inputs.shape[1])
-    model.check_seq_len(cfg, T)
-    if seq_batch is None:
-        cpu = jax.devices()[0].platform == "cpu"
-        seq_batch = max(1, CPU_TOKENS_PER_BATCH // T) if cpu else 256
-    seq_batch = max(1, min(int(seq_batch), N))
-    fn = _batched(probe)
-    out = None
-    for i0 in tqdm(range(0, N, seq_batch), desc=desc, disable=not progress, unit="batch"):
-        xs = np.asarray(inputs[i0:i0 + seq_batch])
-        n_real = xs.shape[0]
-        if n_real < seq_batch:
-            xs = np.concatenate([xs, np.repeat(xs[-1:], seq_batch - n_real, axis=0)])
-        res = jax.device_get(fn(params, jnp.asarray(xs)))
-        if out is None:
-            out = jax.tree.map(lambda a: np.empty((N,) + a.shape[1:], a.dtype), res)
-        jax.tree.map(lambda o, a: o.__setitem__(slice(i0, i0 + n_real), a[:n_real]), out, res)
-    return out

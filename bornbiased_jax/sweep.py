@@ -27,6 +27,9 @@ every process runs the same compiled calls, and the outputs are gathered into ev
 (``multihost_utils.process_allgather``); the caller writes them from process 0. The plan is
 process 0's, so that all processes run one program.
 
+:func:`run_probe` runs a probe over the sequences for ONE given parameter set (a trained
+checkpoint, an import) with the same per-model call, planner, padding and output assembly.
+
 Sizes (seed chunk, sequence chunk) are derived from a memory budget unless given (the probe's
 working set per sequence from XLA's analysis of the compiled call), and cut the
 seeds and sequences into equal chunks; the last chunk is padded, so that every call has one
@@ -380,16 +383,7 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
     """
     seeds = seed_list(seeds)  # any iterable, read once; validates: non-empty, integers in range
     keys = seed_keys(seeds)
-    if not hasattr(inputs, "shape"):
-        inputs = np.asarray(inputs)
-    if len(inputs.shape) not in (2, 3) or inputs.shape[0] < 1:
-        raise UserError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
-                         f"got shape {inputs.shape}")
-    N, T = inputs.shape[:2]
-    if not 1 <= T <= cfg.max_seq_len:
-        raise UserError(f"inputs have sequence length T={T}, outside [1, max_seq_len="
-                        f"{cfg.max_seq_len}] of {cfg.name}; use shorter sequences or a preset "
-                        f"with a longer context")
+    inputs, N, T = _check_inputs(cfg, inputs)
     devices = list(devices or jax.devices())
     plan = plan_sweep(cfg, len(seeds), N, T, strategy=strategy, seed_chunk=seed_chunk,
                       seq_chunk=seq_chunk, map_batch=map_batch, seq_batch=seq_batch,
@@ -399,26 +393,98 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
         plan = _one_plan_for_all_processes(plan)
     compiled = _compiled(cfg, probe, plan, tuple(devices))
     S = len(seeds)
+    out = _Outputs((S, N))
     n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)
-    out = None
     with tqdm(total=n_chunks, desc=desc, disable=not progress, unit="chunk") as bar:
         for s0 in range(0, S, plan.seed_chunk):
             # The last chunks of seeds and of sequences are padded with copies of their last
             # key / row, so every call has one shape (one compilation); padding is dropped.
             k = _pad_rows(keys[s0:s0 + plan.seed_chunk], plan.seed_chunk)
             n_real = min(plan.seed_chunk, S - s0)
-            for n0 in range(0, N, plan.seq_chunk):
-                n_rows = min(plan.seq_chunk, N - n0)
-                xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
+            for n0, n_rows, xs in _seq_chunks(inputs, N, plan.seq_chunk):
                 res = distributed.to_host(compiled.run(k, xs))
-                if out is None:
-                    out = jax.tree.map(lambda a: np.empty((S, N) + a.shape[2:], a.dtype), res)
-                jax.tree.map(lambda o, a: o.__setitem__(
-                    (slice(s0, s0 + n_real), slice(n0, n0 + n_rows)), a[:n_real, :n_rows]),
-                    out, res)
+                out.put((slice(s0, s0 + n_real), slice(n0, n0 + n_rows)), res)
                 bar.update(1)
             _release_freed_memory()
-    return out
+    return out.tree
+
+
+def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
+              seq_chunk: int | None = None, seq_batch: int | None = None,
+              memory_budget: int | None = None, progress: bool = False, desc: str = "probe"):
+    """Run ``probe`` on every input sequence for ONE given parameter set (a trained checkpoint,
+    an imported model; fresh initialisations of many seeds are :func:`sweep`'s).
+
+    The same per-model call as a sweep's (``features`` in batches of ``seq_batch`` sequences,
+    a ``SplitProbe``'s head once per call), planned by :func:`plan_sweep` for one model on
+    this process's first device, compiled once per (probe, plan) and reused for every model
+    of that shape.
+
+    Args:
+      probe: ``probe(params, x)`` for one model and one sequence ``x``, or a ``SplitProbe``.
+      params: the model's parameters (all of them, embeddings included).
+      inputs: (N, T) token ids or (N, T, d) input embeddings: an array or a lazy probe set.
+    Returns:
+      the probe's pytree with host numpy leaves of shape (N, ...).
+    """
+    inputs, N, T = _check_inputs(cfg, inputs)
+    device = jax.local_devices()[0]
+    plan = plan_sweep(cfg, 1, N, T, strategy="loop", seed_chunk=1, seq_chunk=seq_chunk,
+                      seq_batch=seq_batch, memory_budget=memory_budget, devices=[device],
+                      probe=probe, row_shape=tuple(inputs.shape[1:]),
+                      row_dtype=jnp.asarray(inputs[:1]).dtype)
+    fn = _compiled_one(probe, plan.seq_batch)
+    out = _Outputs((N,))
+    for n0, n_rows, xs in tqdm(_seq_chunks(inputs, N, plan.seq_chunk), desc=desc,
+                               disable=not progress, unit="chunk",
+                               total=math.ceil(N / plan.seq_chunk)):
+        out.put((slice(n0, n0 + n_rows),), jax.device_get(fn(params, {}, xs)))
+    return out.tree
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_one(probe: Probe, seq_batch: int):
+    """The jitted per-model call of :func:`run_probe` (parameters are an argument, so models of
+    one shape share it)."""
+    return jax.jit(_run_one_fn(probe, seq_batch))
+
+
+def _check_inputs(cfg: ModelConfig, inputs) -> tuple[Any, int, int]:
+    """(inputs, N, T): ``inputs`` as an array-like with ``shape`` and first-axis slicing; a
+    UserError unless they are (N, T) tokens or (N, T, d) embeddings with N >= 1 and T within
+    the model's context."""
+    if not hasattr(inputs, "shape"):
+        inputs = np.asarray(inputs)
+    if len(inputs.shape) not in (2, 3) or inputs.shape[0] < 1:
+        raise UserError(f"inputs must be (N, T) tokens or (N, T, d) embeddings with N >= 1, "
+                        f"got shape {tuple(inputs.shape)}")
+    N, T = int(inputs.shape[0]), int(inputs.shape[1])
+    model.check_seq_len(cfg, T)
+    return inputs, N, T
+
+
+def _seq_chunks(inputs, N: int, seq_chunk: int):
+    """(first row, real rows, rows padded to ``seq_chunk``) for each chunk of the N sequences:
+    the last chunk is padded with copies of its last row, so every call has one shape."""
+    for n0 in range(0, N, seq_chunk):
+        n_rows = min(seq_chunk, N - n0)
+        yield n0, n_rows, _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), seq_chunk)
+
+
+class _Outputs:
+    """Host arrays of leading shape ``lead`` (seeds and/or sequences) for a probe's pytree,
+    allocated from the first call's result and filled call by call, padding dropped."""
+
+    def __init__(self, lead: tuple[int, ...]):
+        self.lead, self.tree = lead, None
+
+    def put(self, index: tuple[slice, ...], res) -> None:
+        """Write the real part of one call's result ``res`` (leading axes padded) at ``index``."""
+        k = len(self.lead)
+        if self.tree is None:
+            self.tree = jax.tree.map(lambda a: np.empty(self.lead + a.shape[k:], a.dtype), res)
+        real = tuple(slice(0, sl.stop - sl.start) for sl in index)
+        jax.tree.map(lambda o, a: o.__setitem__(index, a[real]), self.tree, res)
 
 
 def _one_plan_for_all_processes(plan: SweepPlan) -> SweepPlan:

@@ -49,7 +49,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
 from bornbiased_jax import data, distributed, io, model, sharding
-from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset
+from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset, recorded_differences
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.train_config import TrainConfig
@@ -451,9 +451,7 @@ def _saved_model_config(saved: dict, path: Path, now: ModelConfig) -> ModelConfi
     if "model_config" not in saved:
         raise UserError(f"{str(path)!r} records no model configuration ('model_config'); it was "
                         f"made by an older version and cannot be resumed safely; use a new --out")
-    rec, cur = saved["model_config"], _jsonable(dataclasses.asdict(now))
-    diff = {k: (rec.get(k, "<absent>"), cur.get(k, "<absent>"))
-            for k in sorted(set(rec) | set(cur)) if rec.get(k, "<absent>") != cur.get(k, "<absent>")}
+    diff = recorded_differences(saved["model_config"], now)
     if diff:
         raise UserError(f"the model this run was trained with differs from what preset "
                         f"{saved['train_config'].get('preset')!r} gives now; fields (recorded, "

@@ -75,8 +75,3 @@ def table(claims: list[Claim], ours: str = "ours") -> str:
 def vocabulary_markdown() -> str:
     """The vocabulary as a markdown list, for the top of RESULTS.md."""
     return "\n".join(f"- **{v}**: {d}." for v, d in VERDICTS.items())
-
-
-def p_text(p: float) -> str:
-    """A p-value in a table cell: '0' (underflow), 3 significant digits from 1e-3, else '1.2e-05'."""
-    return "0" if p == 0 else (f"{p:.3g}" if p >= 1e-3 else f"{p:.1e}")

@@ -11,8 +11,8 @@ from experiments._common import parse, write
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.probes.contraction import last_token_probe, max_dimension_counts
 from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
 from bornbiased_jax.sweep import sweep
-from bornbiased_jax.theory.binomial import bonferroni_log10_p, format_log10_p
 
 NAME = "figure10"
 CPU = dict(preset="gpt2-rope-cpu", seed=42, seq_len=64, num_seqs=1500)

@@ -35,12 +35,13 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import baselines as B
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint.compare import null_seeds
-from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
+from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
+from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source, run_steps
 from bornbiased_jax.studies.lineage import BASELINES
-from bornbiased_jax.verdicts import p_text as fmt_p
+from bornbiased_jax.stats import fmt_p
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -132,8 +133,8 @@ class Study:
     # --- SeedPrint features ------------------------------------------------------------------
     def inputs(self, kind: str):
         if kind not in self._inputs:
-            self._inputs[kind] = make_inputs(kind, self.cfg, self.s["n"], self.s["seq_len"],
-                                             probe_seed=self.s["probe_seed"])
+            self._inputs[kind] = probe_inputs(kind, self.cfg, self.s["n"], self.s["seq_len"],
+                                              probe_seed=self.s["probe_seed"])
         return self._inputs[kind]
 
     def _cached(self, key: dict, compute) -> np.ndarray:

@@ -9,15 +9,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from bornbiased_jax import io
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.features import init_features, make_inputs
+from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import null_taus, paper_test
+from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.stats import clopper_pearson
 
 ALPHA = 0.01
 
@@ -52,21 +53,13 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
     f = cache / f"{cfg.name}-{kind}-{key}.npy" if cache else None
     if f is not None and f.exists():
         return np.load(f)
-    xs = make_inputs(kind, cfg, n, T, probe_seed=probe_seed)
+    xs = probe_inputs(kind, cfg, n, T, probe_seed)
     F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25, progress=False)])
     if f is not None:
         io.atomic_write(f, lambda fh: np.save(fh, F), mode="wb")
     print(f"  {cfg.name} {kind}: {len(seeds)} models x n = {n}, T = {T} in "
           f"{time.time() - t0:.0f} s", flush=True)
     return F
-
-
-def clopper_pearson(k: int, N: int, conf: float = 0.95) -> tuple[float, float]:
-    """Exact binomial confidence interval of a proportion k/N."""
-    a = 1 - conf
-    lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, N - k + 1)
-    hi = 1.0 if k == N else stats.beta.ppf(1 - a / 2, k + 1, N - k)
-    return float(lo), float(hi)
 
 
 def rate(ps, alpha: float = ALPHA) -> dict:

@@ -29,11 +29,12 @@ from bornbiased_jax import io
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.compare import null_seeds
-from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
+from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.fingerprint.tables import fmt_p
+from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import LoadedModel, init_params, load_source, run_steps
+from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.train import Run, TrainConfig
 
 NAME = "seedprint_power"
@@ -102,7 +103,7 @@ if __name__ == "__main__":
                              "preset", s["other_seed"], None)
     trained_b = load_source(str(run_b))
     emb = np.asarray(init_a.params["embed"]["embedding"])
-    xs = make_inputs(s["input"], cfg, s["n"], s["fp_seq_len"], embedding=emb)
+    xs = probe_inputs(s["input"], cfg, s["n"], s["fp_seq_len"], embedding=emb)
     seeds = null_seeds(s["null_models"], [s["seed"], s["other_seed"]])
     cache = args.out / "cache" / f"nulls-{len(seeds)}-{s['n']}-{s['fp_seq_len']}.npy"
     if cache.exists():

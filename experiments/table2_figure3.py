@@ -13,7 +13,7 @@ from bornbiased_jax.config import get_preset
 from bornbiased_jax.probes.contraction import inter_sequence_profile
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.probes.token_preference import summarize
-from bornbiased_jax.theory.binomial import format_log10_p, uniform_rank_frequency
+from bornbiased_jax.stats import format_log10_p, uniform_rank_frequency
 
 NAME = "table2_figure3"
 CPU = dict(preset="gpt2-rope-cpu", seed=42, seq_len=64, num_seqs=600)

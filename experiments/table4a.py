@@ -17,7 +17,7 @@ from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.fingerprint.tables import fmt_p
+from bornbiased_jax.stats import fmt_p
 
 NAME = "table4a"
 PAIRS = [(42, 2000), (123, 42), (1000, 123), (2000, 1000)]

@@ -49,7 +49,7 @@ def permute_heads(params, cfg, rng):
     """Permute each block's K/V heads, and the query heads of every group with them (query
     head h = n G + g reads K/V head n)."""
     p = _copy(params)
-    d, H, N, K = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    d, H, N, K = cfg.d_model, cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
     G = H // N
     for i in range(cfg.n_layers):
         kv = rng.permutation(N)

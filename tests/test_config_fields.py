@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import PRESETS, get_preset
+from bornbiased_jax.config import PRESETS, ModelConfig, get_preset, recorded_differences
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
@@ -30,19 +30,43 @@ def shapes(cfg) -> dict:
 
 
 # --- derived fields ----------------------------------------------------------------------------
-def test_head_fields_resolve_to_ints_and_ablate_derives_them_again():
+def test_head_fields_keep_what_was_given_and_resolve_from_the_current_fields():
     cfg = get_preset("llama2-tiny")  # d = 64, 4 heads
-    assert (cfg.head_dim, cfg.n_kv_heads, cfg.n_groups) == (16, 4, 1)
-    assert all(isinstance(c.head_dim, int) and isinstance(c.n_kv_heads, int)
+    assert (cfg.head_dim, cfg.n_kv_heads) == (None, None)  # not given
+    assert (cfg.resolved_head_dim, cfg.resolved_n_kv_heads, cfg.n_groups) == (16, 4, 1)
+    assert all(isinstance(c.resolved_head_dim, int) and isinstance(c.resolved_n_kv_heads, int)
                for c in PRESETS.values())
     eight = cfg.ablate(n_heads=8)
-    assert (eight.head_dim, eight.n_kv_heads) == (8, 8)  # derived again, not copied
+    assert (eight.resolved_head_dim, eight.resolved_n_kv_heads) == (8, 8)  # not copied
     gqa = cfg.ablate(n_kv_heads=2)
-    assert (gqa.n_groups, gqa.ablate(n_layers=1).n_kv_heads) == (2, 2)  # explicit: kept
+    assert (gqa.n_groups, gqa.ablate(n_layers=1).resolved_n_kv_heads) == (2, 2)  # explicit: kept
     wide = cfg.ablate(head_dim=32)
-    assert wide.head_dim == 32 and wide.ablate(n_heads=2).head_dim == 32
-    # Explicit values equal to the derived ones name the same model.
-    assert dataclasses.replace(cfg, head_dim=16, n_kv_heads=4) == cfg
+    assert wide.resolved_head_dim == 32 and wide.ablate(n_heads=2).resolved_head_dim == 32
+    # Explicit values equal to the derived ones name the same model (run.json files written
+    # before the fields kept None record the resolved values).
+    spelled = dataclasses.replace(cfg, head_dim=16, n_kv_heads=4)
+    assert spelled == cfg and hash(spelled) == hash(cfg)
+    assert dataclasses.replace(cfg, head_dim=32) != cfg
+
+
+def test_replace_of_the_width_and_heads_resolves_the_head_size_again():
+    """``dataclasses.replace`` used to copy the head size resolved for the old width: d = 128
+    with 4 heads got head_dim 16 and a Q projection of 64 columns."""
+    cfg = dataclasses.replace(get_preset("llama2-tiny"), d_model=128, n_heads=4)
+    assert (cfg.resolved_head_dim, cfg.resolved_n_kv_heads) == (32, 4)
+    q = shapes(cfg)["['layers_0']['attn']['q_proj']['kernel']"]
+    assert q == (128, 128)
+    assert dataclasses.replace(get_preset("llama2-tiny"), n_heads=8).resolved_head_dim == 8
+
+
+def test_recorded_config_with_resolved_head_fields_matches():
+    cfg = get_preset("llama2-tiny")
+    old = {**dataclasses.asdict(cfg), "head_dim": 16, "n_kv_heads": 4}  # as older runs wrote
+    assert recorded_differences(old, cfg) == {}
+    assert recorded_differences(dataclasses.asdict(cfg), cfg) == {}
+    assert ModelConfig(**old) == cfg
+    assert recorded_differences({**old, "head_dim": 8}, cfg) == {"head_dim": (8, 16)}
+    assert recorded_differences({**old, "d_ff": 1}, cfg) == {"d_ff": (1, cfg.d_ff)}
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -70,7 +94,7 @@ def test_unknown_preset_is_a_user_error():
 def repeat_kv(params: dict, cfg) -> dict:
     """The MHA parameters equivalent to GQA ones: each K/V head copied to its G query heads
     (HF's ``repeat_kv``: query head h reads K/V head h // G)."""
-    N, K, G = cfg.n_kv_heads, cfg.head_dim, cfg.n_groups
+    N, K, G = cfg.resolved_n_kv_heads, cfg.resolved_head_dim, cfg.n_groups
     out = jax.tree.map(lambda x: x, params)
     for i in range(cfg.n_layers):
         attn = out[f"layers_{i}"]["attn"]
@@ -89,7 +113,7 @@ def test_grouped_query_attention_equals_mha_with_repeated_kv_heads(n_kv):
     cfg = get_preset("qwen2-tiny").ablate(n_kv_heads=n_kv)
     p = _init(cfg, seed_key(4))
     sh = shapes(cfg)
-    d, H, K = cfg.d_model, cfg.n_heads, cfg.head_dim
+    d, H, K = cfg.d_model, cfg.n_heads, cfg.resolved_head_dim
     assert sh["['layers_0']['attn']['q_proj']['kernel']"] == (d, H * K)
     assert sh["['layers_0']['attn']['k_proj']['kernel']"] == (d, n_kv * K)
     assert sh["['layers_0']['attn']['v_proj']['bias']"] == (n_kv * K,)
@@ -207,5 +231,5 @@ def test_forward_flops_count_gqa_shapes():
         kernels = sum(math.prod(s) for k, s in shapes(cfg).items()
                       if k.startswith("['layers_") and k.endswith("['kernel']"))
         want = (2 * T * kernels + 2 * T * cfg.d_model * cfg.vocab_size
-                + cfg.n_layers * 4 * T * T * cfg.n_heads * cfg.head_dim)
+                + cfg.n_layers * 4 * T * T * cfg.n_heads * cfg.resolved_head_dim)
         assert forward_flops(cfg, T) == want

@@ -23,7 +23,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from bornbiased_jax import model
-from bornbiased_jax.config import ModelConfig, get_preset
+from bornbiased_jax.config import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.hf import config_from_hf, load_hf, load_hf_tokenizer, save_hf
 
@@ -106,13 +106,13 @@ def test_config_of_each_fixture(loaded):
     assert all(getattr(neox, f) == getattr(rope_gpt2, f) for f in
                ("position", "norm", "activation", "gated_mlp", "linear_bias", "qkv_bias",
                 "tie_embeddings", "rope_theta", "norm_eps"))
-    assert (gqa.n_heads, gqa.n_kv_heads, gqa.rope_theta, gqa.tie_embeddings) == (4, 2, 5e5, False)
-    assert (tied.head_dim, tied.tie_embeddings) == (16, True)
-    assert (qwen.qkv_bias, qwen.linear_bias, qwen.n_kv_heads, qwen.rope_theta) == (True, False, 2,
+    assert (gqa.n_heads, gqa.resolved_n_kv_heads, gqa.rope_theta, gqa.tie_embeddings) == (4, 2, 5e5, False)
+    assert (tied.resolved_head_dim, tied.tie_embeddings) == (16, True)
+    assert (qwen.qkv_bias, qwen.linear_bias, qwen.resolved_n_kv_heads, qwen.rope_theta) == (True, False, 2,
                                                                                   1e6)
     assert not any(c.shared_embedding for c in (gpt2, gqa, tied, qwen, neox))
     assert gqa.name == "llama_gqa"  # named after the folder
-    assert ModelConfig.from_hf(FIXTURES / "qwen2", name="x") == dataclasses.replace(qwen, name="x")
+    assert config_from_hf(FIXTURES / "qwen2", name="x") == dataclasses.replace(qwen, name="x")
 
 
 # --- round trips -------------------------------------------------------------------------------
@@ -148,9 +148,10 @@ def test_presets_export_and_reimport(preset, tmp_path):
     cfg = get_preset(preset)
     params = model.init(cfg, jax.random.key(0))
     cfg2, params2 = load_hf(save_hf(cfg, params, tmp_path / preset))
-    arch = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff",
-            "max_seq_len", "activation", "gated_mlp", "norm", "position", "rope_theta",
-            "linear_bias", "qkv_bias", "tie_embeddings", "norm_eps", "init_std")
+    arch = ("vocab_size", "d_model", "n_layers", "n_heads", "resolved_n_kv_heads",
+            "resolved_head_dim", "d_ff", "max_seq_len", "activation", "gated_mlp", "norm",
+            "position", "rope_theta", "linear_bias", "qkv_bias", "tie_embeddings", "norm_eps",
+            "init_std")
     assert all(getattr(cfg2, f) == getattr(cfg, f) for f in arch)
     assert _tree_equal(params, params2)
 
@@ -366,9 +367,9 @@ def test_released_configs():
     assert _n_params(gpt2) == 124_439_808
     assert _n_params(llama) == 6_738_415_616
     assert _n_params(qwen) == 494_032_768
-    assert (llama.head_dim, llama.n_kv_heads, llama.max_seq_len, llama.norm_eps) == (
+    assert (llama.resolved_head_dim, llama.resolved_n_kv_heads, llama.max_seq_len, llama.norm_eps) == (
         128, 32, 4096, 1e-5)
-    assert (qwen.n_kv_heads, qwen.head_dim, qwen.tie_embeddings, qwen.rope_theta) == (
+    assert (qwen.resolved_n_kv_heads, qwen.resolved_head_dim, qwen.tie_embeddings, qwen.rope_theta) == (
         2, 64, True, 1e6)
     pythia = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox",
               "rotary_pct": 0.25, "use_parallel_residual": True}

@@ -295,7 +295,7 @@ def test_norm_and_residual_flags():
     p = _init(cfg, seed_key(0))
     x = jax.random.normal(jax.random.key(2), (6, cfg.d_model))
     blk = p["layers_0"]
-    rope = layers.rope_cos_sin(6, cfg.head_dim, cfg.rope_theta)
+    rope = layers.rope_cos_sin(6, cfg.resolved_head_dim, cfg.rope_theta)
     h = layers.attention(blk["attn"], cfg, layers.norm(blk["attn_norm"], cfg, x), rope)
     want = layers.mlp(blk["mlp"], cfg, layers.norm(blk["mlp_norm"], cfg, h))
     got = fwd(p, cfg, embeds_Td=x, return_hidden=True).hidden[1]
@@ -316,7 +316,7 @@ def test_bias_tying_and_gating_flags():
 def test_output_transform_acts_per_position_per_head(kind):
     cfg = get_preset("llama2-tiny")
     cfg_t = dataclasses.replace(cfg, attn_output_transform=kind)
-    o = jax.random.normal(jax.random.key(0), (12, cfg.n_heads, cfg.head_dim))
+    o = jax.random.normal(jax.random.key(0), (12, cfg.n_heads, cfg.resolved_head_dim))
     got = np.asarray(layers.output_transform(cfg_t, o))
     i = np.arange(1, 13)[:, None, None]
     want = {"sqrt_i": np.sqrt(i) * o, "sqrt_i_over_T": np.sqrt(i / cfg.max_seq_len) * o,
@@ -372,7 +372,7 @@ def test_returned_attention_is_what_the_layers_used():
     fwd_a = jax.jit(model.forward, static_argnums=1,
                     static_argnames=("last_only", "return_hidden", "return_attention"))
     out = fwd_a(p, cfg, tok, return_hidden=True, return_attention=True)
-    L, H, T, N, K = cfg.n_layers, cfg.n_heads, 13, cfg.n_kv_heads, cfg.head_dim
+    L, H, T, N, K = cfg.n_layers, cfg.n_heads, 13, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
     assert out.attention.shape == (L, H, T, T)
     A = np.asarray(out.attention, np.float64)
     np.testing.assert_allclose(A.sum(-1), 1.0, rtol=1e-6)

@@ -69,10 +69,11 @@ SUM_ORDER_RTOL = B_T * 2.0**-24
 def null_features():
     """(4, n, d) features of 4 fresh initialisations on 8 Gaussian inputs: the fingerprint's
     calibrated null, built by the sweep engine (sizes given, so nothing is measured)."""
-    from bornbiased_jax.fingerprint.features import init_features, make_inputs
+    from bornbiased_jax.fingerprint.features import init_features
+    from bornbiased_jax.probes.inputs import probe_inputs
 
     cfg = dataclasses.replace(get_preset("gpt2-rope-tiny"), shared_embedding=False)
-    xs = make_inputs("gaussian", cfg, 8, 16)
+    xs = probe_inputs("gaussian", cfg, 8, 16)
     return cfg, np.stack([F for _, F in init_features(cfg, NULL_SEEDS, xs, seq_chunk=8,
                                                       seq_batch=8)])
 
@@ -84,8 +85,8 @@ WORKER = r"""
 import json, re, sys
 import jax, numpy as np
 from bornbiased_jax import cli, sweep
-from bornbiased_jax.fingerprint.features import feature_probe
 from bornbiased_jax.keys import seed_keys
+from bornbiased_jax.probes.outputs import feature_probe
 from tests.test_multihost import NULL_SEEDS, null_features
 jobs, out = json.loads(sys.argv[1]), sys.argv[2]
 if cli.main(jobs[0]):

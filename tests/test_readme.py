@@ -17,3 +17,4 @@ def test_readme_python_example_runs():
     assert ns["out"].logits.shape == (64, cfg.vocab_size)
     assert ns["out"].hidden.shape == (cfg.n_layers + 1, 64, cfg.d_model)
     assert ns["preds"].shape == (4, 200)
+    assert ns["preds_42"].shape == (200,)

@@ -98,7 +98,7 @@ def test_headwise_rmsnorm_unit_rms_per_head_then_gamma():
     cfg = variant("headwise_rmsnorm")
     p, run = attn_block(cfg, jax.random.key(4))
     gamma = p["head_norm"]["scale"]
-    assert gamma.shape == (cfg.n_heads, cfg.head_dim) and np.all(np.asarray(gamma) == 1.0)
+    assert gamma.shape == (cfg.n_heads, cfg.resolved_head_dim) and np.all(np.asarray(gamma) == 1.0)
     x = jax.random.normal(jax.random.key(5), (12, cfg.d_model))
     _, o_THK = run(p, x)
     # Unit RMS per position and head, up to the epsilon: RMS = sqrt(ms / (ms + eps)), where
@@ -119,7 +119,7 @@ def test_gate_init_and_zeroed_gate_is_exactly_half():
     cfg = variant("gate")
     p, run = attn_block(cfg, jax.random.key(7))
     W = np.asarray(p["gate_proj"]["kernel"])
-    HK = cfg.n_heads * cfg.head_dim
+    HK = cfg.n_heads * cfg.resolved_head_dim
     assert W.shape == (cfg.d_model, HK) and np.all(np.asarray(p["gate_proj"]["bias"]) == 0)
     # std of d HK = 4096 normal draws: relative SE 1 / sqrt(2 n) ~ 1.1 %; 5 SE.
     assert W.std() == pytest.approx(cfg.init_std, rel=5 / np.sqrt(2 * W.size))
@@ -142,9 +142,9 @@ def test_gate_bias_and_gate_after_headwise_rmsnorm():
     multiplies the normalised, gamma-scaled o_i (the gate comes after the transform)."""
     cfg = dataclasses.replace(variant("gate"), attn_output_transform="headwise_rmsnorm")
     p, run = attn_block(cfg, jax.random.key(11))
-    HK = cfg.n_heads * cfg.head_dim
+    HK = cfg.n_heads * cfg.resolved_head_dim
     b = jax.random.normal(jax.random.key(12), (HK,))
-    g = jax.random.uniform(jax.random.key(13), (cfg.n_heads, cfg.head_dim), minval=0.5,
+    g = jax.random.uniform(jax.random.key(13), (cfg.n_heads, cfg.resolved_head_dim), minval=0.5,
                            maxval=2.0)
     p = {**p, "gate_proj": {**p["gate_proj"], "bias": b}, "head_norm": {"scale": g}}
     x = jax.random.normal(jax.random.key(14), (10, cfg.d_model))
@@ -262,15 +262,15 @@ def test_returned_attention_is_what_each_variant_used(name):
             s = p[f"layers_{i}"]["attn"]["head_norm"]["scale"]
             p[f"layers_{i}"]["attn"]["head_norm"]["scale"] = jax.random.uniform(
                 jax.random.key(i), s.shape, minval=0.5, maxval=2.0)
-    T, H, K = 11, cfg.n_heads, cfg.head_dim
+    T, H, K = 11, cfg.n_heads, cfg.resolved_head_dim
     tok = jax.random.randint(jax.random.key(4), (T,), 0, cfg.vocab_size)
     out = model.forward(p, cfg, tok, return_hidden=True, return_attention=True)
     for layer in range(cfg.n_layers):
         blk = p[f"layers_{layer}"]
         xn = layers.norm(blk["attn_norm"], cfg, out.hidden[layer])
-        v_TNK = layers.linear(blk["attn"]["v_proj"], xn).reshape(T, cfg.n_kv_heads, K)
+        v_TNK = layers.linear(blk["attn"]["v_proj"], xn).reshape(T, cfg.resolved_n_kv_heads, K)
         o = jnp.einsum("hqt,thk->qhk", out.attention[layer],
-                       jnp.repeat(v_TNK, H // cfg.n_kv_heads, axis=1))
+                       jnp.repeat(v_TNK, H // cfg.resolved_n_kv_heads, axis=1))
         gamma = blk["attn"].get("head_norm", {}).get("scale")
         o = layers.output_transform(cfg, o, 0, gamma)
         if cfg.attn_output_gate:

@@ -311,7 +311,7 @@ def test_paper_scale_family_is_tables_13_and_14(tmp_path):
     tc = fam.pretrain
     cfg = model_config(tc, tc.vocab_size)
     # Table 13: d 768, d_ffn 2048, 12 layers, 12 heads of 64, vocabulary 32,000, context 2048
-    assert (cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.n_heads, cfg.head_dim) == (
+    assert (cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.n_heads, cfg.resolved_head_dim) == (
         768, 2048, 12, 12, 64)
     assert (cfg.vocab_size, cfg.max_seq_len, tc.seq_len) == (32_000, 2048, 2048)
     assert (cfg.norm, cfg.activation, cfg.gated_mlp, cfg.position) == (

@@ -1,4 +1,4 @@
-"""Model sources (preset / run folder / HF folder), apply_probe, and the fingerprint command's
+"""Model sources (preset / run folder / HF folder), run_probe, and the fingerprint command's
 errors and outputs. The run-folder fixture is a real 4-step ``bornbiased train`` run of the
 llama2-tiny preset (2 blocks, d = 64) with Orbax checkpoints at steps 2 and 4."""
 
@@ -16,8 +16,11 @@ import pytest
 from bornbiased_jax import model
 from bornbiased_jax.cli import main
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.features import feature_probe, init_features, make_inputs
-from bornbiased_jax.sources import apply_probe, load_source
+from bornbiased_jax.fingerprint.features import init_features
+from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.probes.outputs import feature_probe
+from bornbiased_jax.sources import load_source
+from bornbiased_jax.sweep import run_probe
 from bornbiased_jax.train import Run, TrainConfig, init_state, make_optimizer
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -137,19 +140,24 @@ def test_hf_folder_and_plain_folder(tmp_path):
         load_source(str(tmp_path))
 
 
-# --- apply_probe ---------------------------------------------------------------------------------
-def test_apply_probe_matches_sweep_and_direct_forward():
+# --- run_probe: one given model ------------------------------------------------------------------
+def test_run_probe_matches_sweep_and_direct_forward():
     m = load_source("preset:llama2-tiny@3")
-    xs = make_inputs("tokens", m.cfg, 7, 12)
+    xs = probe_inputs("tokens", m.cfg, 7, 12)
     probe = feature_probe(m.cfg, "normed")
-    F = apply_probe(probe, m.cfg, m.params, xs, seq_batch=3)  # 3 batches, the last padded
+    # 3 calls of 3 sequences (the last padded), each in batches of 2 (a compiled loop)
+    F = run_probe(probe, m.cfg, m.params, xs, seq_chunk=3, seq_batch=2)
     one = jax.jit(lambda x: model.forward(m.params, m.cfg, x).normed[-1])
     direct = np.stack([np.asarray(one(jnp.asarray(x))) for x in xs[:]])
     np.testing.assert_allclose(F, direct, rtol=1e-5, atol=1e-6)
     swept = dict(init_features(m.cfg, [3], xs))[3]
     np.testing.assert_allclose(F, swept, rtol=1e-5, atol=1e-6)
-    logits = apply_probe(feature_probe(m.cfg, "logits"), m.cfg, m.params, xs)
+    logits = run_probe(feature_probe(m.cfg, "logits"), m.cfg, m.params, xs)
     assert logits.shape == (7, m.cfg.vocab_size)
+    np.testing.assert_allclose(logits, F @ np.asarray(model.unembedding(m.params, m.cfg)),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(UserError, match="outside"):
+        run_probe(probe, m.cfg, m.params, np.zeros((2, m.cfg.max_seq_len + 1), np.int32))
 
 
 # --- the fingerprint command ---------------------------------------------------------------------

@@ -85,7 +85,8 @@ def run(args) -> int:
             seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget)
     records += token_preference_of_models(
         models, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
-        seq_batch=args.seq_batch, progress=not args.no_progress)
+        seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget,
+        progress=not args.no_progress)
     wall = time.time() - t0
     if not distributed.is_writer():  # every process computed; process 0 writes
         return 0

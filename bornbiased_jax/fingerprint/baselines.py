@@ -153,7 +153,7 @@ def invariant_matrices(params: dict, cfg: ModelConfig, layer: int) -> dict[str, 
         raise UserError(f"ICS needs softmax attention and an MLP in every block; {cfg.name} "
                         f"has block={cfg.block!r}, attention={cfg.attention!r}")
     blk = params[f"layers_{layer}"]
-    d, H, N, K = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    d, H, N, K = cfg.d_model, cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
     G = H // N
     attn = blk["attn"]
     q_dHK = np.asarray(attn["q_proj"]["kernel"], np.float64).reshape(d, H, K)

@@ -14,8 +14,8 @@ below 1 / (K + 1); a Gaussian-tail extrapolation Phi-bar((s - mean_null) / sd_nu
 beside it (an approximation, not exact; it relies on the null statistics being near-normal).
 
 Caveat for Gaussian inputs with per-seed embeddings: the inputs' mean and std are those of A's
-embedding matrix (``features.make_inputs``), so the inputs are a function of A and not of the
-A_k. The p stays exact when the features do not otherwise depend on A's embedding: Gaussian
+embedding matrix (``probes.inputs.probe_inputs``), so the inputs are a function of A and not
+of the A_k. The p stays exact when the features do not otherwise depend on A's embedding: Gaussian
 inputs bypass the embedding lookup, and every other parameter (blocks, final norm, learned
 positions, an untied LM head) is drawn from its own key, independently of the embedding, so
 for the 'normed' and 'prenorm' outputs, and for 'logits' with an untied head, the K + 1

@@ -12,11 +12,12 @@ import numpy as np
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.features import (INPUTS, OUTPUTS, init_features, make_inputs,
-                                                 model_features)
+from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.fingerprint.result import ALPHA, check_alpha
+from bornbiased_jax.probes.inputs import INPUTS, probe_inputs
+from bornbiased_jax.probes.outputs import OUTPUTS
 from bornbiased_jax.sources import LoadedModel
 
 TESTS = ("paper", "official", "calibrated")
@@ -113,7 +114,7 @@ def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settin
         raise UserError(f"sequence length {s.seq_len} exceeds a model's context "
                         f"({base.cfg.max_seq_len}, {suspect.cfg.max_seq_len})")
     emb = np.asarray(base.params["embed"]["embedding"]) if s.input == "gaussian" else None
-    xs = make_inputs(s.input, base.cfg, s.n, s.seq_len, embedding=emb, probe_seed=s.probe_seed)
+    xs = probe_inputs(s.input, base.cfg, s.n, s.seq_len, s.probe_seed, embedding=emb)
     F_A = model_features(base, xs, s.output, progress=progress)
     F_B = model_features(suspect, xs, s.output, progress=progress)
     D.check_features(F_A, F_B)

@@ -1,94 +1,39 @@
 """SeedPrint features: g(x) for each of n random inputs, as an (n, d_out) matrix per model.
 
-g(x) is, at the last position of the input sequence (paper Sec. 6.1.1 and footnote 6):
-  'normed'  the final hidden state after the final norm (default; HF's last_hidden_state, which
-            the authors' code reads),
-  'prenorm' the final block's output X^(L) before the final norm,
-  'logits'  the next-token logits (d_out = |V|).
+g(x) is the model's output at the last position of the input sequence, 'normed' (default),
+'prenorm' or 'logits' (paper Sec. 6.1.1 and footnote 6): ``probes.outputs.feature_probe``.
 
-Inputs (both from the ``probe`` key stream, ``probes.inputs``, so every model of a comparison
-sees the same rows):
+Inputs come from ``probes.inputs.probe_inputs`` (the ``probe`` key stream, so every model of a
+comparison sees the same rows):
   'gaussian' i.i.d. Gaussian input embeddings whose mean and std are those of the base model's
              embedding matrix (Algorithm 1; the released code estimates them the same way),
   'tokens'   uniform random token ids (Sec. 5 "setup of Table 1"; the released code's 7B setup).
 
 Fresh initialisations are built and run many at a time by the sweep engine
 (:func:`init_features`); a given model (a trained checkpoint, an import) by
-``sources.apply_probe`` (:func:`model_features`).
+``sweep.run_probe`` (:func:`model_features`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Iterator, Sequence
 
 import numpy as np
 
-from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.keys import fold_in_name, stream_key
-from bornbiased_jax.probes.inputs import GaussianEmbeds, RandomTokens
-from bornbiased_jax.sources import LoadedModel, apply_probe
-from bornbiased_jax.sweep import SplitProbe, sweep
-
-OUTPUTS = ("normed", "prenorm", "logits")
-INPUTS = ("gaussian", "tokens")
-
-
-@functools.lru_cache(maxsize=32)
-def feature_probe(cfg: ModelConfig, output: str = "normed"):
-    """probe(params, x) -> g(x), (d_out,), for one model and one sequence (tokens or embeds)."""
-    if output not in OUTPUTS:
-        raise UserError(f"unknown output {output!r}; choose one of {OUTPUTS}")
-
-    def run(params, x, **kw):
-        if x.ndim == 1:
-            return model.forward(params, cfg, x, **kw)
-        return model.forward(params, cfg, embeds_Td=x, **kw)
-
-    if output == "prenorm":
-        return lambda params, x: run(params, x, return_hidden=True).hidden[-1, -1]  # X^(L)_T
-
-    def normed(params, x):
-        return run(params, x, last_only=True).normed[-1]  # Norm_final(X^(L)) at T, (d,)
-
-    if output == "normed":
-        return normed
-    # Logits: the blocks per batch of sequences, the unembedding once per chunk (SplitProbe).
-    return SplitProbe(normed, lambda params, h_d: h_d @ model.unembedding(params, cfg))
-
-
-def make_inputs(kind: str, cfg: ModelConfig, n: int, seq_len: int, *,
-                embedding: np.ndarray | None = None, probe_seed: int = 0):
-    """The n probe sequences of length ``seq_len``: a lazy (n, T) or (n, T, d) probe set.
-
-    ``embedding`` (V, d) is the base model's embedding matrix: Gaussian inputs take its mean
-    and std (without it: mean 0 and ``cfg.init_std``, the initialisation's values)."""
-    if kind not in INPUTS:
-        raise UserError(f"unknown input kind {kind!r}; choose one of {INPUTS}")
-    if n < 3:
-        raise UserError(f"n = {n} inputs is too few: the lineage tests need n >= 3")
-    if not 1 <= seq_len <= cfg.max_seq_len:
-        raise UserError(f"sequence length {seq_len} is outside [1, {cfg.max_seq_len}] "
-                        f"(the context of {cfg.name})")
-    key = fold_in_name(stream_key(probe_seed, "probe"), f"{kind}/T={seq_len}")
-    if kind == "tokens":
-        return RandomTokens(key, n, seq_len, cfg.vocab_size)
-    mean, std = 0.0, cfg.init_std
-    if embedding is not None:
-        e = np.asarray(embedding, dtype=np.float64)
-        mean, std = float(e.mean()), float(e.std())
-    return GaussianEmbeds(key, n, seq_len, cfg.d_model, std=std, mean=mean)
+from bornbiased_jax.probes.outputs import feature_probe
+from bornbiased_jax.sources import LoadedModel
+from bornbiased_jax.sweep import run_probe, sweep
 
 
 def model_features(m: LoadedModel, inputs, output: str = "normed", *,
                    seq_batch: int | None = None, progress: bool = False) -> np.ndarray:
     """(n, d_out) float32 features of one loaded model."""
     check_inputs(m.cfg, inputs)
-    F = apply_probe(feature_probe(m.cfg, output), m.cfg, m.params, inputs, seq_batch=seq_batch,
-                    progress=progress, desc=f"features {m.label}")
+    F = run_probe(feature_probe(m.cfg, output), m.cfg, m.params, inputs, seq_batch=seq_batch,
+                  progress=progress, desc=f"features {m.label}")
     return np.asarray(F, dtype=np.float32)
 
 

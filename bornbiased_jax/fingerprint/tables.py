@@ -10,17 +10,12 @@ import numpy as np
 from bornbiased_jax import plots
 from bornbiased_jax.fingerprint.dims import kendall_null_sd
 from bornbiased_jax.fingerprint.result import LineageResult
+from bornbiased_jax.stats import fmt_p
 
 P_LABELS = {"t_mean": "t, mean of trials", "u_mean": "U, mean of trials",
             "t_pooled": "t, pooled null", "u_pooled": "U, pooled null",
             "two_phi_bar": "2 Phi-bar(z) (code)", "one_sided": "Phi-bar(z)",
             "exact": "exact", "gaussian_tail": "Gaussian tail"}
-
-
-def fmt_p(p: float) -> str:
-    if p == 0:
-        return "0 (underflow)"
-    return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
 def rows(results: Mapping[str, LineageResult]) -> list[dict]:

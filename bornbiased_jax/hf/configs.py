@@ -227,7 +227,7 @@ def hf_architecture(cfg: ModelConfig) -> str:
     if (cfg.position, cfg.norm, cfg.gated_mlp) == ("learned", "layernorm", False):
         if not cfg.linear_bias:
             why.append("GPT-2 has biases on every linear (linear_bias=True)")
-        if cfg.n_kv_heads != cfg.n_heads or cfg.head_dim * cfg.n_heads != cfg.d_model:
+        if cfg.n_groups != 1 or cfg.resolved_head_dim * cfg.n_heads != cfg.d_model:
             why.append("GPT-2 has n_kv_heads = n_heads and head_dim = d_model / n_heads")
         kind = "gpt2"
     elif (cfg.position, cfg.norm, cfg.gated_mlp) == ("rope", "rmsnorm", True):
@@ -235,7 +235,7 @@ def hf_architecture(cfg: ModelConfig) -> str:
     elif (cfg.position, cfg.norm, cfg.gated_mlp) == ("rope", "layernorm", False):
         if not cfg.linear_bias:
             why.append("GPT-NeoX has biases on every linear and LayerNorm (linear_bias=True)")
-        if cfg.n_kv_heads != cfg.n_heads or cfg.head_dim * cfg.n_heads != cfg.d_model:
+        if cfg.n_groups != 1 or cfg.resolved_head_dim * cfg.n_heads != cfg.d_model:
             why.append("GPT-NeoX has n_kv_heads = n_heads and head_dim = d_model / n_heads")
         kind = "gpt_neox"
     else:
@@ -275,8 +275,8 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
                 "rope_parameters": {**rope, "partial_rotary_factor": 1.0},
                 "attention_dropout": 0.0, "hidden_dropout": 0.0}
     body = {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
-            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.n_kv_heads,
-            "head_dim": cfg.head_dim, "intermediate_size": cfg.d_ff,
+            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.resolved_n_kv_heads,
+            "head_dim": cfg.resolved_head_dim, "intermediate_size": cfg.d_ff,
             "max_position_embeddings": cfg.max_seq_len, "hidden_act": _ACT_TO_HF[cfg.activation],
             "rms_norm_eps": cfg.norm_eps, "attention_dropout": 0.0,
             # Both spellings: transformers < 5 reads rope_theta, >= 5 rope_parameters.

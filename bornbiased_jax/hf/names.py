@@ -117,7 +117,8 @@ def _linear(hf: str, ours: str, d_in: int, d_out: int, bias: bool) -> list[Tenso
 
 def _llama_specs(cfg: ModelConfig) -> list[TensorSpec]:
     d, F, V = cfg.d_model, cfg.d_ff, cfg.vocab_size
-    HK, HkvK = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    K = cfg.resolved_head_dim
+    HK, HkvK = cfg.n_heads * K, cfg.resolved_n_kv_heads * K
     qkv_b, b = cfg.qkv_bias or cfg.linear_bias, cfg.linear_bias
     specs = [TensorSpec("model.embed_tokens.weight", (V, d), ("embed/embedding",), "copy")]
     for i in range(cfg.n_layers):

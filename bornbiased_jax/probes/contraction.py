@@ -26,19 +26,13 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 
 
-def _forward(params, cfg, x, **kw):
-    if x.ndim == 1:
-        return model.forward(params, cfg, x, **kw)
-    return model.forward(params, cfg, embeds_Td=x, **kw)
-
-
 def last_token_probe(cfg: ModelConfig):
     """probe(params, x) -> {"hidden": (L+1, d) last-token block outputs, "normed": (d,)
     Norm_final of the last token, "top": arg-max next token}."""
 
     def probe(params, x):
         # Logits at the last position only: the full (T, V) logits are never needed here.
-        out = _forward(params, cfg, x, return_hidden=True, last_only=True)
+        out = model.forward_input(params, cfg, x, return_hidden=True, last_only=True)
         return {"hidden": out.hidden[:, -1], "normed": out.normed[-1],
                 "top": jnp.argmax(out.logits[-1]).astype(jnp.int32)}
 
@@ -49,7 +43,7 @@ def intra_sequence_probe(cfg: ModelConfig, include_diagonal: bool = True):
     """probe(params, x) -> (L+1,) mean pairwise cosine between positions of x, per block."""
 
     def probe(params, x):
-        hid = _forward(params, cfg, x, return_hidden=True).hidden  # (L+1, T, d)
+        hid = model.forward_input(params, cfg, x, return_hidden=True).hidden  # (L+1, T, d)
 
         def mean_cos(h_Td):
             u = h_Td / jnp.linalg.norm(h_Td, axis=-1, keepdims=True)
@@ -72,7 +66,7 @@ def mlp_preactivation_probe(cfg: ModelConfig, layer: int = 0):
         raise ValueError("the pre-activation probe reads an MLP-only model's block inputs")
 
     def probe(params, x):
-        hid = _forward(params, cfg, x, return_hidden=True).hidden
+        hid = model.forward_input(params, cfg, x, return_hidden=True).hidden
         blk = params[f"layers_{layer}"]
         x_Td = hid[layer]
         w = blk["mlp"]["up_proj"]

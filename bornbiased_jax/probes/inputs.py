@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import fold_in_name, stream_key
 
 
@@ -72,11 +73,30 @@ class GaussianEmbeds(_LazyRows):
         return self.mean + self.std * jax.random.normal(key, self.shape[1:], jnp.float32)
 
 
-def probe_inputs(kind: str, cfg, num_seqs: int, seq_len: int, probe_seed: int = 0):
-    """The probe set of a run: ``kind`` 'tokens' or 'gaussian', keyed by (probe_seed, T)."""
+INPUTS = ("tokens", "gaussian")
+
+
+def probe_inputs(kind: str, cfg, num_seqs: int, seq_len: int, probe_seed: int = 0, *,
+                 embedding: np.ndarray | None = None):
+    """The probe set of a run: a lazy (N, T) token or (N, T, d) Gaussian probe set, keyed by
+    (probe_seed, kind, T), so every model of a comparison and every seed of a sweep sees the
+    same rows.
+
+    ``kind`` 'tokens': ids uniform over ``cfg.vocab_size``; 'gaussian': i.i.d. N(0, init_std^2)
+    input embeddings, or, given ``embedding`` (V, d), a model's embedding matrix, with its mean
+    and std (SeedPrint's Algorithm 1)."""
+    if kind not in INPUTS:
+        raise UserError(f"unknown input kind {kind!r}; choose one of {INPUTS}")
+    if num_seqs < 1:
+        raise UserError(f"the number of sequences must be >= 1, got {num_seqs}")
+    if not 1 <= seq_len <= cfg.max_seq_len:
+        raise UserError(f"sequence length {seq_len} is outside [1, {cfg.max_seq_len}] "
+                        f"(the context of {cfg.name})")
     key = fold_in_name(stream_key(probe_seed, "probe"), f"{kind}/T={seq_len}")
     if kind == "tokens":
         return RandomTokens(key, num_seqs, seq_len, cfg.vocab_size)
-    if kind == "gaussian":
-        return GaussianEmbeds(key, num_seqs, seq_len, cfg.d_model, cfg.init_std)
-    raise ValueError(f"unknown input kind {kind!r}; choose 'tokens' or 'gaussian'")
+    mean, std = 0.0, cfg.init_std
+    if embedding is not None:
+        e = np.asarray(embedding, dtype=np.float64)
+        mean, std = float(e.mean()), float(e.std())
+    return GaussianEmbeds(key, num_seqs, seq_len, cfg.d_model, std=std, mean=mean)

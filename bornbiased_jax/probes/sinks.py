@@ -26,6 +26,7 @@ the layers used (the eager, non-fused softmax), so any model the functional API 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Sequence
 
 import jax
@@ -37,6 +38,7 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import SINK_EPS as DEFAULT_EPS
 from bornbiased_jax.defaults import SINK_LENGTHS as DEFAULT_LENGTHS
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.sweep import run_probe
 
 
 def check_eps(eps: float) -> float:
@@ -120,7 +122,7 @@ def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
     """The sink metric of a model on S token sequences of one length T.
 
     The maps (L, H, T, T) of ``batch`` sequences at a time live in memory (by default about
-    64 MiB of them); only alpha leaves the compiled function."""
+    64 MiB of them); only alpha leaves the compiled function (``sweep.run_probe``)."""
     eps = check_eps(eps)
     if not cfg.has_attn_params:
         raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
@@ -136,30 +138,18 @@ def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
     if batch is None:
         per_seq = 4 * cfg.n_layers * cfg.n_heads * T * T
         batch = int(max(1, min(S, (64 << 20) // per_seq)))
-    fn = _alpha_fn(cfg)
-    alphas, excls = [], []
-    for i in range(0, S, batch):
-        chunk = tokens_ST[i:i + batch]
-        pad = batch - len(chunk)  # one compiled shape per T
-        if pad:
-            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, 0)])
-        a, e = fn(params, jnp.asarray(chunk, jnp.int32))
-        alphas.append(np.asarray(a)[:batch - pad])
-        excls.append(np.asarray(e)[:batch - pad])
-    return SinkResult(T, S, eps, np.concatenate(alphas).astype(np.float64),
-                      np.concatenate(excls).astype(np.float64))
+    alpha, excl = run_probe(alpha_probe(cfg), cfg, params, tokens_ST.astype(np.int32),
+                            seq_batch=batch)
+    return SinkResult(T, S, eps, alpha.astype(np.float64), excl.astype(np.float64))
 
 
-_ALPHA_FNS: dict = {}
-
-
-def _alpha_fn(cfg: ModelConfig):
-    if cfg not in _ALPHA_FNS:
-        def one(params, tokens_T):
-            return first_token_alpha(
-                model.forward(params, cfg, tokens_T, return_attention=True).attention)
-        _ALPHA_FNS[cfg] = jax.jit(jax.vmap(one, in_axes=(None, 0)))
-    return _ALPHA_FNS[cfg]
+@functools.lru_cache(maxsize=32)
+def alpha_probe(cfg: ModelConfig):
+    """probe(params, tokens (T,)) -> (alpha^1 (L, H), alpha^1 without the query i = 1 (L, H))."""
+    def probe(params, tokens_T):
+        return first_token_alpha(
+            model.forward(params, cfg, tokens_T, return_attention=True).attention)
+    return probe
 
 
 def text_windows(ids: Sequence[int], T: int, n: int, seed: int = 0) -> np.ndarray:

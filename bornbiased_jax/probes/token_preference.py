@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,9 +18,12 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import seed_list
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.sources import LoadedModel, apply_probe
-from bornbiased_jax.sweep import SplitProbe, sweep
-from bornbiased_jax.theory.binomial import bonferroni_log10_p
+from bornbiased_jax.probes.outputs import feature_probe
+from bornbiased_jax.stats import bonferroni_log10_p
+from bornbiased_jax.sweep import SplitProbe, run_probe, sweep
+
+if TYPE_CHECKING:
+    from bornbiased_jax.sources import LoadedModel
 
 TOP_COUNTS = 100  # how many sorted counts a record keeps for the rank-frequency plot
 
@@ -29,20 +32,12 @@ TOP_COUNTS = 100  # how many sorted counts a record keeps for the rank-frequency
 def next_token_probe(cfg: ModelConfig) -> SplitProbe:
     """probe(params, x) -> the arg-max next token after sequence x (tokens (T,) or embeds (T, d)).
 
-    Split at the final norm: the blocks run per batch of sequences, the unembedding once per
-    chunk (``sweep.SplitProbe``). Cached per config, so repeated sweeps reuse one program."""
-
-    def features(params, x):
-        if x.ndim == 1:
-            out = model.forward(params, cfg, x, last_only=True)
-        else:
-            out = model.forward(params, cfg, embeds_Td=x, last_only=True)
-        return out.normed[-1]  # Norm_final(X^(L)) at the last position, (d,)
-
-    def head(params, normed_d):
-        return jnp.argmax(normed_d @ model.unembedding(params, cfg)).astype(jnp.int32)
-
-    return SplitProbe(features, head)
+    The logits probe of ``probes.outputs`` with an arg-max: the blocks run per batch of
+    sequences up to Norm_final(X^(L)) at the last position, the unembedding once per chunk
+    (``sweep.SplitProbe``). Cached per config, so repeated sweeps reuse one program."""
+    logits = feature_probe(cfg, "logits")
+    return SplitProbe(logits.features,
+                      lambda params, h_d: jnp.argmax(logits.head(params, h_d)).astype(jnp.int32))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +103,8 @@ def token_preference(cfg: ModelConfig, seeds: Iterable[int], seq_lens: Sequence[
 
 def token_preference_of_models(models: Sequence[LoadedModel], seq_lens: Sequence[int],
                                num_seqs: int, *, input_kind: str = "tokens", probe_seed: int = 0,
-                               seq_batch: int | None = None,
+                               seq_chunk: int | None = None, seq_batch: int | None = None,
+                               memory_budget: int | None = None,
                                progress: bool = False) -> list[TokenPreference]:
     """Table 1 for loaded models (``sources.load_source``: trained runs, imports, single seeds):
     a record per (model, sequence length), on ``probe_inputs(input_kind, ...)`` with
@@ -117,9 +113,10 @@ def token_preference_of_models(models: Sequence[LoadedModel], seq_lens: Sequence
     for m in models:
         for T in seq_lens:
             xs = probe_inputs(input_kind, m.cfg, num_seqs, T, probe_seed)
-            preds = apply_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,
-                                seq_batch=seq_batch, progress=progress,
-                                desc=f"{m.label} T={T}")
+            preds = run_probe(next_token_probe(m.cfg), m.cfg, m.params, xs,
+                              seq_chunk=seq_chunk, seq_batch=seq_batch,
+                              memory_budget=memory_budget, progress=progress,
+                              desc=f"{m.label} T={T}")
             records.append(summarize(preds, m.cfg.vocab_size, preset=m.label, seed=m.seed,
                                      seq_len=int(T), input=input_kind))
     return records

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from bornbiased_jax.plots import figure
 from bornbiased_jax.probes.token_preference import TokenPreference
-from bornbiased_jax.theory.binomial import format_log10_p, uniform_rank_frequency
+from bornbiased_jax.stats import format_log10_p, uniform_rank_frequency
 
 PLOT_RANKS = 30
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.theory.binomial import format_log10_p, uniform_rank_frequency
+from bornbiased_jax.stats import format_log10_p, uniform_rank_frequency
 from bornbiased_jax.verdicts import (CORRECTED, DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE, Claim)
 

@@ -5,7 +5,8 @@ summaries (``lineage_runs``, written by experiments/lineage.py)."""
 from __future__ import annotations
 
 from bornbiased_jax.fingerprint.dims import kendall_null_sd
-from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, Claim, p_text
+from bornbiased_jax.stats import fmt_p
+from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, Claim
 from bornbiased_jax.verdicts import table as claims_table
 
 ALPHA = 0.01
@@ -40,7 +41,7 @@ def _why(rec: dict, kind: str, n: int) -> str:
                 f"PCS(own init) {rec.get('pcs_own_init', float('nan')):.3f}")
     return (f"false lineage ({kind}): mean tau on S {sp['paper/mean_tau']:+.3f} = "
             f"{sp['paper/mean_tau'] / sd:+.1f} sd of tau under independence, while the "
-            f"calibrated test (fresh inits as null) gives p {p_text(sp['calibrated/exact'])}: "
+            f"calibrated test (fresh inits as null) gives p {fmt_p(sp['calibrated/exact'])}: "
             f"unrelated models correlate on shared inputs")
 
 
@@ -54,16 +55,16 @@ def pair_claims(name: str, d: dict) -> list[Claim]:
         p = r["paper"]
         want_all = PAPER_MARKS[name]
         want_all = want_all[r["run"]] if isinstance(want_all, dict) else want_all
-        paper = f"t {p_text(p['t'])}, U {p_text(p['u'])}"
+        paper = f"t {fmt_p(p['t'])}, U {fmt_p(p['u'])}"
         if "pcs" in p:
             paper += (f"; Intrinsic {p['intrinsic']:.3f}, REEF {p['reef']:.3f}, PCS "
                       f"{p['pcs']:.3f}, ICS {p['ics']:.3f}")
         ours, bad, notes = [], [], []
         cols = ["t", "U"] + [b for b, _ in BASELINES]
         for i, (kind, sp) in enumerate(r["seedprint"].items()):
-            ours.append(f"{kind}: t {p_text(sp['paper/t_mean'])}, U {p_text(sp['paper/u_mean'])}, "
-                        f"official {p_text(sp['official/two_phi_bar'])}, calibrated "
-                        f"{p_text(sp['calibrated/exact'])}")
+            ours.append(f"{kind}: t {fmt_p(sp['paper/t_mean'])}, U {fmt_p(sp['paper/u_mean'])}, "
+                        f"official {fmt_p(sp['official/two_phi_bar'])}, calibrated "
+                        f"{fmt_p(sp['calibrated/exact'])}")
             got = marks(r, kind)  # the baselines' marks do not depend on the input kind
             for j, (want, have) in enumerate(zip(want_all, got)):
                 if want is not None and want != have and j < 2:
@@ -81,7 +82,7 @@ def pair_claims(name: str, d: dict) -> list[Claim]:
                 bad.append(_why(r, kind, n))
             if (sp["calibrated/exact"] <= ALPHA) != r["same_lineage"]:
                 notes.append(f"the calibrated test errs here ({kind}: p "
-                             f"{p_text(sp['calibrated/exact'])}, z {sp['calibrated/z']:+.2f}"
+                             f"{fmt_p(sp['calibrated/exact'])}, z {sp['calibrated/z']:+.2f}"
                              + ("" if sp["calibrated/exact_valid"] else
                                 "; its null is not exact for a trained base") + ")")
         b = r["baselines"]

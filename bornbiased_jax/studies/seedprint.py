@@ -4,7 +4,8 @@ seedprint_power.py. Each function takes one experiment's saved JSON."""
 
 from __future__ import annotations
 
-from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, Claim, p_text
+from bornbiased_jax.stats import fmt_p
+from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, Claim
 
 ALPHA = 0.01
 
@@ -45,10 +46,10 @@ def table4a_claims(d: dict) -> list[Claim]:
     recs = d["records"]
     for model in dict.fromkeys(r["model"] for r in recs):
         rs = [r for r in recs if r["model"] == model]
-        parts.append(f"{model}: paper t {', '.join(p_text(r['paper/t_mean']) for r in rs)}; "
-                     f"U {', '.join(p_text(r['paper/u_mean']) for r in rs)}; official "
-                     f"{', '.join(p_text(r['official/two_phi_bar']) for r in rs)}; calibrated "
-                     "(residual_all) " + ", ".join(p_text(r["calibrated/residual_all/exact"])
+        parts.append(f"{model}: paper t {', '.join(fmt_p(r['paper/t_mean']) for r in rs)}; "
+                     f"U {', '.join(fmt_p(r['paper/u_mean']) for r in rs)}; official "
+                     f"{', '.join(fmt_p(r['official/two_phi_bar']) for r in rs)}; calibrated "
+                     "(residual_all) " + ", ".join(fmt_p(r["calibrated/residual_all/exact"])
                                                    for r in rs))
         bad += sum(r["paper/t_mean"] <= ALPHA or r["paper/u_mean"] <= ALPHA for r in rs)
     cal_bad = sum(r["calibrated/residual_all/exact"] <= ALPHA for r in recs)

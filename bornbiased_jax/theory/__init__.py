@@ -3,7 +3,6 @@
   kernels         Prop. 2: the ReLU arc-cosine recurrence; dual kernels of any activation
                   (Finding 4.1 as a prediction)
   attn0           Prop. 4 (T/(T+pi-1)), Prop. 5 (intra-sequence contraction), Eq. 2 (sigma^2/i)
-  binomial        Table 1's Bonferroni binomial test and the uniform rank-frequency baseline
   seedprint_null  Algorithm 1's Gaussian null: Kendall tau spread, identity-dimension counts
   simulate        the simulators, built from the model zoo's blocks and init
   claims          the table of every checked claim (``bornbiased theory``)

@@ -19,8 +19,9 @@ import math
 
 import numpy as np
 
+from bornbiased_jax.fingerprint.dims import kendall_null_var
+from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
 from bornbiased_jax.theory import attn0, kernels, seedprint_null, simulate
-from bornbiased_jax.theory.binomial import bonferroni_log10_p, format_log10_p
 from bornbiased_jax.verdicts import BEYOND, CORRECTED, DIFFERS, HOLDS, VERDICTS
 from bornbiased_jax.verdicts import Claim as Row
 
@@ -198,7 +199,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
     rows.append(Claim(f"SeedPrint null: E size(S) = m^2/d_out (m={m}, d_out={d_out})",
                       "Alg. 1 (beyond)", "-", mean_s, float(sizes.mean()),
                       math.sqrt(var_s / sizes.size), verdict=BEYOND))
-    v = seedprint_null.kendall_tau_null_var(n)
+    v = kendall_null_var(n)
     rows.append(Claim(f"SeedPrint null: Var(tau) = 2(2n+5)/(9n(n-1)), n = {n}",
                       "Alg. 1, B.3.1 (beyond)", "Gaussian, centred at 0", v,
                       float(taus.var(ddof=1)), v * math.sqrt(2.0 / (taus.size - 1)),

@@ -22,9 +22,9 @@ from bornbiased_jax.plots import figure
 from bornbiased_jax.probes.contraction import (inter_sequence_profile, intra_sequence_probe,
                                                pairwise_similarity)
 from bornbiased_jax.probes.inputs import GaussianEmbeds, probe_inputs
+from bornbiased_jax.stats import format_log10_p
 from bornbiased_jax.sweep import sweep
 from bornbiased_jax.theory import attn0, kernels, simulate
-from bornbiased_jax.theory.binomial import format_log10_p
 
 CPU = {
     "figure5": dict(preset="gpt2-rope-cpu", seed=42, seq_len=8, num_seqs=400),

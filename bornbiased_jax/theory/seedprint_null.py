@@ -9,7 +9,8 @@ Kendall's tau between Y1[:, s] and Y2[:, s] for s in S. Two facts make this null
   * Given the selected columns, the pairing of Y1's and Y2's rows is still a uniformly random
     permutation (selection depends on each column's values, not on how they pair), so every
     tau_s has exactly the permutation null of Kendall's tau: mean 0, variance
-    2(2n + 5) / (9 n (n - 1)), asymptotically normal, and the tau_s are independent.
+    2(2n + 5) / (9 n (n - 1)) (``fingerprint.dims.kendall_null_var``), asymptotically normal,
+    and the tau_s are independent.
 
 So the null needs no simulation: the paper's t-test against a simulated null (and its averaging of
 p-values over 10 random nulls) can be replaced by exact statements. The simulator
@@ -23,16 +24,12 @@ import itertools
 import numpy as np
 from scipy import stats
 
-
-def kendall_tau_null_var(n: int) -> float:
-    """Var(tau) for n i.i.d. pairs of independent continuous variables: 2(2n+5)/(9n(n-1))."""
-    if n < 2:
-        raise ValueError("Kendall's tau needs n >= 2")
-    return 2.0 * (2 * n + 5) / (9.0 * n * (n - 1))
+from bornbiased_jax.fingerprint.dims import coset
 
 
 def kendall_tau_exact_null(n: int) -> np.ndarray:
-    """All n! equally likely values of tau under independence (small n; an independent check)."""
+    """All n! equally likely values of tau under independence (small n; an independent check of
+    ``fingerprint.dims.kendall_null_var``)."""
     vals = []
     for perm in itertools.permutations(range(n)):
         c = sum(1 if perm[i] < perm[j] else -1 for i in range(n) for j in range(i + 1, n))
@@ -49,24 +46,14 @@ def identity_dims_moments(d_out: int, m: int) -> tuple[float, float]:
     return m * f, float(var)  # Hypergeometric(d_out, m, m)
 
 
-def top_m(mean_row: np.ndarray, m: int) -> np.ndarray:
-    """Indices of the m largest entries (Algorithm 1, step 2)."""
-    return np.argpartition(-mean_row, m - 1)[:m]
-
-
-def identity_dims(Y1: np.ndarray, Y2: np.ndarray, m: int) -> np.ndarray:
-    """S = M(Y1) intersect M(Y2), sorted (Algorithm 1, steps 1-3)."""
-    return np.intersect1d(top_m(Y1.mean(0), m), top_m(Y2.mean(0), m))
-
-
 def simulate_gaussian_null(n: int, d_out: int, m: int, reps: int,
                            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Run Algorithm 1's null ``reps`` times: (|S| per rep, all taus pooled)."""
+    """Run Algorithm 1's null ``reps`` times: (|S| per rep, all taus pooled). The identity
+    dimensions S are the fingerprint's own (``fingerprint.dims.coset``)."""
     sizes, taus = [], []
     for _ in range(reps):
         Y1, Y2 = rng.standard_normal((n, d_out)), rng.standard_normal((n, d_out))
-        S = identity_dims(Y1, Y2, m)
+        S = coset(Y1, Y2, m)
         sizes.append(len(S))
         taus += [stats.kendalltau(Y1[:, s], Y2[:, s]).statistic for s in S]
     return np.asarray(sizes), np.asarray(taus)
-

@@ -18,6 +18,7 @@ import numpy as np
 from bornbiased_jax import layers, model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import fold_in_name, seed_keys
+from bornbiased_jax.theory.attn0 import running_average_matrix
 
 
 class MC(NamedTuple):
@@ -156,7 +157,7 @@ def attention_output_variance(T: int, *, d: int = 768, n_heads: int = 12, n_seqs
         xn = layers.norm(blk["attn_norm"], cfg, x_Td)
         A_HTT, v_THK = layers.attention_weights(blk["attn"], cfg, xn, None)
         if uniform:
-            A_HTT = jnp.broadcast_to(jnp.asarray(layers_running_average(T)), A_HTT.shape)
+            A_HTT = jnp.broadcast_to(jnp.asarray(running_average_matrix(T)), A_HTT.shape)
         o_THK = jnp.einsum("hts,shk->thk", A_HTT, v_THK)
         q = layers.linear(blk["attn"]["q_proj"], xn).reshape(T, n_heads, -1)
         k = layers.linear(blk["attn"]["k_proj"], xn).reshape(T, n_heads, -1)
@@ -171,7 +172,4 @@ def attention_output_variance(T: int, *, d: int = 768, n_heads: int = 12, n_seqs
     r = _replicates(cfg, reps, seed, fn)
     return PositionVariance(_mc(r[:, :T]), _mc(r[:, T]), _mc(r[:, T + 1]))
 
-
-def layers_running_average(T: int) -> np.ndarray:
-    return np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
 

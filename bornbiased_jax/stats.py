@@ -1,16 +1,19 @@
-"""The Bonferroni binomial test of Table 1 (App. B.2) and the uniform rank-frequency baseline.
+"""Statistics helpers shared by the probes, the fingerprint and the experiments.
 
-Under H0 each of N predicted tokens is uniform over V tokens, so the count of any one token is
-X ~ Binomial(N, p0 = 1/V). With k_max the count of the top-1 token,
+* The Bonferroni binomial test of Table 1 (App. B.2). Under H0 each of N predicted tokens is
+  uniform over V tokens, so the count of any one token is X ~ Binomial(N, p0 = 1/V). With k_max
+  the count of the top-1 token,
 
-    p_nominal = P(X >= k_max),    p = min(1, V * p_nominal)    (Bonferroni over the vocabulary).
+      p_nominal = P(X >= k_max),    p = min(1, V * p_nominal)    (Bonferroni over the vocabulary).
 
-Everything is computed in log space (a log-sum-exp of log-pmf terms), so p-values far below the
-float64 range (the paper's "0.00 due to underflow") are reported as finite ``log10 p``.
-
-Figure 1a's red dashed line is the expected sorted count profile of N uniform draws over V cells:
-:func:`uniform_rank_frequency` computes E[X_(r)], the expected r-th largest cell count, and
-:func:`simulate_uniform_rank_frequency` is its Monte Carlo simulator.
+  Everything is computed in log space (a log-sum-exp of log-pmf terms), so p-values far below
+  the float64 range (the paper's "0.00 due to underflow") are reported as finite ``log10 p``.
+* Figure 1a's red dashed line, the expected sorted count profile of N uniform draws over V
+  cells: :func:`uniform_rank_frequency` computes E[X_(r)], the expected r-th largest cell count,
+  and :func:`simulate_uniform_rank_frequency` is its Monte Carlo simulator.
+* :func:`clopper_pearson`, the exact binomial confidence interval of a proportion.
+* Formatting of p-values for tables: :func:`fmt_p` (a p-value) and :func:`format_log10_p`
+  (a p-value given by its log10).
 """
 
 from __future__ import annotations
@@ -56,6 +59,22 @@ def format_log10_p(log10_p: float, digits: int = 2) -> str:
     if round(m, digits) >= 10:
         m, e = m / 10, e + 1
     return f"{m:.{digits}f}e{e}"
+
+
+def fmt_p(p: float) -> str:
+    """A p-value for a table, three significant digits ('0.0123', '2.20e-08'); an exact 0 is a
+    float64 underflow (the true p is positive but below about 1e-308) and says so."""
+    if p == 0:
+        return "0 (underflow)"
+    return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
+
+
+def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) confidence interval of a proportion k/n."""
+    a = 1 - conf
+    lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
+    return float(lo), float(hi)
 
 
 def uniform_rank_frequency(n: int, v: int, ranks: int) -> np.ndarray:
