@@ -1,9 +1,12 @@
 """`bornbiased theory`: the table runs end to end and every simulation agrees with its closed form."""
 
+import dataclasses
 import json
 
 from bornbiased_jax.cli import main
+from bornbiased_jax.theory import claims
 from bornbiased_jax.theory.claims import Claim
+from bornbiased_jax.verdicts import DIFFERS, HOLDS
 
 
 def test_claim_agreement_rule():
@@ -14,7 +17,10 @@ def test_claim_agreement_rule():
     assert Claim("x", "s", "p", 1.0).agrees is None
 
 
-def test_theory_cli_fast(tmp_path, capsys):
+def test_theory_cli_fast(tmp_path, capsys, monkeypatch, sims):
+    # The real command and table; its simulations are shared with the per-claim tests that make
+    # the same calls (theory/conftest.py), so they run once per session.
+    monkeypatch.setattr(claims, "simulate", sims)
     out = tmp_path / "theory.json"
     assert main(["theory", "--fast", "--json", str(out)]) == 0
     recs = json.loads(out.read_text())["records"]
@@ -25,3 +31,18 @@ def test_theory_cli_fast(tmp_path, capsys):
     verdicts = {r["verdict"] for r in recs}
     assert {"holds", "corrected", "beyond the paper"} <= verdicts
     assert "| claim | where | paper |" in capsys.readouterr().out
+
+
+def test_theory_cli_fails_when_a_simulation_disagrees(tmp_path, capsys, monkeypatch):
+    ok = Claim("agrees", "s", "p", 1.0, 1.0, 0.01)
+    off = Claim("off by 10 SE", "s", "p", 1.0, 1.1, 0.01).finish()
+    asked = []
+    monkeypatch.setattr(claims, "build_claims", lambda fast=False: asked.append(fast) or [ok, off])
+    out = tmp_path / "theory.json"
+    assert main(["theory", "--json", str(out)]) == 1
+    assert asked == [False]
+    assert "simulation disagrees with the closed form for: ['off by 10 SE']" in (
+        capsys.readouterr().out)
+    recs = json.loads(out.read_text())["records"]
+    assert [r["verdict"] for r in recs] == [HOLDS, DIFFERS]
+    assert recs[1] == dict(dataclasses.asdict(off), agrees=False)

@@ -1,7 +1,8 @@
 """Proposition 2 (App. A.1): the ReLU arc-cosine recurrence and the tanh case.
 
-Tier 1: closed form vs random MLP0 networks of the model zoo (d = 1024, d_ff = 4096, 24
-        networks x 64 sequences; allowance 2/d for the O(1/width) bias of a cosine).
+Tier 1: closed form vs random MLP0 networks of the model zoo (d = 1024, d_ff = 4096, 16
+        networks x 64 sequences, the theory table's --fast simulations, shared with it;
+        allowance 2/d for the O(1/width) bias of a cosine).
 Tier 2: the closed form vs 2-D Gauss-Hermite quadrature of E[relu(u1) relu(u2)].
 Tier 3: identities, monotonicity and limits as hypothesis properties.
 """
@@ -14,19 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from bornbiased_jax.theory import kernels, simulate
+from bornbiased_jax.theory import kernels
 from theory.mc import assert_mc
 
 D = 1024
 
 
-@pytest.fixture(scope="module")
-def relu_sim():
-    return simulate.mlp0_inter_similarity("relu", 3, d=D, d_ff=4 * D, n_seqs=64, reps=24)
-
-
-def test_tier1_relu_iterates_match_random_networks(relu_sim):
-    closed = kernels.relu_iterates(3)
+def test_tier1_relu_iterates_match_random_networks(sims):
+    relu_sim = sims.mlp0_inter_similarity("relu", 4, d=D, d_ff=4 * D, n_seqs=64, reps=16)
+    closed = kernels.relu_iterates(4)
     assert closed[1] == pytest.approx(1 / math.pi)
     assert closed[2] == pytest.approx(0.4937, abs=1e-4)  # "approximately 0.49" (Prop. 4)
     assert_mc(closed[1:], relu_sim.mean[1:], relu_sim.se[1:], allowance=2 / D, max_rel=0.05,
@@ -34,8 +31,8 @@ def test_tier1_relu_iterates_match_random_networks(relu_sim):
     assert np.all(np.diff(relu_sim.mean) > 0)  # increasing with depth, as stated
 
 
-def test_tier1_tanh_stays_orthogonal_at_finite_width():
-    sim = simulate.mlp0_inter_similarity("tanh", 3, d=D, d_ff=4 * D, n_seqs=64, reps=24, seed=100)
+def test_tier1_tanh_stays_orthogonal_at_finite_width(sims):
+    sim = sims.mlp0_inter_similarity("tanh", 3, d=D, d_ff=4 * D, n_seqs=64, reps=16)
     # Exact at any width by the sign-flip symmetry, so no width allowance.
     assert_mc(np.zeros(3), sim.mean[1:], sim.se[1:], max_abs=0.003, what="tanh MLP0 rho_l")
 

@@ -1,8 +1,9 @@
 """Proposition 4 (App. A.2): Attn0 amplifies MLP0's contraction to T/(T + pi - 1).
 
 Tier 1: closed forms vs the model zoo's ReLU MLP0 and Attn0 blocks (d = 512, d_ff = 2048,
-        T = 128, 24 networks x 48 sequences; allowance 2/d scaled by the quantity's distance from 1
-        for the averaged output, whose finite-width error shrinks with 1 - rho).
+        T = 128, 16 networks x 48 sequences: the theory table's --fast simulation, shared with
+        it; allowance 2/d scaled by the quantity's distance from 1 for the averaged output,
+        whose finite-width error shrinks with 1 - rho).
 Tier 2: the general form T rho/(T rho + 1 - rho) vs a direct covariance computation.
 Tier 3: limits and monotonicity.
 """
@@ -14,18 +15,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bornbiased_jax.theory import attn0, kernels, simulate
+from bornbiased_jax.theory import attn0, kernels
 from theory.mc import assert_mc
 
 T, D = 128, 512
 
 
-@pytest.fixture(scope="module")
-def sim():
-    return simulate.prop4_similarities(T, d=D, d_ff=4 * D, n_seqs=48, reps=24)
-
-
-def test_tier1_table3_rows(sim):
+def test_tier1_table3_rows(sims):
+    sim = sims.prop4_similarities(T, d=D, d_ff=4 * D, n_seqs=48, reps=16)
     assert_mc(1 / math.pi, sim["h"].mean, sim["h"].se, allowance=2 / D, max_rel=0.1, what="h")
     assert_mc(kernels.relu_iterates(2)[2], sim["mlp0_mlp0"].mean, sim["mlp0_mlp0"].se,
               allowance=2 / D, max_rel=0.1, what="MLP0 o MLP0")

@@ -80,11 +80,18 @@ def attn0_intra_exact(T: int, n_layers: int, include_diagonal: bool = True) -> f
 
     ``include_diagonal`` averages over all T^2 pairs (the paper's (1/T^2) sum_ij), otherwise
     over the T(T-1) pairs i != j.
+
+    The mean of the correlation matrix :func:`attn0_intra_correlation` in O(n T^2), without
+    forming it: rows M_i of A^n (n running averages of the identity), then
+    sum_ij R_ij = |sum_i M_i / |M_i||^2 and R_ii = 1.
     """
-    R = attn0_intra_correlation(T, n_layers)
+    M = np.eye(T)
+    for _ in range(n_layers):
+        M = np.cumsum(M, axis=0) / np.arange(1, T + 1)[:, None]
+    total = float(np.sum((M / np.linalg.norm(M, axis=1, keepdims=True)).sum(0) ** 2))
     if include_diagonal:
-        return float(R.mean())
-    return float((R.sum() - T) / (T * (T - 1)))
+        return total / (T * T)
+    return (total - T) / (T * (T - 1))
 
 
 def attn0_intra_limit(n_layers: int) -> float:
