@@ -100,8 +100,9 @@ def _sweep_parser(sub) -> None:
     p.add_argument("--preset", nargs="+", help="model preset(s), e.g. gpt2-rope-cpu llama2-nano")
     p.add_argument("--model", action="append", metavar="SPEC",
                    help="also (or instead) run on a model source, repeatable: 'preset:NAME@SEED', "
-                        "a 'bornbiased train' run folder PATH or PATH@STEP, or a Hugging Face "
-                        "folder; without --preset only these models run")
+                        "a 'bornbiased train' run folder PATH or PATH@STEP (one seed of a "
+                        "many-seed run: PATH#SEED[@STEP]), or a Hugging Face folder; without "
+                        "--preset only these models run")
     p.add_argument("--seeds", type=_seeds_arg, help="model seeds: '42,43', '0:256', '1,5:8'")
     p.add_argument("--seq-len", type=_positive, nargs="+", help="sequence length(s) T")
     p.add_argument("--num-seqs", type=_positive, help="random sequences N per (seed, T)")
@@ -220,7 +221,8 @@ def _fingerprint_parser(sub) -> None:
                     "parameter seed-dependent (as 'bornbiased train' builds them) unless "
                     "--shared-embedding. Defaults: "
                     f"{FINGERPRINT_CPU}; --scale paper: {FINGERPRINT_PAPER} (for a GPU).")
-    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin)")
+    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin): "
+                   "preset:NAME@SEED, a train run PATH[@STEP] or PATH#SEED[@STEP], an HF folder")
     p.add_argument("suspect", metavar="SUSPECT", help="model source of the suspect")
     p.add_argument("--test", choices=["paper", "official", "calibrated", "all"], default="all")
     p.add_argument("--input", choices=["gaussian", "tokens"], default="gaussian",
@@ -296,7 +298,7 @@ def run_fingerprint(args) -> int:
 
 
 def _train_parser(sub) -> None:
-    from bornbiased_jax.train import SCHEDULES, TrainConfig
+    from bornbiased_jax.runs import SCHEDULES, TrainConfig
 
     d = TrainConfig()
     p = sub.add_parser(
@@ -307,7 +309,9 @@ def _train_parser(sub) -> None:
                     "text files, saving Orbax checkpoints. Running the same command again with "
                     "an --out that holds checkpoints resumes from the latest complete one; only "
                     "--stop-at, --fsdp and the logging/eval/checkpoint cadences may change on "
-                    "resume.")
+                    "resume. With --seeds, one program trains a model per seed on the same "
+                    "batches in the same order (--data-seed); each is read back as the model "
+                    "source 'OUT#SEED' or 'OUT#SEED@STEP'.")
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
@@ -330,13 +334,25 @@ def _train_parser(sub) -> None:
                       ("corpus_max_mb", float)]:
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=getattr(d, name),
                        help=f"default {getattr(d, name)}")
+    p.add_argument("--seeds", type=_seeds_arg, default=(),
+                   help="train one model per initialisation seed in one program, all on the same "
+                        "batches: '0:32', '1,5:8' (instead of --seed; not with --init-from). "
+                        "Checkpoints hold every seed; seed K of the run is the model source "
+                        "'OUT#K' or 'OUT#K@STEP'. Seeds that do not fit --memory-budget at once "
+                        "train in groups within each step; more than the budget's state holds "
+                        "is refused, naming how many fit")
+    p.add_argument("--memory-budget", type=float, metavar="GIB",
+                   help="memory per device that a step of several seeds may plan for, in GiB "
+                        "(default: 90%% of an accelerator's memory; on a CPU a quarter of the "
+                        "host's memory); may change between resumes")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
     p.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
                    help="learning-rate decay after the linear warmup: cosine to --min-lr "
                         "(Table 14) or linear to --min-lr (default %(default)s)")
     p.add_argument("--init-from", metavar="SOURCE",
                    help="start from this model's parameters instead of a seed's initialisation: "
-                        "a training run 'PATH@STEP' or a Hugging Face folder (continued "
+                        "a training run 'PATH@STEP' (one seed of a many-seed run: "
+                        "'PATH#SEED@STEP') or a Hugging Face folder (continued "
                         "pretraining on another corpus); the architecture and tokenizer are the "
                         "source's, and optimiser, step and schedule start fresh")
     p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
@@ -350,9 +366,10 @@ def _train_parser(sub) -> None:
 
 
 def _train_config(args):
-    from bornbiased_jax.train import TrainConfig
+    from bornbiased_jax.runs import TrainConfig
 
     fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
+    fields["seeds"] = tuple(fields.get("seeds") or ())
     return TrainConfig(**fields)  # --model-set arrives as the model_set field
 
 
@@ -360,10 +377,15 @@ def run_train(args) -> int:
     from bornbiased_jax.train import Run
 
     tc = _train_config(args)
+    if args.memory_budget is not None and args.memory_budget <= 0:
+        raise UserError(f"--memory-budget must be positive, got {args.memory_budget}")
+    budget = None if args.memory_budget is None else int(args.memory_budget * 2**30)
     run = Run(tc, args.corpus, args.out, tokenizer_path=args.tokenizer,
-              require_resume=args.resume)
+              require_resume=args.resume, memory_budget=budget)
     start = int(run.state["step"])
     writer = distributed.is_writer()
+    if writer and len(tc.init_seeds) > 1:
+        print(f"training {run.plan.describe()}")
     if start and writer:
         print(f"resuming {args.out} from step {start}")
     result = run.train(progress=not args.no_progress)
@@ -371,8 +393,12 @@ def run_train(args) -> int:
         return 0
     last = [r for r in result["records"] if "val_loss" in r]
     if last:
-        print(f"step {result['final_step']}: val loss {last[-1]['val_loss']:.3f}, "
-              f"ppl {last[-1]['val_ppl']:.1f}")
+        loss, ppl = last[-1]["val_loss"], last[-1]["val_ppl"]
+        if isinstance(loss, list):  # one per seed
+            print(f"step {result['final_step']}: val loss of {len(loss)} seeds "
+                  f"{min(loss):.3f}-{max(loss):.3f}, ppl {min(ppl):.1f}-{max(ppl):.1f}")
+        else:
+            print(f"step {result['final_step']}: val loss {loss:.3f}, ppl {ppl:.1f}")
     print(f"wrote {args.out}/metrics.jsonl, loss_curve.png, checkpoints/")
     return 0
 
@@ -391,7 +417,8 @@ def _sinks_parser(sub) -> None:
                     "sinks_rate_vs_length.png and sinks_heatmaps.png into --out.")
     p.add_argument("model", metavar="MODEL",
                    help="a model source: preset:NAME@SEED (a fresh initialisation), a "
-                        "bornbiased train run folder PATH[@STEP] (its tokenizer.json is used), "
+                        "bornbiased train run folder PATH[@STEP] or PATH#SEED[@STEP] (its "
+                        "tokenizer.json is used), "
                         "or a Hugging Face folder (config.json + safetensors)")
     p.add_argument("--lengths", type=_positive, nargs="+", default=list(DEFAULT_LENGTHS),
                    help=f"sequence lengths T (default {' '.join(map(str, DEFAULT_LENGTHS))})")

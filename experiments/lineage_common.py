@@ -37,7 +37,8 @@ from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, make_inputs, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.sources import load_source, run_steps
+from bornbiased_jax.runs import run_steps
+from bornbiased_jax.sources import load_source
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -174,8 +175,7 @@ class Study:
         tc = self.fam.pretrain
         docs = data.load_corpus(family.corpus("base", self.fam),
                                 max_bytes=int(tc.corpus_max_mb * 2**20))
-        n_val = max(1, int(round(len(docs) * tc.val_fraction)))
-        return docs[:-n_val], docs[-n_val:]
+        return data.split_documents(docs, tc.val_fraction)
 
     def tokenizer(self):
         return data.load_tokenizer(self.runs / BASES[0] / "tokenizer.json")
