@@ -40,7 +40,7 @@ def timed_run(args, seeds: tuple[int, ...]) -> dict:
                      warmup=1, bf16=args.bf16, corpus_max_mb=4.0, seeds=seeds)
     budget = None if args.memory_budget is None else int(args.memory_budget * 2**30)
     with tempfile.TemporaryDirectory() as tmp:
-        run = Run(tc, [args.corpus], tmp, memory_budget=budget)
+        run = Run(tc, [args.corpus], tmp, memory_budget=budget, seed_group=args.seed_group)
         for i in range(args.warmup_steps):
             m = run.step(run.global_batch(i * tc.batch_size))
         jax.block_until_ready(run.state)
@@ -68,6 +68,8 @@ def main() -> None:
     p.add_argument("--seeds", help="seed counts to compare with one run per seed, e.g. 1,4,16")
     p.add_argument("--memory-budget", type=float, metavar="GIB",
                    help="per-device memory budget of the many-seed runs (train --memory-budget)")
+    p.add_argument("--seed-group", type=int,
+                   help="seeds per device at once in the many-seed runs (train --seed-group)")
     args = p.parse_args()
 
     import jax

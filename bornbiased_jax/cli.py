@@ -345,6 +345,10 @@ def _train_parser(sub) -> None:
                    help="memory per device that a step of several seeds may plan for, in GiB "
                         "(default: 90%% of an accelerator's memory; on a CPU a quarter of the "
                         "host's memory); may change between resumes")
+    p.add_argument("--seed-group", type=_positive, metavar="G",
+                   help="train at most G seeds per device at once within a step (default: as "
+                        "many as --memory-budget holds); 1 runs each seed's step unbatched, as "
+                        "a single-seed run does; may change between resumes")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
     p.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
                    help="learning-rate decay after the linear warmup: cosine to --min-lr "
@@ -381,7 +385,7 @@ def run_train(args) -> int:
         raise UserError(f"--memory-budget must be positive, got {args.memory_budget}")
     budget = None if args.memory_budget is None else int(args.memory_budget * 2**30)
     run = Run(tc, args.corpus, args.out, tokenizer_path=args.tokenizer,
-              require_resume=args.resume, memory_budget=budget)
+              require_resume=args.resume, memory_budget=budget, seed_group=args.seed_group)
     start = int(run.state["step"])
     writer = distributed.is_writer()
     if writer and len(tc.init_seeds) > 1:

@@ -285,13 +285,14 @@ def _compiled_bytes(compiled) -> tuple[int, int] | None:
     return int(io_bytes), int(stats.temp_size_in_bytes)
 
 
-def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | None = None):
+def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | None = None,
+                     most: int | None = None):
     """(SeedPlan, the step for it). One seed: no plan. Several: the step is compiled
     for groups of one seed per device, and XLA's memory analysis of it gives the whole state
     (every seed's parameters and moments, resident throughout) and one seed's working set of
     a step (its activations, gradients and their scratch) per device; :func:`seed_group_size`
-    chooses the group. A UserError, before any training, if even one seed per device at a time
-    does not fit."""
+    chooses the group, of at most ``most`` seeds per device when given (``--seed-group``). A
+    UserError, before any training, if even one seed per device at a time does not fit."""
     n = len(tc.init_seeds)
     along = _seeds_along(mesh)
     shapes = jax.eval_shape(lambda: init_state(cfg, tc, optimizer))
@@ -311,17 +312,20 @@ def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | Non
     one = compile_for(1)
     budget = budget or default_memory_budget(mesh.devices.ravel())
     sizes = _compiled_bytes(one)
-    if sizes is None:  # the backend gives no statistics: every seed at once, unplanned
-        return SeedPlan(n, along, n // along, None, None, None), compile_for(n // along)
-    g = seed_group_size(n, along, *sizes, budget)
+    if sizes is None:  # the backend gives no statistics: unplanned, as many as allowed
+        per = n // along
+        g = max(d for d in range(1, min(per, most or per) + 1) if per % d == 0)
+        return SeedPlan(n, along, g, None, None, None), (one if g == 1 else compile_for(g))
+    g = seed_group_size(n, along, *sizes, budget, most)
     plan = SeedPlan(n, along, g, budget, *sizes)
     return plan, (one if g == 1 else compile_for(g))
 
 
 def seed_group_size(n_seeds: int, along: int, state_bytes: int, seed_step_bytes: int,
-                    budget: int) -> int:
+                    budget: int, most: int | None = None) -> int:
     """Seeds per device trained at once: the largest divisor g of each device's share
-    n_seeds / along with state_bytes + g seed_step_bytes <= budget (bytes per device). Taking
+    n_seeds / along with state_bytes + g seed_step_bytes <= budget (bytes per device) and
+    g <= ``most`` (when given). Taking
     g times one seed's working set is conservative: XLA reuses scratch between the seeds of a
     group. A UserError naming how many seeds fit if even g = 1 does not."""
     per = n_seeds // along
@@ -335,19 +339,21 @@ def seed_group_size(n_seeds: int, along: int, state_bytes: int, seed_step_bytes:
             f"working set {step / 2**30:.3f} GiB per seed; at most {fit} seeds fit (over "
             f"{along} device(s) along 'seeds'). Train fewer seeds per run, or raise "
             f"--memory-budget")
-    return max(d for d in range(1, per + 1) if per % d == 0 and state_bytes + d * step <= budget)
+    return max(d for d in range(1, min(per, most or per) + 1)
+               if per % d == 0 and state_bytes + d * step <= budget)
 
 
 class Run:
     """One training run in ``out``: set up fresh or resumed, then :meth:`train`.
 
     ``state`` holds every seed (leading seed axis, in ``tc.init_seeds`` order);
-    :meth:`seed_params` is one seed's parameters. ``memory_budget`` (bytes per device) bounds
-    how many seeds a step trains at once (:func:`plan_seed_groups`)."""
+    :meth:`seed_params` is one seed's parameters. ``memory_budget`` (bytes per device) and
+    ``seed_group`` (seeds per device) bound how many seeds a step trains at once
+    (:func:`plan_seed_groups`)."""
 
     def __init__(self, tc: TrainConfig, corpus: list[str], out: str | Path,
                  tokenizer_path: str | None = None, require_resume: bool = False,
-                 memory_budget: int | None = None):
+                 memory_budget: int | None = None, seed_group: int | None = None):
         self.tc, self.out = tc, Path(out)
         io.check_writable(self.out, folder=True, flag="--out")
         self.mesh = training_mesh(len(tc.init_seeds))
@@ -373,7 +379,8 @@ class Run:
         self.optimizer = make_optimizer(tc)
         self.state_sharding = state_shardings(self.cfg, tc, self.optimizer, self.mesh)
         self.plan, self._step = plan_seed_groups(self.cfg, tc, self.optimizer, self.mesh,
-                                                 self.state_sharding, memory_budget)
+                                                 self.state_sharding, memory_budget,
+                                                 seed_group)
         if self._new_files is not None and distributed.is_writer():  # planned: now write
             self.out.mkdir(parents=True, exist_ok=True)
             io.write_text(self.out / "tokenizer.json", self._new_files.to_str())
