@@ -377,7 +377,8 @@ def finished(folder: str | Path, tc: TrainConfig) -> bool:
     if "init_from" in diff and _source_id(diff["init_from"][0]) == _source_id(tc.init_from):
         del diff["init_from"]
     if diff:
-        raise UserError(f"{folder} holds a run made with other settings; use another folder. "
+        raise UserError(f"{folder} holds a run made with other settings than these; use "
+                        f"another folder. "
                         f"Differences (saved, expected): {diff}")
     return tc.steps in run_steps(folder)
 
