@@ -363,10 +363,11 @@ def seed_metrics(records: list[dict], seed_index: int) -> list[dict]:
     return out
 
 
-def finished(folder: str | Path, tc: TrainConfig) -> bool:
+def finished(folder: str | Path, tc: TrainConfig, what: str = "these",
+             remedy: str = "use another folder") -> bool:
     """Whether the run in ``folder`` was made with ``tc`` and has a checkpoint at its last
     step (``tc.steps``); False where there is no run.json yet. A run made with other settings
-    is a UserError listing the differences. A continuation (``init_from``) names its source by
+    is a UserError listing the differences ("other settings than ``what``; ``remedy``"). A continuation (``init_from``) names its source by
     path; the runs' folder may have moved since, so only the source's folder name and step
     must agree."""
     folder = Path(folder)
@@ -377,9 +378,8 @@ def finished(folder: str | Path, tc: TrainConfig) -> bool:
     if "init_from" in diff and _source_id(diff["init_from"][0]) == _source_id(tc.init_from):
         del diff["init_from"]
     if diff:
-        raise UserError(f"{folder} holds a run made with other settings than these; use "
-                        f"another folder. "
-                        f"Differences (saved, expected): {diff}")
+        raise UserError(f"{folder} holds a run made with other settings than {what}; "
+                        f"{remedy}. Differences (saved, expected): {diff}")
     return tc.steps in run_steps(folder)
 
 

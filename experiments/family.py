@@ -259,9 +259,10 @@ def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
     being measured as this family's run or trained over."""
     tc, _, _ = spec(name, runs_dir, fam)
     try:
-        return runs.finished(Path(runs_dir) / name, tc)
+        return runs.finished(Path(runs_dir) / name, tc, what=f"this family's {name}",
+                             remedy="use another --runs-dir")
     except UserError as e:
-        raise SystemExit(f"{e} (this family's {name}; use another --runs-dir)") from None
+        raise SystemExit(str(e)) from None
 
 
 def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFAULT) -> Path:
