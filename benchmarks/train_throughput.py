@@ -1,10 +1,17 @@
-"""Training throughput: tokens/s and the fraction of the in-process dense-matmul rate.
+"""Training throughput: tokens/s, the fraction of the in-process dense-matmul rate, and seeds
+trained in one program against one run per seed.
 
 Builds a real run (BPE on a local corpus, the preset's model, AdamW), runs ``--warmup-steps``
 untimed steps (compilation), then times ``--steps`` optimizer steps. Model FLOPs per token are
 3x the forward matmul FLOPs (forward + backward), counted by ``bornbiased_jax.flops``.
 
+With ``--seeds 1,4,16`` it times, for each count S, one program training S seeds on the same
+batches (``train --seeds``) and reports tokens/s per seed (each seed trains on every token of
+the batch) against one single-seed run per seed (which, run one after another, trains each seed
+at the single-seed rate, so that rate is measured once), and the speed-up of the one program.
+
     python benchmarks/train_throughput.py --preset llama2-cpu --corpus python-stdlib
+    python benchmarks/train_throughput.py --preset llama2-tiny --seeds 1,4,16 --steps 5
 """
 
 from __future__ import annotations
@@ -21,6 +28,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_throughput import matmul_rate  # noqa: E402
 
 
+def timed_run(args, seeds: tuple[int, ...]) -> dict:
+    """Wall time of ``args.steps`` steps of a run of ``seeds`` (after untimed warm-up steps)."""
+    import jax
+
+    from bornbiased_jax.runs import TrainConfig
+    from bornbiased_jax.train import Run
+
+    tc = TrainConfig(preset=args.preset, seq_len=args.seq_len, batch_size=args.batch_size,
+                     vocab_size=args.vocab_size, steps=args.steps + args.warmup_steps + 1,
+                     warmup=1, bf16=args.bf16, corpus_max_mb=4.0, seeds=seeds)
+    budget = None if args.memory_budget is None else int(args.memory_budget * 2**30)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Run(tc, [args.corpus], tmp, memory_budget=budget, seed_group=args.seed_group)
+        for i in range(args.warmup_steps):
+            m = run.step(run.global_batch(i * tc.batch_size))
+        jax.block_until_ready(run.state)
+        batches = [run.global_batch((args.warmup_steps + i) * tc.batch_size)
+                   for i in range(args.steps)]
+        t0 = time.perf_counter()
+        for b in batches:
+            m = run.step(b)
+        jax.block_until_ready(run.state)
+        wall = time.perf_counter() - t0
+    return {"run": run, "tc": tc, "wall": wall, "loss": float(m["loss"].mean()),
+            "tokens": args.steps * tc.batch_size * tc.seq_len}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="llama2-cpu")
@@ -31,30 +65,46 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--bf16", action="store_true")
+    p.add_argument("--seeds", help="seed counts to compare with one run per seed, e.g. 1,4,16")
+    p.add_argument("--memory-budget", type=float, metavar="GIB",
+                   help="per-device memory budget of the many-seed runs (train --memory-budget)")
+    p.add_argument("--seed-group", type=int,
+                   help="seeds per device at once in the many-seed runs (train --seed-group)")
     args = p.parse_args()
 
     import jax
 
     from bornbiased_jax.flops import forward_flops
-    from bornbiased_jax.train import Run, TrainConfig, make_train_step
 
-    tc = TrainConfig(preset=args.preset, seq_len=args.seq_len, batch_size=args.batch_size,
-                     vocab_size=args.vocab_size, steps=args.steps + args.warmup_steps + 1,
-                     warmup=1, bf16=args.bf16, corpus_max_mb=4.0)
-    with tempfile.TemporaryDirectory() as tmp:
-        run = Run(tc, [args.corpus], tmp)
-        step = make_train_step(run.cfg, tc, run.optimizer, run.mesh)
-        state = run.state
-        for i in range(args.warmup_steps):
-            state, m = step(state, run.batch(i * tc.batch_size))
-        jax.block_until_ready(state)
-        batches = [run.batch((args.warmup_steps + i) * tc.batch_size) for i in range(args.steps)]
-        t0 = time.perf_counter()
-        for b in batches:
-            state, m = step(state, b)
-        jax.block_until_ready(state)
-        wall = time.perf_counter() - t0
-    tokens = args.steps * tc.batch_size * tc.seq_len
+    if args.seeds:
+        counts = [int(c) for c in args.seeds.split(",")]
+        rows = []
+        single = None
+        for n in counts:
+            r = timed_run(args, tuple(range(n)))
+            if n == 1:
+                single = r
+            rows.append((n, r))
+        if single is None:
+            single = timed_run(args, (0,))
+        one = single["tokens"] / single["wall"]
+        cfg, tc = single["run"].cfg, single["tc"]
+        print(f"{cfg.name} (vocab {cfg.vocab_size}), T={tc.seq_len}, batch {tc.batch_size}, "
+              f"{'bf16' if args.bf16 else 'float32'}, {len(jax.devices())} "
+              f"{jax.devices()[0].device_kind} device(s), {args.steps} timed steps")
+        print("| seeds | groups per step | one program: tokens/s per seed | "
+              "one run per seed: tokens/s per seed | speed-up |")
+        print("|---:|---:|---:|---:|---:|")
+        for n, r in rows:
+            per_seed = r["tokens"] / r["wall"]
+            print(f"| {n} | {r['run'].plan.n_groups} | {per_seed:,.0f} | {one:,.0f} | "
+                  f"{per_seed / one:.2f}x |")
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        return
+
+    r = timed_run(args, (0,))
+    run, tc, wall = r["run"], r["tc"], r["wall"]
+    tokens = r["tokens"]
     flops = 3 * args.steps * tc.batch_size * forward_flops(run.cfg, tc.seq_len)
     cpu = jax.devices()[0].platform == "cpu"
     # The peak the step's matmuls can reach: bfloat16 on an accelerator with --bf16; float32 on
@@ -69,7 +119,7 @@ def main() -> None:
           f"matmul rate ({rate / 1e9:.1f} GFLOP/s, {n}^2 {dtype}, "
           f"{jax.devices()[0].device_kind})")
     print(f"  peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
-          f"final loss {float(m['loss']):.3f}")
+          f"final loss {r['loss']:.3f}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from bornbiased_jax import precision
 from bornbiased_jax.commands import fingerprint, sinks, sweep
 from bornbiased_jax.commands.arguments import add_multiprocess_arguments
 from bornbiased_jax.commands.arguments import positive as _positive
+from bornbiased_jax.commands.arguments import seeds_arg as _seeds_arg
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.theory.cli import add_theory_parser
 
@@ -33,7 +34,7 @@ MULTI_PROCESS = ("sweep", "train", "fingerprint")  # the commands that may span 
 
 
 def _train_parser(sub) -> None:
-    from bornbiased_jax.train_config import SCHEDULES, TrainConfig
+    from bornbiased_jax.runs import SCHEDULES, TrainConfig
 
     d = TrainConfig()
     p = sub.add_parser(
@@ -44,7 +45,9 @@ def _train_parser(sub) -> None:
                     "text files, saving Orbax checkpoints. Running the same command again with "
                     "an --out that holds checkpoints resumes from the latest complete one; only "
                     "--stop-at, --fsdp and the logging/eval/checkpoint cadences may change on "
-                    "resume.")
+                    "resume. With --seeds, one program trains a model per seed on the same "
+                    "batches in the same order (--data-seed); each is read back as the model "
+                    "source 'OUT#SEED' or 'OUT#SEED@STEP'.")
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
@@ -67,13 +70,29 @@ def _train_parser(sub) -> None:
                       ("corpus_max_mb", float)]:
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=getattr(d, name),
                        help=f"default {getattr(d, name)}")
+    p.add_argument("--seeds", type=_seeds_arg, default=(),
+                   help="train one model per initialisation seed in one program, all on the same "
+                        "batches: '0:32', '1,5:8' (instead of --seed; not with --init-from). "
+                        "Checkpoints hold every seed; seed K of the run is the model source "
+                        "'OUT#K' or 'OUT#K@STEP'. Seeds that do not fit --memory-budget at once "
+                        "train in groups within each step; more than the budget's state holds "
+                        "is refused, naming how many fit")
+    p.add_argument("--memory-budget", type=float, metavar="GIB",
+                   help="memory per device that a step of several seeds may plan for, in GiB "
+                        "(default: 90%% of an accelerator's memory; on a CPU a quarter of the "
+                        "host's memory); may change between resumes")
+    p.add_argument("--seed-group", type=_positive, metavar="G",
+                   help="train at most G seeds per device at once within a step (default: as "
+                        "many as --memory-budget holds); 1 runs each seed's step unbatched, as "
+                        "a single-seed run does; may change between resumes")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
     p.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
                    help="learning-rate decay after the linear warmup: cosine to --min-lr "
                         "(Table 14) or linear to --min-lr (default %(default)s)")
     p.add_argument("--init-from", metavar="SOURCE",
                    help="start from this model's parameters instead of a seed's initialisation: "
-                        "a training run 'PATH@STEP' or a Hugging Face folder (continued "
+                        "a training run 'PATH@STEP' (one seed of a many-seed run: "
+                        "'PATH#SEED@STEP') or a Hugging Face folder (continued "
                         "pretraining on another corpus); the architecture and tokenizer are the "
                         "source's, and optimiser, step and schedule start fresh")
     p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
@@ -88,9 +107,10 @@ def _train_parser(sub) -> None:
 
 
 def _train_config(args):
-    from bornbiased_jax.train_config import TrainConfig
+    from bornbiased_jax.runs import TrainConfig
 
     fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
+    fields["seeds"] = tuple(fields.get("seeds") or ())
     return TrainConfig(**fields)  # --model-set arrives as the model_set field
 
 
@@ -99,10 +119,15 @@ def run_train(args) -> int:
     from bornbiased_jax.train import Run
 
     tc = _train_config(args)
+    if args.memory_budget is not None and args.memory_budget <= 0:
+        raise UserError(f"--memory-budget must be positive, got {args.memory_budget}")
+    budget = None if args.memory_budget is None else int(args.memory_budget * 2**30)
     run = Run(tc, args.corpus, args.out, tokenizer_path=args.tokenizer,
-              require_resume=args.resume)
+              require_resume=args.resume, memory_budget=budget, seed_group=args.seed_group)
     start = int(run.state["step"])
     writer = distributed.is_writer()
+    if writer and len(tc.init_seeds) > 1:
+        print(f"training {run.plan.describe()}")
     if start and writer:
         print(f"resuming {args.out} from step {start}")
     result = run.train(progress=not args.no_progress)
@@ -110,8 +135,12 @@ def run_train(args) -> int:
         return 0
     last = [r for r in result["records"] if "val_loss" in r]
     if last:
-        print(f"step {result['final_step']}: val loss {last[-1]['val_loss']:.3f}, "
-              f"ppl {last[-1]['val_ppl']:.1f}")
+        loss, ppl = last[-1]["val_loss"], last[-1]["val_ppl"]
+        if isinstance(loss, list):  # one per seed
+            print(f"step {result['final_step']}: val loss of {len(loss)} seeds "
+                  f"{min(loss):.3f}-{max(loss):.3f}, ppl {min(ppl):.1f}-{max(ppl):.1f}")
+        else:
+            print(f"step {result['final_step']}: val loss {loss:.3f}, ppl {ppl:.1f}")
     print(f"wrote {args.out}/metrics.jsonl, loss_curve.png, checkpoints/")
     return 0
 

@@ -230,27 +230,36 @@ class TokenBlocks:
     vocab_size: int
 
 
-def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
-                val_fraction: float = 0.05) -> TokenBlocks:
-    """Tokenise, join with end-of-text, hold out the last documents, cut into T + 1 blocks."""
+def split_documents(docs: Sequence[str],
+                    val_fraction: float) -> tuple[Sequence[str], Sequence[str]]:
+    """(training, validation) documents: the last ``max(1, round(len(docs) * val_fraction))``
+    documents are held out for validation. The one rule for every reader of a run's held-out
+    text; changing it would change the data of recorded runs."""
     if not docs:
         raise UserError("the corpus is empty: no readable, non-empty text files were found")
     if not 0 < val_fraction < 1:
         raise UserError(f"val_fraction must lie in (0, 1), got {val_fraction}")
-    eot = tokenizer.token_to_id(EOT)
-    if eot is None:
-        raise UserError(f"the tokenizer has no {EOT!r} token")
     n_val_docs = max(1, int(round(len(docs) * val_fraction)))
     if len(docs) - n_val_docs < 1:
         raise UserError(f"the corpus has {len(docs)} document(s); need at least 2 to hold out "
                          f"validation text")
+    return docs[:-n_val_docs], docs[-n_val_docs:]
+
+
+def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
+                val_fraction: float = 0.05) -> TokenBlocks:
+    """Tokenise, join with end-of-text, hold out the last documents, cut into T + 1 blocks."""
+    train_docs, val_docs = split_documents(docs, val_fraction)
+    eot = tokenizer.token_to_id(EOT)
+    if eot is None:
+        raise UserError(f"the tokenizer has no {EOT!r} token")
 
     def blocks(ds: Sequence[str]) -> np.ndarray:
         ids = token_ids(ds, tokenizer)
         n = len(ids) // (seq_len + 1)
         return ids[: n * (seq_len + 1)].reshape(n, seq_len + 1)
 
-    train, val = blocks(docs[:-n_val_docs]), blocks(docs[-n_val_docs:])
+    train, val = blocks(train_docs), blocks(val_docs)
     if len(train) == 0 or len(val) == 0:
         raise UserError(f"the corpus is too small for blocks of {seq_len + 1} tokens "
                          f"({len(train)} training, {len(val)} validation blocks)")

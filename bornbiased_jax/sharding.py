@@ -4,7 +4,8 @@ Every dimension of every parameter has a *logical* name saying what it is (``voc
 ``embed`` = d_model, ``qkv`` = heads x head_dim, ``mlp`` = d_ff, ...), read from the
 parameter's path (``model.py`` documents the paths). A table of *rules* maps logical names to
 axes of the device mesh; model code never mentions devices. The training mesh has one axis,
-``data``:
+``data`` (and, for a run of several seeds, a second axis ``seeds`` over which the seeds' states
+are split: :func:`with_seed_axis`):
 
   * data parallelism (``RULES_DATA_PARALLEL``, no rules): every parameter and Adam moment is
     whole on every device; only the batch is split over ``data``;
@@ -90,6 +91,14 @@ def state_shardings(state: Any, optimizer: optax.GradientTransformation, mesh, r
     opt = optax.tree_map_params(optimizer, lambda _, s: s, state["opt_state"], params,
                                 transform_non_params=lambda _: replicated)
     return {**jax.tree.map(lambda _: replicated, state), "params": params, "opt_state": opt}
+
+
+def with_seed_axis(shardings: Any, axis: str = "seeds") -> Any:
+    """Shardings of a state whose arrays gained a leading seed axis (a run of several seeds):
+    that axis over the mesh axis ``axis`` (whole where the mesh has no such axis), the other
+    dimensions as in ``shardings``."""
+    return jax.tree.map(lambda s: NamedSharding(s.mesh, P(
+        axis if axis in s.mesh.axis_names else None, *s.spec)), shardings)
 
 
 def bytes_per_device(shapes: Any, shardings: Any) -> int:

@@ -4,6 +4,9 @@
                         integer seed in [0, 2**32);
   ``PATH`` / ``PATH@STEP``  a ``bornbiased train`` run folder (it holds ``run.json``): the
                         parameters of the latest complete checkpoint, or of checkpoint STEP.
+  ``PATH#SEED`` / ``PATH#SEED@STEP``  seed SEED (an initialisation seed the run trained, not a
+                        position) of a run, required for a run of several seeds
+                        (``train --seeds``) and allowed for a single-seed run (its one seed).
                         ``PATH@0`` is the run's initialisation, rebuilt from its seed and config
                         (training saves no step-0 checkpoint; ``init`` is deterministic), or,
                         for a run continued from another model (``train --init-from``), that
@@ -25,7 +28,6 @@ parameters.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 
@@ -33,14 +35,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax import model
+from bornbiased_jax import model, runs
 from bornbiased_jax.config import ModelConfig, get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
 SPEC_HELP = ("a model source is 'preset:NAME@SEED' (a fresh initialisation), a 'bornbiased "
-             "train' run folder 'PATH' or 'PATH@STEP' (STEP 0: the run's initialisation), or a "
-             "Hugging Face model folder (a directory with config.json)")
+             "train' run folder 'PATH' or 'PATH@STEP' (STEP 0: the run's initialisation; "
+             "'PATH#SEED[@STEP]' picks one seed of a many-seed run), or a Hugging Face model "
+             "folder (a directory with config.json)")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,9 +81,12 @@ def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) 
     spec = spec.strip()
     if spec.startswith("preset:"):
         return _load_preset(spec, shared_embedding, dtype)
-    path, step = _split_step(spec)
+    path, seed, step = split_run_spec(spec)
     if (path / "run.json").is_file():
-        return _load_run(path, step, dtype)
+        return _load_run(path, step, seed, dtype)
+    if seed is not None and path.is_dir():
+        raise UserError(f"{str(path)!r} is not a bornbiased train run folder (no run.json), so "
+                        f"it has no seeds to select; drop '#{seed}'")
     if (path / "config.json").is_file():
         if step is not None:
             raise UserError(f"{str(path)!r} is a Hugging Face model folder, which has no "
@@ -116,59 +122,48 @@ def init_params(cfg: ModelConfig, seed: int, dtype=jnp.float32) -> dict:
     return jax.jit(model.init, static_argnums=(0, 2))(cfg, seed_key(seed), dtype)
 
 
-def _split_step(spec: str) -> tuple[Path, int | None]:
-    head, sep, tail = spec.rpartition("@")
+def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
+    """(path, seed, step) of 'PATH', 'PATH@STEP', 'PATH#SEED' or 'PATH#SEED@STEP' (None where
+    absent). '#' always begins a seed selector, so a model folder's name cannot contain '#'."""
+    head, step = spec, None
+    at_head, sep, tail = spec.rpartition("@")
     if sep and re.fullmatch(r"-?\d+", tail):
-        step = int(tail)
+        head, step = at_head, int(tail)
         if step < 0:
             raise UserError(f"bad step {step} in {spec!r}: a step is an integer >= 0")
-        return Path(head), step
-    return Path(spec), None
+    path, sep, sel = head.rpartition("#")
+    if not sep:
+        return Path(head), None, step
+    if not re.fullmatch(r"\d+", sel) or int(sel) >= 2**32 or not path:
+        raise UserError(f"bad seed selector {'#' + sel!r} in {spec!r}: write 'PATH#SEED' or "
+                        f"'PATH#SEED@STEP' with one initialisation seed of the run, an integer "
+                        f"in [0, 2**32) (e.g. 'runs/seeds#3@200')")
+    return Path(path), int(sel), step
 
 
-def run_steps(path: Path) -> list[int]:
-    """The complete checkpoints of a run folder, ascending (Orbax renames a checkpoint's
-    temporary folder to its step number only once it is fully written)."""
-    ck = Path(path) / "checkpoints"
-    if not ck.is_dir():
-        return []
-    return sorted(int(p.name) for p in ck.iterdir()
-                  if p.name.isdigit() and (p / "default").is_dir())
-
-
-def run_config(path: Path) -> tuple[ModelConfig, dict]:
-    """(model config, run.json) of a run folder: run.json's ``model_config`` when present, else
-    rebuilt from ``train_config`` and the tokenizer's vocabulary as ``train.model_config`` does."""
-    from bornbiased_jax.train import TrainConfig, model_config
-
-    f = Path(path) / "run.json"
-    try:
-        info = json.loads(f.read_text())
-        if "model_config" in info:
-            return ModelConfig(**info["model_config"]), info
-        tc = TrainConfig(**info["train_config"])
-        return model_config(tc, int(info["data"]["vocab_size"])), info
-    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise UserError(f"{str(f)!r} is not a readable run description "
-                        f"({type(e).__name__}: {e})") from None
-
-
-def _load_run(path: Path, step: int | None, dtype) -> LoadedModel:
-    cfg, info = run_config(path)
-    try:
-        seed = int(info["train_config"]["seed"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise UserError(f"{str(path / 'run.json')!r} records no integer train_config.seed "
-                        f"({type(e).__name__}: {e})") from None
-    steps = run_steps(path)
+def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedModel:
+    """Seed ``seed`` of the run in ``path`` (None: its only seed) at checkpoint ``step``."""
+    cfg, info = runs.run_config(path)
+    seeds = runs.run_seeds(info)
+    if seed is None:
+        if len(seeds) > 1:
+            raise UserError(f"run {str(path)!r} trained {len(seeds)} seeds "
+                            f"({_seed_list(seeds)}); name one as '{path}#SEED' or "
+                            f"'{path}#SEED@STEP'")
+        seed = seeds[0]
+    elif seed not in seeds:
+        raise UserError(f"run {str(path)!r} has no seed {seed}; its seeds are "
+                        f"{_seed_list(seeds)}")
+    index = seeds.index(seed)
+    name = path.name if len(seeds) == 1 else f"{path.name}#{seed}"
+    steps = runs.run_steps(path)
     origin = info.get("init_from")  # a run continued from another model (train.init_from)
-    if origin is not None:
-        seed = origin.get("seed")  # the lineage's initialisation seed, when the source had one
+    lineage_seed = seed if origin is None else origin.get("seed")  # the source's, if known
     if step == 0:
         if origin is not None:  # its step 0 is the source model, not a seed's initialisation
             src = load_source(origin["spec"], shared_embedding=False, dtype=dtype)
-            return LoadedModel(cfg, src.params, f"{path.name}@0", "run", seed, 0, path)
-        return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{path.name}@0", "run", seed, 0,
+            return LoadedModel(cfg, src.params, f"{name}@0", "run", lineage_seed, 0, path)
+        return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@0", "run", seed, 0,
                            path)
     if not steps:
         raise UserError(f"run {str(path)!r} has no complete checkpoint yet; "
@@ -178,33 +173,14 @@ def _load_run(path: Path, step: int | None, dtype) -> LoadedModel:
     elif step not in steps:
         raise UserError(f"run {str(path)!r} has no checkpoint at step {step}; its steps are "
                         f"{steps} (and 0, the initialisation)")
-    params = load_checkpoint_params(path, step, cfg)
+    params = runs.load_checkpoint_params(path, step, cfg, index)
     params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
-    return LoadedModel(cfg, params, f"{path.name}@{step}", "run", seed, step, path)
+    return LoadedModel(cfg, params, f"{name}@{step}", "run", lineage_seed, step, path)
 
 
-def load_checkpoint_params(path: Path, step: int, cfg: ModelConfig) -> dict:
-    """The parameters of checkpoint ``step`` of a run, as host arrays; the optimiser state,
-    data position and RNG in the same checkpoint are not read."""
-    import orbax.checkpoint as ocp
-
-    abstract = jax.eval_shape(lambda: model.init(cfg, jax.random.key(0)))
-    restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), abstract)
-    where = (Path(path) / "checkpoints" / str(step) / "default").absolute()
-    try:
-        out = ocp.PyTreeCheckpointer().restore(where, args=ocp.args.PyTreeRestore(
-            item={"params": abstract}, restore_args={"params": restore_args},
-            partial_restore=True))
-    except Exception as e:  # Orbax raises many types for damaged or foreign files
-        raise UserError(f"checkpoint {step} of {str(path)!r} does not load "
-                        f"({type(e).__name__}: {str(e)[:300]})") from None
-    params = out["params"]
-    want = jax.tree.map(lambda a: a.shape, abstract)
-    got = jax.tree.map(lambda a: a.shape, params)
-    if want != got:
-        raise UserError(f"checkpoint {step} of {str(path)!r} does not match the run's model "
-                        f"config {cfg.name}")
-    return params
+def _seed_list(seeds: tuple[int, ...]) -> str:
+    return ", ".join(map(str, seeds)) if len(seeds) <= 8 else (
+        f"{len(seeds)} seeds from {seeds[0]} to {seeds[-1]}")
 
 
 def _load_hf(path: Path, dtype) -> LoadedModel:

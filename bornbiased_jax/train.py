@@ -1,14 +1,8 @@
-"""Pretraining: AdamW per Table 14, Orbax checkpoints, deterministic resume, data parallelism.
+"""Pretraining: AdamW per Table 14, Orbax checkpoints, deterministic resume, data parallelism,
+and several initialisation seeds in one program.
 
-A run lives in one folder::
-
-    run.json          the run's settings ("train_config"), the full model configuration
-                      ("model_config", ``dataclasses.asdict(ModelConfig)``) and a fingerprint
-                      of its data; all three are checked on resume
-    tokenizer.json    the BPE the run trained (or was given)
-    checkpoints/<k>/  Orbax checkpoints: params, Adam moments, step, data position
-    metrics.jsonl     one JSON line per logged step (train loss, lr, grad norm; val loss/ppl)
-    loss_curve.png    training and validation loss
+A run lives in one folder (run.json, tokenizer.json, checkpoints/, metrics.jsonl,
+loss_curve.png; ``bornbiased_jax.runs`` owns the layout and reads it back).
 
 Resuming (run the same command again) restores the latest *complete* checkpoint (Orbax writes
 into a temporary folder and renames it when finished) and continues with exactly the batches an
@@ -20,25 +14,37 @@ so ``steps`` is part of the run's identity: resuming with another ``steps`` woul
 schedule mid-run and match no uninterrupted run, and is an error. To stop early and continue
 later on the same schedule, use ``stop_at`` (``--stop-at``), which may differ between resumes.
 
+Seeds. A run trains S initialisation seeds (``TrainConfig.init_seeds``; S = 1 for a
+single-seed run) with one jitted step: parameters and Adam moments carry a leading seed axis,
+and the per-seed step (gradient, clipping, AdamW) is vmapped over it, every seed on the same
+batch. The seed axis is split over a ``seeds`` axis of the device mesh (as many devices as
+divide both S and the device count), the batch over the remaining ``data`` devices
+(:func:`training_mesh`). When S seeds' working sets do not fit the memory budget at once, each
+step runs the seeds in groups, one after another, from the one compiled program
+(:func:`plan_seed_groups`); where even the seeds' state does not fit, the run is refused with
+the number of seeds that would. A seed's numbers do not depend on the other seeds; with
+groups of more than one seed they depend on the group size only through the summation order
+of XLA's batched matrix products (float32 rounding), and a group of one runs the per-seed step
+unbatched, exactly as a single-seed run.
+
 Across processes (``bornbiased_jax.distributed``: one process per host, started with the same
 command) the mesh spans every process's devices; each process loads only its own rows of each
 batch (``jax.make_array_from_process_local_data``), all processes write their shards of each
 checkpoint through Orbax (``--out`` must be a folder every host sees), and process 0 alone
 writes run.json, the tokenizer, metrics and plots. The state is saved without its layout, so a
 run resumes with another number of processes or devices, or with ``fsdp`` switched, from the
-same state. ``fsdp`` shards parameters and Adam moments over the devices (``sharding.py``).
+same state. ``fsdp`` shards parameters and Adam moments over the ``data`` devices
+(``sharding.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -48,32 +54,12 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import data, distributed, io, model, sharding
-from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset, recorded_differences
+from bornbiased_jax import data, distributed, io, model, runs, sharding
+from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.keys import seed_key
-from bornbiased_jax.train_config import TrainConfig
-
-
-def settings_differences(saved_tc: dict, tc: TrainConfig) -> dict[str, tuple]:
-    """{field: (saved, now)} for each setting of ``tc`` that a resume must keep (all but
-    ``TrainConfig.RESUMABLE``) and that differs from run.json's ``train_config`` ``saved_tc``."""
-    now = json.loads(json.dumps(dataclasses.asdict(tc)))  # tuples as run.json's lists
-    saved_tc = dict(saved_tc)
-    saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
-    saved_tc.setdefault("schedule", "cosine")  # ... and before the linear schedule
-    return {k: (saved_tc.get(k), v) for k, v in now.items()
-            if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
-
-
-def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
-    """The preset (with ``tc.model_set`` applied), the tokenizer's vocabulary and every
-    parameter seed-dependent."""
-    cfg = dataclasses.replace(apply_overrides(get_preset(tc.preset), tc.model_set),
-                              vocab_size=vocab_size,
-                              shared_embedding=False)
-    model.check_seq_len(cfg, tc.seq_len)
-    return cfg
+from bornbiased_jax.keys import seed_keys
+from bornbiased_jax.runs import TrainConfig, model_config
+from bornbiased_jax.sources import load_source
 
 
 def lr_schedule(tc: TrainConfig) -> optax.Schedule:
@@ -114,87 +100,271 @@ def loss_fn(params, cfg: ModelConfig, blocks_BT1: jax.Array, bf16: bool) -> jax.
 
 def init_state(cfg: ModelConfig, tc: TrainConfig, optimizer, params=None,
                shardings=None) -> dict:
-    """Parameters from ``seed`` (or the given ``params``, e.g. a source model's), fresh Adam
-    moments, step 0, data position 0. Training uses no randomness beyond these: the data order
-    is a function of ``data_seed`` and the position (``data.batch_indices``), so the state holds
-    no RNG key. With ``shardings`` (``sharding.state_shardings``) each device builds only its
-    own pieces (the same values as built whole)."""
-    if shardings is None:
+    """Parameters of each seed of ``tc.init_seeds`` (or the given ``params``, e.g. a source
+    model's, for a single-seed run), fresh Adam moments, stacked along a leading seed axis;
+    step 0 and data position 0, shared. Training uses no randomness beyond these: the data
+    order is a function of ``data_seed`` and the position (``data.batch_indices``), so the
+    state holds no RNG key. With ``shardings`` (:func:`state_shardings`) each device builds
+    only its own pieces (the same values as built whole)."""
+    def build(keys, params):
         if params is None:
-            params = jax.jit(model.init, static_argnums=0)(cfg, seed_key(tc.seed))
-        else:
-            params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
-        return {"params": params, "opt_state": optimizer.init(params),
+            params = jax.vmap(lambda k: model.init(cfg, k))(keys)
+        return {"params": params, "opt_state": jax.vmap(optimizer.init)(params),
                 "step": jnp.zeros((), jnp.int32), "data_position": jnp.zeros((), jnp.int32)}
-    if params is None:
-        params = jax.jit(model.init, static_argnums=0, out_shardings=shardings["params"])(
-            cfg, seed_key(tc.seed))
-    else:  # host arrays every process holds: each places its own devices' pieces
-        params = jax.tree.map(lambda a, s: distributed.global_array(np.asarray(a, np.float32), s),
-                              params, shardings["params"])
-    rest = jax.jit(lambda p: {"opt_state": optimizer.init(p), "step": jnp.zeros((), jnp.int32),
-                              "data_position": jnp.zeros((), jnp.int32)},
-                   out_shardings={k: shardings[k] for k in ("opt_state", "step",
-                                                             "data_position")})(params)
-    return {"params": params, **rest}
+
+    keys = seed_keys(tc.init_seeds)
+    if params is not None:  # one seed, from host arrays every process holds
+        params = jax.tree.map(lambda a: np.asarray(a, np.float32)[None], params)
+        if shardings is not None:
+            params = jax.tree.map(distributed.global_array, params, shardings["params"])
+    if shardings is None:
+        return jax.jit(build)(keys, params)
+    return jax.jit(build, out_shardings=shardings)(keys, params)
+
+
+def training_mesh(n_seeds: int, devices=None) -> Mesh:
+    """The ('seeds', 'data') mesh: the seeds over as many devices as divide both the seed and
+    the device count, the batch over the rest (one seed: every device on 'data')."""
+    devices = np.asarray(jax.devices() if devices is None else devices)
+    along_seeds = math.gcd(n_seeds, devices.size)
+    return Mesh(devices.reshape(along_seeds, devices.size // along_seeds), ("seeds", "data"))
+
+
+def state_shardings(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh) -> dict:
+    """Shardings of the stacked training state: each seed's parameters and moments laid out by
+    the rules (data parallel or FSDP over 'data'), their seed axis over 'seeds'; the shared
+    step and data position replicated."""
+    one = jax.eval_shape(lambda: init_state(cfg, dataclasses.replace(tc, seeds=(), seed=0),
+                                            optimizer))
+    one = {**one, **jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype),
+                                 {"params": one["params"], "opt_state": one["opt_state"]})}
+    per_seed = sharding.state_shardings(
+        one, optimizer, mesh, sharding.RULES_FSDP if tc.fsdp else sharding.RULES_DATA_PARALLEL)
+    return {**per_seed, "params": sharding.with_seed_axis(per_seed["params"]),
+            "opt_state": sharding.with_seed_axis(per_seed["opt_state"])}
+
+
+def _seeds_along(mesh: Mesh) -> int:
+    return mesh.shape["seeds"] if "seeds" in mesh.axis_names else 1
+
+
+def group_order(n_seeds: int, mesh: Mesh, group_size: int) -> list[np.ndarray]:
+    """The seed positions (indices into ``init_seeds``) that each group of a step trains, in
+    the order its metrics come back: with d devices along 'seeds', each holding n_seeds / d
+    consecutive seeds, group i takes seeds [i g, (i + 1) g) of every device's share."""
+    d = _seeds_along(mesh)
+    per = n_seeds // d
+    return [np.asarray([k * per + i * group_size + j for k in range(d)
+                        for j in range(group_size)]) for i in range(per // group_size)]
 
 
 def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh,
-                    state_sharding=None):
-    """state, blocks (A, B/A, T+1) -> state, metrics. Gradients are averaged over the A
-    micro-batches by a scan; the micro-batch axis B/A is sharded over the mesh's 'data' axis;
-    the state is replicated unless ``state_sharding`` says otherwise (FSDP)."""
+                    state_sharding=None, group_size: int | None = None):
+    """(state, blocks (A, B/A, T+1), group) -> (state, metrics): one optimiser step of the
+    seeds of group ``group`` (:func:`group_order`; ``group_size`` seeds of each device's
+    share, default all of them). Gradients are averaged over the A micro-batches by a scan;
+    the micro-batch axis B/A is sharded over the mesh's 'data' axis; the state is laid out
+    as ``state_sharding`` (default :func:`state_shardings`), and is donated: the group's
+    seeds are updated in place. Step and data position advance with the last group. Metrics
+    ('loss', 'grad_norm') hold one number per seed of the group."""
+    n_seeds = len(tc.init_seeds)
+    along = _seeds_along(mesh)
+    per = n_seeds // along
+    g = per if group_size is None else group_size
+    if n_seeds % along or per % g:
+        raise ValueError(f"{n_seeds} seeds do not split into groups of {g} per device over "
+                         f"{along} devices")
+    n_groups = per // g
     grad = jax.value_and_grad(loss_fn)
+    if state_sharding is None:
+        state_sharding = state_shardings(cfg, tc, optimizer, mesh)
 
-    def step(state, blocks_ABT1):
+    def one_seed(params, opt_state, blocks_ABT1):
         def micro(acc, blk):
-            loss, g = grad(state["params"], cfg, blk, tc.bf16)
-            return jax.tree.map(jnp.add, acc, (loss, g)), None
+            loss, grads = grad(params, cfg, blk, tc.bf16)
+            return jax.tree.map(jnp.add, acc, (loss, grads)), None
 
-        zero = (jnp.zeros(()), jax.tree.map(jnp.zeros_like, state["params"]))
+        zero = (jnp.zeros(()), jax.tree.map(jnp.zeros_like, params))
         (loss, grads), _ = jax.lax.scan(micro, zero, blocks_ABT1)
         loss, grads = jax.tree.map(lambda x: x / tc.grad_accum, (loss, grads))
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        params = optax.apply_updates(state["params"], updates)
-        new = {**state, "params": params, "opt_state": opt_state, "step": state["step"] + 1,
-               "data_position": state["data_position"] + tc.batch_size}
-        return new, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state,
+                {"loss": loss, "grad_norm": optax.tree.norm(grads)})
+
+    if g * along == 1:  # one seed at a time: the per-seed step itself, not a batch of one
+        def seeds_step(params, opt_state, blocks):
+            out = one_seed(*jax.tree.map(lambda x: x[0], (params, opt_state)), blocks)
+            return jax.tree.map(lambda x: x[None], out)
+    else:
+        seeds_step = jax.vmap(one_seed, in_axes=(0, 0, None))
+
+    def take(x, where, group):  # (S, ...) -> this group's (along * g, ...)
+        x = x.reshape(along, per, *x.shape[1:])
+        x = jax.lax.dynamic_slice_in_dim(x, group * g, g, axis=1)
+        return jax.lax.with_sharding_constraint(x.reshape(along * g, *x.shape[2:]), where)
+
+    def put(x, y, group):
+        y = y.reshape(along, g, *y.shape[1:])
+        x = jax.lax.dynamic_update_slice_in_dim(x.reshape(along, per, *x.shape[1:]), y,
+                                                group * g, axis=1)
+        return x.reshape(n_seeds, *x.shape[2:])
+
+    def step(state, blocks_ABT1, group):
+        mine = {k: jax.tree.map(lambda x, w: take(x, w, group), state[k], state_sharding[k])
+                for k in ("params", "opt_state")}
+        params, opt_state, metrics = seeds_step(mine["params"], mine["opt_state"], blocks_ABT1)
+        last = (group == n_groups - 1).astype(jnp.int32)
+        new = {"params": jax.tree.map(lambda x, y: put(x, y, group), state["params"], params),
+               "opt_state": jax.tree.map(lambda x, y: put(x, y, group), state["opt_state"],
+                                         opt_state),
+               "step": state["step"] + last,
+               "data_position": state["data_position"] + last * tc.batch_size}
+        return new, metrics
 
     replicated = NamedSharding(mesh, P())
-    state_sharding = replicated if state_sharding is None else state_sharding
-    return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh)),
+    return jax.jit(step, in_shardings=(state_sharding, batch_sharding(mesh), replicated),
                    out_shardings=(state_sharding, replicated), donate_argnums=0)
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
-    """Blocks (A, B/A, T+1): the micro-batch rows over the 'data' devices."""
+    """Blocks (A, B/A, T+1): the micro-batch rows over the 'data' devices (every seed's devices
+    hold the same rows)."""
     return NamedSharding(mesh, P(None, "data", None))
 
 
 def make_eval(cfg: ModelConfig, tc: TrainConfig):
-    return jax.jit(lambda params, blocks: loss_fn(params, cfg, blocks, tc.bf16))
+    """(params with a seed axis, blocks) -> the mean loss of each seed on the blocks."""
+    return jax.jit(jax.vmap(lambda params, blocks: loss_fn(params, cfg, blocks, tc.bf16),
+                            in_axes=(0, None)))
 
 
-def _fingerprint(blocks: data.TokenBlocks) -> str:
-    h = hashlib.sha256()
-    h.update(blocks.train.tobytes())
-    h.update(blocks.val.tobytes())
-    return h.hexdigest()[:16]
+# --- memory ------------------------------------------------------------------------------------
+def default_memory_budget(devices) -> int:
+    """Bytes of one device that training may plan for: 90 % of an accelerator's memory (the
+    bytes XLA's allocator may use); on a CPU a quarter of the host's memory, shared by this
+    process's CPU devices (``--memory-budget`` sets it)."""
+    dev = devices[0]
+    stats = dev.memory_stats() if dev.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return int(0.9 * stats["bytes_limit"])
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return host // 4 // len(devices)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedPlan:
+    """How a step trains the seeds: ``group_size`` seeds of each device's share at a time
+    (``n_groups`` groups per step), from XLA's memory analysis of the compiled step."""
+
+    n_seeds: int
+    seeds_along: int  # devices along the mesh's 'seeds' axis
+    group_size: int
+    budget: int | None  # bytes per device; None: not planned (one seed, or no statistics)
+    state_bytes: int | None  # the whole state's bytes per device
+    seed_step_bytes: int | None  # one seed's working set in a step, per device
+
+    @property
+    def n_groups(self) -> int:
+        return self.n_seeds // self.seeds_along // self.group_size
+
+    def describe(self) -> str:
+        if self.n_groups == 1:
+            return f"{self.n_seeds} seed(s) in one program"
+        return (f"{self.n_seeds} seeds in {self.n_groups} groups of "
+                f"{self.group_size * self.seeds_along} per step (memory budget "
+                f"{self.budget / 2**30:.1f} GiB per device)")
+
+
+def _compiled_bytes(compiled) -> tuple[int, int] | None:
+    """(arguments + outputs not aliased to them, temporaries) of a compiled step, per device."""
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    io_bytes = (stats.argument_size_in_bytes + stats.output_size_in_bytes
+                - stats.alias_size_in_bytes)
+    return int(io_bytes), int(stats.temp_size_in_bytes)
+
+
+def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | None = None,
+                     most: int | None = None):
+    """(SeedPlan, the step for it). One seed: no plan. Several: the step is compiled
+    for groups of one seed per device, and XLA's memory analysis of it gives the whole state
+    (every seed's parameters and moments, resident throughout) and one seed's working set of
+    a step (its activations, gradients and their scratch) per device; :func:`seed_group_size`
+    chooses the group, of at most ``most`` seeds per device when given (``--seed-group``). A
+    UserError, before any training, if even one seed per device at a time does not fit."""
+    n = len(tc.init_seeds)
+    along = _seeds_along(mesh)
+    shapes = jax.eval_shape(lambda: init_state(cfg, tc, optimizer))
+    abstract = (jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+                             shapes, state_sharding),
+                jax.ShapeDtypeStruct((tc.grad_accum, tc.batch_size // tc.grad_accum,
+                                      tc.seq_len + 1), jnp.int32, sharding=batch_sharding(mesh)),
+                jax.ShapeDtypeStruct((), jnp.int32, sharding=NamedSharding(mesh, P())))
+
+    def compile_for(g):
+        return make_train_step(cfg, tc, optimizer, mesh, state_sharding, g).lower(
+            *abstract).compile()
+
+    if n == 1:  # nothing to plan: compiled at its first call
+        return (SeedPlan(n, along, 1, None, None, None),
+                make_train_step(cfg, tc, optimizer, mesh, state_sharding, 1))
+    one = compile_for(1)
+    budget = budget or default_memory_budget(mesh.devices.ravel())
+    sizes = _compiled_bytes(one)
+    if sizes is None:  # the backend gives no statistics: unplanned, as many as allowed
+        per = n // along
+        g = max(d for d in range(1, min(per, most or per) + 1) if per % d == 0)
+        return SeedPlan(n, along, g, None, None, None), (one if g == 1 else compile_for(g))
+    g = seed_group_size(n, along, *sizes, budget, most)
+    plan = SeedPlan(n, along, g, budget, *sizes)
+    return plan, (one if g == 1 else compile_for(g))
+
+
+def seed_group_size(n_seeds: int, along: int, state_bytes: int, seed_step_bytes: int,
+                    budget: int, most: int | None = None) -> int:
+    """Seeds per device trained at once: the largest divisor g of each device's share
+    n_seeds / along with state_bytes + g seed_step_bytes <= budget (bytes per device) and
+    g <= ``most`` (when given). Taking
+    g times one seed's working set is conservative: XLA reuses scratch between the seeds of a
+    group. A UserError naming how many seeds fit if even g = 1 does not."""
+    per = n_seeds // along
+    step = max(seed_step_bytes, 1)
+    if state_bytes + step > budget:
+        per_seed = max(1, state_bytes // per)
+        fit = max(0, (budget - step) // per_seed * along)
+        raise UserError(
+            f"{n_seeds} seeds do not fit the memory budget of {budget / 2**30:.3f} GiB per "
+            f"device: their state takes {state_bytes / 2**30:.3f} GiB per device and a step's "
+            f"working set {step / 2**30:.3f} GiB per seed; at most {fit} seeds fit (over "
+            f"{along} device(s) along 'seeds'). Train fewer seeds per run, or raise "
+            f"--memory-budget")
+    return max(d for d in range(1, min(per, most or per) + 1)
+               if per % d == 0 and state_bytes + d * step <= budget)
 
 
 class Run:
-    """One training run in ``out``: set up fresh or resumed, then :meth:`train`."""
+    """One training run in ``out``: set up fresh or resumed, then :meth:`train`.
+
+    ``state`` holds every seed (leading seed axis, in ``tc.init_seeds`` order);
+    :meth:`seed_params` is one seed's parameters. ``memory_budget`` (bytes per device) and
+    ``seed_group`` (seeds per device) bound how many seeds a step trains at once
+    (:func:`plan_seed_groups`)."""
 
     def __init__(self, tc: TrainConfig, corpus: list[str], out: str | Path,
-                 tokenizer_path: str | None = None, require_resume: bool = False):
+                 tokenizer_path: str | None = None, require_resume: bool = False,
+                 memory_budget: int | None = None, seed_group: int | None = None):
         self.tc, self.out = tc, Path(out)
         io.check_writable(self.out, folder=True, flag="--out")
-        n_dev = len(jax.devices())
+        self.mesh = training_mesh(len(tc.init_seeds))
+        n_data = self.mesh.shape["data"]
         micro = tc.batch_size // tc.grad_accum
         check_batch_splits(tc, jax.process_count())
-        if micro % n_dev:  # checked before anything is written
+        if micro % n_data:  # checked before anything is written
             raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split "
-                            f"over {n_dev} devices; use a multiple of {n_dev}")
+                            f"over the {n_data} devices of the mesh's data axis (of "
+                            f"{self.mesh.size} devices, {self.mesh.shape['seeds']} along the "
+                            f"seeds); use a multiple of {n_data}")
         self.ckpt_dir = (self.out / "checkpoints").absolute()
         self.source = _init_source(tc)
         existing = self.out / "run.json"
@@ -206,16 +376,19 @@ class Run:
                 raise UserError(f"--resume: {str(self.out)!r} holds no run to resume "
                                 f"(no run.json)")
             self._fresh_setup(corpus, tokenizer_path)
-        self.mesh = Mesh(np.asarray(jax.devices()), ("data",))
         self.optimizer = make_optimizer(tc)
-        source_params = None if self.source is None else self.source.params
-        shapes = jax.eval_shape(lambda: init_state(self.cfg, tc, self.optimizer, source_params))
-        self.state_sharding = sharding.state_shardings(
-            shapes, self.optimizer, self.mesh,
-            sharding.RULES_FSDP if tc.fsdp else sharding.RULES_DATA_PARALLEL)
+        self.state_sharding = state_shardings(self.cfg, tc, self.optimizer, self.mesh)
+        self.plan, self._step = plan_seed_groups(self.cfg, tc, self.optimizer, self.mesh,
+                                                 self.state_sharding, memory_budget,
+                                                 seed_group)
+        if self._new_files is not None and distributed.is_writer():  # planned: now write
+            self.out.mkdir(parents=True, exist_ok=True)
+            io.write_text(self.out / "tokenizer.json", self._new_files.to_str())
+            io.write_json(self.out / "run.json", self.run_info)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
+        source_params = None if self.source is None else self.source.params
         self.state = init_state(self.cfg, tc, self.optimizer, source_params, self.state_sharding)
         latest = self.manager.latest_step()
         if latest is not None:
@@ -238,21 +411,13 @@ class Run:
         self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
         _check_same_data(self.blocks)
         self.cfg = self._model_config()
-        if not distributed.is_writer():
-            self.run_info = _fresh_run_info(self, corpus)
-            return
-        self.out.mkdir(parents=True, exist_ok=True)
-        io.write_text(self.out / "tokenizer.json", tok.to_str())
-        self.run_info = _fresh_run_info(self, corpus)
-        io.write_json(self.out / "run.json", self.run_info)
+        self.run_info = runs.fresh_run_info(self.tc, self.cfg, corpus, self.blocks.train,
+                                            self.blocks.val, self.blocks.vocab_size, self.source)
+        self._new_files = tok  # written once the seeds are known to fit (__init__)
 
     def _resume_setup(self, path: Path, corpus):
-        try:
-            saved = json.loads(path.read_text())
-            saved_tc = saved["train_config"]
-        except (json.JSONDecodeError, KeyError) as e:
-            raise UserError(f"{str(path)!r} is not a readable run description: {e}") from None
-        diff = settings_differences(saved_tc, self.tc)
+        saved = runs.read_run_info(self.out)
+        diff = runs.settings_differences(saved["train_config"], self.tc)
         if diff:
             raise UserError("the run in {} was made with different settings; resume with the "
                              "same ones or use a new --out. Differences (saved, now): {}"
@@ -264,8 +429,9 @@ class Run:
             raise UserError(f"the corpus {corpus} no longer gives the data this run was "
                             f"trained on (fingerprint mismatch); resume with the same corpus")
         _check_same_data(self.blocks)
-        self.cfg = _saved_model_config(saved, path, self._model_config())
+        self.cfg = runs.saved_model_config(saved, path, self._model_config())
         self.run_info = saved
+        self._new_files = None
 
     def _model_config(self) -> ModelConfig:
         """The preset's configuration for this vocabulary, or the source model's."""
@@ -280,16 +446,39 @@ class Run:
         return cfg
 
     def _restore(self, step: int) -> dict:
+        """Checkpoint ``step`` laid out as ``state_sharding``; a checkpoint written before the
+        seed axis existed (one seed, no axis) is read as an axis of one."""
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, self.state)
+        legacy = not runs.checkpoint_has_seed_axis(self.out, step, self.cfg)
+        if legacy:
+            if len(self.tc.init_seeds) != 1:
+                raise UserError(f"checkpoint {step} in {str(self.ckpt_dir)!r} holds one seed "
+                                f"without a seed axis, but the run trains "
+                                f"{len(self.tc.init_seeds)} seeds")
+            abstract = {**abstract, **jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype, sharding=NamedSharding(
+                    x.sharding.mesh, P(*x.sharding.spec[1:]))),
+                {"params": abstract["params"], "opt_state": abstract["opt_state"]})}
         try:
             state = self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
         except Exception as e:  # Orbax raises many types for damaged files
             raise UserError(f"checkpoint {step} in {str(self.ckpt_dir)!r} is unreadable "
                              f"({type(e).__name__}: {e}); delete that step's folder to fall back "
                              f"to an earlier checkpoint") from None
+        if legacy:
+            state = jax.jit(lambda s: {**s, "params": jax.tree.map(lambda x: x[None],
+                                                                    s["params"]),
+                                       "opt_state": jax.tree.map(lambda x: x[None],
+                                                                 s["opt_state"])},
+                            out_shardings=self.state_sharding)(state)
         if int(state["step"]) != step:
             raise UserError(f"checkpoint {step} holds step {int(state['step'])}")
         return state
+
+    def seed_params(self, index: int = 0) -> dict:
+        """The current parameters of seed number ``index`` (of ``tc.init_seeds``), on the host."""
+        return jax.tree.map(lambda x: np.asarray(distributed.to_host(x)[index]),
+                            self.state["params"])
 
     # --- training ----------------------------------------------------------------------------
     def batch(self, position: int) -> np.ndarray:
@@ -310,53 +499,68 @@ class Run:
         mine = np.concatenate([ids[:, a:b] for a, b in rows], axis=1)
         return jax.make_array_from_process_local_data(where, self.blocks.train[mine], shape)
 
-    def evaluate(self, eval_fn) -> float:
-        """Mean loss over ``eval_batches`` batches of validation blocks, computed in
-        micro-batches (``batch_size / grad_accum`` blocks, as a training step's) so that
+    def step(self, blocks) -> dict:
+        """One optimiser step of every seed on ``blocks`` (group by group, :attr:`plan`);
+        per-seed metrics as (S,) host arrays in ``tc.init_seeds`` order."""
+        n = len(self.tc.init_seeds)
+        out = {"loss": np.empty(n), "grad_norm": np.empty(n)}
+        for i, where in enumerate(group_order(n, self.mesh, self.plan.group_size)):
+            self.state, m = self._step(self.state, blocks, np.int32(i))
+            for k in out:
+                out[k][where] = np.asarray(distributed.to_host(m[k]))
+        return out
+
+    def evaluate(self, eval_fn) -> np.ndarray:
+        """Each seed's mean loss over ``eval_batches`` batches of validation blocks, computed
+        in micro-batches (``batch_size / grad_accum`` blocks, as a training step's) so that
         evaluation needs no more memory than training."""
         n = min(len(self.blocks.val), self.tc.eval_batches * self.tc.batch_size)
         micro = self.tc.batch_size // self.tc.grad_accum
-        losses = [float(eval_fn(self.state["params"], self.blocks.val[i:i + micro]))
+        losses = [np.asarray(distributed.to_host(eval_fn(self.state["params"],
+                                                         self.blocks.val[i:i + micro])))
                   for i in range(0, n, micro)]
         sizes = [min(micro, n - i) for i in range(0, n, micro)]
-        return float(np.average(losses, weights=sizes))
+        return np.average(np.stack(losses), axis=0, weights=sizes)
 
     def train(self, progress: bool = True) -> dict:
         tc = self.tc
-        step_fn = make_train_step(self.cfg, tc, self.optimizer, self.mesh, self.state_sharding)
         eval_fn = make_eval(self.cfg, tc)
         metrics_path = self.out / "metrics.jsonl"
         writer = distributed.is_writer()  # every process computes; process 0 writes
         start = int(self.state["step"])
-        records = [r for r in _read_jsonl(metrics_path) if r["step"] <= start]
+        records = [r for r in runs.read_metrics(metrics_path) if r["step"] <= start]
         if writer:
             io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
         schedule = lr_schedule(tc)
         last = tc.last_step
+        many = len(tc.init_seeds) > 1
+        per_seed = (lambda a: [float(x) for x in a]) if many else (lambda a: float(a[0]))
         with open(metrics_path if writer else os.devnull, "a") as log, tqdm(
                 total=last, initial=start, disable=not (progress and writer), desc="train",
                 unit="step") as bar:
             t0 = time.perf_counter()
             for step in range(start, last):
-                blocks = self.global_batch(int(self.state["data_position"]))
-                self.state, m = step_fn(self.state, blocks)
+                m = self.step(self.global_batch(int(self.state["data_position"])))
                 done = step + 1
                 rec = None
                 if done % tc.log_every == 0 or done == last:
-                    rec = {"step": done, "loss": float(m["loss"]),
-                           "grad_norm": float(m["grad_norm"]), "lr": float(schedule(step)),
+                    rec = {"step": done, "loss": per_seed(m["loss"]),
+                           "grad_norm": per_seed(m["grad_norm"]), "lr": float(schedule(step)),
                            "tokens_per_s": tc.log_every * tc.batch_size * tc.seq_len
                            / (time.perf_counter() - t0)}
                     t0 = time.perf_counter()
                 if done % tc.eval_every == 0 or done == last:
-                    rec = rec or {"step": done, "loss": float(m["loss"])}
-                    rec["val_loss"] = self.evaluate(eval_fn)
-                    rec["val_ppl"] = math.exp(rec["val_loss"])
+                    rec = rec or {"step": done, "loss": per_seed(m["loss"])}
+                    val = self.evaluate(eval_fn)
+                    rec["val_loss"] = per_seed(val)
+                    rec["val_ppl"] = per_seed(np.exp(val))
                 if rec:
+                    if many:
+                        rec["seeds"] = list(tc.init_seeds)
                     records.append(rec)
                     log.write(json.dumps(rec) + "\n")
                     log.flush()
-                    bar.set_postfix(loss=f"{rec['loss']:.3f}")
+                    bar.set_postfix(loss=f"{np.mean(m['loss']):.3f}")
                 if done % tc.save_every == 0 or done == last:
                     self.manager.save(done, args=ocp.args.StandardSave(self.state))
                     self.manager.wait_until_finished()
@@ -365,7 +569,9 @@ class Run:
         if writer:
             from bornbiased_jax.plots import loss_curve
 
-            io.save_figure(loss_curve(records, title=f"{self.cfg.name}, seed {tc.seed}"),
+            seeds = (f"seed {tc.seed}" if not many else
+                     f"seeds {tc.init_seeds[0]}..{tc.init_seeds[-1]}")
+            io.save_figure(loss_curve(records, title=f"{self.cfg.name}, {seeds}"),
                            self.out / "loss_curve.png")
         return {"records": records, "final_step": int(self.state["step"])}
 
@@ -381,19 +587,8 @@ def check_batch_splits(tc: TrainConfig, n_processes: int) -> None:
                         f"total number of devices)")
 
 
-def _fresh_run_info(run: Run, corpus) -> dict:
-    info = {"train_config": dataclasses.asdict(run.tc),
-            "model_config": _jsonable(dataclasses.asdict(run.cfg)),
-            "corpus": [str(c) for c in corpus],
-            "data": {"n_train_blocks": len(run.blocks.train),
-                     "n_val_blocks": len(run.blocks.val),
-                     "vocab_size": run.blocks.vocab_size,
-                     "fingerprint": _fingerprint(run.blocks)}}
-    if run.source is not None:
-        src = run.source
-        info["init_from"] = {"spec": run.tc.init_from, "label": src.label,
-                             "kind": src.kind, "seed": src.seed, "step": src.step}
-    return info
+def _fingerprint(blocks: data.TokenBlocks) -> str:
+    return runs.data_fingerprint(blocks.train, blocks.val)
 
 
 def _same_tokenizer(tok):
@@ -419,8 +614,6 @@ def _init_source(tc: TrainConfig):
     run: a fresh preset initialisation is not a source (use --preset and --seed)."""
     if tc.init_from is None:
         return None
-    from bornbiased_jax.sources import load_source
-
     src = load_source(tc.init_from, shared_embedding=False)
     if src.kind == "preset":
         raise UserError(f"init_from {tc.init_from!r} is a fresh initialisation; train it with "
@@ -438,35 +631,3 @@ def _source_tokenizer(src) -> str:
         raise UserError(f"the source model {src.label!r} has no tokenizer.json in its folder; "
                         f"pass --tokenizer with the tokenizer it was trained with")
     return str(f)
-
-
-def _jsonable(obj):
-    """``obj`` as JSON would read it back (tuples become lists), for comparisons."""
-    return json.loads(json.dumps(obj))
-
-
-def _saved_model_config(saved: dict, path: Path, now: ModelConfig) -> ModelConfig:
-    """The run's recorded ModelConfig; a UserError naming the fields where it differs from what
-    the preset gives now (e.g. after a preset was changed)."""
-    if "model_config" not in saved:
-        raise UserError(f"{str(path)!r} records no model configuration ('model_config'); it was "
-                        f"made by an older version and cannot be resumed safely; use a new --out")
-    diff = recorded_differences(saved["model_config"], now)
-    if diff:
-        raise UserError(f"the model this run was trained with differs from what preset "
-                        f"{saved['train_config'].get('preset')!r} gives now; fields (recorded, "
-                        f"now): {diff}. Resume with the code that made the run, or use a new --out")
-    return now
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a metrics file; a line cut off by a crash is dropped."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out

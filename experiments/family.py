@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 from pathlib import Path
 from typing import NamedTuple
 
+from bornbiased_jax import runs
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.sources import run_steps
-from bornbiased_jax.train import Run, TrainConfig, settings_differences
+from bornbiased_jax.runs import TrainConfig
+from bornbiased_jax.train import Run
 
 VIM_DOCS = "/usr/share/vim/vim*/doc"  # Vim's help files, any Vim version (vim90 on Debian 12)
 NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"
@@ -259,34 +259,15 @@ def spec(name: str, runs_dir: Path,
 
 def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
     """Whether run ``name`` of family ``fam`` has its run.json and a checkpoint at its last
-    step. A folder of that name made with other settings (another family's run, a stale run
-    left in the folder) stops the study with the differences, rather than being measured as
-    this family's run or trained over."""
-    folder = Path(runs_dir) / name
+    step (``runs.finished``). A folder of that name made with other settings (another family's
+    run, a stale run left in the folder) stops the study with the differences, rather than
+    being measured as this family's run or trained over."""
     tc, _, _ = spec(name, runs_dir, fam)
-    if not (folder / "run.json").is_file():
-        return False
     try:
-        saved = json.loads((folder / "run.json").read_text())["train_config"]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise SystemExit(f"{folder / 'run.json'} is not a readable run description: {e!r}")
-    diff = settings_differences(saved, tc)
-    # A continuation names its source by absolute path; the runs folder may have moved since,
-    # so only the source's run name and step must agree.
-    if "init_from" in diff and _source_id(diff["init_from"][0]) == _source_id(tc.init_from):
-        del diff["init_from"]
-    if diff:
-        raise SystemExit(f"{folder} holds a run made with other settings than this family's "
-                         f"{name}; use another --runs-dir. Differences (saved, expected): {diff}")
-    return tc.steps in run_steps(folder)
-
-
-def _source_id(init_from: str | None) -> str | None:
-    """'base-s42@500' for '/any/path/base-s42@500'."""
-    if init_from is None:
-        return None
-    path, _, step = init_from.rpartition("@")
-    return f"{Path(path).name}@{step}"
+        return runs.finished(Path(runs_dir) / name, tc, what=f"this family's {name}",
+                             remedy="use another --runs-dir")
+    except UserError as e:
+        raise SystemExit(str(e)) from None
 
 
 def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFAULT) -> Path:
@@ -302,17 +283,5 @@ def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFA
 
 
 def summary(name: str, runs_dir: Path) -> dict:
-    """Tokens, steps, wall time (from the logged throughput) and final losses of a run."""
-    folder = Path(runs_dir) / name
-    info = json.loads((folder / "run.json").read_text())
-    tc = info["train_config"]
-    recs = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()
-            if line.strip()]
-    steps = max(r["step"] for r in recs)
-    tokens = steps * tc["batch_size"] * tc["seq_len"]
-    train_s = sum(tc["log_every"] * tc["batch_size"] * tc["seq_len"] / r["tokens_per_s"]
-                  for r in recs if "tokens_per_s" in r)
-    val = [r for r in recs if "val_loss" in r]
-    return {"run": name, "steps": steps, "tokens": tokens, "train_seconds": round(train_s),
-            "final_val_loss": val[-1]["val_loss"] if val else None,
-            "corpus": info.get("corpus"), "init_from": info.get("init_from")}
+    """Tokens, steps, wall time and final losses of run ``name`` (``runs.summary``)."""
+    return runs.summary(Path(runs_dir) / name)

@@ -50,9 +50,10 @@ from experiments._common import parse, write
 
 from bornbiased_jax import data
 from bornbiased_jax.probes import sinks
+from bornbiased_jax.runs import run_steps
+from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies import render
 from bornbiased_jax.studies.sinks import convergence, is_control, markdown, sink_text_name
-from bornbiased_jax.sources import load_source, run_steps
 from bornbiased_jax.train import loss_fn
 
 NAME = "figure12_table7"
@@ -72,8 +73,7 @@ PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's def
 def held_out_docs(tc, fam) -> list[str]:
     """The validation documents of a family run (its last ``val_fraction`` of documents)."""
     docs = data.load_corpus(family.corpus("base", fam), max_bytes=int(tc.corpus_max_mb * 2**20))
-    n_val = max(1, int(round(len(docs) * tc.val_fraction)))
-    return docs[-n_val:]
+    return data.split_documents(docs, tc.val_fraction)[1]
 
 
 @functools.partial(jax.jit, static_argnums=1)

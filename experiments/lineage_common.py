@@ -39,9 +39,10 @@ from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.sources import load_source, run_steps
-from bornbiased_jax.studies.lineage import BASELINES
+from bornbiased_jax.runs import run_steps
+from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import fmt_p
+from bornbiased_jax.studies.lineage import BASELINES
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -174,8 +175,7 @@ class Study:
         tc = self.fam.pretrain
         docs = data.load_corpus(family.corpus("base", self.fam),
                                 max_bytes=int(tc.corpus_max_mb * 2**20))
-        n_val = max(1, int(round(len(docs) * tc.val_fraction)))
-        return docs[:-n_val], docs[-n_val:]
+        return data.split_documents(docs, tc.val_fraction)
 
     def tokenizer(self):
         return data.load_tokenizer(self.runs / BASES[0] / "tokenizer.json")

@@ -33,9 +33,10 @@ from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.sources import LoadedModel, init_params, load_source, run_steps
+from bornbiased_jax.runs import TrainConfig, run_steps
+from bornbiased_jax.sources import LoadedModel, init_params, load_source
 from bornbiased_jax.stats import fmt_p
-from bornbiased_jax.train import Run, TrainConfig
+from bornbiased_jax.train import Run
 
 NAME = "seedprint_power"
 CPU = dict(preset="llama2-small", seed=42, other_seed=123, steps=120, save_every=15,

@@ -261,7 +261,8 @@ def test_training_over_two_processes_equals_one_process(two, one):
 def test_checkpoint_of_two_processes_resumes_in_one(two, one, corpus, tmp_path):
     """The FSDP checkpoint written by 2 processes (each its own shards) is restored here, in one
     process, with the state replicated instead, and training continues to step 6."""
-    from bornbiased_jax.train import Run, TrainConfig
+    from bornbiased_jax.runs import TrainConfig
+    from bornbiased_jax.train import Run
 
     run_dir = tmp_path / "resumed"
     shutil.copytree(two["dir"] / "train", run_dir)
@@ -285,7 +286,8 @@ def test_fsdp_shards_the_large_presets_state_over_the_mesh():
     from jax.sharding import AbstractMesh, Mesh
 
     from bornbiased_jax import sharding
-    from bornbiased_jax.train import TrainConfig, init_state, make_optimizer, model_config
+    from bornbiased_jax.runs import TrainConfig, model_config
+    from bornbiased_jax.train import init_state, make_optimizer, state_shardings
 
     tc = TrainConfig(preset="gpt2-rope-1.2b", fsdp=True)
     cfg = model_config(tc, get_preset("gpt2-rope-1.2b").vocab_size)
@@ -296,23 +298,23 @@ def test_fsdp_shards_the_large_presets_state_over_the_mesh():
     per_device = {}
     for n in (1, 2, 4, 8):
         mesh = AbstractMesh((n,), ("data",))
-        shard = sharding.state_shardings(shapes, opt, mesh, sharding.RULES_FSDP)
+        shard = state_shardings(cfg, tc, opt, mesh)
         per_device[n] = sharding.bytes_per_device(shapes, shard)
-        # Every matrix is split n ways along d_model; only norms and biases (vectors) stay
-        # whole, and Adam's moments are laid out as their parameters.
+        # Every matrix (behind the seed axis, of one here) is split n ways along d_model;
+        # only norms and biases (vectors) stay whole, and Adam's moments are laid out as their
+        # parameters.
         leaves = jax.tree.leaves(shapes["params"])
-        expect = sum(x.size * 4 // (n if x.ndim == 2 else 1) for x in leaves)
+        expect = sum(x.size * 4 // (n if x.ndim == 3 else 1) for x in leaves)
         assert sharding.bytes_per_device(shapes["params"], shard["params"]) == expect
-        assert sum(x.size * 4 for x in leaves if x.ndim < 2) < 1e-3 * whole
-        dp = sharding.state_shardings(shapes, opt, mesh, sharding.RULES_DATA_PARALLEL)
+        assert sum(x.size * 4 for x in leaves if x.ndim < 3) < 1e-3 * whole
+        dp = state_shardings(cfg, dataclasses.replace(tc, fsdp=False), opt, mesh)
         assert sharding.bytes_per_device(shapes, dp) == whole  # data parallel: all on each
     assert per_device[1] == whole
     assert per_device[1] > per_device[2] > per_device[4] > per_device[8]
     assert per_device[8] < 1.01 * whole / 8  # 15.7 GB -> under 2 GB per device
     # The abstract mesh lays out as the real 4 fake devices of this process do.
     real = Mesh(np.asarray(jax.devices()), ("data",))
-    assert sharding.bytes_per_device(shapes, sharding.state_shardings(
-        shapes, opt, real, sharding.RULES_FSDP)) == per_device[4]
+    assert sharding.bytes_per_device(shapes, state_shardings(cfg, tc, opt, real)) == per_device[4]
 
 
 def test_logical_axes_name_every_matrix():

@@ -386,7 +386,8 @@ def test_sinks_cli_writes_outputs(tmp_path, capsys):
 
 def test_weight_decay_spares_the_head_norm_scale():
     """AdamW decays matrices, not norm scales; gamma (H, K) is a matrix but a scale."""
-    from bornbiased_jax.train import TrainConfig, make_optimizer
+    from bornbiased_jax.runs import TrainConfig
+    from bornbiased_jax.train import make_optimizer
 
     cfg = variant("headwise_rmsnorm")
     p = model.init(cfg, seed_key(2))

@@ -25,7 +25,8 @@ import pytest
 from bornbiased_jax import data
 from bornbiased_jax.cli import main
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.train import Run, TrainConfig, make_train_step
+from bornbiased_jax.runs import TrainConfig
+from bornbiased_jax.train import Run, make_train_step
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warmup=2,
@@ -67,12 +68,12 @@ def test_orbax_round_trip_on_disk(corpus, tmp_path):
     assert sorted(int(p.name) for p in (tmp_path / "run/checkpoints").iterdir()) == [3, 6]
 
 
-def _train_cmd(corpus, out, steps):
+def _train_cmd(corpus, out, steps, seeds="0"):
     return [sys.executable, "-m", "bornbiased_jax.cli", "train", "--preset", "llama2-tiny",
             "--corpus", str(corpus), "--out", str(out), "--steps", str(steps),
             "--save-every", "2", "--keep-last", "50", "--seq-len", "32", "--batch-size", "8",
             "--vocab-size", "256", "--warmup", "2", "--eval-every", "10", "--eval-batches", "1",
-            "--no-progress"]
+            "--no-progress", "--seeds", seeds]
 
 
 def _final_state(out: Path):
@@ -82,14 +83,19 @@ def _final_state(out: Path):
 
 
 def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp_path):
+    """A run of two seeds (one program, the seeds' states stacked in each checkpoint) killed
+    after a checkpoint and resumed ends bitwise equal to an uninterrupted run. A single-seed
+    run is the same program with a seed axis of one; its resume is checked in-process
+    (test_stop_at_then_resume_equals_an_uninterrupted_run)."""
     steps = 20
+    seeds = "3,8"
     # The kill step is random; its seed is in every failure message, and
     # BORNBIASED_KILL_SEED=<seed> replays a failing draw.
     seed = int(os.environ.get("BORNBIASED_KILL_SEED", time.time_ns() % 2**32))
     kill_after = int(np.random.default_rng(seed).integers(2, 9)) * 2  # checkpointed, in [4, 16]
     ctx = f"(BORNBIASED_KILL_SEED={seed}: kill after checkpoint {kill_after})"
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_train_cmd(corpus, killed, steps), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(_train_cmd(corpus, killed, steps, seeds), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     deadline = time.time() + 240
     while not (killed / "checkpoints" / str(kill_after)).exists():
@@ -101,14 +107,16 @@ def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp
     assert proc.returncode == -signal.SIGKILL, ctx
     step_at_kill, _ = _final_state(killed)
     assert step_at_kill < steps, f"the run finished before it was killed {ctx}"
-    resumed = subprocess.run(_train_cmd(corpus, killed, steps), capture_output=True, text=True)
+    resumed = subprocess.run(_train_cmd(corpus, killed, steps, seeds), capture_output=True,
+                             text=True)
     assert resumed.returncode == 0, f"{ctx} {resumed.stderr[-2000:]}"
     assert f"resuming {killed} from step" in resumed.stdout, ctx
     clean = tmp_path / "clean"
-    full = subprocess.run(_train_cmd(corpus, clean, steps), capture_output=True, text=True)
+    full = subprocess.run(_train_cmd(corpus, clean, steps, seeds), capture_output=True, text=True)
     assert full.returncode == 0, f"{ctx} {full.stderr[-2000:]}"
     (sa, a), (sb, b) = _final_state(killed), _final_state(clean)
     assert sa == sb == steps, ctx
+    assert a["params"]["embed"]["embedding"].shape[0] == 2, ctx  # both seeds in each checkpoint
     try:
         leaves_equal(a, b)  # params, Adam moments, step, data position: bitwise
     except AssertionError as e:
@@ -161,8 +169,8 @@ def _train_steps(step_fn, run, n):
     state = jax.tree.map(np.asarray, run.state)
     losses = []
     for k in range(n):
-        state, m = step_fn(state, run.batch(k * run.tc.batch_size))
-        losses.append(float(m["loss"]))
+        state, m = step_fn(state, run.batch(k * run.tc.batch_size), np.int32(0))
+        losses.append(float(m["loss"][0]))  # one seed
     return jax.tree.map(np.asarray, state), losses
 
 
@@ -263,7 +271,9 @@ def test_evaluation_runs_in_micro_batches_and_averages_every_block(corpus, tmp_p
     got = run.evaluate(spy)
     n = min(len(run.blocks.val), tc.eval_batches * tc.batch_size)
     assert n == 16 and seen == [4] * 4  # eval_batches x batch_size blocks, 4 at a time
-    assert got == pytest.approx(float(eval_fn(run.state["params"], run.blocks.val[:n])), rel=1e-5)
+    assert got.shape == (1,)  # one loss per seed
+    assert got[0] == pytest.approx(float(eval_fn(run.state["params"], run.blocks.val[:n])[0]),
+                                   rel=1e-5)
 
 
 def test_keep_every_keeps_periodic_checkpoints(corpus, tmp_path):
@@ -311,7 +321,7 @@ def test_init_from_continues_a_run_on_another_corpus(corpus, tmp_path):
         shutil.copy(STDLIB / name, other / name)
     tc = TrainConfig(steps=3, init_from=f"{tmp_path / 'b'}@4", **TINY)
     cont = Run(tc, [str(other)], tmp_path / "c")
-    leaves_equal(cont.state["params"], load_source(f"{tmp_path / 'b'}@4").params)
+    leaves_equal(cont.seed_params(), load_source(f"{tmp_path / 'b'}@4").params)
     assert (tmp_path / "c/tokenizer.json").read_text() == (tmp_path / "b/tokenizer.json").read_text()
     assert cont.cfg == base.cfg
     cont.train(progress=False)

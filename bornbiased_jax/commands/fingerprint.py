@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
                     "parameter seed-dependent (as 'bornbiased train' builds them) unless "
                     "--shared-embedding. Defaults: "
                     f"{CPU}; --scale paper: {PAPER} (for a GPU).")
-    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin)")
+    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin): "
+                   "preset:NAME@SEED, a train run PATH[@STEP] or PATH#SEED[@STEP], an HF folder")
     p.add_argument("suspect", metavar="SUSPECT", help="model source of the suspect")
     p.add_argument("--test", choices=["paper", "official", "calibrated", "all"], default="all")
     p.add_argument("--input", choices=["gaussian", "tokens"], default="gaussian",

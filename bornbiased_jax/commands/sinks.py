@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
                     "sinks_rate_vs_length.png and sinks_heatmaps.png into --out.")
     p.add_argument("model", metavar="MODEL",
                    help="a model source: preset:NAME@SEED (a fresh initialisation), a "
-                        "bornbiased train run folder PATH[@STEP] (its tokenizer.json is used), "
+                        "bornbiased train run folder PATH[@STEP] or PATH#SEED[@STEP] (its "
+                        "tokenizer.json is used), "
                         "or a Hugging Face folder (config.json + safetensors)")
     p.add_argument("--lengths", type=positive, nargs="+", default=list(SINK_LENGTHS),
                    help=f"sequence lengths T (default {' '.join(map(str, SINK_LENGTHS))})")

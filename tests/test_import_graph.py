@@ -1,0 +1,83 @@
+"""The modules of bornbiased_jax import one another without a cycle, counting module-level
+imports only (an import inside a function runs later and may point back; a package's
+``__init__`` importing its own submodules is not a cycle). In particular the run folder's owner
+sits below training: train -> sources -> runs, train -> runs."""
+
+import ast
+from pathlib import Path
+
+import bornbiased_jax
+
+PACKAGE = Path(bornbiased_jax.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = ("bornbiased_jax",) + path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """{module: the package modules it imports at module level}."""
+    modules = {_module_name(f): f for f in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, f in modules.items():
+        package = name if f.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.parse(f.read_text()).body:  # module level only
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                # 'from pkg import mod' depends on the module pkg.mod, 'from mod import x' on mod
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                           for a in node.names]
+            else:
+                continue
+            # A package's __init__ runs before its submodules whatever they import, so a
+            # submodule naming its own parent package is not an edge back to it.
+            found |= {t for t in targets
+                      if t in modules and t != name and not name.startswith(t + ".")}
+        graph[name] = found
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        path.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return path[path.index(n):] + [n]
+            if n not in state and (c := visit(n)):
+                return c
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (c := visit(m)):
+            return c
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    graph = module_imports()
+    assert {"bornbiased_jax.train", "bornbiased_jax.sources", "bornbiased_jax.runs"} <= set(graph)
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+    # the run folder's owner depends on neither training nor model sources
+    assert "bornbiased_jax.train" not in graph["bornbiased_jax.runs"]
+    assert "bornbiased_jax.sources" not in graph["bornbiased_jax.runs"]
+    assert "bornbiased_jax.train" not in graph["bornbiased_jax.sources"]
+    assert {"bornbiased_jax.runs", "bornbiased_jax.sources"} <= graph["bornbiased_jax.train"]
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
