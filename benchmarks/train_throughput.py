@@ -7,8 +7,10 @@ untimed steps (compilation), then times ``--steps`` optimizer steps. Model FLOPs
 
 With ``--seeds 1,4,16`` it times, for each count S, one program training S seeds on the same
 batches (``train --seeds``) and reports tokens/s per seed (each seed trains on every token of
-the batch) against one single-seed run per seed (which, run one after another, trains each seed
-at the single-seed rate, so that rate is measured once), and the speed-up of the one program.
+the batch) and the seed-tokens/s of all S together, against S single-seed runs made one after
+another (which train S seeds at the single-seed rate in all: that rate is measured once). The
+speed-up is the ratio of the two ways' times to train S seeds on the same tokens:
+S x (per-seed rate of the one program) / (single-seed rate).
 
     python benchmarks/train_throughput.py --preset llama2-cpu --corpus python-stdlib
     python benchmarks/train_throughput.py --preset llama2-tiny --seeds 1,4,16 --steps 5
@@ -92,13 +94,13 @@ def main() -> None:
         print(f"{cfg.name} (vocab {cfg.vocab_size}), T={tc.seq_len}, batch {tc.batch_size}, "
               f"{'bf16' if args.bf16 else 'float32'}, {len(jax.devices())} "
               f"{jax.devices()[0].device_kind} device(s), {args.steps} timed steps")
-        print("| seeds | groups per step | one program: tokens/s per seed | "
-              "one run per seed: tokens/s per seed | speed-up |")
-        print("|---:|---:|---:|---:|---:|")
+        print("| seeds S | groups per step | one program: tokens/s per seed | one program: "
+              "seed-tokens/s, all S | S runs one after another: seed-tokens/s | speed-up |")
+        print("|---:|---:|---:|---:|---:|---:|")
         for n, r in rows:
             per_seed = r["tokens"] / r["wall"]
-            print(f"| {n} | {r['run'].plan.n_groups} | {per_seed:,.0f} | {one:,.0f} | "
-                  f"{per_seed / one:.2f}x |")
+            print(f"| {n} | {r['run'].plan.n_groups} | {per_seed:,.0f} | {n * per_seed:,.0f} | "
+                  f"{one:,.0f} | {n * per_seed / one:.2f}x |")
         print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
         return
 

@@ -123,6 +123,23 @@ def test_each_seed_equals_its_single_seed_run(many, single):
     assert (many[0] / "loss_curve.png").stat().st_size > 0
 
 
+def test_fsdp_shards_every_seed_and_trains_the_same_models(many, corpus, tmp_path):
+    """--fsdp with several seeds: on the 2 x 2 mesh each seed's matrices and Adam moments are
+    split over the 'data' devices (not copied to both), the seed axis over 'seeds'; after the
+    same 4 steps every seed's parameters and moments equal the data-parallel run's within the
+    float32 summation-order bound (only where the sums run differs)."""
+    _, m = many
+    f = Run(TrainConfig(seeds=SEEDS, fsdp=True, **TINY), [str(corpus)], tmp_path / "fsdp")
+    f.train(progress=False)
+    assert dict(f.mesh.shape) == {"seeds": 2, "data": 2}
+    w = max(jax.tree.leaves(f.state["params"]), key=lambda a: a.size)  # a (2, ...) matrix stack
+    shard = w.addressable_shards[0].data.shape
+    assert shard[0] == 1 and np.prod(shard) * 4 == w.size  # a quarter of the stack per device
+    rtol = sum_order_rtol(m)
+    for i in range(len(SEEDS)):
+        assert_close(seed_state(f.state, i), seed_state(m.state, i), rtol)
+
+
 def test_initialisation_of_every_seed_is_its_presets(many):
     _, m = many
     from bornbiased_jax.train import init_state
