@@ -140,6 +140,21 @@ def test_fsdp_shards_every_seed_and_trains_the_same_models(many, corpus, tmp_pat
         assert_close(seed_state(f.state, i), seed_state(m.state, i), rtol)
 
 
+def test_stop_at_then_resume_equals_the_uninterrupted_run(many, corpus, tmp_path):
+    """--stop-at on a many-seed run stops after that step on the full schedule; the same run
+    resumed (--stop-at may change between resumes) ends bitwise equal to the uninterrupted
+    two-seed run: every seed's parameters and Adam moments, the step and the data position."""
+    _, m = many
+    out = tmp_path / "stopped"
+    first = Run(TrainConfig(seeds=SEEDS, stop_at=2, **TINY), [str(corpus)], out)
+    first.train(progress=False)
+    assert int(first.state["step"]) == 2 and runs.run_steps(out) == [2]
+    resumed = Run(TrainConfig(seeds=SEEDS, **TINY), [str(corpus)], out)
+    assert int(resumed.state["step"]) == 2
+    resumed.train(progress=False)
+    leaves_equal(resumed.state, m.state)
+
+
 def test_initialisation_of_every_seed_is_its_presets(many):
     _, m = many
     from bornbiased_jax.train import init_state
