@@ -12,9 +12,10 @@ import numpy as np
 from scipy import stats
 
 from experiments._common import write
-from experiments.lineage_common import Study, parse_args
+from experiments.lineage_common import parse_args
 
 from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.studies.lineage_measure import Study
 
 NAME = "figure11"
 LINEAGE, BASELINE = "base-s42", "base-s123"

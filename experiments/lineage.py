@@ -10,7 +10,7 @@ bornbiased_jax/studies/lineage.py).
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
-llama2-nano, 10B tokens of OpenWebText; see experiments/family.py for where it departs from
+llama2-nano, 10B tokens of OpenWebText; see bornbiased_jax/studies/family.py for where it departs from
 them) into runs/family-paper and measures it with the paper's n = 10,000 inputs of T = 1024.
 
 Training goes through ``family.ensure``: finished runs are skipped, interrupted ones resume
@@ -24,14 +24,14 @@ import argparse
 import time
 from pathlib import Path
 
-from experiments import family, figure11, table4b, table4c, table5
+from experiments import figure11, table4b, table4c, table5
 from experiments._common import (add_precision_flag, add_records_flag, records_root,
                                  use_precision, write)
-from experiments.lineage_common import CPU, PAPER, RUNS, Study, corpus_flag, pairs_figure, \
-    scale_family
+from experiments.lineage_common import corpus_flag
 
-from bornbiased_jax.studies import render
+from bornbiased_jax.studies import family, render
 from bornbiased_jax.studies.lineage import TITLES
+from bornbiased_jax.studies.lineage_measure import CPU, PAPER, RUNS, Study, pairs_figure, scale_family
 
 EXPERIMENTS = {"figure11": figure11, "table4b": table4b, "table4c": table4c, "table5": table5}
 
@@ -89,7 +89,7 @@ def main(argv=None) -> None:
     records = args.records or records_root(args.scale)
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or s["runs_dir"])
-    fam = scale_family(args)
+    fam = scale_family(args.scale, args.corpus)
     if not args.no_run:
         if not args.no_train:
             for name in RUNS:

@@ -3,7 +3,9 @@
 the four baselines, beside the paper's values (all SeedPrint p < 0.01; every baseline below 0.8,
 PCS 0.58). PCS(init, trained) says how far training moved the weights."""
 
-from experiments.lineage_common import BASES, Study, pairs_table, script_main
+from experiments.lineage_common import script_main
+
+from bornbiased_jax.studies.lineage_measure import BASES, Study, pairs_table
 
 NAME = "table4b"
 # seed: (t, U, Intrinsic, REEF, PCS, ICS) of Tables 4b and 8

@@ -4,7 +4,9 @@ the initialisation differs. Every SeedPrint test and the four baselines, beside 
 p-values (all > 0.01: not one lineage). PCS(own init) is the trained model against its own
 initialisation."""
 
-from experiments.lineage_common import BASES, Study, pairs_table, script_main
+from experiments.lineage_common import script_main
+
+from bornbiased_jax.studies.lineage_measure import BASES, Study, pairs_table
 
 NAME = "table4c"
 # (init seed, trained seed): (t, U) of Table 4c

@@ -1,11 +1,13 @@
 """Table 5: the seed-1000 base model (pretrained on the base corpus) against four continued
 models: the seed-1000 base and the seed-123 base (the distractor), each continued on a prose
 corpus (TinyStories' role) and on a code corpus (The Stack's role); corpora in
-experiments/family.py. Every SeedPrint test and the four baselines, beside the paper's values.
+bornbiased_jax/studies/family.py. Every SeedPrint test and the four baselines, beside the paper's values.
 The base is trained, so the calibrated test's null (fresh initialisations) is not exact here.
 PCS(own init) is the continued model against its lineage's initialisation."""
 
-from experiments.lineage_common import CONTINUED, Study, pairs_table, script_main
+from experiments.lineage_common import script_main
+
+from bornbiased_jax.studies.lineage_measure import CONTINUED, Study, pairs_table
 
 NAME = "table5"
 ROLE = {"prose": "TinyStoriesV2_cleaned", "code": "the_stack"}

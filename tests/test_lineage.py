@@ -1,4 +1,4 @@
-"""The lineage study end to end on a tiny family (experiments/family.py ``smoke_family``):
+"""The lineage study end to end on a tiny family (bornbiased_jax/studies/family.py ``smoke_family``):
 training through ``family.ensure`` (a second call resumes nothing), the four experiments,
 their files, and the RESULTS.md section with one row per claim."""
 
@@ -12,8 +12,9 @@ from bornbiased_jax import data
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.studies import lineage as lineage_study
 from bornbiased_jax.studies import render
-from experiments import family, lineage
-from experiments.lineage_common import RUNS, SMOKE, Study
+from bornbiased_jax.studies import family
+from bornbiased_jax.studies.lineage_measure import RUNS, SMOKE, Study
+from experiments import lineage
 
 
 @pytest.fixture(scope="module")
