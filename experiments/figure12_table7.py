@@ -1,16 +1,16 @@
 """Sec. 6.2 after training: attention sinks (Figure 12), when they emerge, and perplexity
 (Table 7) for the baseline and the positional-variance arms.
 
-Arms (``bornbiased_jax/studies/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M tokens of
-Python code per arm): baseline, Positional Amplification o~_i = sqrt(i) o_i, Positional
-Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluation), head-wise
-RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper); all seed
-42, the same data in the same order, trained (or resumed) by this script, the baseline first:
-``--arms baseline`` trains and measures it alone (the validity gate: does it develop sinks?).
-``--control-seeds 43`` also trains the baseline from another initialisation seed (the same data
-in the same order), a seed-to-seed control: every arm is one training run, so the standard
-errors below cover the evaluation windows only, and the control's paired differences from the
-seed-42 baseline show how large a difference training noise alone makes.
+Arms (``bornbiased_jax/studies/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M
+tokens of Python code per arm): baseline, Positional Amplification o~_i = sqrt(i) o_i,
+Positional Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluation),
+head-wise RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper);
+all seed 42, the same data in the same order, trained (or resumed) by this script, the baseline
+first: ``--arms baseline`` trains and measures it alone (the validity gate: does it develop
+sinks?). ``--control-seeds 43`` also trains the baseline from another initialisation seed (the
+same data in the same order), a seed-to-seed control: every arm is one training run, so the
+standard errors below cover the evaluation windows only, and the control's paired differences
+from the seed-42 baseline show how large a difference training noise alone makes.
 
 Measured on held-out text of the training corpus (the run's validation documents):
   * Figure 12: the sink rate Sink_eps (eps = 0.25, and Gu et al.'s 0.3) of each arm's final

@@ -1,7 +1,7 @@
-"""The attention-sink study (bornbiased_jax/studies/sinks_measure.py) end to end on a tiny family: two
-arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per length,
-its emergence over the checkpoints, perplexities with paired differences, and the claims and
-RESULTS.md section that bornbiased_jax/studies/sinks.py makes of the records, with their
+"""The attention-sink study (bornbiased_jax/studies/sinks_measure.py) end to end on a tiny
+family: two arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per
+length, its emergence over the checkpoints, perplexities with paired differences, and the claims
+and RESULTS.md section that bornbiased_jax/studies/sinks.py makes of the records, with their
 verdict rules."""
 
 import dataclasses

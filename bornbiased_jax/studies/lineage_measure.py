@@ -1,7 +1,7 @@
 """The lineage study's measurements (paper Sec. 5-6.1: Figure 11, Tables 4b, 4c and 5).
 
-A :class:`Study` reads the trained family (``bornbiased_jax/studies/family.py``) and computes, for any
-pair of its models, every SeedPrint test and the four baselines:
+A :class:`Study` reads the trained family (``bornbiased_jax/studies/family.py``) and computes,
+for any pair of its models, every SeedPrint test and the four baselines:
 
   * SeedPrint features: the last-token final hidden state (after the final norm) on n random
     inputs of length T, for each input kind: 'tokens' (uniform random ids through each model's
