@@ -10,8 +10,9 @@ bornbiased_jax/studies/lineage.py).
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
-llama2-nano, 10B tokens of OpenWebText; see experiments/family.py for where it departs from
-them) into runs/family-paper and measures it with the paper's n = 10,000 inputs of T = 1024.
+llama2-nano, 10B tokens of OpenWebText; see bornbiased_jax/studies/family.py for where it
+departs from them) into runs/family-paper and measures it with the paper's n = 10,000 inputs of
+T = 1024.
 
 Training goes through ``family.ensure``: finished runs are skipped, interrupted ones resume
 from their latest complete checkpoint. The four experiments share one feature cache
@@ -21,51 +22,14 @@ from their latest complete checkpoint. The four experiments share one feature ca
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-from experiments import family, figure11, table4b, table4c, table5
-from experiments._common import (add_precision_flag, add_records_flag, records_root,
-                                 use_precision, write)
-from experiments.lineage_common import CPU, PAPER, RUNS, Study, corpus_flag, pairs_figure, \
-    scale_family
+from experiments._common import add_precision_flag, add_records_flag, records_root, use_precision
+from experiments.lineage_common import corpus_flag
 
-from bornbiased_jax.studies import render
-from bornbiased_jax.studies.lineage import TITLES
-
-EXPERIMENTS = {"figure11": figure11, "table4b": table4b, "table4c": table4c, "table5": table5}
-
-
-def run_all(study: Study, out_root: Path, scale: str, names=tuple(EXPERIMENTS),
-            records: Path | None = None) -> None:
-    """Run the experiments on ``study`` and write each one's JSON, md and PNG (and its record
-    under ``records``, when given)."""
-    for name in names:
-        t0 = time.time()
-        mod = EXPERIMENTS[name]
-        recs, md = mod.run(study)
-        fig = (figure11.figure(recs) if name == "figure11"
-               else pairs_figure(recs, TITLES[name]))
-        write(argparse.Namespace(out=out_root / name, scale=scale, records=records), name,
-              study.s, recs, md, fig, t0)
-
-
-def runs_record(runs: Path, fam: family.Family, scale: str) -> dict:
-    """The ``lineage_runs`` record: the family's settings and each run's summary (tokens, steps,
-    train time, final validation loss), for RESULTS.md's family table."""
-    pre = fam.pretrain
-    out = []
-    for name in RUNS:
-        out.append(family.summary(name, runs) if family.finished(name, runs, fam)
-                   else {"run": name, "finished": False})
-    return {"run": {"experiment": "lineage_runs", "scale": scale, "runs_dir": str(runs)},
-            "records": {"family": {"preset": pre.preset, "model_set": list(pre.model_set),
-                                   "steps": pre.steps, "batch_size": pre.batch_size,
-                                   "seq_len": pre.seq_len,
-                                   "corpora": {"base": family.corpus("base", fam),
-                                               "prose": fam.corpora["prose"],
-                                               "code": fam.corpora["code"]}},
-                        "runs": out}}
+from bornbiased_jax.studies import family, render
+from bornbiased_jax.studies.lineage_measure import CPU, PAPER, RUNS, Study, scale_family
+from bornbiased_jax.studies.lineage_tables import run_all, runs_record
 
 
 def main(argv=None) -> None:
@@ -89,7 +53,7 @@ def main(argv=None) -> None:
     records = args.records or records_root(args.scale)
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or s["runs_dir"])
-    fam = scale_family(args)
+    fam = scale_family(args.scale, args.corpus)
     if not args.no_run:
         if not args.no_train:
             for name in RUNS:

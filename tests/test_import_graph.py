@@ -81,3 +81,33 @@ def test_the_package_has_no_import_cycle():
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+SCRIPTS = "experiments"  # the package of scripts, which tests must not depend on
+
+
+def script_uses(folder: Path) -> list[str]:
+    """'file:line' of every import statement naming the package of scripts (``SCRIPTS``) in the
+    Python files under ``folder``, at any depth of the code."""
+    found = []
+    for f in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == SCRIPTS or n.startswith(SCRIPTS + ".") for n in names):
+                found.append(f"{f.name}:{node.lineno}")
+    return found
+
+
+def test_tests_never_import_the_experiment_scripts(tmp_path):
+    root = PACKAGE.parent
+    for folder in ("tests", "theory"):
+        assert script_uses(root / folder) == [], folder
+    # the scanner sees both import forms, also inside a function
+    (tmp_path / "t.py").write_text(f"import os\nfrom {SCRIPTS} import family\n"
+                                   f"def f():\n    import {SCRIPTS}.lineage\n")
+    assert script_uses(tmp_path) == ["t.py:2", "t.py:4"]

@@ -1,6 +1,6 @@
-"""The lineage study end to end on a tiny family (experiments/family.py ``smoke_family``):
-training through ``family.ensure`` (a second call resumes nothing), the four experiments,
-their files, and the RESULTS.md section with one row per claim."""
+"""The lineage study end to end on a tiny family (bornbiased_jax/studies/family.py
+``smoke_family``): training through ``family.ensure`` (a second call resumes nothing), the four
+experiments, their files, and the RESULTS.md section with one row per claim."""
 
 import dataclasses
 import json
@@ -12,8 +12,9 @@ from bornbiased_jax import data
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.studies import lineage as lineage_study
 from bornbiased_jax.studies import render
-from experiments import family, lineage
-from experiments.lineage_common import RUNS, SMOKE, Study
+from bornbiased_jax.studies import family
+from bornbiased_jax.studies import lineage_tables as lineage
+from bornbiased_jax.studies.lineage_measure import PAPER, RUNS, SMOKE, Study, scale_family
 
 
 @pytest.fixture(scope="module")
@@ -132,15 +133,15 @@ def test_paper_scale_family_follows_the_released_training_code(tmp_path):
         (tmp_path / run / "run.json").write_text(
             json.dumps({"train_config": dataclasses.asdict(cpu_tc)}))
     assert all(family.finished(run, tmp_path, family.DEFAULT) for run in RUNS)
-    out = ["--runs-dir", str(tmp_path), "--root", str(tmp_path / "r"),
-           "--results", str(tmp_path / "RESULTS.md")]
+    assert scale_family("paper", None) == fam
+    study = Study(tmp_path, dict(PAPER), tmp_path / "cache", fam)
     with pytest.raises(SystemExit, match="made with other settings than this family's .*"
                                          "'steps': \\(500, 76294\\)"):
-        lineage.main(["--scale", "paper", "--no-train"] + out)
+        study.require(*RUNS)
     # an unfinished run of the right settings is reported as not finished
     for run in RUNS:
         shutil.rmtree(tmp_path / run)
     with pytest.raises(UserError, match="runs not finished .*base-s42"):
-        lineage.main(["--scale", "paper", "--no-train"] + out)
+        study.require(*RUNS)
     with pytest.raises(SystemExit, match="unknown corpus name"):
-        lineage.main(["--scale", "paper", "--no-train", "--corpus", "docs=/x"] + out)
+        scale_family("paper", ["docs=/x"])

@@ -1,7 +1,7 @@
-"""The attention-sink study (experiments/figure12_table7.py) end to end on a tiny family: two
-arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per length,
-its emergence over the checkpoints, perplexities with paired differences, and the claims and
-RESULTS.md section that bornbiased_jax/studies/sinks.py makes of the records, with their
+"""The attention-sink study (bornbiased_jax/studies/sinks_measure.py) end to end on a tiny
+family: two arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per
+length, its emergence over the checkpoints, perplexities with paired differences, and the claims
+and RESULTS.md section that bornbiased_jax/studies/sinks.py makes of the records, with their
 verdict rules."""
 
 import dataclasses
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bornbiased_jax.studies import sinks as S
-from experiments import family
-from experiments import figure12_table7 as f12
+from bornbiased_jax.studies import family
+from bornbiased_jax.studies import sinks_measure as f12
 
 SETTINGS = dict(lengths=[8, 16], num_seqs=4, eps=[0.25, 0.3], emergence_T=16, ppl_windows=4,
                 ppl_T=16, shift_mb=0.01)
@@ -339,16 +339,19 @@ def test_paper_scale_family_is_tables_13_and_14(tmp_path):
     assert att.attn_output_transform == "sqrt_i_over_T" and att.max_seq_len == 2048
 
 
-def test_paper_scale_command_line(tmp_path):
-    runs = ["--runs-dir", str(tmp_path), "--out", str(tmp_path / "out")]
+def test_paper_scale_family_choice(tmp_path):
+    fam = f12.scale_family("paper", "sinks", None)
+    assert fam == family.SINKS_PAPER
     with pytest.raises(SystemExit, match="baseline run .* is not finished"):
-        f12.main(["--scale", "paper", "--no-train"] + runs)
+        f12.study(f12.PAPER, tmp_path, fam, f12.PAPER_ARMS, train=False)
     with pytest.raises(SystemExit, match=r"unknown corpus name\(s\) \['prose'\]"):
-        f12.main(["--scale", "paper", "--no-train", "--corpus", "prose=/x"] + runs)
+        f12.scale_family("paper", "sinks", ["prose=/x"])
     with pytest.raises(SystemExit, match="expected NAME=PATH"):
-        f12.main(["--scale", "paper", "--no-train", "--corpus", "/data/owt"] + runs)
+        f12.scale_family("paper", "sinks", ["/data/owt"])
     with pytest.raises(SystemExit, match="--family lineage is a CPU-scale option"):
-        f12.main(["--scale", "paper", "--family", "lineage", "--no-train"] + runs)
+        f12.scale_family("paper", "lineage", None)
+    assert f12.scale_family("cpu", "lineage", None) == family.DEFAULT
+    assert f12.scale_family("cpu", "sinks", None) == family.SINKS
     assert family.parse_corpus_flags(["base=/a", "base=hf:x:train", "c4=/c"]) == {
         "base": ["/a", "hf:x:train"], "c4": ["/c"]}
     fam = family.with_corpora(family.SINKS_PAPER, {"base": ["/data/owt"]})

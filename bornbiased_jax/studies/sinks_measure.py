@@ -1,0 +1,189 @@
+"""The attention-sink study after training (paper Sec. 6.2, Figure 12, Table 7): train or resume
+the arms of a family (:mod:`bornbiased_jax.studies.family`) and measure every finished arm: the
+sink rate per length, its emergence over the checkpoints and perplexities on held-out and
+shifted text. experiments/figure12_table7.py is its command line; the claims and the RESULTS.md
+section made of its records are in :mod:`bornbiased_jax.studies.sinks`."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bornbiased_jax import data
+from bornbiased_jax.probes import sinks
+from bornbiased_jax.runs import run_steps
+from bornbiased_jax.sources import load_source
+from bornbiased_jax.studies import family
+from bornbiased_jax.studies.sinks import convergence, is_control, sink_text_name
+from bornbiased_jax.train import loss_fn
+
+
+CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
+           emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0, sink_text="held_out")
+# The paper's evaluation (Sec. 6.2: 100 sequences of WikiText-2's test set per length from 32
+# to 512; Table 7: 256 sequences of 2048 tokens) of the arms trained at the paper's scale
+# (family.SINKS_PAPER: Tables 13 and 14, for GPUs). ``sink_text`` names the text the sink rates
+# are measured on: the held-out training text, or one of the family's shifted corpora.
+PAPER = dict(runs_dir="runs/sinks-paper", lengths=[32, 64, 128, 256, 512], num_seqs=100,
+             eps=[0.25, 0.3], emergence_T=512, ppl_windows=256, ppl_T=2048, shift_mb=64.0,
+             sink_text="wikitext2")
+ARMS = list(family.SINK_ARMS)
+PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's default: Table 7
+
+
+def held_out_docs(tc, fam) -> list[str]:
+    """The validation documents of a family run (its last ``val_fraction`` of documents)."""
+    docs = data.load_corpus(family.corpus("base", fam), max_bytes=int(tc.corpus_max_mb * 2**20))
+    return data.split_documents(docs, tc.val_fraction)[1]
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _window_nll(params, cfg, windows):
+    """Mean next-token NLL of each window [B, T + 1] (compiled once per config and shape, the
+    parameters an argument, so every checkpoint of a run reuses it)."""
+    return jax.vmap(lambda w: loss_fn(params, cfg, w[None], False))(windows)
+
+
+def perplexity(params, cfg, ids: np.ndarray, n: int, T: int, seed: int) -> dict:
+    """exp(mean NLL) over ``n`` random windows of T + 1 tokens, and the SE of log-ppl."""
+    win = sinks.text_windows(ids, T + 1, n, seed=seed)
+    nll = np.concatenate([np.asarray(_window_nll(params, cfg, jnp.asarray(win[i:i + 16])))
+                          for i in range(0, n, 16)]).astype(np.float64)
+    return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
+            "log_ppl_se": float(nll.std(ddof=1) / np.sqrt(n)), "windows": n, "T": T,
+            "nll_per_window": nll.round(5).tolist()}
+
+
+
+
+def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
+    """The family a run of the study measures: ``family.SINKS_PAPER`` at paper scale, else
+    ``family.SINKS`` (``family_name`` "sinks") or the lineage family (``family.DEFAULT``), with
+    the corpora named by ``--corpus NAME=PATH`` flags replaced."""
+    if scale == "paper":
+        if family_name != "sinks":
+            raise SystemExit("--scale paper trains the sink family of Tables 13 and 14; "
+                             "--family lineage is a CPU-scale option")
+        fam = family.SINKS_PAPER
+    else:
+        fam = family.SINKS if family_name == "sinks" else family.DEFAULT
+    return family.with_corpora(fam, family.parse_corpus_flags(corpus_flags))
+
+
+def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> dict:
+    """Train (or resume) ``arms`` of family ``fam`` in ``runs`` and measure every finished arm:
+    Figure 12's sink rates, the emergence over checkpoints and Table 7's perplexities.
+    ``controls``: initialisation seeds of extra baseline runs (records ``control-sN``), measured
+    the same way, whose differences from the seed-42 baseline are seed-to-seed variation."""
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise SystemExit(f"unknown arm(s) {unknown}; choose from {ARMS}")
+    controls = list(controls or ())
+    if any(c < 0 or c == 42 for c in controls) or len(set(controls)) < len(controls):
+        raise SystemExit(f"control seeds {controls}: need distinct non-negative seeds other "
+                         "than 42 (the arms' seed)")
+    names = {arm: family.run_name("sink", arm=arm) for arm in ARMS}
+    control_names = {f"control-s{c}": family.run_name("base", seed=c) for c in controls}
+    for name in [names[arm] for arm in arms] + list(control_names.values()):
+        if train:
+            print(f"training/resuming {name} ...", flush=True)
+            family.ensure(name, runs, fam=fam)
+    done = {arm: n for arm, n in names.items() if family.finished(n, runs, fam)}
+    if "baseline" not in done:
+        raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished; run "
+                         f"without --no-train (and with the baseline among --arms) to train it")
+    tc, _, _ = family.spec(names["baseline"], runs, fam)
+    tok = data.load_tokenizer(runs / names["baseline"] / "tokenizer.json")
+    held = data.token_ids(held_out_docs(tc, fam), tok)
+    shifted = {k: data.token_ids(data.load_corpus(family.corpus(k, fam),
+                                                max_bytes=int(s["shift_mb"] * 2**20)), tok)
+               for k in fam.corpora if k != "base"}
+    print(f"held-out text: {len(held):,} tokens; shifted: "
+          + ", ".join(f"{k} {len(v):,}" for k, v in shifted.items()))
+    missing_controls = [k for k, n in control_names.items() if not family.finished(n, runs, fam)]
+    done.update({k: n for k, n in control_names.items() if k not in missing_controls})
+    records = {"settings": s, "runs_dir": str(runs), "arms": {},
+               "missing_arms": [a for a in ARMS if a not in done],
+               "missing_controls": missing_controls,
+               "held_out_tokens": int(len(held)),
+               "shifted_tokens": {k: int(len(v)) for k, v in shifted.items()}}
+    sink_text = s.get("sink_text", "held_out")
+    if sink_text != "held_out" and sink_text not in shifted:
+        raise SystemExit(f"sink_text {sink_text!r} is not one of this family's texts: "
+                         f"{['held_out', *shifted]}")
+    sink_ids = held if sink_text == "held_out" else shifted[sink_text]
+    for arm, name in done.items():
+        rec = {"run": family.summary(name, runs)}
+        final = load_source(str(runs / name))
+        rec["figure12"] = {str(eps): [r.to_json() for r in sinks.sink_rates_over_lengths(
+            final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps)]
+            for eps in s["eps"]}
+        T = s["emergence_T"]
+        win = sinks.text_windows(sink_ids, T, s["num_seqs"], seed=T)
+        rec["emergence"] = []
+        for step in [0] + run_steps(runs / name):
+            m = load_source(f"{runs / name}@{step}")
+            r = sinks.measure_sinks(m.params, m.cfg, win, s["eps"][0])
+            rec["emergence"].append({"step": step, "tokens": step * tc.batch_size * tc.seq_len,
+                                     "sink_rate": r.rate, "sink_rate_se": r.rate_se,
+                                     "sink_rate_of_mean_alpha": r.rate_of_mean_alpha,
+                                     "max_alpha": float(r.alpha_LH.max()),
+                                     "mean_alpha": float(r.alpha_LH.mean()),
+                                     "held_out": perplexity(m.params, m.cfg, held,
+                                                            s["ppl_windows"], s["ppl_T"], 1)})
+        rec["table7"] = {"held_out": perplexity(final.params, final.cfg, held, s["ppl_windows"],
+                                                s["ppl_T"], 1)}
+        for k, ids in shifted.items():
+            rec["table7"][k] = perplexity(final.params, final.cfg, ids, s["ppl_windows"],
+                                          s["ppl_T"], 2)
+        records["arms"][arm] = rec
+        last = rec["figure12"][str(s["eps"][0])][-1]
+        print(f"{arm}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
+              + ", ".join(f"{k} {v['ppl']:.1f}" for k, v in rec["table7"].items()), flush=True)
+    return records
+
+
+def figure(records: dict, s: dict):
+    from bornbiased_jax.plots import plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    eps0 = str(s["eps"][0])
+    arms = [a for a in records["arms"] if not is_control(a)]
+    ctls = [a for a in records["arms"] if is_control(a)]
+    for arm, rec in records["arms"].items():
+        # one colour per arm in every panel; the seed controls dashed, in shades of grey
+        style = (dict(color=str(0.35 + 0.4 * ctls.index(arm) / max(1, len(ctls) - 1)),
+                      ls="--", label=arm) if is_control(arm) else
+                 dict(color=f"C{arms.index(arm) % 10}", ls="-", label=arm))
+        rs = rec["figure12"][eps0]
+        axes[0].errorbar([r["T"] for r in rs], [r["sink_rate"] for r in rs],
+                         yerr=[2 * r["sink_rate_se"] for r in rs], fmt="o", capsize=3, **style)
+        em = rec["emergence"]
+        axes[1].errorbar([e["step"] for e in em], [e["sink_rate"] for e in em],
+                         yerr=[2 * e["sink_rate_se"] for e in em], fmt="o", capsize=2, **style)
+        axes[2].plot([e["step"] for e in em], [e["max_alpha"] for e in em], "o", **style)
+        conv = convergence(rec, records["arms"]["baseline"]) if arm != "baseline" else []
+        if conv:
+            axes[3].errorbar([c["step"] for c in conv], [c["diff"] for c in conv],
+                             yerr=[2 * c["se"] for c in conv], fmt="o", capsize=2, **style)
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_xticks(s["lengths"], [str(t) for t in s["lengths"]])
+    axes[0].set(xlabel="sequence length T", ylabel=f"sink rate (eps = {eps0})",
+                title=f"Figure 12: final checkpoints, {sink_text_name(s)} text", ylim=(-0.03, 1.03))
+    axes[1].set(xlabel="training step", ylabel=f"sink rate at T = {s['emergence_T']}",
+                title="Emergence over checkpoints (+- 2 SE)", ylim=(-0.03, 1.03))
+    axes[2].axhline(float(eps0), color="k", ls=":", lw=1, label=f"eps = {eps0}")
+    axes[2].set(xlabel="training step", ylabel="largest head alpha^1 (mean over windows)",
+                title=f"Strongest first-token head, T = {s['emergence_T']}")
+    axes[3].axhline(0.0, color="k", ls=":", lw=1, label="baseline")
+    axes[3].set(xlabel="training step", ylabel="held-out log-ppl minus baseline",
+                title="Convergence, paired with the baseline (+- 2 SE)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
