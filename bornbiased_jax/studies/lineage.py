@@ -154,7 +154,7 @@ def section(records: dict) -> str:
     lines = ["## Lineage: persistence through training (paper Sec. 5, 6.1.2: Figure 11, "
              "Tables 4b, 4c, 5)", "",
              f"Generated from the records of `python -m experiments.lineage` ({info['scale']} "
-             f"scale, {info['device']}). Family (experiments/family.py): "
+             f"scale, {info['device']}). Family (bornbiased_jax/studies/family.py): "
              f"`{fam['preset']}` with {tuple(fam['model_set'])}, seeds 42/123/1000/2000, one "
              f"data seed (the same batches in the same order), {fam['steps']} steps of "
              f"{fam['batch_size']} x {fam['seq_len']} tokens; the seed-1000 and seed-123 bases "
