@@ -33,7 +33,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from bornbiased_jax import model, runs
 from bornbiased_jax.config import ModelConfig, get_preset
