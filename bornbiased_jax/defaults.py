@@ -14,5 +14,10 @@ CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
 CALIBRATED_STATISTIC = "spearman_all"
 CALIBRATED_NULL_MODELS = 200
 
+# fingerprint/permutation.py: the residual-basis permutation test
+PERMUTATION_STATISTICS = ("spearman", "pearson")
+PERMUTATION_STATISTIC = "spearman"
+PERMUTATION_DRAWS = 9999
+
 # distributed.py: JAX's own default; slow clusters start processes minutes apart
 INIT_TIMEOUT_S = 300

@@ -169,21 +169,40 @@ FAST = ["--n", "40", "--seq-len", "8", "--null-models", "4", "--no-progress"]
 def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
     out = tmp_path / "fp"
     assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@2", *FAST,
-                 "--out", str(out)]) == 0
+                 "--test", "all", "--out", str(out)]) == 0
     for f in ("fingerprint.json", "fingerprint.md", "fingerprint.png"):
         assert (out / f).stat().st_size > 0
-    res = json.loads((out / "fingerprint.json").read_text())["results"]
-    assert set(res) == {"paper", "official", "calibrated"}
+    saved = json.loads((out / "fingerprint.json").read_text())
+    res = saved["results"]
+    assert list(res) == ["paper", "official", "calibrated", "permutation"]
+    assert saved["run"]["settings"]["input"] == "tokens"  # the permutation test's inputs
+    assert saved["verdict"].startswith("verdict (permutation test, exact p = ")
+    assert res["permutation"]["details"]["K"] == 9999
     assert res["calibrated"]["details"]["K"] == 4
     assert "never reject" in res["calibrated"]["note"]  # K = 4 < 99
     assert all(0 <= p <= 1 for r in res.values() for p in r["p_values"].values())
-    assert "calibrated" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "calibrated" in printed and saved["verdict"] in printed
+
+
+def test_fingerprint_cli_defaults_to_the_permutation_test(tmp_path, capsys):
+    out = tmp_path / "fp"
+    assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@1", *FAST,
+                 "--out", str(out)]) == 0
+    saved = json.loads((out / "fingerprint.json").read_text())
+    assert list(saved["results"]) == ["permutation"]
+    assert saved["results"]["permutation"]["p_values"]["exact"] == 1 / 10_000  # same model
+    assert "is related to" in saved["verdict"] and saved["verdict"] in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("extra, match", [
     (["--n", "2"], "n >= 3"),
-    (["--m", "65"], r"m = 65 must be an integer in \[1, d_out = 64\]"),
-    (["--k", "100"], r"k = 100 must be an integer in \[1, d_out = 64\]"),
+    (["--output", "logits"], "vocabulary ids are not exchangeable"),
+    (["--input", "gaussian"], "one forward pass of the base per null draw"),
+    (["--test", "all", "--input", "gaussian"], "one forward pass of the base per null draw"),
+    (["--permutations", "98"], r"K >= 1/alpha - 1 = 99"),
+    (["--test", "paper", "--m", "65"], r"m = 65 must be an integer in \[1, d_out = 64\]"),
+    (["--test", "official", "--k", "100"], r"k = 100 must be an integer in \[1, d_out = 64\]"),
 ])
 def test_fingerprint_cli_bad_sizes(tmp_path, capsys, extra, match):
     out = tmp_path / "fp"
@@ -197,8 +216,8 @@ def test_fingerprint_cli_bad_sizes(tmp_path, capsys, extra, match):
 
 def test_fingerprint_cli_bad_sources(tmp_path, capsys, run_dir):
     run, _ = run_dir
-    cases = [("preset:llama2-tiny@1", "preset:llama2-cpu@1", "output dimensions differ|widths "
-              "differ"),
+    cases = [("preset:llama2-tiny@1", "preset:llama2-cpu@1",
+              r"residual widths \(d_model\) differ \(64 vs 512\)"),
              ("preset:llama2-tiny@1", f"{run}@3", "no checkpoint at step 3"),
              ("preset:llama2-tiny@1", str(tmp_path / "missing"), "no such folder"),
              ("llama2-tiny@1", "preset:llama2-tiny@2", "unknown model source")]

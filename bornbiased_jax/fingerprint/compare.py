@@ -12,6 +12,7 @@ import numpy as np
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import permutation as P
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
@@ -20,7 +21,10 @@ from bornbiased_jax.probes.inputs import INPUTS, probe_inputs
 from bornbiased_jax.probes.outputs import OUTPUTS
 from bornbiased_jax.sources import LoadedModel
 
-TESTS = ("paper", "official", "calibrated")
+TESTS = ("paper", "official", "calibrated", "permutation")
+# The test a verdict line uses: exact for any pair (two trained models included), two forward
+# passes (fingerprint/permutation.py); the others are there to compare with the paper.
+RECOMMENDED = "permutation"
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
 # accidentally among the null models.
@@ -29,10 +33,13 @@ NULL_SEED_START = 1_000_000
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """What a comparison runs. ``m``/``k`` default to ``dims.default_size(d_out)``."""
+    """What a comparison runs. ``m``/``k`` default to ``dims.default_size(d_out)``.
 
-    tests: tuple[str, ...] = TESTS
-    input: str = "gaussian"
+    The defaults run the recommended test (the permutation test, on token inputs); Algorithm 1
+    as written uses ``input="gaussian"``."""
+
+    tests: tuple[str, ...] = (RECOMMENDED,)
+    input: str = "tokens"
     n: int = 2000
     seq_len: int = 64
     output: str = "normed"
@@ -40,6 +47,8 @@ class Settings:
     k: int | None = None
     null_models: int = C.DEFAULT_NULL_MODELS
     statistic: str = C.DEFAULT_STATISTIC
+    permutations: int = P.DEFAULT_PERMUTATIONS
+    permutation_statistic: str = P.DEFAULT_STATISTIC
     trials: int = 10
     probe_seed: int = 0
     alpha: float = ALPHA
@@ -65,6 +74,12 @@ class Settings:
             raise UserError(f"unknown calibrated statistic {self.statistic!r}; choose one of "
                             f"{C.STATISTICS}")
         check_alpha(self.alpha)
+        if "permutation" in self.tests:
+            P.check_applicable(self.input, self.output)
+            P.check_draws(self.permutations, self.alpha)
+            if self.permutation_statistic not in P.STATISTICS:
+                raise UserError(f"unknown permutation statistic {self.permutation_statistic!r}; "
+                                f"choose one of {P.STATISTICS}")
 
 
 def _check_int(name: str, value, lo: int, why: str = "", hi: int | None = None) -> None:
@@ -92,20 +107,26 @@ def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settin
             progress: bool = False) -> dict:
     """Run the chosen tests of ``suspect`` against ``base``.
 
-    Returns {'results': {test: LineageResult}, 'features': (F_base, F_suspect), 'notes': [...]}.
+    Returns {'results': {test: LineageResult} (in the order of ``TESTS``),
+             'features': (F_base, F_suspect), 'notes': [...]}.
     """
     s = settings
-    if base.cfg.d_model != suspect.cfg.d_model and s.input == "gaussian":
-        raise UserError(f"the models' widths differ (d_model {base.cfg.d_model} vs "
-                        f"{suspect.cfg.d_model}): Gaussian input embeddings cannot feed both")
-    if s.input == "tokens" and base.cfg.vocab_size != suspect.cfg.vocab_size:
-        raise UserError(f"the models' vocabularies differ ({base.cfg.vocab_size} vs "
-                        f"{suspect.cfg.vocab_size}): random token ids mean different things; "
-                        f"use --input gaussian")
     d_out = base.cfg.vocab_size if s.output == "logits" else base.cfg.d_model
     d_out_s = suspect.cfg.vocab_size if s.output == "logits" else suspect.cfg.d_model
-    if d_out != d_out_s:
-        raise UserError(f"the models' output dimensions differ ({d_out} vs {d_out_s})")
+    if d_out != d_out_s or (s.input == "gaussian" and base.cfg.d_model != suspect.cfg.d_model):
+        what = "vocabularies" if d_out != d_out_s and s.output == "logits" else \
+            "residual widths (d_model)"
+        a, b = (d_out, d_out_s) if d_out != d_out_s else (base.cfg.d_model, suspect.cfg.d_model)
+        raise UserError(f"the models' {what} differ ({a} vs {b}): SeedPrint feeds both the same "
+                        f"inputs and compares output coordinate j of one model with coordinate "
+                        f"j of the other, so both need the same {what}")
+    if s.input == "tokens" and base.cfg.vocab_size != suspect.cfg.vocab_size:
+        hint = ("the permutation test needs token inputs; for models with different "
+                "vocabularies use --test calibrated --input gaussian (exact only when BASE is "
+                "an initialisation)" if "permutation" in s.tests else "use --input gaussian")
+        raise UserError(f"the models' vocabularies differ ({base.cfg.vocab_size} vs "
+                        f"{suspect.cfg.vocab_size}): random token ids mean different things; "
+                        f"{hint}")
     for name, size in (("m", s.m), ("k", s.k)):
         if size is not None:
             D.check_size(name, size, d_out)
@@ -137,5 +158,9 @@ def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settin
             r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
         r.details["null_seeds"] = f"{seeds[0]}..{seeds[-1]} ({len(seeds)})"
         results["calibrated"] = r
+    if "permutation" in s.tests:
+        results["permutation"] = P.permutation_test(
+            F_A, F_B, statistic=s.permutation_statistic, permutations=s.permutations,
+            alpha=s.alpha, rng=np.random.default_rng(s.probe_seed))
     return {"results": results, "features": (F_A, F_B), "notes": notes,
             "d_out": d_out, "n": s.n, "seq_len": s.seq_len}

@@ -15,7 +15,8 @@ from bornbiased_jax.stats import fmt_p
 P_LABELS = {"t_mean": "t, mean of trials", "u_mean": "U, mean of trials",
             "t_pooled": "t, pooled null", "u_pooled": "U, pooled null",
             "two_phi_bar": "2 Phi-bar(z) (code)", "one_sided": "Phi-bar(z)",
-            "exact": "exact", "gaussian_tail": "Gaussian tail"}
+            "exact": "exact", "gaussian_tail": "Gaussian tail",
+            "normal": "normal tail (Hoeffding)"}
 
 
 def rows(results: Mapping[str, LineageResult]) -> list[dict]:
@@ -42,11 +43,15 @@ def table_markdown(results: Mapping[str, LineageResult]) -> str:
         lines.append(f"| {row['test']} | {row['variant']} | {fmt_p(row['p'])} | "
                      f"{row['n_dims']} | {stat} | {row['verdict']} |")
     notes = [f"- {n}: {r.note}" for n, r in results.items() if r.note]
-    legend = ("\n|S|: identity dimensions (the calibrated test's '_all' statistics use all "
-              "d_out). mean corr: mean Kendall tau on S (paper, official)")
+    legend = ("\n|S|: identity dimensions (the calibrated test's '_all' statistics and the "
+              "permutation test use all d_out). mean corr: mean Kendall tau on S (paper, "
+              "official)")
     if "calibrated" in results:
-        legend += (" or the calibrated statistic "
+        legend += (", the calibrated statistic "
                    f"({results['calibrated'].details.get('statistic_name')})")
+    if "permutation" in results:
+        legend += (", the mean matched-coordinate correlation "
+                   f"({results['permutation'].details.get('statistic_name')}; permutation)")
     legend += "."
     if "paper" in results:
         trials = results["paper"].details.get("trials")
@@ -64,14 +69,28 @@ def table_text(results: Mapping[str, LineageResult]) -> str:
     return "\n".join(out)
 
 
+def verdict_line(results: Mapping[str, LineageResult], recommended: str, base: str,
+                 suspect: str) -> str:
+    """The one-line answer, from the recommended test when it ran, else from the first test."""
+    name = recommended if recommended in results else next(iter(results))
+    r = results[name]
+    key = next(iter(r.p_values))
+    answer = (f"{suspect} is related to {base} (H0 of independence rejected)" if r.same_lineage
+              else f"no evidence that {suspect} is related to {base}")
+    why = "" if name == recommended else f"; the recommended {recommended} test did not run"
+    return (f"verdict ({name} test, {P_LABELS.get(key, key)} p = {fmt_p(r.p)}, "
+            f"alpha = {r.alpha:g}{why}): {answer}")
+
+
 def figure(results: Mapping[str, LineageResult], title: str = ""):
     """One panel per test: the observed correlations against that test's null."""
     fig, axes = plots.figure(1, len(results), figsize=(4.6 * len(results), 3.6), squeeze=False)
     for ax, (name, r) in zip(axes[0], results.items()):
-        if name == "calibrated":
+        if name in ("calibrated", "permutation"):
             null = np.asarray(r.null)
+            what = "fresh inits" if name == "calibrated" else "permutations of BASE"
             ax.hist(null, bins=min(40, max(5, null.size // 5)), density=True, color="0.7",
-                    label=f"null: {null.size} fresh inits")
+                    label=f"null: {null.size} {what}")
             ax.axvline(r.statistic, color="tab:red", lw=2, label="base vs suspect")
             ax.set_xlabel(f"statistic ({r.details.get('statistic_name')})")
         else:
