@@ -97,6 +97,28 @@ def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) 
     raise UserError(f"unknown model source {spec!r}: no such folder; {SPEC_HELP}")
 
 
+def source_config(spec: str) -> ModelConfig:
+    """The config of the model ``spec`` names, without building or reading its weights (for
+    planning memory before a load); the same errors as :func:`load_source` for bad specs."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise UserError(f"empty model source; {SPEC_HELP}")
+    spec = spec.strip()
+    if spec.startswith("preset:"):
+        m = re.fullmatch(r"preset:([^@\s]+)@([^@\s]+)", spec)
+        if not m:
+            raise UserError(f"cannot read {spec!r}: write 'preset:NAME@SEED', e.g. "
+                            f"'preset:llama2-tiny@42'")
+        return get_preset(m.group(1))
+    path, _, _ = split_run_spec(spec)
+    if (path / "run.json").is_file():
+        return runs.run_config(path)[0]
+    if (path / "config.json").is_file():
+        from bornbiased_jax.hf.configs import config_from_hf
+
+        return config_from_hf(path, name=path.name)
+    return load_source(spec).cfg  # every other case: load_source's own error
+
+
 def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
     m = re.fullmatch(r"preset:([^@\s]+)@([^@\s]+)", spec)
     if not m:

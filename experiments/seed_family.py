@@ -9,6 +9,12 @@ e.g. ``bornbiased fingerprint runs/seed-family/seeds-0-32#0 runs/seed-family/see
 
     python -m experiments.seed_family --print-command   # the bornbiased train command
     python -m experiments.seed_family                   # train it (or resume it)
+    python -m experiments.seed_family --continued       # and continue seeds 0-7 on prose
+
+The continuations (Table 5's setting: a trained model trained further on a shifted corpus) are
+``runs/seed-family/cont-prose-sK``: seed K's final checkpoint trained 800 more steps on the
+Node.js API documentation (Markdown), with the family's tokenizer; a checkpoint every 100
+steps, all kept, so that a lineage test's power can be read against the training distance.
 
 Once trained, the run's settings, its command and its summary (steps, tokens, wall time, each
 seed's final validation loss) are written to the committed record
@@ -23,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shlex
 from pathlib import Path
 
 from bornbiased_jax import io, runs
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.runs import TrainConfig
+from bornbiased_jax.studies import family
 from bornbiased_jax.train import Run
 
 SEEDS = tuple(range(32))
@@ -49,6 +57,16 @@ RUN = TrainConfig(
 # of all of them, load average 1-2), plus about a minute for the BPE; under a load of about 10,
 # 27 s per step at T = 128.
 EXPECTED = "about 10 minutes on a quiet 2-core CPU (528 s of training, measured)"
+
+CONTINUED_SEEDS = tuple(range(8))
+CONTINUED_CORPUS = [family.NODE_DOCS_MD]
+# A third of the pretraining peak rate, 800 steps (3.2x the pretraining tokens): far enough that
+# the continued model moves well away from its source, so that power can be read against the
+# distance travelled; weight decay as in pretraining.
+CONTINUED = TrainConfig(
+    preset="llama2-tiny", seq_len=64, batch_size=16, steps=800, warmup=20, lr=1e-3,
+    min_lr=1e-4, weight_decay=0.1, vocab_size=2048, corpus_max_mb=8.0, data_seed=0,
+    save_every=100, keep_every=100, keep_last=2, eval_every=100, eval_batches=4, log_every=20)
 
 
 def command(runs_dir: Path = RUNS_DIR, tc: TrainConfig = RUN) -> str:
@@ -75,20 +93,45 @@ def ensure(runs_dir: Path = RUNS_DIR, progress: bool = True) -> Path:
     return folder
 
 
+def continued_name(seed: int) -> str:
+    return f"cont-prose-s{seed}"
+
+
+def ensure_continued(seed: int, runs_dir: Path = RUNS_DIR, progress: bool = False) -> Path:
+    """Seed ``seed``'s final model trained further on the prose corpus (``CONTINUED``)."""
+    source = f"{(Path(runs_dir) / NAME).absolute()}#{seed}@{RUN.steps}"
+    tc = dataclasses.replace(CONTINUED, init_from=source)
+    folder = Path(runs_dir) / continued_name(seed)
+    if not runs.finished(folder, tc, what=f"the continuation of seed {seed}",
+                         remedy="use another --runs-dir"):
+        corpus = family.corpus("prose", family.Family(RUN, {}, {"prose": CONTINUED_CORPUS}))
+        Run(tc, corpus, folder).train(progress=progress)
+    return folder
+
+
 def sources(runs_dir: Path = RUNS_DIR, step: int | None = None) -> list[str]:
     """The model source of each seed: 'runs/seed-family/seeds-0-32#K[@STEP]'."""
     at = "" if step is None else f"@{step}"
     return [f"{Path(runs_dir) / NAME}#{k}{at}" for k in SEEDS]
 
 
-def write_record(folder: Path, path: Path = RECORD) -> dict:
-    """The committed record of a finished run: its settings, command and summary."""
+def write_record(folder: Path, path: Path = RECORD, continued: list[Path] = ()) -> dict:
+    """The committed record of a finished run (and its continuations): settings, command and
+    summary. Continuations already in the record are kept when ``continued`` is empty."""
     info = runs.read_run_info(folder)
     record = {"run": {"experiment": "seed_family", "command": command(folder.parent),
                       "folder": str(folder), "train_config": info["train_config"],
                       "model_config": info["model_config"], "data": info["data"]},
               "records": [{**runs.summary(folder), "seeds": list(runs.run_seeds(info)),
                            "steps_saved": runs.run_steps(folder)}]}
+    if continued:
+        record["continued"] = [
+            {"folder": str(c), "train_config": runs.read_run_info(c)["train_config"],
+             **runs.summary(c), "steps_saved": runs.run_steps(c)} for c in continued]
+    elif path.exists():
+        old = json.loads(Path(path).read_text())
+        if "continued" in old:
+            record["continued"] = old["continued"]
     io.write_json(path, record)
     return record
 
@@ -99,6 +142,9 @@ def main() -> None:
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     p.add_argument("--print-command", action="store_true",
                    help="print the bornbiased train command and exit")
+    p.add_argument("--continued", action="store_true",
+                   help="also continue seeds 0-7 on the prose corpus (runs/seed-family/"
+                        "cont-prose-sK)")
     p.add_argument("--record", type=Path, default=RECORD,
                    help="where the finished run's settings and summary are written (JSON)")
     args = p.parse_args()
@@ -107,8 +153,10 @@ def main() -> None:
         return
     try:
         folder = ensure(args.runs_dir)
-        write_record(folder, args.record)
-        print(f"trained: {folder}; record: {args.record}")
+        conts = [ensure_continued(k, args.runs_dir) for k in CONTINUED_SEEDS] \
+            if args.continued else []
+        write_record(folder, args.record, conts)
+        print(f"trained: {folder} {' '.join(map(str, conts))}; record: {args.record}")
     except UserError as e:
         raise SystemExit(f"seed_family: {e}") from None
 

@@ -158,3 +158,56 @@ def test_refuses_other_residual_width():
     b = loaded(wide, jax.device_get(model.init(wide, jax.random.key(0))), "b")
     with pytest.raises(UserError, match=r"residual widths \(d_model\) differ \(64 vs 128\)"):
         compare(a, b, Settings(n=10, seq_len=8))
+
+
+# --- the Table 6 path: two HF folders, bfloat16, a plan before loading ------------------------
+@pytest.fixture(scope="module")
+def hf_folders(tmp_path_factory):
+    """Three tiny LLaMA folders: a base, a 'fine-tune' (the base's weights plus noise of a
+    third of their size) and an unrelated model."""
+    from bornbiased_jax.hf import save_hf
+
+    root = tmp_path_factory.mktemp("hf")
+    cfg = independent("llama2-tiny")
+    A = jax.device_get(model.init(cfg, jax.random.key(0)))
+    noise = jax.device_get(model.init(cfg, jax.random.key(1)))
+    tuned = jax.tree_util.tree_map(lambda a, e: a + e / 3, A, noise)
+    other = jax.device_get(model.init(cfg, jax.random.key(2)))
+    for name, params in (("base", A), ("tuned", tuned), ("other", other)):
+        save_hf(cfg, params, root / name)
+    return root
+
+
+def test_hf_folders_in_bfloat16(hf_folders, tmp_path, capsys):
+    import json
+
+    from bornbiased_jax.cli import main
+
+    fast = ["--n", "100", "--seq-len", "8", "--no-progress", "--dtype", "bfloat16"]
+    for suspect, related in (("tuned", True), ("other", False)):
+        out = tmp_path / suspect
+        assert main(["fingerprint", str(hf_folders / "base"), str(hf_folders / suspect),
+                     *fast, "--out", str(out)]) == 0
+        saved = json.loads((out / "fingerprint.json").read_text())
+        assert saved["results"]["permutation"]["same_lineage"] is related
+        assert saved["run"]["dtype"] == "bfloat16"
+        printed = capsys.readouterr().out
+        assert printed.startswith("plan: base ") and "in bfloat16" in printed
+
+
+def test_refused_before_loading_when_the_models_do_not_fit(hf_folders, tmp_path, capsys,
+                                                           monkeypatch):
+    from bornbiased_jax import sources
+    from bornbiased_jax.cli import main
+    from bornbiased_jax.fingerprint.plan import param_count
+
+    def no_load(*a, **k):
+        raise AssertionError("loaded a model although the plan refused the run")
+
+    monkeypatch.setattr(sources, "load_source", no_load)
+    weights_gb = 2 * param_count(independent("llama2-tiny")) * 4 / 1e9
+    out = tmp_path / "fp"
+    rc = main(["fingerprint", str(hf_folders / "base"), str(hf_folders / "tuned"),
+               "--device-memory-gb", str(weights_gb), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--dtype bfloat16 halves it" in err and not out.exists()

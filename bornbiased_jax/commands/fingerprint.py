@@ -72,6 +72,14 @@ def add_parser(sub) -> None:
     p.add_argument("--probe-seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--shared-embedding", action="store_true",
                    help="presets share one embedding across seeds (the Table-1 protocol)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                   help="parameter dtype of both models (bfloat16 halves their memory: two 7B "
+                        "models take 27 GB, Table 6's setting on one 80 GB GPU). Before "
+                        "loading, a plan (parameters, memory held, forward FLOPs, time "
+                        "estimate) is printed, and the run is refused if both models will not "
+                        "fit on the device")
+    p.add_argument("--device-memory-gb", type=float, default=None,
+                   help="plan for this much device memory instead of the device's own")
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
     p.add_argument("--out", type=Path, default=Path("results/fingerprint"), help="output folder")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -98,16 +106,33 @@ def run(args) -> int:
         null_models=args.null_models, statistic=args.statistic or CALIBRATED_STATISTIC,
         probe_seed=args.probe_seed, permutations=args.permutations,
         permutation_statistic=args.permutation_statistic)
+    import jax.numpy as jnp
+
+    from bornbiased_jax.fingerprint import plan as planning
+    from bornbiased_jax.sources import source_config
+
     t0 = time.time()
-    base = load_source(args.base, shared_embedding=args.shared_embedding)
-    suspect = load_source(args.suspect, shared_embedding=args.shared_embedding)
+    device = None
+    if args.device_memory_gb is not None:
+        if not args.device_memory_gb > 0:
+            raise UserError(f"--device-memory-gb {args.device_memory_gb} must be positive")
+        device = (f"a device of {args.device_memory_gb:g} GB (--device-memory-gb)",
+                  int(args.device_memory_gb * 1e9))
+    plan = planning.make_plan(source_config(args.base), source_config(args.suspect),
+                              settings.n, settings.seq_len, args.dtype, device)
+    print(plan.describe(), flush=True)
+    planning.check(plan)  # before anything is loaded
+    dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
+    base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)
+    suspect = load_source(args.suspect, shared_embedding=args.shared_embedding, dtype=dtype)
     out = compare(base, suspect, settings, progress=not args.no_progress)
     wall = time.time() - t0
     if not distributed.is_writer():  # every process computed; process 0 writes
         return 0
     results = out["results"]
     run_info = io.run_record(args.command_line, wall, base=base.label, suspect=suspect.label,
-                             settings=dataclasses.asdict(settings), d_out=out["d_out"])
+                             settings=dataclasses.asdict(settings), d_out=out["d_out"],
+                             dtype=args.dtype, plan=dataclasses.asdict(plan))
     title = (f"{suspect.label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
              f"{settings.input} inputs, {settings.output} outputs")
     verdict = tables.verdict_line(results, RECOMMENDED, base.label, suspect.label)

@@ -1,0 +1,117 @@
+"""Before a comparison loads anything: will the two models fit, and how much work is it?
+
+The Table 6 setting compares two 7B checkpoints (e.g. LLaMA-2-7B and a fine-tune). ``compare``
+holds both models' parameters on the device at once, then runs each on the probe inputs in
+batches (``sweep.run_probe`` sizes the batches to the memory budget). From the configs alone
+(``sources.source_config`` reads a preset, a run's run.json or an HF config.json, no weights):
+
+  weights      = (P_base + P_suspect) x bytes per parameter (2 in bfloat16, 4 in float32);
+  work         = forward FLOPs of each model on n sequences of T tokens (``flops``);
+  device       = the accelerator's memory (XLA's ``bytes_limit``), or the host's on a CPU.
+
+The comparison is refused before any loading when the weights leave less than
+``ACTIVATION_RESERVE`` of the device for the forward pass and the features; the time is an
+estimate at an assumed rate (stated), not a measurement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.flops import forward_flops
+
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
+ACTIVATION_RESERVE = 0.2  # share of the device kept free for activations and features
+# Assumed sustained rates for the time estimate (FLOP/s): 40 % of the dense peak of the
+# precision used; an unknown device gets no time estimate.
+PEAK = {("h100", "bfloat16"): 989e12, ("h100", "float32"): 67e12,
+        ("h200", "bfloat16"): 989e12, ("h200", "float32"): 67e12,
+        ("a100", "bfloat16"): 312e12, ("a100", "float32"): 19.5e12}
+SUSTAINED = 0.4
+
+
+def param_count(cfg: ModelConfig) -> int:
+    """Parameters of ``model.init(cfg)``, counted from the config by abstract evaluation."""
+    import jax
+
+    from bornbiased_jax import model
+
+    shapes = jax.eval_shape(lambda k: model.init(cfg, k), jax.random.key(0))
+    return int(sum(np.prod(x.shape) for x in jax.tree.leaves(shapes)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    params_base: int
+    params_suspect: int
+    dtype: str
+    weight_bytes: int
+    flops: float
+    device: str
+    device_bytes: int
+    seconds: float | None
+
+    @property
+    def fits(self) -> bool:
+        return self.weight_bytes <= (1 - ACTIVATION_RESERVE) * self.device_bytes
+
+    def describe(self) -> str:
+        gb = 1e9
+        t = (f"~{self.seconds:.0f} s at an assumed {SUSTAINED:.0%} of the device's "
+             f"{self.dtype} peak" if self.seconds is not None else "time: no rate known for "
+             "this device")
+        return (f"plan: base {_count(self.params_base)} + suspect "
+                f"{_count(self.params_suspect)} parameters in {self.dtype} = "
+                f"{self.weight_bytes / gb:.3g} GB held at once, on {self.device} with "
+                f"{self.device_bytes / gb:.3g} GB; forward work {self.flops / 1e12:.3g} TFLOP; "
+                f"{t}")
+
+
+def _count(p: int) -> str:
+    """'6.74B', '166k' parameters."""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if p >= size:
+            return f"{p / size:.3g}{unit}"
+    return str(p)
+
+
+def device_memory() -> tuple[str, int]:
+    """(description, bytes) of the first device: an accelerator's XLA limit, else host RAM."""
+    import jax
+
+    dev = jax.devices()[0]
+    stats = dev.memory_stats() if dev.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return f"{dev.device_kind}", int(stats["bytes_limit"])
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return "the host CPU", int(host)
+
+
+def make_plan(base: ModelConfig, suspect: ModelConfig, n: int, T: int, dtype: str,
+              device: tuple[str, int] | None = None) -> Plan:
+    if dtype not in DTYPE_BYTES:
+        raise UserError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPE_BYTES)}")
+    pb, ps = param_count(base), param_count(suspect)
+    name, avail = device or device_memory()
+    flops = float(n) * (forward_flops(base, T) + forward_flops(suspect, T))
+    peak = next((v for (kind, dt), v in PEAK.items() if kind in name.lower() and dt == dtype),
+                None)
+    seconds = flops / (SUSTAINED * peak) if peak else None
+    return Plan(pb, ps, dtype, (pb + ps) * DTYPE_BYTES[dtype], flops, name, avail, seconds)
+
+
+def check(plan: Plan) -> None:
+    """A UserError, before anything is loaded, when the two models cannot be held at once."""
+    if plan.fits:
+        return
+    need = plan.weight_bytes / (1 - ACTIVATION_RESERVE) / 1e9
+    hint = ("; --dtype bfloat16 halves it" if plan.dtype == "float32" else "")
+    raise UserError(f"the two models need {plan.weight_bytes / 1e9:.3g} GB of weights held at "
+                    f"once (about {need:.3g} GB with room for the forward pass), but "
+                    f"{plan.device} has {plan.device_bytes / 1e9:.3g} GB{hint}; run on a "
+                    f"larger device")

@@ -1,0 +1,137 @@
+"""SeedPrint over many model pairs: the four lineage tests on a bank of features, and rejection
+rates whose intervals say how much the shared models matter.
+
+This is the measurement behind the SeedPrint rows on *trained* pairs
+(experiments/seedprint_trained.py): every model's features are computed once on one shared
+token probe set, and each pair (base a, suspect b) runs
+
+  * 'paper'       Algorithm 1 (Student t, mean of 10 Gaussian-null draws' p-values; the draws
+                  come from one bank shared by every pair, as ``paper_test(null_draws=...)``);
+  * 'official'    the released code's 2 Phi-bar(z);
+  * 'calibrated'  'spearman_all' against K fresh initialisations of the architecture (their
+                  rank-standardised features are computed once: ``NullBank``);
+  * 'permutation' the residual-basis permutation test (fingerprint/permutation.py).
+
+Pairs drawn from one pool of M models share models, so they are not independent trials.
+:func:`rate` therefore reports, beside the Clopper-Pearson interval over all pairs (which treats
+them as independent and is too narrow), the interval over M // 2 *disjoint* pairs (0, 1),
+(2, 3), ... (independent under H0; wide) and a jackknife over models (leave one model out,
+recompute the rate over the remaining pairs), whose standard error accounts for the sharing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from bornbiased_jax.fingerprint import calibrated as C
+from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import permutation as P
+from bornbiased_jax.fingerprint.official import official_test
+from bornbiased_jax.fingerprint.paper import TRIALS, null_taus, paper_test
+from bornbiased_jax.stats import clopper_pearson
+
+TESTS = ("paper", "official", "calibrated", "permutation")
+ALPHAS = (0.01, 0.05)
+
+
+@dataclasses.dataclass(frozen=True)
+class NullBank:
+    """What every pair shares: the calibrated test's null models (rank-standardised features of
+    K fresh initialisations, (K, n, d) float32) and the paper test's Gaussian-null draws."""
+
+    null_z: np.ndarray
+    paper_draws: tuple[np.ndarray, ...]
+
+    @classmethod
+    def build(cls, null_features: Iterable[np.ndarray], n: int, d: int,
+              seed: int = 0) -> "NullBank":
+        z = np.stack([D.RankedFeatures.of(F).z_nd for F in null_features]).astype(np.float32)
+        rng = np.random.default_rng(seed)
+        draws = tuple(null_taus(n, d, D.default_size(d), rng) for _ in range(TRIALS))
+        return cls(z, draws)
+
+
+def pair_p_values(F_A: np.ndarray, F_B: np.ndarray, bank: NullBank, *,
+                  permutations: int = P.DEFAULT_PERMUTATIONS, seed: int = 0) -> dict:
+    """The four tests' primary p-values (and the permutation test's z) of one pair."""
+    n, d = D.check_features(F_A, F_B)
+    paper = paper_test(F_A, F_B, null_draws=bank.paper_draws)
+    official = official_test(F_A, F_B)
+    z_B = D.RankedFeatures.of(F_B).z_nd
+    null_stats = np.einsum("knd,nd->k", bank.null_z, z_B, dtype=np.float64) / (n * d)
+    calibrated = C.calibrated_test(F_A, F_B, null_stats=null_stats,
+                                   statistic_name="spearman_all")
+    perm = P.permutation_test(F_A, F_B, permutations=permutations,
+                              rng=np.random.default_rng(seed))
+    return {"paper": paper.p_values["t_mean"], "paper_u": paper.p_values["u_mean"],
+            "official": official.p, "calibrated": calibrated.p, "permutation": perm.p,
+            "permutation_normal": perm.p_values["normal"], "permutation_z": perm.details["z"],
+            "matched_rho": perm.statistic}
+
+
+def run_pairs(features: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]],
+              bank: NullBank, *, permutations: int = P.DEFAULT_PERMUTATIONS) -> list[dict]:
+    """``pair_p_values`` of every (base a, suspect b) in ``pairs`` of ``features``."""
+    return [{"a": a, "b": b, **pair_p_values(features[a], features[b], bank,
+                                              permutations=permutations, seed=i)}
+            for i, (a, b) in enumerate(pairs)]
+
+
+def all_pairs(M: int) -> list[tuple[int, int]]:
+    """The M(M-1)/2 unordered pairs (a < b) of M models, base a."""
+    return [(a, b) for a in range(M) for b in range(a + 1, M)]
+
+
+def rate(rows: Sequence[dict], test: str, alpha: float) -> dict:
+    """Rejections of ``test`` at ``alpha`` over ``rows`` (pairs with 'a', 'b' and p-values):
+    the rate, its Clopper-Pearson 95 % interval over all pairs (as if independent), the same
+    over the disjoint pairs {2i, 2i+1} among them, and a jackknife-over-models standard error
+    with its normal 95 % interval (clipped to [0, 1])."""
+    x = np.array([r[test] <= alpha for r in rows], dtype=float)
+    k, N = int(x.sum()), len(x)
+    out = {"rejections": k, "pairs": N, "rate": k / N if N else math.nan,
+           "ci95": list(clopper_pearson(k, N)) if N else [math.nan, math.nan]}
+    disjoint = [r[test] <= alpha for r in rows if r["a"] % 2 == 0 and r["b"] == r["a"] + 1]
+    if disjoint:
+        kd = int(sum(disjoint))
+        out["disjoint"] = {"rejections": kd, "pairs": len(disjoint),
+                           "ci95": list(clopper_pearson(kd, len(disjoint)))}
+    models = sorted({r["a"] for r in rows} | {r["b"] for r in rows})
+    if len(models) > 2 and N:
+        loo = []
+        for m in models:
+            keep = [xi for xi, r in zip(x, rows) if m not in (r["a"], r["b"])]
+            if keep:
+                loo.append(float(np.mean(keep)))
+        loo = np.asarray(loo)
+        se = math.sqrt((len(loo) - 1) / len(loo) * ((loo - loo.mean()) ** 2).sum())
+        out["jackknife"] = {"se": se, "ci95": [max(0.0, out["rate"] - 1.96 * se),
+                                               min(1.0, out["rate"] + 1.96 * se)]}
+    return out
+
+
+def rates(rows: Sequence[dict], tests: Sequence[str] = TESTS,
+          alphas: Sequence[float] = ALPHAS) -> dict:
+    """{test: {alpha: rate(...)}}."""
+    return {t: {str(a): rate(rows, t, a) for a in alphas} for t in tests}
+
+
+def power(rows: Sequence[dict], tests: Sequence[str] = TESTS, alpha: float = 0.01) -> dict:
+    """{test: {"rejections", "trials"}} of related pairs (every row a true lineage)."""
+    return {t: {"rejections": int(sum(r[t] <= alpha for r in rows)), "trials": len(rows)}
+            for t in tests}
+
+
+def relative_distance(params: dict, origin: dict) -> float:
+    """||theta - theta_0|| / ||theta_0|| over every parameter: how far training moved a model
+    from the model it started from."""
+    import jax
+
+    num = sum(float(np.sum((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
+              for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(origin)))
+    den = sum(float(np.sum(np.asarray(b, np.float64) ** 2)) for b in jax.tree.leaves(origin))
+    return math.sqrt(num / den)
