@@ -196,10 +196,8 @@ def eval_windows(spec_or_task, T: int, n: int, seed: int) -> np.ndarray:
 def copy_accuracy(params, cfg, task: BigramBackcopy, seqs: np.ndarray,
                   batch: int = 64) -> dict:
     """How often a model's most likely next token after a trigger is the copy the rule
-    demands: over every position t >= 2 of ``seqs`` (S, T) holding a trigger, whether
-    argmax logits[t] equals seqs[t - 1]. Also the same for the other positions against the
-    most likely bigram successor (the best a model can do there), for comparison. Returns
-    {"copy_accuracy", "copy_positions", "bigram_accuracy", "bigram_positions"}."""
+    demands, on sequences ``seqs`` (S, T) of the task (:func:`score_predictions` of the
+    model's argmax predictions)."""
     import jax
 
     from bornbiased_jax import model
@@ -213,18 +211,30 @@ def copy_accuracy(params, cfg, task: BigramBackcopy, seqs: np.ndarray,
     fwd = jax.jit(jax.vmap(lambda t: model.forward(params, cfg, t).logits.argmax(-1)))
     pred = np.concatenate([np.asarray(fwd(seqs[i:i + batch]))
                            for i in range(0, len(seqs), batch)])
+    return score_predictions(pred, seqs, task)
+
+
+def score_predictions(pred: np.ndarray, seqs: np.ndarray, task: BigramBackcopy) -> dict:
+    """Next-token predictions ``pred`` (S, T; pred[:, t] predicts seqs[:, t + 1]) scored on
+    the task: ``copy_accuracy`` over every position t >= 2 holding a trigger (t < T - 1), whether
+    pred[t] = seqs[t - 1], the copy the rule demands; ``bigram_accuracy`` over the positions
+    1 <= t < T - 1 holding a character that is not a trigger, whether pred[t] is that
+    character's most frequent successor in the source (the best guess there), for comparison.
+    With the numbers of positions each is taken over (an accuracy is None with none)."""
+    pred, seqs = np.asarray(pred), np.asarray(seqs)
     trig = task.is_trigger()[seqs]
-    trig[:, :2] = False  # the rule copies from position t - 1 >= 1 only
-    trig[:, -1] = False  # the last position's successor is not in the sequence
+    at_copy = trig.copy()
+    at_copy[:, :2] = False  # the rule copies from position t - 1 >= 1 only
+    at_copy[:, -1] = False  # the last position's successor is not in the sequence
     want_copy = np.zeros_like(seqs)
     want_copy[:, 1:] = seqs[:, :-1]
-    best = np.argmax(task.bigram, axis=1)
-    other = ~task.is_trigger()[seqs] & (seqs != task.bos_id)
-    other[:, 0] = False
-    other[:, -1] = False
-    n_copy, n_other = int(trig.sum()), int(other.sum())
-    bigram_best = best[np.where(seqs < task.bos_id, seqs, 0)]
-    return {"copy_accuracy": float((pred == want_copy)[trig].mean()) if n_copy else None,
+    at_bigram = ~trig & (seqs != task.bos_id)
+    at_bigram[:, 0] = False
+    at_bigram[:, -1] = False
+    best = np.append(np.argmax(task.bigram, axis=1), -1)  # <s> has no bigram successor
+    n_copy, n_bigram = int(at_copy.sum()), int(at_bigram.sum())
+    return {"copy_accuracy": float((pred == want_copy)[at_copy].mean()) if n_copy else None,
             "copy_positions": n_copy,
-            "bigram_accuracy": float((pred == bigram_best)[other].mean()) if n_other else None,
-            "bigram_positions": n_other}
+            "bigram_accuracy": float((pred == best[seqs])[at_bigram].mean())
+            if n_bigram else None,
+            "bigram_positions": n_bigram}
