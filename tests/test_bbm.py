@@ -175,3 +175,41 @@ def test_train_bigram_backcopy_bad_input(tmp_path, capsys):
         assert main(_train(src, out, *extra)) == 2
         assert match.split(".*")[0] in capsys.readouterr().err
         assert not out.exists()
+
+
+def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_path):
+    """The study's evaluation (studies/sinks_measure.windows_of): a family whose base corpus
+    is bbm: is measured on generated sequences with <s> first (never training draws); a text
+    family's windows carry the BOS token when the baseline run was trained with --bos."""
+    from bornbiased_jax import data
+    from bornbiased_jax.runs import TrainConfig
+    from bornbiased_jax.studies import family
+    from bornbiased_jax.studies.sinks_measure import perplexity, windows_of
+
+    src = tmp_path / "src.txt"
+    src.write_text(SOURCE)
+    s = dict(lengths=[16], num_seqs=5, ppl_windows=4, ppl_T=16, shift_mb=1.0)
+    tc = TrainConfig(preset="llama2-tiny", data_seed=7)
+    w = windows_of(s, tc, [f"bbm:{src}:triggers=1"], tmp_path / "none", None)
+    win = w["make"](16)
+    assert w["bos"] and win.shape == (5, 16) and (win[:, 0] == 8).all()
+    np.testing.assert_array_equal(win, bbm.eval_windows(bbm.from_text(SOURCE, 1), 16, 5, 7))
+    kw = w["ppl"](w["held"], 1)
+    assert kw["windows"].shape == (4, 17) and (kw["windows"][:, 0] == 8).all()
+    cfg = get_preset("llama2-tiny")
+    out = perplexity(model.init(cfg, seed_key(0)), cfg, **kw)
+    assert out["windows"] == 4 and np.isfinite(out["log_ppl"])
+    # a text family whose baseline trained with --bos
+    fam = family.smoke_family(tmp_path / "fam")
+    base = tmp_path / "base"
+    base.mkdir()
+    docs = data.load_corpus(family.corpus("base", fam))
+    tok = data.train_tokenizer(docs, 300, bos=True)
+    (base / "tokenizer.json").write_text(tok.to_str())
+    tcb = TrainConfig(preset="llama2-tiny", bos=True, seq_len=16)
+    w = windows_of(dict(s, shift_mb=0.01), tcb, family.corpus("base", fam), base, fam)
+    assert w["bos"] and w["bos_id"] == 1 and "with the BOS token (id 1)" in w["note"]
+    kw = w["ppl"](w["held"], 1)
+    assert kw["bos"] == 1 and "windows" not in kw
+    w0 = windows_of(dict(s, bos=False), tcb, family.corpus("base", fam), base, fam)
+    assert not w0["bos"] and w0["bos_id"] is None
