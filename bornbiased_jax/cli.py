@@ -40,7 +40,7 @@ def _train_parser(sub) -> None:
     p = sub.add_parser(
         "train", help="pretrain a preset on a local corpus with Orbax checkpoints",
         description="Pretrain a model from a known seed (AdamW per Table 14, warmup + cosine or "
-                    "linear decay, "
+                    "linear decay or a constant rate, "
                     "gradient clipping, optional bfloat16 and gradient accumulation) on local "
                     "text files, saving Orbax checkpoints. Running the same command again with "
                     "an --out that holds checkpoints resumes from the latest complete one; only "
@@ -51,8 +51,13 @@ def _train_parser(sub) -> None:
     p.add_argument("--preset", default=d.preset, help="model preset (vocabulary from the tokenizer)")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="text files or folders, 'python-stdlib' (this Python's own sources), "
-                        "or 'hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]' (HF datasets, if "
-                        "installed; @REVISION pins the dataset's commit)")
+                        "'hf:NAME[@REVISION][:SPLIT[:CONFIG[:joined]]]' (HF datasets, if "
+                        "installed; @REVISION pins the dataset's commit), or, alone, the "
+                        "synthetic Bigram-Backcopy task 'bbm:PATH[:triggers=K]' (Guo et al.: "
+                        "the characters of the text file PATH, <s> first, after each of the K "
+                        "most frequent characters (default 3) a copy of the character before "
+                        "it; a character vocabulary, no BPE; --corpus-max-mb MiB of training "
+                        "sequences at one token per byte; see bornbiased_jax/bbm.py)")
     p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
     p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
     p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")
@@ -87,8 +92,20 @@ def _train_parser(sub) -> None:
                         "a single-seed run does; may change between resumes")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
     p.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
-                   help="learning-rate decay after the linear warmup: cosine to --min-lr "
-                        "(Table 14) or linear to --min-lr (default %(default)s)")
+                   help="learning rate after the linear warmup: cosine to --min-lr (Table 14), "
+                        "linear to --min-lr, or constant at --lr (default %(default)s)")
+    p.add_argument("--bos", action="store_true",
+                   help="put a beginning-of-sequence token at position 0 of every training "
+                        "and validation window (BOS + T-1 text tokens as the model's input); "
+                        "the BPE trained for the run gets the token '<|bos|>'; recorded in "
+                        "run.json, cannot change on resume")
+    p.add_argument("--bos-token", metavar="TOKEN",
+                   help="with --bos and a given --tokenizer: the string of that tokenizer's BOS "
+                        "token (e.g. '<s>'; default '<|bos|>')")
+    p.add_argument("--doc-aligned", action="store_true",
+                   help="start every window at a document start (one window per document, "
+                        "running on into the next documents when it is shorter); default: the "
+                        "joined token stream cut into consecutive windows")
     p.add_argument("--init-from", metavar="SOURCE",
                    help="start from this model's parameters instead of a seed's initialisation: "
                         "a training run 'PATH@STEP' (one seed of a many-seed run: "

@@ -5,7 +5,21 @@ Corpora are files or folders of text on disk (for code, the Python standard libr
 ``--corpus python-stdlib``; for prose, any folder such as Debian's ``fortunes`` once installed).
 Documents are tokenised, joined with an end-of-text token, and cut into blocks of T + 1 tokens
 (inputs and next-token targets). The last ``val_fraction`` of the documents (in sorted path
-order) is held out for validation.
+order) is held out for validation. Two options change how blocks are formed (both off by
+default, so runs made without them keep their data):
+
+  * ``bos_id`` (``train --bos``): every block is the beginning-of-sequence token followed by T
+    text tokens, so a model's input window holds BOS + T - 1 text tokens and keeps its length
+    T. The text is then encoded with its special-token strings read as plain text, so the BOS
+    id occurs at position 0 of each block and nowhere else (:func:`bos_id` finds the id);
+  * ``doc_aligned`` (``train --doc-aligned``): one block per document, starting at its first
+    token and running on into the following documents (past the end-of-text token) when the
+    document is shorter than the block; a document closer than a block to the end of the
+    stream gives none. Without it the stream is cut into consecutive blocks wherever the
+    documents fall.
+
+A synthetic corpus (``bbm:PATH[:triggers=K]``, :mod:`bornbiased_jax.bbm`) makes its blocks
+itself.
 
 The order of training blocks in epoch e is ``permutation(fold_in(data_key, e))`` with
 ``data_key = stream_key(data_seed, "data")``: two runs with different init seeds and the same
@@ -41,6 +55,7 @@ from typing import Iterator, Sequence
 import jax
 import numpy as np
 
+from bornbiased_jax.defaults import BOS_TOKEN as BOS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import fold_in_name, stream_key
 
@@ -157,14 +172,17 @@ def read_documents(files: Sequence[Path]) -> list[str]:
     return docs
 
 
-def train_tokenizer(docs: Sequence[str], vocab_size: int):
-    """A byte-level BPE (GPT-2 style) trained on ``docs`` with HF ``tokenizers``."""
+def train_tokenizer(docs: Sequence[str], vocab_size: int, bos: bool = False):
+    """A byte-level BPE (GPT-2 style) trained on ``docs`` with HF ``tokenizers``. Its special
+    tokens: ``EOT`` (id 0) and, with ``bos``, ``BOS`` (id 1) within the same ``vocab_size``.
+    Without ``bos`` the BPE is the one runs made before the BOS option were trained with."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOT],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size,
+                                  special_tokens=[EOT, BOS] if bos else [EOT],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tok.train_from_iterator(docs, trainer=trainer)
@@ -181,19 +199,20 @@ def load_tokenizer(path: str | Path):
 
 
 def evaluation_tokenizer(docs: Sequence[str], max_vocab: int, *, path: str | Path | None = None,
-                         model_folder: Path | None = None, bpe_vocab: int = 4096):
+                         model_folder: Path | None = None, bpe_vocab: int = 4096,
+                         bos: bool = False):
     """The tokenizer to read evaluation text ``docs`` with, and a note saying which: the
     tokenizer.json at ``path`` if given, else ``model_folder``'s own tokenizer.json if it has one
     (a training run's), else a byte-level BPE of min(``bpe_vocab``, ``max_vocab``) tokens trained
-    on ``docs`` themselves. A ``UserError`` if it has more tokens than ``max_vocab``, the model's
-    vocabulary."""
+    on ``docs`` themselves (with the ``BOS`` token when ``bos``). A ``UserError`` if it has more
+    tokens than ``max_vocab``, the model's vocabulary."""
     own = Path(model_folder) / "tokenizer.json" if model_folder is not None else None
     if path:
         tok, note = load_tokenizer(path), f"tokenizer {path}"
     elif own is not None and own.is_file():
         tok, note = load_tokenizer(own), f"the model's own tokenizer {own}"
     else:
-        tok = train_tokenizer(docs, min(bpe_vocab, max_vocab))
+        tok = train_tokenizer(docs, min(bpe_vocab, max_vocab), bos=bos)
         note = (f"no tokenizer given: a byte-level BPE ({tok.get_vocab_size()} tokens) "
                 f"trained on the evaluation corpus")
     if tok.get_vocab_size() > max_vocab:
@@ -202,23 +221,76 @@ def evaluation_tokenizer(docs: Sequence[str], max_vocab: int, *, path: str | Pat
     return tok, note
 
 
+def bos_id(tokenizer, token: str | None = None) -> int:
+    """The id of the beginning-of-sequence token ``token`` (default ``BOS``) in ``tokenizer``;
+    a ``UserError`` saying how to name one if the tokenizer has no such token."""
+    token = BOS if token is None else token
+    i = tokenizer.token_to_id(token)
+    if i is None:
+        raise UserError(f"the tokenizer has no beginning-of-sequence token {token!r}: name the "
+                        f"BOS token of this tokenizer with --bos-token TOKEN (e.g. '<s>' for a "
+                        f"Llama tokenizer), or leave --tokenizer out so that a BPE with {BOS!r} "
+                        f"is trained")
+    return int(i)
+
+
 def token_chunks(docs: Sequence[str], tokenizer, eot: int | None = None,
-                 chunk: int = 4096) -> Iterator[np.ndarray]:
+                 chunk: int = 4096, plain_specials: bool = False) -> Iterator[np.ndarray]:
     """int32 token ids of ``chunk`` documents at a time, each document followed by ``eot``
     unless it is None. Arrays per chunk, not one Python list: a corpus of billions of tokens
     (the paper-scale families) would need ~30 bytes per token as Python ints and ~120 as
-    ``tokenizers`` Encodings held all at once."""
+    ``tokenizers`` Encodings held all at once. With ``plain_specials`` a special token's string
+    inside the text (e.g. a literal "<|bos|>") is encoded as ordinary text, not as that token."""
     tail = [] if eot is None else [eot]
-    for i in range(0, len(docs), chunk):
-        encs = tokenizer.encode_batch(list(docs[i:i + chunk]))
-        yield np.fromiter(itertools.chain.from_iterable(e.ids + tail for e in encs), np.int32)
+    before = tokenizer.encode_special_tokens
+    tokenizer.encode_special_tokens = bool(plain_specials)
+    try:
+        for i in range(0, len(docs), chunk):
+            encs = tokenizer.encode_batch(list(docs[i:i + chunk]))
+            yield np.fromiter(itertools.chain.from_iterable(e.ids + tail for e in encs),
+                              np.int32)
+    finally:
+        tokenizer.encode_special_tokens = before
 
 
-def token_ids(docs: Sequence[str], tokenizer, chunk: int = 4096) -> np.ndarray:
+def token_ids(docs: Sequence[str], tokenizer, chunk: int = 4096,
+              plain_specials: bool = False) -> np.ndarray:
     """(N,) int32: ``docs`` tokenised and joined, each followed by the end-of-text token when
-    the tokenizer has one."""
+    the tokenizer has one (``plain_specials``: see :func:`token_chunks`)."""
     eot = tokenizer.token_to_id(EOT)
-    return np.concatenate([np.zeros(0, np.int32), *token_chunks(docs, tokenizer, eot, chunk)])
+    return np.concatenate([np.zeros(0, np.int32),
+                           *token_chunks(docs, tokenizer, eot, chunk, plain_specials)])
+
+
+def document_starts(docs: Sequence[str], tokenizer, plain_specials: bool = False) -> np.ndarray:
+    """(D,) int64: where each document begins in :func:`token_ids` of ``docs``."""
+    eot = 0 if tokenizer.token_to_id(EOT) is None else 1
+    before = tokenizer.encode_special_tokens
+    tokenizer.encode_special_tokens = bool(plain_specials)
+    try:
+        lengths = [len(e.ids) + eot for i in range(0, len(docs), 4096)
+                   for e in tokenizer.encode_batch(list(docs[i:i + 4096]))]
+    finally:
+        tokenizer.encode_special_tokens = before
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
+def cut_blocks(ids: np.ndarray, block: int, bos: int | None = None,
+               starts: np.ndarray | None = None) -> np.ndarray:
+    """Blocks of ``block`` tokens from the token stream ``ids``: consecutive pieces, or, given
+    ``starts`` (document starts), one piece from each start that has a whole piece after it;
+    with ``bos`` each block is ``bos`` followed by ``block - 1`` tokens of the stream."""
+    text = block - (bos is not None)
+    if starts is None:
+        n = len(ids) // text
+        rows = ids[: n * text].reshape(n, text)
+    else:
+        starts = np.asarray(starts)
+        starts = starts[starts + text <= len(ids)]
+        rows = ids[starts[:, None] + np.arange(text)]
+    if bos is not None:
+        rows = np.concatenate([np.full((len(rows), 1), bos, rows.dtype), rows], axis=1)
+    return np.ascontiguousarray(rows, dtype=np.int32)
 
 
 @dataclasses.dataclass
@@ -247,17 +319,21 @@ def split_documents(docs: Sequence[str],
 
 
 def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
-                val_fraction: float = 0.05) -> TokenBlocks:
-    """Tokenise, join with end-of-text, hold out the last documents, cut into T + 1 blocks."""
+                val_fraction: float = 0.05, bos: int | None = None,
+                doc_aligned: bool = False) -> TokenBlocks:
+    """Tokenise, join with end-of-text, hold out the last documents, cut into T + 1 blocks
+    (with ``bos``, the id of the BOS token, each block is BOS + T text tokens; with
+    ``doc_aligned`` each block starts at a document start: the module docstring)."""
     train_docs, val_docs = split_documents(docs, val_fraction)
     eot = tokenizer.token_to_id(EOT)
     if eot is None:
         raise UserError(f"the tokenizer has no {EOT!r} token")
+    plain = bos is not None
 
     def blocks(ds: Sequence[str]) -> np.ndarray:
-        ids = token_ids(ds, tokenizer)
-        n = len(ids) // (seq_len + 1)
-        return ids[: n * (seq_len + 1)].reshape(n, seq_len + 1)
+        ids = token_ids(ds, tokenizer, plain_specials=plain)
+        starts = document_starts(ds, tokenizer, plain) if doc_aligned else None
+        return cut_blocks(ids, seq_len + 1, bos, starts)
 
     train, val = blocks(train_docs), blocks(val_docs)
     if len(train) == 0 or len(val) == 0:

@@ -9,6 +9,14 @@ Matplotlib. The modules that own these settings import them from here under thei
 SINK_EPS = 0.25  # the paper's threshold (Gu et al. use 0.3)
 SINK_LENGTHS = (32, 64, 128, 256, 512)  # "32 to 512"; the paper does not list them
 
+# the sink study's reporting settings (commands/sinks.py): name -> (eps, lengths, sequences).
+# "paper": Sec. 6.2.1 (eps 0.25, 32 to 512); "gu": Gu et al. (ICLR 2025), eps 0.3 at T = 64 on
+# 100 held-out sequences, thresholded per sample, layer and head.
+SINK_SETTINGS = {"paper": (SINK_EPS, SINK_LENGTHS, 100), "gu": (0.3, (64,), 100)}
+
+# data.py: the beginning-of-sequence token a BPE trained for a --bos run carries
+BOS_TOKEN = "<|bos|>"
+
 # fingerprint/calibrated.py: the calibrated lineage test
 CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
 CALIBRATED_STATISTIC = "spearman_all"

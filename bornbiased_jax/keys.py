@@ -18,7 +18,7 @@ import numpy as np
 from bornbiased_jax.errors import UserError
 
 # The model key of a seed is ``seed_key(seed)`` itself; these are the other named streams.
-STREAMS = ("embed", "probe", "data")
+STREAMS = ("embed", "probe", "data", "bbm")  # "bbm": the Bigram-Backcopy generator
 
 
 def name_hash(name: str) -> int:

@@ -36,7 +36,7 @@ import numpy as np
 from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset, recorded_differences
 from bornbiased_jax.errors import UserError
 
-SCHEDULES = ("cosine", "linear")
+SCHEDULES = ("cosine", "linear", "constant")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +57,11 @@ class TrainConfig:
     Table 5). The architecture and tokenizer are then the source's (``preset`` and
     ``model_set`` are not used); Adam moments, the step count and the learning-rate schedule
     start fresh. ``fsdp`` shards parameters and Adam moments over the devices instead of
-    copying them to each (``sharding.RULES_FSDP``)."""
+    copying them to each (``sharding.RULES_FSDP``). ``bos`` puts the tokenizer's
+    beginning-of-sequence token (``bos_token``, default ``defaults.BOS_TOKEN``) at position 0
+    of every training and validation block, and ``doc_aligned`` starts every block at a
+    document start (``data.make_blocks``); runs recorded before these existed had neither.
+    ``schedule`` "constant" keeps ``lr`` after the warmup (``min_lr`` unused)."""
 
     preset: str = "llama2-cpu"
     seq_len: int = 128
@@ -89,6 +93,9 @@ class TrainConfig:
     init_from: str | None = None
     fsdp: bool = False
     seeds: tuple[int, ...] = ()
+    bos: bool = False
+    bos_token: str | None = None
+    doc_aligned: bool = False
 
     def __post_init__(self):
         pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
@@ -101,6 +108,9 @@ class TrainConfig:
                             f"{self.grad_accum}")
         if self.schedule not in SCHEDULES:
             raise UserError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.bos_token is not None and not self.bos:
+            raise UserError(f"bos_token {self.bos_token!r} (--bos-token) names the BOS token of "
+                            f"a run with bos (--bos); add --bos or drop --bos-token")
         if self.warmup < 0 or self.warmup >= self.steps:
             raise UserError(f"warmup must lie in [0, steps), got {self.warmup}")
         if self.keep_every is not None and self.keep_every < 1:
@@ -165,6 +175,9 @@ def settings_differences(saved_tc: dict, tc: TrainConfig) -> dict[str, tuple]:
     saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
     saved_tc.setdefault("schedule", "cosine")  # ... and before the linear schedule
     saved_tc.setdefault("seeds", [])  # ... and before many-seed runs
+    saved_tc.setdefault("bos", False)  # ... and before BOS tokens and document-aligned blocks
+    saved_tc.setdefault("bos_token", None)
+    saved_tc.setdefault("doc_aligned", False)
     return {k: (saved_tc.get(k), v) for k, v in now.items()
             if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
 

@@ -54,7 +54,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import data, distributed, io, model, runs, sharding
+from bornbiased_jax import bbm, data, distributed, io, model, runs, sharding
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys
@@ -65,11 +65,16 @@ from bornbiased_jax.sources import load_source
 def lr_schedule(tc: TrainConfig) -> optax.Schedule:
     """Linear warmup from 0 to ``lr`` over ``warmup`` steps, then decay to ``min_lr`` at step
     ``steps``: cosine (Table 14) or linear (HF's ``get_linear_schedule_with_warmup`` with
-    ``min_lr`` 0, which the lineage models' released code uses)."""
+    ``min_lr`` 0, which the lineage models' released code uses); or, ``schedule="constant"``,
+    ``lr`` from the end of the warmup on (``min_lr`` unused)."""
     if tc.schedule == "cosine":
         return optax.warmup_cosine_decay_schedule(
             init_value=0.0, peak_value=tc.lr, warmup_steps=tc.warmup, decay_steps=tc.steps,
             end_value=tc.min_lr)
+    if tc.schedule == "constant":
+        return optax.join_schedules(
+            [optax.linear_schedule(0.0, tc.lr, tc.warmup), optax.constant_schedule(tc.lr)],
+            [tc.warmup])
     return optax.join_schedules(
         [optax.linear_schedule(0.0, tc.lr, tc.warmup),
          optax.linear_schedule(tc.lr, tc.min_lr, tc.steps - tc.warmup)], [tc.warmup])
@@ -381,9 +386,10 @@ class Run:
         self.plan, self._step = plan_seed_groups(self.cfg, tc, self.optimizer, self.mesh,
                                                  self.state_sharding, memory_budget,
                                                  seed_group)
-        if self._new_files is not None and distributed.is_writer():  # planned: now write
+        if self._fresh and distributed.is_writer():  # planned: now write
             self.out.mkdir(parents=True, exist_ok=True)
-            io.write_text(self.out / "tokenizer.json", self._new_files.to_str())
+            if self._new_files is not None:  # a synthetic corpus has no tokenizer
+                io.write_text(self.out / "tokenizer.json", self._new_files.to_str())
             io.write_json(self.out / "run.json", self.run_info)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
@@ -398,6 +404,19 @@ class Run:
 
     # --- setup -------------------------------------------------------------------------------
     def _fresh_setup(self, corpus, tokenizer_path):
+        self._fresh = True
+        if bbm.is_spec(corpus):
+            if tokenizer_path is not None:
+                raise UserError("a Bigram-Backcopy corpus (bbm:PATH) has its own character "
+                                "vocabulary; drop --tokenizer")
+            task = self._bbm_blocks(corpus)
+            self.cfg = self._model_config()
+            self.run_info = runs.fresh_run_info(self.tc, self.cfg, corpus, self.blocks.train,
+                                                self.blocks.val, self.blocks.vocab_size,
+                                                self.source)
+            self.run_info["data"]["bbm"] = task.describe()
+            self._new_files = None
+            return
         docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
         if not docs:
             raise UserError(f"the corpus {corpus} is empty: no readable, non-empty text files")
@@ -406,25 +425,51 @@ class Run:
         tok = None
         if distributed.is_writer():  # process 0's tokenizer is every process's
             tok = (data.load_tokenizer(tokenizer_path) if tokenizer_path
-                   else data.train_tokenizer(docs, self.tc.vocab_size))
+                   else data.train_tokenizer(docs, self.tc.vocab_size, bos=self.tc.bos))
         tok = _same_tokenizer(tok)
-        self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
+        self.blocks = self._text_blocks(docs, tok)
         _check_same_data(self.blocks)
         self.cfg = self._model_config()
         self.run_info = runs.fresh_run_info(self.tc, self.cfg, corpus, self.blocks.train,
                                             self.blocks.val, self.blocks.vocab_size, self.source)
+        if self.tc.bos:
+            self.run_info["data"]["bos_id"] = data.bos_id(tok, self.tc.bos_token)
         self._new_files = tok  # written once the seeds are known to fit (__init__)
 
+    def _text_blocks(self, docs, tok) -> data.TokenBlocks:
+        """Blocks of a text corpus, with the run's BOS and document alignment."""
+        bos = data.bos_id(tok, self.tc.bos_token) if self.tc.bos else None
+        return data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction, bos=bos,
+                                doc_aligned=self.tc.doc_aligned)
+
+    def _bbm_blocks(self, corpus):
+        """Blocks of a Bigram-Backcopy corpus (``bbm.make_blocks``): as many training
+        sequences of T + 1 tokens as ``corpus_max_mb`` MiB holds at one token per byte."""
+        tc = self.tc
+        spec = bbm.check_single(corpus)
+        if tc.bos or tc.doc_aligned:
+            raise UserError(f"{spec}: Bigram-Backcopy sequences always begin with <s> and "
+                            f"have no documents; drop --bos, --bos-token and --doc-aligned")
+        n_train = max(1, int(tc.corpus_max_mb * 2**20) // (tc.seq_len + 1))
+        self.blocks, task = bbm.make_blocks(spec, tc.seq_len, n_train, tc.val_fraction,
+                                            tc.data_seed)
+        _check_same_data(self.blocks)
+        return task
+
     def _resume_setup(self, path: Path, corpus):
+        self._fresh = False
         saved = runs.read_run_info(self.out)
         diff = runs.settings_differences(saved["train_config"], self.tc)
         if diff:
             raise UserError("the run in {} was made with different settings; resume with the "
                              "same ones or use a new --out. Differences (saved, now): {}"
                              .format(str(self.out), diff))
-        tok = data.load_tokenizer(self.out / "tokenizer.json")
-        docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
-        self.blocks = data.make_blocks(docs, tok, self.tc.seq_len, self.tc.val_fraction)
+        if bbm.is_spec(corpus):
+            self._bbm_blocks(corpus)
+        else:
+            tok = data.load_tokenizer(self.out / "tokenizer.json")
+            docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
+            self.blocks = self._text_blocks(docs, tok)
         if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
             raise UserError(f"the corpus {corpus} no longer gives the data this run was "
                             f"trained on (fingerprint mismatch); resume with the same corpus")

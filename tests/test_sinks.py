@@ -208,6 +208,59 @@ def test_per_sequence_rate_differs_from_rate_of_mean_alpha():
     assert r.rate_se == pytest.approx(0.5)  # rates (1, 0): std 0.707 / sqrt 2
 
 
+def test_alpha_k_for_every_key_on_hand_built_heads():
+    """Gu et al.'s alpha_k = (1/(T - k + 1)) sum_{i >= k} A[i, k] (1-based k): a pure
+    first-token head (1, 0, ...), a uniform causal head ((H_T - H_{k-1}) / (T - k + 1)), a
+    diagonal head (1 / (T - k + 1)), and a head whose queries i >= 3 all attend to key 3
+    (queries 1, 2 to themselves): alpha_1 = 1/T, alpha_2 = 1/(T - 1), alpha_3 = 1, 0 after."""
+    T = 12
+    first, uniform, diag = _maps(T)
+    on3 = np.eye(T)
+    on3[2:] = 0
+    on3[2:, 2] = 1
+    assert np.allclose(on3.sum(1), 1) and np.allclose(np.triu(on3, 1), 0)  # causal rows
+    r = sink_result(np.stack([first, uniform, diag, on3])[None, None], eps=0.3, all_keys=True)
+    got = r.alpha_keys_SLHT[0, 0]
+    k = np.arange(1, T + 1)
+    H = np.concatenate([[0], np.cumsum(1 / k)])  # H[m] = harmonic number H_m
+    np.testing.assert_allclose(got[0], (k == 1).astype(float), atol=1e-7)
+    np.testing.assert_allclose(got[1], (H[T] - H[k - 1]) / (T - k + 1), rtol=1e-6)
+    np.testing.assert_allclose(got[2], 1 / (T - k + 1), rtol=1e-6)
+    want = np.zeros(T)
+    want[:3] = [1 / T, 1 / (T - 1), 1]
+    np.testing.assert_allclose(got[3], want, rtol=1e-6, atol=1e-7)
+    # alpha_1 is alpha^1, the quantity every sink rate thresholds
+    np.testing.assert_allclose(got[:, 0], r.alpha_SLH[0, 0], rtol=1e-6)
+    assert r.rate == pytest.approx(1 / 4)  # only the first-token head sinks on key 1
+    assert np.shape(r.to_json()["alpha_k_LHT"]) == (1, 4, T)
+    assert "alpha_k_LHT" not in sink_result(first[None, None, None]).to_json()
+
+
+def test_gu_per_sample_threshold_differs_from_the_rate_of_mean_alpha():
+    """At eps = 0.3, a head that is a first-token sink in 1 of 4 sequences and diagonal in the
+    others: per sample it is a sink a quarter of the time (Gu et al.'s rate 0.25); its mean
+    alpha_1 is (1 + 3/T) / 4 < 0.3, so thresholding the mean gives 0. A second head sinks in
+    2 of 4: mean (2 + 2/T) / 4 > 0.3, rate of mean 1 for it, per sample 0.5."""
+    T = 16
+    first, _, diag = _maps(T)
+    h0 = np.stack([first, diag, diag, diag])
+    h1 = np.stack([first, first, diag, diag])
+    r = sink_result(np.stack([h0, h1], axis=1)[:, None], eps=0.3, all_keys=True)
+    np.testing.assert_allclose(r.rate_S, [1, 0.5, 0, 0])
+    assert r.rate == pytest.approx((0.25 + 0.5) / 2)
+    assert r.rate_of_mean_alpha == pytest.approx(0.5)
+    np.testing.assert_allclose(r.alpha_keys_LHT[0, :, 0], [(1 + 3 / T) / 4, (2 + 2 / T) / 4])
+
+
+def test_measure_sinks_all_keys_matches_the_maps():
+    cfg, p = TINY, model.init(TINY, seed_key(1))
+    tok = jax.random.randint(jax.random.key(4), (2, 12), 0, cfg.vocab_size)
+    A = jnp.stack([model.forward(p, cfg, t, return_attention=True).attention for t in tok])
+    r = measure_sinks(p, cfg, np.asarray(tok), all_keys=True)
+    np.testing.assert_allclose(r.alpha_keys_SLHT, sink_result(A, all_keys=True).alpha_keys_SLHT,
+                               rtol=1e-5)
+
+
 def test_measure_sinks_uses_the_models_maps():
     cfg, p = TINY, model.init(TINY, seed_key(0))
     tok = jax.random.randint(jax.random.key(9), (3, 20), 0, cfg.vocab_size)
@@ -382,6 +435,22 @@ def test_sinks_cli_writes_outputs(tmp_path, capsys):
     assert all(np.shape(r["alpha_LH"]) == (2, 4) for r in res["results"])
     for f in ("sinks.md", "sinks_rate_vs_length.png", "sinks_heatmaps.png"):
         assert (out / f).stat().st_size > 0
+
+
+def test_sinks_cli_gu_setting_and_all_keys(tmp_path, capsys):
+    corpus = tmp_path / "text.py"
+    shutil.copy(Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py", corpus)
+    out = tmp_path / "out"
+    assert main(["sinks", "preset:llama2-tiny@0", "--setting", "gu", "--all-keys",
+                 "--num-seqs", "3", "--corpus", str(corpus), "--bpe-vocab", "300",
+                 "--out", str(out)]) == 0
+    res = json.loads((out / "sinks.json").read_text())
+    assert res["run"]["setting"] == "gu" and res["run"]["bos_prepended"] is False
+    [r] = res["results"]
+    assert (r["T"], r["eps"], r["n_seqs"]) == (64, 0.3, 3)
+    assert np.shape(r["alpha_k_LHT"]) == (2, 4, 64)
+    np.testing.assert_allclose(np.asarray(r["alpha_k_LHT"])[..., 0], r["alpha_LH"], atol=2e-6)
+    assert "Setting: gu" in (out / "sinks.md").read_text()
 
 
 def test_weight_decay_spares_the_head_norm_scale():

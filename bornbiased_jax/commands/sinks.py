@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import time
 from pathlib import Path
 
 from bornbiased_jax.commands.arguments import positive
-from bornbiased_jax.defaults import SINK_EPS, SINK_LENGTHS
+from bornbiased_jax.defaults import SINK_EPS, SINK_SETTINGS
 from bornbiased_jax.errors import UserError
 
 
@@ -15,30 +16,56 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "sinks", help="attention-sink rate of a model on real text (Sec. 6.2.1, Figure 12)",
         description="Measure attention sinks: alpha^1 = (1/T) sum_i A[i, 1] per layer and head "
-                    "(including i = 1, so alpha^1 >= 1/T), a sink head if alpha^1 > eps, the "
-                    "sink rate as the share of sink heads; per sequence then averaged, and with "
-                    "alpha averaged first. Text windows of each length come from --corpus, "
-                    "tokenised with --tokenizer or, for a fresh preset, with a byte-level BPE "
-                    "trained on that corpus. Writes sinks.json, sinks.md, "
-                    "sinks_rate_vs_length.png and sinks_heatmaps.png into --out.")
+                    "(including i = 1, so alpha^1 >= 1/T; it is Gu et al.'s alpha_1, the mass "
+                    "key 1 receives averaged over the T - k + 1 queries that see key k), a sink "
+                    "head if alpha^1 > eps, the sink rate as the share of sink heads; per "
+                    "sequence then averaged (Gu et al.'s per-sample thresholding), and with "
+                    "alpha averaged first. --setting picks the reporting defaults: 'paper' "
+                    "(Sec. 6.2.1: eps 0.25, T = 32..512, 100 sequences) or 'gu' (Gu et al., ICLR "
+                    "2025: eps 0.3, T = 64, 100 sequences); --eps, --lengths and --num-seqs "
+                    "override them. Text windows of each length come from --corpus, tokenised "
+                    "with --tokenizer or, for a fresh preset, with a byte-level BPE trained on "
+                    "that corpus; a Bigram-Backcopy corpus (bbm:PATH[:triggers=K]) gives "
+                    "generated sequences instead. The output says whether the windows carry a "
+                    "BOS token. Writes sinks.json, sinks.md, sinks_rate_vs_length.png and "
+                    "sinks_heatmaps.png into --out.")
     p.add_argument("model", metavar="MODEL",
                    help="a model source: preset:NAME@SEED (a fresh initialisation), a "
                         "bornbiased train run folder PATH[@STEP] or PATH#SEED[@STEP] (its "
                         "tokenizer.json is used), "
                         "or a Hugging Face folder (config.json + safetensors)")
-    p.add_argument("--lengths", type=positive, nargs="+", default=list(SINK_LENGTHS),
-                   help=f"sequence lengths T (default {' '.join(map(str, SINK_LENGTHS))})")
-    p.add_argument("--num-seqs", type=positive, default=100, help="sequences per length")
-    p.add_argument("--eps", type=float, default=SINK_EPS,
-                   help=f"sink threshold in (0, 1) (default {SINK_EPS}; Gu et al.: 0.3)")
-    p.add_argument("--corpus", nargs="+", default=["python-stdlib"],
-                   help="text files or folders, or 'python-stdlib' (default)")
+    p.add_argument("--setting", choices=sorted(SINK_SETTINGS), default="paper",
+                   help="reporting defaults: " + "; ".join(
+                       f"{k}: eps {v[0]}, T = {' '.join(map(str, v[1]))}, {v[2]} sequences"
+                       for k, v in sorted(SINK_SETTINGS.items())) + " (default %(default)s)")
+    p.add_argument("--lengths", type=positive, nargs="+",
+                   help="sequence lengths T (default: the setting's)")
+    p.add_argument("--num-seqs", type=positive,
+                   help="sequences per length (default: the setting's)")
+    p.add_argument("--eps", type=float,
+                   help=f"sink threshold in (0, 1) (default: the setting's; paper {SINK_EPS}, "
+                        f"Gu et al. 0.3)")
+    p.add_argument("--all-keys", action="store_true",
+                   help="also report alpha_k = (1/(T-k+1)) sum_{i>=k} A[i, k] for every key k "
+                        "(per layer and head, averaged over sequences: 'alpha_k_LHT' in "
+                        "sinks.json)")
+    p.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
+                   help="prepend the tokenizer's BOS token to every window (BOS + T-1 text "
+                        "tokens); default: a train run's own setting (run.json), else no BOS. "
+                        "Bigram-Backcopy windows always begin with <s>")
+    p.add_argument("--bos-token", metavar="TOKEN",
+                   help="the string of the tokenizer's BOS token (default: the run's, else "
+                        "'<|bos|>', which a BPE trained here with --bos has)")
+    p.add_argument("--corpus", nargs="+",
+                   help="text files or folders, 'python-stdlib', or 'bbm:PATH[:triggers=K]' "
+                        "(default: a Bigram-Backcopy run's own task, else 'python-stdlib')")
     p.add_argument("--corpus-max-mb", type=float, default=4.0, help="text read, at most")
     p.add_argument("--tokenizer", help="a tokenizer.json (default: train a BPE on the corpus)")
     p.add_argument("--bpe-vocab", type=positive, default=4096,
                    help="vocabulary of the BPE trained when no tokenizer is given (at most the "
                         "model's)")
-    p.add_argument("--data-seed", type=int, default=0, help="seed of the window choice")
+    p.add_argument("--data-seed", type=int, default=0,
+                   help="seed of the window choice (of the generated sequences for bbm:)")
     p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
                    help="a model setting on top of the preset (repeatable), e.g. "
                         "attn_output_transform=sqrt_i")
@@ -47,12 +74,17 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bornbiased_jax import data, io
+    from bornbiased_jax import io
     from bornbiased_jax.config import apply_overrides
     from bornbiased_jax.probes import sinks, sinks_tables
     from bornbiased_jax.sources import init_params, load_source
 
     io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    eps0, lengths0, n0 = SINK_SETTINGS[args.setting]
+    eps_arg = eps0 if args.eps is None else args.eps
+    lengths = sorted(set(args.lengths or lengths0))
+    num_seqs = args.num_seqs or n0
+    eps = sinks.check_eps(eps_arg)
     loaded = load_source(args.model)
     cfg, params = loaded.cfg, loaded.params
     if args.model_set:
@@ -61,39 +93,81 @@ def run(args) -> int:
                             f"{loaded.kind} folder with its own recorded settings")
         cfg = apply_overrides(cfg, args.model_set)
         params = init_params(cfg, loaded.seed)
-    eps = sinks.check_eps(args.eps)
     if not cfg.has_attn_params:
         raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
                         f"attention={cfg.attention!r}): there are no attention maps to measure")
-    too_long = [T for T in args.lengths if T > cfg.max_seq_len]
+    too_long = [T for T in lengths if T > cfg.max_seq_len]
     if too_long:
         raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "
                         f"of {cfg.name}; choose lengths up to {cfg.max_seq_len}")
-    docs = data.load_nonempty_corpus(args.corpus, max_bytes=int(args.corpus_max_mb * 2**20))
-    tok, tok_note = data.evaluation_tokenizer(docs, cfg.vocab_size, path=args.tokenizer,
-                                              model_folder=loaded.folder,
-                                              bpe_vocab=args.bpe_vocab)
-    ids = data.token_ids(docs, tok)
-    print(f"{loaded.label} ({cfg.name}); {tok_note}; {len(ids):,} tokens of text")
+    windows = _windows(args, loaded, cfg, num_seqs)
+    print(f"{loaded.label} ({cfg.name}); {windows['note']}")
     t0 = time.time()
-    results = sinks.sink_rates_over_lengths(params, cfg, ids, sorted(set(args.lengths)),
-                                            args.num_seqs, eps, seed=args.data_seed,
-                                            on_result=_print_length)
+    results = sinks.sink_rates_over_lengths(params, cfg, windows["ids"], lengths, num_seqs,
+                                            eps, seed=args.data_seed, on_result=_print_length,
+                                            bos=windows["bos_id"], windows=windows["make"],
+                                            all_keys=args.all_keys)
     wall = time.time() - t0
     table = sinks_tables.sinks_markdown(results, loaded.label)
     run_info = io.run_record(args.command_line, wall, model=args.model,
                              model_set=list(args.model_set), config=dataclasses.asdict(cfg),
-                             tokenizer=tok_note, corpus=args.corpus, bos_prepended=False,
-                             data_seed=args.data_seed)
+                             tokenizer=windows["tokenizer"], corpus=windows["corpus"],
+                             bos_prepended=windows["bos"], bos_id=windows["bos_id"],
+                             setting=args.setting, all_keys=bool(args.all_keys),
+                             data_seed=args.data_seed, **windows.get("extra", {}))
     files = {"sinks.json": {"run": run_info, "results": [r.to_json() for r in results]},
-             "sinks.md": f"# Attention sinks\n\n{table}\nText: {args.corpus}, {tok_note}; no BOS "
-                         f"token. Run: `{args.command_line}`, {wall:.0f} s.\n",
+             "sinks.md": f"# Attention sinks\n\n{table}\nSetting: {args.setting} (eps {eps}). "
+                         f"Windows: {windows['note']}. Run: `{args.command_line}`, "
+                         f"{wall:.0f} s.\n",
              "sinks_rate_vs_length.png": sinks_tables.rate_vs_length(results, loaded.label),
              "sinks_heatmaps.png": sinks_tables.alpha_heatmaps(results, loaded.label)}
     io.write_artifacts(args.out, files)
     print(table)
     print(f"wrote {args.out}/{', '.join(files)}")
     return 0
+
+
+def _windows(args, loaded, cfg, num_seqs) -> dict:
+    """Where the windows come from: {"ids": text ids or None, "make": a T -> windows function
+    or None, "bos": whether they carry a BOS, "bos_id", "corpus", "tokenizer", "note"}."""
+    from bornbiased_jax import bbm, data, runs
+
+    tc = (runs.read_run_info(loaded.folder)["train_config"] if loaded.kind == "run" else {})
+    recorded = (runs.read_run_info(loaded.folder).get("corpus") or []
+                if loaded.kind == "run" else [])
+    corpus = args.corpus or (recorded if bbm.is_spec(recorded) else ["python-stdlib"])
+    if bbm.is_spec(corpus):
+        spec = bbm.check_single(corpus)
+        if args.bos is False or args.bos_token or args.tokenizer:
+            raise UserError(f"{spec}: Bigram-Backcopy windows always begin with <s> and use "
+                            f"the task's character vocabulary; drop --no-bos, --bos-token and "
+                            f"--tokenizer")
+        task = bbm.load(spec)
+        if cfg.vocab_size < task.vocab_size:
+            raise UserError(f"{spec} has {task.vocab_size} tokens (alphabet + <s>), more than "
+                            f"the model's vocabulary {cfg.vocab_size}")
+        return {"ids": None, "bos": True, "bos_id": task.bos_id, "corpus": [spec],
+                "make": lambda T: bbm.eval_windows(task, T, num_seqs, args.data_seed),
+                "tokenizer": "the Bigram-Backcopy character vocabulary",
+                "extra": {"bbm": task.describe()},
+                "note": f"Bigram-Backcopy sequences of {spec} (split 'eval/T=<T>' of seed "
+                        f"{args.data_seed}), <s> (id {task.bos_id}) at position 0 of each"}
+    bos = bool(tc.get("bos", False)) if args.bos is None else args.bos
+    token = args.bos_token or tc.get("bos_token")
+    if args.bos_token and not bos:
+        raise UserError("--bos-token names the BOS token to prepend; add --bos")
+    docs = data.load_nonempty_corpus(corpus, max_bytes=int(args.corpus_max_mb * 2**20))
+    tok, tok_note = data.evaluation_tokenizer(docs, cfg.vocab_size, path=args.tokenizer,
+                                              model_folder=loaded.folder,
+                                              bpe_vocab=args.bpe_vocab, bos=bos)
+    bos_id = data.bos_id(tok, token) if bos else None
+    ids = data.token_ids(docs, tok, plain_specials=bos)
+    where = "--bos" if args.bos else "the run's setting"
+    return {"ids": ids, "make": None, "bos": bos, "bos_id": bos_id, "corpus": corpus,
+            "tokenizer": tok_note,
+            "note": f"{tok_note}; {len(ids):,} tokens of text; " + (
+                f"BOS token (id {bos_id}) + T-1 text tokens per window ({where})" if bos
+                else "no BOS token")}
 
 
 def _print_length(r) -> None:

@@ -19,6 +19,15 @@ We also report ``alpha_LH``, the mean attention mass on the first token per laye
 (alpha^1 averaged over sequences), and ``alpha_excl_LH``, the same without the query i = 1
 ((1/(T-1)) sum_{i>=2} A[i, 1]), which has no 1/T floor.
 
+Gu et al.'s reporting (ICLR 2025) defines the metric for every key k (1-based) as the average
+attention key k receives from the queries that can see it,
+
+    alpha_k = (1/(T - k + 1)) sum_{i=k..T} A[i, k],
+
+so alpha_1 is alpha^1 above; a head is a sink when alpha_1 > eps = 0.3, thresholded per sample,
+layer and head (our ``rate``), at T = 64 on 100 held-out sequences (the command's ``--setting
+gu``). ``key_alpha`` gives alpha_k for every k (``all_keys=True``: ``alpha_keys_SLHT``).
+
 Maps come from ``model.forward(..., return_attention=True)``, which returns the probabilities
 the layers used (the eager, non-fused softmax), so any model the functional API runs works.
 """
@@ -63,6 +72,14 @@ def first_token_alpha(A_LHTT: jax.Array) -> tuple[jax.Array, jax.Array]:
     return alpha_LH, excl_LH
 
 
+def key_alpha(A_LHTT: jax.Array) -> jax.Array:
+    """alpha_k (L, H, T) of one sequence for every key k: the column sum of A over the queries
+    i >= k divided by their number T - k + 1 (1-based k; alpha_1 is alpha^1)."""
+    A = A_LHTT.astype(jnp.float32)
+    T = A.shape[-1]
+    return A.sum(-2) / (T - jnp.arange(T, dtype=jnp.float32))
+
+
 @dataclasses.dataclass
 class SinkResult:
     """The sink metric of one model at one sequence length T over S sequences."""
@@ -72,6 +89,7 @@ class SinkResult:
     eps: float
     alpha_SLH: np.ndarray  # alpha^1 per sequence, layer and head
     alpha_excl_SLH: np.ndarray  # the same without the query i = 1
+    alpha_keys_SLHT: np.ndarray | None = None  # alpha_k for every key k (all_keys=True)
 
     @property
     def alpha_LH(self) -> np.ndarray:
@@ -97,29 +115,42 @@ class SinkResult:
     def rate_of_mean_alpha(self) -> float:
         return float((self.alpha_LH > self.eps).mean())
 
+    @property
+    def alpha_keys_LHT(self) -> np.ndarray | None:
+        """alpha_k per layer, head and key, averaged over sequences (None unless measured)."""
+        return None if self.alpha_keys_SLHT is None else self.alpha_keys_SLHT.mean(0)
+
     def to_json(self) -> dict:
-        return {"T": self.T, "n_seqs": self.n_seqs, "eps": self.eps, "sink_rate": self.rate,
-                "sink_rate_se": self.rate_se, "sink_rate_of_mean_alpha": self.rate_of_mean_alpha,
-                "sink_rate_per_seq": self.rate_S.round(6).tolist(),
-                "alpha_floor": 1.0 / self.T,
-                "alpha_LH": self.alpha_LH.round(6).tolist(),
-                "alpha_excl_first_query_LH": self.alpha_excl_SLH.mean(0).round(6).tolist()}
+        out = {"T": self.T, "n_seqs": self.n_seqs, "eps": self.eps, "sink_rate": self.rate,
+               "sink_rate_se": self.rate_se, "sink_rate_of_mean_alpha": self.rate_of_mean_alpha,
+               "sink_rate_per_seq": self.rate_S.round(6).tolist(),
+               "alpha_floor": 1.0 / self.T,
+               "alpha_LH": self.alpha_LH.round(6).tolist(),
+               "alpha_excl_first_query_LH": self.alpha_excl_SLH.mean(0).round(6).tolist()}
+        if self.alpha_keys_SLHT is not None:
+            out["alpha_k_LHT"] = self.alpha_keys_LHT.round(6).tolist()
+        return out
 
 
-def sink_result(A_SLHTT: np.ndarray | jax.Array, eps: float = DEFAULT_EPS) -> SinkResult:
-    """The sink metric of attention maps (S, L, H, T, T) given directly (e.g. hand-built)."""
+def sink_result(A_SLHTT: np.ndarray | jax.Array, eps: float = DEFAULT_EPS,
+                all_keys: bool = False) -> SinkResult:
+    """The sink metric of attention maps (S, L, H, T, T) given directly (e.g. hand-built);
+    with ``all_keys`` also alpha_k for every key k."""
     eps = check_eps(eps)
     A = jnp.asarray(A_SLHTT)
     if A.ndim != 5:
         raise UserError(f"expected attention maps of shape (S, L, H, T, T), got {A.shape}")
     alpha, excl = jax.vmap(first_token_alpha)(A)
+    keys = np.asarray(jax.vmap(key_alpha)(A), np.float64) if all_keys else None
     return SinkResult(int(A.shape[-1]), int(A.shape[0]), eps, np.asarray(alpha, np.float64),
-                      np.asarray(excl, np.float64))
+                      np.asarray(excl, np.float64), keys)
 
 
 def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
-                  eps: float = DEFAULT_EPS, batch: int | None = None) -> SinkResult:
-    """The sink metric of a model on S token sequences of one length T.
+                  eps: float = DEFAULT_EPS, batch: int | None = None,
+                  all_keys: bool = False) -> SinkResult:
+    """The sink metric of a model on S token sequences of one length T (with ``all_keys``,
+    alpha_k for every key k too).
 
     The maps (L, H, T, T) of ``batch`` sequences at a time live in memory (by default about
     64 MiB of them); only alpha leaves the compiled function (``sweep.run_probe``)."""
@@ -138,17 +169,19 @@ def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
     if batch is None:
         per_seq = 4 * cfg.n_layers * cfg.n_heads * T * T
         batch = int(max(1, min(S, (64 << 20) // per_seq)))
-    alpha, excl = run_probe(alpha_probe(cfg), cfg, params, tokens_ST.astype(np.int32),
-                            seq_batch=batch)
-    return SinkResult(T, S, eps, alpha.astype(np.float64), excl.astype(np.float64))
+    out = run_probe(alpha_probe(cfg, all_keys), cfg, params, tokens_ST.astype(np.int32),
+                    seq_batch=batch)
+    keys = np.asarray(out[2], np.float64) if all_keys else None
+    return SinkResult(T, S, eps, out[0].astype(np.float64), out[1].astype(np.float64), keys)
 
 
 @functools.lru_cache(maxsize=32)
-def alpha_probe(cfg: ModelConfig):
-    """probe(params, tokens (T,)) -> (alpha^1 (L, H), alpha^1 without the query i = 1 (L, H))."""
+def alpha_probe(cfg: ModelConfig, all_keys: bool = False):
+    """probe(params, tokens (T,)) -> (alpha^1 (L, H), alpha^1 without the query i = 1 (L, H)),
+    and with ``all_keys`` alpha_k (L, H, T) as a third output."""
     def probe(params, tokens_T):
-        return first_token_alpha(
-            model.forward(params, cfg, tokens_T, return_attention=True).attention)
+        A = model.forward(params, cfg, tokens_T, return_attention=True).attention
+        return first_token_alpha(A) + ((key_alpha(A),) if all_keys else ())
     return probe
 
 
@@ -164,16 +197,32 @@ def text_windows(ids: Sequence[int], T: int, n: int, seed: int = 0) -> np.ndarra
     return ids[: available * T].reshape(available, T)[pick]
 
 
-def sink_rates_over_lengths(params: dict, cfg: ModelConfig, ids: Sequence[int],
+def bos_windows(ids: Sequence[int], T: int, n: int, seed: int = 0,
+                bos: int | None = None) -> np.ndarray:
+    """:func:`text_windows` of length T, or with ``bos`` (a token id) windows of T - 1 text
+    tokens with ``bos`` prepended (the windows a ``train --bos`` run learned on)."""
+    if bos is None:
+        return text_windows(ids, T, n, seed)
+    if T < 2:
+        raise UserError(f"a window with a BOS token needs T >= 2, got {T}")
+    win = text_windows(ids, T - 1, n, seed)
+    return np.concatenate([np.full((n, 1), bos, np.int32), win], axis=1)
+
+
+def sink_rates_over_lengths(params: dict, cfg: ModelConfig, ids: Sequence[int] | None,
                             lengths: Sequence[int], num_seqs: int, eps: float = DEFAULT_EPS,
-                            seed: int = 0, on_result=None) -> list[SinkResult]:
+                            seed: int = 0, on_result=None, bos: int | None = None,
+                            windows=None, all_keys: bool = False) -> list[SinkResult]:
     """The sink metric at each length T of ``lengths`` (Figure 12's axis), each on ``num_seqs``
-    random windows of T consecutive tokens of the text ``ids`` (window seed ``seed + T``).
-    ``on_result(result)``, if given, is called after each length (e.g. to print it)."""
+    random windows of T consecutive tokens of the text ``ids`` (window seed ``seed + T``;
+    with ``bos``, BOS + T - 1 text tokens: :func:`bos_windows`), or on ``windows(T)`` when
+    given (e.g. Bigram-Backcopy sequences). ``on_result(result)``, if given, is called after
+    each length (e.g. to print it)."""
     results = []
     for T in lengths:
-        windows = text_windows(ids, T, num_seqs, seed=seed + T)
-        results.append(measure_sinks(params, cfg, windows, eps))
+        win = (windows(T) if windows is not None
+               else bos_windows(ids, T, num_seqs, seed=seed + T, bos=bos))
+        results.append(measure_sinks(params, cfg, win, eps, all_keys=all_keys))
         if on_result is not None:
             on_result(results[-1])
     return results

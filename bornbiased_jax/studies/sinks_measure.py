@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax import data
+from bornbiased_jax import bbm, data
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
@@ -48,9 +48,13 @@ def _window_nll(params, cfg, windows):
     return jax.vmap(lambda w: loss_fn(params, cfg, w[None], False))(windows)
 
 
-def perplexity(params, cfg, ids: np.ndarray, n: int, T: int, seed: int) -> dict:
-    """exp(mean NLL) over ``n`` random windows of T + 1 tokens, and the SE of log-ppl."""
-    win = sinks.text_windows(ids, T + 1, n, seed=seed)
+def perplexity(params, cfg, ids: np.ndarray | None, n: int, T: int, seed: int,
+               bos: int | None = None, windows=None) -> dict:
+    """exp(mean NLL) over ``n`` random windows of T + 1 tokens of ``ids`` (with ``bos``: BOS +
+    T text tokens, as a ``train --bos`` run's blocks), or over ``windows`` (n, T + 1) when
+    given, and the SE of log-ppl."""
+    win = (sinks.bos_windows(ids, T + 1, n, seed=seed, bos=bos) if windows is None
+           else np.asarray(windows))
     nll = np.concatenate([np.asarray(_window_nll(params, cfg, jnp.asarray(win[i:i + 16])))
                           for i in range(0, n, 16)]).astype(np.float64)
     return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
@@ -58,6 +62,38 @@ def perplexity(params, cfg, ids: np.ndarray, n: int, T: int, seed: int) -> dict:
             "nll_per_window": nll.round(5).tolist()}
 
 
+
+
+def windows_of(s: dict, tc, base_corpus, baseline: Path, fam) -> dict:
+    """The study's evaluation text and windows: held-out and shifted token ids (text corpora),
+    whether windows carry a BOS token (``s["bos"]`` if set, else the baseline run's ``bos``)
+    and its id, ``make`` (T -> windows; None for text), ``ppl`` ((ids, seed) -> perplexity's
+    keyword arguments) and a note. A Bigram-Backcopy family (base corpus ``bbm:``) is evaluated
+    on generated sequences (``bbm.eval_windows``, seed ``tc.data_seed``: never training draws),
+    each beginning with ``<s>``; it has no shifted text."""
+    n, T = s["ppl_windows"], s["ppl_T"]
+    if bbm.is_spec(base_corpus):
+        task = bbm.load(bbm.check_single(base_corpus))
+        if s.get("bos") is False:
+            raise SystemExit("Bigram-Backcopy windows always begin with <s>; drop bos=False")
+        make = lambda T_: bbm.eval_windows(task, T_, s["num_seqs"], tc.data_seed)  # noqa: E731
+        win = bbm.eval_windows(task, T + 1, n, tc.data_seed)
+        return {"held": np.zeros(0, np.int32), "shifted": {}, "bos": True,
+                "bos_id": task.bos_id, "make": make,
+                "ppl": lambda ids, seed: dict(ids=None, n=n, T=T, seed=seed, windows=win),
+                "note": f"Bigram-Backcopy sequences of {base_corpus[0]}, <s> first"}
+    tok = data.load_tokenizer(baseline / "tokenizer.json")
+    bos = bool(tc.bos) if s.get("bos") is None else bool(s["bos"])
+    bos_id = data.bos_id(tok, tc.bos_token) if bos else None
+    held = data.token_ids(held_out_docs(tc, fam), tok, plain_specials=bos)
+    shifted = {k: data.token_ids(data.load_corpus(family.corpus(k, fam),
+                                                max_bytes=int(s["shift_mb"] * 2**20)), tok,
+                                 plain_specials=bos)
+               for k in fam.corpora if k != "base"}
+    return {"held": held, "shifted": shifted, "bos": bos, "bos_id": bos_id, "make": None,
+            "ppl": lambda ids, seed: dict(ids=ids, n=n, T=T, seed=seed, bos=bos_id),
+            "note": "text windows " + (f"with the BOS token (id {bos_id}) at position 0"
+                                       if bos else "without a BOS token")}
 
 
 def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
@@ -96,19 +132,17 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
     if "baseline" not in done:
         raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished; run "
                          f"without --no-train (and with the baseline among --arms) to train it")
-    tc, _, _ = family.spec(names["baseline"], runs, fam)
-    tok = data.load_tokenizer(runs / names["baseline"] / "tokenizer.json")
-    held = data.token_ids(held_out_docs(tc, fam), tok)
-    shifted = {k: data.token_ids(data.load_corpus(family.corpus(k, fam),
-                                                max_bytes=int(s["shift_mb"] * 2**20)), tok)
-               for k in fam.corpora if k != "base"}
-    print(f"held-out text: {len(held):,} tokens; shifted: "
+    tc, base_corpus, _ = family.spec(names["baseline"], runs, fam)
+    text = windows_of(s, tc, base_corpus, runs / names["baseline"], fam)
+    held, shifted = text["held"], text["shifted"]
+    print(f"{text['note']}; held-out: {len(held):,} tokens; shifted: "
           + ", ".join(f"{k} {len(v):,}" for k, v in shifted.items()))
     missing_controls = [k for k, n in control_names.items() if not family.finished(n, runs, fam)]
     done.update({k: n for k, n in control_names.items() if k not in missing_controls})
     records = {"settings": s, "runs_dir": str(runs), "arms": {},
                "missing_arms": [a for a in ARMS if a not in done],
                "missing_controls": missing_controls,
+               "windows": {k: text[k] for k in ("bos", "bos_id", "note")},
                "held_out_tokens": int(len(held)),
                "shifted_tokens": {k: int(len(v)) for k, v in shifted.items()}}
     sink_text = s.get("sink_text", "held_out")
@@ -116,14 +150,17 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
         raise SystemExit(f"sink_text {sink_text!r} is not one of this family's texts: "
                          f"{['held_out', *shifted]}")
     sink_ids = held if sink_text == "held_out" else shifted[sink_text]
+    bos, make = text["bos_id"], text["make"]
+    ppl = text["ppl"]  # (ids, seed) -> perplexity's arguments for a model
     for arm, name in done.items():
         rec = {"run": family.summary(name, runs)}
         final = load_source(str(runs / name))
         rec["figure12"] = {str(eps): [r.to_json() for r in sinks.sink_rates_over_lengths(
-            final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps)]
-            for eps in s["eps"]}
+            final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps, bos=bos,
+            windows=make)] for eps in s["eps"]}
         T = s["emergence_T"]
-        win = sinks.text_windows(sink_ids, T, s["num_seqs"], seed=T)
+        win = (make(T) if make is not None else
+               sinks.bos_windows(sink_ids, T, s["num_seqs"], seed=T, bos=bos))
         rec["emergence"] = []
         for step in [0] + run_steps(runs / name):
             m = load_source(f"{runs / name}@{step}")
@@ -133,13 +170,11 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
                                      "sink_rate_of_mean_alpha": r.rate_of_mean_alpha,
                                      "max_alpha": float(r.alpha_LH.max()),
                                      "mean_alpha": float(r.alpha_LH.mean()),
-                                     "held_out": perplexity(m.params, m.cfg, held,
-                                                            s["ppl_windows"], s["ppl_T"], 1)})
-        rec["table7"] = {"held_out": perplexity(final.params, final.cfg, held, s["ppl_windows"],
-                                                s["ppl_T"], 1)}
+                                     "held_out": perplexity(m.params, m.cfg,
+                                                            **ppl(held, 1))})
+        rec["table7"] = {"held_out": perplexity(final.params, final.cfg, **ppl(held, 1))}
         for k, ids in shifted.items():
-            rec["table7"][k] = perplexity(final.params, final.cfg, ids, s["ppl_windows"],
-                                          s["ppl_T"], 2)
+            rec["table7"][k] = perplexity(final.params, final.cfg, **ppl(ids, 2))
         records["arms"][arm] = rec
         last = rec["figure12"][str(s["eps"][0])][-1]
         print(f"{arm}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
