@@ -31,7 +31,7 @@ from scipy import stats
 from experiments import seed_family
 from experiments._common import parse, write
 
-from bornbiased_jax import plots, runs
+from bornbiased_jax import io, plots, runs
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
@@ -45,8 +45,15 @@ CPU = dict(n=2000, seq_len=64, null_models=200, permutations=9999, probe_seed=0)
 PAPER = dict(n=10_000, seq_len=128, null_models=999, permutations=9999, probe_seed=0)
 
 
-def family_features(s: dict, runs_dir: Path):
-    """Features and parameters of every model the study compares, and the null bank."""
+def family_features(s: dict, runs_dir: Path, cache: Path):
+    """Features of every model the study compares, the relative parameter distances of the
+    lineages, and the null bank; cached in ``cache`` (an .npz) for a rerun."""
+    if cache.exists():
+        z = np.load(cache, allow_pickle=False)
+        F = {tuple(_key(k)): z[k] for k in z.files if k.startswith("F|")}
+        dist = {tuple(_key(k)): float(z[k]) for k in z.files if k.startswith("D|")}
+        bank = SM.NullBank(z["null_z"], tuple(z[f"draw{i}"] for i in range(z["n_draws"])))
+        return F, dist, bank, [int(x) for x in z["steps"]], [int(x) for x in z["cont_steps"]]
     folder = runs_dir / seed_family.NAME
     if not runs.finished(folder, seed_family.RUN):
         raise UserError(f"the 32-seed family is not trained in {folder}; run "
@@ -79,11 +86,33 @@ def family_features(s: dict, runs_dir: Path):
     seeds = null_seeds(s["null_models"], seed_family.SEEDS)
     bank = SM.NullBank.build((Fk for _, Fk in init_features(cfg, seeds, xs)), s["n"],
                              cfg.d_model)
-    return F, params, bank, steps, cont_steps
+    last = steps[-1]
+    dist = {}
+    for k in seed_family.CONTINUED_SEEDS:  # the seeds whose parameters are kept at every step
+        for step in steps[1:]:
+            dist[("family", k, step)] = SM.relative_distance(params[("family", k, step)],
+                                                             params[("family", k, 0)])
+        for step in cont_steps:
+            dist[("cont", k, step)] = SM.relative_distance(params[("cont", k, step)],
+                                                           params[("family", k, last)])
+    arrays = {"|".join(map(str, ("F", *k))): v for k, v in F.items()}
+    arrays.update({"|".join(map(str, ("D", *k))): np.float64(v) for k, v in dist.items()})
+    arrays.update({f"draw{i}": d for i, d in enumerate(bank.paper_draws)})
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    io.atomic_write(cache, lambda fh: np.savez(fh, null_z=bank.null_z,
+                                               n_draws=len(bank.paper_draws),
+                                               steps=steps, cont_steps=cont_steps, **arrays),
+                    mode="wb")
+    return F, dist, bank, steps, cont_steps
 
 
-def measure(s: dict, runs_dir: Path) -> tuple[list[dict], dict]:
-    F, params, bank, steps, cont_steps = family_features(s, runs_dir)
+def _key(name: str) -> list:
+    _, kind, k, step = name.split("|")
+    return [kind, int(k), int(step)]
+
+
+def measure(s: dict, runs_dir: Path, cache: Path) -> tuple[list[dict], dict]:
+    F, dist, bank, steps, cont_steps = family_features(s, runs_dir, cache)
     seeds = seed_family.SEEDS
     K = s["permutations"]
     records, figure_data = [], {}
@@ -91,6 +120,10 @@ def measure(s: dict, runs_dir: Path) -> tuple[list[dict], dict]:
     def add(kind, setting, step, rows, **extra):
         rec = {"kind": kind, "setting": setting, "step": step, **extra}
         rec.update({"rates": SM.rates(rows)} if kind == "fpr" else {"power": SM.power(rows)})
+        if kind == "power":  # beyond saturation: how far past the threshold each statistic is
+            rec["median_z"] = {"spearman": float(np.median([r["permutation_z"] for r in rows])),
+                               "pearson": float(np.median([r["permutation_pearson_z"]
+                                                           for r in rows]))}
         rec["_rows"] = rows
         records.append(rec)
         print({k: v for k, v in rec.items() if k not in ("_rows", "rates")}, flush=True)
@@ -123,11 +156,8 @@ def measure(s: dict, runs_dir: Path) -> tuple[list[dict], dict]:
         rows = SM.run_pairs([F[("family", k, s_)] for k in seeds for s_ in (0, step)],
                             [(2 * i, 2 * i + 1) for i in range(len(seeds))], bank,
                             permutations=K)
-        # distance travelled: the seeds whose parameters are kept at every step (0-7)
-        dist = [SM.relative_distance(params[("family", k, step)], params[("family", k, 0)])
-                for k in seed_family.CONTINUED_SEEDS]
-        add("power", "init -> its checkpoint", step, rows,
-            distance=float(np.mean(dist)))
+        dist_ = [dist[("family", k, step)] for k in seed_family.CONTINUED_SEEDS]
+        add("power", "init -> its checkpoint", step, rows, distance=float(np.mean(dist_)))
     # Power: final model -> its continuation on the shifted corpus.
     for step in cont_steps:
         ks = seed_family.CONTINUED_SEEDS
@@ -135,32 +165,33 @@ def measure(s: dict, runs_dir: Path) -> tuple[list[dict], dict]:
                                                            ("cont", k, step))],
                             [(2 * i, 2 * i + 1) for i in range(len(ks))], bank,
                             permutations=K)
-        dist = [SM.relative_distance(params[("cont", k, step)], params[("family", k, last)])
-                for k in ks]
-        add("power", "final -> continued on prose", step, rows, distance=float(np.mean(dist)))
+        add("power", "final -> continued on prose", step, rows,
+            distance=float(np.mean([dist[("cont", k, step)] for k in ks])))
     return records, figure_data
 
 
 def report(args, s, records, figure_data, t0):
     md = ["False-positive rate (unrelated pairs) at alpha = 0.01 / 0.05: rejections/pairs "
           "[95 % CP over all pairs; CP over the disjoint pairs; jackknife over models].", "",
-          "| pairs | step | " + " | ".join(SM.TESTS) + " |", "|---|---:|" + "---|" * 4]
+          "| pairs | step | " + " | ".join(SM.VARIANTS) + " |",
+          "|---|---:|" + "---|" * len(SM.VARIANTS)]
     for r in records:
         if r["kind"] != "fpr":
             continue
         cells = []
-        for t in SM.TESTS:
+        for t in SM.VARIANTS:
             c = [_cell(r["rates"][t][str(a)]) for a in SM.ALPHAS]
             cells.append(" / ".join(c))
         md.append(f"| {r['setting']} | {r['step']} | " + " | ".join(cells) + " |")
-    md += ["", "Power (true lineages) at alpha = 0.01: rejections/trials.", "",
-           "| lineage | step | distance | " + " | ".join(SM.TESTS) + " |",
-           "|---|---:|---:|" + "---:|" * 4]
+    md += ["", "Power (true lineages) at alpha = 0.01: rejections/trials; median z of the "
+           "permutation statistic (Spearman / Pearson).", "",
+           "| lineage | step | distance | " + " | ".join(SM.VARIANTS) + " | median z |",
+           "|---|---:|---:|" + "---:|" * (len(SM.VARIANTS) + 1)]
     for r in records:
         if r["kind"] == "power":
             md.append(f"| {r['setting']} | {r['step']} | {r['distance']:.3f} | " + " | ".join(
-                f"{r['power'][t]['rejections']}/{r['power'][t]['trials']}" for t in SM.TESTS)
-                + " |")
+                f"{r['power'][t]['rejections']}/{r['power'][t]['trials']}" for t in SM.VARIANTS)
+                + f" | {r['median_z']['spearman']:.1f} / {r['median_z']['pearson']:.1f} |")
     fig, axes = plots.figure(1, 3, figsize=(15, 4))
     fam = [r for r in records if r["kind"] == "fpr" and r["setting"] == "family"]
     for t in SM.TESTS:
@@ -215,7 +246,8 @@ def main(argv=None) -> None:
     args, s = parse(NAME, __doc__, CPU, PAPER, extra, argv)
     t0 = time.time()
     try:
-        records, figure_data = measure(s, args.runs_dir)
+        records, figure_data = measure(s, args.runs_dir,
+                                       args.out / "cache" / f"features-{args.scale}.npz")
     except UserError as e:
         raise SystemExit(f"{NAME}: {e}") from None
     report(args, s, records, figure_data, t0)

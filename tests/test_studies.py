@@ -200,6 +200,53 @@ def test_seedprint_power_rule():
     assert c.verdict == V.PARTLY and "calls 1/1 unrelated checkpoints related" in c.why
 
 
+def _pair_rows(M, p_of):
+    """Rows of all pairs of M models with p-values p_of(test, a, b) for every variant."""
+    from bornbiased_jax.studies import seedprint_measure as SM
+
+    return [{"a": a, "b": b, **{t: p_of(t, a, b) for t in SM.VARIANTS + ("paper_u",)}}
+            for a, b in SM.all_pairs(M)]
+
+
+def test_seedprint_trained_rule():
+    from bornbiased_jax.studies import seedprint_measure as SM
+
+    def record(paper_p):
+        rows = _pair_rows(8, lambda t, a, b: paper_p if t in ("paper", "official") else 0.5)
+        lineage = [{"a": 0, "b": 1, **{t: 1e-4 for t in SM.VARIANTS}}] * 4
+        fpr = [{"kind": "fpr", "setting": "family", "step": st, "rates": SM.rates(rows)}
+               for st in (0, 250)]
+        fpr[-1]["permutation_uniformity"] = {"ks_p_disjoint": 0.5, "disjoint_pairs": 4,
+                                             "ks_p_all_pairs_dependent": 0.4, "mean_p": 0.5}
+        power = [{"kind": "power", "setting": "init -> its checkpoint", "step": 50,
+                  "distance": 0.3, "power": SM.power(lineage),
+                  "median_z": {"spearman": 9.0, "pearson": 7.0}}]
+        return {"run": {"settings": {"n": 10, "seq_len": 4, "null_models": 9,
+                                     "permutations": 99}}, "records": fpr + power}
+    claims = S.trained_claims(record(1e-5))  # the paper's tests reject every unrelated pair
+    assert [c.verdict for c in claims] == [V.DIFFERS, V.DIFFERS, V.BEYOND, V.REPRODUCED]
+    assert "paper t, official" in claims[0].why and "28/28" in claims[0].ours
+    assert "consistent with its level" in claims[2].why
+    assert "every test detects every trial" in claims[3].why
+    claims = S.trained_claims(record(0.5))
+    assert [c.verdict for c in claims[:2]] == [V.REPRODUCED, V.REPRODUCED]
+
+
+def test_seedprint_confound_rule():
+    from bornbiased_jax.studies import seedprint_measure as SM
+
+    def cell(d, p):
+        rows = _pair_rows(10, lambda t, a, b: p)
+        return {"d": d, "layers": 4, "init": "gpt2", "n": 500, "T": 4,
+                "rates": SM.rates(rows, ("paper", "paper_u", "official"))}
+    d = {"run": {"settings": {"models": 10, "seq_len": 4}},
+         "records": [cell(128, 1e-6), cell(768, 0.5)]}
+    paper, official = S.confound_claims(d)
+    assert paper.verdict == V.PARTLY and "above alpha in 1 of 2 cells: d 128x4" in paper.why
+    d["records"] = [cell(768, 0.5)]
+    assert S.confound_claims(d)[0].verdict == V.REPRODUCED
+
+
 def test_lineage_figure11_rule():
     def rec(diffs, ps):
         curve = [{"step": s, "mean": 0.1, "std": 0.02} for s in (0, 1)]

@@ -191,7 +191,8 @@ def seedprint_section(records: dict, old: str) -> str | None:
     lines = ["## SeedPrint (paper Sec. 5-6.1)", "",
              "Generated from the records in results/records/seedprint/ (written by "
              f"`{COMMANDS['seedprint']}`: figure13.py, table4a.py, seedprint_calibration.py, "
-             f"seedprint_power.py; run on {_run_line(records, names)}). " + seedprint.INTRO, "",
+             f"seedprint_power.py, seedprint_trained.py (after `python -m "
+             f"experiments.seed_family --continued`), seedprint_confound.py; run on {_run_line(records, names)}). " + seedprint.INTRO, "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"] + rows
     if kept_names:
         lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "

@@ -35,6 +35,8 @@ from bornbiased_jax.fingerprint.paper import TRIALS, null_taus, paper_test
 from bornbiased_jax.stats import clopper_pearson
 
 TESTS = ("paper", "official", "calibrated", "permutation")
+# Also measured: the permutation test with Pearson's r (the statistic is chosen by power).
+VARIANTS = TESTS + ("permutation_pearson",)
 ALPHAS = (0.01, 0.05)
 
 
@@ -67,10 +69,13 @@ def pair_p_values(F_A: np.ndarray, F_B: np.ndarray, bank: NullBank, *,
                                    statistic_name="spearman_all")
     perm = P.permutation_test(F_A, F_B, permutations=permutations,
                               rng=np.random.default_rng(seed))
+    pearson = P.permutation_test(F_A, F_B, statistic="pearson", permutations=permutations,
+                                 rng=np.random.default_rng(seed))
     return {"paper": paper.p_values["t_mean"], "paper_u": paper.p_values["u_mean"],
             "official": official.p, "calibrated": calibrated.p, "permutation": perm.p,
             "permutation_normal": perm.p_values["normal"], "permutation_z": perm.details["z"],
-            "matched_rho": perm.statistic}
+            "matched_rho": perm.statistic, "permutation_pearson": pearson.p,
+            "permutation_pearson_z": pearson.details["z"]}
 
 
 def run_pairs(features: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]],
@@ -114,13 +119,13 @@ def rate(rows: Sequence[dict], test: str, alpha: float) -> dict:
     return out
 
 
-def rates(rows: Sequence[dict], tests: Sequence[str] = TESTS,
+def rates(rows: Sequence[dict], tests: Sequence[str] = VARIANTS,
           alphas: Sequence[float] = ALPHAS) -> dict:
     """{test: {alpha: rate(...)}}."""
     return {t: {str(a): rate(rows, t, a) for a in alphas} for t in tests}
 
 
-def power(rows: Sequence[dict], tests: Sequence[str] = TESTS, alpha: float = 0.01) -> dict:
+def power(rows: Sequence[dict], tests: Sequence[str] = VARIANTS, alpha: float = 0.01) -> dict:
     """{test: {"rejections", "trials"}} of related pairs (every row a true lineage)."""
     return {t: {"rejections": int(sum(r[t] <= alpha for r in rows)), "trials": len(rows)}
             for t in tests}
