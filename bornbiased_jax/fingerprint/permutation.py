@@ -98,11 +98,16 @@ def cross_correlation(F_A: np.ndarray, F_B: np.ndarray, statistic: str = DEFAULT
         raise UserError(f"unknown permutation statistic {statistic!r}; choose one of "
                         f"{STATISTICS}")
     n, _ = D.check_features(F_A, F_B)
+    zA, zB = standardised(F_A, statistic), standardised(F_B, statistic)
+    return (zA.T @ zB) / n
+
+
+def standardised(F_nd: np.ndarray, statistic: str = DEFAULT_STATISTIC) -> np.ndarray:
+    """Columns standardised to mean 0, variance 1 (of their ranks for 'spearman'), float64:
+    C = z_A^T z_B / n."""
     if statistic == "spearman":
-        zA, zB = D.RankedFeatures.of(F_A).z_nd, D.RankedFeatures.of(F_B).z_nd
-    else:
-        zA, zB = _standardise(F_A), _standardise(F_B)
-    return (zA.astype(np.float64).T @ zB.astype(np.float64)) / n
+        return D.RankedFeatures.of(F_nd).z_nd.astype(np.float64)
+    return _standardise(F_nd)
 
 
 def _standardise(F_nd: np.ndarray) -> np.ndarray:
@@ -158,11 +163,20 @@ def permutation_test(F_A: np.ndarray, F_B: np.ndarray, *, statistic: str = DEFAU
       p-values 'exact' (primary) and 'normal' (Hoeffding moments, normal tail).
     """
     n, d = D.check_features(F_A, F_B)
-    alpha = check_alpha(alpha)
-    K = check_draws(permutations, alpha)
     if d < 2:
         raise UserError(f"the permutation test needs at least 2 residual coordinates, got {d}")
-    C = cross_correlation(F_A, F_B, statistic)
+    return test_of_correlation(cross_correlation(F_A, F_B, statistic), n, statistic=statistic,
+                               permutations=permutations, alpha=alpha, rng=rng)
+
+
+def test_of_correlation(C: np.ndarray, n: int, *, statistic: str = DEFAULT_STATISTIC,
+                        permutations: int = DEFAULT_PERMUTATIONS, alpha: float = ALPHA,
+                        rng: np.random.Generator | None = None) -> LineageResult:
+    """The permutation test from C = :func:`cross_correlation` (computed once per pair; many
+    pairs can reuse each model's standardised features), for n inputs."""
+    alpha = check_alpha(alpha)
+    K = check_draws(permutations, alpha)
+    d = C.shape[0]
     s = matched_statistic(C)
     null = null_statistics(C, K, rng or np.random.default_rng(0))
     exact = (1 + int(np.sum(null >= s))) / (K + 1)

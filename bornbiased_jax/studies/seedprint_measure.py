@@ -57,22 +57,40 @@ class NullBank:
         return cls(z, draws)
 
 
-def pair_p_values(F_A: np.ndarray, F_B: np.ndarray, bank: NullBank, *,
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """One model's features and their standardised columns, computed once for all its pairs."""
+
+    F: np.ndarray
+    spearman: np.ndarray
+    pearson: np.ndarray
+
+    @classmethod
+    def of(cls, F: np.ndarray) -> "Prepared":
+        return cls(np.asarray(F), P.standardised(F, "spearman"), P.standardised(F, "pearson"))
+
+
+def pair_p_values(A: Prepared | np.ndarray, B: Prepared | np.ndarray, bank: NullBank, *,
                   permutations: int = P.DEFAULT_PERMUTATIONS, seed: int = 0) -> dict:
-    """The four tests' primary p-values (and the permutation test's z) of one pair."""
-    n, d = D.check_features(F_A, F_B)
-    paper = paper_test(F_A, F_B, null_draws=bank.paper_draws)
-    official = official_test(F_A, F_B)
-    z_B = D.RankedFeatures.of(F_B).z_nd
-    null_stats = np.einsum("knd,nd->k", bank.null_z, z_B, dtype=np.float64) / (n * d)
-    calibrated = C.calibrated_test(F_A, F_B, null_stats=null_stats,
-                                   statistic_name="spearman_all")
-    perm = P.permutation_test(F_A, F_B, permutations=permutations,
-                              rng=np.random.default_rng(seed))
-    pearson = P.permutation_test(F_A, F_B, statistic="pearson", permutations=permutations,
+    """The four tests' primary p-values (and the permutation test's z) of one pair.
+
+    The calibrated statistic 'spearman_all' is the mean matched Spearman rho, i.e. the mean
+    diagonal of the permutation test's C: both come from one matrix product."""
+    A = A if isinstance(A, Prepared) else Prepared.of(A)
+    B = B if isinstance(B, Prepared) else Prepared.of(B)
+    n, d = D.check_features(A.F, B.F)
+    paper = paper_test(A.F, B.F, null_draws=bank.paper_draws)
+    official = official_test(A.F, B.F)
+    C_s = (A.spearman.T @ B.spearman) / n
+    flat = bank.null_z.reshape(len(bank.null_z), -1)
+    null_stats = (flat @ B.spearman.ravel().astype(np.float32)).astype(np.float64) / (n * d)
+    calibrated, _, _ = C.exchangeable_p(P.matched_statistic(C_s), null_stats)
+    perm = P.test_of_correlation(C_s, n, permutations=permutations,
                                  rng=np.random.default_rng(seed))
+    pearson = P.test_of_correlation((A.pearson.T @ B.pearson) / n, n, statistic="pearson",
+                                    permutations=permutations, rng=np.random.default_rng(seed))
     return {"paper": paper.p_values["t_mean"], "paper_u": paper.p_values["u_mean"],
-            "official": official.p, "calibrated": calibrated.p, "permutation": perm.p,
+            "official": official.p, "calibrated": calibrated, "permutation": perm.p,
             "permutation_normal": perm.p_values["normal"], "permutation_z": perm.details["z"],
             "matched_rho": perm.statistic, "permutation_pearson": pearson.p,
             "permutation_pearson_z": pearson.details["z"]}
@@ -81,7 +99,8 @@ def pair_p_values(F_A: np.ndarray, F_B: np.ndarray, bank: NullBank, *,
 def run_pairs(features: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]],
               bank: NullBank, *, permutations: int = P.DEFAULT_PERMUTATIONS) -> list[dict]:
     """``pair_p_values`` of every (base a, suspect b) in ``pairs`` of ``features``."""
-    return [{"a": a, "b": b, **pair_p_values(features[a], features[b], bank,
+    prepared = {i: Prepared.of(features[i]) for i in sorted({i for pair in pairs for i in pair})}
+    return [{"a": a, "b": b, **pair_p_values(prepared[a], prepared[b], bank,
                                               permutations=permutations, seed=i)}
             for i, (a, b) in enumerate(pairs)]
 
