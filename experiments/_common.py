@@ -40,6 +40,23 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
     return args, settings
 
 
+def user_errors_exit(name: str):
+    """A context manager: a ``UserError`` (bad input, a missing run) ends the script with its
+    message and exit status 1 instead of a traceback; any other exception keeps its traceback."""
+    import contextlib
+
+    from bornbiased_jax.errors import UserError
+
+    @contextlib.contextmanager
+    def guard():
+        try:
+            yield
+        except UserError as e:
+            raise SystemExit(f"{name}: {e}") from None
+
+    return guard()
+
+
 def records_root(scale: str) -> Path:
     """Where the committed records of ``scale`` go: results/records (cpu) or its paper/."""
     return RECORDS if scale == "cpu" else RECORDS / "paper"

@@ -24,7 +24,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from experiments._common import add_precision_flag, add_records_flag, records_root, use_precision
+from experiments._common import (add_precision_flag, add_records_flag, records_root,
+                                 use_precision, user_errors_exit)
 from experiments.lineage_common import corpus_flag
 
 from bornbiased_jax.studies import family, render
@@ -70,4 +71,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with user_errors_exit("lineage"):
+        main()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from experiments._common import parse, write
+from experiments._common import parse, user_errors_exit, write
 
 from bornbiased_jax.studies.lineage_measure import CPU, PAPER, Study, pairs_figure
 
@@ -36,5 +36,6 @@ def script_main(name: str, doc: str, run, title: str, argv=None) -> None:
     markdown), and write JSON, markdown and the :func:`pairs_figure` PNG."""
     args, s = parse_args(name, doc, argv)
     t0 = time.time()
-    records, md = run(Study.from_args(args, s))
+    with user_errors_exit(name):
+        records, md = run(Study.from_args(args, s))
     write(args, name, s, records, md, pairs_figure(records, title), t0)
