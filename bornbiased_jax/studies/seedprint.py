@@ -198,6 +198,13 @@ def trained_claims(d: dict) -> list[Claim]:
         why = (f"above alpha beyond the jackknife and disjoint-pair intervals: "
                f"{', '.join(over)}" if over else
                "no paper or official rate above alpha beyond its intervals")
+        cal = last["rates"]["calibrated"][alpha]
+        if _over(cal, a):
+            why += (f"; so is the calibrated test's (beyond the paper; its null of fresh "
+                    f"initialisations is not exchangeable with a trained base): "
+                    f"{cal['rate']:.3f} at step {last['step']}")
+        if not any(_over(r["rates"]["permutation"][alpha], a) for r in (first, last, *cross)):
+            why += "; the permutation test's is not"
         claims.append(Claim(
             f"False-positive rate at alpha = {alpha} on unrelated *trained* pairs (all 496 "
             f"pairs; step 0 = their initialisations)",
