@@ -1,7 +1,11 @@
 """Test setup shared by ``tests/`` and ``theory/``: four fake CPU devices (for the sharded sweep
-and data-parallel training) and deterministic hypothesis."""
+and data-parallel training), a compilation cache for the session, and deterministic
+hypothesis."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 
 def with_host_device_count(flags: str, n: int) -> str:
@@ -18,6 +22,16 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # The tests check float32 identities: no TF32 where a GPU would otherwise use it
 # (bornbiased_jax/precision.py).
 os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+# Many tests build the same programs (a train step of llama2-tiny, a sweep of a tiny preset),
+# each Run or CLI call under a new jit, and the CLI tests run them again in subprocesses. A
+# persistent XLA compilation cache, fresh for each session and shared with the subprocesses
+# through the environment, compiles each distinct program once. A cached executable is the
+# binary the first compilation produced, so no result changes.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _cache_dir = tempfile.mkdtemp(prefix="bornbiased-jax-test-xla-cache-")
+    atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache_dir
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -68,12 +68,11 @@ def test_orbax_round_trip_on_disk(corpus, tmp_path):
     assert sorted(int(p.name) for p in (tmp_path / "run/checkpoints").iterdir()) == [3, 6]
 
 
-def _train_cmd(corpus, out, steps, seeds="0"):
-    return [sys.executable, "-m", "bornbiased_jax.cli", "train", "--preset", "llama2-tiny",
-            "--corpus", str(corpus), "--out", str(out), "--steps", str(steps),
-            "--save-every", "2", "--keep-last", "50", "--seq-len", "32", "--batch-size", "8",
-            "--vocab-size", "256", "--warmup", "2", "--eval-every", "10", "--eval-batches", "1",
-            "--no-progress", "--seeds", seeds]
+def _train_args(corpus, out, steps, seeds="0"):
+    return ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
+            "--steps", str(steps), "--save-every", "2", "--keep-last", "50", "--seq-len", "32",
+            "--batch-size", "8", "--vocab-size", "256", "--warmup", "2", "--eval-every", "10",
+            "--eval-batches", "1", "--no-progress", "--seeds", seeds]
 
 
 def _final_state(out: Path):
@@ -82,11 +81,15 @@ def _final_state(out: Path):
     return step, mngr.restore(step, args=ocp.args.StandardRestore())
 
 
-def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp_path):
+def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp_path, capsys):
     """A run of two seeds (one program, the seeds' states stacked in each checkpoint) killed
     after a checkpoint and resumed ends bitwise equal to an uninterrupted run. A single-seed
     run is the same program with a seed axis of one; its resume is checked in-process
-    (test_stop_at_then_resume_equals_an_uninterrupted_run)."""
+    (test_stop_at_then_resume_equals_an_uninterrupted_run).
+
+    The killed run is a real process (SIGKILL, which nothing in it can catch or clean up
+    after); the resume and the uninterrupted run call the same CLI here (``main``): the resume
+    sees only what the killed process left on disk."""
     steps = 20
     seeds = "3,8"
     # The kill step is random; its seed is in every failure message, and
@@ -95,7 +98,8 @@ def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp
     kill_after = int(np.random.default_rng(seed).integers(2, 9)) * 2  # checkpointed, in [4, 16]
     ctx = f"(BORNBIASED_KILL_SEED={seed}: kill after checkpoint {kill_after})"
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_train_cmd(corpus, killed, steps, seeds), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "bornbiased_jax.cli",
+                             *_train_args(corpus, killed, steps, seeds)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     deadline = time.time() + 240
     while not (killed / "checkpoints" / str(kill_after)).exists():
@@ -107,13 +111,13 @@ def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp
     assert proc.returncode == -signal.SIGKILL, ctx
     step_at_kill, _ = _final_state(killed)
     assert step_at_kill < steps, f"the run finished before it was killed {ctx}"
-    resumed = subprocess.run(_train_cmd(corpus, killed, steps, seeds), capture_output=True,
-                             text=True)
-    assert resumed.returncode == 0, f"{ctx} {resumed.stderr[-2000:]}"
-    assert f"resuming {killed} from step" in resumed.stdout, ctx
+    rc = main(_train_args(corpus, killed, steps, seeds))
+    resumed = capsys.readouterr()
+    assert rc == 0, f"{ctx} {resumed.err[-2000:]}"
+    assert f"resuming {killed} from step" in resumed.out, ctx
     clean = tmp_path / "clean"
-    full = subprocess.run(_train_cmd(corpus, clean, steps, seeds), capture_output=True, text=True)
-    assert full.returncode == 0, f"{ctx} {full.stderr[-2000:]}"
+    rc = main(_train_args(corpus, clean, steps, seeds))
+    assert rc == 0, f"{ctx} {capsys.readouterr().err[-2000:]}"
     (sa, a), (sb, b) = _final_state(killed), _final_state(clean)
     assert sa == sb == steps, ctx
     assert a["params"]["embed"]["embedding"].shape[0] == 2, ctx  # both seeds in each checkpoint
