@@ -9,7 +9,7 @@ running anything, so every verdict rule is unit-tested on small hand-made record
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10);
   * ``seedprint``: Sec. 5-6.1 at initialisation (Figure 13, Table 4a, calibration, power);
   * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5);
-  * ``sinks``: Sec. 6.2 (Figure 12, Table 7).
+  * ``sinks``: Sec. 6.2 (Figure 12, Table 7; the sink-regime grid, ``sinks_regime``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,6 @@ EXPERIMENTS = {
                        "figure10"],
     "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power"],
     "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs"],
-    "sinks": ["figure12_table7", "sinks_init"],
+    "sinks": ["figure12_table7", "sinks_init", "sinks_regime"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}
