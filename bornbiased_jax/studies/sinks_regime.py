@@ -174,8 +174,9 @@ CPU = (tuple(_bbm_cells(_stdlib("textwrap.py"), (1, 2), (0.1, 0.5)))
        + (dataclasses.replace(_BBM2, name="bbm-L2-wd0.5-lr3e-3", lr=3e-3),)
        + tuple(_text_cells("vim", ["/usr/share/vim/vim90/doc"], (0.1, 0.5), steps=750,
                            save_every=250, vocab_size=2048)))
-# Paper scale (a GPU): the same questions at llama2-small (d = 256, 4 layers, 4 heads) and
-# llama2-nano's width on Vim help, 20,000 steps of 64 x 256 tokens; Bigram-Backcopy as on CPU.
+# Paper scale (a GPU): the same questions on Vim help at llama2-small (d = 256, 4 layers,
+# 4 heads; 20,000 steps of 64 x 256 tokens) and llama2-nano (d = 768, 12 layers, 12 heads;
+# 20,000 steps of 64 x 512 tokens); Bigram-Backcopy as on CPU, 1-3 layers.
 PAPER = (tuple(_bbm_cells(_stdlib("textwrap.py"), (1, 2, 3), (0.1, 0.5)))
          + tuple(_text_cells("vim-small", ["/usr/share/vim/vim90/doc"], (0.1, 0.5),
                              preset="llama2-small", seq_len=256, batch_size=64, steps=20000,
