@@ -1,0 +1,145 @@
+"""Train and measure the cells of the sink-regime grid (:mod:`bornbiased_jax.studies.sinks_regime`).
+
+Each cell is a ``bornbiased train`` run in ``RUNS/<cell>`` (resumable; a finished run is not
+trained again). Every kept checkpoint, and step 0 (the initialisation), is measured on 100
+evaluation sequences per length: Bigram-Backcopy cells on fresh draws of the task (split
+"eval/T=<T>", never training draws), text cells on windows of the run's held-out documents (its
+last ``val_fraction`` of documents), with the BOS token first where the run trained with it.
+Per checkpoint: alpha^1 per sequence, layer and head at the paper's lengths that fit (and
+Gu et al.'s T = 64), the sink rate thresholded per sample at eps 0.25 (paper) and 0.3 (Gu et al.),
+the strongest head's and the mean alpha^1, the validation loss logged at that step and, for
+Bigram-Backcopy, the copy accuracy (``bbm.copy_accuracy``). A measured cell is saved as
+``RUNS/<cell>/regime.json`` with its settings and reused on a rerun while the settings match.
+experiments/sinks_regime.py is the command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bornbiased_jax import bbm, data, io, runs
+from bornbiased_jax.probes import sinks
+from bornbiased_jax.sources import load_source
+from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, PAPER_EPS, Cell
+
+NUM_SEQS = 100
+COPY_T = 128  # length of the Bigram-Backcopy sequences copy accuracy is scored on (or seq_len)
+
+
+def train(cell: Cell, folder: Path, log=print) -> float | None:
+    """Train (or resume) ``cell`` into ``folder`` as a ``bornbiased train`` subprocess with this
+    interpreter (so the caller's ``nice`` and PYTHONPATH apply); None if it had finished already,
+    else the wall seconds. A failed run raises ``RuntimeError`` with its exit status."""
+    if runs.finished(folder, cell.train_config(), what=f"grid cell {cell.name}",
+                     remedy="remove the folder or rename the cell"):
+        return None
+    argv = cell.train_argv(folder)
+    log("bornbiased " + " ".join(argv))
+    t0 = time.time()
+    rc = subprocess.call([sys.executable, "-c",
+                          "import sys; from bornbiased_jax.cli import main; "
+                          "sys.exit(main(sys.argv[1:]))", *argv])
+    if rc != 0:
+        raise RuntimeError(f"training grid cell {cell.name} failed (exit status {rc})")
+    return round(time.time() - t0, 1)
+
+
+def _val_losses(folder: Path) -> dict[int, float]:
+    return {r["step"]: r["val_loss"] for r in runs.read_metrics(folder) if "val_loss" in r}
+
+
+def _windows(cell: Cell, folder: Path):
+    """T -> evaluation windows (NUM_SEQS, T), and a note saying what they are."""
+    info = runs.read_run_info(folder)
+    tc = info["train_config"]
+    if cell.is_bbm:
+        task = bbm.load(bbm.check_single(cell.corpus))
+        return (lambda T: bbm.eval_windows(task, T, NUM_SEQS, cell.data_seed), task,
+                f"Bigram-Backcopy draws of {cell.corpus[0]} (split eval/T=<T>), <s> first")
+    tok = data.load_tokenizer(folder / "tokenizer.json")
+    docs = data.load_corpus(info["corpus"], max_bytes=int(tc["corpus_max_mb"] * 2**20))
+    held = data.split_documents(docs, tc["val_fraction"])[1]
+    bos_id = data.bos_id(tok, tc.get("bos_token")) if cell.bos else None
+    ids = data.token_ids(held, tok, plain_specials=cell.bos)
+    note = (f"windows of the run's {len(held)} held-out documents ({len(ids)} tokens), "
+            + (f"BOS (id {bos_id}) first" if cell.bos else "no BOS"))
+    return (lambda T: sinks.bos_windows(ids, T, NUM_SEQS, seed=T, bos=bos_id), None, note)
+
+
+def _length_row(res: sinks.SinkResult) -> dict:
+    paper = dataclasses.replace(res, eps=PAPER_EPS)
+    gu = dataclasses.replace(res, eps=GU_EPS)
+    a = res.alpha_LH
+    l, h = np.unravel_index(int(np.argmax(a)), a.shape)
+    return {"T": res.T, "rate": paper.rate, "se": paper.rate_se,
+            "rate_eps03": gu.rate, "se_eps03": gu.rate_se,
+            "alpha_max": float(a.max()), "alpha_max_at": [int(l), int(h)],
+            "alpha_mean": float(a.mean()),
+            "uniform": float(sum(1.0 / i for i in range(1, res.T + 1)) / res.T)}
+
+
+def measure_checkpoint(source: str, cell: Cell, windows, task) -> dict:
+    """The grid's measurements of one model source (a run's ``PATH@STEP``)."""
+    m = load_source(source)
+    rows = [_length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
+            for T in cell.lengths()]
+    g = next(r for r in rows if r["T"] == GU_T)
+    out = {"step": m.step, "paper": rows, "gu": {"T": GU_T, "eps": GU_EPS,
+                                                  "rate": g["rate_eps03"], "se": g["se_eps03"]}}
+    if task is not None:
+        T = min(COPY_T, cell.seq_len)
+        out["copy"] = bbm.copy_accuracy(m.params, m.cfg, task, windows(T))
+        out["copy_accuracy"] = out["copy"]["copy_accuracy"]
+    return out
+
+
+def measure(cell: Cell, folder: Path, log=print) -> dict:
+    """Every kept checkpoint of ``cell``'s run, and step 0, measured (module docstring)."""
+    windows, task, note = _windows(cell, folder)
+    vl = _val_losses(folder)
+    cks = []
+    for step in [0] + runs.run_steps(folder):
+        ck = measure_checkpoint(f"{folder}@{step}", cell, windows, task)
+        ck["val_loss"] = vl.get(step)
+        g = ck["gu"]
+        log(f"  {cell.name}@{step}: Gu rate {g['rate']:.3f} ± {g['se']:.3f}, max alpha^1 "
+            + ", ".join(f"T={r['T']}: {r['alpha_max']:.3f}" for r in ck["paper"])
+            + (f", copy acc. {ck['copy_accuracy']:.3f}" if task is not None else "")
+            + ("" if ck["val_loss"] is None else f", val loss {ck['val_loss']:.3f}"))
+        cks.append(ck)
+    return {"windows": note, "checkpoints": cks}
+
+
+def run_cell(cell: Cell, root: Path, log=print) -> dict:
+    """Train and measure ``cell`` under ``root`` (reusing ``regime.json`` where it was made
+    with the same settings); the cell's record."""
+    folder = Path(root) / cell.name
+    saved = folder / "regime.json"
+    settings = dataclasses.asdict(cell)
+    if saved.is_file():
+        rec = json.loads(saved.read_text())
+        if rec.get("settings") == json.loads(json.dumps(settings)):
+            log(f"{cell.name}: measured before ({saved})")
+            return rec
+    wall = train(cell, folder, log)
+    summ = runs.summary(folder)
+    cfg, _ = runs.run_config(folder)
+    rec = {"name": cell.name, "settings": settings, "is_bbm": cell.is_bbm,
+           "command": "bornbiased " + " ".join(cell.train_argv(folder)),
+           "model": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
+                     "d_model": cfg.d_model, "vocab_size": cfg.vocab_size},
+           "lengths": cell.lengths(), "num_seqs": NUM_SEQS,
+           "train_seconds": summ["train_seconds"], "wall_seconds_this_call": wall,
+           "tokens": summ["tokens"]}
+    t0 = time.time()
+    rec.update(measure(cell, folder, log))
+    rec["measure_seconds"] = round(time.time() - t0, 1)
+    io.write_json(saved, rec)
+    return rec
