@@ -114,3 +114,19 @@ def test_markdown_and_figure_of_a_hand_made_record():
     assert "| text | 1 x 1, 64 | 0.5 | no | 500 |" in lines[3] and "| no | 90 |" in lines[3]
     fig = sr.figure(rec)
     assert len(fig.axes) == 3 and len(fig.axes[0].lines) == 2
+
+
+def test_claims_name_the_cells_that_grew_sinks():
+    """The RESULTS.md rows are computed from the record: a cell that grew sinks is named in the
+    first row, one that did not goes to the second."""
+    from bornbiased_jax.studies import sinks_regime as R
+
+    def cell(name, rate):
+        ck = lambda step, r: {"step": step, "paper": [{"T": 32, "rate": r, "se": 0.01,  # noqa: E731
+                                                        "alpha_max": 0.5}],
+                              "gu": {"rate": r, "se": 0.01}}
+        return {"name": name, "checkpoints": [ck(0, 0.0), ck(100, rate)]}
+    rec = {"records": {"cells": [cell("sinky", 0.4), cell("flat", 0.0)]}}
+    grew, none = R.claims(rec)
+    assert "sinky (step 100)" in grew.ours and "1 of 2 cells grew sinks (sinky)" in grew.why
+    assert "flat" in none.ours and "never" in none.ours

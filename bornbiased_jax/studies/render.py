@@ -20,11 +20,12 @@ from bornbiased_jax.studies import initialisation, lineage, seedprint, sinks
 from bornbiased_jax.verdicts import vocabulary_markdown
 
 RECORDS = Path("results/records")
-SECTIONS = ["initialisation", "seedprint", "lineage", "sinks", "gpu"]
+SECTIONS = ["initialisation", "seedprint", "lineage", "sinks", "sinks_regime", "gpu"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "seedprint": "python -m experiments.seedprint_results --run",
             "lineage": "python -m experiments.lineage",
-            "sinks": "python -m experiments.figure12_table7"}
+            "sinks": "python -m experiments.figure12_table7",
+            "sinks_regime": "python -m experiments.sinks_regime"}
 KEPT = "*Not regenerated:"
 # What is known to be wrong with a kept section's run, said beside it until it is re-run.
 KNOWN_DEFECTS = {
@@ -208,6 +209,27 @@ def lineage_section(records: dict, old: str) -> str | None:
     return lineage.section(records).rstrip("\n")
 
 
+def sinks_regime_section(records: dict, old: str) -> str | None:
+    if "sinks_regime" not in records:
+        return None
+    from bornbiased_jax.studies import sinks_regime
+    from bornbiased_jax.verdicts import table
+
+    rec = records["sinks_regime"]
+    return "\n".join([
+        "## Where attention sinks form at CPU scale (Sec. 6.2's precondition)", "",
+        f"Generated from results/records/sinks/sinks_regime.json (`{COMMANDS['sinks_regime']}`; "
+        f"run on {_run_line(records, ['sinks_regime'])}). The section above found no sink in "
+        "its baseline; this grid searched for a regime where a baseline grows them "
+        "(docs/sinks.md). Sink rate: eps 0.25 per sample at each length T; Gu: Gu et al.'s "
+        "setting (eps 0.3, T = 64, 100 sequences).", "",
+        table(sinks_regime.claims(rec)), "",
+        "Every cell:", "", sinks_regime.markdown(rec["records"]).rstrip("\n"), "",
+        "The five arms (baseline, amplification, attenuation, head-wise RMSNorm, output gate) "
+        "have not yet been trained in this regime, so the paper's Sec. 6.2 claims are not "
+        "tested here yet."])
+
+
 def sinks_section(records: dict, old: str) -> str | None:
     if "figure12_table7" not in records:
         return None
@@ -229,7 +251,8 @@ def render(old_text: str, records: dict) -> str:
     from ``old_text`` (the current RESULTS.md)."""
     old = sections(old_text)
     make = {"initialisation": initialisation_section, "seedprint": seedprint_section,
-            "lineage": lineage_section, "sinks": sinks_section}
+            "lineage": lineage_section, "sinks": sinks_section,
+            "sinks_regime": sinks_regime_section}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]
     for name in SECTIONS + [n for n in old if n not in SECTIONS]:  # others kept, at the end
         body = make[name](records, old.get(name, "")) if name in make else None
