@@ -136,6 +136,8 @@ def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settin
                         f"({base.cfg.max_seq_len}, {suspect.cfg.max_seq_len})")
     emb = np.asarray(base.params["embed"]["embedding"]) if s.input == "gaussian" else None
     xs = probe_inputs(s.input, base.cfg, s.n, s.seq_len, s.probe_seed, embedding=emb)
+    if s.input == "tokens":  # n x T ids are small: draw them once (the same rows) for both models
+        xs = np.asarray(xs[:])
     F_A = model_features(base, xs, s.output, progress=progress)
     F_B = model_features(suspect, xs, s.output, progress=progress)
     D.check_features(F_A, F_B)
