@@ -10,7 +10,8 @@ running anything, so every verdict rule is unit-tested on small hand-made record
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the
     width/depth confound, beyond the paper);
   * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5);
-  * ``sinks``: Sec. 6.2 (Figure 12, Table 7; the sink-regime grid, ``sinks_regime``).
+  * ``sinks``: Sec. 6.2 (Figure 12, Table 7; the sink-regime grid, ``sinks_regime``, and the
+    arms trained with several seeds in the regime it found, ``sinks_arms``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,6 @@ EXPERIMENTS = {
     "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
                   "seedprint_trained", "seedprint_confound"],
     "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs"],
-    "sinks": ["figure12_table7", "sinks_init", "sinks_regime"],
+    "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

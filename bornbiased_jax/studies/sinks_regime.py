@@ -46,7 +46,9 @@ class Cell:
     defaults. ``corpus`` is a ``bbm:PATH[:triggers=K]`` task or text files/folders;
     ``model_set`` holds ``KEY=VALUE`` settings on ``preset`` (e.g. ``n_layers=1``); the
     learning rate is ``lr`` after a linear warmup of ``warmup`` steps (``schedule``). Every
-    ``save_every``-th checkpoint is kept and measured, and step 0 (the initialisation)."""
+    ``save_every``-th checkpoint is kept and measured, and step 0 (the initialisation).
+    ``seeds`` (instead of ``seed``) trains one model per initialisation seed on the same
+    batches in one run (``train --seeds``); each is measured as ``RUN#SEED@STEP``."""
 
     name: str
     corpus: tuple[str, ...]
@@ -65,6 +67,7 @@ class Cell:
     save_every: int = 250
     seed: int = 0
     data_seed: int = 0
+    seeds: tuple[int, ...] = ()
 
     @property
     def is_bbm(self) -> bool:
@@ -90,8 +93,10 @@ class Cell:
                  "--weight-decay", str(self.weight_decay), "--schedule", self.schedule,
                  "--corpus-max-mb", str(self.corpus_max_mb), "--save-every",
                  str(self.save_every), "--keep-every", str(self.save_every), "--eval-every",
-                 str(self.save_every), "--seed", str(self.seed), "--data-seed",
-                 str(self.data_seed), "--no-progress", "--out", str(out)]
+                 str(self.save_every), "--data-seed", str(self.data_seed), "--no-progress",
+                 "--out", str(out)]
+        argv += (["--seeds", ",".join(str(s) for s in self.seeds)] if self.seeds
+                 else ["--seed", str(self.seed)])
         if not self.is_bbm:
             argv += ["--vocab-size", str(self.vocab_size)]
         if self.bos:
@@ -108,7 +113,13 @@ class Cell:
                            seed=self.seed, data_seed=self.data_seed,
                            vocab_size=self.vocab_size, corpus_max_mb=self.corpus_max_mb,
                            eval_every=self.save_every, save_every=self.save_every,
-                           keep_every=self.save_every, model_set=self.model_set, bos=self.bos)
+                           keep_every=self.save_every, model_set=self.model_set, bos=self.bos,
+                           seeds=tuple(self.seeds))
+
+    @property
+    def init_seeds(self) -> tuple[int, ...]:
+        """The initialisation seeds this cell trains, in the run's checkpoint order."""
+        return self.train_config().init_seeds
 
 
 def check_grid(cells) -> tuple[Cell, ...]:

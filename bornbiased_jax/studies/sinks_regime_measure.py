@@ -73,7 +73,7 @@ def _windows(cell: Cell, folder: Path):
     return (lambda T: sinks.bos_windows(ids, T, NUM_SEQS, seed=T, bos=bos_id), None, note)
 
 
-def _length_row(res: sinks.SinkResult) -> dict:
+def length_row(res: sinks.SinkResult) -> dict:
     paper = dataclasses.replace(res, eps=PAPER_EPS)
     gu = dataclasses.replace(res, eps=GU_EPS)
     a = res.alpha_LH
@@ -88,7 +88,7 @@ def _length_row(res: sinks.SinkResult) -> dict:
 def measure_checkpoint(source: str, cell: Cell, windows, task) -> dict:
     """The grid's measurements of one model source (a run's ``PATH@STEP``)."""
     m = load_source(source)
-    rows = [_length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
+    rows = [length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
             for T in cell.lengths()]
     g = next(r for r in rows if r["T"] == GU_T)
     out = {"step": m.step, "paper": rows, "gu": {"T": GU_T, "eps": GU_EPS,

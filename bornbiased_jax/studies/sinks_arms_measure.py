@@ -1,0 +1,120 @@
+"""Train and measure the sink arms (:mod:`bornbiased_jax.studies.sinks_arms`), seed by seed.
+
+Each arm is one ``bornbiased train --seeds`` run in ``RUNS/<arm>`` (resumable; a finished run is
+not trained again). Every seed's kept checkpoints, and step 0 (its initialisation), are measured
+on the same evaluation draws of the Bigram-Backcopy task (split "eval/T=<T>" of the run's data
+seed, never training draws; ``<s>`` first), NUM_SEQS sequences per length:
+
+  * the per-sample sink rate at every length of the cell (eps 0.25, the paper's, and 0.3),
+    Gu et al.'s setting (T = 64, eps 0.3), the strongest head's and the mean alpha^1
+    (:func:`bornbiased_jax.studies.sinks_regime_measure.length_row`);
+  * held-out loss: mean next-token NLL on NUM_SEQS sequences of T + 1 = 129 characters, with
+    its standard error over sequences (the Table-7 analogue; the task's floor is the bigram
+    entropy, so differences are small and judged between seeds);
+  * copy accuracy after triggers and bigram accuracy elsewhere (``bbm.copy_accuracy``).
+
+An arm's record is saved as ``RUNS/<arm>/arms.json`` with its settings and reused on a rerun
+while the settings match. experiments/sinks_arms.py is the command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from bornbiased_jax import bbm, io, runs
+from bornbiased_jax.probes import sinks
+from bornbiased_jax.sources import load_source
+from bornbiased_jax.studies.sinks_measure import perplexity
+from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, Cell
+from bornbiased_jax.studies.sinks_regime_measure import COPY_T, NUM_SEQS, length_row, train
+
+
+TRAIN_LOSS_EVERY = 50  # the training loss kept in the record, every this many steps
+
+
+def measure_model(source: str, cell: Cell, task, windows, nll_windows) -> dict:
+    """The arms' measurements of one model source (``RUN#SEED@STEP``)."""
+    m = load_source(source)
+    rows = [length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
+            for T in cell.lengths()]
+    g = next(r for r in rows if r["T"] == GU_T)
+    ppl = perplexity(m.params, m.cfg, None, len(nll_windows), nll_windows.shape[1] - 1, 0,
+                     windows=nll_windows)
+    ppl.pop("nll_per_window")
+    copy = bbm.copy_accuracy(m.params, m.cfg, task, windows(min(COPY_T, cell.seq_len)))
+    return {"step": m.step, "paper": rows,
+            "gu": {"T": GU_T, "eps": GU_EPS, "rate": g["rate_eps03"], "se": g["se_eps03"]},
+            "nll": ppl["log_ppl"], "nll_se": ppl["log_ppl_se"], **copy}
+
+
+def measure(cell: Cell, folder: Path, log=print) -> list[dict]:
+    """Every seed of ``cell``'s run at step 0 and every kept checkpoint: a list over seeds of
+    {"seed", "checkpoints": [measure_model(...) + "val_loss" (the trainer's, if logged)],
+    "train_loss": [[step, loss] every TRAIN_LOSS_EVERY steps]}."""
+    task = bbm.load(bbm.check_single(cell.corpus))
+    cache = {}
+
+    def windows(T):
+        if T not in cache:
+            cache[T] = bbm.eval_windows(task, T, NUM_SEQS, cell.data_seed)
+        return cache[T]
+
+    T_nll = min(COPY_T, cell.seq_len) + 1
+    nll_windows = bbm.eval_windows(task, T_nll, NUM_SEQS, cell.data_seed)
+    metrics = runs.read_metrics(folder)
+    seeds = cell.init_seeds
+    out = []
+    for i, seed in enumerate(seeds):
+        mine = runs.seed_metrics(metrics, i) if len(seeds) > 1 else metrics
+        vl = {r["step"]: r["val_loss"] for r in mine if "val_loss" in r}
+        loss = [[r["step"], round(float(r["loss"]), 5)] for r in mine
+                if "loss" in r and r["step"] % TRAIN_LOSS_EVERY == 0]
+        cks = []
+        for step in [0] + runs.run_steps(folder):
+            src = f"{folder}#{seed}@{step}" if len(seeds) > 1 else f"{folder}@{step}"
+            ck = measure_model(src, cell, task, windows, nll_windows)
+            ck["val_loss"] = vl.get(step)
+            log(f"  {cell.name}#{seed}@{step}: Gu rate {ck['gu']['rate']:.3f}, sink rate "
+                + ", ".join(f"T={r['T']}: {r['rate']:.2f}" for r in ck["paper"])
+                + f", held-out NLL {ck['nll']:.4f}, copy acc. {ck['copy_accuracy']:.3f}")
+            cks.append(ck)
+        out.append({"seed": seed, "checkpoints": cks, "train_loss": loss})
+    return out
+
+
+def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=print) -> dict | None:
+    """Train (if ``train_runs``) and measure arm ``cell`` under ``root``, reusing
+    ``arms.json`` where it was made with the same settings; the arm's record, or None when its
+    run is not finished and ``train_runs`` is False."""
+    folder = Path(root) / cell.name
+    saved = folder / "arms.json"
+    settings = json.loads(json.dumps(dataclasses.asdict(cell)))
+    if saved.is_file():
+        rec = json.loads(saved.read_text())
+        if rec.get("settings") == settings:
+            log(f"{cell.name}: measured before ({saved})")
+            return rec
+    if train_runs:
+        train(cell, folder, log)
+    elif not runs.finished(folder, cell.train_config(), what=f"arm {cell.name}",
+                           remedy="remove the folder or run without --no-train"):
+        log(f"{cell.name}: not trained ({folder}); skipped")
+        return None
+    summ = runs.summary(folder)
+    cfg, _ = runs.run_config(folder)
+    rec = {"name": cell.name, "settings": settings,
+           "command": "bornbiased " + " ".join(cell.train_argv(folder)),
+           "model": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,
+                     "vocab_size": cfg.vocab_size,
+                     "attn_output_transform": cfg.attn_output_transform,
+                     "attn_output_gate": cfg.attn_output_gate},
+           "lengths": cell.lengths(), "num_seqs": NUM_SEQS,
+           "train_seconds": summ["train_seconds"], "tokens": summ["tokens"]}
+    t0 = time.time()
+    rec["seeds"] = measure(cell, folder, log)
+    rec["measure_seconds"] = round(time.time() - t0, 1)
+    io.write_json(saved, rec)
+    return rec

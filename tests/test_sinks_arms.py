@@ -1,0 +1,163 @@
+"""The sink arms in the Bigram-Backcopy regime: their cells, the seed-level statistics and
+verdict rules on hand-made records, and one tiny many-seed run trained and measured end to end."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bornbiased_jax.cli import _train_config, build_parser
+from bornbiased_jax.studies import sinks_arms as A
+from bornbiased_jax.studies.sinks_regime import check_grid
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
+                                     UNTESTABLE)
+
+TS = (32, 64, 128)
+
+
+def test_the_arms_differ_only_by_their_model_setting():
+    for cells in (A.CPU, A.PAPER):
+        check_grid(cells)
+        base = cells[0]
+        assert [c.name for c in cells] == list(A.ARM_NAMES) and base.name == "baseline"
+        for c in cells:
+            assert len(c.seeds) >= 4 and c.seeds == base.seeds
+            extra = c.model_set[len(base.model_set):]
+            assert c.model_set[:len(base.model_set)] == base.model_set
+            assert dataclasses.replace(c, name="x", model_set=()) == \
+                dataclasses.replace(base, name="x", model_set=())
+            # attenuation's T is the model's context: the trained length
+            assert c.model_config().max_seq_len == c.seq_len
+            assert c.is_bbm and len(extra) == (0 if c.name == "baseline" else 1)
+    assert A.CPU[0].train_config().init_seeds == (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize("cell", [A.CPU[2], A.PAPER[4]])
+def test_an_arms_command_line_is_the_run_it_checks_for(cell, tmp_path):
+    args = build_parser().parse_args(cell.train_argv(tmp_path / cell.name))
+    assert _train_config(args) == cell.train_config()
+    assert "--seeds" in cell.train_argv("x") and "--seed" not in cell.train_argv("x")
+
+
+def test_seed_mean_is_the_t_interval():
+    xs = [0.31, 0.52, 0.44, 0.40]
+    m = A.seed_mean(xs)
+    lo, hi = stats.t.interval(0.95, len(xs) - 1, loc=np.mean(xs), scale=stats.sem(xs))
+    assert m.n == 4 and m.mean == pytest.approx(np.mean(xs))
+    assert (m.lo, m.hi) == (pytest.approx(lo), pytest.approx(hi))
+    assert np.isnan(A.seed_mean([0.3]).hi)
+
+
+def _ck(step, rate, nll, gu=None, copy=1.0):
+    """A measured checkpoint with the same eps-0.25 rate (SE 0.01) at every length."""
+    return {"step": step, "nll": nll, "nll_se": 0.01, "copy_accuracy": copy,
+            "bigram_accuracy": 0.5, "val_loss": nll,
+            "paper": [{"T": T, "rate": rate, "se": 0.01, "rate_eps03": rate, "se_eps03": 0.01,
+                       "alpha_max": 0.2 + rate} for T in TS],
+            "gu": {"rate": rate if gu is None else gu, "se": 0.01}}
+
+
+def _arm(name, finals, nll=0.70, early=0.75, seeds=(0, 1, 2, 3)):
+    """An arm whose seed k ends at sink rate finals[k] (step 400), with held-out NLL ``nll`` +
+    k/1000 at the end and ``early`` + k/1000 at step 100 and 200."""
+    return {"name": name, "command": "bornbiased train ...", "train_seconds": 10,
+            "seeds": [{"seed": s, "train_loss": [[0, 3.0], [400, 0.7]], "checkpoints": [
+                _ck(0, 0.0, 3.3), _ck(100, 0.0, early + k / 1000),
+                _ck(200, f / 2, early + k / 1000), _ck(400, f, nll + k / 1000)]}
+                for k, (s, f) in enumerate(zip(seeds, finals))]}
+
+
+def _record(**arms):
+    return {"run": {}, "records": {"arms": arms, "not_measured": []}}
+
+
+def test_verdicts_when_the_baseline_grows_sinks():
+    rec = _record(
+        baseline=_arm("baseline", [0.48, 0.50, 0.45, 0.49]),
+        attenuation=_arm("attenuation", [0.0, 0.0, 0.01, 0.0], nll=0.695),
+        amplification=_arm("amplification", [0.20, 0.25, 0.22, 0.18], nll=0.80),
+        headwise_rmsnorm=_arm("headwise_rmsnorm", [0.5, 0.5, 0.5, 0.5], early=0.72),
+        gate=_arm("gate", [0.0, 0.0, 0.0, 0.0]))
+    c = {x.claim: x for x in A.claims(rec)}
+    gate = next(v for k, v in c.items() if k.startswith("Baseline develops"))
+    assert gate.verdict == REPRODUCED and "4 of 4 seeds grew sinks" in gate.ours
+    assert next(v for k, v in c.items() if k.startswith("attenuation: sinks")).verdict == REPRODUCED
+    amp = next(v for k, v in c.items() if k.startswith("amplification: sinks"))
+    assert amp.verdict == REPRODUCED and "lower than baseline at every length" in amp.why
+    assert next(v for k, v in c.items() if k.startswith("gate: sinks")).verdict == BEYOND
+    hw = next(v for k, v in c.items() if k.startswith("headwise_rmsnorm: sinks"))
+    assert hw.verdict == BEYOND and "not lower" in hw.why
+    conv = next(v for k, v in c.items() if k.startswith("convergence, headwise_rmsnorm"))
+    assert conv.verdict == REPRODUCED and "-0.0300" in conv.ours  # 0.72 - 0.75, every seed
+    t7 = {k.split(", ")[1]: v for k, v in c.items() if k.startswith("Table 7")}
+    assert t7["baseline"].verdict == MEASURED
+    assert t7["attenuation"].verdict == REPRODUCED and "better" in t7["attenuation"].why
+    assert t7["amplification"].verdict == DIFFERS and "worse" in t7["amplification"].why
+    assert t7["gate"].verdict == BEYOND
+
+
+def test_verdicts_that_fail_or_cannot_decide():
+    base = _arm("baseline", [0.48, 0.50, 0.45, 0.49])
+    rec = _record(baseline=base,
+                  attenuation=_arm("attenuation", [0.3, 0.35, 0.25, 0.3]),
+                  amplification=_arm("amplification", [0.6, 0.55, 0.62, 0.58],
+                                     early=0.78))
+    c = {x.claim.split(",")[0]: x for x in A.claims(rec)}
+    assert c["attenuation: sinks"].verdict == DIFFERS
+    assert c["amplification: sinks"].verdict == DIFFERS and "higher" in c["amplification: sinks"].why
+    # one seed far off: the interval reaches past the margin, neither near zero nor above it
+    wide = _record(baseline=base, attenuation=_arm("attenuation", [0.0, 0.0, 0.0, 0.3]))
+    att = next(x for x in A.claims(wide) if x.claim.startswith("attenuation: sinks"))
+    assert att.verdict == UNDERPOWERED
+    # no sinks in the baseline: every arm's sink claim is untestable
+    flat = _record(baseline=_arm("baseline", [0.0] * 4), attenuation=_arm("attenuation", [0.0] * 4))
+    rows = A.claims(flat)
+    assert rows[0].verdict == DIFFERS
+    assert next(x for x in rows if x.claim.startswith("attenuation: sinks")).verdict == UNTESTABLE
+
+
+def test_pairing_needs_the_same_seeds():
+    rec = _record(baseline=_arm("baseline", [0.5] * 4),
+                  gate=_arm("gate", [0.0] * 4, seeds=(0, 1, 2, 5)))
+    with pytest.raises(ValueError, match="cannot pair"):
+        A.claims(rec)
+
+
+def test_table_and_figure_of_a_record():
+    rec = _record(baseline=_arm("baseline", [0.48, 0.50, 0.45, 0.49]),
+                  gate=_arm("gate", [0.0] * 4))
+    md = A.markdown(rec["records"]).splitlines()
+    assert len(md) == 4 and md[2].startswith("| baseline | 4 | 0.48 ± 0.01")
+    assert md[2].count("|") == md[0].count("|") and "0.48, 0.50, 0.45, 0.49" in md[2]
+    fig = A.figure(rec["records"])
+    assert len(fig.axes) == 4 and len(fig.axes[3].lines) == 8  # one loss curve per seed
+
+
+def test_a_tiny_many_seed_arm_is_trained_measured_and_reused(tmp_path):
+    from bornbiased_jax.studies.sinks_arms_measure import run_arm
+
+    src = tmp_path / "src.txt"
+    src.write_text("the quick brown fox jumps over the lazy dog. " * 40)
+    cell = dataclasses.replace(A.CPU[2], corpus=(f"bbm:{src}:triggers=2",), seq_len=64,
+                               batch_size=2, steps=2, save_every=2, warmup=1,
+                               corpus_max_mb=0.01, seeds=(3, 5))
+    logs = []
+    rec = run_arm(cell, tmp_path / "runs", log=logs.append)
+    assert [s["seed"] for s in rec["seeds"]] == [3, 5]
+    assert rec["model"]["attn_output_transform"] == "sqrt_i_over_T"
+    for s in rec["seeds"]:
+        assert [c["step"] for c in s["checkpoints"]] == [0, 2]
+        for c in s["checkpoints"]:
+            assert [r["T"] for r in c["paper"]] == [32, 64]
+            assert 0 <= c["gu"]["rate"] <= 1 and np.isfinite(c["nll"])
+            assert c["copy_positions"] > 0
+    # the two seeds are different models (different initialisations)
+    assert rec["seeds"][0]["checkpoints"][0]["nll"] != rec["seeds"][1]["checkpoints"][0]["nll"]
+    saved = json.loads((tmp_path / "runs" / cell.name / "arms.json").read_text())
+    assert saved["seeds"] == json.loads(json.dumps(rec["seeds"]))
+    again = run_arm(cell, tmp_path / "runs", train_runs=False, log=logs.append)
+    assert again == saved and "measured before" in logs[-1]
+    assert run_arm(dataclasses.replace(cell, name="never"), tmp_path / "runs",
+                   train_runs=False, log=logs.append) is None
