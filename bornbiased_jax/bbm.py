@@ -32,6 +32,7 @@ how well a model copies after triggers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -198,20 +199,28 @@ def copy_accuracy(params, cfg, task: BigramBackcopy, seqs: np.ndarray,
     """How often a model's most likely next token after a trigger is the copy the rule
     demands, on sequences ``seqs`` (S, T) of the task (:func:`score_predictions` of the
     model's argmax predictions)."""
-    import jax
-
-    from bornbiased_jax import model
-
     seqs = np.asarray(seqs, np.int32)
     if seqs.ndim != 2 or seqs.shape[1] < 3:
         raise UserError(f"expected sequences of shape (S, T) with T >= 3, got {seqs.shape}")
     if cfg.vocab_size < task.vocab_size:
         raise UserError(f"the model's vocabulary ({cfg.vocab_size}) is smaller than the task's "
                         f"({task.vocab_size})")
-    fwd = jax.jit(jax.vmap(lambda t: model.forward(params, cfg, t).logits.argmax(-1)))
-    pred = np.concatenate([np.asarray(fwd(seqs[i:i + batch]))
+    pred = np.concatenate([np.asarray(_argmax_program()(params, cfg, seqs[i:i + batch]))
                            for i in range(0, len(seqs), batch)])
     return score_predictions(pred, seqs, task)
+
+
+@functools.lru_cache(maxsize=None)
+def _argmax_program():
+    """``(params, cfg, seqs (S, T)) -> the most likely next token at every position``, jitted
+    with the config static and the parameters an argument: compiled once per config and shape,
+    so every checkpoint of a run reuses it (jax is imported on first use)."""
+    import jax
+
+    from bornbiased_jax import model
+
+    return jax.jit(lambda p, c, t: jax.vmap(lambda s: model.forward(p, c, s).logits.argmax(-1))(t),
+                   static_argnums=1)
 
 
 def score_predictions(pred: np.ndarray, seqs: np.ndarray, task: BigramBackcopy) -> dict:

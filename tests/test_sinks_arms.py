@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bornbiased_jax.cli import _train_config, build_parser
+from bornbiased_jax.cli import _train_config, build_parser, main
 from bornbiased_jax.studies import sinks_arms as A
 from bornbiased_jax.studies.sinks_regime import check_grid
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
@@ -143,8 +143,12 @@ def test_a_tiny_many_seed_arm_is_trained_measured_and_reused(tmp_path):
     cell = dataclasses.replace(A.CPU[2], corpus=(f"bbm:{src}:triggers=2",), seq_len=64,
                                batch_size=2, steps=2, save_every=2, warmup=1,
                                corpus_max_mb=0.01, seeds=(3, 5))
+    # trained here, in-process (run_arm would start the same command as a subprocess), so
+    # run_arm finds it finished and only measures
+    assert main(cell.train_argv(tmp_path / "runs" / cell.name)) == 0
     logs = []
     rec = run_arm(cell, tmp_path / "runs", log=logs.append)
+    assert not any(m.startswith("bornbiased train") for m in logs)
     assert [s["seed"] for s in rec["seeds"]] == [3, 5]
     assert rec["model"]["attn_output_transform"] == "sqrt_i_over_T"
     for s in rec["seeds"]:
