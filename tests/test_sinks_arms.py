@@ -165,3 +165,22 @@ def test_a_tiny_many_seed_arm_is_trained_measured_and_reused(tmp_path):
     assert again == saved and "measured before" in logs[-1]
     assert run_arm(dataclasses.replace(cell, name="never"), tmp_path / "runs",
                    train_runs=False, log=logs.append) is None
+
+
+def test_training_loss_is_kept_as_means_over_bins():
+    from bornbiased_jax.studies.sinks_arms_measure import TRAIN_LOSS_EVERY, _binned_loss
+
+    m = [{"step": s, "loss": float(s)} for s in range(5, 2 * TRAIN_LOSS_EVERY + 1, 5)]
+    m.append({"step": 20, "val_loss": 9.0})
+    got = _binned_loss(m)
+    first = [float(s) for s in range(5, TRAIN_LOSS_EVERY + 1, 5)]
+    assert got[0] == [TRAIN_LOSS_EVERY, pytest.approx(sum(first) / len(first))]
+    assert [g[0] for g in got] == [TRAIN_LOSS_EVERY, 2 * TRAIN_LOSS_EVERY]
+
+
+def test_late_rate_averages_the_last_checkpoints():
+    arm = _arm("baseline", [0.4, 0.4, 0.4, 0.4])
+    fv = A.final_values(arm)
+    # checkpoints 100, 200, 400 end with rates 0, 0.2, 0.4 (LATE = 3)
+    assert A.LATE == 3 and fv["rate_late@64"] == [pytest.approx(0.2)] * 4
+    assert fv["rate@64"] == [0.4] * 4

@@ -35,6 +35,17 @@ from bornbiased_jax.studies.sinks_regime_measure import COPY_T, NUM_SEQS, length
 TRAIN_LOSS_EVERY = 50  # the training loss kept in the record, every this many steps
 
 
+def _binned_loss(metrics: list[dict]) -> list[list[float]]:
+    """[[step, mean training loss over the logged steps in (step - TRAIN_LOSS_EVERY, step]]]
+    for every multiple of TRAIN_LOSS_EVERY that has a logged loss (one batch's loss is noisy)."""
+    bins: dict[int, list[float]] = {}
+    for r in metrics:
+        if "loss" in r:
+            end = -(-r["step"] // TRAIN_LOSS_EVERY) * TRAIN_LOSS_EVERY
+            bins.setdefault(end, []).append(float(r["loss"]))
+    return [[end, round(sum(v) / len(v), 5)] for end, v in sorted(bins.items())]
+
+
 def measure_model(source: str, cell: Cell, task, windows, nll_windows) -> dict:
     """The arms' measurements of one model source (``RUN#SEED@STEP``)."""
     m = load_source(source)
@@ -53,7 +64,7 @@ def measure_model(source: str, cell: Cell, task, windows, nll_windows) -> dict:
 def measure(cell: Cell, folder: Path, log=print) -> list[dict]:
     """Every seed of ``cell``'s run at step 0 and every kept checkpoint: a list over seeds of
     {"seed", "checkpoints": [measure_model(...) + "val_loss" (the trainer's, if logged)],
-    "train_loss": [[step, loss] every TRAIN_LOSS_EVERY steps]}."""
+    "train_loss": :func:`_binned_loss`}."""
     task = bbm.load(bbm.check_single(cell.corpus))
     cache = {}
 
@@ -70,8 +81,7 @@ def measure(cell: Cell, folder: Path, log=print) -> list[dict]:
     for i, seed in enumerate(seeds):
         mine = runs.seed_metrics(metrics, i) if len(seeds) > 1 else metrics
         vl = {r["step"]: r["val_loss"] for r in mine if "val_loss" in r}
-        loss = [[r["step"], round(float(r["loss"]), 5)] for r in mine
-                if "loss" in r and r["step"] % TRAIN_LOSS_EVERY == 0]
+        loss = _binned_loss(mine)
         cks = []
         for step in [0] + runs.run_steps(folder):
             src = f"{folder}#{seed}@{step}" if len(seeds) > 1 else f"{folder}@{step}"
