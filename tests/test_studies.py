@@ -400,3 +400,19 @@ def test_lineage_pair_rule_names_what_differs():
     assert c.why.startswith("t (gaussian); U (gaussian); false lineage (gaussian)")
     rec["seedprint"]["gaussian"] = sp(0.5)
     assert L.pair_claims("table4c", d)[0].verdict == V.REPRODUCED
+
+
+def test_kept_seedprint_rows_carry_their_known_defect(monkeypatch):
+    """A kept row measured with a since-fixed bug says so beside it, until it is re-run."""
+    from bornbiased_jax.studies import seedprint
+
+    fake = V.Claim("confound row", "p", "o", V.MEASURED)
+    monkeypatch.setattr(seedprint, "CLAIMS", [
+        (n, p, (lambda r: fake) if n == "seedprint_confound" else f)
+        for n, p, f in seedprint.CLAIMS])
+    old = ("## SeedPrint\n\n| claim | paper | ours | verdict |\n|---|---|---|---|\n"
+           "| Figure 13 | a | b | differs |\n| Table 4b/4c analog | a | b | reproduced |\n")
+    body = render.seedprint_section({"seedprint_confound": {"run": {}, "records": {}}}, old)
+    assert "| Figure 13 | a | b | differs |" in body and "| confound row | p | o |" in body
+    assert "Figure 13: measured with a configuration bug since fixed" in body
+    assert "Table 4b/4c analog:" not in body  # kept, but with no known defect
