@@ -5,7 +5,8 @@ llama2-tiny with 2 layers and 1 head, weight decay 0.5, constant learning rate 3
 warmup steps, 3,000 steps of 16 x 128 characters; bornbiased_jax/studies/sinks_arms.py), every
 arm -- baseline, Positional Amplification sqrt(i), Positional Attenuation sqrt(i/T) (T = 128, the
 trained context), head-wise RMSNorm, and a sigmoid output gate (not from the paper) -- trains
-seeds 0-3 in one ``bornbiased train --seeds`` run on the same batches in the same order. Every
+seeds 0-3, then seeds 4-7, each group in one ``bornbiased train --seeds`` run on the same batches
+in the same order (an arm's seeds are those of its groups that have been trained). Every
 seed's checkpoints (every 250 steps, and step 0) are measured on the same 100 evaluation draws
 per length: sink rates per sample at T = 32, 64, 128 (eps 0.25 and 0.3), Gu et al.'s setting,
 held-out NLL and copy accuracy (bornbiased_jax/studies/sinks_arms_measure.py). Verdicts are
@@ -14,6 +15,8 @@ seed-level: 95 % t intervals over seeds, differences paired seed by seed.
     nice -n 10 python -m experiments.sinks_arms                # train (resumable) and measure
     python -m experiments.sinks_arms --arms baseline attenuation
     python -m experiments.sinks_arms --no-train                # measure finished runs only
+                                                               # (an arm's unfinished groups
+                                                               # are left out of it)
 
 ``--scale paper`` (a GPU): eight seeds, 3 layers, 10,000 steps, the same task.
 """
@@ -36,7 +39,8 @@ def extra(p):
                    help="folder of the arms' run folders (default: runs/sinks-arms, "
                         "runs/sinks-arms-paper with --scale paper)")
     p.add_argument("--arms", nargs="+", default=None, choices=sinks_arms.ARM_NAMES,
-                   help="train and measure only these arms (default: all, the baseline first)")
+                   help="train and measure only these arms, every seed group of each (default: all, "
+                        "the baseline first)")
     p.add_argument("--no-train", action="store_true",
                    help="measure finished runs only; do not train or resume any")
     p.add_argument("--results", type=Path, default=None,
@@ -48,21 +52,23 @@ def main(argv=None) -> None:
     t0 = time.time()
     cells = sinks_arms.CPU if s["grid"] == "cpu" else sinks_arms.PAPER
     if args.arms:
-        cells = tuple(c for c in cells if c.name in args.arms)
+        cells = tuple(c for c in cells if sinks_arms.arm_of(c.name) in args.arms)
     runs_dir = args.runs or Path(s["runs_dir"])
-    records = {"arms": {}, "not_measured": []}
+    groups, missing = {}, []
     for cell in cells:
         print(f"== {cell.name}", flush=True)
         rec = run_arm(cell, runs_dir, train_runs=not args.no_train,
                       log=lambda m: print(m, flush=True))
         if rec is None:
-            records["not_measured"].append(cell.name)
+            missing.append(cell.name)
         else:
-            records["arms"][cell.name] = rec
+            groups.setdefault(sinks_arms.arm_of(cell.name), []).append(rec)
+    records = {"arms": {arm: sinks_arms.merge_groups(recs) for arm, recs in groups.items()},
+               "not_measured": missing}
     if "baseline" not in records["arms"]:
         raise SystemExit(f"{NAME}: the baseline is not measured; train it first (without "
                          "--no-train, with baseline among --arms)")
-    s = dict(s, runs_dir=str(runs_dir), arms=[c.name for c in cells])
+    s = dict(s, runs_dir=str(runs_dir), cells=[c.name for c in cells])
     write(args, NAME, s, records, sinks_arms.markdown(records), sinks_arms.figure(records), t0)
     if args.results and args.scale == "cpu":
         print(render.sections(render.write(Path(args.results), args.records))

@@ -21,20 +21,26 @@ def test_the_arms_differ_only_by_their_model_setting():
     for cells in (A.CPU, A.PAPER):
         check_grid(cells)
         base = cells[0]
-        assert [c.name for c in cells] == list(A.ARM_NAMES) and base.name == "baseline"
+        assert base.name == "baseline" and [c.name for c in cells[:5]] == list(A.ARM_NAMES)
         for c in cells:
-            assert len(c.seeds) >= 4 and c.seeds == base.seeds
+            arm = A.arm_of(c.name)
             extra = c.model_set[len(base.model_set):]
             assert c.model_set[:len(base.model_set)] == base.model_set
-            assert dataclasses.replace(c, name="x", model_set=()) == \
-                dataclasses.replace(base, name="x", model_set=())
+            assert dataclasses.replace(c, name="x", model_set=(), seeds=()) == \
+                dataclasses.replace(base, name="x", model_set=(), seeds=())
             # attenuation's T is the model's context: the trained length
             assert c.model_config().max_seq_len == c.seq_len
-            assert c.is_bbm and len(extra) == (0 if c.name == "baseline" else 1)
+            assert c.is_bbm and len(extra) == (0 if arm == "baseline" else 1)
+    # CPU: every arm trains seeds 0-3 and 4-7 in two runs, the first named after the arm
+    assert [c.name for c in A.CPU[5:]] == [f"{a}-s4-7" for a in A.ARM_NAMES]
+    for arm in A.ARM_NAMES:
+        seeds = [s for c in A.CPU if A.arm_of(c.name) == arm for s in c.seeds]
+        assert seeds == list(range(8))
     assert A.CPU[0].train_config().init_seeds == (0, 1, 2, 3)
+    assert A.PAPER[0].seeds == tuple(range(8)) and len(A.PAPER) == 5
 
 
-@pytest.mark.parametrize("cell", [A.CPU[2], A.PAPER[4]])
+@pytest.mark.parametrize("cell", [A.CPU[2], A.CPU[9], A.PAPER[4]])
 def test_an_arms_command_line_is_the_run_it_checks_for(cell, tmp_path):
     args = build_parser().parse_args(cell.train_argv(tmp_path / cell.name))
     assert _train_config(args) == cell.train_config()
@@ -118,11 +124,25 @@ def test_verdicts_that_fail_or_cannot_decide():
     assert next(x for x in rows if x.claim.startswith("attenuation: sinks")).verdict == UNTESTABLE
 
 
-def test_pairing_needs_the_same_seeds():
-    rec = _record(baseline=_arm("baseline", [0.5] * 4),
-                  gate=_arm("gate", [0.0] * 4, seeds=(0, 1, 2, 5)))
+def test_pairing_uses_the_seeds_both_arms_have():
+    base = _arm("baseline", [0.5, 0.4, 0.3, 0.2])
+    gate = _arm("gate", [0.1, 0.1, 0.1], seeds=(1, 2, 9))
+    d = A.paired(gate, base, "rate@64")  # seeds 1 and 2: 0.1 - 0.4, 0.1 - 0.3
+    assert d.n == 2 and d.mean == pytest.approx(-0.25)
     with pytest.raises(ValueError, match="cannot pair"):
-        A.claims(rec)
+        A.paired(_arm("gate", [0.1, 0.1], seeds=(2, 9)), base, "rate@64")
+
+
+def test_seed_groups_merge_into_one_arm():
+    g1 = dict(_arm("gate", [0.1, 0.2]), lengths=[32], num_seqs=3, settings={}, model={})
+    g2 = dict(_arm("gate-s4-7", [0.3], seeds=(4,)), lengths=[32], num_seqs=3, settings={},
+              model={})
+    m = A.merge_groups([g1, g2])
+    assert m["name"] == "gate" and m["groups"] == ["gate", "gate-s4-7"]
+    assert [s["seed"] for s in m["seeds"]] == [0, 1, 4] and m["train_seconds"] == 20
+    assert A.final_values(m)["rate@64"] == [0.1, 0.2, 0.3]
+    with pytest.raises(ValueError, match="repeat seeds"):
+        A.merge_groups([g1, g1])
 
 
 def test_table_and_figure_of_a_record():

@@ -250,10 +250,12 @@ def sinks_arms_section(records: dict, old: str) -> str | None:
     return "\n".join([
         "## Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, several seeds)", "",
         f"Generated from results/records/sinks/sinks_arms.json (`{COMMANDS['sinks_arms']}`; "
-        f"run on {_run_line(records, ['sinks_arms'])}). Every arm trains seeds "
-        f"{', '.join(str(s['seed']) for s in base['seeds'])} on the same batches in the same "
-        f"order: `{base['command']}` plus the arm's `--model-set` "
-        "(bornbiased_jax/studies/sinks_arms.py). Sink rates per sample on 100 evaluation "
+        f"run on {_run_line(records, ['sinks_arms'])}). The baseline trains seeds "
+        f"{', '.join(str(s['seed']) for s in base['seeds'])} in "
+        f"{len(base.get('groups', [1]))} `train --seeds` run(s), all on the same batches in "
+        f"the same order: `{base['command']}` (a later group differs only in `--seeds`); each "
+        "arm adds its `--model-set` (bornbiased_jax/studies/sinks_arms.py). Sink rates per "
+        "sample on 100 evaluation "
         "draws per length; held-out NLL on 100 draws of 129 characters. Every number is a "
         "mean over seeds ± its standard error [95 % t interval on n - 1 degrees of freedom]; "
         "differences from the baseline are paired seed by seed; window-level standard errors "

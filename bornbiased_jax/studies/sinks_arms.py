@@ -31,26 +31,51 @@ from bornbiased_jax.studies.family import SINK_ARMS
 from bornbiased_jax.studies.sinks_regime import Cell, _stdlib
 
 ARM_NAMES = tuple(SINK_ARMS)  # baseline, amplification, attenuation, headwise_rmsnorm, gate
-SEEDS_CPU = (0, 1, 2, 3)
+# Seed groups: each is one `train --seeds` run per arm; an arm's seeds are all its groups' seeds.
+SEED_GROUPS_CPU = ((0, 1, 2, 3), (4, 5, 6, 7))
 
 # The grid's cell bbm-L2-wd0.5-lr3e-3 grew sinks by step 1,500 (Gu rate 0.47 at T = 64); the arms
 # train twice as long so the baseline's sinks have settled, a checkpoint every 250 steps.
 _BASE_CPU = Cell("baseline", (f"bbm:{_stdlib('textwrap.py')}",),
                  model_set=("n_layers=2", "n_heads=1"), weight_decay=0.5, lr=3e-3,
-                 steps=3000, save_every=250, seeds=SEEDS_CPU)
+                 steps=3000, save_every=250, seeds=SEED_GROUPS_CPU[0])
 
 
-def arm_cells(base: Cell) -> tuple[Cell, ...]:
-    """One cell per arm: ``base`` with the arm's model settings added (same seeds, data and
-    optimiser)."""
-    return tuple(dataclasses.replace(base, name=arm, model_set=base.model_set + SINK_ARMS[arm])
-                 for arm in ARM_NAMES)
+def arm_cells(base: Cell, groups=None) -> tuple[Cell, ...]:
+    """One cell per arm and seed group: ``base`` with the arm's model settings added and the
+    group's seeds (same data and optimiser). The first group's cells are named after their
+    arm, a later group's ``ARM-sA-B`` (its first and last seed); cells come group by group,
+    the arms in :data:`ARM_NAMES` order within each (the baseline first)."""
+    groups = groups or (base.seeds,)
+    return tuple(dataclasses.replace(base, name=arm if k == 0 else f"{arm}-s{g[0]}-{g[-1]}",
+                                     model_set=base.model_set + SINK_ARMS[arm], seeds=tuple(g))
+                 for k, g in enumerate(groups) for arm in ARM_NAMES)
 
 
-CPU = arm_cells(_BASE_CPU)
-# On a GPU: eight seeds, 3 layers, trained 10,000 steps (the same task and regime).
+def arm_of(cell_name: str) -> str:
+    """The arm a cell trains (``gate-s4-7`` -> ``gate``)."""
+    return cell_name.split("-s")[0]
+
+
+CPU = arm_cells(_BASE_CPU, SEED_GROUPS_CPU)
+# On a GPU: eight seeds in one group, 3 layers, trained 10,000 steps (the same task and regime).
 PAPER = arm_cells(dataclasses.replace(_BASE_CPU, model_set=("n_layers=3", "n_heads=1"),
                                       steps=10_000, save_every=500, seeds=tuple(range(8))))
+
+
+def merge_groups(recs: list[dict]) -> dict:
+    """One arm's record from its seed groups' records (as measured, in group order): the first
+    group's settings and command, every group's cell name, the seeds of all groups, the sum of
+    their training seconds. Seeds must not repeat."""
+    seeds = [s for r in recs for s in r["seeds"]]
+    ids = [s["seed"] for s in seeds]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"seed groups {[r['name'] for r in recs]} repeat seeds: {ids}")
+    return {"name": arm_of(recs[0]["name"]), "groups": [r["name"] for r in recs],
+            "command": recs[0]["command"], "settings": recs[0]["settings"],
+            "model": recs[0]["model"], "lengths": recs[0]["lengths"],
+            "num_seqs": recs[0]["num_seqs"],
+            "train_seconds": sum(r.get("train_seconds") or 0 for r in recs), "seeds": seeds}
 
 
 def t_quantile(df: int, q: float = 0.975) -> float:
@@ -141,12 +166,18 @@ def seed_mean(xs) -> SeedMean:
 
 
 def paired(arm: dict, base: dict, key: str) -> SeedMean:
-    """The mean over seeds of (arm - baseline) for quantity ``key``, paired seed by seed (the
-    same seeds in the same order in both records, checked)."""
-    sa, sb = [s["seed"] for s in arm["seeds"]], [s["seed"] for s in base["seeds"]]
-    if sa != sb:
-        raise ValueError(f"arm {arm['name']!r} has seeds {sa}, the baseline {sb}: cannot pair")
-    a, b = final_values(arm)[key], final_values(base)[key]
+    """The mean over seeds of (arm - baseline) for quantity ``key``, paired seed by seed over
+    the seeds both records hold (at least two)."""
+    common = sorted({s["seed"] for s in arm["seeds"]} & {s["seed"] for s in base["seeds"]})
+    if len(common) < 2:
+        raise ValueError(f"arm {arm['name']!r} shares {len(common)} seed(s) with the baseline: "
+                         "cannot pair")
+
+    def only(rec):
+        by = {s["seed"]: s for s in rec["seeds"]}
+        return dict(rec, seeds=[by[c] for c in common])
+
+    a, b = final_values(only(arm))[key], final_values(only(base))[key]
     return seed_mean([x - y for x, y in zip(a, b)])
 
 
