@@ -6,7 +6,7 @@ sink, so its Figure 12 verdicts are untestable. The regime grid found sinks at C
 setting: the Bigram-Backcopy task (Guo et al.; ``<s>`` first in every sequence) on llama2-tiny
 with 2 layers and 1 head, weight decay 0.5, a constant learning rate after warmup. Here every arm
 of Sec. 6.2.1 (and the output gate, not from the paper) is trained in that regime from the same
-initialisation seeds (one ``train --seeds`` run per arm: every seed on the same batches in the
+initialisation seeds (one ``train --seeds`` run per arm and seed group: every seed on the same batches in the
 same order), so arm-to-arm differences can be judged against seed-to-seed spread.
 
 A :class:`~bornbiased_jax.studies.sinks_regime.Cell` per arm (:data:`CPU`, :data:`PAPER`); the

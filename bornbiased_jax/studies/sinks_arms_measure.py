@@ -1,6 +1,7 @@
 """Train and measure the sink arms (:mod:`bornbiased_jax.studies.sinks_arms`), seed by seed.
 
-Each arm is one ``bornbiased train --seeds`` run in ``RUNS/<arm>`` (resumable; a finished run is
+Each cell (an arm's seed group) is one ``bornbiased train --seeds`` run in ``RUNS/<cell>``
+(resumable; a finished run is
 not trained again). Every seed's kept checkpoints, and step 0 (its initialisation), are measured
 on the same evaluation draws of the Bigram-Backcopy task (split "eval/T=<T>" of the run's data
 seed, never training draws; ``<s>`` first), NUM_SEQS sequences per length:
