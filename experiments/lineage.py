@@ -2,9 +2,12 @@
 Figure 11 and Tables 4b, 4c and 5, save their records (and the family's run summaries,
 ``lineage_runs``) to results/records/lineage/, and rewrite RESULTS.md from the records (the
 section between ``<!-- lineage:begin -->`` and ``<!-- lineage:end -->`` comes from
-bornbiased_jax/studies/lineage.py).
+bornbiased_jax/studies/lineage.py). ``--arch qwen2`` is the paper's Qwen-style repeat (App.
+B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tables 9-12
+(records figure14, table9-table12, lineage_qwen2_runs; section ``lineage_qwen2``).
 
     python -m experiments.lineage                  # CPU scale: trains what is missing first
+    python -m experiments.lineage --arch qwen2     # the Qwen-style repeat, runs/family-qwen2
     python -m experiments.lineage --no-train       # finished runs only
     python -m experiments.lineage --no-run         # rebuild RESULTS.md from the records
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
@@ -29,7 +32,8 @@ from experiments._common import (add_precision_flag, add_records_flag, records_r
 from experiments.lineage_common import corpus_flag
 
 from bornbiased_jax.studies import family, render
-from bornbiased_jax.studies.lineage_measure import CPU, PAPER, RUNS, Study, scale_family
+from bornbiased_jax.studies.lineage_measure import (CPU, PAPER, RUNS, Study, default_runs_dir,
+                                                    scale_family)
 from bornbiased_jax.studies.lineage_tables import run_all, runs_record
 
 
@@ -37,10 +41,14 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m experiments.lineage", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
+    p.add_argument("--arch", choices=sorted(family.LINEAGE_ARCHS), default="llama2",
+                   help="the family's architecture: the LLaMA-style models of Sec. 6.1 "
+                        "(default) or the Qwen-style repeat of App. B.3.3")
     p.add_argument("--root", type=Path, default=Path("results/experiments"),
                    help="results folder (one subfolder per experiment)")
     p.add_argument("--runs-dir", type=Path, help="folder of the family's runs (default "
-                   "runs/family, or runs/family-paper with --scale paper)")
+                   "runs/family, runs/family-paper with --scale paper; runs/family-qwen2[-paper] "
+                   "with --arch qwen2)")
     p.add_argument("--cache", type=Path, default=None,
                    help="feature cache (default ROOT/lineage_cache)")
     p.add_argument("--results", type=Path, default=Path("RESULTS.md"))
@@ -53,21 +61,23 @@ def main(argv=None) -> None:
     use_precision(args)
     records = args.records or records_root(args.scale)
     s = dict(PAPER if args.scale == "paper" else CPU)
-    runs = Path(args.runs_dir or s["runs_dir"])
-    fam = scale_family(args.scale, args.corpus)
+    runs = Path(args.runs_dir or default_runs_dir(args.scale, args.arch))
+    fam = scale_family(args.scale, args.corpus, args.arch)
     if not args.no_run:
         if not args.no_train:
             for name in RUNS:
                 print(f"training/resuming {name} ...", flush=True)
                 family.ensure(name, runs, progress=True, fam=fam)
         study = Study(runs, s, args.cache or args.root / "lineage_cache", fam)
-        run_all(study, args.root, args.scale, records=records)
-        render.save_record(records, "lineage_runs", runs_record(runs, fam, args.scale))
+        run_all(study, args.root, args.scale, args.arch, records=records)
+        run = runs_record(runs, fam, args.scale, args.arch)
+        render.save_record(records, run["run"]["experiment"], run)
     if args.scale == "paper":
         print(f"records in {records}; RESULTS.md renders the CPU-scale records only")
         return
     text = render.write(args.results, records)
-    print(render.sections(text).get("lineage", ""))
+    print(render.sections(text).get("lineage" if args.arch == "llama2" else
+                                    f"lineage_{args.arch}", ""))
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     render.save_record(root / "records", "lineage_runs", lineage.runs_record(runs, fam, "cpu"))
     # REEF's windows and ICS's token counts come from one read of the base corpus
     assert reads.count(list(family.corpus("base", fam))) == 1
-    for name in lineage.EXPERIMENTS:
+    for name in lineage.experiment_names("llama2"):
         for ext in ("json", "md", "png"):
             assert (out / name / f"{name}.{ext}").stat().st_size > 0, (name, ext)
     t4b = json.loads((out / "table4b" / "table4b.json").read_text())["records"]
@@ -80,6 +80,8 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     curve = f11["inputs"]["tokens"]["curves"]
     assert [r["step"] for r in curve["base-s42"]] == [1, 2]
     assert [r["step"] for r in curve["base-s123"]] == [0, 1, 2]
+    assert all(0 <= r[k] <= 1 for rows in curve.values() for r in rows
+               for k in ("paper_t", "paper_u"))
     recs = render.load_records(root / "records")
     assert set(recs) == {"figure11", "table4b", "table4c", "table5", "lineage_runs"}
     assert recs["table5"]["records"] == json.loads((out / "table5" / "table5.json").read_text())[
@@ -91,6 +93,24 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     assert sum(c.startswith("| Table 4c") for c in claims) == 4
     assert sum(c.startswith("| Table 5") for c in claims) == 4
     assert sum(c.startswith(("| base-s", "| cont-")) for c in claims) == len(RUNS)
+    # The Qwen-style repeat's experiments (Figure 14, Tables 9-12) are the same measurements
+    # with the paper's Qwen pairs and values; run here on the same tiny runs (features cached).
+    lineage.run_all(study, out, "cpu", "qwen2", records=root / "records")
+    render.save_record(root / "records", "lineage_qwen2_runs",
+                       lineage.runs_record(runs, fam, "cpu", "qwen2"))
+    t9 = json.loads((out / "table9" / "table9.json").read_text())["records"]
+    assert [r["pair"] for r in t9] == ["s123 init vs s1000 init", "s1000 init vs s123 init",
+                                       "s42 init vs s2000 init", "s2000 init vs s42 init"]
+    t11 = json.loads((out / "table11" / "table11.json").read_text())["records"]
+    assert [r["pair"] for r in t11][1] == "s1000 init vs s123 base"
+    t12 = json.loads((out / "table12" / "table12.json").read_text())["records"]
+    assert t12[0]["paper"]["t"] == 8.49e-214 and t12[0]["paper"]["reef"] == 0.957
+    recs = render.load_records(root / "records")
+    qwen = lineage_study.section(recs, "qwen2")
+    claims = [line.split(" | ")[0] for line in qwen.splitlines() if line.startswith("| ")]
+    assert sum(c.startswith("| Figure 14") for c in claims) == 1
+    for table in ("9", "10", "11", "12"):
+        assert sum(c.startswith(f"| Table {table}:") for c in claims) == 4, table
     results = root / "RESULTS.md"
     results.write_text("# Results\n\n<!-- gpu:begin -->\nkept\n<!-- gpu:end -->\n")
     render.write(results, root / "records")
@@ -98,6 +118,7 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     text = results.read_text()
     assert text.count("<!-- lineage:begin -->") == 1 and "kept" in text
     assert render.sections(text)["lineage"] == body.strip()
+    assert render.sections(text)["lineage_qwen2"] == qwen.strip()
 
 
 def test_paper_scale_family_follows_the_released_training_code(tmp_path):

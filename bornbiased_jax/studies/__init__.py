@@ -9,7 +9,8 @@ running anything, so every verdict rule is unit-tested on small hand-made record
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10);
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the
     width/depth confound, beyond the paper);
-  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5);
+  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5) and its
+    Qwen-style repeat (App. B.3.3: Figure 14, Tables 9-12);
   * ``sinks``: Sec. 6.2 (Figure 12, Table 7; the sink-regime grid, ``sinks_regime``, and the
     arms trained with several seeds in the regime it found, ``sinks_arms``).
 """
@@ -23,7 +24,8 @@ EXPERIMENTS = {
                        "figure10"],
     "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
                   "seedprint_trained", "seedprint_confound"],
-    "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs"],
+    "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",
+                "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs"],
     "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

@@ -162,6 +162,19 @@ LINEAGE_PAPER = Family(
      "code": ["hf:tyzhu/the-stack-py:train"]})
 
 
+# The Qwen-style repeat (App. B.3.3: Tables 9-12, Figure 14). The paper trains its Qwen-style
+# model (Qwen2's architecture: grouped-query attention, biases on Q, K and V only, RoPE base
+# 1,000,000, RMSNorm eps 1e-6, d_ff = 4d, untied head; config.py ``qwen2-*``) with the LLaMA-style
+# model's data, seeds and optimiser, so each family here is its LLaMA-style counterpart with only
+# the preset changed: ``qwen2-small`` (d = 256, 4 layers, 4 query / 2 K/V heads, d_ff 1024) at
+# CPU scale, ``qwen2-nano`` (d = 768, 12 layers, 12 / 2 heads, d_ff 3072) at the paper's.
+LINEAGE_QWEN2 = DEFAULT._replace(pretrain=dataclasses.replace(PRETRAIN, preset="qwen2-small"))
+LINEAGE_QWEN2_PAPER = LINEAGE_PAPER._replace(
+    pretrain=dataclasses.replace(LINEAGE_PAPER_PRETRAIN, preset="qwen2-nano"))
+# architecture -> (CPU-scale family, paper-scale family) of the lineage study
+LINEAGE_ARCHS = {"llama2": (DEFAULT, LINEAGE_PAPER), "qwen2": (LINEAGE_QWEN2, LINEAGE_QWEN2_PAPER)}
+
+
 def with_corpora(fam: Family, corpora: dict) -> Family:
     """``fam`` with some corpora replaced (name -> list of paths or ``hf:`` specs); an unknown
     corpus name is an error."""

@@ -1,6 +1,7 @@
-"""The lineage study (paper Sec. 5, 6.1.2): claims and the section of RESULTS.md from the saved
-records of experiments/figure11.py, table4b.py, table4c.py, table5.py and the family's run
-summaries (``lineage_runs``, written by experiments/lineage.py)."""
+"""The lineage study (paper Sec. 5, 6.1.2) and its Qwen-style repeat (App. B.3.3): claims and
+the sections of RESULTS.md from the saved records of experiments/lineage.py (``--arch llama2``:
+figure11, table4b, table4c, table5 and the family's run summaries ``lineage_runs``; ``--arch
+qwen2``: figure14, table9, table10, table11, table12 and ``lineage_qwen2_runs``)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ from bornbiased_jax.verdicts import table as claims_table
 
 ALPHA = 0.01
 THRESHOLD = 0.8  # a baseline similarity at or above it says "same lineage"
-TITLES = {"table4b": "Table 4b / 8: init vs own trained model",
-          "table4c": "Table 4c: init s_i vs trained s_j", "table5": "Table 5: continued models"}
+TITLES = {"figure11": "Figure 11: seed-42 init vs checkpoints",
+          "table4b": "Table 4b / 8: init vs own trained model",
+          "table4c": "Table 4c: init s_i vs trained s_j", "table5": "Table 5: continued models",
+          "figure14": "Figure 14: seed-42 init vs checkpoints (Qwen-style)",
+          "table9": "Table 9: init vs init (Qwen-style)",
+          "table10": "Table 10: init vs own trained model (Qwen-style)",
+          "table11": "Table 11: init s_i vs trained s_j (Qwen-style)",
+          "table12": "Table 12: continued models (Qwen-style)"}
 BASELINES = [("Intrinsic", "intrinsic"), ("REEF", "reef"), ("PCS", "pcs"), ("ICS", "ics")]
-# The paper's correct (True) / wrong (False) marks per row: t, U, Intrinsic, REEF, PCS, ICS.
-PAPER_MARKS = {"table4b": (True, True, False, False, False, False),
-               "table4c": (True, True, None, None, None, None),
-               "table5": {"cont-prose-s1000": (True, True, True, False, True, True),
-                          "cont-prose-s123": (True, True, False, True, True, True),
-                          "cont-code-s1000": (True, True, False, False, False, False),
-                          "cont-code-s123": (True, True, True, True, True, True)}}
+def paper_marks(rec: dict) -> tuple:
+    """The paper's correct (True) / wrong (False) marks of one pair: t, U, then the four
+    baselines (None where the paper gives no value), read off its values as the paper marks
+    them (p <= 0.01 says one lineage, a similarity >= 0.8 says one lineage)."""
+    p, same = rec["paper"], rec["same_lineage"]
+    return ((p["t"] <= ALPHA) == same, (p["u"] <= ALPHA) == same,
+            *[((p[k] >= THRESHOLD) == same) if k in p else None for _, k in BASELINES])
 
 
 def marks(rec: dict, kind: str) -> tuple:
@@ -46,15 +53,14 @@ def _why(rec: dict, kind: str, n: int) -> str:
 
 
 def pair_claims(name: str, d: dict) -> list[Claim]:
-    """Tables 4b, 4c, 5: reproduced when our correct/wrong marks equal the paper's (t and U for
-    every input kind, the baselines), else differs with the columns that differ and the
+    """Tables 4b, 4c, 5 (Qwen-style: 9-12): reproduced when our correct/wrong marks equal the
+    paper's (t and U for every input kind, the baselines the paper gives), else differs with the columns that differ and the
     measurement behind them; a note when the calibrated test errs."""
     n = d["run"]["settings"]["n"]
     out = []
     for r in d["records"]:
         p = r["paper"]
-        want_all = PAPER_MARKS[name]
-        want_all = want_all[r["run"]] if isinstance(want_all, dict) else want_all
+        want_all = paper_marks(r)
         paper = f"t {fmt_p(p['t'])}, U {fmt_p(p['u'])}"
         if "pcs" in p:
             paper += (f"; Intrinsic {p['intrinsic']:.3f}, REEF {p['reef']:.3f}, PCS "
@@ -124,6 +130,38 @@ def figure11_claims(d: dict) -> list[Claim]:
     return out
 
 
+def figure14_claims(d: dict) -> list[Claim]:
+    """Figure 14 (Qwen-style; the paper shows no numbers, only that every checkpoint gives
+    p < 0.01), per input kind: reproduced when the paper test's t and U p-values of the seed-42
+    init against every checkpoint of its run are <= 0.01, else differs with the steps where
+    they are not. The same test on the seed-123 run's checkpoints (another lineage) is reported
+    beside it, with a note when it calls some of them related too: then a rejection does not
+    single out the lineage."""
+    out = []
+    for kind, rec in d["records"]["inputs"].items():
+        own, other = rec["curves"]["base-s42"], rec["curves"]["base-s123"]
+        hit = [r["step"] for r in own if max(r["paper_t"], r["paper_u"]) <= ALPHA]
+        false = [r["step"] for r in other if min(r["paper_t"], r["paper_u"]) <= ALPHA]
+        worst = max(own, key=lambda r: max(r["paper_t"], r["paper_u"]))
+        sh = rec["shift"]
+        ours = (f"{kind}: seed-42 run: t and U p <= 0.01 at {len(hit)}/{len(own)} checkpoints "
+                f"(largest p {fmt_p(max(worst['paper_t'], worst['paper_u']))} at step "
+                f"{worst['step']}); seed-123 run (another lineage): t or U p <= 0.01 at "
+                f"{len(false)}/{len(other)} checkpoints incl. its init; Kendall taus of the "
+                f"lineage above the seed-123 run's at {sum(x['diff'] > 0 for x in sh)}/{len(sh)} "
+                f"checkpoints")
+        missed = [r["step"] for r in own if r["step"] not in hit]
+        why = "" if not missed else f"p > 0.01 at steps {missed}"
+        if false:
+            why += ((". Note: " if why else "Note: ") + "the same test also calls "
+                    f"{len(false)}/{len(other)} checkpoints of the seed-123 run related, so its "
+                    "rejections here do not single out the lineage")
+        out.append(Claim(f"Figure 14 ({kind} inputs): seed-42 init vs checkpoints (Qwen-style)",
+                         "p < 0.01 at every checkpoint", ours,
+                         DIFFERS if missed else REPRODUCED, why, "App. B.3.3"))
+    return out
+
+
 def runs_table(runs: list[dict]) -> list[str]:
     """The family's runs (``lineage_runs``'s summaries) as markdown lines."""
     lines = ["| run | corpus | from | steps | tokens | train time (s) | final val loss |",
@@ -141,19 +179,41 @@ def runs_table(runs: list[dict]) -> list[str]:
     return lines
 
 
-def section(records: dict) -> str:
-    """The lineage section of RESULTS.md (without its marker lines) from the records
-    ``{name: saved JSON}`` of figure11, table4b, table4c, table5 and lineage_runs."""
-    claims = figure11_claims(records["figure11"])
-    for name in ("table4b", "table4c", "table5"):
-        claims += pair_claims(name, records[name])
-    info = records["table5"]["run"]
+# architecture -> (record names of its claims, in order; its runs record; the section's title)
+ARCHS = {
+    "llama2": (["figure11", "table4b", "table4c", "table5"], "lineage_runs",
+               "Lineage: persistence through training (paper Sec. 5, 6.1.2: Figure 11, Tables "
+               "4b, 4c, 5)"),
+    "qwen2": (["figure14", "table9", "table10", "table11", "table12"], "lineage_qwen2_runs",
+              "Lineage with Qwen-style models (paper App. B.3.3: Tables 9-12, Figure 14)"),
+}
+
+
+def claims(records: dict, arch: str = "llama2") -> list[Claim]:
+    """Every claim of one architecture's lineage records."""
+    names, _, _ = ARCHS[arch]
+    out = []
+    for name in names:
+        if name == "figure11":
+            out += figure11_claims(records[name])
+        elif name == "figure14":
+            out += figure14_claims(records[name])
+        else:
+            out += pair_claims(name, records[name])
+    return out
+
+
+def section(records: dict, arch: str = "llama2") -> str:
+    """The lineage section of RESULTS.md for ``arch`` (without its marker lines) from the
+    records ``{name: saved JSON}`` of its experiments and its runs record."""
+    names, runs_name, title = ARCHS[arch]
+    info = records[names[-1]]["run"]
     s = info["settings"]
-    fam = records["lineage_runs"]["records"]["family"]
+    fam = records[runs_name]["records"]["family"]
     corpora = fam["corpora"]
-    lines = ["## Lineage: persistence through training (paper Sec. 5, 6.1.2: Figure 11, "
-             "Tables 4b, 4c, 5)", "",
-             f"Generated from the records of `python -m experiments.lineage` ({info['scale']} "
+    command = "python -m experiments.lineage" + ("" if arch == "llama2" else f" --arch {arch}")
+    lines = [f"## {title}", "",
+             f"Generated from the records of `{command}` ({info['scale']} "
              f"scale, {info['device']}). Family (bornbiased_jax/studies/family.py): "
              f"`{fam['preset']}` with {tuple(fam['model_set'])}, seeds 42/123/1000/2000, one "
              f"data seed (the same batches in the same order), {fam['steps']} steps of "
@@ -165,16 +225,19 @@ def section(records: dict) -> str:
              f"({', '.join(s.get('inputs', []))}); 'paper' = Algorithm 1 (top-m, m = 0.52 "
              f"d_out; t and U: mean of {s.get('trials')} Gaussian-null draws), 'official' = the "
              f"released code, 'calibrated' = K = {s.get('null_models')} fresh initialisations "
-             f"as the null (exact when the base is an initialisation, not in Table 5). "
+             f"as the null (exact when the base is an initialisation, not for a continued "
+             f"model's trained base). "
              f"Baselines: REEF on {s.get('reef_windows')} held-out base-corpus windows of "
              f"{s.get('reef_seq_len')} tokens, ICS on the {s.get('ics_tokens')} least frequent "
-             f"tokens, threshold 0.8. Figure 11: m = {s.get('fig11_m')}. Verdict: "
-             "'reproduced' when our correct/wrong marks equal the paper's (t and U for both "
-             "input kinds, baselines), else the columns that differ and the measurement behind "
-             "them. PCS(own init) = the trained model vs its own initialisation (paper: 0.58).",
-             "", claims_table(claims), "", "The family's runs:", ""]
-    lines += runs_table(records["lineage_runs"]["records"]["runs"])
+             f"tokens, threshold 0.8. Kendall-tau curves: the init's top-{s.get('fig11_m')} "
+             "dims. Verdict: 'reproduced' when our correct/wrong marks equal the paper's (t and "
+             "U for both input kinds, the baselines the paper gives), else the columns that "
+             "differ and the measurement behind them. PCS(own init) = the trained model vs its "
+             "own initialisation (paper: 0.58).",
+             "", claims_table(claims(records, arch)), "", "The family's runs:", ""]
+    lines += runs_table(records[runs_name]["records"]["runs"])
     return "\n".join(lines) + "\n"
 
 
-EXPERIMENTS = ["figure11", "table4b", "table4c", "table5", "lineage_runs"]
+EXPERIMENTS = ARCHS["llama2"][0] + [ARCHS["llama2"][1]]
+QWEN2_EXPERIMENTS = ARCHS["qwen2"][0] + [ARCHS["qwen2"][1]]

@@ -63,11 +63,25 @@ SMOKE = dict(runs_dir="", n=24, seq_len=8, inputs=["tokens"], null_models=9, tri
 
 
 
-def scale_family(scale: str, corpus_flags) -> family.Family:
-    """The family of ``--scale`` (``family.DEFAULT`` or ``family.LINEAGE_PAPER``) with the
-    ``--corpus`` replacements."""
-    fam = family.LINEAGE_PAPER if scale == "paper" else family.DEFAULT
+def scale_family(scale: str, corpus_flags, arch: str = "llama2") -> family.Family:
+    """The family of ``--scale`` and ``--arch`` (``family.LINEAGE_ARCHS``: the LLaMA-style
+    ``DEFAULT`` / ``LINEAGE_PAPER`` or their Qwen-style counterparts) with the ``--corpus``
+    replacements."""
+    if arch not in family.LINEAGE_ARCHS:
+        raise UserError(f"unknown architecture {arch!r}; the lineage study trains "
+                        f"{sorted(family.LINEAGE_ARCHS)}")
+    cpu, paper = family.LINEAGE_ARCHS[arch]
+    fam = paper if scale == "paper" else cpu
     return family.with_corpora(fam, family.parse_corpus_flags(corpus_flags))
+
+
+def default_runs_dir(scale: str, arch: str = "llama2") -> Path:
+    """Where a family's runs live unless ``--runs-dir`` says otherwise: runs/family (LLaMA-style,
+    CPU scale), runs/family-paper, runs/family-qwen2, runs/family-qwen2-paper."""
+    s = PAPER if scale == "paper" else CPU
+    if arch == "llama2":
+        return Path(s["runs_dir"])
+    return Path("runs") / ("family-" + arch + ("-paper" if scale == "paper" else ""))
 
 
 class Study:

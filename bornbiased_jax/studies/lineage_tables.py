@@ -1,19 +1,29 @@
-"""The four experiments of the lineage study (paper Sec. 5-6.1) on a :class:`Study`: Figure 11
-(the seed-42 init against every checkpoint of its own run and of the seed-123 run) and Tables
-4b, 4c and 5 (every SeedPrint test and the four baselines per pair, beside the paper's values),
-each returning (records, markdown); :func:`run_all` runs them and writes their outputs. The
-command lines are experiments/figure11.py, table4b.py, table4c.py, table5.py and lineage.py."""
+"""The experiments of the lineage study (paper Sec. 5-6.1 and its Qwen-style repeat, App.
+B.3.3) on a :class:`Study`, each returning (records, markdown):
+
+  * checkpoints (Figure 11; Figure 14 for Qwen): the seed-42 init against every checkpoint of
+    its own run and of the seed-123 run, Kendall taus and the paper test's p per checkpoint;
+  * init pairs (Table 9, Qwen only: LLaMA's Table 4a is the SeedPrint section's);
+  * own (Tables 4b, 10), cross (Tables 4c, 11), continued (Tables 5, 12): every SeedPrint test
+    and the four baselines per pair, beside the paper's values.
+
+:class:`PaperTables` holds one architecture's published values and the names of our records of
+them (``LLAMA2``, ``QWEN2``); :func:`run_all` runs an architecture's experiments and writes their
+outputs. The command lines are experiments/lineage.py (``--arch``) and, for the LLaMA-style
+tables one at a time, experiments/figure11.py, table4b.py, table4c.py and table5.py."""
 
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats
 
 from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.studies import family
 from bornbiased_jax.studies.lineage import TITLES
 from bornbiased_jax.studies.lineage_measure import (BASES, CONTINUED, RUNS, Study, pairs_figure,
@@ -23,7 +33,66 @@ from bornbiased_jax.studies.outputs import write
 LINEAGE, BASELINE = "base-s42", "base-s123"
 
 
+class PaperTables(NamedTuple):
+    """One architecture's lineage tables in the paper: p-values (t, U) and, where the paper
+    gives them, the baselines' similarities (Intrinsic, REEF, PCS, ICS); ``names`` maps each
+    experiment (checkpoints, init_pairs, own, cross, continued, runs) to its record's name."""
+
+    arch: str
+    names: dict
+    own: dict        # seed: (t, U[, Intrinsic, REEF, PCS, ICS])
+    cross: dict      # (init seed, trained seed): (t, U)
+    continued: dict  # run: (t, U, Intrinsic, REEF, PCS, ICS)
+    init_pairs: dict  # (seed a, seed b): (t, U)
+
+
+LLAMA2 = PaperTables(
+    "llama2",
+    {"checkpoints": "figure11", "own": "table4b", "cross": "table4c", "continued": "table5",
+     "runs": "lineage_runs"},
+    # Tables 4b and 8
+    own={42: (2.20e-8, 6.28e-8, -0.021, 0.375, 0.580, 0.196),
+         123: (7.09e-6, 1.37e-5, 0.149, 0.369, 0.581, 0.188),
+         1000: (5.58e-4, 2.81e-3, -0.252, 0.381, 0.581, 0.188),
+         2000: (4.00e-10, 1.27e-9, -0.337, 0.331, 0.581, 0.188)},
+    # Table 4c
+    cross={(123, 1000): (0.385, 0.486), (1000, 2000): (0.035, 0.096),
+           (42, 123): (0.426, 0.337), (2000, 42): (0.388, 0.287)},
+    # Table 5
+    continued={"cont-prose-s1000": (0.0, 7.77e-89, 1.000, 0.759, 0.999, 0.996),
+               "cont-prose-s123": (0.943, 0.902, 0.950, 0.658, 0.332, 0.012),
+               "cont-code-s1000": (0.0, 3.09e-69, 0.489, 0.557, 0.585, 0.123),
+               "cont-code-s123": (0.732, 0.831, 0.445, 0.580, 0.301, 0.026)},
+    init_pairs={})
+
+QWEN2 = PaperTables(
+    "qwen2",
+    {"checkpoints": "figure14", "init_pairs": "table9", "own": "table10", "cross": "table11",
+     "continued": "table12", "runs": "lineage_qwen2_runs"},
+    # Table 10 (t and U only)
+    own={123: (7.36e-15, 3.38e-13), 1000: (4.41e-13, 2.01e-11), 42: (1.06e-24, 2.05e-19),
+         2000: (4.87e-24, 1.92e-20)},
+    # Table 11
+    cross={(123, 1000): (0.286, 0.254), (1000, 123): (0.036, 0.040),
+           (42, 2000): (0.026, 0.043), (2000, 42): (0.112, 0.123)},
+    # Table 12
+    continued={"cont-prose-s1000": (8.49e-214, 5.09e-71, 1.000, 0.957, 0.999, 0.996),
+               "cont-prose-s123": (0.256, 0.065, 0.913, 0.199, 0.328, 0.039),
+               "cont-code-s1000": (1.16e-211, 2.30e-76, 0.999, 0.313, 0.995, 0.976),
+               "cont-code-s123": (0.610, 0.491, 0.916, 0.255, 0.328, 0.038)},
+    # Table 9
+    init_pairs={(123, 1000): (0.094, 0.074), (1000, 123): (0.125, 0.094),
+                (42, 2000): (0.451, 0.529), (2000, 42): (0.130, 0.095)})
+
+ARCHS = {t.arch: t for t in (LLAMA2, QWEN2)}
+PAPER_KEYS = ("t", "u", "intrinsic", "reef", "pcs", "ics")
+
+
 def figure11(study: Study) -> tuple[dict, str]:
+    """Figure 11 (Figure 14 for the Qwen-style family): per input kind and checkpoint of the
+    seed-42 run and of the seed-123 run, the Kendall taus of the seed-42 init's top-m dims,
+    the one-sided U-test that the lineage's taus exceed the baseline's, and the paper test's
+    t and U p-values (mean over its null draws) of the seed-42 init against the checkpoint."""
     study.require(LINEAGE, BASELINE)
     m = study.s["fig11_m"]
     init = study.spec(LINEAGE, 0)
@@ -36,9 +105,13 @@ def figure11(study: Study) -> tuple[dict, str]:
                             (BASELINE, [0] + study.steps(BASELINE))):
             rows = []
             for step in steps:
-                taus = D.kendall_per_dim(F0, study.features(study.spec(run_, step), kind), M)
+                F = study.features(study.spec(run_, step), kind)
+                taus = D.kendall_per_dim(F0, F, M)
+                pt = paper_test(F0, F, trials=study.s["trials"], rng=np.random.default_rng(0))
                 rows.append({"step": step, "mean": float(np.mean(taus)),
-                             "std": float(np.std(taus, ddof=1)), "taus": taus.tolist()})
+                             "std": float(np.std(taus, ddof=1)), "taus": taus.tolist(),
+                             "paper_t": pt.p_values["t_mean"], "paper_u": pt.p_values["u_mean"],
+                             "paper_S": pt.n_dims})
             curves[run_] = rows
         # Is the lineage shifted upward at every checkpoint? One-sided Mann-Whitney of the two
         # tau distributions (50 vs 50) at each common checkpoint step.
@@ -54,9 +127,11 @@ def figure11(study: Study) -> tuple[dict, str]:
                                    "kendall_null_sd": D.kendall_null_sd(study.s["n"])}
     lines = [f"Kendall tau (mean +- std over the init's top-{m} dims) of the seed-42 init vs "
              "each checkpoint; one-sided U-test p that the seed-42 taus exceed the seed-123 "
-             "taus at that step.", "",
-             "| inputs | step | seed-42 run | seed-123 run | difference | U p |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "taus at that step; the paper test's t / U p (Algorithm 1) of the seed-42 init vs "
+             "the checkpoint of each run.", "",
+             "| inputs | step | seed-42 run | seed-123 run | difference | U p | paper t / U "
+             "(seed-42 run) | paper t / U (seed-123 run) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, rec in records["inputs"].items():
         base_by_step = {r["step"]: r for r in rec["curves"][BASELINE]}
         sh = {x["step"]: x for x in rec["shift"]}
@@ -64,11 +139,12 @@ def figure11(study: Study) -> tuple[dict, str]:
             b = base_by_step[r["step"]]
             lines.append(f"| {kind} | {r['step']} | {r['mean']:+.3f} +- {r['std']:.3f} | "
                          f"{b['mean']:+.3f} +- {b['std']:.3f} | {sh[r['step']]['diff']:+.3f} | "
-                         f"{sh[r['step']]['p_u']:.2g} |")
+                         f"{sh[r['step']]['p_u']:.2g} | {r['paper_t']:.2g} / {r['paper_u']:.2g} "
+                         f"| {b['paper_t']:.2g} / {b['paper_u']:.2g} |")
     return records, "\n".join(lines) + "\n"
 
 
-def figure11_figure(records: dict):
+def figure11_figure(records: dict, title: str = "Figure 11"):
     import matplotlib.pyplot as plt
 
     kinds = list(records["inputs"])
@@ -86,20 +162,35 @@ def figure11_figure(records: dict):
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xlabel("training step")
         ax.set_ylabel(f"Kendall tau vs seed-42 init (top-{records['m']} dims)")
-        ax.set_title(f"Figure 11 analogue, {kind} inputs", fontsize=9)
+        ax.set_title(f"{title} analogue, {kind} inputs", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
-# seed: (t, U, Intrinsic, REEF, PCS, ICS) of Tables 4b and 8
-TABLE4B_PAPER = {42: (2.20e-8, 6.28e-8, -0.021, 0.375, 0.580, 0.196),
-         123: (7.09e-6, 1.37e-5, 0.149, 0.369, 0.581, 0.188),
-         1000: (5.58e-4, 2.81e-3, -0.252, 0.381, 0.581, 0.188),
-         2000: (4.00e-10, 1.27e-9, -0.337, 0.331, 0.581, 0.188)}
+def _paper(values: tuple) -> dict:
+    return dict(zip(PAPER_KEYS, values))
 
 
-def table4b(study: Study) -> tuple[list[dict], str]:
+def table9(study: Study, paper: PaperTables = QWEN2) -> tuple[list[dict], str]:
+    """Init vs init of another seed (Table 9; LLaMA's Table 4a is measured with many more
+    pairs by experiments/table4a.py)."""
+    study.require(*BASES)
+    records = []
+    for (i, j), values in paper.init_pairs.items():
+        rec = study.compare(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}", 0),
+                            origin=study.spec(f"base-s{j}", 0))
+        rec.update(pair=f"s{i} init vs s{j} init", seeds=[i, j], same_lineage=False,
+                   paper=_paper(values))
+        records.append(rec)
+        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
+    md = pairs_table("Initialisations of two seeds (different lineages: ✓ = p > 0.01 or "
+                     "similarity < 0.8).", records, lambda r: False)
+    return records, md
+
+
+def table4b(study: Study, paper: PaperTables = LLAMA2) -> tuple[list[dict], str]:
+    """Each seed's init vs its own trained model (Tables 4b/8; Table 10 for Qwen)."""
     study.require(*BASES)
     records = []
     for run_ in BASES:
@@ -107,8 +198,7 @@ def table4b(study: Study) -> tuple[list[dict], str]:
         init, final = study.spec(run_, 0), study.spec(run_)
         rec = study.compare(init, final, origin=init)
         rec.update(pair=f"s{seed} init vs s{seed} base", seed=seed, same_lineage=True,
-                   paper=dict(zip(("t", "u", "intrinsic", "reef", "pcs", "ics"),
-                                  TABLE4B_PAPER[seed])))
+                   paper=_paper(paper.own[seed]))
         records.append(rec)
         print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
     md = pairs_table("Init vs its own trained model (one lineage: ✓ = p <= 0.01 or "
@@ -116,19 +206,16 @@ def table4b(study: Study) -> tuple[list[dict], str]:
     return records, md
 
 
-# (init seed, trained seed): (t, U) of Table 4c
-TABLE4C_PAPER = {(123, 1000): (0.385, 0.486), (1000, 2000): (0.035, 0.096),
-                 (42, 123): (0.426, 0.337), (2000, 42): (0.388, 0.287)}
-
-
-def table4c(study: Study) -> tuple[list[dict], str]:
+def table4c(study: Study, paper: PaperTables = LLAMA2) -> tuple[list[dict], str]:
+    """One seed's init vs another seed's trained model, same data and order (Table 4c; Table
+    11 for Qwen, with its own pairs)."""
     study.require(*BASES)
     records = []
-    for (i, j), (t, u) in TABLE4C_PAPER.items():
+    for (i, j), values in paper.cross.items():
         rec = study.compare(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}"),
                             origin=study.spec(f"base-s{j}", 0))
         rec.update(pair=f"s{i} init vs s{j} base", seeds=[i, j], same_lineage=False,
-                   paper={"t": t, "u": u})
+                   paper=_paper(values))
         records.append(rec)
         print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
     md = pairs_table("Init of one seed vs the trained model of another (different lineages: "
@@ -137,14 +224,11 @@ def table4c(study: Study) -> tuple[list[dict], str]:
 
 
 ROLE = {"prose": "TinyStoriesV2_cleaned", "code": "the_stack"}
-# run: (t, U, Intrinsic, REEF, PCS, ICS) of Table 5
-TABLE5_PAPER = {"cont-prose-s1000": (0.0, 7.77e-89, 1.000, 0.759, 0.999, 0.996),
-         "cont-prose-s123": (0.943, 0.902, 0.950, 0.658, 0.332, 0.012),
-         "cont-code-s1000": (0.0, 3.09e-69, 0.489, 0.557, 0.585, 0.123),
-         "cont-code-s123": (0.732, 0.831, 0.445, 0.580, 0.301, 0.026)}
 
 
-def table5(study: Study) -> tuple[list[dict], str]:
+def table5(study: Study, paper: PaperTables = LLAMA2) -> tuple[list[dict], str]:
+    """The seed-1000 base vs models continued on shifted corpora from the seed-1000 base (its
+    lineage) and the seed-123 base (distractors) (Table 5; Table 12 for Qwen)."""
     study.require("base-s1000", *CONTINUED)
     base = study.spec("base-s1000")
     records = []
@@ -153,9 +237,7 @@ def table5(study: Study) -> tuple[list[dict], str]:
         seed = int(s[1:])
         rec = study.compare(base, study.spec(name), origin=study.spec(f"base-s{seed}", 0))
         rec.update(pair=f"{shift} ({seed})", run=name, shift=shift, role=ROLE[shift],
-                   seed=seed, same_lineage=seed == 1000,
-                   paper=dict(zip(("t", "u", "intrinsic", "reef", "pcs", "ics"),
-                                  TABLE5_PAPER[name])))
+                   seed=seed, same_lineage=seed == 1000, paper=_paper(paper.continued[name]))
         records.append(rec)
         print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
     md = pairs_table("Base: the seed-1000 model after pretraining; targets continued on another "
@@ -165,31 +247,44 @@ def table5(study: Study) -> tuple[list[dict], str]:
     return records, md
 
 
-EXPERIMENTS = {"figure11": figure11, "table4b": table4b, "table4c": table4c, "table5": table5}
+# experiment -> the function measuring it (each takes the study and the PaperTables)
+KINDS = {"checkpoints": lambda study, paper: figure11(study), "init_pairs": table9,
+         "own": table4b, "cross": table4c, "continued": table5}
+# record name -> (experiment kind, PaperTables): figure11, table4b, ..., figure14, table9, ...
+EXPERIMENTS = {name: (kind, t) for t in ARCHS.values() for kind, name in t.names.items()
+               if kind != "runs"}
 
 
-def run_all(study: Study, out_root: Path, scale: str, names=tuple(EXPERIMENTS),
+def experiment_names(arch: str = "llama2") -> list[str]:
+    """The measured experiments of an architecture, in the order :func:`run_all` runs them."""
+    return [n for n, (_, t) in EXPERIMENTS.items() if t.arch == arch]
+
+
+def run_all(study: Study, out_root: Path, scale: str, arch: str = "llama2", names=None,
             records: Path | None = None) -> None:
-    """Run the experiments on ``study`` and write each one's JSON, md and PNG (and its record
-    under ``records``, when given)."""
-    for name in names:
+    """Run the experiments of ``arch`` (all, or ``names``) on ``study`` and write each one's
+    JSON, md and PNG (and its record under ``records``, when given)."""
+    for name in names or experiment_names(arch):
+        kind, paper = EXPERIMENTS[name]
         t0 = time.time()
-        recs, md = EXPERIMENTS[name](study)
-        fig = (figure11_figure(recs) if name == "figure11"
+        recs, md = KINDS[kind](study, paper)
+        fig = (figure11_figure(recs, TITLES[name].split(":")[0]) if kind == "checkpoints"
                else pairs_figure(recs, TITLES[name]))
         write(argparse.Namespace(out=out_root / name, scale=scale, records=records), name,
               study.s, recs, md, fig, t0)
 
 
-def runs_record(runs: Path, fam: family.Family, scale: str) -> dict:
-    """The ``lineage_runs`` record: the family's settings and each run's summary (tokens, steps,
-    train time, final validation loss), for RESULTS.md's family table."""
+def runs_record(runs: Path, fam: family.Family, scale: str, arch: str = "llama2") -> dict:
+    """The ``lineage_runs`` record (``lineage_qwen2_runs`` for Qwen): the family's settings and
+    each run's summary (tokens, steps, train time, final validation loss), for RESULTS.md's
+    family table."""
     pre = fam.pretrain
     out = []
     for name in RUNS:
         out.append(family.summary(name, runs) if family.finished(name, runs, fam)
                    else {"run": name, "finished": False})
-    return {"run": {"experiment": "lineage_runs", "scale": scale, "runs_dir": str(runs)},
+    name = ARCHS[arch].names["runs"]
+    return {"run": {"experiment": name, "scale": scale, "runs_dir": str(runs), "arch": arch},
             "records": {"family": {"preset": pre.preset, "model_set": list(pre.model_set),
                                    "steps": pre.steps, "batch_size": pre.batch_size,
                                    "seq_len": pre.seq_len,

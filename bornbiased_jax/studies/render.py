@@ -20,11 +20,12 @@ from bornbiased_jax.studies import initialisation, lineage, seedprint, sinks
 from bornbiased_jax.verdicts import vocabulary_markdown
 
 RECORDS = Path("results/records")
-SECTIONS = ["initialisation", "seedprint", "lineage", "sinks", "sinks_regime", "sinks_arms",
-            "gpu"]
+SECTIONS = ["initialisation", "seedprint", "lineage", "lineage_qwen2", "sinks", "sinks_regime",
+            "sinks_arms", "gpu"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "seedprint": "python -m experiments.seedprint_results --run",
             "lineage": "python -m experiments.lineage",
+            "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
             "sinks_arms": "python -m experiments.sinks_arms"}
@@ -215,6 +216,20 @@ def lineage_section(records: dict, old: str) -> str | None:
     return lineage.section(records).rstrip("\n")
 
 
+def lineage_qwen2_section(records: dict, old: str) -> str:
+    """The Qwen-style repeat from its records; until all of them exist, a line saying that it
+    has not been measured (with what is missing and the command), never older numbers."""
+    missing = [n for n in lineage.QWEN2_EXPERIMENTS if n not in records]
+    if not missing:
+        return lineage.section(records, "qwen2").rstrip("\n")
+    return "\n".join([f"## {lineage.ARCHS['qwen2'][2]}", "",
+                      f"Not measured yet: no records for {', '.join(missing)}. "
+                      f"`{COMMANDS['lineage_qwen2']}` trains the Qwen-style family (the "
+                      "LLaMA-style family's data, seeds and schedule with the `qwen2-small` "
+                      "preset; bornbiased_jax/studies/family.py) and measures it; an "
+                      "interrupted run resumes from its checkpoints."])
+
+
 def sinks_regime_section(records: dict, old: str) -> str | None:
     if "sinks_regime" not in records:
         return None
@@ -286,7 +301,8 @@ def render(old_text: str, records: dict) -> str:
     from ``old_text`` (the current RESULTS.md)."""
     old = sections(old_text)
     make = {"initialisation": initialisation_section, "seedprint": seedprint_section,
-            "lineage": lineage_section, "sinks": sinks_section,
+            "lineage": lineage_section, "lineage_qwen2": lineage_qwen2_section,
+            "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]
     for name in SECTIONS + [n for n in old if n not in SECTIONS]:  # others kept, at the end
