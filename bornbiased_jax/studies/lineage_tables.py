@@ -178,8 +178,7 @@ def table9(study: Study, paper: PaperTables = QWEN2) -> tuple[list[dict], str]:
     study.require(*BASES)
     records = []
     for (i, j), values in paper.init_pairs.items():
-        rec = study.compare(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}", 0),
-                            origin=study.spec(f"base-s{j}", 0))
+        rec = study.compare(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}", 0))
         rec.update(pair=f"s{i} init vs s{j} init", seeds=[i, j], same_lineage=False,
                    paper=_paper(values))
         records.append(rec)
