@@ -97,9 +97,9 @@ def test_token_preference_records():
         # At most 40 distinct predictions, all among the TOP_COUNTS = 100 kept counts.
         assert r.num_seqs == 40 and sum(r.top_counts) == 40 and len(r.top_counts) == 100
         assert r.top_counts[0] == r.top1_count and 0 <= r.top1_id < 512
-    # The same seed and probe set reproduce the same record.
-    again = token_preference(cfg, [1], [8], 40)[0]
-    assert again == recs[1]
+    # The same seeds and probe set reproduce the same records (that a seed's record does not
+    # depend on the seeds beside it is test_sweep.py's test_seed_result_does_not_depend_on_...).
+    assert token_preference(cfg, [0, 1], [8], 40) == recs[:2]
 
 
 def test_a_contracting_model_has_a_significant_seed_specific_preference():
