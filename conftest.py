@@ -1,6 +1,6 @@
 """Test setup shared by ``tests/`` and ``theory/``: four fake CPU devices (for the sharded sweep
-and data-parallel training), XLA without its expensive LLVM passes, a compilation cache for the
-session, and deterministic hypothesis."""
+and data-parallel training), a compilation cache for the session, and deterministic
+hypothesis."""
 
 import atexit
 import os
@@ -16,24 +16,8 @@ def with_host_device_count(flags: str, n: int) -> str:
     return f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
-def with_cheap_llvm(flags: str) -> str:
-    """``flags`` with XLA's expensive LLVM passes turned off, unless the flags say otherwise.
-
-    Most tests compile many small programs and run each once, so LLVM's optimisation of the
-    generated code costs more than it saves: measured on the 2-core CPU, it cut the CPU time of
-    tests/test_model.py by 23 % and of test_sweep.py with test_train.py by 16 %, and cost
-    theory/ (long simulations, few programs) 8 %. The passes only schedule and vectorise
-    without reassociating floating-point arithmetic (XLA's CPU fast-math is off), so every
-    result is bitwise the same: the forward pass, hidden states and gradients of the tiny GPT-2,
-    LLaMA and Qwen2 presets hash equal with and without them."""
-    if "--xla_llvm_disable_expensive_passes" in flags:
-        return flags
-    return f"{flags} --xla_llvm_disable_expensive_passes=true".strip()
-
-
 # Must precede the first import of jax anywhere in the test session.
-os.environ["XLA_FLAGS"] = with_cheap_llvm(
-    with_host_device_count(os.environ.get("XLA_FLAGS", ""), 4))
+os.environ["XLA_FLAGS"] = with_host_device_count(os.environ.get("XLA_FLAGS", ""), 4)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # The tests check float32 identities: no TF32 where a GPU would otherwise use it
 # (bornbiased_jax/precision.py).
