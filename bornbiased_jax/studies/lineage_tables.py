@@ -172,54 +172,54 @@ def _paper(values: tuple) -> dict:
     return dict(zip(PAPER_KEYS, values))
 
 
+def _measure(study: Study, pairs: list, intro: str, expect_same) -> tuple[list[dict], str]:
+    """Compare each (base, suspect, origin, fields) of ``pairs`` (:meth:`Study.compare`, then
+    ``fields`` added to the record) and tabulate them after ``intro``."""
+    records = []
+    for base, suspect, origin, fields in pairs:
+        rec = study.compare(base, suspect, origin=origin)
+        rec.update(fields)
+        records.append(rec)
+        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
+    return records, pairs_table(intro, records, expect_same)
+
+
 def table9(study: Study, paper: PaperTables = QWEN2) -> tuple[list[dict], str]:
     """Init vs init of another seed (Table 9; LLaMA's Table 4a is measured with many more
     pairs by experiments/table4a.py)."""
     study.require(*BASES)
-    records = []
-    for (i, j), values in paper.init_pairs.items():
-        rec = study.compare(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}", 0))
-        rec.update(pair=f"s{i} init vs s{j} init", seeds=[i, j], same_lineage=False,
-                   paper=_paper(values))
-        records.append(rec)
-        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = pairs_table("Initialisations of two seeds (different lineages: ✓ = p > 0.01 or "
-                     "similarity < 0.8).", records, lambda r: False)
-    return records, md
+    pairs = [(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}", 0), None,
+              dict(pair=f"s{i} init vs s{j} init", seeds=[i, j], same_lineage=False,
+                   paper=_paper(values)))
+             for (i, j), values in paper.init_pairs.items()]
+    return _measure(study, pairs, "Initialisations of two seeds (different lineages: ✓ = p > "
+                    "0.01 or similarity < 0.8).", lambda r: False)
 
 
 def table4b(study: Study, paper: PaperTables = LLAMA2) -> tuple[list[dict], str]:
     """Each seed's init vs its own trained model (Tables 4b/8; Table 10 for Qwen)."""
     study.require(*BASES)
-    records = []
+    pairs = []
     for run_ in BASES:
         seed = int(run_.split("-s")[1])
-        init, final = study.spec(run_, 0), study.spec(run_)
-        rec = study.compare(init, final, origin=init)
-        rec.update(pair=f"s{seed} init vs s{seed} base", seed=seed, same_lineage=True,
-                   paper=_paper(paper.own[seed]))
-        records.append(rec)
-        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = pairs_table("Init vs its own trained model (one lineage: ✓ = p <= 0.01 or "
-                     "similarity >= 0.8).", records, lambda r: True)
-    return records, md
+        init = study.spec(run_, 0)
+        pairs.append((init, study.spec(run_), init,
+                      dict(pair=f"s{seed} init vs s{seed} base", seed=seed, same_lineage=True,
+                           paper=_paper(paper.own[seed]))))
+    return _measure(study, pairs, "Init vs its own trained model (one lineage: ✓ = p <= 0.01 "
+                    "or similarity >= 0.8).", lambda r: True)
 
 
 def table4c(study: Study, paper: PaperTables = LLAMA2) -> tuple[list[dict], str]:
     """One seed's init vs another seed's trained model, same data and order (Table 4c; Table
     11 for Qwen, with its own pairs)."""
     study.require(*BASES)
-    records = []
-    for (i, j), values in paper.cross.items():
-        rec = study.compare(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}"),
-                            origin=study.spec(f"base-s{j}", 0))
-        rec.update(pair=f"s{i} init vs s{j} base", seeds=[i, j], same_lineage=False,
-                   paper=_paper(values))
-        records.append(rec)
-        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = pairs_table("Init of one seed vs the trained model of another (different lineages: "
-                     "✓ = p > 0.01 or similarity < 0.8).", records, lambda r: False)
-    return records, md
+    pairs = [(study.spec(f"base-s{i}", 0), study.spec(f"base-s{j}"), study.spec(f"base-s{j}", 0),
+              dict(pair=f"s{i} init vs s{j} base", seeds=[i, j], same_lineage=False,
+                   paper=_paper(values)))
+             for (i, j), values in paper.cross.items()]
+    return _measure(study, pairs, "Init of one seed vs the trained model of another (different "
+                    "lineages: ✓ = p > 0.01 or similarity < 0.8).", lambda r: False)
 
 
 ROLE = {"prose": "TinyStoriesV2_cleaned", "code": "the_stack"}
@@ -230,20 +230,18 @@ def table5(study: Study, paper: PaperTables = LLAMA2) -> tuple[list[dict], str]:
     lineage) and the seed-123 base (distractors) (Table 5; Table 12 for Qwen)."""
     study.require("base-s1000", *CONTINUED)
     base = study.spec("base-s1000")
-    records = []
+    pairs = []
     for name in CONTINUED:
         _, shift, s = name.split("-")
         seed = int(s[1:])
-        rec = study.compare(base, study.spec(name), origin=study.spec(f"base-s{seed}", 0))
-        rec.update(pair=f"{shift} ({seed})", run=name, shift=shift, role=ROLE[shift],
-                   seed=seed, same_lineage=seed == 1000, paper=_paper(paper.continued[name]))
-        records.append(rec)
-        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
-    md = pairs_table("Base: the seed-1000 model after pretraining; targets continued on another "
-                     "corpus (✓ = correct verdict: p <= 0.01 / similarity >= 0.8 for the "
-                     "seed-1000 descendants, the opposite for the seed-123 distractors).",
-                     records, lambda r: r["same_lineage"])
-    return records, md
+        pairs.append((base, study.spec(name), study.spec(f"base-s{seed}", 0),
+                      dict(pair=f"{shift} ({seed})", run=name, shift=shift, role=ROLE[shift],
+                           seed=seed, same_lineage=seed == 1000,
+                           paper=_paper(paper.continued[name]))))
+    return _measure(study, pairs, "Base: the seed-1000 model after pretraining; targets "
+                    "continued on another corpus (✓ = correct verdict: p <= 0.01 / similarity "
+                    ">= 0.8 for the seed-1000 descendants, the opposite for the seed-123 "
+                    "distractors).", lambda r: r["same_lineage"])
 
 
 # experiment -> the function measuring it (each takes the study and the PaperTables)
