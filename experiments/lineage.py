@@ -62,6 +62,7 @@ def main(argv=None) -> None:
     records = args.records or records_root(args.scale)
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or default_runs_dir(args.scale, args.arch))
+    s["runs_dir"] = str(runs)  # the folder measured, in every record's settings
     fam = scale_family(args.scale, args.corpus, args.arch)
     if not args.no_run:
         if not args.no_train:

@@ -414,7 +414,8 @@ def test_lineage_paper_marks_are_the_papers_checkmarks():
         return L.paper_marks({"paper": dict(zip(LT.PAPER_KEYS, values)), "same_lineage": same})
 
     T, F = True, False
-    assert marks(LT.LLAMA2, 42, True) == (T, T, F, F, F, F)  # Table 8
+    assert [marks(LT.LLAMA2, seed, True) for seed in (42, 123, 1000, 2000)] == [
+        (T, T, F, F, F, F)] * 4  # Table 8
     printed = {  # Table 5 and Table 12, rows in the paper's order
         "llama2": [(T, T, T, F, T, T), (T, T, F, T, T, T), (T, T, F, F, F, F), (T, T, T, T, T, T)],
         "qwen2": [(T, T, T, T, T, T), (T, T, F, T, T, T), (T, T, T, F, T, T), (T, T, F, T, T, T)]}
