@@ -27,7 +27,7 @@ from pathlib import Path
 from experiments._common import parse, user_errors_exit, write
 
 from bornbiased_jax.studies import render, sinks_arms
-from bornbiased_jax.studies.sinks_arms_measure import run_arm
+from bornbiased_jax.studies.sinks_arms_measure import run_arms
 
 NAME = "sinks_arms"
 CPU = dict(runs_dir="runs/sinks-arms", grid="cpu")
@@ -40,7 +40,8 @@ def extra(p):
                         "runs/sinks-arms-paper with --scale paper)")
     p.add_argument("--arms", nargs="+", default=None, choices=sinks_arms.ARM_NAMES,
                    help="train and measure only these arms, every seed group of each (default: all, "
-                        "the baseline first)")
+                        "the baseline first); the record keeps the other arms' earlier "
+                        "measurements (never retrained)")
     p.add_argument("--no-train", action="store_true",
                    help="measure finished runs only; do not train or resume any")
     p.add_argument("--results", type=Path, default=None,
@@ -51,20 +52,9 @@ def main(argv=None) -> None:
     args, s = parse(NAME, __doc__, CPU, PAPER, extra, argv=argv)
     t0 = time.time()
     cells = sinks_arms.CPU if s["grid"] == "cpu" else sinks_arms.PAPER
-    if args.arms:
-        cells = tuple(c for c in cells if sinks_arms.arm_of(c.name) in args.arms)
     runs_dir = args.runs or Path(s["runs_dir"])
-    groups, missing = {}, []
-    for cell in cells:
-        print(f"== {cell.name}", flush=True)
-        rec = run_arm(cell, runs_dir, train_runs=not args.no_train,
-                      log=lambda m: print(m, flush=True))
-        if rec is None:
-            missing.append(cell.name)
-        else:
-            groups.setdefault(sinks_arms.arm_of(cell.name), []).append(rec)
-    records = {"arms": {arm: sinks_arms.merge_groups(recs) for arm, recs in groups.items()},
-               "not_measured": missing}
+    records = run_arms(cells, runs_dir, only=args.arms, train_runs=not args.no_train,
+                       log=lambda m: print(m, flush=True))
     if "baseline" not in records["arms"]:
         raise SystemExit(f"{NAME}: the baseline is not measured; train it first (without "
                          "--no-train, with baseline among --arms)")

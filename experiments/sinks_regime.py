@@ -11,7 +11,8 @@ sinks_regime_measure.py). A cell "grew sinks" when its last checkpoint's rates a
 2 SE at every length and Gu's rate rose above the initialisation's by 2 SE.
 
     nice -n 10 python -m experiments.sinks_regime                  # the CPU grid
-    python -m experiments.sinks_regime --cells bbm-L1-wd0.1        # some cells only
+    python -m experiments.sinks_regime --cells bbm-L1-wd0.1        # some cells only (the
+                                                                   # others' saved results kept)
 """
 
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from experiments._common import parse, write
 
 from bornbiased_jax.studies import sinks_regime
-from bornbiased_jax.studies.sinks_regime_measure import run_cell
+from bornbiased_jax.studies.sinks_regime_measure import run_grid
 
 NAME = "sinks_regime"
 CPU = dict(runs_dir="runs/sinks-regime", grid="cpu")
@@ -32,7 +33,9 @@ def extra(p):
                    help="folder of the cells' run folders (default: runs/sinks-regime, "
                         "runs/sinks-regime-paper with --scale paper)")
     p.add_argument("--cells", nargs="+", default=None,
-                   help="train and measure only these cells (default: the whole grid, in order)")
+                   help="train and measure only these cells (default: the whole grid, in order); "
+                        "the record keeps the other cells' earlier measurements (never "
+                        "retrained)")
 
 
 if __name__ == "__main__":
@@ -45,13 +48,8 @@ if __name__ == "__main__":
         unknown = [c for c in args.cells if c not in known]
         if unknown:
             raise SystemExit(f"unknown cells {unknown}; the grid has {sorted(known)}")
-        grid = tuple(c for c in grid if c.name in args.cells)
     runs_dir = args.runs or Path(s["runs_dir"])
-    records = {"cells": [], "grid": [c.name for c in grid]}
-    for cell in grid:
-        print(f"== {cell.name}", flush=True)
-        records["cells"].append(run_cell(cell, runs_dir, log=lambda m: print(m, flush=True)))
-    records["summary"] = [sinks_regime.summarise(c) for c in records["cells"]]
-    s = dict(s, runs_dir=str(runs_dir), cells=[c.name for c in grid])
+    records = run_grid(grid, runs_dir, only=args.cells, log=lambda m: print(m, flush=True))
+    s = dict(s, runs_dir=str(runs_dir), cells=[c["name"] for c in records["cells"]])
     write(args, NAME, s, records, sinks_regime.markdown(records),
           sinks_regime.figure(records), t0)

@@ -204,3 +204,47 @@ def test_late_rate_averages_the_last_checkpoints():
     # checkpoints 100, 200, 400 end with rates 0, 0.2, 0.4 (LATE = 3)
     assert A.LATE == 3 and fv["rate_late@64"] == [pytest.approx(0.2)] * 4
     assert fv["rate@64"] == [0.4] * 4
+
+
+def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeypatch):
+    """``--arms X`` trains and measures X only; the record still holds every other arm
+    measured before with the same settings (never retrained); a saved record made with other
+    settings, or none, leaves that cell under not_measured."""
+    from bornbiased_jax import io
+    from bornbiased_jax.studies import sinks_arms_measure as M
+
+    def record(cell, rate, settings=None):
+        return dict(_arm(cell.name, [rate] * len(cell.seeds), seeds=cell.seeds), model={},
+                    lengths=list(TS), num_seqs=100,
+                    settings=settings or json.loads(json.dumps(dataclasses.asdict(cell))))
+
+    def saved(cell, arm, settings=None):
+        io.write_json(tmp_path / cell.name / "arms.json", record(cell, 0.4, settings))
+
+    by_name = {c.name: c for c in A.CPU}
+    saved(by_name["baseline"], "baseline")
+    saved(by_name["baseline-s4-7"], "baseline")
+    saved(by_name["attenuation"], "attenuation", settings={"steps": -1})  # stale settings
+    asked = []
+    monkeypatch.setattr(M, "run_arm", lambda cell, root, train_runs, log: asked.append(
+        cell.name) or record(cell, 0.1))
+    rec = M.run_arms(A.CPU, tmp_path, only=["gate"], log=lambda m: None)
+    assert asked == ["gate", "gate-s4-7"]  # only the arm asked for is trained
+    assert set(rec["arms"]) == {"baseline", "gate"}
+    assert [s["seed"] for s in rec["arms"]["baseline"]["seeds"]] == list(range(8))
+    assert "attenuation" in rec["not_measured"] and "amplification-s4-7" in rec["not_measured"]
+    # and the grid of the regime search does the same
+    from bornbiased_jax.studies import sinks_regime as sr
+    from bornbiased_jax.studies import sinks_regime_measure as RM
+
+    cell = sr.CPU[0]
+    io.write_json(tmp_path / "regime" / cell.name / "regime.json", {
+        "name": cell.name, "settings": json.loads(json.dumps(dataclasses.asdict(cell))),
+        "checkpoints": [_ck(0, 0.0, 3.0), _ck(100, 0.3, 1.0)]})
+    monkeypatch.setattr(RM, "run_cell", lambda c, root, log: asked.append(c.name) or {
+        "name": c.name, "checkpoints": [_ck(0, 0.0, 3.0), _ck(100, 0.0, 1.0)]})
+    grid = RM.run_grid(sr.CPU, tmp_path / "regime", only=[sr.CPU[1].name], log=lambda m: None)
+    assert asked[-1] == sr.CPU[1].name and asked.count(cell.name) == 0
+    assert [c["name"] for c in grid["cells"]] == [cell.name, sr.CPU[1].name]
+    assert grid["grid"] == [c.name for c in sr.CPU]
+    assert [s["grew_sinks"] for s in grid["summary"]] == [True, False]

@@ -30,7 +30,8 @@ from bornbiased_jax.probes import sinks
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_measure import perplexity
 from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, Cell
-from bornbiased_jax.studies.sinks_regime_measure import COPY_T, NUM_SEQS, length_row, train
+from bornbiased_jax.studies.sinks_regime_measure import (COPY_T, NUM_SEQS, length_row,
+                                                         measured, train)
 
 
 TRAIN_LOSS_EVERY = 50  # the training loss kept in the record, every this many steps
@@ -96,6 +97,29 @@ def measure(cell: Cell, folder: Path, log=print) -> list[dict]:
     return out
 
 
+def run_arms(cells, root: Path, only=None, train_runs: bool = True, log=print) -> dict:
+    """The arms' record: every cell of an arm named in ``only`` (default: all) trained (if
+    ``train_runs``) and measured by :func:`run_arm`; every other cell taken from its saved
+    ``arms.json`` when it was measured before with the same settings (never trained or
+    measured here). Seed groups are merged per arm; cells with no record are listed under
+    ``not_measured``. A run for a few arms therefore keeps the other arms' results."""
+    from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
+
+    groups, missing = {}, []
+    for cell in cells:
+        if only is None or arm_of(cell.name) in only:
+            log(f"== {cell.name}")
+            rec = run_arm(cell, root, train_runs=train_runs, log=log)
+        else:
+            rec = measured(Path(root) / cell.name / "arms.json", cell)
+        if rec is None:
+            missing.append(cell.name)
+        else:
+            groups.setdefault(arm_of(cell.name), []).append(rec)
+    return {"arms": {arm: merge_groups(recs) for arm, recs in groups.items()},
+            "not_measured": missing}
+
+
 def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=print) -> dict | None:
     """Train (if ``train_runs``) and measure arm ``cell`` under ``root``, reusing
     ``arms.json`` where it was made with the same settings; the arm's record, or None when its
@@ -103,11 +127,9 @@ def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=print) -> dict 
     folder = Path(root) / cell.name
     saved = folder / "arms.json"
     settings = json.loads(json.dumps(dataclasses.asdict(cell)))
-    if saved.is_file():
-        rec = json.loads(saved.read_text())
-        if rec.get("settings") == settings:
-            log(f"{cell.name}: measured before ({saved})")
-            return rec
+    if (rec := measured(saved, cell)) is not None:
+        log(f"{cell.name}: measured before ({saved})")
+        return rec
     if train_runs:
         train(cell, folder, log)
     elif not runs.finished(folder, cell.train_config(), what=f"arm {cell.name}",

@@ -27,7 +27,7 @@ import numpy as np
 from bornbiased_jax import bbm, data, io, runs
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, PAPER_EPS, Cell
+from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 
 NUM_SEQS = 100
 COPY_T = 128  # length of the Bigram-Backcopy sequences copy accuracy is scored on (or seq_len)
@@ -117,17 +117,42 @@ def measure(cell: Cell, folder: Path, log=print) -> dict:
     return {"windows": note, "checkpoints": cks}
 
 
+def measured(saved: Path, cell) -> dict | None:
+    """The record saved at ``saved`` when it was measured with ``cell``'s settings (a grid cell
+    or a sink arm), else None."""
+    if not Path(saved).is_file():
+        return None
+    rec = json.loads(Path(saved).read_text())
+    return rec if rec.get("settings") == json.loads(json.dumps(dataclasses.asdict(cell))) else None
+
+
+def run_grid(grid, root: Path, only=None, log=print) -> dict:
+    """The grid's record: every cell named in ``only`` (default: all) trained and measured by
+    :func:`run_cell`; every other cell taken from its saved ``regime.json`` when it was
+    measured before with the same settings (never trained), else left out. A run for a few
+    cells therefore keeps the rest of the grid's results instead of dropping them."""
+    cells = []
+    for cell in grid:
+        if only is None or cell.name in only:
+            log(f"== {cell.name}")
+            cells.append(run_cell(cell, root, log=log))
+        elif (rec := measured(Path(root) / cell.name / "regime.json", cell)) is not None:
+            cells.append(rec)
+        else:
+            log(f"== {cell.name}: not measured yet, left out (not among the cells asked for)")
+    return {"cells": cells, "grid": [c.name for c in grid],
+            "summary": [summarise(c) for c in cells]}
+
+
 def run_cell(cell: Cell, root: Path, log=print) -> dict:
     """Train and measure ``cell`` under ``root`` (reusing ``regime.json`` where it was made
     with the same settings); the cell's record."""
     folder = Path(root) / cell.name
     saved = folder / "regime.json"
     settings = dataclasses.asdict(cell)
-    if saved.is_file():
-        rec = json.loads(saved.read_text())
-        if rec.get("settings") == json.loads(json.dumps(settings)):
-            log(f"{cell.name}: measured before ({saved})")
-            return rec
+    if (rec := measured(saved, cell)) is not None:
+        log(f"{cell.name}: measured before ({saved})")
+        return rec
     wall = train(cell, folder, log)
     summ = runs.summary(folder)
     cfg, _ = runs.run_config(folder)
