@@ -28,6 +28,7 @@ from pathlib import Path
 from bornbiased_jax import bbm, io, runs
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.sources import load_source
+from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
 from bornbiased_jax.studies.sinks_measure import perplexity
 from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, Cell
 from bornbiased_jax.studies.sinks_regime_measure import (COPY_T, NUM_SEQS, length_row,
@@ -103,8 +104,6 @@ def run_arms(cells, root: Path, only=None, train_runs: bool = True, log=print) -
     ``arms.json`` when it was measured before with the same settings (never trained or
     measured here). Seed groups are merged per arm; cells with no record are listed under
     ``not_measured``. A run for a few arms therefore keeps the other arms' results."""
-    from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
-
     groups, missing = {}, []
     for cell in cells:
         if only is None or arm_of(cell.name) in only:
