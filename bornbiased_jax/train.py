@@ -40,6 +40,7 @@ same state. ``fsdp`` shards parameters and Adam moments over the ``data`` device
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -135,14 +136,21 @@ def training_mesh(n_seeds: int, devices=None) -> Mesh:
     return Mesh(devices.reshape(along_seeds, devices.size // along_seeds), ("seeds", "data"))
 
 
+@functools.lru_cache(maxsize=8)
+def _one_seed_state_shapes(cfg: ModelConfig, tc: TrainConfig, optimizer) -> dict:
+    """Shapes of one seed's training state, without the seed axis. Traced once per settings and
+    optimiser (tracing a 1.2B-parameter model's state takes seconds; laying it out over several
+    meshes needs it each time)."""
+    one = jax.eval_shape(lambda: init_state(cfg, tc, optimizer))
+    return {**one, **jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype),
+                                  {"params": one["params"], "opt_state": one["opt_state"]})}
+
+
 def state_shardings(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh) -> dict:
     """Shardings of the stacked training state: each seed's parameters and moments laid out by
     the rules (data parallel or FSDP over 'data'), their seed axis over 'seeds'; the shared
     step and data position replicated."""
-    one = jax.eval_shape(lambda: init_state(cfg, dataclasses.replace(tc, seeds=(), seed=0),
-                                            optimizer))
-    one = {**one, **jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype),
-                                 {"params": one["params"], "opt_state": one["opt_state"]})}
+    one = _one_seed_state_shapes(cfg, dataclasses.replace(tc, seeds=(), seed=0), optimizer)
     per_seed = sharding.state_shardings(
         one, optimizer, mesh, sharding.RULES_FSDP if tc.fsdp else sharding.RULES_DATA_PARALLEL)
     return {**per_seed, "params": sharding.with_seed_axis(per_seed["params"]),
