@@ -400,8 +400,12 @@ def test_lineage_pair_rule_names_what_differs():
     c = L.pair_claims("table4c", d)[0]
     assert c.claim == "Table 4c: s123 init vs s1000 base" and c.verdict == V.DIFFERS
     assert c.why.startswith("t (gaussian); U (gaussian); false lineage (gaussian)")
+    assert c.ours.endswith("PCS without gains 0.000; PCS(own init) 0.960")
     rec["seedprint"]["gaussian"] = sp(0.5)
     assert L.pair_claims("table4c", d)[0].verdict == V.REPRODUCED
+    # An initialisation as suspect has no own init to compare with: the row says nothing of it.
+    del rec["pcs_own_init"]
+    assert L.pair_claims("table4c", d)[0].ours.endswith("PCS without gains 0.000")
 
 
 def test_lineage_paper_marks_are_the_papers_checkmarks():

@@ -5,6 +5,8 @@ qwen2``: figure14, table9, table10, table11, table12 and ``lineage_qwen2_runs``)
 
 from __future__ import annotations
 
+import math
+
 from bornbiased_jax.fingerprint.dims import kendall_null_sd
 from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, Claim
@@ -38,14 +40,21 @@ def marks(rec: dict, kind: str) -> tuple:
             *[(rec["baselines"][k] >= THRESHOLD) == same for _, k in BASELINES])
 
 
+def _pcs_own_init(rec: dict) -> str:
+    """'; PCS(own init) x' for a trained suspect; nothing for an initialisation (the record
+    has no value, or NaN: there is no training to compare with)."""
+    v = rec.get("pcs_own_init")
+    return "" if v is None or not math.isfinite(v) else f"; PCS(own init) {v:.3f}"
+
+
 def _why(rec: dict, kind: str, n: int) -> str:
     """The measurement behind a SeedPrint verdict that differs from the paper's."""
     sp = rec["seedprint"][kind]
     sd = kendall_null_sd(n)
     if rec["same_lineage"]:
         return (f"missed ({kind}): mean tau on S {sp['paper/mean_tau']:+.3f} "
-                f"({sp['paper/mean_tau'] / sd:+.1f} null sd), |S| {sp['paper/S']}; "
-                f"PCS(own init) {rec.get('pcs_own_init', float('nan')):.3f}")
+                f"({sp['paper/mean_tau'] / sd:+.1f} null sd), |S| {sp['paper/S']}"
+                + _pcs_own_init(rec))
     return (f"false lineage ({kind}): mean tau on S {sp['paper/mean_tau']:+.3f} = "
             f"{sp['paper/mean_tau'] / sd:+.1f} sd of tau under independence, while the "
             f"calibrated test (fresh inits as null) gives p {fmt_p(sp['calibrated/exact'])}: "
@@ -93,9 +102,8 @@ def pair_claims(name: str, d: dict) -> list[Claim]:
                                 "; its null is not exact for a trained base") + ")")
         b = r["baselines"]
         ours.append("Intrinsic {:.3f}, REEF {:.3f}, PCS {:.3f}, ICS {:.3f}; PCS without gains "
-                    "{:.3f}; PCS(own init) {:.3f}".format(
-                        b["intrinsic"], b["reef"], b["pcs"], b["ics"], r["pcs_no_norms"],
-                        r.get("pcs_own_init", float("nan"))))
+                    "{:.3f}".format(b["intrinsic"], b["reef"], b["pcs"], b["ics"],
+                                    r["pcs_no_norms"]) + _pcs_own_init(r))
         why = "; ".join(dict.fromkeys(bad))
         if notes:
             why += (". Note: " if why else "Note: ") + "; ".join(notes)

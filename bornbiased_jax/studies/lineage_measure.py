@@ -257,7 +257,8 @@ def table(records: list[dict], label, paper: dict, expect_same) -> str:
             lines.append(f"| {label(r)} | {kind} | {pt[0]} / {pt[1]} | {sp['paper/S']} | "
                          f"{sp['paper/mean_tau']:+.3f} | " + " | ".join(cells) + " | "
                          + " | ".join(sims) + f" | {r['pcs_no_norms']:.3f} | "
-                         f"{r.get('pcs_own_init', float('nan')):.3f} |")
+                         + (f"{r['pcs_own_init']:.3f}" if "pcs_own_init" in r else "n/a")
+                         + " |")
     return "\n".join(lines) + "\n"
 
 
