@@ -227,11 +227,23 @@ def test_seedprint_trained_rule():
                                      "permutations": 99}}, "records": fpr + power}
     claims = S.trained_claims(record(1e-5))  # the paper's tests reject every unrelated pair
     assert [c.verdict for c in claims] == [V.DIFFERS, V.DIFFERS, V.BEYOND, V.REPRODUCED]
-    assert "paper t, official" in claims[0].why and "28/28" in claims[0].ours
+    assert claims[0].why.startswith(
+        "above alpha beyond its intervals: paper t (step 250; jackknife and disjoint pairs); "
+        "official (step 250; jackknife and disjoint pairs)") and "28/28" in claims[0].ours
     assert "consistent with its level" in claims[2].why
     assert "every test detects every trial" in claims[3].why
     claims = S.trained_claims(record(0.5))
     assert [c.verdict for c in claims[:2]] == [V.REPRODUCED, V.REPRODUCED]
+    # A cross-lineage pool has no disjoint pairs: the row says it was flagged by the jackknife.
+    d = record(0.5)
+    cross = {"kind": "fpr", "setting": "vs another seed's continuation", "step": 250,
+             "rates": {t: {a: {k: v for k, v in cell.items() if k != "disjoint"}
+                           for a, cell in by_alpha.items()}
+                       for t, by_alpha in SM.rates(_pair_rows(
+                           8, lambda t, a, b: 1e-5 if t == "paper" else 0.5)).items()}}
+    claims = S.trained_claims({**d, "records": d["records"] + [cross]})
+    assert claims[0].verdict == V.DIFFERS and claims[0].why.startswith(
+        "above alpha beyond its intervals: paper t (vs another seed's continuation; jackknife)")
 
 
 def test_seedprint_confound_rule():
@@ -244,7 +256,7 @@ def test_seedprint_confound_rule():
     d = {"run": {"settings": {"models": 10, "seq_len": 4}},
          "records": [cell(128, 1e-6), cell(768, 0.5)]}
     paper, official = S.confound_claims(d)
-    assert paper.verdict == V.PARTLY and "above alpha in 1 of 2 cells: d 128x4" in paper.why
+    assert paper.verdict == V.PARTLY and "in 1 of 2 cells: d 128x4" in paper.why
     d["records"] = [cell(768, 0.5)]
     assert S.confound_claims(d)[0].verdict == V.REPRODUCED
 
