@@ -36,7 +36,8 @@ Limits (also in ``bornbiased fingerprint --help``):
   * Two presets built with ``--shared-embedding`` share their embedding matrix and so are not
     independent: the test rightly finds them related.
 
-Statistics (``STATISTICS``; the default chosen by measured power, docs/seedprint.md):
+Statistics (``STATISTICS``; measured power does not separate them at CPU scale, so the
+default is the one robust to outliers, docs/seedprint.md):
   'spearman' - C is Spearman's rho (ranks standardised per column): robust to the few
                outsized coordinates trained models grow;
   'pearson'  - C is Pearson's r.
