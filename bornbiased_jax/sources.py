@@ -138,9 +138,12 @@ def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
 
 
 def init_params(cfg: ModelConfig, seed: int, dtype=jnp.float32) -> dict:
-    """``model.init(cfg, key(seed))`` under jit: the same parameters the sweep engine and
-    ``train`` build for that seed."""
-    return jax.jit(model.init, static_argnums=(0, 2))(cfg, seed_key(seed), dtype)
+    """``model.init(cfg, key(seed))``: the same parameters, bitwise, that the sweep engine and
+    ``train`` build for that seed under jit. Run eagerly: each parameter's sampler is then
+    compiled once per shape and dtype and reused by every later model with that shape, where a
+    jitted init compiles every sampler of every new configuration again (seconds for a small
+    model)."""
+    return model.init(cfg, seed_key(seed), dtype)
 
 
 def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:

@@ -14,7 +14,7 @@ from bornbiased_jax.config import PRESETS, ModelConfig, get_preset, recorded_dif
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
-_init = jax.jit(model.init, static_argnums=0)
+_init = model.init  # eager: the samplers compile once per shape (see tests/test_model.py)
 fwd = jax.jit(model.forward, static_argnums=1, static_argnames=("last_only", "return_hidden"))
 
 

@@ -196,7 +196,7 @@ def _owned(log: str) -> dict:
 
 
 @needs_gloo
-def test_sweep_and_fingerprint_nulls_over_two_processes_equal_one_process(two, one):
+def test_sweep_and_fingerprint_nulls_over_two_processes_equal_one_process(one, two):
     assert len(jax.devices()) == 4  # the one-process reference has as many devices as the pair
     got = _records(two["dir"] / "sweep/token_preference.json")
     assert got == _records(one / "sweep/token_preference.json") and len(got) == 5
