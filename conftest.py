@@ -1,6 +1,6 @@
 """Test setup shared by ``tests/`` and ``theory/``: four fake CPU devices (for the sharded sweep
-and data-parallel training), a compilation cache for the session, and deterministic
-hypothesis."""
+and data-parallel training), a compilation cache for the session, deterministic hypothesis, and
+which test files share an xdist worker."""
 
 import atexit
 import os
@@ -33,7 +33,28 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache_dir
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``-n 2`` (``--dist loadfile``, pyproject.toml) each test file goes whole to one
+    worker, so its module fixtures (trained tiny runs, compiled programs) are built once; the
+    files of ``theory/`` go to one worker together, so the session's shared simulations
+    (theory/conftest.py) run once for the table's test and the per-claim tests making the same
+    calls."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TheoryTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            path = super()._split_scope(nodeid)
+            return "theory/" if path.startswith("theory/") else path
+
+    return TheoryTogether(config, log)
+
 
 settings.register_profile("bornbiased", derandomize=True, deadline=None, max_examples=25,
                           suppress_health_check=[HealthCheck.too_slow])

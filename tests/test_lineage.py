@@ -20,24 +20,13 @@ from bornbiased_jax.studies.lineage_measure import PAPER, RUNS, SMOKE, Study, sc
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """The 8 runs of a tiny family. Their train steps differ only in seeds and schedule
-    constants, so a persistent compilation cache (for this module) compiles each kind once:
-    about 30 s of CPU instead of 75 s."""
-    import jax
-
+    constants, so the session's compilation cache (conftest.py) compiles each kind once."""
     root = tmp_path_factory.mktemp("lineage")
-    old = {k: getattr(jax.config, k) for k in (
-        "jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-        "jax_persistent_cache_min_entry_size_bytes")}
-    jax.config.update("jax_compilation_cache_dir", str(root / "xla_cache"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     fam = family.smoke_family(root / "corpora")
     runs = root / "runs"
     for name in RUNS:
         family.ensure(name, runs, fam=fam)
-    yield root, runs, fam
-    for k, v in old.items():
-        jax.config.update(k, v)
+    return root, runs, fam
 
 
 def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
