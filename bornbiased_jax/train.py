@@ -402,13 +402,15 @@ class Run:
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
-        source_params = None if self.source is None else self.source.params
-        self.state = init_state(self.cfg, tc, self.optimizer, source_params, self.state_sharding)
         latest = self.manager.latest_step()
-        if latest is not None:
+        if latest is not None:  # read straight into the state's layout; nothing is built
             self.state = self._restore(latest)
         elif require_resume:
             raise UserError(f"--resume: no complete checkpoint in {str(self.ckpt_dir)!r}")
+        else:
+            source_params = None if self.source is None else self.source.params
+            self.state = init_state(self.cfg, tc, self.optimizer, source_params,
+                                    self.state_sharding)
 
     # --- setup -------------------------------------------------------------------------------
     def _fresh_setup(self, corpus, tokenizer_path):
@@ -501,7 +503,9 @@ class Run:
     def _restore(self, step: int) -> dict:
         """Checkpoint ``step`` laid out as ``state_sharding``; a checkpoint written before the
         seed axis existed (one seed, no axis) is read as an axis of one."""
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, self.state)
+        shapes = jax.eval_shape(lambda: init_state(self.cfg, self.tc, self.optimizer))
+        abstract = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+                                shapes, self.state_sharding)
         legacy = not runs.checkpoint_has_seed_axis(self.out, step, self.cfg)
         if legacy:
             if len(self.tc.init_seeds) != 1:
