@@ -188,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         default = _precision_default(name)
         p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
                        help=f"float32 matrix products: highest = full float32, default = the "
-                            f"backend's choice (TF32 on NVIDIA GPUs); all are float32 on CPUs "
+                            f"backend's choice (TF32 on NVIDIA GPUs), bf16x3/x6/x9 and tf32x3 = "
+                            f"JAX's multi-pass dot algorithms; on CPUs all that run are float32 "
                             f"(default: ${precision.ENV} if set, else {default}; see "
                             f"bornbiased_jax/precision.py)")
     return parser
@@ -201,15 +202,15 @@ def _precision_default(command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = "bornbiased " + " ".join(sys.argv[1:] if argv is None else argv)
-    with precision.scoped(precision.for_command(args.matmul_precision,
-                                                _precision_default(args.command))):
-        try:
+    try:
+        with precision.scoped(precision.for_command(args.matmul_precision,
+                                                    _precision_default(args.command))):
             if args.command in MULTI_PROCESS:
                 _join_processes(args)
             return args.run(args)
-        except UserError as e:  # bad input; anything else is a bug and keeps its traceback
-            print(f"bornbiased: error: {e}", file=sys.stderr)
-            return 2
+    except UserError as e:  # bad input; anything else is a bug and keeps its traceback
+        print(f"bornbiased: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

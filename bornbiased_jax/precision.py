@@ -11,7 +11,14 @@ The choices, as ``jax.default_matmul_precision`` names them:
   * ``"high"``: the backend's intermediate setting (JAX: TF32 where available on GPUs,
     three bfloat16 passes on TPUs; not measured here);
   * ``"default"``: the backend's own choice (TF32 on such GPUs). The default of
-    ``bornbiased train``, where rounding noise is far below the gradient noise.
+    ``bornbiased train``, where rounding noise is far below the gradient noise;
+  * ``"bf16x3"``, ``"bf16x6"``, ``"bf16x9"``, ``"tf32x3"``: JAX's multi-pass dot algorithms
+    (``jax.lax.DotAlgorithmPreset`` BF16_BF16_F32_X3 / _X6 / _X9, TF32_TF32_F32_X3): float32 operands
+    split into 3, 6 or 9 bfloat16 products, or 3 TF32 products, accumulated in float32, so that
+    tensor cores reach near-float32 accuracy (X6, X9 and TF32 X3) or about 16 mantissa bits (X3).
+    Candidates for a fast full-accuracy GPU setting (``benchmarks/precision_timing.py`` times and
+    compares them); a backend that cannot run one (a CPU: bf16x9, tf32x3) is refused with a
+    clear error when it is chosen.
 
 Measured on an NVIDIA H100 (jax 0.11.2, ``results/gpu/``): with "default", 40 of the test
 suite's float32 comparisons failed, by 6e-7 to 1.3e-2 absolute (e.g. the vmap / map / loop
@@ -36,7 +43,10 @@ import os
 from bornbiased_jax.errors import UserError
 
 ENV = "JAX_DEFAULT_MATMUL_PRECISION"
-PRECISIONS = ("highest", "high", "default")
+# JAX's multi-pass dot algorithms, by the short names the commands take
+ALGORITHMS = {"bf16x3": "BF16_BF16_F32_X3", "bf16x6": "BF16_BF16_F32_X6",
+              "bf16x9": "BF16_BF16_F32_X9", "tf32x3": "TF32_TF32_F32_X3"}
+PRECISIONS = ("highest", "high", "default", *ALGORITHMS)
 PROBE_DEFAULT = "highest"
 TRAIN_DEFAULT = "default"
 
@@ -47,18 +57,42 @@ def use(name: str) -> str:
     if name not in PRECISIONS:
         raise UserError(f"unknown matmul precision {name!r}; choose one of {PRECISIONS} "
                         f"(highest: full float32; high: bfloat16x3; default: the backend's "
-                        f"choice, TF32 on NVIDIA GPUs)")
+                        f"choice, TF32 on NVIDIA GPUs; bf16xK / tf32x3: JAX's K-pass dot "
+                        f"algorithms)")
     import jax
 
-    jax.config.update("jax_default_matmul_precision", None if name == "default" else name)
+    if name in ALGORITHMS:
+        _check_supported(name)
+    jax.config.update("jax_default_matmul_precision",
+                      None if name == "default" else ALGORITHMS.get(name, name))
     return name
 
 
+def _check_supported(name: str) -> None:
+    """Refuse a dot algorithm the default backend cannot run (XLA says so when a dot using it is
+    lowered), instead of failing later inside a command's first compiled program."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.ShapeDtypeStruct((8, 8), jnp.float32)
+    try:
+        with jax.default_matmul_precision(ALGORITHMS[name]):
+            jax.jit(jnp.matmul).lower(x, x)
+    except ValueError as e:
+        platform = jax.devices()[0].platform
+        raise UserError(f"matmul precision {name!r} ({ALGORITHMS[name]}) is not supported on "
+                        f"this backend ({platform}): {e}; choose one of "
+                        f"{tuple(p for p in PRECISIONS if p not in ALGORITHMS)} or another "
+                        f"dot algorithm") from None
+
+
 def current() -> str:
-    """The precision programs are traced with now ("default" when none was requested)."""
+    """The precision programs are traced with now ("default" when none was requested; a dot
+    algorithm by its short name)."""
     import jax
 
-    return jax.config.jax_default_matmul_precision or "default"
+    name = jax.config.jax_default_matmul_precision or "default"
+    return {v: k for k, v in ALGORITHMS.items()}.get(name, name)
 
 
 def for_command(flag: str | None, command_default: str) -> str | None:

@@ -33,7 +33,12 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
     if extra is not None:
         extra(p)
     args = p.parse_args(argv)
-    use_precision(args)
+    from bornbiased_jax.errors import UserError
+
+    try:
+        use_precision(args)
+    except UserError as e:  # a dot algorithm this backend lacks
+        p.error(str(e))
     if args.records is None:
         args.records = records_root(args.scale)
     settings = dict(paper if args.scale == "paper" else cpu)
@@ -72,7 +77,8 @@ def add_records_flag(p: argparse.ArgumentParser) -> None:
 def add_precision_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
                    help=f"float32 matrix products: highest = full float32, default = the "
-                        f"backend's choice (TF32 on NVIDIA GPUs); default: ${precision.ENV} if "
+                        f"backend's choice (TF32 on NVIDIA GPUs), bf16x3/x6/x9 and tf32x3 = "
+                        f"JAX's multi-pass dot algorithms; default: ${precision.ENV} if "
                         f"set, else {precision.PROBE_DEFAULT} (bornbiased_jax/precision.py)")
 
 

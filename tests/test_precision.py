@@ -68,6 +68,12 @@ def test_cli_precision_per_command_and_restored_after(monkeypatch, capsys):
         cli.main(["sweep", "--matmul-precision", "tf32"])
     assert e.value.code == 2
     assert "invalid choice: 'tf32'" in capsys.readouterr().err
+    if jax.devices()[0].platform == "cpu":  # a dot algorithm the backend lacks: exit 2, no run
+        seen.clear()
+        assert cli.main(["sweep", "--matmul-precision", "tf32x3"]) == 2
+        assert seen == {}
+        assert "'tf32x3' (TF32_TF32_F32_X3) is not supported on this backend (cpu)" in \
+            capsys.readouterr().err
 
 
 def test_scoped_restores_after_an_error(restore_precision):
@@ -86,7 +92,35 @@ def test_results_agree_in_every_precision_on_a_cpu(restore_precision):
     a = jax.random.normal(jax.random.key(0), (64, 64))
     outs = []
     for name in precision.PRECISIONS:
+        if name in ("bf16x9", "tf32x3"):  # XLA's CPU backend has no such dot algorithm
+            with pytest.raises(UserError, match=f"{name}.*not supported on this backend"):
+                precision.use(name)
+            continue
         precision.use(name)
         outs.append(np.asarray(jax.jit(lambda x: x @ x)(a)))
+    assert len(outs) == 5
     for o in outs[1:]:
         np.testing.assert_array_equal(o, outs[0])
+
+
+def test_dot_algorithms_reach_every_dot_of_the_model(restore_precision):
+    """A multi-pass algorithm is set on the model's dots (projections and attention einsums) by
+    the one process-wide setting, and read back by its short name, also from the environment's
+    spelling."""
+    from bornbiased_jax import model
+    from bornbiased_jax.config import get_preset
+
+    cfg = get_preset("llama2-tiny")
+    params = jax.eval_shape(lambda k: model.init(cfg, k), jax.random.key(0))
+    x = jax.ShapeDtypeStruct((8,), jnp.int32)
+    precision.use("bf16x6")
+    assert precision.current() == "bf16x6"
+    text = jax.jit(lambda p, t: model.forward(p, cfg, t).logits).lower(params, x).as_text()
+    n_dots = text.count("stablehlo.dot_general")
+    assert n_dots >= 2 * cfg.n_layers + 1
+    # every dot carries the algorithm: bfloat16 operands, six products, float32 accumulation
+    assert text.count("lhs_precision_type = bf16, rhs_precision_type = bf16, "
+                      "accumulation_type = f32") == n_dots
+    assert text.count("num_primitive_operations = 6") == n_dots
+    jax.config.update("jax_default_matmul_precision", "BF16_BF16_F32_X3")
+    assert precision.current() == "bf16x3"
