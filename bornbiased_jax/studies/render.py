@@ -5,7 +5,8 @@ Each section sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``. A s
 the initialisation and SeedPrint tables, a row) whose records are missing is kept verbatim from
 the current RESULTS.md, with one line saying that it was not regenerated because its records
 were not kept, and the command that regenerates them; numbers are never typed into records.
-The GPU section is written by hand from the logs in results/gpu/ and always kept.
+The GPU section is written by hand from the logs in results/gpu/ and always kept; the GPU
+campaign's section comes from results/gpu/campaign/ (:mod:`bornbiased_jax.studies.campaign`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bornbiased_jax.verdicts import vocabulary_markdown
 
 RECORDS = Path("results/records")
 SECTIONS = ["initialisation", "seedprint", "lineage", "lineage_qwen2", "sinks", "sinks_regime",
-            "sinks_arms", "gpu"]
+            "sinks_arms", "gpu", "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "seedprint": "python -m experiments.seedprint_results --run",
             "lineage": "python -m experiments.lineage",
@@ -274,6 +275,12 @@ def sinks_arms_section(records: dict, old: str) -> str | None:
         sinks_arms.markdown(rec["records"]).rstrip("\n")])
 
 
+def gpu_campaign_section(records: dict, old: str) -> str | None:
+    from bornbiased_jax.studies import campaign
+
+    return campaign.section(campaign.ROOT)
+
+
 def sinks_section(records: dict, old: str) -> str | None:
     if "figure12_table7" not in records:
         return None
@@ -297,7 +304,8 @@ def render(old_text: str, records: dict) -> str:
     make = {"initialisation": initialisation_section, "seedprint": seedprint_section,
             "lineage": lineage_section, "lineage_qwen2": lineage_qwen2_section,
             "sinks": sinks_section,
-            "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section}
+            "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
+            "gpu_campaign": gpu_campaign_section}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]
     for name in SECTIONS + [n for n in old if n not in SECTIONS]:  # others kept, at the end
         body = make[name](records, old.get(name, "")) if name in make else None

@@ -1,0 +1,313 @@
+"""The GPU campaign: paper-scale measurements cut into pieces of a few minutes, so that short,
+occasional GPU windows advance it piece by piece.
+
+A :class:`Piece` is one command (a ``bornbiased`` command, an experiment or a benchmark) with
+its output folder ``ROOT/<piece>/`` and a time limit. :func:`run` goes down :func:`pieces` in
+priority order, skips the finished ones (and those whose prerequisites are not finished), starts
+a piece only when its limit fits in what is left of the budget, and records every attempt in
+``ROOT/ledger.json`` (written atomically after each piece): the command, the environment it
+added, the device, wall time, exit status and the piece's state (``done``, ``timeout``,
+``failed``). A piece's own output and its log (``log.txt``: the command's stdout and stderr) stay
+in its folder, partial output of a stopped piece included. A piece that timed out or failed is
+not retried unless asked (``retry=True``): retrying the same command in the same window would
+spend the window on a known failure.
+
+The driver imports no JAX (the pieces need the whole device) and runs each piece as a child
+process in the repository's root. On a machine where only ``ROOT`` comes back (a lent GPU), copy
+the committed ``ROOT`` there first, run, and copy it back::
+
+    cp -r results/gpu/campaign "$OUT"/ && python -m experiments.gpu_campaign \\
+        --root "$OUT"/campaign --budget 540
+
+The rows RESULTS.md shows (:func:`claims`, rendered by :mod:`bornbiased_jax.studies.render`)
+come from the finished pieces' own records.
+
+Not yet cut into pieces (each needs chunking of its experiment first): SeedPrint's
+false-positive rates at the paper's shape (step 3 of the campaign), the sinks at GPU scale (5) and
+the lineage family at a scale where training moves the weights (6); a trained model does not fit
+through a window's 64 MiB of carried files, so training pieces must finish within one window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from bornbiased_jax import io
+from bornbiased_jax.errors import UserError
+
+ROOT = Path("results/gpu/campaign")
+LEDGER = "ledger.json"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """One step of the campaign: ``command`` (argv; ``{out}`` stands for the piece's folder,
+    ``{python}`` for the interpreter), run from the repository root under ``timeout_s``."""
+
+    name: str
+    step: str
+    command: tuple[str, ...]
+    timeout_s: int
+    needs: tuple[str, ...] = ()
+    about: str = ""
+
+
+def _sweep_piece(preset: str, T: int, N: int, seeds: str, timeout_s: int) -> Piece:
+    tag = f"{preset}-T{T}-N{N}" + ("" if seeds == "42,43" else f"-s{seeds.replace(',', '_')}")
+    return Piece(f"table1-{tag}", "1 Table 1",
+                 ("{python}", "-m", "bornbiased_jax.cli", "sweep", "--preset", preset, "--seeds", seeds, "--seq-len",
+                  str(T), "--num-seqs", str(N), "--no-progress", "--out", "{out}"),
+                 timeout_s, needs=("precision-timing",),
+                 about=f"Table 1's token preference: {preset}, seeds {seeds}, T = {T:,}, N = {N:,}")
+
+
+def pieces() -> list[Piece]:
+    """The campaign in priority order (the issue's steps 0, 1, 2 and 4)."""
+    out: list[Piece] = [
+        Piece("precision-timing", "0 float32 on the GPU",
+              ("{python}", "benchmarks/precision_timing.py", "--out", "{out}", "--budget", "420",
+               "--row-timeout", "90"), 480,
+              about="compile, autotuning and run time of one sweep per matmul precision and "
+                    "XLA setting, and each precision's agreement with full float32"),
+        Piece("precision-table1", "0 float32 on the GPU",
+              ("{python}", "benchmarks/matmul_precision.py", "--presets", "gpt2-rope-nano",
+               "llama2-nano", "--seeds", "42", "43", "--seq-lens", "64", "256", "--num-seqs",
+               "10000", "--precisions", "default", "bf16x6", "--out",
+               "{out}/precision.json"), 480, needs=("precision-timing",),
+              about="what TF32 and a 6-pass bfloat16 dot change in Table 1's rows"),
+    ]
+    for N in (10_000, 2_000):
+        for preset in ("gpt2-rope-nano", "llama2-nano"):
+            for T in (64, 256, 1024):
+                out.append(_sweep_piece(preset, T, N, "42,43", 420))
+        for T in (64, 256):
+            out.append(_sweep_piece("gpt2-rope-1.2b", T, N, "42,43", 480))
+        for seed in ("42", "43"):  # the 1.2B model at T = 1,024, one seed per piece
+            out.append(_sweep_piece("gpt2-rope-1.2b", 1024, N, seed, 480))
+    out += [
+        Piece("figure1a", "2 Figure 1a and Finding 2.2",
+              ("{python}", "-m", "experiments.figure1", "--scale", "paper", "--out", "{out}",
+               "--records", "{out}/records"), 300, needs=("precision-timing",),
+              about="the top-1 token's multiple of the uniform top-1 (nano, T = 1,024, N = 2,000)"),
+        Piece("finding22", "2 Figure 1a and Finding 2.2",
+              ("{python}", "-m", "experiments.figure2_finding22", "--scale", "paper", "--out",
+               "{out}", "--records", "{out}/records"), 540, needs=("precision-timing",),
+              about="Figure 2 and Finding 2.2 with 100 nano models (T = 1,024, N = 2,000)"),
+        Piece("speed-sweep", "4 speed",
+              ("{python}", "benchmarks/sweep_throughput.py", "--preset", "gpt2-rope-nano",
+               "--seq-len", "256", "--num-seqs", "512", "--seeds", "8", "--repeats", "3",
+               "--strategies", "vmap", "map:1", "map:4", "loop"), 480,
+              needs=("precision-timing",),
+              about="sweep tokens/s and fraction of the matmul rate per seed strategy"),
+        Piece("speed-many-seeds", "4 speed",
+              ("{python}", "benchmarks/sweep_throughput.py", "--preset", "gpt2-rope-nano",
+               "--seq-len", "256", "--strategies", "--many-seeds", "1000",
+               "--many-seeds-seqs", "16"), 300, needs=("precision-timing",),
+              about="1,000 seeds' peak device memory against the planner"),
+        Piece("speed-train", "4 speed",
+              ("{python}", "benchmarks/train_throughput.py", "--preset", "llama2-nano",
+               "--seq-len", "1024", "--batch-size", "16", "--bf16", "--steps", "20"), 300,
+              needs=("precision-timing",), about="bornbiased train tokens/s and MFU in bf16"),
+    ]
+    return out
+
+
+# --------------------------------------------------------------------------- the ledger
+def load_ledger(root: Path = ROOT) -> dict:
+    """{piece name: {"state": ..., "attempts": [...]}} (empty before the first run)."""
+    f = Path(root) / LEDGER
+    return json.loads(f.read_text()) if f.exists() else {}
+
+
+def state(ledger: dict, name: str) -> str:
+    return ledger.get(name, {}).get("state", "not run")
+
+
+def device_name() -> str:
+    """The GPU's name from nvidia-smi (no JAX in the driver), else 'cpu'."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+            if out:
+                return out.splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return "cpu"
+
+
+def _argv(piece: Piece, out: Path, python: str) -> list[str]:
+    return [a.replace("{out}", str(out)).replace("{python}", python) for a in piece.command]
+
+
+def run(root: Path = ROOT, budget_s: float = 540.0, *, plan: Sequence[Piece] | None = None,
+        only: Sequence[str] = (), retry: bool = False, env: dict | None = None,
+        python: str = sys.executable, log: Callable[[str], None] = print) -> list[dict]:
+    """Run the next pieces of ``plan`` (default :func:`pieces`) within ``budget_s`` seconds;
+    return this call's attempts. ``only``: just these pieces (in plan order, prerequisites not
+    asked for); ``env``: variables added to every piece's environment (recorded with each
+    attempt)."""
+    import os
+
+    plan = list(pieces() if plan is None else plan)
+    names = {p.name for p in plan}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise UserError(f"unknown piece(s) {unknown}; the campaign's pieces are {sorted(names)}")
+    if budget_s <= 0:
+        raise UserError(f"the budget must be positive seconds, got {budget_s}")
+    root = Path(root)
+    ledger = load_ledger(root)
+    device = device_name()
+    t_start = time.monotonic()
+    attempts = []
+    for piece in plan:
+        if only and piece.name not in only:
+            continue
+        st = state(ledger, piece.name)
+        if st == "done" or (st != "not run" and not retry):
+            continue
+        missing = [] if only else [n for n in piece.needs if state(ledger, n) != "done"]
+        if missing:
+            log(f"{piece.name}: waits for {', '.join(missing)}")
+            continue
+        left = budget_s - (time.monotonic() - t_start)
+        if piece.timeout_s > left:
+            log(f"{piece.name}: needs up to {piece.timeout_s} s, {left:.0f} s left")
+            continue
+        out = root / piece.name
+        out.mkdir(parents=True, exist_ok=True)
+        argv = _argv(piece, out.resolve(), python)
+        log(f"{piece.name}: {' '.join(argv)}")
+        t0 = time.monotonic()
+        with open(out / "log.txt", "w") as f:
+            try:
+                rc = subprocess.run(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
+                                    env={**os.environ, **(env or {})},
+                                    timeout=piece.timeout_s).returncode
+                result = "done" if rc == 0 else "failed"
+            except subprocess.TimeoutExpired:
+                rc, result = None, "timeout"
+        attempt = dict(piece=piece.name, state=result, exit_status=rc, device=device,
+                       wall_s=round(time.monotonic() - t0, 1), timeout_s=piece.timeout_s,
+                       command=argv[:1] + [a.replace(str(out.resolve()), "{out}")
+                                           for a in argv[1:]],
+                       env=dict(env or {}),
+                       started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        entry = ledger.setdefault(piece.name, {"attempts": []})
+        entry["state"] = result
+        entry["attempts"].append(attempt)
+        attempts.append(attempt)
+        io.write_json(root / LEDGER, ledger)
+        log(f"{piece.name}: {result} in {attempt['wall_s']} s")
+    return attempts
+
+
+def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> str:
+    """One line per piece: step, state, last attempt's device and wall time."""
+    ledger = load_ledger(root)
+    lines = ["| piece | step | what | state | last attempt |", "|---|---|---|---|---|"]
+    for p in pieces() if plan is None else plan:
+        e = ledger.get(p.name, {})
+        last = e.get("attempts", [{}])[-1]
+        when = (f"{last['device']}, {last['wall_s']} s of {last['timeout_s']} s"
+                if last else "-")
+        lines.append(f"| {p.name} | {p.step} | {p.about} | {state(ledger, p.name)} | {when} |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- RESULTS.md rows
+def _record(root: Path, piece: str, name: str) -> dict | None:
+    """A finished piece's saved JSON (``name`` under its folder), else None."""
+    f = Path(root) / piece / name
+    if state(load_ledger(root), piece) != "done" or not f.exists():
+        return None
+    return json.loads(f.read_text())
+
+
+def _device(root: Path, piece: str) -> str:
+    return load_ledger(root)[piece]["attempts"][-1]["device"]
+
+
+def claims(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> list:
+    """RESULTS.md rows of the finished pieces, each naming its GPU: Table 1 at paper scale (by
+    ``initialisation.table1_claim``, once every preset's pieces of an N are done), Figure 1a and
+    Finding 2.2 (their claim functions), and the precision measurements (measured)."""
+    from bornbiased_jax.studies import initialisation
+    from bornbiased_jax.verdicts import MEASURED, Claim
+
+    plan = list(pieces() if plan is None else plan)
+    ledger = load_ledger(root)
+    out = []
+    t = _record(root, "precision-timing", "precision_timing.json")
+    if t is not None:
+        ok = [r for r in t["rows"] if r["status"] == "ok"]
+        ours = "; ".join(
+            f"{r['variant']}: compile {r['compile_s']} s, steady {r['steady_s']} s "
+            f"({r['model_tflops']} TFLOP/s)" + (f", agreement {r['agreement']:.2%}"
+                                                if "agreement" in r else "") for r in ok)
+        other = "; ".join(f"{r['variant']}: {r['status']}" for r in t["rows"]
+                          if r["status"] != "ok")
+        out.append(Claim(f"float32 sweep timing by precision ({_device(root, 'precision-timing')})",
+                         "-", ours + (f"; {other}" if other else ""), MEASURED,
+                         "details: results/gpu/campaign/precision-timing/precision_timing.md",
+                         "step 0"))
+    c = _record(root, "precision-table1", "precision.json")
+    if c is not None:
+        rows = c["rows"]
+        ours = "; ".join(
+            f"{x}: per-sequence agreement {min(r['agreement'][x] for r in rows):.2%}-"
+            f"{max(r['agreement'][x] for r in rows):.2%}, the same top-1 id in "
+            f"{sum(r['same_top1'][x] for r in rows)} of {len(rows)} (preset, seed, T) rows"
+            for x in c["precisions"])
+        out.append(Claim(f"Table 1's predictions in other precisions vs full float32 "
+                         f"({c['device']})", "-", ours, MEASURED,
+                         "details: results/gpu/campaign/precision-table1/precision.json",
+                         "step 0"))
+    for N in (10_000, 2_000):
+        mine = [p for p in plan if p.name.startswith("table1-") and p.name.split("-N")[-1]
+                .split("-")[0] == str(N)]
+        if not mine or any(state(ledger, p.name) != "done" for p in mine):
+            continue
+        recs = []
+        for p in mine:
+            recs += json.loads((Path(root) / p.name / "token_preference.json").read_text())[
+                "records"]
+        c1 = initialisation.table1_claim({"records": recs})
+        c1.claim = f"Table 1 / Finding 1 at paper scale, N = {N:,} ({_device(root, mine[0].name)})"
+        out.append(c1)
+    for piece, name, fn in (("figure1a", "figure1", initialisation.figure1a_claim),
+                            ("finding22", "figure2_finding22", initialisation.finding22_claim)):
+        d = _record(root, piece, f"{name}.json")
+        if d is not None:
+            cl = fn(d)
+            cl.claim = f"{cl.claim} at paper scale ({_device(root, piece)})"
+            out.append(cl)
+    return out
+
+
+def section(root: Path = ROOT) -> str:
+    """The RESULTS.md section of the campaign: its rows, then every piece's state."""
+    from bornbiased_jax.verdicts import table
+
+    rows = claims(root)
+    ledger = load_ledger(root)
+    ran = sum(bool(e.get("attempts")) for e in ledger.values())
+    lines = ["## The GPU campaign (paper scale, piece by piece)", "",
+             "Generated from results/gpu/campaign/ (`python -m experiments.gpu_campaign`: "
+             "bornbiased_jax/studies/campaign.py lists the pieces, their commands and limits). "
+             + (f"{ran} of {len(pieces())} pieces have been attempted." if ran else
+                "No piece has run yet."), ""]
+    if rows:
+        lines += [table(rows), ""]
+    lines += ["Pieces:", "", status_markdown(root).rstrip("\n")]
+    return "\n".join(lines)

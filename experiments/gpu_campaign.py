@@ -1,0 +1,62 @@
+"""The GPU campaign's driver: run the next pieces of paper-scale work within a time budget.
+
+The pieces, their order, commands and limits are ``bornbiased_jax/studies/campaign.py``; each
+finished piece is skipped next time, so every GPU window picks up where the last one stopped.
+
+    python -m experiments.gpu_campaign --list                 # every piece and its state
+    python -m experiments.gpu_campaign --budget 540           # run what fits in 9 minutes
+    python -m experiments.gpu_campaign --only precision-timing --root "$OUT"/campaign
+    python -m experiments.gpu_campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --budget 540
+
+On a lent GPU where only an output folder comes back, copy the committed campaign folder there
+first and run with ``--root`` in it; copy it back into results/gpu/campaign/ and commit it, then
+``python -m experiments.run_all --no-run`` renders the finished pieces' rows into RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.studies import campaign
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.gpu_campaign", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", type=Path, default=campaign.ROOT,
+                   help=f"the campaign's folder: ledger and one folder per piece "
+                        f"(default {campaign.ROOT})")
+    p.add_argument("--budget", type=float, default=540.0,
+                   help="seconds; a piece starts only when its limit fits in what is left")
+    p.add_argument("--only", nargs="+", default=[], metavar="PIECE",
+                   help="run just these pieces (prerequisites not required)")
+    p.add_argument("--retry", action="store_true",
+                   help="also run pieces that timed out or failed before")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="add to every piece's environment (recorded in the ledger)")
+    p.add_argument("--list", action="store_true", help="print every piece's state and exit")
+    args = p.parse_args(argv)
+    env = {}
+    for kv in args.env:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            p.error(f"--env takes KEY=VALUE, got {kv!r}")
+        env[key] = value
+    if args.list:
+        print(campaign.status_markdown(args.root), end="")
+        return 0
+    try:
+        attempts = campaign.run(args.root, args.budget, only=args.only, retry=args.retry,
+                                env=env)
+    except UserError as e:
+        print(f"gpu_campaign: error: {e}", file=sys.stderr)
+        return 2
+    print(campaign.status_markdown(args.root), end="")
+    return 0 if all(a["state"] == "done" for a in attempts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""The GPU campaign's driver: order, skipping, budgets, limits, the ledger, and RESULTS.md rows
+from finished pieces (on CPU, with small stand-in commands)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bornbiased_jax import cli
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.studies import campaign
+from bornbiased_jax.studies.campaign import Piece
+from bornbiased_jax.verdicts import REPRODUCED
+
+
+def py(code: str) -> tuple:
+    return ("{python}", "-c", code)
+
+
+WRITE = py("import os, sys; open(sys.argv[1] + '/out.txt', 'w').write("
+           "os.environ.get('CAMPAIGN_TEST', 'unset'))")
+PLAN = [
+    Piece("first", "0", WRITE + ("{out}",), 20),
+    Piece("slow", "0", py("import time; time.sleep(60)"), 2),
+    Piece("broken", "1", py("import sys; sys.exit(3)"), 20),
+    Piece("after-broken", "1", WRITE + ("{out}",), 20, needs=("broken",)),
+    Piece("after-first", "1", WRITE + ("{out}",), 20, needs=("first",)),
+    Piece("too-long", "2", WRITE + ("{out}",), 10_000),
+]
+
+
+def test_runs_in_order_records_every_attempt_and_skips_what_is_finished(tmp_path):
+    logs = []
+    attempts = campaign.run(tmp_path, 600, plan=PLAN, env={"CAMPAIGN_TEST": "yes"},
+                            log=logs.append)
+    assert [(a["piece"], a["state"]) for a in attempts] == [
+        ("first", "done"), ("slow", "timeout"), ("broken", "failed"), ("after-first", "done")]
+    assert attempts[1]["exit_status"] is None and attempts[2]["exit_status"] == 3
+    assert attempts[0]["command"][-1] == "{out}" and attempts[0]["env"] == {"CAMPAIGN_TEST": "yes"}
+    assert (tmp_path / "first" / "out.txt").read_text() == "yes"  # the environment reached it
+    assert "after-broken: waits for broken" in logs
+    assert any(m.startswith("too-long: needs up to 10000 s") for m in logs)
+    ledger = campaign.load_ledger(tmp_path)
+    assert {n: e["state"] for n, e in ledger.items()} == {
+        "first": "done", "slow": "timeout", "broken": "failed", "after-first": "done"}
+    # the next window: nothing finished is repeated, known failures are not retried
+    assert campaign.run(tmp_path, 600, plan=PLAN, log=logs.append) == []
+    again = campaign.run(tmp_path, 600, plan=PLAN, retry=True, log=logs.append)
+    assert [a["piece"] for a in again] == ["slow", "broken"]
+    assert len(campaign.load_ledger(tmp_path)["broken"]["attempts"]) == 2
+    # asked for by name, a piece runs without its prerequisites
+    only = campaign.run(tmp_path, 600, plan=PLAN, only=["after-broken"], log=logs.append)
+    assert [(a["piece"], a["state"]) for a in only] == [("after-broken", "done")]
+    status = campaign.status_markdown(tmp_path, PLAN)
+    assert "| broken | 1 |  | failed | cpu, " in status and "| too-long | 2 |  | not run | - |" \
+        in status
+
+
+def test_bad_requests_are_clear_errors(tmp_path):
+    with pytest.raises(UserError, match=r"unknown piece\(s\) \['nope'\]"):
+        campaign.run(tmp_path, 60, plan=PLAN, only=["nope"])
+    with pytest.raises(UserError, match="budget must be positive"):
+        campaign.run(tmp_path, 0, plan=PLAN)
+    assert not (tmp_path / campaign.LEDGER).exists()
+
+
+def test_the_plan_is_well_formed_and_its_commands_parse():
+    plan = campaign.pieces()
+    names = [p.name for p in plan]
+    assert len(names) == len(set(names))
+    for p in plan:
+        assert set(p.needs) <= set(names[:names.index(p.name)]), p.name  # needs come first
+        assert 0 < p.timeout_s <= 540, p.name  # a piece fits one call of a lent GPU
+        argv = list(p.command)
+        if argv[1:3] == ["-m", "bornbiased_jax.cli"]:
+            args = cli.build_parser().parse_args(
+                [a.replace("{out}", "/tmp/x") for a in argv[3:]])
+            assert args.command == "sweep" and args.num_seqs in (2_000, 10_000)
+        elif argv[1] == "-m":
+            assert importlib.util.find_spec(argv[2]) is not None, argv[2]
+        else:
+            assert (campaign.REPO / argv[1]).exists(), argv[1]
+    # Table 1 at the paper's settings: every preset, length and seed, at both N
+    sweeps = [p for p in plan if p.name.startswith("table1-")]
+    covered = set()
+    for p in sweeps:
+        a = cli.build_parser().parse_args([x.replace("{out}", "/tmp/x") for x in p.command[3:]])
+        for seed in a.seeds:
+            covered.add((a.preset[0], a.seq_len[0], a.num_seqs, int(seed)))
+    assert covered == {(m, T, N, s) for m in ("gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b")
+                       for T in (64, 256, 1024) for N in (2_000, 10_000) for s in (42, 43)}
+
+
+def _finish(root: Path, name: str, files: dict, device: str = "NVIDIA H100 80GB HBM3"):
+    ledger = campaign.load_ledger(root)
+    ledger[name] = {"state": "done", "attempts": [dict(piece=name, state="done", device=device,
+                                                       wall_s=1.0, timeout_s=9)]}
+    (root / campaign.LEDGER).write_text(json.dumps(ledger))
+    for fname, obj in files.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / fname).write_text(json.dumps(obj))
+
+
+def _pref(preset, seed, T, freq, log10_p, N=10_000):
+    return dict(preset=preset, seed=seed, seq_len=T, num_seqs=N, vocab_size=50304,
+                input="tokens", top1_id=seed, top1_count=int(freq * N), top1_freq=freq,
+                log10_p=log10_p, distinct_tokens=100, top_counts=[])
+
+
+def test_rows_come_from_finished_pieces_only(tmp_path):
+    plan = [p for p in campaign.pieces() if p.name.startswith("table1-") and "N10000" in p.name]
+    assert campaign.claims(tmp_path, plan) == []
+    assert "No piece has run yet" in campaign.section(tmp_path)
+    for i, p in enumerate(plan):
+        a = cli.build_parser().parse_args([x.replace("{out}", "/tmp/x") for x in p.command[3:]])
+        gpt2 = a.preset[0].startswith("gpt2")
+        recs = [_pref(a.preset[0], int(s), a.seq_len[0], 0.05 if gpt2 else 0.0008,
+                      -150.0 if gpt2 else -2.0) for s in a.seeds]
+        if i < len(plan) - 1:
+            _finish(tmp_path, p.name, {"token_preference.json": {"run": {}, "records": recs}})
+    assert campaign.claims(tmp_path, plan) == []  # one piece missing: no Table 1 row yet
+    _finish(tmp_path, plan[-1].name, {"token_preference.json": {"run": {}, "records": recs}})
+    (row,) = campaign.claims(tmp_path, plan)
+    assert row.claim == "Table 1 / Finding 1 at paper scale, N = 10,000 (NVIDIA H100 80GB HBM3)"
+    assert row.verdict == REPRODUCED and "N = 10000, T = [64, 256, 1024]" in row.ours
+
+
+def test_precision_rows_name_every_setting_and_failures(tmp_path):
+    _finish(tmp_path, "precision-timing", {"precision_timing.json": {"settings": {}, "rows": [
+        dict(variant="default", status="ok", compile_s=30.1, steady_s=1.2, model_tflops=140.0,
+             agreement=0.998),
+        dict(variant="highest", status="timeout")]}})
+    _finish(tmp_path, "precision-table1", {"precision.json": {
+        "device": "NVIDIA H100 80GB HBM3", "precisions": ["default", "bf16x6"], "rows": [
+            dict(agreement={"default": 0.99, "bf16x6": 1.0},
+                 same_top1={"default": False, "bf16x6": True}),
+            dict(agreement={"default": 0.995, "bf16x6": 1.0},
+                 same_top1={"default": True, "bf16x6": True})]}})
+    timing, table1 = campaign.claims(tmp_path)
+    assert "default: compile 30.1 s, steady 1.2 s (140.0 TFLOP/s), agreement 99.80%" in timing.ours
+    assert "highest: timeout" in timing.ours
+    assert ("default: per-sequence agreement 99.00%-99.50%, the same top-1 id in 1 of 2"
+            in table1.ours)
+    assert "bf16x6: per-sequence agreement 100.00%-100.00%, the same top-1 id in 2 of 2" \
+        in table1.ours
+
+
+def test_the_driver_command_line(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location(
+        "gpu_campaign_cli", campaign.REPO / "experiments" / "gpu_campaign.py")
+    assert spec is not None  # the script exists; run it as users do
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "experiments.gpu_campaign", "--list", "--root",
+                          str(tmp_path)], cwd=campaign.REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and "| precision-timing | 0 float32 on the GPU |" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "experiments.gpu_campaign", "--env", "X",
+                          "--root", str(tmp_path)], cwd=campaign.REPO, capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "--env takes KEY=VALUE, got 'X'" in bad.stderr
