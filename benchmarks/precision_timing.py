@@ -20,10 +20,13 @@ reports from JAX's own compile events (``jax.monitoring``) and its own timers:
 Autotuning's share shows as the compile-time difference between a variant and the same
 precision with ``--xla_gpu_autotune_level=0``; a variant named ``...+cache`` reruns an earlier
 one with the persistent compilation cache that the earlier one filled (what a later command on
-the same machine would pay). Each variant runs under ``--row-timeout`` seconds; one that does not
-finish is reported with the last compile event it reached, so a slow stage is named even then.
-Rows are written (``--out``: precision_timing.json and .md, atomically) after every variant, and
-no variant starts when fewer than its timeout's seconds of ``--budget`` are left.
+the same machine would pay; only such a base variant has a cache, so no other variant's compile
+time includes writing one). Compile times count the sweep's own programs, not those that made
+its inputs. Each variant runs under ``--row-timeout`` seconds; one that does not
+finish is reported with the stage it was stopped in and the compile events it finished, so a
+slow stage is named even then. Rows are written (``--out``: precision_timing.json and .md, atomically) after every variant, and
+no variant starts when fewer than its timeout's seconds of ``--budget`` are left. The exit
+status is 1 when no variant ran to the end.
 
 On a CPU every precision that runs is full float32 (agreement 100 %), and bf16x9 / tf32x3 are
 refused by XLA's CPU backend; the point of the script is a GPU:
@@ -36,8 +39,10 @@ refused by XLA's CPU backend; the point of the script is a GPU:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,10 +112,12 @@ def worker(args) -> None:
     probe = next_token_probe(cfg)
     seeds = list(range(42, 42 + args.seeds))
     xs = probe_inputs("tokens", cfg, args.num_seqs, args.seq_len)[:]
+    before = dict(totals)  # making the inputs compiled programs too; they are not the sweep's
+    emit(event="sweep_start", seconds=0.0)
     t0 = time.perf_counter()
     preds = np.asarray(sweep(probe, cfg, seeds, xs, progress=False))
     first = time.perf_counter() - t0
-    compiled = dict(totals)
+    compiled = {k: totals[k] - before[k] for k in totals}
     emit(event="first_call", seconds=round(first, 3))
     steady = []
     for _ in range(args.repeats):
@@ -139,13 +146,15 @@ def run_variant(args, variant: str, preds_dir: Path, cache_dir: Path) -> dict:
     prec, flags, cached = parse_variant(variant)
     env = dict(os.environ)
     env.pop("JAX_DEFAULT_MATMUL_PRECISION", None)  # the variant says which
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
     env["XLA_FLAGS"] = " ".join(x for x in (env.get("XLA_FLAGS", ""), flags) if x)
-    # a fresh, private persistent cache: cold for every variant but '+cache', which reuses the
-    # one its base variant filled
     base = variant.removesuffix("+cache")
-    env["JAX_COMPILATION_CACHE_DIR"] = str(cache_dir / base.replace("@", "_"))
-    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    if f"{base}+cache" in args.variants:
+        # a fresh, private persistent cache, filled by the base variant (whose compile time then
+        # includes writing it) and read by its '+cache' rerun; no other variant has one
+        env["JAX_COMPILATION_CACHE_DIR"] = str(cache_dir / base.replace("@", "_"))
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+        env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
     cmd = [sys.executable, __file__, "--worker", variant, "--preds-dir", str(preds_dir),
            "--preset", args.preset, "--seq-len", str(args.seq_len), "--num-seqs",
            str(args.num_seqs), "--seeds", str(args.seeds), "--repeats", str(args.repeats)]
@@ -153,11 +162,12 @@ def run_variant(args, variant: str, preds_dir: Path, cache_dir: Path) -> dict:
     events = []
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=args.row_timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         row.update(status="timeout", timeout_s=args.row_timeout)
     wall = time.perf_counter() - t0
@@ -174,10 +184,17 @@ def run_variant(args, variant: str, preds_dir: Path, cache_dir: Path) -> dict:
         row.update(status=f"failed (exit {proc.returncode})", stderr_tail=err[-2000:])
     row["process_wall_s"] = round(wall, 1)
     if row["status"] == "timeout":
+        names = [e["event"] for e in events]
+        sweep_events = events[names.index("sweep_start") + 1:] if "sweep_start" in names else []
         done = {}
-        for e in events:
-            done[e["event"]] = round(done.get(e["event"], 0) + e["seconds"], 3)
-        row["reached"] = done  # compile events finished before the limit, summed by stage
+        for e in sweep_events:
+            if e["event"] != "first_call":
+                done[e["event"]] = round(done.get(e["event"], 0) + e["seconds"], 3)
+        row["reached"] = done  # the sweep's compile events finished in time, summed by stage
+        row["stopped_in"] = (
+            "the inputs, before the sweep" if "sweep_start" not in names else
+            "the steady sweeps (compiled and run once)" if "first_call" in names else
+            f"the first sweep, after {len(sweep_events)} compile events (compiling or running)")
     return row
 
 
@@ -209,14 +226,15 @@ def markdown(rows: list[dict], settings: dict) -> str:
                          f"{r['compile_s']} | {r['first_call_s']} | {r['steady_s']} | "
                          f"{r['tokens_per_s']:,} | {r['model_tflops']} | {agree} |")
         else:
-            why = (f"reached {r.get('reached')}" if r["status"] == "timeout"
+            why = (f"stopped in {r.get('stopped_in')}; finished {r.get('reached')}"
+                   if r["status"] == "timeout"
                    else r.get("reason", r.get("stderr_tail", ""))[-200:].replace("\n", " "))
             status = f"{r['status']}: {why}" if why else r["status"]
             lines.append(f"| {r['variant']} | {status} | | | | | | | | |")
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="gpt2-rope-nano")
@@ -264,7 +282,8 @@ def main() -> None:
     io.write_json(args.out / "precision_timing.json", dict(settings=settings, rows=rows))
     io.write_text(args.out / "precision_timing.md", markdown(rows, settings))
     print(markdown(rows, settings))
+    return 0 if any(r["status"] == "ok" for r in rows) else 1  # nothing measured: a failure
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

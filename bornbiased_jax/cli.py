@@ -203,10 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = "bornbiased " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
+        if args.command in MULTI_PROCESS:  # before anything starts a backend
+            _join_processes(args)
         with precision.scoped(precision.for_command(args.matmul_precision,
                                                     _precision_default(args.command))):
-            if args.command in MULTI_PROCESS:
-                _join_processes(args)
             return args.run(args)
     except UserError as e:  # bad input; anything else is a bug and keeps its traceback
         print(f"bornbiased: error: {e}", file=sys.stderr)

@@ -29,7 +29,9 @@ comparison, full float32 first and compilation included, printed no row within 2
 
 Where a command names no precision, a ``JAX_DEFAULT_MATMUL_PRECISION`` in the environment is
 kept (the test suite sets it to "highest"); otherwise the command's default applies. The
-setting holds for the command's duration and is restored when it returns (:func:`scoped`).
+variable takes JAX's spelling, not the short names: ``BF16_BF16_F32_X6`` for bf16x6 (JAX refuses
+"bf16x6" there when it is imported); :func:`env_value` translates. The setting holds for the
+command's duration and is restored when it returns (:func:`scoped`).
 
 JAX is imported when a setting is read or made, not with this module, so that argument parsers
 can offer ``PRECISIONS`` without importing JAX.
@@ -69,16 +71,19 @@ def use(name: str) -> str:
 
 
 def _check_supported(name: str) -> None:
-    """Refuse a dot algorithm the default backend cannot run (XLA says so when a dot using it is
-    lowered), instead of failing later inside a command's first compiled program."""
+    """Refuse a dot algorithm the default backend cannot run, instead of failing later inside a
+    command's first compiled program: a tiny dot using it is lowered and compiled (JAX's CPU
+    lowering refuses what the CPU lacks; on a GPU, XLA's compiler decides).
+
+    This starts the backend: multi-process commands join their processes first."""
     import jax
     import jax.numpy as jnp
 
     x = jax.ShapeDtypeStruct((8, 8), jnp.float32)
     try:
         with jax.default_matmul_precision(ALGORITHMS[name]):
-            jax.jit(jnp.matmul).lower(x, x)
-    except ValueError as e:
+            jax.jit(jnp.matmul).lower(x, x).compile()
+    except (ValueError, jax.errors.JaxRuntimeError) as e:
         platform = jax.devices()[0].platform
         raise UserError(f"matmul precision {name!r} ({ALGORITHMS[name]}) is not supported on "
                         f"this backend ({platform}): {e}; choose one of "
@@ -95,12 +100,29 @@ def current() -> str:
     return {v: k for k, v in ALGORITHMS.items()}.get(name, name)
 
 
+def env_value(name: str) -> str:
+    """``name`` (one of ``PRECISIONS``, or already JAX's spelling) as ``JAX_DEFAULT_MATMUL_PRECISION``
+    must spell it."""
+    if name in ALGORITHMS.values():
+        return name
+    if name not in PRECISIONS:
+        raise UserError(f"unknown matmul precision {name!r} for ${ENV}; choose one of "
+                        f"{PRECISIONS} or JAX's names of the dot algorithms "
+                        f"{tuple(ALGORITHMS.values())}")
+    return ALGORITHMS.get(name, name)
+
+
 def for_command(flag: str | None, command_default: str) -> str | None:
     """The precision a command runs with: its flag, else None (keep the environment's
-    ``JAX_DEFAULT_MATMUL_PRECISION``) when that is set, else the command's default."""
+    ``JAX_DEFAULT_MATMUL_PRECISION``) when that is set, else the command's default. A dot
+    algorithm named by the environment is returned by its short name, so that :func:`use`
+    checks the backend can run it."""
     if flag is not None:
         return flag
-    return None if os.environ.get(ENV) else command_default
+    from_env = os.environ.get(ENV)
+    if not from_env:
+        return command_default
+    return {v: k for k, v in ALGORITHMS.items()}.get(from_env)
 
 
 @contextlib.contextmanager

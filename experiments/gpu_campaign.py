@@ -4,9 +4,12 @@ The pieces, their order, commands and limits are ``bornbiased_jax/studies/campai
 finished piece is skipped next time, so every GPU window picks up where the last one stopped.
 
     python -m experiments.gpu_campaign --list                 # every piece and its state
-    python -m experiments.gpu_campaign --budget 540           # run what fits in 9 minutes
+    python -m experiments.gpu_campaign --budget 480           # run what fits in 8 minutes
     python -m experiments.gpu_campaign --only precision-timing --root "$OUT"/campaign
-    python -m experiments.gpu_campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --budget 540
+    python -m experiments.gpu_campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --retry
+
+``--env JAX_DEFAULT_MATMUL_PRECISION=`` takes the short names of bornbiased_jax/precision.py
+(bf16x6) and hands the pieces JAX's spelling (BF16_BF16_F32_X6).
 
 On a lent GPU where only an output folder comes back, copy the committed campaign folder there
 first and run with ``--root`` in it; copy it back into results/gpu/campaign/ and commit it, then
@@ -28,8 +31,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", type=Path, default=campaign.ROOT,
                    help=f"the campaign's folder: ledger and one folder per piece "
-                        f"(default {campaign.ROOT})")
-    p.add_argument("--budget", type=float, default=540.0,
+                        f"(default {campaign.ROOT.relative_to(campaign.REPO)})")
+    p.add_argument("--budget", type=float, default=480.0,
                    help="seconds; a piece starts only when its limit fits in what is left")
     p.add_argument("--only", nargs="+", default=[], metavar="PIECE",
                    help="run just these pieces (prerequisites not required)")

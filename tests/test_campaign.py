@@ -1,8 +1,8 @@
 """The GPU campaign's driver: order, skipping, budgets, limits, the ledger, and RESULTS.md rows
 from finished pieces (on CPU, with small stand-in commands)."""
 
-import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +23,11 @@ WRITE = py("import os, sys; open(sys.argv[1] + '/out.txt', 'w').write("
            "os.environ.get('CAMPAIGN_TEST', 'unset'))")
 PLAN = [
     Piece("first", "0", WRITE + ("{out}",), 20),
-    Piece("slow", "0", py("import time; time.sleep(60)"), 2),
+    Piece("slow", "0", py("import subprocess, sys, time; "
+                          "child = subprocess.Popen([sys.executable, '-c', "
+                          "'import time; time.sleep(60)']); "
+                          "open(sys.argv[1] + '/child.pid', 'w').write(str(child.pid)); "
+                          "time.sleep(60)") + ("{out}",), 2),
     Piece("broken", "1", py("import sys; sys.exit(3)"), 20),
     Piece("after-broken", "1", WRITE + ("{out}",), 20, needs=("broken",)),
     Piece("after-first", "1", WRITE + ("{out}",), 20, needs=("first",)),
@@ -40,6 +44,8 @@ def test_runs_in_order_records_every_attempt_and_skips_what_is_finished(tmp_path
     assert attempts[1]["exit_status"] is None and attempts[2]["exit_status"] == 3
     assert attempts[0]["command"][-1] == "{out}" and attempts[0]["env"] == {"CAMPAIGN_TEST": "yes"}
     assert (tmp_path / "first" / "out.txt").read_text() == "yes"  # the environment reached it
+    # the time limit stopped the piece's whole process group, its own child included
+    assert _gone(int((tmp_path / "slow" / "child.pid").read_text()))
     assert "after-broken: waits for broken" in logs
     assert any(m.startswith("too-long: needs up to 10000 s") for m in logs)
     ledger = campaign.load_ledger(tmp_path)
@@ -58,12 +64,87 @@ def test_runs_in_order_records_every_attempt_and_skips_what_is_finished(tmp_path
         in status
 
 
+def _gone(pid: int, wait_s: float = 10.0) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting for its parent counts)."""
+    import time
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < wait_s:
+        try:
+            if "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
+    """The attempt is in the ledger before the piece starts, so a driver killed by the window's
+    own limit leaves a trace, read as interrupted (not retried unless asked) next time."""
+    import signal
+
+    code = ("import sys; from bornbiased_jax.studies import campaign; "
+            "campaign.run(sys.argv[1], 60, plan=[campaign.Piece('hang', '0', "
+            "('{python}', '-c', 'import time; time.sleep(20)'), 30)])")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=campaign.REPO)
+    ledger = tmp_path / campaign.LEDGER
+    import time
+
+    t0 = time.monotonic()
+    while not ledger.exists() and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (attempt,) = campaign.load_ledger(tmp_path)["hang"]["attempts"]
+    assert attempt["state"] == "running" and attempt["wall_s"] is None and attempt["started"]
+    plan = [Piece("hang", "0", WRITE + ("{out}",), 20)]
+    assert "started " in campaign.status_markdown(tmp_path, plan)
+    assert campaign.run(tmp_path, 60, plan=plan, log=lambda m: None) == []
+    assert campaign.state(campaign.load_ledger(tmp_path), "hang") == "interrupted"
+    (again,) = campaign.run(tmp_path, 60, plan=plan, retry=True, log=lambda m: None)
+    assert again["state"] == "done"
+
+
+def test_the_matmul_precision_reaches_pieces_in_jax_spelling(tmp_path):
+    plan = [Piece("env", "0", py("import os, sys; open(sys.argv[1] + '/out.txt', 'w').write("
+                                 "os.environ['JAX_DEFAULT_MATMUL_PRECISION'])") + ("{out}",), 20)]
+    (a,) = campaign.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "bf16x6"},
+                        log=lambda m: None)
+    assert (tmp_path / "env" / "out.txt").read_text() == "BF16_BF16_F32_X6"
+    assert a["env"] == {"JAX_DEFAULT_MATMUL_PRECISION": "BF16_BF16_F32_X6"}
+    with pytest.raises(UserError, match="unknown matmul precision 'fp32'"):
+        campaign.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "fp32"})
+
+
 def test_bad_requests_are_clear_errors(tmp_path):
     with pytest.raises(UserError, match=r"unknown piece\(s\) \['nope'\]"):
         campaign.run(tmp_path, 60, plan=PLAN, only=["nope"])
     with pytest.raises(UserError, match="budget must be positive"):
         campaign.run(tmp_path, 0, plan=PLAN)
     assert not (tmp_path / campaign.LEDGER).exists()
+
+
+PARSE_ONLY = """
+import argparse, json, runpy, sys
+class Parsed(Exception):
+    pass
+parse = argparse.ArgumentParser.parse_args
+def parse_then_stop(self, args=None, namespace=None):
+    parse(self, args, namespace)
+    raise Parsed
+argparse.ArgumentParser.parse_args = parse_then_stop
+for argv in json.loads(sys.argv[1]):
+    sys.argv = argv[1:] if argv[0] == "-m" else argv
+    try:
+        if argv[0] == "-m":
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, str(__import__("pathlib").Path(argv[0]).parent))
+            runpy.run_path(argv[0], run_name="__main__")
+    except Parsed:
+        print("parsed")
+"""
 
 
 def test_the_plan_is_well_formed_and_its_commands_parse():
@@ -73,15 +154,19 @@ def test_the_plan_is_well_formed_and_its_commands_parse():
     for p in plan:
         assert set(p.needs) <= set(names[:names.index(p.name)]), p.name  # needs come first
         assert 0 < p.timeout_s <= 540, p.name  # a piece fits one call of a lent GPU
-        argv = list(p.command)
+        argv = [a.replace("{out}", "/tmp/x") for a in p.command]
         if argv[1:3] == ["-m", "bornbiased_jax.cli"]:
-            args = cli.build_parser().parse_args(
-                [a.replace("{out}", "/tmp/x") for a in argv[3:]])
+            args = cli.build_parser().parse_args(argv[3:])
             assert args.command == "sweep" and args.num_seqs in (2_000, 10_000)
-        elif argv[1] == "-m":
-            assert importlib.util.find_spec(argv[2]) is not None, argv[2]
-        else:
-            assert (campaign.REPO / argv[1]).exists(), argv[1]
+    # every other piece's flags and values pass its script's own parser (in a child process:
+    # the scripts are run, not imported, and stop right after parsing)
+    others = [[a.replace("{out}", "/tmp/x") for a in p.command[1:]] for p in plan
+              if p.command[1:3] != ("-m", "bornbiased_jax.cli")]
+    assert len(others) == 7  # timing, precision, Figure 1a, Finding 2.2, three speed pieces
+    out = subprocess.run([sys.executable, "-c", PARSE_ONLY, json.dumps(others)],
+                         cwd=campaign.REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["parsed"] * len(others)
     # Table 1 at the paper's settings: every preset, length and seed, at both N
     sweeps = [p for p in plan if p.name.startswith("table1-")]
     covered = set()
@@ -148,11 +233,6 @@ def test_precision_rows_name_every_setting_and_failures(tmp_path):
 
 
 def test_the_driver_command_line(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location(
-        "gpu_campaign_cli", campaign.REPO / "experiments" / "gpu_campaign.py")
-    assert spec is not None  # the script exists; run it as users do
-    import subprocess
-
     out = subprocess.run([sys.executable, "-m", "experiments.gpu_campaign", "--list", "--root",
                           str(tmp_path)], cwd=campaign.REPO, capture_output=True, text=True)
     assert out.returncode == 0 and "| precision-timing | 0 float32 on the GPU |" in out.stdout

@@ -68,12 +68,25 @@ def test_cli_precision_per_command_and_restored_after(monkeypatch, capsys):
         cli.main(["sweep", "--matmul-precision", "tf32"])
     assert e.value.code == 2
     assert "invalid choice: 'tf32'" in capsys.readouterr().err
+    # the environment in JAX's spelling of a dot algorithm: kept, and read by its short name
+    monkeypatch.setenv(precision.ENV, precision.env_value("bf16x6"))
+    assert precision.env_value("bf16x6") == "BF16_BF16_F32_X6" == precision.env_value(
+        "BF16_BF16_F32_X6") and precision.env_value("highest") == "highest"
+    with pytest.raises(UserError, match=r"unknown matmul precision 'tf32' for \$JAX_DEFAULT"):
+        precision.env_value("tf32")
+    assert precision.for_command(None, "highest") == "bf16x6"
+    assert cli.main(["sweep"]) == 0 and seen["sweep"] == "bf16x6"
+    assert precision.current() == "highest"
+    monkeypatch.delenv(precision.ENV)
     if jax.devices()[0].platform == "cpu":  # a dot algorithm the backend lacks: exit 2, no run
         seen.clear()
         assert cli.main(["sweep", "--matmul-precision", "tf32x3"]) == 2
         assert seen == {}
         assert "'tf32x3' (TF32_TF32_F32_X3) is not supported on this backend (cpu)" in \
             capsys.readouterr().err
+        monkeypatch.setenv(precision.ENV, "TF32_TF32_F32_X3")  # also when the environment asks
+        assert cli.main(["sweep"]) == 2 and seen == {}
+        assert "not supported on this backend (cpu)" in capsys.readouterr().err
 
 
 def test_scoped_restores_after_an_error(restore_precision):
@@ -124,3 +137,14 @@ def test_dot_algorithms_reach_every_dot_of_the_model(restore_precision):
     assert text.count("num_primitive_operations = 6") == n_dots
     jax.config.update("jax_default_matmul_precision", "BF16_BF16_F32_X3")
     assert precision.current() == "bf16x3"
+
+
+def test_processes_join_before_the_precision_starts_a_backend(monkeypatch):
+    """Checking a dot algorithm compiles a program, which starts the backend; JAX's multi-process
+    runtime must be joined before that."""
+    order = []
+    monkeypatch.setattr(cli, "_join_processes", lambda a: order.append("join"))
+    monkeypatch.setattr(precision, "_check_supported", lambda name: order.append("check"))
+    monkeypatch.setattr(sweep, "run", lambda args: order.append("run") or 0)
+    assert cli.main(["sweep", "--matmul-precision", "bf16x6"]) == 0
+    assert order == ["join", "check", "run"]

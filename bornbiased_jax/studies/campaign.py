@@ -6,18 +6,23 @@ its output folder ``ROOT/<piece>/`` and a time limit. :func:`run` goes down :fun
 priority order, skips the finished ones (and those whose prerequisites are not finished), starts
 a piece only when its limit fits in what is left of the budget, and records every attempt in
 ``ROOT/ledger.json`` (written atomically after each piece): the command, the environment it
-added, the device, wall time, exit status and the piece's state (``done``, ``timeout``,
-``failed``). A piece's own output and its log (``log.txt``: the command's stdout and stderr) stay
+added, the device, start time, wall time, exit status and the piece's state (``done``,
+``timeout``, ``failed``; ``interrupted`` when the driver itself was stopped while the piece ran:
+the attempt is written as ``running`` before the piece starts). A time limit stops the piece's
+whole process group, its worker processes included. A piece's own output and its log (``log.txt``: the command's stdout and stderr) stay
 in its folder, partial output of a stopped piece included. A piece that timed out or failed is
 not retried unless asked (``retry=True``): retrying the same command in the same window would
 spend the window on a known failure.
+
+``JAX_DEFAULT_MATMUL_PRECISION`` given in ``env`` may use the short names of
+:mod:`bornbiased_jax.precision` (``bf16x6``); it reaches the pieces in JAX's spelling.
 
 The driver imports no JAX (the pieces need the whole device) and runs each piece as a child
 process in the repository's root. On a machine where only ``ROOT`` comes back (a lent GPU), copy
 the committed ``ROOT`` there first, run, and copy it back::
 
     cp -r results/gpu/campaign "$OUT"/ && python -m experiments.gpu_campaign \\
-        --root "$OUT"/campaign --budget 540
+        --root "$OUT"/campaign --budget 480
 
 The rows RESULTS.md shows (:func:`claims`, rendered by :mod:`bornbiased_jax.studies.render`)
 come from the finished pieces' own records.
@@ -30,21 +35,24 @@ through a window's 64 MiB of carried files, so training pieces must finish withi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from bornbiased_jax import io
+from bornbiased_jax import io, precision
 from bornbiased_jax.errors import UserError
 
-ROOT = Path("results/gpu/campaign")
-LEDGER = "ledger.json"
 REPO = Path(__file__).resolve().parents[2]
+ROOT = REPO / "results" / "gpu" / "campaign"
+LEDGER = "ledger.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +107,7 @@ def pieces() -> list[Piece]:
               about="the top-1 token's multiple of the uniform top-1 (nano, T = 1,024, N = 2,000)"),
         Piece("finding22", "2 Figure 1a and Finding 2.2",
               ("{python}", "-m", "experiments.figure2_finding22", "--scale", "paper", "--out",
-               "{out}", "--records", "{out}/records"), 540, needs=("precision-timing",),
+               "{out}", "--records", "{out}/records"), 480, needs=("precision-timing",),
               about="Figure 2 and Finding 2.2 with 100 nano models (T = 1,024, N = 2,000)"),
         Piece("speed-sweep", "4 speed",
               ("{python}", "benchmarks/sweep_throughput.py", "--preset", "gpt2-rope-nano",
@@ -149,15 +157,14 @@ def _argv(piece: Piece, out: Path, python: str) -> list[str]:
     return [a.replace("{out}", str(out)).replace("{python}", python) for a in piece.command]
 
 
-def run(root: Path = ROOT, budget_s: float = 540.0, *, plan: Sequence[Piece] | None = None,
+def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | None = None,
         only: Sequence[str] = (), retry: bool = False, env: dict | None = None,
         python: str = sys.executable, log: Callable[[str], None] = print) -> list[dict]:
     """Run the next pieces of ``plan`` (default :func:`pieces`) within ``budget_s`` seconds;
     return this call's attempts. ``only``: just these pieces (in plan order, prerequisites not
     asked for); ``env``: variables added to every piece's environment (recorded with each
     attempt)."""
-    import os
-
+    t_start = time.monotonic()
     plan = list(pieces() if plan is None else plan)
     names = {p.name for p in plan}
     unknown = [n for n in only if n not in names]
@@ -165,10 +172,17 @@ def run(root: Path = ROOT, budget_s: float = 540.0, *, plan: Sequence[Piece] | N
         raise UserError(f"unknown piece(s) {unknown}; the campaign's pieces are {sorted(names)}")
     if budget_s <= 0:
         raise UserError(f"the budget must be positive seconds, got {budget_s}")
+    env = dict(env or {})
+    if precision.ENV in env:
+        env[precision.ENV] = precision.env_value(env[precision.ENV])
     root = Path(root)
     ledger = load_ledger(root)
+    stopped = [e for e in ledger.values() if e.get("state") == "running"]
+    for entry in stopped:  # a driver stopped while the piece ran
+        entry["state"] = entry["attempts"][-1]["state"] = "interrupted"
+    if stopped:
+        io.write_json(root / LEDGER, ledger)
     device = device_name()
-    t_start = time.monotonic()
     attempts = []
     for piece in plan:
         if only and piece.name not in only:
@@ -188,28 +202,39 @@ def run(root: Path = ROOT, budget_s: float = 540.0, *, plan: Sequence[Piece] | N
         out.mkdir(parents=True, exist_ok=True)
         argv = _argv(piece, out.resolve(), python)
         log(f"{piece.name}: {' '.join(argv)}")
+        attempt = dict(piece=piece.name, state="running", exit_status=None, device=device,
+                       started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       wall_s=None, timeout_s=piece.timeout_s,
+                       command=argv[:1] + [a.replace(str(out.resolve()), "{out}")
+                                           for a in argv[1:]], env=env)
+        entry = ledger.setdefault(piece.name, {"attempts": []})
+        entry["state"] = "running"
+        entry["attempts"].append(attempt)
+        io.write_json(root / LEDGER, ledger)
         t0 = time.monotonic()
         with open(out / "log.txt", "w") as f:
-            try:
-                rc = subprocess.run(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT,
-                                    env={**os.environ, **(env or {})},
-                                    timeout=piece.timeout_s).returncode
-                result = "done" if rc == 0 else "failed"
-            except subprocess.TimeoutExpired:
-                rc, result = None, "timeout"
-        attempt = dict(piece=piece.name, state=result, exit_status=rc, device=device,
-                       wall_s=round(time.monotonic() - t0, 1), timeout_s=piece.timeout_s,
-                       command=argv[:1] + [a.replace(str(out.resolve()), "{out}")
-                                           for a in argv[1:]],
-                       env=dict(env or {}),
-                       started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        entry = ledger.setdefault(piece.name, {"attempts": []})
+            rc = _run_group(argv, f, {**os.environ, **env}, piece.timeout_s)
+        result = "timeout" if rc is None else "done" if rc == 0 else "failed"
+        attempt.update(state=result, exit_status=rc, wall_s=round(time.monotonic() - t0, 1))
         entry["state"] = result
-        entry["attempts"].append(attempt)
         attempts.append(attempt)
         io.write_json(root / LEDGER, ledger)
         log(f"{piece.name}: {result} in {attempt['wall_s']} s")
     return attempts
+
+
+def _run_group(argv: list[str], log_file, env: dict, timeout_s: float) -> int | None:
+    """Run ``argv`` in its own process group; its exit status, or None when ``timeout_s`` ran
+    out (the whole group is then killed: a benchmark's worker processes hold the device)."""
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
 
 
 def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> str:
@@ -219,8 +244,10 @@ def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> s
     for p in pieces() if plan is None else plan:
         e = ledger.get(p.name, {})
         last = e.get("attempts", [{}])[-1]
-        when = (f"{last['device']}, {last['wall_s']} s of {last['timeout_s']} s"
-                if last else "-")
+        when = ("-" if not last else
+                f"{last['device']}, {last['wall_s']} s of {last['timeout_s']} s"
+                if last.get("wall_s") is not None else
+                f"{last['device']}, started {last.get('started', '?')}, not finished")
         lines.append(f"| {p.name} | {p.step} | {p.about} | {state(ledger, p.name)} | {when} |")
     return "\n".join(lines) + "\n"
 
