@@ -24,6 +24,14 @@ Measured on held-out text of the training corpus (the run's validation documents
     and from the shifted corpora (prose, documentation), with the standard error of
     log-perplexity over windows, and paired differences against the baseline.
 
+Each arm's measurement goes into the record (results/records/sinks/figure12_table7.json) as
+soon as it is made, and the family's vocabulary (base-s42's tokenizer) beside it
+(figure12_table7.tokenizer.json), so the study advances across machines that do not keep the
+run folders (~60 MB per checkpoint, not committed): a later run keeps the saved arms measured
+with the same settings, training config and evaluation tokens, trains the others with the
+committed vocabulary, and measures afresh every run finished in --runs-dir (``--fresh``: keep
+nothing saved). One arm takes ~1.5 hours on 2 CPU cores; ``--arms amplification`` trains one.
+
 ``--scale paper`` (for GPUs) trains and measures the arms of ``family.SINKS_PAPER``: Table 13's
 llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 steps of
 128 x 2048 tokens of OpenWebText (``hf:Skylion007/openwebtext``, or --corpus base=PATH), and
@@ -35,6 +43,7 @@ bornbiased_jax/studies/family.py.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -47,7 +56,7 @@ from experiments._common import parse, write
 from bornbiased_jax.studies import render
 from bornbiased_jax.studies.sinks import markdown
 from bornbiased_jax.studies.sinks_measure import (ARMS, CPU, PAPER, PAPER_ARMS, figure,
-                                                  scale_family, study)
+                                                  scale_family, share_vocabulary, study)
 
 NAME = "figure12_table7"
 
@@ -59,12 +68,19 @@ def main(argv=None) -> None:
     # --family lineage measures the lineage study's own runs (experiments/lineage.py's folder)
     runs = Path(args.runs_dir or ("runs/family" if args.family == "lineage" else s["runs_dir"]))
     default_arms = PAPER_ARMS if args.scale == "paper" else ARMS
-    records = study(s, runs, fam, args.arms or default_arms, train=not args.no_train,
-                    controls=args.control_seeds)
-    records["where"] = (f"{jax.devices()[0].device_kind} ({platform.platform()}, "
-                        f"{os.cpu_count()} cores)")
-    md = markdown(records, s)
-    write(args, NAME, s, records, md, figure(records, s), t0)
+    saved_path = render.record_path(args.records, NAME)
+    saved = json.loads(saved_path.read_text())["records"] if saved_path.is_file() else None
+    vocab = saved_path.with_suffix(".tokenizer.json")
+    share_vocabulary(runs, vocab)
+    where = f"{jax.devices()[0].device_kind} ({platform.platform()}, {os.cpu_count()} cores)"
+
+    def save(records):  # after every arm: its measurement is kept even if a later arm stops
+        share_vocabulary(runs, vocab)
+        records["where"] = where
+        write(args, NAME, s, records, markdown(records, s), figure(records, s), t0)
+
+    study(s, runs, fam, args.arms or default_arms, train=not args.no_train,
+          controls=args.control_seeds, saved=None if args.fresh else saved, on_arm=save)
     if args.results and args.scale == "cpu":
         text = render.write(Path(args.results), args.records)
         print(render.sections(text).get("sinks", ""))
@@ -90,6 +106,10 @@ def _flags(p) -> None:
                         "(same data and order): a seed-to-seed control for the arms' differences")
     p.add_argument("--no-train", action="store_true",
                    help="evaluate finished runs only; do not train or resume any")
+    p.add_argument("--fresh", action="store_true",
+                   help="do not reuse the saved measurements of arms whose runs are not in "
+                        "--runs-dir (by default they are kept when made with the same settings, "
+                        "training config and evaluation tokens)")
     p.add_argument("--results", type=Path, default=None,
                    help="also rewrite this RESULTS.md from the records (CPU scale; the sinks "
                         "section comes from bornbiased_jax/studies/sinks.py)")

@@ -207,9 +207,11 @@ def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_pat
     tok = data.train_tokenizer(docs, 300, bos=True)
     (base / "tokenizer.json").write_text(tok.to_str())
     tcb = TrainConfig(preset="llama2-tiny", bos=True, seq_len=16)
-    w = windows_of(dict(s, shift_mb=0.01), tcb, family.corpus("base", fam), base, fam)
+    w = windows_of(dict(s, shift_mb=0.01), tcb, family.corpus("base", fam),
+                  base / "tokenizer.json", fam)
     assert w["bos"] and w["bos_id"] == 1 and "with the BOS token (id 1)" in w["note"]
     kw = w["ppl"](w["held"], 1)
     assert kw["bos"] == 1 and "windows" not in kw
-    w0 = windows_of(dict(s, bos=False), tcb, family.corpus("base", fam), base, fam)
+    w0 = windows_of(dict(s, bos=False), tcb, family.corpus("base", fam), base / "tokenizer.json",
+                   fam)
     assert not w0["bos"] and w0["bos_id"] is None

@@ -166,6 +166,70 @@ def test_a_run_made_with_other_settings_is_refused(records, tmp_path):
         f12.study(SETTINGS, tmp_path, fam, ["attenuation"], train=False)
 
 
+def test_saved_arms_carry_the_study_to_a_machine_without_their_runs(records, tmp_path):
+    """The study advances across machines whose run folders are not kept: the vocabulary is
+    kept beside the records, arms saved with the same settings, training config and
+    evaluation tokens are kept as saved (not trained again), the next arm is trained with the
+    committed vocabulary and saved as soon as it is measured; a finished run is measured
+    afresh, and the same run measured again gives the saved numbers."""
+    import copy
+
+    rec, root = records
+    fam = _family(root)
+    saved = json.loads(json.dumps(rec))  # as the committed JSON reads back
+    vocab = tmp_path / "figure12_table7.tokenizer.json"
+    f12.share_vocabulary(root / "runs", vocab)  # the first machine keeps base-s42's vocabulary
+    assert vocab.read_text() == (root / "runs" / "base-s42" / "tokenizer.json").read_text()
+    runs2 = tmp_path / "runs"
+    f12.share_vocabulary(runs2, vocab)  # a second machine: no runs, the committed vocabulary
+    assert family.vocabulary(runs2).read_text() == vocab.read_text()
+    kept = f12.study(SETTINGS, runs2, fam, ["baseline", "attenuation"], train=False, saved=saved)
+    assert kept["arms"] == saved["arms"] and not (runs2 / "base-s42").exists()
+    assert kept["text_sha256"] == saved["text_sha256"]
+    calls = []
+    grown = f12.study(SETTINGS, runs2, fam, ["gate"], saved=saved,
+                      on_arm=lambda r: calls.append((sorted(r["arms"]), list(r["missing_arms"]))))
+    assert family.finished("sink-gate-s42", runs2, fam) and not (runs2 / "base-s42").exists()
+    assert (runs2 / "sink-gate-s42" / "tokenizer.json").read_text() == vocab.read_text()
+    assert calls[-1] == (["attenuation", "baseline", "control-s7", "gate"],
+                         ["amplification", "headwise_rmsnorm"])
+    assert calls[0][0] == ["baseline"]  # saved after every arm, the baseline first
+    gate = grown["arms"]["gate"]
+    assert gate["train_config"]["model_set"][-1] == "attn_output_gate=true"
+    d, se = S.paired_difference(gate["table7"]["held_out"], saved["arms"]["baseline"]["table7"][
+        "held_out"])
+    assert d != 0.0 and se > 0.0  # the same windows as the saved baseline's, another model
+    # nothing reused where the settings, the evaluation tokens or an arm's config differ
+    f12.share_vocabulary(tmp_path / "empty", vocab)
+    for change in ({"settings": {**SETTINGS, "num_seqs": 5}}, {"text_sha256": "0" * 64}):
+        with pytest.raises(SystemExit, match="baseline run .* is not finished and no saved"):
+            f12.study(SETTINGS, tmp_path / "empty", fam, ["baseline"], train=False,
+                      saved={**saved, **change})
+    assert "baseline" in f12.study(SETTINGS, tmp_path / "empty", fam, [], train=False,
+                                   saved=saved)["arms"]
+    other = copy.deepcopy(saved)
+    other["arms"]["attenuation"]["train_config"]["lr"] *= 2
+    part = f12.study(SETTINGS, tmp_path / "empty", fam, [], train=False, saved=other)
+    assert "attenuation" in part["missing_arms"] and "baseline" in part["arms"]
+    # records without training configs (written before they were kept) are not reused
+    old = copy.deepcopy(saved)
+    del old["arms"]["baseline"]["train_config"]
+    assert f12.reusable(old, SETTINGS, saved["text_sha256"],
+                        {"baseline": None}) == {}
+    # a run finished here is measured afresh, and gives the saved numbers again
+    marked = copy.deepcopy(saved)
+    marked["arms"]["baseline"]["measured"] = "elsewhere"
+    again = f12.study(SETTINGS, root / "runs", fam, ["baseline"], train=False, saved=marked)
+    assert again["arms"]["baseline"]["measured"] != "elsewhere"
+    assert again["arms"]["baseline"]["table7"] == saved["arms"]["baseline"]["table7"]
+    assert again["arms"]["baseline"]["figure12"] == saved["arms"]["baseline"]["figure12"]
+    # runs made with another vocabulary cannot join the saved measurements
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "tokenizer.json").write_text("{}")
+    with pytest.raises(SystemExit, match="another vocabulary"):
+        f12.share_vocabulary(tmp_path / "bad", vocab)
+
+
 def test_unknown_arm_is_rejected(tmp_path):
     with pytest.raises(SystemExit, match="unknown arm"):
         f12.study(SETTINGS, tmp_path, family.DEFAULT, ["baseline", "nope"])

@@ -248,10 +248,13 @@ def run_name(kind: str, seed: int = 42, arm: str = "baseline", shift: str | None
 
 def spec(name: str, runs_dir: Path,
          fam: Family = DEFAULT) -> tuple[TrainConfig, list[str], str | None]:
-    """(train config, corpus, tokenizer path) of run ``name``. Every run uses the tokenizer
-    base-s42 trained, so that all models share one vocabulary."""
+    """(train config, corpus, tokenizer path) of run ``name``. Every run uses one vocabulary:
+    the one placed in the runs directory (:func:`vocabulary`) or else the tokenizer base-s42
+    trained (None for base-s42 itself, which trains it)."""
     runs_dir = Path(runs_dir)
-    tok = None if name == "base-s42" else str(runs_dir / "base-s42" / "tokenizer.json")
+    tok = vocabulary(runs_dir)
+    tok = None if tok is None and name == "base-s42" else str(
+        tok or runs_dir / "base-s42" / "tokenizer.json")
     parts = name.split("-")
     seed = int(parts[-1][1:])
     pre = fam.pretrain
@@ -268,6 +271,22 @@ def spec(name: str, runs_dir: Path,
                                  init_from=f"{source.absolute()}@{pre.steps}", **fam.cont)
         return tc, corpus(shift, fam), None  # the tokenizer comes from the source run
     raise ValueError(name)
+
+
+SHARED_VOCABULARY = "tokenizer.json"
+
+
+def vocabulary(runs_dir: Path) -> Path | None:
+    """The vocabulary given to every run of ``runs_dir``: ``runs_dir/tokenizer.json`` if one
+    was placed there (a study's committed vocabulary, so that runs trained on different
+    machines or at different times share it), else None (runs use base-s42's own)."""
+    f = Path(runs_dir) / SHARED_VOCABULARY
+    return f if f.is_file() else None
+
+
+def tokenizer_path(runs_dir: Path) -> Path:
+    """The tokenizer the family's runs in ``runs_dir`` read text with (it may not exist yet)."""
+    return vocabulary(runs_dir) or Path(runs_dir) / "base-s42" / "tokenizer.json"
 
 
 def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:

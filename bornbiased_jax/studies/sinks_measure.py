@@ -7,13 +7,16 @@ section made of its records are in :mod:`bornbiased_jax.studies.sinks`."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax import bbm, data
+from bornbiased_jax import bbm, data, io
+from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
@@ -64,11 +67,13 @@ def perplexity(params, cfg, ids: np.ndarray | None, n: int, T: int, seed: int,
 
 
 
-def windows_of(s: dict, tc, base_corpus, baseline: Path, fam) -> dict:
+def windows_of(s: dict, tc, base_corpus, tokenizer: Path, fam) -> dict:
     """The study's evaluation text and windows: held-out and shifted token ids (text corpora),
-    whether windows carry a BOS token (``s["bos"]`` if set, else the baseline run's ``bos``)
-    and its id, ``make`` (T -> windows; None for text), ``ppl`` ((ids, seed) -> perplexity's
-    keyword arguments) and a note. A Bigram-Backcopy family (base corpus ``bbm:``) is evaluated
+    read with ``tokenizer`` (a tokenizer.json), whether windows carry a BOS token
+    (``s["bos"]`` if set, else the baseline run's ``bos``) and its id, ``make`` (T -> windows;
+    None for text), ``ppl`` ((ids, seed) -> perplexity's keyword arguments), a note and
+    ``sha256``, a digest of every token the study evaluates on (records measured with another
+    digest were read from other text or with another vocabulary). A Bigram-Backcopy family (base corpus ``bbm:``) is evaluated
     on generated sequences (``bbm.eval_windows``, seed ``tc.data_seed``: never training draws),
     each beginning with ``<s>``; it has no shifted text."""
     n, T = s["ppl_windows"], s["ppl_T"]
@@ -79,10 +84,11 @@ def windows_of(s: dict, tc, base_corpus, baseline: Path, fam) -> dict:
         make = lambda T_: bbm.eval_windows(task, T_, s["num_seqs"], tc.data_seed)  # noqa: E731
         win = bbm.eval_windows(task, T + 1, n, tc.data_seed)
         return {"held": np.zeros(0, np.int32), "shifted": {}, "bos": True,
-                "bos_id": task.bos_id, "make": make,
+                "bos_id": task.bos_id, "make": make, "sha256": _digest(
+                    [win] + [make(T_) for T_ in sorted({*s["lengths"], s.get("emergence_T", T)})]),
                 "ppl": lambda ids, seed: dict(ids=None, n=n, T=T, seed=seed, windows=win),
                 "note": f"Bigram-Backcopy sequences of {base_corpus[0]}, <s> first"}
-    tok = data.load_tokenizer(baseline / "tokenizer.json")
+    tok = data.load_tokenizer(tokenizer)
     bos = bool(tc.bos) if s.get("bos") is None else bool(s["bos"])
     bos_id = data.bos_id(tok, tc.bos_token) if bos else None
     held = data.token_ids(held_out_docs(tc, fam), tok, plain_specials=bos)
@@ -92,8 +98,19 @@ def windows_of(s: dict, tc, base_corpus, baseline: Path, fam) -> dict:
                for k in fam.corpora if k != "base"}
     return {"held": held, "shifted": shifted, "bos": bos, "bos_id": bos_id, "make": None,
             "ppl": lambda ids, seed: dict(ids=ids, n=n, T=T, seed=seed, bos=bos_id),
+            "sha256": _digest([np.asarray(bos_id or -1), held,
+                               *(shifted[k] for k in sorted(shifted))]),
             "note": "text windows " + (f"with the BOS token (id {bos_id}) at position 0"
                                        if bos else "without a BOS token")}
+
+
+def _digest(arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a, np.int64))
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
@@ -110,11 +127,21 @@ def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
     return family.with_corpora(fam, family.parse_corpus_flags(corpus_flags))
 
 
-def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> dict:
-    """Train (or resume) ``arms`` of family ``fam`` in ``runs`` and measure every finished arm:
-    Figure 12's sink rates, the emergence over checkpoints and Table 7's perplexities.
-    ``controls``: initialisation seeds of extra baseline runs (records ``control-sN``), measured
-    the same way, whose differences from the seed-42 baseline are seed-to-seed variation."""
+def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
+          saved: dict | None = None, on_arm=None) -> dict:
+    """Train (or resume) ``arms`` of family ``fam`` in ``runs`` one at a time, the baseline
+    first, and measure each as it finishes: Figure 12's sink rates, the emergence over
+    checkpoints and Table 7's perplexities. ``controls``: initialisation seeds of extra baseline
+    runs (records ``control-sN``), measured the same way, whose differences from the seed-42
+    baseline are seed-to-seed variation.
+
+    ``saved``: the records of an earlier run of the study (its committed JSON). An arm whose
+    run is not finished in ``runs`` but whose saved record was measured with these settings,
+    this arm's training config and the same evaluation tokens (:func:`reusable`) is kept as
+    saved, not trained again, so that the study advances across machines whose run folders
+    are not kept; a finished run is always measured afresh. ``on_arm(records)`` is called
+    after each arm, with the records so far (``missing_arms`` listing the rest), so that each
+    arm's measurement is saved as soon as it exists."""
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise SystemExit(f"unknown arm(s) {unknown}; choose from {ARMS}")
@@ -122,64 +149,137 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=()) -> di
     if any(c < 0 or c == 42 for c in controls) or len(set(controls)) < len(controls):
         raise SystemExit(f"control seeds {controls}: need distinct non-negative seeds other "
                          "than 42 (the arms' seed)")
+    to_train = set(arms) | {f"control-s{c}" for c in controls} if train else set()
+    controls += sorted(int(k[len("control-s"):]) for k in (saved or {}).get("arms", {})
+                       if is_control(k) and int(k[len("control-s"):]) not in controls)
     names = {arm: family.run_name("sink", arm=arm) for arm in ARMS}
-    control_names = {f"control-s{c}": family.run_name("base", seed=c) for c in controls}
-    for name in [names[arm] for arm in arms] + list(control_names.values()):
-        if train:
+    names.update({f"control-s{c}": family.run_name("base", seed=c) for c in controls})
+    wanted = list(names)  # the baseline first: its tokenizer serves every run
+    specs = {key: family.spec(name, runs, fam)[0] for key, name in names.items()}
+    tc = specs["baseline"]
+    base_corpus = family.corpus("base", fam)
+    records = {"settings": s, "runs_dir": str(runs), "arms": {}, "missing_arms": [],
+               "missing_controls": []}
+    text, reuse = None, {}
+
+    def read_text():
+        nonlocal text, reuse
+        text = windows_of(s, tc, base_corpus, family.tokenizer_path(runs), fam)
+        reuse = reusable(saved, s, text["sha256"], specs)
+        records.update({"windows": {k: text[k] for k in ("bos", "bos_id", "note")},
+                        "text_sha256": text["sha256"],
+                        "held_out_tokens": int(len(text["held"])),
+                        "shifted_tokens": {k: int(len(v)) for k, v in text["shifted"].items()}})
+        print(f"{text['note']}; held-out: {len(text['held']):,} tokens; shifted: "
+              + ", ".join(f"{k} {len(v):,}" for k, v in text["shifted"].items())
+              + (f"; saved measurements reused for {sorted(reuse)}" if reuse else ""),
+              flush=True)
+
+    if bbm.is_spec(base_corpus) or family.tokenizer_path(runs).is_file():
+        read_text()
+    # every run folder is checked first: one made with other settings stops the study
+    done = {key: family.finished(name, runs, fam) for key, name in names.items()}
+    if not (done["baseline"] or "baseline" in reuse or "baseline" in to_train):
+        raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished and no "
+                         "saved measurement of it matches; run without --no-train (and with "
+                         "the baseline among --arms) to train it")
+    for key in wanted:
+        name = names[key]
+        if not done[key]:
+            if key in reuse:
+                records["arms"][key] = reuse[key]
+                print(f"{key}: saved measurement of {reuse[key]['measured']}", flush=True)
+                _report(records, s, on_arm, wanted)
+                continue
+            if key not in to_train:
+                continue
             print(f"training/resuming {name} ...", flush=True)
             family.ensure(name, runs, fam=fam)
-    done = {arm: n for arm, n in names.items() if family.finished(n, runs, fam)}
-    if "baseline" not in done:
-        raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished; run "
-                         f"without --no-train (and with the baseline among --arms) to train it")
-    tc, base_corpus, _ = family.spec(names["baseline"], runs, fam)
-    text = windows_of(s, tc, base_corpus, runs / names["baseline"], fam)
-    held, shifted = text["held"], text["shifted"]
-    print(f"{text['note']}; held-out: {len(held):,} tokens; shifted: "
-          + ", ".join(f"{k} {len(v):,}" for k, v in shifted.items()))
-    missing_controls = [k for k, n in control_names.items() if not family.finished(n, runs, fam)]
-    done.update({k: n for k, n in control_names.items() if k not in missing_controls})
-    records = {"settings": s, "runs_dir": str(runs), "arms": {},
-               "missing_arms": [a for a in ARMS if a not in done],
-               "missing_controls": missing_controls,
-               "windows": {k: text[k] for k in ("bos", "bos_id", "note")},
-               "held_out_tokens": int(len(held)),
-               "shifted_tokens": {k: int(len(v)) for k, v in shifted.items()}}
+        if text is None:
+            read_text()
+        records["arms"][key] = measure_arm(s, runs / name, text, specs[key])
+        _report(records, s, on_arm, wanted)
+    _report(records, s, None, wanted)
+    return records
+
+
+def reusable(saved: dict | None, s: dict, sha256: str, specs: dict) -> dict:
+    """The arms of ``saved`` records measured with settings ``s``, on the evaluation tokens
+    of digest ``sha256`` and with the training config ``specs[arm]`` their runs have now."""
+    if not saved or saved.get("settings") != s or saved.get("text_sha256") != sha256:
+        return {}
+    return {arm: rec for arm, rec in saved.get("arms", {}).items()
+            if arm in specs and "train_config" in rec
+            and not runs_mod.settings_differences(rec["train_config"], specs[arm])}
+
+
+def _report(records: dict, s: dict, on_arm, wanted: list[str]) -> None:
+    arms = records["arms"]
+    records["missing_arms"] = [a for a in ARMS if a not in arms]
+    records["missing_controls"] = [k for k in wanted if is_control(k) and k not in arms]
+    if on_arm is not None and "baseline" in arms:
+        on_arm(records)
+
+
+def measure_arm(s: dict, folder: Path, text: dict, tc) -> dict:
+    """One finished run's record: Figure 12's sink rates of its last checkpoint, the
+    emergence (sink rate and held-out perplexity) at every saved checkpoint and Table 7's
+    perplexities, with the run's summary and training config."""
+    held, shifted, bos, make, ppl = (text["held"], text["shifted"], text["bos_id"],
+                                     text["make"], text["ppl"])
     sink_text = s.get("sink_text", "held_out")
     if sink_text != "held_out" and sink_text not in shifted:
         raise SystemExit(f"sink_text {sink_text!r} is not one of this family's texts: "
                          f"{['held_out', *shifted]}")
     sink_ids = held if sink_text == "held_out" else shifted[sink_text]
-    bos, make = text["bos_id"], text["make"]
-    ppl = text["ppl"]  # (ids, seed) -> perplexity's arguments for a model
-    for arm, name in done.items():
-        rec = {"run": family.summary(name, runs)}
-        final = load_source(str(runs / name))
-        rec["figure12"] = {str(eps): [r.to_json() for r in sinks.sink_rates_over_lengths(
-            final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps, bos=bos,
-            windows=make)] for eps in s["eps"]}
-        T = s["emergence_T"]
-        win = (make(T) if make is not None else
-               sinks.bos_windows(sink_ids, T, s["num_seqs"], seed=T, bos=bos))
-        rec["emergence"] = []
-        for step in [0] + run_steps(runs / name):
-            m = load_source(f"{runs / name}@{step}")
-            r = sinks.measure_sinks(m.params, m.cfg, win, s["eps"][0])
-            rec["emergence"].append({"step": step, "tokens": step * tc.batch_size * tc.seq_len,
-                                     "sink_rate": r.rate, "sink_rate_se": r.rate_se,
-                                     "sink_rate_of_mean_alpha": r.rate_of_mean_alpha,
-                                     "max_alpha": float(r.alpha_LH.max()),
-                                     "mean_alpha": float(r.alpha_LH.mean()),
-                                     "held_out": perplexity(m.params, m.cfg,
-                                                            **ppl(held, 1))})
-        rec["table7"] = {"held_out": perplexity(final.params, final.cfg, **ppl(held, 1))}
-        for k, ids in shifted.items():
-            rec["table7"][k] = perplexity(final.params, final.cfg, **ppl(ids, 2))
-        records["arms"][arm] = rec
-        last = rec["figure12"][str(s["eps"][0])][-1]
-        print(f"{arm}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
-              + ", ".join(f"{k} {v['ppl']:.1f}" for k, v in rec["table7"].items()), flush=True)
-    return records
+    rec = {"run": family.summary(folder.name, folder.parent),
+           "train_config": runs_mod.read_run_info(folder)["train_config"],
+           "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    final = load_source(str(folder))
+    rec["figure12"] = {str(eps): [r.to_json() for r in sinks.sink_rates_over_lengths(
+        final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps, bos=bos,
+        windows=make)] for eps in s["eps"]}
+    T = s["emergence_T"]
+    win = (make(T) if make is not None else
+           sinks.bos_windows(sink_ids, T, s["num_seqs"], seed=T, bos=bos))
+    rec["emergence"] = []
+    for step in [0] + run_steps(folder):
+        m = load_source(f"{folder}@{step}")
+        r = sinks.measure_sinks(m.params, m.cfg, win, s["eps"][0])
+        rec["emergence"].append({"step": step, "tokens": step * tc.batch_size * tc.seq_len,
+                                 "sink_rate": r.rate, "sink_rate_se": r.rate_se,
+                                 "sink_rate_of_mean_alpha": r.rate_of_mean_alpha,
+                                 "max_alpha": float(r.alpha_LH.max()),
+                                 "mean_alpha": float(r.alpha_LH.mean()),
+                                 "held_out": perplexity(m.params, m.cfg, **ppl(held, 1))})
+    rec["table7"] = {"held_out": perplexity(final.params, final.cfg, **ppl(held, 1))}
+    for k, ids in shifted.items():
+        rec["table7"][k] = perplexity(final.params, final.cfg, **ppl(ids, 2))
+    last = rec["figure12"][str(s["eps"][0])][-1]
+    print(f"{folder.name}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
+          + ", ".join(f"{k} {v['ppl']:.1f}" for k, v in rec["table7"].items()), flush=True)
+    return rec
+
+
+def share_vocabulary(runs: Path, committed: Path) -> None:
+    """Keep the family's vocabulary with the study's records: if ``committed`` (a
+    tokenizer.json kept beside them) exists, place it in ``runs`` for every run to use
+    (:func:`family.vocabulary`); if not, and base-s42 has trained its own, copy that to
+    ``committed``. A runs folder holding another vocabulary stops the study."""
+    runs, committed = Path(runs), Path(committed)
+    own = runs / "base-s42" / "tokenizer.json"
+    if not committed.is_file():
+        if own.is_file():
+            io.write_text(committed, own.read_text())
+        return
+    want = committed.read_text()
+    for f in (runs / family.SHARED_VOCABULARY, own):
+        if f.is_file() and f.read_text() != want:
+            raise SystemExit(f"{f} is another vocabulary than the study's committed {committed}; "
+                             "its runs cannot be paired with the saved measurements: use "
+                             "another --runs-dir")
+    if not (runs / family.SHARED_VOCABULARY).is_file():
+        io.write_text(runs / family.SHARED_VOCABULARY, want)
 
 
 def figure(records: dict, s: dict):
