@@ -45,15 +45,25 @@ def permute_mlp(params, cfg, rng):
     return p
 
 
+def derangement(rng, n):
+    """A random permutation of n items that moves every one of them (n = 1: the identity). With
+    a few heads a plain random permutation is the identity often (1/2 for two heads), and a copy
+    that permutes nothing tests nothing."""
+    while True:
+        perm = rng.permutation(n)
+        if n == 1 or not np.any(perm == np.arange(n)):
+            return perm
+
+
 def permute_heads(params, cfg, rng):
     """Permute each block's K/V heads, and the query heads of every group with them (query
-    head h = n G + g reads K/V head n)."""
+    head h = n G + g reads K/V head n); every head moves."""
     p = _copy(params)
     d, H, N, K = cfg.d_model, cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
     G = H // N
     for i in range(cfg.n_layers):
-        kv = rng.permutation(N)
-        q = np.concatenate([kv[n] * G + rng.permutation(G) for n in range(N)])
+        kv = derangement(rng, N)
+        q = np.concatenate([kv[n] * G + derangement(rng, G) for n in range(N)])
         a = p[f"layers_{i}"]["attn"]
         for name, heads, perm in (("q_proj", H, q), ("k_proj", N, kv), ("v_proj", N, kv)):
             a[name]["kernel"] = a[name]["kernel"].reshape(d, heads, K)[:, perm].reshape(d, -1)
