@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 
 from rss import chunk_trace, peak_rss_mb, reset_peak, rss_mb, run_child
@@ -52,7 +51,6 @@ def matmul_rate(n: int | None = None, repeats: int = 5, dtype: str = "float32") 
     current ``jax.default_matmul_precision``: TF32 on NVIDIA GPUs unless "highest"); n = 2048
     on a CPU, 8192 on an accelerator."""
     import jax
-    import jax.numpy as jnp
 
     if n is None:
         n = 2048 if jax.devices()[0].platform == "cpu" else 8192

@@ -6,8 +6,11 @@
   probes        ``sweep`` (many seeds x many sequences), ``probes`` (token preference,
                 contraction, attention sinks, and their tables and figures), ``fingerprint``
                 (SeedPrint lineage tests and baselines), ``theory`` (closed forms and simulators)
-  training      ``data`` (corpora, tokenizers, blocks), ``train_config`` and ``train``,
+  training      ``data`` (corpora, tokenizers, blocks), ``bbm`` (the Bigram-Backcopy task),
+                ``runs`` (the run folder: settings, checkpoints, metrics) and ``train``,
                 ``sharding``, ``distributed`` (one process per host), ``flops``
+  results       ``studies`` (the paper's studies: verdicts from saved records, RESULTS.md),
+                ``verdicts`` (the one vocabulary), ``stats`` (binomial tests, intervals)
   plumbing      ``io`` (atomic writes, the results writer), ``plots`` (figures without pyplot),
                 ``precision`` (float32 matmul precision), ``errors`` (``UserError``),
                 ``defaults`` (what ``--help`` shows), ``cli`` and ``commands`` (``bornbiased``)

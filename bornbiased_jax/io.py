@@ -103,10 +103,18 @@ def write_artifacts(folder: str | os.PathLike, files: Mapping[str, Any]) -> list
 
 
 def run_record(command: str, wall_seconds: float, **fields: Any) -> dict:
-    """A result's run description: the command line, the command's ``fields`` (its settings),
-    the wall time, and where it ran (JAX version, devices, machine)."""
+    """A result's run description, the same for every command and experiment: the command
+    line, the command's ``fields`` (its settings), the wall time, where it ran (JAX version,
+    the first device, all devices, machine), the float32 matmul precision its programs were
+    traced with and when it finished (UTC)."""
+    import time
+
     import jax
 
+    from bornbiased_jax import precision
+
     return {"command": command, **fields, "wall_seconds": round(wall_seconds, 1),
-            "jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
-            "machine": platform.platform()}
+            "jax": jax.__version__, "device": str(jax.devices()[0]),
+            "devices": [str(d) for d in jax.devices()], "machine": platform.platform(),
+            "matmul_precision": precision.current(),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -20,6 +20,11 @@ a many-seed run holds per-seed lists (``loss``, ``grad_norm``, ``val_loss``, ``v
 seed order) and the seeds (``seeds``); a single-seed run's record holds numbers, as before;
 :func:`seed_metrics` reads either as one seed's records.
 
+The folder's file names (:data:`RUN_INFO`, :data:`TOKENIZER`, ...) and the rule that splits a
+run's corpus into training and held-out documents (:func:`validation_split`) are written here
+alone: every reader of a run (sources, the studies, ``bornbiased sinks``) goes through them.
+:func:`train_command` spells a :class:`TrainConfig` as the ``bornbiased train`` command line.
+
 Module dependencies run one way: ``train -> sources -> runs`` and ``train -> runs``.
 """
 
@@ -37,6 +42,61 @@ from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset, reco
 from bornbiased_jax.errors import UserError
 
 SCHEDULES = ("cosine", "linear", "constant")
+
+# The folder's files (the module docstring), named here alone.
+RUN_INFO = "run.json"
+TOKENIZER = "tokenizer.json"
+CHECKPOINTS = "checkpoints"
+METRICS = "metrics.jsonl"
+LOSS_CURVE = "loss_curve.png"
+
+
+def run_info_path(folder: str | Path) -> Path:
+    return Path(folder) / RUN_INFO
+
+
+def is_run(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a training run (its run.json)."""
+    return run_info_path(folder).is_file()
+
+
+def tokenizer_path(folder: str | Path) -> Path:
+    return Path(folder) / TOKENIZER
+
+
+def checkpoints_path(folder: str | Path) -> Path:
+    """The run's Orbax checkpoint folder, absolute (as Orbax wants it)."""
+    return (Path(folder) / CHECKPOINTS).absolute()
+
+
+def metrics_path(folder: str | Path) -> Path:
+    return Path(folder) / METRICS
+
+
+def loss_curve_path(folder: str | Path) -> Path:
+    return Path(folder) / LOSS_CURVE
+
+
+def _setting(tc, name: str):
+    """Field ``name`` of a TrainConfig or of run.json's train_config dict."""
+    return tc[name] if isinstance(tc, dict) else getattr(tc, name)
+
+
+def read_documents(corpus, tc) -> list[str]:
+    """The documents a run with settings ``tc`` (a TrainConfig or run.json's train_config)
+    reads from ``corpus``: its first ``corpus_max_mb`` MiB of text."""
+    from bornbiased_jax import data
+
+    return data.load_corpus(corpus, max_bytes=int(_setting(tc, "corpus_max_mb") * 2**20))
+
+
+def validation_split(corpus, tc) -> tuple[list[str], list[str]]:
+    """(training, validation) documents of a run with settings ``tc`` on ``corpus``: the one
+    split every reader of a run's held-out text uses (``data.split_documents``'s rule over
+    :func:`read_documents`)."""
+    from bornbiased_jax import data
+
+    return data.split_documents(read_documents(corpus, tc), _setting(tc, "val_fraction"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,10 +178,7 @@ class TrainConfig:
         if self.stop_at is not None and not 1 <= self.stop_at <= self.steps:
             raise UserError(f"stop_at must lie in [1, steps={self.steps}], got {self.stop_at}")
         self._check_seeds()
-        try:
-            preset = get_preset(self.preset)
-        except ValueError as e:
-            raise UserError(str(e)) from None
+        preset = get_preset(self.preset)  # an unknown name is a UserError listing the presets
         if self.seq_len > preset.max_seq_len:
             raise UserError(f"seq_len {self.seq_len} exceeds the maximum context "
                             f"{preset.max_seq_len} of preset {self.preset}")
@@ -165,6 +222,45 @@ class TrainConfig:
     # ``fsdp`` changes where the state lives, not what it is (as the number of devices does).
     RESUMABLE = ("stop_at", "eval_every", "eval_batches", "log_every", "save_every",
                  "keep_last", "keep_every", "fsdp")
+
+
+# TrainConfig fields that ``bornbiased train`` has no flag for (Table 14's values are kept)
+NO_FLAG = ("grad_clip", "b1", "b2", "val_fraction")
+SWITCHES = ("bf16", "fsdp", "bos", "doc_aligned")  # boolean flags: present or absent
+
+
+def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
+    """The ``bornbiased train`` arguments that train ``tc`` on ``corpus`` into ``out``: every
+    setting that differs from TrainConfig's defaults, as ``--field-name VALUE`` (``--seeds A:B``
+    for a range of seeds); parsing them gives ``tc`` back. A ``UserError`` for a setting the
+    command has no flag for (:data:`NO_FLAG`)."""
+    default = TrainConfig()
+    argv = ["train", "--corpus", *[str(c) for c in corpus], "--out", str(out)]
+    for f in dataclasses.fields(TrainConfig):
+        value = getattr(tc, f.name)
+        if value == getattr(default, f.name):
+            continue
+        if f.name in NO_FLAG:
+            raise UserError(f"{f.name} = {value!r} has no flag of bornbiased train (it keeps "
+                            f"{getattr(default, f.name)!r}); train this run from Python")
+        flag = "--" + f.name.replace("_", "-")
+        if f.name in SWITCHES:
+            argv.append(flag)
+        elif f.name == "model_set":
+            argv += [a for item in value for a in ("--model-set", item)]
+        elif f.name == "seeds":
+            argv += ["--seeds", _seeds_text(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _seeds_text(seeds) -> str:
+    """'0:32' for consecutive seeds, else '1,5,9'."""
+    seeds = [int(s) for s in seeds]
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}:{seeds[-1] + 1}"
+    return ",".join(map(str, seeds))
 
 
 def settings_differences(saved_tc: dict, tc: TrainConfig) -> dict[str, tuple]:
@@ -225,7 +321,7 @@ def fresh_run_info(tc: TrainConfig, cfg: ModelConfig, corpus, train_blocks, val_
 
 def read_run_info(path: str | Path) -> dict:
     """run.json of run folder ``path``; a UserError if it is missing or unreadable."""
-    f = Path(path) / "run.json"
+    f = run_info_path(path)
     try:
         info = json.loads(f.read_text())
         info["train_config"]
@@ -259,7 +355,7 @@ def run_config(path: str | Path) -> tuple[ModelConfig, dict]:
         tc = TrainConfig(**info["train_config"])
         return model_config(tc, int(info["data"]["vocab_size"])), info
     except (KeyError, TypeError, ValueError) as e:
-        raise UserError(f"{str(Path(path) / 'run.json')!r} is not a readable run description "
+        raise UserError(f"{str(run_info_path(path))!r} is not a readable run description "
                         f"({type(e).__name__}: {e})") from None
 
 
@@ -276,7 +372,7 @@ def run_seeds(info: dict) -> tuple[int, ...]:
 def run_steps(path: str | Path) -> list[int]:
     """The complete checkpoints of a run folder, ascending (Orbax renames a checkpoint's
     temporary folder to its step number only once it is fully written)."""
-    ck = Path(path) / "checkpoints"
+    ck = Path(path) / CHECKPOINTS
     if not ck.is_dir():
         return []
     return sorted(int(p.name) for p in ck.iterdir()
@@ -285,7 +381,7 @@ def run_steps(path: str | Path) -> list[int]:
 
 def checkpoint_dir(path: str | Path, step: int) -> Path:
     """The Orbax item folder of checkpoint ``step`` of a run."""
-    return (Path(path) / "checkpoints" / str(step) / "default").absolute()
+    return checkpoints_path(path) / str(step) / "default"
 
 
 def checkpoint_has_seed_axis(path: str | Path, step: int, cfg: ModelConfig) -> bool:
@@ -349,7 +445,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     cut off by a crash is dropped."""
     path = Path(path)
     if path.is_dir():
-        path = path / "metrics.jsonl"
+        path = metrics_path(path)
     if not path.exists():
         return []
     out = []
@@ -389,7 +485,7 @@ def finished(folder: str | Path, tc: TrainConfig, what: str = "these",
     path; the runs' folder may have moved since, so only the source's folder name and step
     must agree."""
     folder = Path(folder)
-    if not (folder / "run.json").is_file():
+    if not is_run(folder):
         return False
     saved = read_run_info(folder)["train_config"]
     diff = settings_differences(saved, tc)

@@ -81,7 +81,7 @@ def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) 
     if spec.startswith("preset:"):
         return _load_preset(spec, shared_embedding, dtype)
     path, seed, step = split_run_spec(spec)
-    if (path / "run.json").is_file():
+    if runs.is_run(path):
         return _load_run(path, step, seed, dtype)
     if seed is not None and path.is_dir():
         raise UserError(f"{str(path)!r} is not a bornbiased train run folder (no run.json), so "
@@ -110,7 +110,7 @@ def source_config(spec: str) -> ModelConfig:
                             f"'preset:llama2-tiny@42'")
         return get_preset(m.group(1))
     path, _, _ = split_run_spec(spec)
-    if (path / "run.json").is_file():
+    if runs.is_run(path):
         return runs.run_config(path)[0]
     if (path / "config.json").is_file():
         from bornbiased_jax.hf.configs import config_from_hf

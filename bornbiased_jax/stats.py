@@ -11,7 +11,9 @@
 * Figure 1a's red dashed line, the expected sorted count profile of N uniform draws over V
   cells: :func:`uniform_rank_frequency` computes E[X_(r)], the expected r-th largest cell count,
   and :func:`simulate_uniform_rank_frequency` is its Monte Carlo simulator.
-* :func:`clopper_pearson`, the exact binomial confidence interval of a proportion.
+* :func:`clopper_pearson`, the exact binomial confidence interval of a proportion;
+  :func:`mean_se` and :func:`t_quantile`, a sample mean's standard error and Student's t
+  quantile for intervals over a few seeds.
 * Formatting of p-values for tables: :func:`fmt_p` (a p-value) and :func:`format_log10_p`
   (a p-value given by its log10).
 """
@@ -75,6 +77,25 @@ def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
     lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
     hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
     return float(lo), float(hi)
+
+
+def mean_se(xs) -> tuple[float, float]:
+    """The mean of ``xs`` and its standard error, sd (n - 1 denominator) / sqrt(n); the
+    standard error is nan for a single value. Sums are exactly rounded (``math.fsum``), so a
+    mean that lies on a rounding boundary (e.g. -0.285 of eight rates) does not print one way
+    or the other depending on the order of summation."""
+    x = [float(v) for v in np.asarray(list(xs), dtype=np.float64).ravel()]
+    n = len(x)
+    m = math.fsum(x) / n
+    if n < 2:
+        return m, float("nan")
+    return m, math.sqrt(math.fsum((v - m) ** 2 for v in x) / (n - 1) / n)
+
+
+def t_quantile(df: int, q: float = 0.975) -> float:
+    """Student's t quantile on ``df`` >= 1 degrees of freedom (0.975: a two-sided 95 %
+    interval's multiple of the standard error)."""
+    return float(stats.t.ppf(q, df))
 
 
 def uniform_rank_frequency(n: int, v: int, ranks: int) -> np.ndarray:

@@ -378,9 +378,9 @@ class Run:
                             f"over the {n_data} devices of the mesh's data axis (of "
                             f"{self.mesh.size} devices, {self.mesh.shape['seeds']} along the "
                             f"seeds); use a multiple of {n_data}")
-        self.ckpt_dir = (self.out / "checkpoints").absolute()
+        self.ckpt_dir = runs.checkpoints_path(self.out)
         self.source = _init_source(tc)
-        existing = self.out / "run.json"
+        existing = runs.run_info_path(self.out)
         # Process 0 decides (and only then writes), so no process mistakes its files for a run.
         if distributed.same_on_all_processes((int(existing.exists()),))[0]:
             self._resume_setup(existing, corpus)
@@ -397,8 +397,8 @@ class Run:
         if self._fresh and distributed.is_writer():  # planned: now write
             self.out.mkdir(parents=True, exist_ok=True)
             if self._new_files is not None:  # a synthetic corpus has no tokenizer
-                io.write_text(self.out / "tokenizer.json", self._new_files.to_str())
-            io.write_json(self.out / "run.json", self.run_info)
+                io.write_text(runs.tokenizer_path(self.out), self._new_files.to_str())
+            io.write_json(runs.run_info_path(self.out), self.run_info)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
@@ -427,7 +427,7 @@ class Run:
             self.run_info["data"]["bbm"] = task.describe()
             self._new_files = None
             return
-        docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
+        docs = runs.read_documents(corpus, self.tc)
         if not docs:
             raise UserError(f"the corpus {corpus} is empty: no readable, non-empty text files")
         if self.source is not None and tokenizer_path is None:
@@ -477,8 +477,8 @@ class Run:
         if bbm.is_spec(corpus):
             self._bbm_blocks(corpus)
         else:
-            tok = data.load_tokenizer(self.out / "tokenizer.json")
-            docs = data.load_corpus(corpus, max_bytes=int(self.tc.corpus_max_mb * 2**20))
+            tok = data.load_tokenizer(runs.tokenizer_path(self.out))
+            docs = runs.read_documents(corpus, self.tc)
             self.blocks = self._text_blocks(docs, tok)
         if _fingerprint(self.blocks) != saved["data"]["fingerprint"]:
             raise UserError(f"the corpus {corpus} no longer gives the data this run was "
@@ -582,7 +582,7 @@ class Run:
     def train(self, progress: bool = True) -> dict:
         tc = self.tc
         eval_fn = make_eval(self.cfg, tc)
-        metrics_path = self.out / "metrics.jsonl"
+        metrics_path = runs.metrics_path(self.out)
         writer = distributed.is_writer()  # every process computes; process 0 writes
         start = int(self.state["step"])
         records = [r for r in runs.read_metrics(metrics_path) if r["step"] <= start]
@@ -629,8 +629,20 @@ class Run:
             seeds = (f"seed {tc.seed}" if not many else
                      f"seeds {tc.init_seeds[0]}..{tc.init_seeds[-1]}")
             io.save_figure(loss_curve(records, title=f"{self.cfg.name}, {seeds}"),
-                           self.out / "loss_curve.png")
+                           runs.loss_curve_path(self.out))
         return {"records": records, "final_step": int(self.state["step"])}
+
+
+def ensure(tc: TrainConfig, corpus, folder: str | Path, *, tokenizer_path=None,
+           progress: bool = False, what: str = "these", remedy: str = "use another folder"
+           ) -> Path:
+    """Train the run in ``folder`` with settings ``tc`` on ``corpus`` to its last step,
+    resuming it from its latest checkpoint; a finished run is left as it is, and a folder
+    holding a run of other settings is a ``UserError`` naming the differences
+    (``runs.finished(folder, tc, what, remedy)``). Returns the folder."""
+    if not runs.finished(folder, tc, what=what, remedy=remedy):
+        Run(tc, corpus, folder, tokenizer_path=tokenizer_path).train(progress=progress)
+    return Path(folder)
 
 
 def check_batch_splits(tc: TrainConfig, n_processes: int) -> None:
@@ -683,7 +695,7 @@ def _init_source(tc: TrainConfig):
 
 def _source_tokenizer(src) -> str:
     """The tokenizer.json in a source model's folder."""
-    f = None if src.folder is None else Path(src.folder) / "tokenizer.json"
+    f = None if src.folder is None else runs.tokenizer_path(src.folder)
     if f is None or not f.is_file():
         raise UserError(f"the source model {src.label!r} has no tokenizer.json in its folder; "
                         f"pass --tokenizer with the tokenizer it was trained with")

@@ -15,7 +15,8 @@ import argparse
 from pathlib import Path
 
 from bornbiased_jax import precision
-from bornbiased_jax.studies.outputs import write  # noqa: F401 (the scripts' writer)
+from bornbiased_jax.commands.arguments import add_precision_argument
+from bornbiased_jax.studies import artifacts
 from bornbiased_jax.studies.render import RECORDS
 
 
@@ -43,6 +44,16 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
         args.records = records_root(args.scale)
     settings = dict(paper if args.scale == "paper" else cpu)
     return args, settings
+
+
+def write(args: argparse.Namespace, name: str, settings: dict, records, table_md: str, fig,
+          t0: float) -> None:
+    """Write the experiment's JSON, markdown and PNG into ``args.out`` and its record under
+    ``args.records`` (``artifacts.write``), then print its table and what was written."""
+    saved = artifacts.write(name, settings, records, table_md, fig, t0, out=args.out,
+                            scale=args.scale, records_root=getattr(args, "records", None))
+    print(table_md)
+    print(f"wrote {args.out}/{name}.json, .md, .png ({saved['run']['wall_seconds']} s)")
 
 
 def user_errors_exit(name: str):
@@ -75,11 +86,7 @@ def add_records_flag(p: argparse.ArgumentParser) -> None:
 
 
 def add_precision_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
-                   help=f"float32 matrix products: highest = full float32, default = the "
-                        f"backend's choice (TF32 on NVIDIA GPUs), bf16x3/x6/x9 and tf32x3 = "
-                        f"JAX's multi-pass dot algorithms; default: ${precision.ENV} if "
-                        f"set, else {precision.PROBE_DEFAULT} (bornbiased_jax/precision.py)")
+    add_precision_argument(p, precision.PROBE_DEFAULT)
 
 
 def use_precision(args) -> None:

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import jax
 
-from experiments._common import parse, write
+from experiments._common import parse, user_errors_exit, write
 
 from bornbiased_jax.studies import render
 from bornbiased_jax.studies.sinks import markdown
@@ -116,4 +116,5 @@ def _flags(p) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with user_errors_exit(NAME):
+        main()

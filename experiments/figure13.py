@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from experiments._common import parse, write
-from experiments.seedprint_common import cpu_model, nano_model, pool
+from bornbiased_jax.studies.seedprint_pools import cpu_model, nano_model, pool
 
 from bornbiased_jax.fingerprint import dims as D
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from experiments._common import parse, user_errors_exit, write
 
-from bornbiased_jax.studies.lineage_measure import CPU, PAPER, Study, pairs_figure
+from bornbiased_jax.studies.lineage_measure import (CPU, PAPER, Study, pairs_figure,
+                                                    scale_family)
 
 
 def flags(p) -> None:
@@ -27,6 +28,12 @@ def corpus_flag(p) -> None:
                         "flag for several")
 
 
+def study_of(args, s: dict) -> Study:
+    """The lineage study the flags name: its runs folder, feature cache and family."""
+    return Study(Path(args.runs_dir or s["runs_dir"]), s, args.cache,
+                 scale_family(args.scale, args.corpus))
+
+
 def parse_args(name: str, doc: str, argv=None):
     return parse(name, doc, CPU, PAPER, extra=flags, argv=argv)
 
@@ -37,5 +44,5 @@ def script_main(name: str, doc: str, run, title: str, argv=None) -> None:
     args, s = parse_args(name, doc, argv)
     t0 = time.time()
     with user_errors_exit(name):
-        records, md = run(Study.from_args(args, s))
+        records, md = run(study_of(args, s))
     write(args, name, s, records, md, pairs_figure(records, title), t0)

@@ -33,11 +33,10 @@ import json
 import shlex
 from pathlib import Path
 
-from bornbiased_jax import io, runs
+from bornbiased_jax import io, runs, train
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.runs import TrainConfig
 from bornbiased_jax.studies import family
-from bornbiased_jax.train import Run
 
 SEEDS = tuple(range(32))
 NAME = "seeds-0-32"
@@ -71,26 +70,13 @@ CONTINUED = TrainConfig(
 
 def command(runs_dir: Path = RUNS_DIR, tc: TrainConfig = RUN) -> str:
     """The ``bornbiased train`` command line of the run (every setting spelled out)."""
-    default = TrainConfig()
-    args = ["bornbiased", "train", "--corpus", *CORPUS, "--out", str(Path(runs_dir) / NAME),
-            "--seeds", f"{tc.seeds[0]}:{tc.seeds[-1] + 1}"]
-    if tc.seeds != tuple(range(tc.seeds[0], tc.seeds[-1] + 1)):
-        raise ValueError("the seeds are not one range")
-    for f in dataclasses.fields(TrainConfig):
-        value = getattr(tc, f.name)
-        if f.name in ("seeds", "seed", "model_set", "init_from") or value == getattr(default,
-                                                                                      f.name):
-            continue
-        args += [f"--{f.name.replace('_', '-')}", str(value)]
-    return shlex.join(args) + " --no-progress"
+    return shlex.join(["bornbiased", *runs.train_command(tc, CORPUS, Path(runs_dir) / NAME),
+                       "--no-progress"])
 
 
 def ensure(runs_dir: Path = RUNS_DIR, progress: bool = True) -> Path:
     """Train the run, resuming it from its latest checkpoint; a finished run is left as it is."""
-    folder = Path(runs_dir) / NAME
-    if not runs.finished(folder, RUN):
-        Run(RUN, CORPUS, folder).train(progress=progress)
-    return folder
+    return train.ensure(RUN, CORPUS, Path(runs_dir) / NAME, progress=progress)
 
 
 def continued_name(seed: int) -> str:
@@ -101,12 +87,9 @@ def ensure_continued(seed: int, runs_dir: Path = RUNS_DIR, progress: bool = Fals
     """Seed ``seed``'s final model trained further on the prose corpus (``CONTINUED``)."""
     source = f"{(Path(runs_dir) / NAME).absolute()}#{seed}@{RUN.steps}"
     tc = dataclasses.replace(CONTINUED, init_from=source)
-    folder = Path(runs_dir) / continued_name(seed)
-    if not runs.finished(folder, tc, what=f"the continuation of seed {seed}",
-                         remedy="use another --runs-dir"):
-        corpus = family.corpus("prose", family.Family(RUN, {}, {"prose": CONTINUED_CORPUS}))
-        Run(tc, corpus, folder).train(progress=progress)
-    return folder
+    corpus = family.corpus("prose", family.Family(RUN, {}, {"prose": CONTINUED_CORPUS}))
+    return train.ensure(tc, corpus, Path(runs_dir) / continued_name(seed), progress=progress,
+                        what=f"the continuation of seed {seed}", remedy="use another --runs-dir")
 
 
 def sources(runs_dir: Path = RUNS_DIR, step: int | None = None) -> list[str]:

@@ -26,9 +26,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._common import parse, write
-from experiments.seedprint_common import (calibrated_all_pairs, calibrated_disjoint, cpu_model, fmt_rate,
-                              nano_model,
-                              paper_and_official, pairs_of, pool, rate)
+from bornbiased_jax.studies.seedprint_pools import (calibrated_all_pairs, calibrated_disjoint,
+                                                    cpu_model, false_positive_rate, fmt_fpr,
+                                                    nano_model, paper_and_official, pairs_of,
+                                                    pool)
 
 NAME = "seedprint_calibration"
 CPU = dict(models=101, n=1000, seq_len=32, paper_pairs=500, inputs=["gaussian", "tokens"],
@@ -49,21 +50,21 @@ def one_pool(F, s, K_ok: bool) -> dict:
            "official_mean_tau_on_S": float(np.nanmean(po["official_mean_tau"]))}
     for test in ("paper", "official"):
         for key, ps in po[test].items():
-            row[f"{test}/{key}"] = rate(ps)
+            row[f"{test}/{key}"] = false_positive_rate(ps)
     iu = np.triu_indices(M, 1)
     for stat in ("spearman_all", "residual_all"):
         pe, pg = calibrated_all_pairs(F, stat)
         if K_ok:
-            row[f"calibrated/{stat}/exact"] = rate(pe[iu])
-        row[f"calibrated/{stat}/gaussian_tail"] = rate(pg[iu])
+            row[f"calibrated/{stat}/exact"] = false_positive_rate(pe[iu])
+        row[f"calibrated/{stat}/gaussian_tail"] = false_positive_rate(pg[iu])
         row[f"calibrated/{stat}/exact_p_mean"] = float(np.mean(pe[iu]))
         if M > 60:
             # residual_all costs one pass over the null per pair: 21 pair models (210 pairs)
             n_pair = M - 60 if stat == "spearman_all" else min(M - 60, 21)
             de, dg = calibrated_disjoint(np.concatenate([F[:n_pair], F[M - 60:]]), n_pair,
                                          stat)
-            row[f"calibrated/{stat}/disjoint_exact_at_3_61"] = rate(de, alpha=3 / 61)
-            row[f"calibrated/{stat}/disjoint_gaussian_tail"] = rate(dg)
+            row[f"calibrated/{stat}/disjoint_exact_at_3_61"] = false_positive_rate(de, alpha=3 / 61)
+            row[f"calibrated/{stat}/disjoint_gaussian_tail"] = false_positive_rate(dg)
             row[f"calibrated/{stat}/disjoint_exact_p_mean"] = float(de.mean())
     row["_paper_t_mean_ps"] = po["paper"]["t_mean"]
     row["_cal_exact_ps"] = pe[iu].tolist()
@@ -85,7 +86,7 @@ def report(args, s, records, t0):
           "| model | input | n, T | pool M | mean tau on S (paper) | " + " | ".join(cols) + " |",
           "|---|---|---|---:|---:|" + "---|" * len(cols)]
     for r in records:
-        cells = [fmt_rate(r[c]) if c in r else "n/a (pool too small)" for c in cols]
+        cells = [fmt_fpr(r[c]) if c in r else "n/a (pool too small)" for c in cols]
         md.append(f"| {r['model']} | {r['input']} | {r['n']}, {r['T']} | {r['M']} | "
                   f"{r['paper_mean_tau_on_S']:+.3f} | " + " | ".join(cells) + " |")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))

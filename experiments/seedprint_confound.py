@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from experiments._common import parse, write
-from experiments.seedprint_common import paper_and_official, pool
+from bornbiased_jax.studies.seedprint_pools import paper_and_official, pool
 
 from bornbiased_jax import plots
 from bornbiased_jax.config import get_preset

@@ -36,7 +36,7 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.runs import TrainConfig, run_steps
 from bornbiased_jax.sources import LoadedModel, init_params, load_source
 from bornbiased_jax.stats import fmt_p
-from bornbiased_jax.train import Run
+from bornbiased_jax import train as train_run
 
 NAME = "seedprint_power"
 CPU = dict(preset="llama2-small", seed=42, other_seed=123, steps=120, save_every=15,
@@ -53,12 +53,9 @@ def train(s, seed, out):
                      seq_len=s["seq_len"], batch_size=s["batch_size"],
                      vocab_size=s["vocab_size"], warmup=s["save_every"],
                      eval_every=s["save_every"], corpus_max_mb=s["corpus_max_mb"])
-    run = Run(tc, ["python-stdlib"], out)
-    if int(run.state["step"]) < tc.steps:
-        t0 = time.time()
-        res = run.train(progress=False)
-        print(f"  trained {out} to step {res['final_step']} in {time.time() - t0:.0f} s",
-              flush=True)
+    t0 = time.time()
+    train_run.ensure(tc, ["python-stdlib"], out)
+    print(f"  {out}: trained to step {tc.steps} ({time.time() - t0:.0f} s this call)", flush=True)
     return out
 
 
@@ -67,20 +64,13 @@ def tests(F_A, F_B, nulls, base_is_init: bool, with_tau_S: bool) -> dict:
     RankedFeatures, prepared once and shared by all pairs."""
     r = {"paper": paper_test(F_A, F_B, rng=np.random.default_rng(0)),
          "official": official_test(F_A, F_B)}
-    m = D.default_size(F_A.shape[1])
-    A, B = D.RankedFeatures.of(F_A), D.RankedFeatures.of(F_B)
     for stat in C.STATISTICS:
         if stat == "tau_S" and not with_tau_S:
             continue
-        if stat == "residual_all":
-            all_s = C.residual_stats(F_A, [k.raw_nd for k in nulls], F_B)
-            s, null_s = all_s[0], all_s[1:]
-        else:
-            s = C.statistic(stat, A, B, m)[0]
-            null_s = np.array([C.statistic(stat, k, B, m)[0] for k in nulls])
-        exact, gauss, z = C.exchangeable_p(s, null_s)
-        r[f"calibrated/{stat}"] = {"exact": exact, "gaussian_tail": gauss, "z": z,
-                                   "statistic": s}
+        c = C.calibrated_test(F_A, F_B, nulls, statistic_name=stat)
+        r[f"calibrated/{stat}"] = {"exact": c.p_values["exact"],
+                                   "gaussian_tail": c.p_values["gaussian_tail"],
+                                   "z": c.details["z"], "statistic": c.statistic}
     row = {"base_is_init": base_is_init}
     for name, res in r.items():
         if isinstance(res, dict):

@@ -83,7 +83,6 @@ def test_mlp_preactivation_probe_has_the_predicted_scales():
     cfg = get_preset("gpt2-rope-tiny").ablate(block="mlp_only")
     xs = GaussianEmbeds(jax.random.key(4), 64, 4, cfg.d_model, std=cfg.init_std)
     out = sweep(C.mlp_preactivation_probe(cfg), cfg, [0, 1, 2], xs, devices=jax.devices()[:1])
-    n = out["norm"].size
     want_norm, want_raw = 0.02 * math.sqrt(cfg.d_model), 0.02 * 0.02 * math.sqrt(cfg.d_model)
     # The dominant fluctuation is each input's squared norm, relative sd sqrt(2/d) = 18 % at
     # d = 64, averaged over 64 inputs x 3 seeds: ~1 % on the variance, ~0.7 % on the std; the

@@ -145,13 +145,13 @@ def test_paper_scale_family_follows_the_released_training_code(tmp_path):
     assert all(family.finished(run, tmp_path, family.DEFAULT) for run in RUNS)
     assert scale_family("paper", None) == fam
     study = Study(tmp_path, dict(PAPER), tmp_path / "cache", fam)
-    with pytest.raises(SystemExit, match="made with other settings than this family's .*"
-                                         "'steps': \\(500, 76294\\)"):
+    with pytest.raises(UserError, match="made with other settings than this family's .*"
+                                        "'steps': \\(500, 76294\\)"):
         study.require(*RUNS)
     # an unfinished run of the right settings is reported as not finished
     for run in RUNS:
         shutil.rmtree(tmp_path / run)
     with pytest.raises(UserError, match="runs not finished .*base-s42"):
         study.require(*RUNS)
-    with pytest.raises(SystemExit, match="unknown corpus name"):
+    with pytest.raises(UserError, match="unknown corpus name"):
         scale_family("paper", ["docs=/x"])

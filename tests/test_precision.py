@@ -7,6 +7,7 @@ import pytest
 
 from bornbiased_jax import cli, precision
 from bornbiased_jax.commands import sweep
+from bornbiased_jax.commands import train as train_command
 from bornbiased_jax.errors import UserError
 
 
@@ -51,7 +52,7 @@ def test_cli_precision_per_command_and_restored_after(monkeypatch, capsys):
         return run
 
     monkeypatch.setattr(sweep, "run", record("sweep"))
-    monkeypatch.setattr(cli, "run_train", record("train"))
+    monkeypatch.setattr(train_command, "run", record("train"))
     monkeypatch.setattr(cli, "_join_processes", lambda a: None)
     train = ["train", "--corpus", "x", "--out", "y"]
     # the suite's JAX_DEFAULT_MATMUL_PRECISION=highest is kept by every command

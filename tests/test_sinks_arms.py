@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bornbiased_jax.cli import _train_config, build_parser, main
+from bornbiased_jax.cli import build_parser, main
+from bornbiased_jax.commands.train import train_config
 from bornbiased_jax.studies import sinks_arms as A
 from bornbiased_jax.studies.sinks_regime import check_grid
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
@@ -43,7 +44,7 @@ def test_the_arms_differ_only_by_their_model_setting():
 @pytest.mark.parametrize("cell", [A.CPU[2], A.CPU[9], A.PAPER[4]])
 def test_an_arms_command_line_is_the_run_it_checks_for(cell, tmp_path):
     args = build_parser().parse_args(cell.train_argv(tmp_path / cell.name))
-    assert _train_config(args) == cell.train_config()
+    assert train_config(args) == cell.train_config()
     assert "--seeds" in cell.train_argv("x") and "--seed" not in cell.train_argv("x")
 
 

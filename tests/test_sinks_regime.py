@@ -5,7 +5,8 @@ import dataclasses
 
 import pytest
 
-from bornbiased_jax.cli import _train_config, build_parser
+from bornbiased_jax.cli import build_parser
+from bornbiased_jax.commands.train import train_config
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.studies import sinks_regime as sr
 
@@ -33,7 +34,7 @@ def test_the_command_line_is_the_run_the_cell_checks_for(cell, tmp_path):
     """train_argv parsed by `bornbiased train` gives the TrainConfig that train_config()
     compares a run folder against (else a finished cell would be trained again, or refused)."""
     args = build_parser().parse_args(cell.train_argv(tmp_path / cell.name))
-    assert _train_config(args) == cell.train_config()
+    assert train_config(args) == cell.train_config()
     assert args.corpus == list(cell.corpus) and str(args.out) == str(tmp_path / cell.name)
 
 

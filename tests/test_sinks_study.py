@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.studies import sinks as S
 from bornbiased_jax.studies import family
 from bornbiased_jax.studies import sinks_measure as f12
@@ -97,7 +98,7 @@ def test_seed_control_is_the_baseline_from_another_seed(records):
     assert "Not yet trained: amplification" in S.markdown(again, SETTINGS)
     assert "control-s8" in S.markdown(again, SETTINGS)
     for bad in ([42], [7, 7], [-1]):
-        with pytest.raises(SystemExit, match="control seeds"):
+        with pytest.raises(UserError, match="control seeds"):
             f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=bad)
 
 
@@ -144,7 +145,7 @@ def test_sink_rates_can_be_measured_on_a_shifted_text(records):
     assert prose["arms"]["baseline"]["table7"]["held_out"]["ppl"] == pytest.approx(
         rec["arms"]["baseline"]["table7"]["held_out"]["ppl"], rel=1e-6)
     assert "windows of prose text" in S.markdown(prose, {**SETTINGS, "sink_text": "prose"})
-    with pytest.raises(SystemExit, match="sink_text 'wikitext2' is not one of"):
+    with pytest.raises(UserError, match="sink_text 'wikitext2' is not one of"):
         f12.study({**SETTINGS, "sink_text": "wikitext2"}, root / "runs", fam, ["baseline"],
                   train=False)
 
@@ -160,9 +161,9 @@ def test_a_run_made_with_other_settings_is_refused(records, tmp_path):
     info["train_config"]["model_set"] = info["train_config"]["model_set"][:-1]  # no transform
     (tmp_path / "sink-attenuation-s42").mkdir()
     (tmp_path / "sink-attenuation-s42" / "run.json").write_text(json.dumps(info))
-    with pytest.raises(SystemExit, match="other settings .*model_set"):
+    with pytest.raises(UserError, match="other settings .*model_set"):
         family.finished("sink-attenuation-s42", tmp_path, fam)
-    with pytest.raises(SystemExit, match="other settings .*model_set"):
+    with pytest.raises(UserError, match="other settings .*model_set"):
         f12.study(SETTINGS, tmp_path, fam, ["attenuation"], train=False)
 
 
@@ -202,7 +203,7 @@ def test_saved_arms_carry_the_study_to_a_machine_without_their_runs(records, tmp
     # nothing reused where the settings, the evaluation tokens or an arm's config differ
     f12.share_vocabulary(tmp_path / "empty", vocab)
     for change in ({"settings": {**SETTINGS, "num_seqs": 5}}, {"text_sha256": "0" * 64}):
-        with pytest.raises(SystemExit, match="baseline run .* is not finished and no saved"):
+        with pytest.raises(UserError, match="baseline run .* is not finished and no saved"):
             f12.study(SETTINGS, tmp_path / "empty", fam, ["baseline"], train=False,
                       saved={**saved, **change})
     assert "baseline" in f12.study(SETTINGS, tmp_path / "empty", fam, [], train=False,
@@ -226,12 +227,12 @@ def test_saved_arms_carry_the_study_to_a_machine_without_their_runs(records, tmp
     # runs made with another vocabulary cannot join the saved measurements
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "tokenizer.json").write_text("{}")
-    with pytest.raises(SystemExit, match="another vocabulary"):
+    with pytest.raises(UserError, match="another vocabulary"):
         f12.share_vocabulary(tmp_path / "bad", vocab)
 
 
 def test_unknown_arm_is_rejected(tmp_path):
-    with pytest.raises(SystemExit, match="unknown arm"):
+    with pytest.raises(UserError, match="unknown arm"):
         f12.study(SETTINGS, tmp_path, family.DEFAULT, ["baseline", "nope"])
 
 
@@ -406,13 +407,13 @@ def test_paper_scale_family_is_tables_13_and_14(tmp_path):
 def test_paper_scale_family_choice(tmp_path):
     fam = f12.scale_family("paper", "sinks", None)
     assert fam == family.SINKS_PAPER
-    with pytest.raises(SystemExit, match="baseline run .* is not finished"):
+    with pytest.raises(UserError, match="baseline run .* is not finished"):
         f12.study(f12.PAPER, tmp_path, fam, f12.PAPER_ARMS, train=False)
-    with pytest.raises(SystemExit, match=r"unknown corpus name\(s\) \['prose'\]"):
+    with pytest.raises(UserError, match=r"unknown corpus name\(s\) \['prose'\]"):
         f12.scale_family("paper", "sinks", ["prose=/x"])
-    with pytest.raises(SystemExit, match="expected NAME=PATH"):
+    with pytest.raises(UserError, match="expected NAME=PATH"):
         f12.scale_family("paper", "sinks", ["/data/owt"])
-    with pytest.raises(SystemExit, match="--family lineage is a CPU-scale option"):
+    with pytest.raises(UserError, match="--family lineage is a CPU-scale option"):
         f12.scale_family("paper", "lineage", None)
     assert f12.scale_family("cpu", "lineage", None) == family.DEFAULT
     assert f12.scale_family("cpu", "sinks", None) == family.SINKS

@@ -33,6 +33,30 @@ TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warm
             eval_every=5, eval_batches=2, log_every=2)
 
 
+@pytest.mark.parametrize("tc", [
+    TrainConfig(),
+    TrainConfig(preset="llama2-tiny", seeds=tuple(range(32)), seq_len=64, steps=250,
+                warmup=25, lr=3e-3, min_lr=3e-4, keep_every=50, keep_last=2, log_every=10),
+    TrainConfig(seeds=(1, 5, 9), bos=True, bos_token="<s>", doc_aligned=True, bf16=True,
+                fsdp=True, schedule="constant", stop_at=100, grad_accum=4, corpus_max_mb=2.5,
+                model_set=("n_layers=1", "attn_output_gate=true")),
+    TrainConfig(seed=7, init_from="runs/x/base-s42@500", weight_decay=0.5, data_seed=3)])
+def test_train_command_parses_back_to_its_config(tc):
+    """runs.train_command spells a TrainConfig as bornbiased train's flags: the command's own
+    parser reads the same TrainConfig back."""
+    from bornbiased_jax.cli import build_parser
+    from bornbiased_jax.commands.train import train_config
+    from bornbiased_jax.runs import train_command
+
+    argv = train_command(tc, ["python-stdlib", "/data/x"], "runs/out")
+    args = build_parser().parse_args(argv)
+    assert train_config(args) == tc
+    assert (args.corpus, str(args.out)) == (["python-stdlib", "/data/x"], "runs/out")
+    assert "--b2" not in argv and len(train_command(TrainConfig(), ["c"], "o")) == 5
+    with pytest.raises(UserError, match="b2 = 0.99 has no flag of bornbiased train"):
+        train_command(dataclasses.replace(tc, b2=0.99), ["c"], "o")
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """~100 KB of real Python source: a few stdlib modules (a real, local corpus)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bornbiased_jax import precision
 from bornbiased_jax.defaults import INIT_TIMEOUT_S
 from bornbiased_jax.errors import UserError
 
@@ -74,3 +75,14 @@ def add_multiprocess_arguments(parser) -> None:
     g.add_argument("--init-timeout", type=float, default=INIT_TIMEOUT_S, metavar="S",
                    help=f"seconds to wait for the coordinator and every process "
                         f"(default {INIT_TIMEOUT_S})")
+
+
+def add_precision_argument(p: argparse.ArgumentParser, default: str) -> None:
+    """``--matmul-precision``, for every command and experiment script; ``default``: the
+    precision used when neither the flag nor ``$JAX_DEFAULT_MATMUL_PRECISION`` names one."""
+    p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
+                   help=f"float32 matrix products: highest = full float32, default = the "
+                        f"backend's choice (TF32 on NVIDIA GPUs), bf16x3/x6/x9 and tf32x3 = "
+                        f"JAX's multi-pass dot algorithms; on CPUs all that run are float32 "
+                        f"(default: ${precision.ENV} if set, else {default}; see "
+                        f"bornbiased_jax/precision.py)")

@@ -76,7 +76,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from bornbiased_jax import io
     from bornbiased_jax.config import apply_overrides
-    from bornbiased_jax.probes import sinks, sinks_tables
+    from bornbiased_jax.probes import sink_windows, sinks, sinks_tables
     from bornbiased_jax.sources import init_params, load_source
 
     io.check_writable(args.out, folder=True, flag="--out")  # before any work
@@ -100,24 +100,27 @@ def run(args) -> int:
     if too_long:
         raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "
                         f"of {cfg.name}; choose lengths up to {cfg.max_seq_len}")
-    windows = _windows(args, loaded, cfg, num_seqs)
-    print(f"{loaded.label} ({cfg.name}); {windows['note']}")
+    windows = sink_windows.for_model(
+        cfg, loaded.folder, num_seqs=num_seqs, seed=args.data_seed, corpus=args.corpus,
+        bos=args.bos, bos_token=args.bos_token, tokenizer=args.tokenizer,
+        bpe_vocab=args.bpe_vocab, corpus_max_mb=args.corpus_max_mb)
+    print(f"{loaded.label} ({cfg.name}); {windows.note}")
     t0 = time.time()
-    results = sinks.sink_rates_over_lengths(params, cfg, windows["ids"], lengths, num_seqs,
+    results = sinks.sink_rates_over_lengths(params, cfg, windows.ids, lengths, num_seqs,
                                             eps, seed=args.data_seed, on_result=_print_length,
-                                            bos=windows["bos_id"], windows=windows["make"],
+                                            bos=windows.bos_id, windows=windows.make,
                                             all_keys=args.all_keys)
     wall = time.time() - t0
     table = sinks_tables.sinks_markdown(results, loaded.label)
     run_info = io.run_record(args.command_line, wall, model=args.model,
                              model_set=list(args.model_set), config=dataclasses.asdict(cfg),
-                             tokenizer=windows["tokenizer"], corpus=windows["corpus"],
-                             bos_prepended=windows["bos"], bos_id=windows["bos_id"],
+                             tokenizer=windows.tokenizer, corpus=windows.corpus,
+                             bos_prepended=windows.bos, bos_id=windows.bos_id,
                              setting=args.setting, all_keys=bool(args.all_keys),
-                             data_seed=args.data_seed, **windows.get("extra", {}))
+                             data_seed=args.data_seed, **windows.extra)
     files = {"sinks.json": {"run": run_info, "results": [r.to_json() for r in results]},
              "sinks.md": f"# Attention sinks\n\n{table}\nSetting: {args.setting} (eps {eps}). "
-                         f"Windows: {windows['note']}. Run: `{args.command_line}`, "
+                         f"Windows: {windows.note}. Run: `{args.command_line}`, "
                          f"{wall:.0f} s.\n",
              "sinks_rate_vs_length.png": sinks_tables.rate_vs_length(results, loaded.label),
              "sinks_heatmaps.png": sinks_tables.alpha_heatmaps(results, loaded.label)}
@@ -125,49 +128,6 @@ def run(args) -> int:
     print(table)
     print(f"wrote {args.out}/{', '.join(files)}")
     return 0
-
-
-def _windows(args, loaded, cfg, num_seqs) -> dict:
-    """Where the windows come from: {"ids": text ids or None, "make": a T -> windows function
-    or None, "bos": whether they carry a BOS, "bos_id", "corpus", "tokenizer", "note"}."""
-    from bornbiased_jax import bbm, data, runs
-
-    tc = (runs.read_run_info(loaded.folder)["train_config"] if loaded.kind == "run" else {})
-    recorded = (runs.read_run_info(loaded.folder).get("corpus") or []
-                if loaded.kind == "run" else [])
-    corpus = args.corpus or (recorded if bbm.is_spec(recorded) else ["python-stdlib"])
-    if bbm.is_spec(corpus):
-        spec = bbm.check_single(corpus)
-        if args.bos is False or args.bos_token or args.tokenizer:
-            raise UserError(f"{spec}: Bigram-Backcopy windows always begin with <s> and use "
-                            f"the task's character vocabulary; drop --no-bos, --bos-token and "
-                            f"--tokenizer")
-        task = bbm.load(spec)
-        if cfg.vocab_size < task.vocab_size:
-            raise UserError(f"{spec} has {task.vocab_size} tokens (alphabet + <s>), more than "
-                            f"the model's vocabulary {cfg.vocab_size}")
-        return {"ids": None, "bos": True, "bos_id": task.bos_id, "corpus": [spec],
-                "make": lambda T: bbm.eval_windows(task, T, num_seqs, args.data_seed),
-                "tokenizer": "the Bigram-Backcopy character vocabulary",
-                "extra": {"bbm": task.describe()},
-                "note": f"Bigram-Backcopy sequences of {spec} (split 'eval/T=<T>' of seed "
-                        f"{args.data_seed}), <s> (id {task.bos_id}) at position 0 of each"}
-    bos = bool(tc.get("bos", False)) if args.bos is None else args.bos
-    token = args.bos_token or tc.get("bos_token")
-    if args.bos_token and not bos:
-        raise UserError("--bos-token names the BOS token to prepend; add --bos")
-    docs = data.load_nonempty_corpus(corpus, max_bytes=int(args.corpus_max_mb * 2**20))
-    tok, tok_note = data.evaluation_tokenizer(docs, cfg.vocab_size, path=args.tokenizer,
-                                              model_folder=loaded.folder,
-                                              bpe_vocab=args.bpe_vocab, bos=bos)
-    bos_id = data.bos_id(tok, token) if bos else None
-    ids = data.token_ids(docs, tok, plain_specials=bos)
-    where = "--bos" if args.bos else "the run's setting"
-    return {"ids": ids, "make": None, "bos": bos, "bos_id": bos_id, "corpus": corpus,
-            "tokenizer": tok_note,
-            "note": f"{tok_note}; {len(ids):,} tokens of text; " + (
-                f"BOS token (id {bos_id}) + T-1 text tokens per window ({where})" if bos
-                else "no BOS token")}
 
 
 def _print_length(r) -> None:

@@ -53,7 +53,6 @@ from typing import Iterable
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS as DEFAULT_NULL_MODELS
 from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
@@ -130,7 +129,8 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
 
     Args:
       null_features: the features (n, d_out) of K fresh initialisations of A's architecture on
-        the same inputs (an iterable, so they can be streamed), or
+        the same inputs (an iterable, so they can be streamed; each an array or its
+        ``dims.RankedFeatures``, prepared once for many pairs), or
       null_stats: their statistics s(A_k, B), already computed.
       statistic_name: one of ``STATISTICS``.
       m: top-m size for the statistics on S (default ``dims.default_size(d_out)``).
@@ -147,7 +147,7 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
     if statistic_name == "residual_all":
         if null_features is None:
             raise UserError("the 'residual_all' statistic needs the null models' features")
-        nulls = list(null_features)
+        nulls = [_raw(F_k) for F_k in null_features]
         if not nulls:
             raise UserError("the calibrated test needs at least one null model (K >= 1)")
         for F_k in nulls:
@@ -162,8 +162,9 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
             raise UserError("give null_features or null_stats")
         null_stats = []
         for F_k in null_features:
-            D.check_features(F_k, F_B)
-            null_stats.append(statistic(statistic_name, D.RankedFeatures.of(F_k), B, m)[0])
+            D.check_features(_raw(F_k), F_B)
+            ranked = F_k if isinstance(F_k, D.RankedFeatures) else D.RankedFeatures.of(F_k)
+            null_stats.append(statistic(statistic_name, ranked, B, m)[0])
     null_stats = np.asarray(null_stats, dtype=np.float64)
     exact, gauss, z = exchangeable_p(s, null_stats)
     K = null_stats.size
@@ -179,3 +180,8 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
                                                                               "spearman_rho")
     return LineageResult("calibrated", {"exact": exact, "gaussian_tail": gauss}, alpha, n,
                          d_out, dims, corr, kind, s, null_stats, details, note)
+
+
+def _raw(F) -> np.ndarray:
+    """The features of a null model given as an array or as its ``dims.RankedFeatures``."""
+    return F.raw_nd if isinstance(F, D.RankedFeatures) else F

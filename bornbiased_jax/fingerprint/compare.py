@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
@@ -45,7 +46,7 @@ class Settings:
     output: str = "normed"
     m: int | None = None
     k: int | None = None
-    null_models: int = C.DEFAULT_NULL_MODELS
+    null_models: int = CALIBRATED_NULL_MODELS
     statistic: str = C.DEFAULT_STATISTIC
     permutations: int = P.DEFAULT_PERMUTATIONS
     permutation_statistic: str = P.DEFAULT_STATISTIC

@@ -45,7 +45,6 @@ import numpy as np
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import SINK_EPS as DEFAULT_EPS
-from bornbiased_jax.defaults import SINK_LENGTHS as DEFAULT_LENGTHS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.sweep import run_probe
 

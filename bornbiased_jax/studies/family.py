@@ -32,10 +32,9 @@ import glob
 from pathlib import Path
 from typing import NamedTuple
 
-from bornbiased_jax import runs
+from bornbiased_jax import runs, train
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.runs import TrainConfig
-from bornbiased_jax.train import Run
 
 VIM_DOCS = "/usr/share/vim/vim*/doc"  # Vim's help files, any Vim version (vim90 on Debian 12)
 NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"
@@ -180,8 +179,8 @@ def with_corpora(fam: Family, corpora: dict) -> Family:
     corpus name is an error."""
     unknown = sorted(set(corpora) - set(fam.corpora))
     if unknown:
-        raise SystemExit(f"unknown corpus name(s) {unknown}; this family's corpora are "
-                         f"{sorted(fam.corpora)}")
+        raise UserError(f"unknown corpus name(s) {unknown}; this family's corpora are "
+                        f"{sorted(fam.corpora)}")
     return fam._replace(corpora={**fam.corpora, **corpora})
 
 
@@ -192,8 +191,8 @@ def parse_corpus_flags(items: list[str] | None) -> dict:
     for item in items or []:
         name, sep, spec = item.partition("=")
         if not sep or not name or not spec:
-            raise SystemExit(f"--corpus {item!r}: expected NAME=PATH (or NAME=hf:DATASET"
-                             f"[@REVISION][:SPLIT[:CONFIG[:joined]]]), e.g. base=/data/openwebtext")
+            raise UserError(f"--corpus {item!r}: expected NAME=PATH (or NAME=hf:DATASET"
+                            f"[@REVISION][:SPLIT[:CONFIG[:joined]]]), e.g. base=/data/openwebtext")
         out.setdefault(name, []).append(spec)
     return out
 
@@ -254,7 +253,7 @@ def spec(name: str, runs_dir: Path,
     runs_dir = Path(runs_dir)
     tok = vocabulary(runs_dir)
     tok = None if tok is None and name == "base-s42" else str(
-        tok or runs_dir / "base-s42" / "tokenizer.json")
+        tok or runs.tokenizer_path(runs_dir / "base-s42"))
     parts = name.split("-")
     seed = int(parts[-1][1:])
     pre = fam.pretrain
@@ -273,7 +272,7 @@ def spec(name: str, runs_dir: Path,
     raise ValueError(name)
 
 
-SHARED_VOCABULARY = "tokenizer.json"
+SHARED_VOCABULARY = runs.TOKENIZER
 
 
 def vocabulary(runs_dir: Path) -> Path | None:
@@ -286,7 +285,7 @@ def vocabulary(runs_dir: Path) -> Path | None:
 
 def tokenizer_path(runs_dir: Path) -> Path:
     """The tokenizer the family's runs in ``runs_dir`` read text with (it may not exist yet)."""
-    return vocabulary(runs_dir) or Path(runs_dir) / "base-s42" / "tokenizer.json"
+    return vocabulary(runs_dir) or runs.tokenizer_path(Path(runs_dir) / "base-s42")
 
 
 def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
@@ -295,23 +294,17 @@ def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
     run, a stale run left in the folder) stops the study with the differences, rather than
     being measured as this family's run or trained over."""
     tc, _, _ = spec(name, runs_dir, fam)
-    try:
-        return runs.finished(Path(runs_dir) / name, tc, what=f"this family's {name}",
-                             remedy="use another --runs-dir")
-    except UserError as e:
-        raise SystemExit(str(e)) from None
+    return runs.finished(Path(runs_dir) / name, tc, what=f"this family's {name}",
+                         remedy="use another --runs-dir")
 
 
 def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFAULT) -> Path:
     """Train run ``name`` to its last step, resuming it if it has checkpoints; return its
     folder. Runs it depends on (base-s42's tokenizer, a continuation's source) must be
     finished first."""
-    folder = Path(runs_dir) / name
-    if finished(name, runs_dir, fam):
-        return folder
     tc, docs, tok = spec(name, runs_dir, fam)
-    Run(tc, docs, folder, tokenizer_path=tok).train(progress=progress)
-    return folder
+    return train.ensure(tc, docs, Path(runs_dir) / name, tokenizer_path=tok, progress=progress,
+                        what=f"this family's {name}", remedy="use another --runs-dir")
 
 
 def summary(name: str, runs_dir: Path) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.stats import format_log10_p, uniform_rank_frequency
+from bornbiased_jax.stats import clopper_pearson, format_log10_p, uniform_rank_frequency
 from bornbiased_jax.verdicts import (CORRECTED, DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE, Claim)
 
@@ -48,16 +48,15 @@ def match_summary(per_seed: list[dict]) -> dict:
     out = {}
     for name, rows in [("all", per_seed), ("unambiguous", [r for r in per_seed if r["unambiguous"]])]:
         k, n = sum(bool(r["match"]) for r in rows), len(rows)
-        ci = stats.binomtest(k, n).proportion_ci(0.95) if n else None
         out[name] = {"matches": k, "models": n, "rate": k / n if n else None,
-                     "ci95": [ci.low, ci.high] if ci else None}
+                     "ci95": list(clopper_pearson(k, n)) if n else None}
     return out
 
 
 def paper_interval_width(k: int = FINDING22_PAPER[0], n: int = FINDING22_PAPER[1]) -> float:
     """The width of the paper's own 95 % Clopper-Pearson interval (76 of 100: 0.18)."""
-    ci = stats.binomtest(k, n).proportion_ci(0.95)
-    return float(ci.high - ci.low)
+    low, high = clopper_pearson(k, n)
+    return high - low
 
 
 # --- the claims ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import data
+from bornbiased_jax import data, plots
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import baselines as B
 from bornbiased_jax.fingerprint import calibrated as C
@@ -35,6 +35,7 @@ from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax import runs
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import fmt_p
@@ -85,24 +86,22 @@ def default_runs_dir(scale: str, arch: str = "llama2") -> Path:
 
 
 class Study:
-    """The family in ``runs_dir`` with the settings ``s`` (``CPU``, ``PAPER`` or ``SMOKE``)."""
+    """The family in ``runs_dir`` with the settings ``s`` (``CPU``, ``PAPER`` or ``SMOKE``);
+    ``log`` gets a line per measured pair."""
 
-    def __init__(self, runs_dir: Path, s: dict, cache: Path, fam: family.Family = family.DEFAULT):
+    def __init__(self, runs_dir: Path, s: dict, cache: Path, fam: family.Family = family.DEFAULT,
+                 log=print):
         self.runs, self.s, self.cache, self.fam = Path(runs_dir), s, Path(cache), fam
+        self.log = log
         self._models, self._nulls, self._inputs = {}, {}, {}
         self._reef_windows = self._ics_tokens = None
-
-    @classmethod
-    def from_args(cls, args, s: dict) -> "Study":
-        return cls(Path(args.runs_dir or s["runs_dir"]), s, args.cache,
-                   scale_family(args.scale, args.corpus))
 
     # --- models ------------------------------------------------------------------------------
     def finished(self, run: str) -> bool:
         return family.finished(run, self.runs, self.fam)
 
-    def require(self, *runs: str) -> None:
-        missing = [r for r in runs if not self.finished(r)]
+    def require(self, *names: str) -> None:
+        missing = [r for r in names if not self.finished(r)]
         if missing:
             raise UserError(f"runs not finished in {self.runs}: {missing}; train them with "
                              f"python -m experiments.lineage")
@@ -168,13 +167,10 @@ class Study:
     # --- baseline probes ---------------------------------------------------------------------
     def base_documents(self) -> tuple[list[str], list[str]]:
         """(training, held-out) documents of the base corpus, split as training splits them."""
-        tc = self.fam.pretrain
-        docs = data.load_corpus(family.corpus("base", self.fam),
-                                max_bytes=int(tc.corpus_max_mb * 2**20))
-        return data.split_documents(docs, tc.val_fraction)
+        return runs.validation_split(family.corpus("base", self.fam), self.fam.pretrain)
 
     def tokenizer(self):
-        return data.load_tokenizer(self.runs / BASES[0] / "tokenizer.json")
+        return data.load_tokenizer(runs.tokenizer_path(self.runs / BASES[0]))
 
     def _corpus_probes(self) -> None:
         """Read the base corpus once and derive both probes taken from it: REEF's held-out
@@ -272,9 +268,7 @@ def pairs_table(intro: str, records: list[dict], expect_same) -> str:
 def pairs_figure(records: list[dict], title: str):
     """Left: every SeedPrint p-value per pair (log scale, alpha = 0.01 dashed), one marker per
     test and input kind. Right: the four baselines' similarities (0.8 dashed)."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, bx) = plots.figure(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     x = np.arange(len(records))
     marks = {"tokens": "o", "gaussian": "x"}
     for j, (name, key) in enumerate(SEEDPRINT_COLS):

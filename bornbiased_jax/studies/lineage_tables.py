@@ -14,7 +14,6 @@ tables one at a time, experiments/figure11.py, table4b.py, table4c.py and table5
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -22,13 +21,14 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from bornbiased_jax import plots
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.studies import family
 from bornbiased_jax.studies.lineage import TITLES
 from bornbiased_jax.studies.lineage_measure import (BASES, CONTINUED, RUNS, Study, pairs_figure,
                                                     pairs_table)
-from bornbiased_jax.studies.outputs import write
+from bornbiased_jax.studies import artifacts
 
 LINEAGE, BASELINE = "base-s42", "base-s123"
 
@@ -145,10 +145,8 @@ def figure11(study: Study) -> tuple[dict, str]:
 
 
 def figure11_figure(records: dict, title: str = "Figure 11"):
-    import matplotlib.pyplot as plt
-
     kinds = list(records["inputs"])
-    fig, axes = plt.subplots(1, len(kinds), figsize=(5.2 * len(kinds), 3.6), squeeze=False)
+    fig, axes = plots.figure(1, len(kinds), figsize=(5.2 * len(kinds), 3.6), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         rec = records["inputs"][kind]
         for (run_, label, c) in ((LINEAGE, "seed-42 run (same lineage)", "C0"),
@@ -180,7 +178,7 @@ def _measure(study: Study, pairs: list, intro: str, expect_same) -> tuple[list[d
         rec = study.compare(base, suspect, origin=origin)
         rec.update(fields)
         records.append(rec)
-        print(rec["pair"], rec["seedprint"], rec["baselines"], flush=True)
+        study.log(f"{rec['pair']} {rec['seedprint']} {rec['baselines']}")
     return records, pairs_table(intro, records, expect_same)
 
 
@@ -261,17 +259,19 @@ def experiment_names(arch: str = "llama2") -> list[str]:
 
 
 def run_all(study: Study, out_root: Path, scale: str, arch: str = "llama2", names=None,
-            records: Path | None = None) -> None:
+            records: Path | None = None, log=print) -> None:
     """Run the experiments of ``arch`` (all, or ``names``) on ``study`` and write each one's
-    JSON, md and PNG (and its record under ``records``, when given)."""
+    JSON, md and PNG into ``out_root/<name>`` (and its record under ``records``, when given);
+    ``log`` gets each one's table."""
     for name in names or experiment_names(arch):
         kind, paper = EXPERIMENTS[name]
         t0 = time.time()
         recs, md = KINDS[kind](study, paper)
         fig = (figure11_figure(recs, TITLES[name].split(":")[0]) if kind == "checkpoints"
                else pairs_figure(recs, TITLES[name]))
-        write(argparse.Namespace(out=out_root / name, scale=scale, records=records), name,
-              study.s, recs, md, fig, t0)
+        artifacts.write(name, study.s, recs, md, fig, t0, out=out_root / name, scale=scale,
+                        records_root=records)
+        log(md)
 
 
 def runs_record(runs: Path, fam: family.Family, scale: str, arch: str = "llama2") -> dict:

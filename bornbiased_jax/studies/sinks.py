@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 
+from bornbiased_jax.stats import mean_se
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNTESTABLE, Claim)
 from bornbiased_jax.verdicts import table as claims_table
 
@@ -39,8 +40,7 @@ def is_control(arm: str) -> bool:
 def paired_difference(a: dict, b: dict) -> tuple[float, float]:
     """Mean and SE of the per-window log-ppl difference a - b (the same windows for every arm,
     so the comparison is paired and the model-independent window difficulty cancels)."""
-    d = np.asarray(a["nll_per_window"]) - np.asarray(b["nll_per_window"])
-    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+    return mean_se(np.asarray(a["nll_per_window"]) - np.asarray(b["nll_per_window"]))
 
 
 def rate_difference(r: dict, rb: dict) -> tuple[float, float]:
@@ -48,8 +48,7 @@ def rate_difference(r: dict, rb: dict) -> tuple[float, float]:
     rates when both were saved (the same windows for every arm); otherwise, for records saved
     without them, unpaired (the two SEs combined)."""
     if "sink_rate_per_seq" in r and "sink_rate_per_seq" in rb:
-        d = np.asarray(r["sink_rate_per_seq"]) - np.asarray(rb["sink_rate_per_seq"])
-        return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+        return mean_se(np.asarray(r["sink_rate_per_seq"]) - np.asarray(rb["sink_rate_per_seq"]))
     return (r["sink_rate"] - rb["sink_rate"],
             float(np.hypot(r["sink_rate_se"], rb["sink_rate_se"])))
 

@@ -25,8 +25,8 @@ it but never decide a verdict.
 from __future__ import annotations
 
 import dataclasses
-import math
 
+from bornbiased_jax.stats import mean_se, t_quantile
 from bornbiased_jax.studies.family import SINK_ARMS
 from bornbiased_jax.studies.sinks_regime import Cell, _stdlib
 
@@ -76,22 +76,6 @@ def merge_groups(recs: list[dict]) -> dict:
             "model": recs[0]["model"], "lengths": recs[0]["lengths"],
             "num_seqs": recs[0]["num_seqs"],
             "train_seconds": sum(r.get("train_seconds") or 0 for r in recs), "seeds": seeds}
-
-
-def t_quantile(df: int, q: float = 0.975) -> float:
-    """Student's t quantile (scipy's; df >= 1)."""
-    from scipy import stats
-
-    return float(stats.t.ppf(q, df))
-
-
-def _mean_se(xs) -> tuple[float, float]:
-    n = len(xs)
-    m = sum(xs) / n
-    if n < 2:
-        return m, float("nan")
-    var = sum((x - m) ** 2 for x in xs) / (n - 1)
-    return m, math.sqrt(var / n)
 
 
 # ------------------------------------------------------------ seed statistics of a record --
@@ -161,7 +145,7 @@ class SeedMean:
 
 
 def seed_mean(xs) -> SeedMean:
-    m, se = _mean_se(list(xs))
+    m, se = mean_se(xs)
     return SeedMean(m, se, len(xs))
 
 

@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import bbm, io, runs
-from bornbiased_jax.probes import sinks
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
 from bornbiased_jax.studies.sinks_measure import perplexity
-from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, Cell
-from bornbiased_jax.studies.sinks_regime_measure import (COPY_T, NUM_SEQS, length_row,
+from bornbiased_jax.studies.sinks_regime import Cell
+from bornbiased_jax.studies.sinks_regime_measure import (COPY_T, NUM_SEQS, measure_checkpoint,
                                                          measured, train)
 
 
@@ -50,18 +49,16 @@ def _binned_loss(metrics: list[dict]) -> list[list[float]]:
 
 
 def measure_model(source: str, cell: Cell, task, windows, nll_windows) -> dict:
-    """The arms' measurements of one model source (``RUN#SEED@STEP``)."""
+    """The arms' measurements of one model source (``RUN#SEED@STEP``): the grid's
+    (``measure_checkpoint``: sink rates, Gu et al.'s rate, copy accuracy) and the held-out
+    NLL on ``nll_windows``."""
     m = load_source(source)
-    rows = [length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
-            for T in cell.lengths()]
-    g = next(r for r in rows if r["T"] == GU_T)
+    ck = measure_checkpoint(m, cell, windows, task)
+    copy = ck.pop("copy")
+    del ck["copy_accuracy"]
     ppl = perplexity(m.params, m.cfg, None, len(nll_windows), nll_windows.shape[1] - 1, 0,
                      windows=nll_windows)
-    ppl.pop("nll_per_window")
-    copy = bbm.copy_accuracy(m.params, m.cfg, task, windows(min(COPY_T, cell.seq_len)))
-    return {"step": m.step, "paper": rows,
-            "gu": {"T": GU_T, "eps": GU_EPS, "rate": g["rate_eps03"], "se": g["se_eps03"]},
-            "nll": ppl["log_ppl"], "nll_se": ppl["log_ppl_se"], **copy}
+    return {**ck, "nll": ppl["log_ppl"], "nll_se": ppl["log_ppl_se"], **copy}
 
 
 def measure(cell: Cell, folder: Path, log=print) -> list[dict]:

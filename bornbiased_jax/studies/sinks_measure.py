@@ -17,6 +17,7 @@ import numpy as np
 
 from bornbiased_jax import bbm, data, io
 from bornbiased_jax import runs as runs_mod
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
@@ -40,8 +41,7 @@ PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's def
 
 def held_out_docs(tc, fam) -> list[str]:
     """The validation documents of a family run (its last ``val_fraction`` of documents)."""
-    docs = data.load_corpus(family.corpus("base", fam), max_bytes=int(tc.corpus_max_mb * 2**20))
-    return data.split_documents(docs, tc.val_fraction)[1]
+    return runs_mod.validation_split(family.corpus("base", fam), tc)[1]
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -80,7 +80,7 @@ def windows_of(s: dict, tc, base_corpus, tokenizer: Path, fam) -> dict:
     if bbm.is_spec(base_corpus):
         task = bbm.load(bbm.check_single(base_corpus))
         if s.get("bos") is False:
-            raise SystemExit("Bigram-Backcopy windows always begin with <s>; drop bos=False")
+            raise UserError("Bigram-Backcopy windows always begin with <s>; drop bos=False")
         make = lambda T_: bbm.eval_windows(task, T_, s["num_seqs"], tc.data_seed)  # noqa: E731
         win = bbm.eval_windows(task, T + 1, n, tc.data_seed)
         return {"held": np.zeros(0, np.int32), "shifted": {}, "bos": True,
@@ -119,8 +119,8 @@ def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
     the corpora named by ``--corpus NAME=PATH`` flags replaced."""
     if scale == "paper":
         if family_name != "sinks":
-            raise SystemExit("--scale paper trains the sink family of Tables 13 and 14; "
-                             "--family lineage is a CPU-scale option")
+            raise UserError("--scale paper trains the sink family of Tables 13 and 14; "
+                            "--family lineage is a CPU-scale option")
         fam = family.SINKS_PAPER
     else:
         fam = family.SINKS if family_name == "sinks" else family.DEFAULT
@@ -128,7 +128,7 @@ def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
 
 
 def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
-          saved: dict | None = None, on_arm=None) -> dict:
+          saved: dict | None = None, on_arm=None, log=print) -> dict:
     """Train (or resume) ``arms`` of family ``fam`` in ``runs`` one at a time, the baseline
     first, and measure each as it finishes: Figure 12's sink rates, the emergence over
     checkpoints and Table 7's perplexities. ``controls``: initialisation seeds of extra baseline
@@ -141,14 +141,14 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
     saved, not trained again, so that the study advances across machines whose run folders
     are not kept; a finished run is always measured afresh. ``on_arm(records)`` is called
     after each arm, with the records so far (``missing_arms`` listing the rest), so that each
-    arm's measurement is saved as soon as it exists."""
+    arm's measurement is saved as soon as it exists. ``log`` gets a line per step taken."""
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
-        raise SystemExit(f"unknown arm(s) {unknown}; choose from {ARMS}")
+        raise UserError(f"unknown arm(s) {unknown}; choose from {ARMS}")
     controls = list(controls or ())
     if any(c < 0 or c == 42 for c in controls) or len(set(controls)) < len(controls):
-        raise SystemExit(f"control seeds {controls}: need distinct non-negative seeds other "
-                         "than 42 (the arms' seed)")
+        raise UserError(f"control seeds {controls}: need distinct non-negative seeds other "
+                        "than 42 (the arms' seed)")
     to_train = set(arms) | {f"control-s{c}" for c in controls} if train else set()
     controls += sorted(int(k[len("control-s"):]) for k in (saved or {}).get("arms", {})
                        if is_control(k) and int(k[len("control-s"):]) not in controls)
@@ -170,34 +170,33 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
                         "text_sha256": text["sha256"],
                         "held_out_tokens": int(len(text["held"])),
                         "shifted_tokens": {k: int(len(v)) for k, v in text["shifted"].items()}})
-        print(f"{text['note']}; held-out: {len(text['held']):,} tokens; shifted: "
-              + ", ".join(f"{k} {len(v):,}" for k, v in text["shifted"].items())
-              + (f"; saved measurements reused for {sorted(reuse)}" if reuse else ""),
-              flush=True)
+        log(f"{text['note']}; held-out: {len(text['held']):,} tokens; shifted: "
+            + ", ".join(f"{k} {len(v):,}" for k, v in text["shifted"].items())
+            + (f"; saved measurements reused for {sorted(reuse)}" if reuse else ""))
 
     if bbm.is_spec(base_corpus) or family.tokenizer_path(runs).is_file():
         read_text()
     # every run folder is checked first: one made with other settings stops the study
     done = {key: family.finished(name, runs, fam) for key, name in names.items()}
     if not (done["baseline"] or "baseline" in reuse or "baseline" in to_train):
-        raise SystemExit(f"the baseline run {runs / names['baseline']} is not finished and no "
-                         "saved measurement of it matches; run without --no-train (and with "
-                         "the baseline among --arms) to train it")
+        raise UserError(f"the baseline run {runs / names['baseline']} is not finished and no "
+                        "saved measurement of it matches; run without --no-train (and with "
+                        "the baseline among --arms) to train it")
     for key in wanted:
         name = names[key]
         if not done[key]:
             if key in reuse:
                 records["arms"][key] = reuse[key]
-                print(f"{key}: saved measurement of {reuse[key]['measured']}", flush=True)
+                log(f"{key}: saved measurement of {reuse[key]['measured']}")
                 _report(records, s, on_arm, wanted)
                 continue
             if key not in to_train:
                 continue
-            print(f"training/resuming {name} ...", flush=True)
+            log(f"training/resuming {name} ...")
             family.ensure(name, runs, fam=fam)
         if text is None:
             read_text()
-        records["arms"][key] = measure_arm(s, runs / name, text, specs[key])
+        records["arms"][key] = measure_arm(s, runs / name, text, specs[key], log)
         _report(records, s, on_arm, wanted)
     _report(records, s, None, wanted)
     return records
@@ -221,16 +220,16 @@ def _report(records: dict, s: dict, on_arm, wanted: list[str]) -> None:
         on_arm(records)
 
 
-def measure_arm(s: dict, folder: Path, text: dict, tc) -> dict:
+def measure_arm(s: dict, folder: Path, text: dict, tc, log=print) -> dict:
     """One finished run's record: Figure 12's sink rates of its last checkpoint, the
     emergence (sink rate and held-out perplexity) at every saved checkpoint and Table 7's
-    perplexities, with the run's summary and training config."""
+    perplexities, with the run's summary and training config (``log``: a line of results)."""
     held, shifted, bos, make, ppl = (text["held"], text["shifted"], text["bos_id"],
                                      text["make"], text["ppl"])
     sink_text = s.get("sink_text", "held_out")
     if sink_text != "held_out" and sink_text not in shifted:
-        raise SystemExit(f"sink_text {sink_text!r} is not one of this family's texts: "
-                         f"{['held_out', *shifted]}")
+        raise UserError(f"sink_text {sink_text!r} is not one of this family's texts: "
+                        f"{['held_out', *shifted]}")
     sink_ids = held if sink_text == "held_out" else shifted[sink_text]
     rec = {"run": family.summary(folder.name, folder.parent),
            "train_config": runs_mod.read_run_info(folder)["train_config"],
@@ -256,8 +255,8 @@ def measure_arm(s: dict, folder: Path, text: dict, tc) -> dict:
     for k, ids in shifted.items():
         rec["table7"][k] = perplexity(final.params, final.cfg, **ppl(ids, 2))
     last = rec["figure12"][str(s["eps"][0])][-1]
-    print(f"{folder.name}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
-          + ", ".join(f"{k} {v['ppl']:.1f}" for k, v in rec["table7"].items()), flush=True)
+    log(f"{folder.name}: sink rate at T={last['T']} {last['sink_rate']:.3f}; ppl "
+        + ", ".join(f"{k} {v['ppl']:.1f}" for k, v in rec["table7"].items()))
     return rec
 
 
@@ -267,7 +266,7 @@ def share_vocabulary(runs: Path, committed: Path) -> None:
     (:func:`family.vocabulary`); if not, and base-s42 has trained its own, copy that to
     ``committed``. A runs folder holding another vocabulary stops the study."""
     runs, committed = Path(runs), Path(committed)
-    own = runs / "base-s42" / "tokenizer.json"
+    own = runs_mod.tokenizer_path(runs / "base-s42")
     if not committed.is_file():
         if own.is_file():
             io.write_text(committed, own.read_text())
@@ -275,9 +274,9 @@ def share_vocabulary(runs: Path, committed: Path) -> None:
     want = committed.read_text()
     for f in (runs / family.SHARED_VOCABULARY, own):
         if f.is_file() and f.read_text() != want:
-            raise SystemExit(f"{f} is another vocabulary than the study's committed {committed}; "
-                             "its runs cannot be paired with the saved measurements: use "
-                             "another --runs-dir")
+            raise UserError(f"{f} is another vocabulary than the study's committed {committed}; "
+                            "its runs cannot be paired with the saved measurements: use "
+                            "another --runs-dir")
     if not (runs / family.SHARED_VOCABULARY).is_file():
         io.write_text(runs / family.SHARED_VOCABULARY, want)
 

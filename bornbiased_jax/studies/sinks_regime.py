@@ -27,13 +27,15 @@ initialisation (step 0) by more than 2 SE (the two SEs combined in quadrature).
 from __future__ import annotations
 
 import dataclasses
+import glob
 import math
 import sysconfig
 from pathlib import Path
 
-from bornbiased_jax import bbm
+from bornbiased_jax import bbm, plots
 from bornbiased_jax.config import apply_overrides, get_preset
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.studies.family import VIM_DOCS
 
 PAPER_EPS = 0.25  # Sec. 6.2.1
 GU_EPS, GU_T = 0.3, 64  # Gu et al.: per-sample thresholding at T = 64
@@ -85,23 +87,9 @@ class Cell:
 
     def train_argv(self, out: str | Path) -> list[str]:
         """The ``bornbiased train`` arguments of this cell into run folder ``out``."""
-        argv = ["train", "--preset", self.preset, "--corpus", *self.corpus]
-        for item in self.model_set:
-            argv += ["--model-set", item]
-        argv += ["--seq-len", str(self.seq_len), "--batch-size", str(self.batch_size),
-                 "--steps", str(self.steps), "--lr", str(self.lr), "--warmup", str(self.warmup),
-                 "--weight-decay", str(self.weight_decay), "--schedule", self.schedule,
-                 "--corpus-max-mb", str(self.corpus_max_mb), "--save-every",
-                 str(self.save_every), "--keep-every", str(self.save_every), "--eval-every",
-                 str(self.save_every), "--data-seed", str(self.data_seed), "--no-progress",
-                 "--out", str(out)]
-        argv += (["--seeds", ",".join(str(s) for s in self.seeds)] if self.seeds
-                 else ["--seed", str(self.seed)])
-        if not self.is_bbm:
-            argv += ["--vocab-size", str(self.vocab_size)]
-        if self.bos:
-            argv.append("--bos")
-        return argv
+        from bornbiased_jax.runs import train_command
+
+        return train_command(self.train_config(), self.corpus, out) + ["--no-progress"]
 
     def train_config(self):
         """The run's ``TrainConfig`` (to tell a finished run folder from another run's)."""
@@ -161,6 +149,12 @@ def _stdlib(name: str) -> str:
     return str(Path(sysconfig.get_paths()["stdlib"]) / name)
 
 
+def _vim_docs() -> list[str]:
+    """Vim's help folder on this machine (any Vim version), or the pattern itself where Vim is
+    not installed: training such a cell then says which corpus is missing."""
+    return sorted(glob.glob(VIM_DOCS)) or [VIM_DOCS]
+
+
 def _bbm_cells(source: str, layers, wds, **kw) -> list[Cell]:
     return [Cell(f"bbm-L{n}-wd{wd}", (f"bbm:{source}",),
                  model_set=(f"n_layers={n}", "n_heads=1"), weight_decay=wd, **kw)
@@ -183,16 +177,16 @@ CPU = (tuple(_bbm_cells(_stdlib("textwrap.py"), (1, 2), (0.1, 0.5)))
        + tuple(_bbm_cells(_stdlib("textwrap.py"), (3,), (0.1, 0.5)))
        # ... and with a larger learning rate (Gu et al.: sinks shrink with a small one)
        + (dataclasses.replace(_BBM2, name="bbm-L2-wd0.5-lr3e-3", lr=3e-3),)
-       + tuple(_text_cells("vim", ["/usr/share/vim/vim90/doc"], (0.1, 0.5), steps=750,
+       + tuple(_text_cells("vim", _vim_docs(), (0.1, 0.5), steps=750,
                            save_every=250, vocab_size=2048)))
 # Paper scale (a GPU): the same questions on Vim help at llama2-small (d = 256, 4 layers,
 # 4 heads; 20,000 steps of 64 x 256 tokens) and llama2-nano (d = 768, 12 layers, 12 heads;
 # 20,000 steps of 64 x 512 tokens); Bigram-Backcopy as on CPU, 1-3 layers.
 PAPER = (tuple(_bbm_cells(_stdlib("textwrap.py"), (1, 2, 3), (0.1, 0.5)))
-         + tuple(_text_cells("vim-small", ["/usr/share/vim/vim90/doc"], (0.1, 0.5),
+         + tuple(_text_cells("vim-small", _vim_docs(), (0.1, 0.5),
                              preset="llama2-small", seq_len=256, batch_size=64, steps=20000,
                              warmup=1000, lr=6e-4, save_every=2000, corpus_max_mb=16.0))
-         + tuple(_text_cells("vim-nano", ["/usr/share/vim/vim90/doc"], (0.1, 0.5),
+         + tuple(_text_cells("vim-nano", _vim_docs(), (0.1, 0.5),
                              preset="llama2-nano", seq_len=512, batch_size=64, steps=20000,
                              warmup=1000, lr=6e-4, save_every=2000, corpus_max_mb=16.0,
                              vocab_size=8192)))
@@ -257,12 +251,7 @@ def markdown(records: dict) -> str:
 def figure(records: dict):
     """Per cell over its checkpoints: Gu's sink rate (T = 64, eps 0.3), the strongest head's
     alpha^1 at T = 64 (with the uniform head's H_T/T) and the validation loss."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig, axes = plots.figure(1, 3, figsize=(16, 4.6))
     for cell in records["cells"]:
         cks = sorted(cell["checkpoints"], key=lambda c: c["step"])
         steps = [c["step"] for c in cks]

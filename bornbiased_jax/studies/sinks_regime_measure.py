@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import bbm, data, io, runs
-from bornbiased_jax.probes import sinks
+from bornbiased_jax.probes import sink_windows, sinks
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 
@@ -63,14 +63,12 @@ def _windows(cell: Cell, folder: Path):
         task = bbm.load(bbm.check_single(cell.corpus))
         return (lambda T: bbm.eval_windows(task, T, NUM_SEQS, cell.data_seed), task,
                 f"Bigram-Backcopy draws of {cell.corpus[0]} (split eval/T=<T>), <s> first")
-    tok = data.load_tokenizer(folder / "tokenizer.json")
-    docs = data.load_corpus(info["corpus"], max_bytes=int(tc["corpus_max_mb"] * 2**20))
-    held = data.split_documents(docs, tc["val_fraction"])[1]
-    bos_id = data.bos_id(tok, tc.get("bos_token")) if cell.bos else None
-    ids = data.token_ids(held, tok, plain_specials=cell.bos)
-    note = (f"windows of the run's {len(held)} held-out documents ({len(ids)} tokens), "
-            + (f"BOS (id {bos_id}) first" if cell.bos else "no BOS"))
-    return (lambda T: sinks.bos_windows(ids, T, NUM_SEQS, seed=T, bos=bos_id), None, note)
+    held = runs.validation_split(info["corpus"], tc)[1]
+    w = sink_windows.text(held, data.load_tokenizer(runs.tokenizer_path(folder)), cell.bos,
+                          tc.get("bos_token"))
+    note = (f"windows of the run's {len(held)} held-out documents ({len(w.ids)} tokens), "
+            + (f"BOS (id {w.bos_id}) first" if cell.bos else "no BOS"))
+    return (lambda T: sinks.bos_windows(w.ids, T, NUM_SEQS, seed=T, bos=w.bos_id), None, note)
 
 
 def length_row(res: sinks.SinkResult) -> dict:
@@ -85,9 +83,10 @@ def length_row(res: sinks.SinkResult) -> dict:
             "uniform": float(sum(1.0 / i for i in range(1, res.T + 1)) / res.T)}
 
 
-def measure_checkpoint(source: str, cell: Cell, windows, task) -> dict:
-    """The grid's measurements of one model source (a run's ``PATH@STEP``)."""
-    m = load_source(source)
+def measure_checkpoint(m, cell: Cell, windows, task) -> dict:
+    """The grid's measurements of one loaded model (a run's checkpoint, ``load_source``): the
+    sink metric at each of the cell's lengths (``windows(T)``), Gu et al.'s rate and, with a
+    Bigram-Backcopy ``task``, the copy accuracy."""
     rows = [length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
             for T in cell.lengths()]
     g = next(r for r in rows if r["T"] == GU_T)
@@ -106,7 +105,7 @@ def measure(cell: Cell, folder: Path, log=print) -> dict:
     vl = _val_losses(folder)
     cks = []
     for step in [0] + runs.run_steps(folder):
-        ck = measure_checkpoint(f"{folder}@{step}", cell, windows, task)
+        ck = measure_checkpoint(load_source(f"{folder}@{step}"), cell, windows, task)
         ck["val_loss"] = vl.get(step)
         g = ck["gu"]
         log(f"  {cell.name}@{step}: Gu rate {g['rate']:.3f} ± {g['se']:.3f}, max alpha^1 "

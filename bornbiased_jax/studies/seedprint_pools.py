@@ -1,5 +1,9 @@
-"""Shared pieces of the SeedPrint experiments: the CPU-scale model, pools of fresh
-initialisations, the three tests over many pairs, and exact binomial intervals."""
+"""SeedPrint on pools of fresh initialisations (Figure 13, Table 4a, the false-positive rates and
+the width/depth confound): the CPU-scale model shapes, a pool's features on one shared probe
+set, the paper's and the released test over many pairs (one bank of Gaussian-null draws), the
+calibrated test over every pair of a pool (leave-two-out null) or against a disjoint null, and
+a false-positive rate with its exact interval. Pools of *trained* models, whose pairs share
+models, are :mod:`bornbiased_jax.studies.seedprint_measure`'s."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import null_taus, paper_test
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
+from bornbiased_jax.studies.seedprint_measure import all_pairs
 
 ALPHA = 0.01
 
@@ -41,11 +46,12 @@ def nano_model(scaled: bool):
                                scale_residual_init=scaled)
 
 
-def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path | None = None):
+def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path | None = None,
+         log=print):
     """(M, n, d) features of fresh initialisations on one shared probe set (normed outputs).
 
     With ``cache`` (a folder), the features are saved there and reused by later runs with the
-    same config, seeds, inputs and sizes."""
+    same config, seeds, inputs and sizes. ``log`` gets a line with the time taken."""
     t0 = time.time()
     seeds = list(seeds)
     key = hashlib.sha256(repr((dataclasses.asdict(cfg), seeds, kind, n, T, probe_seed))
@@ -57,14 +63,15 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
     F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25, progress=False)])
     if f is not None:
         io.atomic_write(f, lambda fh: np.save(fh, F), mode="wb")
-    print(f"  {cfg.name} {kind}: {len(seeds)} models x n = {n}, T = {T} in "
-          f"{time.time() - t0:.0f} s", flush=True)
+    log(f"  {cfg.name} {kind}: {len(seeds)} models x n = {n}, T = {T} in "
+        f"{time.time() - t0:.0f} s")
     return F
 
 
-def rate(ps, alpha: float = ALPHA) -> dict:
+def false_positive_rate(ps, alpha: float = ALPHA) -> dict:
     """False-positive rate of p-values at alpha, with its 95 % Clopper-Pearson interval, and
-    whether alpha lies inside the interval."""
+    whether alpha lies inside the interval (the pairs counted as independent trials; for
+    pairs that share models see ``seedprint_measure.rate``)."""
     ps = np.asarray(ps)
     k, N = int((ps <= alpha).sum()), int(ps.size)
     lo, hi = clopper_pearson(k, N)
@@ -74,7 +81,7 @@ def rate(ps, alpha: float = ALPHA) -> dict:
 
 def pairs_of(M: int, limit: int | None, rng: np.random.Generator) -> list[tuple[int, int]]:
     """Unordered pairs (a < b) of M models, all or a random subset of ``limit``."""
-    allp = [(a, b) for a in range(M) for b in range(a + 1, M)]
+    allp = all_pairs(M)
     if limit is not None and limit < len(allp):
         idx = rng.choice(len(allp), size=limit, replace=False)
         allp = [allp[i] for i in sorted(idx)]
@@ -108,17 +115,24 @@ def paper_and_official(F, pairs, m=None, k=None, bank_size: int = 100, trials: i
     return out
 
 
+def spearman_all_matrix(F, columns: int | None = None) -> np.ndarray:
+    """S[a, b] = the 'spearman_all' statistic of base a and suspect b, the mean over dimensions
+    of Spearman's rho of their features = sum_{i, j} Z_a Z_b / (n d) for the rank-standardised
+    columns Z, for every model a of the pool F (M, n, d) and the first ``columns`` models b (all
+    by default): one matrix product."""
+    Z = np.stack([D.RankedFeatures.of(f).z_nd for f in F]).astype(np.float32)  # (M, n, d)
+    flat = Z.reshape(len(F), -1)
+    return (flat @ (flat.T if columns is None else flat.T[:, :columns])).astype(np.float64) \
+        / flat.shape[1]
+
+
 def calibrated_all_pairs(F, statistic: str) -> tuple[np.ndarray, np.ndarray]:
     """Exact exchangeability p of every ordered pair (base a, suspect b), the null models of a
     pair being the M - 2 other models of the pool (independent of both): (p_exact (M, M),
     p_gauss (M, M)), NaN on the diagonal."""
     M = F.shape[0]
     if statistic == "spearman_all":
-        Z = np.stack([D.RankedFeatures.of(f).z_nd for f in F]).astype(np.float32)  # (M, n, d)
-        n, d = Z.shape[1:]
-        # s[a, b] = mean over dims of rho(a_j, b_j) = sum_{i, j} Z_a Z_b / (n d)
-        flat = Z.reshape(M, -1)
-        S = (flat @ flat.T).astype(np.float64) / (n * d)  # S[a, b], symmetric
+        S = spearman_all_matrix(F)  # S[a, b], symmetric
         stat_of = lambda b: S[:, b]  # noqa: E731  statistics s(j, b) for every j
     elif statistic == "residual_all":
         total = F.astype(np.float64).sum(0)
@@ -154,9 +168,7 @@ def calibrated_disjoint(F, n_pair_models: int, statistic: str) -> tuple[np.ndarr
     rejection count, so this is an independent check of the exchangeability argument."""
     P, nulls = F[:n_pair_models], list(F[n_pair_models:])
     if statistic == "spearman_all":  # s(j, b) for every model j: one matrix product
-        Z = np.stack([D.RankedFeatures.of(f).z_nd for f in F]).astype(np.float32)
-        flat = Z.reshape(len(F), -1)
-        S = (flat @ flat.T[:, :n_pair_models]).astype(np.float64) / flat.shape[1]
+        S = spearman_all_matrix(F, n_pair_models)
     pe, pg = [], []
     for a in range(n_pair_models):
         for b in range(a + 1, n_pair_models):
@@ -170,7 +182,7 @@ def calibrated_disjoint(F, n_pair_models: int, statistic: str) -> tuple[np.ndarr
     return np.asarray(pe), np.asarray(pg)
 
 
-def fmt_rate(r: dict) -> str:
+def fmt_fpr(r: dict) -> str:
     lo, hi = r["ci95"]
     return f"{r['fpr']:.3f} [{lo:.3f}, {hi:.3f}] ({r['rejections']}/{r['pairs']})"
 
