@@ -167,6 +167,76 @@ def test_rules_turn_against_results_that_contradict_the_claims():
             I.figure4_claim(f4).verdict} == {V.DIFFERS}
 
 
+def test_depth_and_ablation_rules_could_fail():
+    """Figures 2, 7, 8 and 10: each rule reproduces on records shaped like the claim and turns
+    against records that contradict it, naming nothing it did not check."""
+    def f2(means):
+        return {"run": {}, "records": {"per_seed": [{"block_mean_cos": m} for m in means]}}
+    rising = f2([[0.0, 0.07, 0.2], [0.0, 0.08, 0.25]])
+    c = I.figure2_claim(rising)
+    assert c.verdict == V.REPRODUCED and c.ours.endswith("0.000, 0.075, 0.225")
+    assert I.figure2_claim(f2([[0.0, 0.2, 0.1], [0.0, 0.2, 0.1]])).verdict == V.DIFFERS
+    assert I.figure2_claim(f2([[0.3, 0.2, 0.25]])).verdict == V.DIFFERS  # block 1 < embeddings
+
+    def f7(full, mlp, att):
+        return {"run": {}, "records": {k: [{"mean": x} for x in v] for k, v in
+                                       (("full", full), ("MLP-only", mlp),
+                                        ("attention-only", att))}}
+    ok = f7([0, 0.1, 0.2, 0.3], [0, 0.1, 0.15, 0.2], [0, 1e-3, -2e-3, 5e-4])
+    assert I.figure7_claim(ok).verdict == V.REPRODUCED
+    assert "block 2: full 0.200 vs MLP-only 0.150" in I.figure7_claim(ok).ours
+    for bad in (f7([0, 0.1, 0.2, 0.3], [0, 0.1, 0.15, 0.2], [0, 0.05, 0.0, 0.0]),  # attn moves
+                f7([0, 0.1, 0.1, 0.3], [0, 0.1, 0.15, 0.2], [0, 0, 0, 0]),  # full below at 2
+                f7([0, 0.1, 0.2, 0.1], [0, 0.1, 0.15, 0.2], [0, 0, 0, 0])):  # and at the end
+        assert I.figure7_claim(bad).verdict == V.DIFFERS
+
+    def f8(short_last, long_last, long_first=0.6):
+        return {"run": {}, "records": {
+            "T=16 softmax": {"mean": [0.2, 0.65, short_last]},
+            "T=512 softmax": {"mean": [0.2, long_first, long_last]},
+            "T=16 exact": {"mean": [0.0, 0.0, 0.0]}}}  # closed-form curves are not judged
+    c = I.figure8_claim(f8(1.0, 0.99))
+    assert c.verdict == V.REPRODUCED and "exact" not in c.ours and "L-1 indexing" in c.why
+    assert I.figure8_claim(f8(1.0, 0.5, long_first=0.6)).verdict == V.DIFFERS  # no rise
+    c = I.figure8_claim(f8(0.9, 0.99))  # the short sequences end lower than the long ones
+    assert c.verdict == V.DIFFERS and c.why == ""
+
+    def f10(token, dim):
+        return {"run": {}, "records": {"token_log10_p": token, "dim_log10_p": dim}}
+    assert I.figure10_claim(f10(-9.7, -58.3)).verdict == V.REPRODUCED
+    assert "token p 2.00e-10" in I.figure10_claim(f10(np.log10(2e-10), -58)).ours
+    assert I.figure10_claim(f10(-4.9, -58)).verdict == V.DIFFERS
+    assert I.figure10_claim(f10(-9.7, -3)).verdict == V.DIFFERS
+
+
+def test_seedprint_figure13_and_table4a_rules():
+    def f13(sd_ratio, mean_sd, kind="tokens"):
+        return {"run": {"settings": {"models": 72, "n": 500, "seq_len": 32}}, "records": [
+            {"input": kind, "pairs": 2556,
+             "all_dims": {"sd_over_null_sd": sd_ratio, "mean": 0.0, "mean_over_null_sd": mean_sd,
+                          "frac_beyond_3sd": 0.003}, "on_S": {"mean": 0.0}}]}
+    assert [c.verdict for c in S.figure13_claims(f13(1.04, 0.2))] == [V.REPRODUCED]
+    c, = S.figure13_claims(f13(1.2, 15.6, "gaussian"))
+    assert c.verdict == V.DIFFERS and "same vectors for every model" in c.why
+    assert c.claim.startswith("Figure 13 (B.3.1), gaussian inputs")
+    c, = S.figure13_claims(f13(1.0, 0.6))  # a shifted mean alone fails the rule
+    assert c.verdict == V.DIFFERS and "+0.6 null sd" in c.why
+    assert S.figure13_claims(f13(0.85, 0.0))[0].verdict == V.DIFFERS  # too narrow
+
+    def t4a(paper_ps, cal_ps):
+        return {"run": {}, "records": [
+            {"model": "m", "paper/t_mean": p, "paper/u_mean": p, "official/two_phi_bar": 0.5,
+             "calibrated/residual_all/exact": c} for p, c in zip(paper_ps, cal_ps)]}
+    c, = S.table4a_claims(t4a([0.3, 0.5, 0.2, 0.9], [0.1, 0.4, 0.3, 0.2]))
+    assert c.verdict == V.REPRODUCED and c.why == ""
+    c, = S.table4a_claims(t4a([1e-9, 0.5, 1e-3, 0.9], [0.1, 0.4, 0.3, 0.2]))
+    assert c.verdict == V.DIFFERS
+    assert c.why == "the paper's tests call 2 of 4 unrelated pairs related; the calibrated test " \
+                    "does not"
+    c, = S.table4a_claims(t4a([1e-9] * 4, [0.01, 0.4, 0.3, 0.2]))
+    assert c.why.endswith("the calibrated test 1 of 4")
+
+
 def _rate(k, n):
     from scipy import stats
     ci = stats.binomtest(k, n).proportion_ci(0.95)
