@@ -40,6 +40,13 @@ VERDICTS = {
 }
 
 
+def check(verdict: str) -> str:
+    """``verdict`` if it is one of :data:`VERDICTS`; a ``ValueError`` naming them otherwise."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict {verdict!r} is not one of {list(VERDICTS)}")
+    return verdict
+
+
 @dataclasses.dataclass
 class Claim:
     """One row: ``claim`` (what is claimed, with the paper's figure or table), ``paper`` (the
@@ -54,8 +61,7 @@ class Claim:
     section: str = ""
 
     def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict {self.verdict!r} is not one of {list(VERDICTS)}")
+        check(self.verdict)
 
     @property
     def verdict_text(self) -> str:

@@ -237,6 +237,32 @@ def test_seedprint_figure13_and_table4a_rules():
     assert c.why.endswith("the calibrated test 1 of 4")
 
 
+def test_theory_rows_from_the_saved_record():
+    """A saved row keeps its closed-form verdict while its simulation agrees (4 SE plus the
+    allowance, recomputed from the numbers) and is 'differs' when it does not; a row finished
+    before saving is not marked twice."""
+    from bornbiased_jax.studies import theory
+    from bornbiased_jax.theory.claims import Claim
+
+    rows = [Claim("a", "Prop. 2", "1/pi", 0.3183, 0.3190, 0.001, 0.002),
+            Claim("b", "Eq. 2", "1", 1.9, 1.95, 0.01, verdict=V.CORRECTED, note="softmax"),
+            Claim("c", "Prop. 4", "0.98", 0.984, 0.90, 0.01).finish(),
+            Claim("d", "Table 1", "4.55e-137", -67.1, verdict=V.CORRECTED, note="N = 2,000")]
+    record = {"run": {"fast": True}, "records": [r.to_json() for r in rows]}
+    record["records"][0]["simulated"] = 0.3183 + 4 * 0.001 + 0.0021  # now beyond 4 SE + 0.002
+    got = theory.claims(record)
+    assert [c.verdict for c in got] == [V.DIFFERS, V.DIFFERS, V.DIFFERS, V.CORRECTED]
+    assert got[0].why == "simulation disagrees with the closed form"
+    assert got[1].why == "simulation disagrees with the closed form; softmax"  # 5 SE off
+    assert got[2].why.count("disagrees") == 1
+    assert got[3].ours == "closed form -67.1000" and got[3].why == "N = 2,000"
+    record["records"][0]["simulated"] = 0.3183 + 4 * 0.001 + 0.0019
+    record["records"][1]["simulated"] = 1.93
+    assert [c.verdict for c in theory.claims(record)][:2] == [V.HOLDS, V.CORRECTED]
+    md = theory.section(record, "bornbiased theory --json x", "cpu:0")
+    assert "(--fast: fewer replicates, wider SEs)" in md and "| a | 1/pi |" in md
+
+
 def _rate(k, n):
     from scipy import stats
     ci = stats.binomtest(k, n).proportion_ci(0.95)

@@ -7,6 +7,8 @@ running anything, so every verdict rule is unit-tested on small hand-made record
 :mod:`bornbiased_jax.studies.render` writes RESULTS.md from them.
 
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10);
+  * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
+    theory``);
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the
     width/depth confound, beyond the paper);
   * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5) and its
@@ -22,6 +24,7 @@ EXPERIMENTS = {
     "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4",
                        "figure7", "figure5", "figure6", "table3", "figure8", "figure9",
                        "figure10"],
+    "theory": ["theory"],
     "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
                   "seedprint_trained", "seedprint_confound"],
     "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",

@@ -21,9 +21,10 @@ from bornbiased_jax.studies import initialisation, lineage, seedprint, sinks
 from bornbiased_jax.verdicts import vocabulary_markdown
 
 RECORDS = Path("results/records")
-SECTIONS = ["initialisation", "seedprint", "lineage", "lineage_qwen2", "sinks", "sinks_regime",
-            "sinks_arms", "gpu", "gpu_campaign"]
+SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2", "sinks",
+            "sinks_regime", "sinks_arms", "gpu", "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
+            "theory": "bornbiased theory --json results/records/theory/theory.json",
             "seedprint": "python -m experiments.seedprint_results --run",
             "lineage": "python -m experiments.lineage",
             "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
@@ -164,8 +165,8 @@ def initialisation_section(records: dict, old: str) -> str | None:
               "not meaningful (the z-test's normal tail is far outside its accuracy there). "
               "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "
               "position between layers; Prop. 5's exact values (no normalisation) are in "
-              "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in "
-              "`bornbiased theory` (README, *Notes on the paper*)."]
+              "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in the "
+              "next section (README, *Notes on the paper*)."]
     if kept_names:
         lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
                   "wrote them (numbers and verdicts, by the rules of that time): their records "
@@ -203,6 +204,15 @@ def seedprint_section(records: dict, old: str) -> str | None:
                   + "".join(f" {name}: {KNOWN_DEFECTS[name]}" for name in kept_names
                             if name in KNOWN_DEFECTS) + "*"]
     return "\n".join(lines)
+
+
+def theory_section(records: dict, old: str) -> str | None:
+    if "theory" not in records:
+        return None
+    from bornbiased_jax.studies import theory
+
+    return theory.section(records["theory"], COMMANDS["theory"],
+                          _run_line(records, ["theory"]))
 
 
 def lineage_section(records: dict, old: str) -> str | None:
@@ -301,7 +311,8 @@ def render(old_text: str, records: dict) -> str:
     """RESULTS.md from ``records`` ({name: saved JSON}), keeping what they cannot regenerate
     from ``old_text`` (the current RESULTS.md)."""
     old = sections(old_text)
-    make = {"initialisation": initialisation_section, "seedprint": seedprint_section,
+    make = {"initialisation": initialisation_section, "theory": theory_section,
+            "seedprint": seedprint_section,
             "lineage": lineage_section, "lineage_qwen2": lineage_qwen2_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,

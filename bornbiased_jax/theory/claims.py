@@ -22,7 +22,7 @@ import numpy as np
 from bornbiased_jax.fingerprint.dims import kendall_null_var
 from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
 from bornbiased_jax.theory import attn0, kernels, seedprint_null, simulate
-from bornbiased_jax.verdicts import BEYOND, CORRECTED, DIFFERS, HOLDS, VERDICTS
+from bornbiased_jax.verdicts import BEYOND, CORRECTED, DIFFERS, HOLDS, check
 from bornbiased_jax.verdicts import Claim as Row
 
 Z = 4.0
@@ -45,8 +45,7 @@ class Claim:
     note: str = ""
 
     def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict {self.verdict!r} is not one of {list(VERDICTS)}")
+        check(self.verdict)
 
     @property
     def agrees(self) -> bool | None:
@@ -55,7 +54,10 @@ class Claim:
         return bool(abs(self.simulated - self.closed_form) <= Z * self.se + self.allowance)
 
     def finish(self) -> "Claim":
-        if self.agrees is False:
+        """The claim with the simulation's verdict: "differs" (the note says so) when the
+        simulation disagrees with the closed form; unchanged otherwise, and when already
+        finished."""
+        if self.agrees is False and self.verdict != DIFFERS:
             self.verdict = DIFFERS
             self.note = "simulation disagrees with the closed form" + (
                 f"; {self.note}" if self.note else "")
@@ -67,6 +69,11 @@ class Claim:
         if self.simulated is not None:
             ours += f"; simulated {_num(self.simulated)} +- {_num(self.se)}"
         return Row(self.claim, self.paper, ours, self.verdict, self.note, self.section)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Claim":
+        """The claim of a saved record (:meth:`to_json`), finished."""
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d}).finish()
 
     def to_json(self) -> dict:
         d = {k: (float(v) if isinstance(v, (np.floating, np.integer)) else v)

@@ -14,7 +14,9 @@ def add_theory_parser(sub) -> None:
                     "/ beyond the paper). A simulation agrees when it lies within 4 SE plus the "
                     "stated finite-width allowance; the command exits with status 1 if any does "
                     "not. Takes a few minutes on 2 CPU cores (about 1 with --fast).")
-    p.add_argument("--json", type=Path, help="also write the records to this JSON file")
+    p.add_argument("--json", type=Path, help="also write the records to this JSON file (the "
+                   "record RESULTS.md's theory section is rendered from: "
+                   "results/records/theory/theory.json)")
     p.add_argument("--plots", type=Path, help="draw Figure 5, Table 3, Figure 8, Figure 9 here")
     p.add_argument("--fast", action="store_true", help="fewer replicates (wider SEs)")
     p.set_defaults(run=run_theory)
@@ -34,14 +36,13 @@ def run_theory(args) -> int:
     table = format_table(rows)
     print(table)
     if args.json:
-        io.write_json(args.json, {"records": [r.to_json() for r in rows],
-                                  "wall_seconds": round(time.time() - t0, 1),
-                                  "fast": bool(args.fast)})
+        run = io.run_record(args.command_line, time.time() - t0, fast=bool(args.fast))
+        io.write_json(args.json, {"run": run, "records": [r.to_json() for r in rows]})
         print(f"wrote {args.json}")
     if args.plots:
-        from bornbiased_jax.theory.plots import write_all
+        from bornbiased_jax.theory.plots import draw_all
 
-        for path in write_all(args.plots, fast=args.fast):
+        for path in io.write_artifacts(args.plots, draw_all(fast=args.fast)):
             print(f"wrote {path}")
     bad = [r.claim for r in rows if r.agrees is False]
     if bad:

@@ -10,14 +10,12 @@ the CPU settings (or the smaller ``FAST`` ones with ``--fast``).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import jax
 import numpy as np
 
 from bornbiased_jax import layers, model
 from bornbiased_jax.config import get_preset
-from bornbiased_jax.io import save_figure
 from bornbiased_jax.plots import figure
 from bornbiased_jax.probes.contraction import (inter_sequence_profile, intra_sequence_probe,
                                                pairwise_similarity)
@@ -180,11 +178,7 @@ def figure9(s: dict, progress: bool = False):
 FIGURES = {"figure5": figure5, "table3": table3, "figure8": figure8, "figure9": figure9}
 
 
-def write_all(out: Path, fast: bool = False) -> list[Path]:
-    """Draw the four figures into ``out`` (PNG) at the CPU (or ``FAST``) settings."""
+def draw_all(fast: bool = False) -> dict:
+    """The four figures at the CPU (or ``FAST``) settings: {"<name>.png": figure}."""
     settings = FAST if fast else CPU
-    paths = []
-    for name, fn in FIGURES.items():
-        _, _, fig = fn(settings[name])
-        paths.append(save_figure(fig, Path(out) / f"{name}.png"))
-    return paths
+    return {f"{name}.png": fn(settings[name])[2] for name, fn in FIGURES.items()}
