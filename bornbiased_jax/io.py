@@ -16,6 +16,12 @@ from typing import Any, Callable, Mapping
 from bornbiased_jax.errors import UserError
 
 
+def progress(line: str) -> None:
+    """A long job's progress line, printed at once (also when stdout is a file): the default
+    ``log`` of the studies' long-running functions."""
+    print(line, flush=True)
+
+
 def check_writable(path: str | os.PathLike, *, folder: bool = False, flag: str = "") -> Path:
     """Raise a UserError unless ``path`` can be written: a file (or, with ``folder``, a folder)
     that exists and is writable, or one whose nearest existing ancestor is a folder in which a

@@ -235,6 +235,7 @@ def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
     for a range of seeds); parsing them gives ``tc`` back. A ``UserError`` for a setting the
     command has no flag for (:data:`NO_FLAG`)."""
     default = TrainConfig()
+    corpus = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
     argv = ["train", "--corpus", *[str(c) for c in corpus], "--out", str(out)]
     for f in dataclasses.fields(TrainConfig):
         value = getattr(tc, f.name)
@@ -250,6 +251,8 @@ def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
             argv += [a for item in value for a in ("--model-set", item)]
         elif f.name == "seeds":
             argv += ["--seeds", _seeds_text(value)]
+        elif str(value).startswith("-"):  # argparse would read "-1e-05" as an option
+            argv.append(f"{flag}={value}")
         else:
             argv += [flag, str(value)]
     return argv

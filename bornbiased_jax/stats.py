@@ -81,11 +81,13 @@ def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
 
 def mean_se(xs) -> tuple[float, float]:
     """The mean of ``xs`` and its standard error, sd (n - 1 denominator) / sqrt(n); the
-    standard error is nan for a single value. Sums are exactly rounded (``math.fsum``), so a
-    mean that lies on a rounding boundary (e.g. -0.285 of eight rates) does not print one way
-    or the other depending on the order of summation."""
+    standard error is nan for a single value (both are nan for none). Sums are exactly
+    rounded (``math.fsum``), so a mean that lies on a rounding boundary (e.g. -0.285 of eight
+    rates) does not print one way or the other depending on the order of summation."""
     x = [float(v) for v in np.asarray(list(xs), dtype=np.float64).ravel()]
     n = len(x)
+    if n == 0:
+        return float("nan"), float("nan")
     m = math.fsum(x) / n
     if n < 2:
         return m, float("nan")

@@ -637,10 +637,12 @@ def ensure(tc: TrainConfig, corpus, folder: str | Path, *, tokenizer_path=None,
            progress: bool = False, what: str = "these", remedy: str = "use another folder"
            ) -> Path:
     """Train the run in ``folder`` with settings ``tc`` on ``corpus`` to its last step,
-    resuming it from its latest checkpoint; a finished run is left as it is, and a folder
-    holding a run of other settings is a ``UserError`` naming the differences
-    (``runs.finished(folder, tc, what, remedy)``). Returns the folder."""
+    resuming it from its latest checkpoint; a finished run is left as it is (its corpus is not
+    read: ``corpus`` may be a function giving the list, called only when there is training to
+    do), and a folder holding a run of other settings is a ``UserError`` naming the
+    differences (``runs.finished(folder, tc, what, remedy)``). Returns the folder."""
     if not runs.finished(folder, tc, what=what, remedy=remedy):
+        corpus = corpus() if callable(corpus) else corpus
         Run(tc, corpus, folder, tokenizer_path=tokenizer_path).train(progress=progress)
     return Path(folder)
 

@@ -12,6 +12,8 @@ RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 from bornbiased_jax import precision
@@ -34,6 +36,7 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
     if extra is not None:
         extra(p)
     args = p.parse_args(argv)
+    args.command_line = command_line(name, argv)
     from bornbiased_jax.errors import UserError
 
     try:
@@ -51,9 +54,18 @@ def write(args: argparse.Namespace, name: str, settings: dict, records, table_md
     """Write the experiment's JSON, markdown and PNG into ``args.out`` and its record under
     ``args.records`` (``artifacts.write``), then print its table and what was written."""
     saved = artifacts.write(name, settings, records, table_md, fig, t0, out=args.out,
-                            scale=args.scale, records_root=getattr(args, "records", None))
+                            scale=args.scale, records_root=getattr(args, "records", None),
+                            command=getattr(args, "command_line", None)
+                            or command_line(name, None))
     print(table_md)
     print(f"wrote {args.out}/{name}.json, .md, .png ({saved['run']['wall_seconds']} s)")
+
+
+def command_line(script: str, argv=None) -> str:
+    """``python -m experiments.<script>`` with the script's arguments (``argv``, default this
+    process's)."""
+    return shlex.join(["python", "-m", f"experiments.{script}",
+                       *(sys.argv[1:] if argv is None else argv)])
 
 
 def user_errors_exit(name: str):

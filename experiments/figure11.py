@@ -8,7 +8,7 @@ seed-123 baseline, the two distributions overlapping."""
 
 import time
 
-from experiments._common import write
+from experiments._common import user_errors_exit, write
 from experiments.lineage_common import parse_args, study_of
 
 from bornbiased_jax.studies.lineage_tables import figure11, figure11_figure
@@ -19,7 +19,8 @@ NAME = "figure11"
 def main(argv=None) -> None:
     args, s = parse_args(NAME, __doc__, argv)
     t0 = time.time()
-    records, md = figure11(study_of(args, s))
+    with user_errors_exit(NAME):
+        records, md = figure11(study_of(args, s))
     write(args, NAME, s, records, md, figure11_figure(records), t0)
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from experiments._common import (add_precision_flag, add_records_flag, records_root,
-                                 use_precision, user_errors_exit)
+from experiments._common import (add_precision_flag, add_records_flag, command_line,
+                                 records_root, use_precision, user_errors_exit)
 from experiments.lineage_common import corpus_flag
 
 from bornbiased_jax.studies import family, render
@@ -70,7 +70,8 @@ def main(argv=None) -> None:
                 print(f"training/resuming {name} ...", flush=True)
                 family.ensure(name, runs, progress=True, fam=fam)
         study = Study(runs, s, args.cache or args.root / "lineage_cache", fam)
-        run_all(study, args.root, args.scale, args.arch, records=records)
+        run_all(study, args.root, args.scale, args.arch, records=records,
+                command=command_line("lineage", argv))
         run = runs_record(runs, fam, args.scale, args.arch)
         render.save_record(records, run["run"]["experiment"], run)
     if args.scale == "paper":

@@ -87,7 +87,9 @@ def ensure_continued(seed: int, runs_dir: Path = RUNS_DIR, progress: bool = Fals
     """Seed ``seed``'s final model trained further on the prose corpus (``CONTINUED``)."""
     source = f"{(Path(runs_dir) / NAME).absolute()}#{seed}@{RUN.steps}"
     tc = dataclasses.replace(CONTINUED, init_from=source)
-    corpus = family.corpus("prose", family.Family(RUN, {}, {"prose": CONTINUED_CORPUS}))
+    def corpus():  # read only when there is training to do
+        return family.corpus("prose", family.Family(RUN, {}, {"prose": CONTINUED_CORPUS}))
+
     return train.ensure(tc, corpus, Path(runs_dir) / continued_name(seed), progress=progress,
                         what=f"the continuation of seed {seed}", remedy="use another --runs-dir")
 

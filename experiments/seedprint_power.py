@@ -25,7 +25,7 @@ import numpy as np
 
 from experiments._common import parse, write
 
-from bornbiased_jax import io
+from bornbiased_jax import io, runs
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.compare import null_seeds
@@ -53,9 +53,10 @@ def train(s, seed, out):
                      seq_len=s["seq_len"], batch_size=s["batch_size"],
                      vocab_size=s["vocab_size"], warmup=s["save_every"],
                      eval_every=s["save_every"], corpus_max_mb=s["corpus_max_mb"])
-    t0 = time.time()
-    train_run.ensure(tc, ["python-stdlib"], out)
-    print(f"  {out}: trained to step {tc.steps} ({time.time() - t0:.0f} s this call)", flush=True)
+    if not runs.finished(out, tc):
+        t0 = time.time()
+        train_run.ensure(tc, ["python-stdlib"], out)
+        print(f"  trained {out} to step {tc.steps} in {time.time() - t0:.0f} s", flush=True)
     return out
 
 

@@ -1,4 +1,5 @@
-"""The README's Python example runs as written (on the tiny preset, to stay fast)."""
+"""The README's Python example runs as written (on the tiny preset, to stay fast); commands the
+docs quote are the ones the code prints."""
 
 import re
 from pathlib import Path
@@ -18,3 +19,21 @@ def test_readme_python_example_runs():
     assert ns["out"].hidden.shape == (cfg.n_layers + 1, 64, cfg.d_model)
     assert ns["preds"].shape == (4, 200)
     assert ns["preds_42"].shape == (200,)
+
+
+def test_docs_seed_family_command_is_the_scripts():
+    """docs/lineage.md quotes the seed family's training command as
+    `python -m experiments.seed_family --print-command` prints it (run as a script: tests do not
+    import experiments)."""
+    import shlex
+    import subprocess
+    import sys
+
+    root = README.parent
+    text = (root / "docs" / "lineage.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S)
+                 if "runs/seed-family/seeds-0-32" in b)
+    quoted = shlex.split(block.replace("\\\n", " "))
+    out = subprocess.run([sys.executable, "-m", "experiments.seed_family", "--print-command"],
+                         cwd=root, capture_output=True, text=True, check=True).stdout
+    assert shlex.split(out) == quoted

@@ -49,3 +49,35 @@ def test_four_tests_on_a_planted_pair_and_an_unrelated_one():
     assert all(p[t] <= 0.01 for t in SM.TESTS)
     q = SM.pair_p_values(A, rng.standard_normal((n, d)), bank, permutations=999)
     assert all(q[t] > 0.01 for t in SM.TESTS)
+
+
+def test_pool_statistics_on_a_planted_pair():
+    """studies/seedprint_pools.py on a synthetic pool of 12 'models' (n = 200 inputs, d = 16):
+    the spearman_all matrix is the mean per-dimension Spearman rho, the leave-two-out exact p
+    of the one related pair is the smallest attainable, and the disjoint null does not force a
+    rejection count."""
+    from scipy import stats
+
+    from bornbiased_jax.studies import seedprint_pools as SP
+
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((12, 200, 16))
+    F[1] = F[0] + 0.3 * rng.standard_normal((200, 16))  # model 1 descends from model 0
+    S = SP.spearman_all_matrix(F)
+    want = np.mean([stats.spearmanr(F[0][:, j], F[3][:, j])[0] for j in range(16)])
+    assert S[0, 3] == pytest.approx(want, abs=1e-5) and S[3, 0] == pytest.approx(want, abs=1e-5)
+    assert np.allclose(SP.spearman_all_matrix(F, 4), S[:, :4], atol=1e-6)
+    for stat in ("spearman_all", "residual_all"):
+        pe, pg = SP.calibrated_all_pairs(F, stat)
+        assert pe[0, 1] == pytest.approx(1 / 11) and pe[1, 0] == pytest.approx(1 / 11)
+        assert pg[0, 1] < 1e-6 and np.isnan(pe[2, 2])
+        others = pe[2:, 2:][~np.eye(10, dtype=bool)]
+        assert 0.2 < others.mean() < 0.8  # unrelated pairs: p spread over (0, 1]
+    de, dg = SP.calibrated_disjoint(F, 4, "spearman_all")  # pairs of models 0-3, null 4-11
+    assert len(de) == 6 and de[0] == pytest.approx(1 / 9)  # (0, 1) beats all 8 null models
+    r = SP.false_positive_rate(de[1:], alpha=0.2)
+    assert r["pairs"] == 5 and r["ci95"][0] <= r["fpr"] <= r["ci95"][1]
+    assert SP.pairs_of(12, None, rng) == SM.all_pairs(12)
+    sub = SP.pairs_of(12, 10, np.random.default_rng(1))
+    assert len(sub) == 10 and sub == sorted(sub) and set(sub) <= set(SM.all_pairs(12))
+

@@ -467,3 +467,50 @@ def test_weight_decay_spares_the_head_norm_scale():
     attn = upd["layers_0"]["attn"]
     assert np.all(np.asarray(attn["head_norm"]["scale"]) == 0)
     assert float(jnp.abs(attn["q_proj"]["kernel"]).max()) > 0  # decayed
+
+
+def test_sink_windows_sources_and_their_errors(tmp_path):
+    """probes/sink_windows.py: generated Bigram-Backcopy windows (<s> first, the task's
+    vocabulary checked against the model's), text windows with or without a BOS token, the
+    run's own BOS setting by default, and the refused combinations."""
+    from bornbiased_jax import data
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.errors import UserError
+    from bornbiased_jax.probes import sink_windows as W
+    from bornbiased_jax.probes.sinks import bos_windows
+
+    src = tmp_path / "src.txt"
+    src.write_text("the quick brown fox jumps over the lazy dog. " * 40)
+    spec = f"bbm:{src}"
+    cfg = get_preset("llama2-tiny")
+    w = W.for_model(cfg, None, num_seqs=5, seed=3, corpus=[spec])
+    assert w.ids is None and w.bos and w.corpus == [spec] and "bbm" in w.extra
+    win = w.make(16)
+    assert win.shape == (5, 16) and (win[:, 0] == w.bos_id).all()
+    np.testing.assert_array_equal(win, w.make(16))  # the same draws for a length
+    for bad in (dict(bos=False), dict(bos_token="<s>"), dict(tokenizer="t.json")):
+        with pytest.raises(UserError, match="Bigram-Backcopy windows always begin with <s>"):
+            W.for_model(cfg, None, num_seqs=5, seed=3, corpus=[spec], **bad)
+    small = dataclasses.replace(cfg, vocab_size=8)
+    with pytest.raises(UserError, match="more than the model's vocabulary 8"):
+        W.for_model(small, None, num_seqs=5, seed=3, corpus=[spec])
+
+    docs = [f"def f{i}(x):\n    return x + {i}\n" for i in range(200)]
+    tok = data.train_tokenizer(docs, 300, bos=True)
+    plain, with_bos = W.text(docs, tok, False), W.text(docs, tok, True)
+    assert plain.bos_id is None and "no BOS token" in plain.note
+    assert with_bos.bos_id == tok.token_to_id(data.BOS) and "BOS token (id" in with_bos.note
+    windows = bos_windows(with_bos.ids, 12, 4, seed=0, bos=with_bos.bos_id)
+    assert (windows[:, 0] == with_bos.bos_id).all() and windows.shape == (4, 12)
+    with pytest.raises(UserError, match="names the BOS token to prepend; add --bos"):
+        W.for_model(cfg, None, num_seqs=5, seed=0, corpus=[str(src)], bos=False,
+                    bos_token="<s>")
+    # a run trained with --bos is measured with its BOS by default, and the note says why
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"train_config": {"bos": True}, "corpus": []}))
+    tok.save(str(run / "tokenizer.json"))
+    w = W.for_model(cfg, run, num_seqs=5, seed=0, corpus=[str(src)])
+    assert w.bos and w.note.endswith("(the run's setting)") and "own tokenizer" in w.note
+    w = W.for_model(cfg, run, num_seqs=5, seed=0, corpus=[str(src)], bos=False)
+    assert not w.bos and w.bos_id is None

@@ -263,6 +263,35 @@ def test_theory_rows_from_the_saved_record():
     assert "(--fast: fewer replicates, wider SEs)" in md and "| a | 1/pi |" in md
 
 
+def test_experiment_artifacts_and_their_run_description(tmp_path):
+    """studies/artifacts.write: the JSON, markdown and PNG of an experiment, and its compact
+    record, carry the one run description (io.run_record) every command writes."""
+    import re
+    import time
+
+    from bornbiased_jax import plots
+    from bornbiased_jax.studies import artifacts
+
+    fig, ax = plots.figure(figsize=(2, 2))
+    ax.plot([0, 1])
+    cmd = "python -m experiments.table3 --scale cpu"
+    saved = artifacts.write("table3", {"n": 1}, [{"x": np.float32(0.5), "t": (1, 2)}], "| a |\n",
+                            fig, time.time() - 2, out=tmp_path / "o", scale="cpu", command=cmd,
+                            records_root=tmp_path / "rec")
+    run = saved["run"]
+    assert (run["command"], run["experiment"], run["scale"], run["settings"]) == (
+        cmd, "table3", "cpu", {"n": 1})
+    assert run["wall_seconds"] >= 2 and run["device"] == run["devices"][0]
+    assert run["matmul_precision"] and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
+                                                    run["finished"])
+    assert saved["records"] == [{"x": 0.5, "t": [1, 2]}]
+    out = tmp_path / "o"
+    assert json.loads((out / "table3.json").read_text()) == saved
+    assert (out / "table3.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| a |" in (out / "table3.md").read_text()
+    assert json.loads((tmp_path / "rec/initialisation/table3.json").read_text()) == saved
+
+
 def _rate(k, n):
     from scipy import stats
     ci = stats.binomtest(k, n).proportion_ci(0.95)

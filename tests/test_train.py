@@ -40,7 +40,7 @@ TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warm
     TrainConfig(seeds=(1, 5, 9), bos=True, bos_token="<s>", doc_aligned=True, bf16=True,
                 fsdp=True, schedule="constant", stop_at=100, grad_accum=4, corpus_max_mb=2.5,
                 model_set=("n_layers=1", "attn_output_gate=true")),
-    TrainConfig(seed=7, init_from="runs/x/base-s42@500", weight_decay=0.5, data_seed=3)])
+    TrainConfig(seed=7, init_from="runs/x/base-s42@500", weight_decay=-1e-5, data_seed=-3)])
 def test_train_command_parses_back_to_its_config(tc):
     """runs.train_command spells a TrainConfig as bornbiased train's flags: the command's own
     parser reads the same TrainConfig back."""
@@ -52,7 +52,8 @@ def test_train_command_parses_back_to_its_config(tc):
     args = build_parser().parse_args(argv)
     assert train_config(args) == tc
     assert (args.corpus, str(args.out)) == (["python-stdlib", "/data/x"], "runs/out")
-    assert "--b2" not in argv and len(train_command(TrainConfig(), ["c"], "o")) == 5
+    assert "--b2" not in argv and train_command(TrainConfig(), "c", "o") == [
+        "train", "--corpus", "c", "--out", "o"]
     with pytest.raises(UserError, match="b2 = 0.99 has no flag of bornbiased train"):
         train_command(dataclasses.replace(tc, b2=0.99), ["c"], "o")
 
@@ -90,6 +91,19 @@ def test_orbax_round_trip_on_disk(corpus, tmp_path):
     # Nothing else is saved: the data order follows from data_seed and data_position alone.
     assert set(again.state) == {"params", "opt_state", "step", "data_position"}
     assert sorted(int(p.name) for p in (tmp_path / "run/checkpoints").iterdir()) == [3, 6]
+    # The held-out documents every reader of the run uses (runs.validation_split) are the ones
+    # the trainer held out: cut into blocks with the run's tokenizer they give its data
+    # fingerprint, and the last val_fraction of the documents the run read.
+    from bornbiased_jax import runs
+
+    folder = tmp_path / "run"
+    train_docs, val_docs = runs.validation_split([str(corpus)], tc)
+    tok = data.load_tokenizer(runs.tokenizer_path(folder))
+    blocks = data.make_blocks(train_docs + val_docs, tok, tc.seq_len, tc.val_fraction)
+    info = runs.read_run_info(folder)
+    assert runs.data_fingerprint(blocks.train, blocks.val) == info["data"]["fingerprint"]
+    docs = runs.read_documents([str(corpus)], info["train_config"])  # run.json's dict works too
+    assert val_docs == docs[len(train_docs):] and len(val_docs) >= 1
 
 
 def _train_args(corpus, out, steps, seeds="0"):

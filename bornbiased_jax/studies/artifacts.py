@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -16,13 +15,11 @@ from bornbiased_jax.studies.render import save_record
 
 
 def write(name: str, settings: dict, records, table_md: str, fig, t0: float, *, out: Path,
-          scale: str, records_root: Path | None = None, command: str | None = None) -> dict:
+          scale: str, command: str, records_root: Path | None = None) -> dict:
     """Write experiment ``name``'s JSON ({"run", "records"}), markdown and figure into ``out``,
     each atomically, and its record under ``records_root`` (when given); return the saved
-    JSON. ``t0``: the experiment's start (time.time()); ``command``: the command line (default
-    ``python -m experiments.<name>`` and this process's arguments)."""
-    if command is None:
-        command = " ".join([f"python -m experiments.{name}", *sys.argv[1:]])
+    JSON. ``t0``: the experiment's start (time.time()); ``command``: the command line that
+    made it (recorded)."""
     run = io.run_record(command, time.time() - t0, experiment=name, scale=scale,
                         settings=settings)
     saved = {"run": run, "records": plain(records)}

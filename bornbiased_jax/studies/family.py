@@ -33,11 +33,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bornbiased_jax import runs, train
+from bornbiased_jax.data import NODE_DOCS_MD, VIM_DOCS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.runs import TrainConfig
 
-VIM_DOCS = "/usr/share/vim/vim*/doc"  # Vim's help files, any Vim version (vim90 on Debian 12)
-NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"
 
 # name -> corpus list (globs expanded at use)
 CORPORA = {"base": [VIM_DOCS], "prose": [NODE_DOCS_MD], "code": ["python-stdlib"]}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import data, plots
+from bornbiased_jax import data, plots, runs
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import baselines as B
 from bornbiased_jax.fingerprint import calibrated as C
@@ -34,14 +34,13 @@ from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
+from bornbiased_jax.io import progress
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax import runs
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.studies import family
 from bornbiased_jax.studies.lineage import BASELINES
-
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -90,7 +89,7 @@ class Study:
     ``log`` gets a line per measured pair."""
 
     def __init__(self, runs_dir: Path, s: dict, cache: Path, fam: family.Family = family.DEFAULT,
-                 log=print):
+                 log=progress):
         self.runs, self.s, self.cache, self.fam = Path(runs_dir), s, Path(cache), fam
         self.log = log
         self._models, self._nulls, self._inputs = {}, {}, {}

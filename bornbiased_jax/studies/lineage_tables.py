@@ -24,11 +24,17 @@ from scipy import stats
 from bornbiased_jax import plots
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.studies import family
+from bornbiased_jax.io import progress
+from bornbiased_jax.studies import artifacts, family
 from bornbiased_jax.studies.lineage import TITLES
-from bornbiased_jax.studies.lineage_measure import (BASES, CONTINUED, RUNS, Study, pairs_figure,
-                                                    pairs_table)
-from bornbiased_jax.studies import artifacts
+from bornbiased_jax.studies.lineage_measure import (
+    BASES,
+    CONTINUED,
+    RUNS,
+    Study,
+    pairs_figure,
+    pairs_table,
+)
 
 LINEAGE, BASELINE = "base-s42", "base-s123"
 
@@ -259,10 +265,12 @@ def experiment_names(arch: str = "llama2") -> list[str]:
 
 
 def run_all(study: Study, out_root: Path, scale: str, arch: str = "llama2", names=None,
-            records: Path | None = None, log=print) -> None:
+            records: Path | None = None, command: str = "python -m experiments.lineage",
+            log=progress) -> None:
     """Run the experiments of ``arch`` (all, or ``names``) on ``study`` and write each one's
-    JSON, md and PNG into ``out_root/<name>`` (and its record under ``records``, when given);
-    ``log`` gets each one's table."""
+    JSON, md and PNG into ``out_root/<name>`` (and its record under ``records``, when given),
+    each recording ``command`` (the command line that ran them); ``log`` gets each one's
+    table."""
     for name in names or experiment_names(arch):
         kind, paper = EXPERIMENTS[name]
         t0 = time.time()
@@ -270,7 +278,7 @@ def run_all(study: Study, out_root: Path, scale: str, arch: str = "llama2", name
         fig = (figure11_figure(recs, TITLES[name].split(":")[0]) if kind == "checkpoints"
                else pairs_figure(recs, TITLES[name]))
         artifacts.write(name, study.s, recs, md, fig, t0, out=out_root / name, scale=scale,
-                        records_root=records)
+                        records_root=records, command=command)
         log(md)
 
 

@@ -21,6 +21,7 @@ from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import null_taus, paper_test
+from bornbiased_jax.io import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
 from bornbiased_jax.studies.seedprint_measure import all_pairs
@@ -47,7 +48,7 @@ def nano_model(scaled: bool):
 
 
 def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path | None = None,
-         log=print):
+         log=progress):
     """(M, n, d) features of fresh initialisations on one shared probe set (normed outputs).
 
     With ``cache`` (a folder), the features are saved there and reused by later runs with the

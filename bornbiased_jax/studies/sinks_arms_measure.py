@@ -26,13 +26,18 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import bbm, io, runs
+from bornbiased_jax.io import progress
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
 from bornbiased_jax.studies.sinks_measure import perplexity
 from bornbiased_jax.studies.sinks_regime import Cell
-from bornbiased_jax.studies.sinks_regime_measure import (COPY_T, NUM_SEQS, measure_checkpoint,
-                                                         measured, train)
-
+from bornbiased_jax.studies.sinks_regime_measure import (
+    COPY_T,
+    NUM_SEQS,
+    measure_checkpoint,
+    measured,
+    train,
+)
 
 TRAIN_LOSS_EVERY = 50  # the training loss kept in the record, every this many steps
 
@@ -61,7 +66,7 @@ def measure_model(source: str, cell: Cell, task, windows, nll_windows) -> dict:
     return {**ck, "nll": ppl["log_ppl"], "nll_se": ppl["log_ppl_se"], **copy}
 
 
-def measure(cell: Cell, folder: Path, log=print) -> list[dict]:
+def measure(cell: Cell, folder: Path, log=progress) -> list[dict]:
     """Every seed of ``cell``'s run at step 0 and every kept checkpoint: a list over seeds of
     {"seed", "checkpoints": [measure_model(...) + "val_loss" (the trainer's, if logged)],
     "train_loss": :func:`_binned_loss`}."""
@@ -95,7 +100,7 @@ def measure(cell: Cell, folder: Path, log=print) -> list[dict]:
     return out
 
 
-def run_arms(cells, root: Path, only=None, train_runs: bool = True, log=print) -> dict:
+def run_arms(cells, root: Path, only=None, train_runs: bool = True, log=progress) -> dict:
     """The arms' record: every cell of an arm named in ``only`` (default: all) trained (if
     ``train_runs``) and measured by :func:`run_arm`; every other cell taken from its saved
     ``arms.json`` when it was measured before with the same settings (never trained or
@@ -116,7 +121,7 @@ def run_arms(cells, root: Path, only=None, train_runs: bool = True, log=print) -
             "not_measured": missing}
 
 
-def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=print) -> dict | None:
+def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=progress) -> dict | None:
     """Train (if ``train_runs``) and measure arm ``cell`` under ``root``, reusing
     ``arms.json`` where it was made with the same settings; the arm's record, or None when its
     run is not finished and ``train_runs`` is False."""

@@ -18,13 +18,13 @@ import numpy as np
 from bornbiased_jax import bbm, data, io
 from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.io import progress
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies import family
 from bornbiased_jax.studies.sinks import convergence, is_control, sink_text_name
 from bornbiased_jax.train import loss_fn
-
 
 CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
            emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0, sink_text="held_out")
@@ -128,7 +128,7 @@ def scale_family(scale: str, family_name: str, corpus_flags) -> family.Family:
 
 
 def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
-          saved: dict | None = None, on_arm=None, log=print) -> dict:
+          saved: dict | None = None, on_arm=None, log=progress) -> dict:
     """Train (or resume) ``arms`` of family ``fam`` in ``runs`` one at a time, the baseline
     first, and measure each as it finishes: Figure 12's sink rates, the emergence over
     checkpoints and Table 7's perplexities. ``controls``: initialisation seeds of extra baseline
@@ -220,7 +220,7 @@ def _report(records: dict, s: dict, on_arm, wanted: list[str]) -> None:
         on_arm(records)
 
 
-def measure_arm(s: dict, folder: Path, text: dict, tc, log=print) -> dict:
+def measure_arm(s: dict, folder: Path, text: dict, tc, log=progress) -> dict:
     """One finished run's record: Figure 12's sink rates of its last checkpoint, the
     emergence (sink rate and held-out perplexity) at every saved checkpoint and Table 7's
     perplexities, with the run's summary and training config (``log``: a line of results)."""

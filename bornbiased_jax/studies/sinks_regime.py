@@ -34,8 +34,8 @@ from pathlib import Path
 
 from bornbiased_jax import bbm, plots
 from bornbiased_jax.config import apply_overrides, get_preset
+from bornbiased_jax.data import VIM_DOCS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies.family import VIM_DOCS
 
 PAPER_EPS = 0.25  # Sec. 6.2.1
 GU_EPS, GU_T = 0.3, 64  # Gu et al.: per-sample thresholding at T = 64

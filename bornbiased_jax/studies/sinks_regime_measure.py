@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import bbm, data, io, runs
+from bornbiased_jax.io import progress
 from bornbiased_jax.probes import sink_windows, sinks
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, PAPER_EPS, Cell, summarise
@@ -33,7 +34,7 @@ NUM_SEQS = 100
 COPY_T = 128  # length of the Bigram-Backcopy sequences copy accuracy is scored on (or seq_len)
 
 
-def train(cell: Cell, folder: Path, log=print) -> float | None:
+def train(cell: Cell, folder: Path, log=progress) -> float | None:
     """Train (or resume) ``cell`` into ``folder`` as a ``bornbiased train`` subprocess with this
     interpreter (so the caller's ``nice`` and PYTHONPATH apply); None if it had finished already,
     else the wall seconds. A failed run raises ``RuntimeError`` with its exit status."""
@@ -99,7 +100,7 @@ def measure_checkpoint(m, cell: Cell, windows, task) -> dict:
     return out
 
 
-def measure(cell: Cell, folder: Path, log=print) -> dict:
+def measure(cell: Cell, folder: Path, log=progress) -> dict:
     """Every kept checkpoint of ``cell``'s run, and step 0, measured (module docstring)."""
     windows, task, note = _windows(cell, folder)
     vl = _val_losses(folder)
@@ -125,7 +126,7 @@ def measured(saved: Path, cell) -> dict | None:
     return rec if rec.get("settings") == json.loads(json.dumps(dataclasses.asdict(cell))) else None
 
 
-def run_grid(grid, root: Path, only=None, log=print) -> dict:
+def run_grid(grid, root: Path, only=None, log=progress) -> dict:
     """The grid's record: every cell named in ``only`` (default: all) trained and measured by
     :func:`run_cell`; every other cell taken from its saved ``regime.json`` when it was
     measured before with the same settings (never trained), else left out. A run for a few
@@ -143,7 +144,7 @@ def run_grid(grid, root: Path, only=None, log=print) -> dict:
             "summary": [summarise(c) for c in cells]}
 
 
-def run_cell(cell: Cell, root: Path, log=print) -> dict:
+def run_cell(cell: Cell, root: Path, log=progress) -> dict:
     """Train and measure ``cell`` under ``root`` (reusing ``regime.json`` where it was made
     with the same settings); the cell's record."""
     folder = Path(root) / cell.name
