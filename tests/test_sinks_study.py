@@ -95,7 +95,7 @@ def test_seed_control_is_the_baseline_from_another_seed(records):
     fam = fam._replace(pretrain=dataclasses.replace(fam.pretrain, val_fraction=0.25))
     again = f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=[8])
     assert again["missing_controls"] == ["control-s8"] and "control-s8" not in again["arms"]
-    assert "Not yet trained: amplification" in S.markdown(again, SETTINGS)
+    assert "Not measured yet (not in the record): amplification" in S.markdown(again, SETTINGS)
     assert "control-s8" in S.markdown(again, SETTINGS)
     for bad in ([42], [7, 7], [-1]):
         with pytest.raises(UserError, match="control seeds"):
@@ -106,7 +106,7 @@ def test_sink_study_tables_and_results_section(records):
     rec, root = records
     md = S.markdown(rec, SETTINGS)
     assert "| baseline |" in md and "| attenuation |" in md and "shifted prose" in md
-    assert "Not yet trained: amplification" in md
+    assert "Not measured yet (not in the record): amplification" in md
     section = _section(rec, SETTINGS)
     assert "Baseline develops sinks (validity gate)" in section
     assert "Table 7 perplexity, attenuation" in section
@@ -275,8 +275,10 @@ def test_validity_gate_needs_sinks_at_every_length(records):
     one = _section(_with_baseline_rates(rec, [(0.005, 0.002), (0.0, 0.0)]),
                               SETTINGS)
     assert _row(one, "Baseline develops sinks").endswith(
-        "| differs: no sinks at every length at this scale (rate > 0 by 2 SE) |")
+        "| differs: not sinks at every length at this scale: rate > 0 by 2 SE only at T = 8 |")
     assert "untestable" in _row(one, "attenuation: sinks")
+    none = _section(_with_baseline_rates(rec, [(0.0, 0.0), (0.0, 0.0)]), SETTINGS)
+    assert _row(none, "Baseline develops sinks").endswith("rate > 0 by 2 SE at no length |")
     every = _section(_with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)]),
                                 SETTINGS)
     assert _row(every, "Baseline develops sinks").endswith(
@@ -352,7 +354,7 @@ def test_headwise_rmsnorm_convergence_verdict(records):
         assert "beyond the paper" in _row(section, "Table 7 perplexity, gate")
         assert "untestable" in _row(section, "gate: sinks")
         assert _row(section, "amplification: sinks").endswith(
-            "| not trained yet | untestable: not trained yet |")
+            "| not measured yet | untestable: not in the record yet |")
     # with seed controls, the arm must also be below the baseline by more than another
     # initialisation seed moves it: a control 0.4 below the baseline makes -0.3 seed noise
     r = copy.deepcopy(rec)

@@ -121,7 +121,9 @@ def markdown(records: dict, s: dict) -> str:
                                                     for r in rows) + " |")
     missing = records["missing_arms"] + records.get("missing_controls", [])
     if missing:
-        lines += ["", "Not yet trained: " + ", ".join(missing)]
+        lines += ["", "Not measured yet (not in the record): " + ", ".join(missing)
+                  + "; `python -m experiments.figure12_table7 --arms NAME` trains and "
+                  "measures an arm, `--control-seeds SEED` a control."]
     return "\n".join(lines) + "\n"
 
 
@@ -140,6 +142,13 @@ def baseline_has_sinks(records: dict, s: dict) -> bool:
     one length alone (e.g. 0.5 % of heads at T = 32) is not that."""
     return all(r["sink_rate"] - 2 * r["sink_rate_se"] > 0
                for r in records["arms"]["baseline"]["figure12"][str(s["eps"][0])])
+
+
+def _where_sinks(rates: list[dict]) -> str:
+    """Why the gate failed, from the rates: the lengths with sinks (rate > 0 by 2 SE), if any."""
+    at = [r["T"] for r in rates if r["sink_rate"] - 2 * r["sink_rate_se"] > 0]
+    where = f"only at T = {', '.join(map(str, at))}" if at else "at no length"
+    return f"not sinks at every length at this scale: rate > 0 by 2 SE {where}"
 
 
 def claims(records: dict, s: dict) -> list[Claim]:
@@ -172,13 +181,13 @@ def claims(records: dict, s: dict) -> list[Claim]:
         f"{em[-1]['step']} (eps {eps0}; a uniform head's H_T/T = {_uniform_alpha(T):.4f})",
         REPRODUCED if developed else DIFFERS,
         "sinks at every length (rate > 0 by 2 SE; the paper's \"high\" has no number to "
-        "compare)" if developed else "no sinks at every length at this scale (rate > 0 by 2 SE)",
+        "compare)" if developed else _where_sinks(base_rate),
         "Sec. 6.2.1"))
     for arm, paper_txt in SINK_CLAIMS.items():
         if arm not in arms:
             if arm in records["missing_arms"]:
-                out.append(Claim(f"{arm}: sinks", paper_txt, "not trained yet", UNTESTABLE,
-                                 "not trained yet", "Sec. 6.2.1"))
+                out.append(Claim(f"{arm}: sinks", paper_txt, "not measured yet", UNTESTABLE,
+                                 "not in the record yet", "Sec. 6.2.1"))
             continue
         rs = arms[arm]["figure12"][eps0]
         a, b = np.asarray(rs[-1]["alpha_LH"]), np.asarray(base_rate[-1]["alpha_LH"])
@@ -277,7 +286,7 @@ def claims(records: dict, s: dict) -> list[Claim]:
         if arm in PAPER_TABLE7:
             wt2, c4 = PAPER_TABLE7[arm]
             out.append(Claim(f"Table 7 perplexity, {arm}", f"WikiText-2 {wt2} / C4 {c4}",
-                             "not trained yet", UNTESTABLE, "not trained yet", "Table 7"))
+                             "not measured yet", UNTESTABLE, "not in the record yet", "Table 7"))
     return out
 
 
