@@ -194,7 +194,11 @@ def test_saved_arms_carry_the_study_to_a_machine_without_their_runs(records, tmp
     assert (runs2 / "sink-gate-s42" / "tokenizer.json").read_text() == vocab.read_text()
     assert calls[-1] == (["attenuation", "baseline", "control-s7", "gate"],
                          ["amplification", "headwise_rmsnorm"])
-    assert calls[0][0] == ["baseline"]  # saved after every arm, the baseline first
+    # saved after every arm, and from the first save on with every saved arm: a run stopped
+    # while training the next arm leaves a record that lost nothing
+    assert calls[0] == (["attenuation", "baseline", "control-s7"],
+                        ["amplification", "headwise_rmsnorm", "gate"])
+    assert list(grown["arms"]) == ["baseline", "attenuation", "gate", "control-s7"]
     gate = grown["arms"]["gate"]
     assert gate["train_config"]["model_set"][-1] == "attn_output_gate=true"
     d, se = S.paired_difference(gate["table7"]["held_out"], saved["arms"]["baseline"]["table7"][

@@ -182,13 +182,23 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
         raise UserError(f"the baseline run {runs / names['baseline']} is not finished and no "
                         "saved measurement of it matches; run without --no-train (and with "
                         "the baseline among --arms) to train it")
+    def keep_saved(keys) -> None:
+        for key in keys:
+            records["arms"][key] = reuse[key]
+            log(f"{key}: saved measurement of {reuse[key]['measured']}")
+        if keys:
+            _report(records, s, on_arm, wanted)
+
+    # Every saved measurement joins the records before the first save, so that no save (one
+    # follows each arm) holds fewer arms than the record it replaces, even if the run stops.
+    keep_saved([key for key in wanted if not done[key] and key in reuse])
     for key in wanted:
         name = names[key]
+        if key in records["arms"]:
+            continue
         if not done[key]:
-            if key in reuse:
-                records["arms"][key] = reuse[key]
-                log(f"{key}: saved measurement of {reuse[key]['measured']}")
-                _report(records, s, on_arm, wanted)
+            if key in reuse:  # found once the text was read (after the baseline trained)
+                keep_saved([key])
                 continue
             if key not in to_train:
                 continue
@@ -213,7 +223,9 @@ def reusable(saved: dict | None, s: dict, sha256: str, specs: dict) -> dict:
 
 
 def _report(records: dict, s: dict, on_arm, wanted: list[str]) -> None:
-    arms = records["arms"]
+    """Order the arms as ``wanted`` (the baseline first), list the missing ones and hand the
+    records to ``on_arm`` once they hold the baseline."""
+    records["arms"] = arms = {k: records["arms"][k] for k in wanted if k in records["arms"]}
     records["missing_arms"] = [a for a in ARMS if a not in arms]
     records["missing_controls"] = [k for k in wanted if is_control(k) and k not in arms]
     if on_arm is not None and "baseline" in arms:
