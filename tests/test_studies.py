@@ -628,3 +628,25 @@ def test_kept_seedprint_rows_carry_their_known_defect(monkeypatch):
     assert "| Figure 13 | a | b | differs |" in body and "| confound row | p | o |" in body
     assert "Figure 13: measured with a configuration bug since fixed" in body
     assert "Table 4b/4c analog:" not in body  # kept, but with no known defect
+
+
+def test_results_md_is_the_render_of_the_committed_records():
+    """RESULTS.md as committed is exactly what the renderer makes of the committed records (no
+    row edited by hand, none stale), and every verdict cell of every table, the hand-written GPU
+    section's included, starts with a word of the vocabulary."""
+    import re
+    from pathlib import Path
+
+    repo = Path(render.__file__).resolve().parents[2]
+    text = (repo / "RESULTS.md").read_text()
+    assert render.render(text, render.load_records(repo / render.RECORDS)) == text
+    tables = 0
+    for block in re.findall(r"(?m)^(\|.*\| verdict \|\n\|[-|]+\|\n(?:\|.*\|\n)+)", text):
+        rows = block.splitlines()[2:]
+        tables += 1
+        for row in rows:
+            verdict = row.rstrip(" |").rsplit(" | ", 1)[1]
+            word = verdict.split(":", 1)[0]
+            assert word in V.VERDICTS, row[:120]
+    # every table with a verdict column was read (one per section that has claims)
+    assert tables == len(re.findall(r"(?m)^\|.*\| verdict \|$", text)) >= 9
