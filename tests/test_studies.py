@@ -650,3 +650,29 @@ def test_results_md_is_the_render_of_the_committed_records():
             assert word in V.VERDICTS, row[:120]
     # every table with a verdict column was read (one per section that has claims)
     assert tables == len(re.findall(r"(?m)^\|.*\| verdict \|$", text)) >= 9
+
+
+def test_sinks_at_initialisation_rule():
+    """The rescalings at initialisation: reproduced when the last-to-first std ratio equals
+    what non-uniform softmax weights alone leave (within 4 SE), differs when it is further;
+    head-wise RMSNorm and the gate are measurements beyond the paper."""
+    from bornbiased_jax.studies import sinks
+
+    def variant(ratio, se, pred=1.046):
+        return {"std_ratio_last_to_first": ratio, "std_ratio_se": se, "loglog_slope": 0.01,
+                "loglog_slope_se": 0.001, "softmax_ratio_pred": pred}
+
+    rec = {name: variant(1.049, 0.0015) for name in sinks.INIT_VARIANTS}
+    rec["baseline"] = variant(0.185, 0.0003)
+    d = {"run": {"settings": {"seq_len": 32}}, "records": rec}
+    rows = {c.claim: c for c in sinks.init_claims(d)}
+    amp = rows["At initialisation: amplification sqrt(i)"]
+    assert amp.verdict == V.REPRODUCED and "predicts 1.046 (+2.0 SE)" in amp.why
+    assert "1/sqrt(T) = 0.177" in amp.ours
+    assert rows["At initialisation: head-wise RMSNorm"].verdict == V.BEYOND
+    # a ratio 5 SE above the prediction, or the baseline's decay left in place: differs
+    rec["attenuation sqrt(i/T)"] = variant(1.046 + 5 * 0.0015, 0.0015)
+    rec["amplification sqrt(i)"] = variant(0.185, 0.0003)
+    rows = {c.claim: c for c in sinks.init_claims(d)}
+    assert rows["At initialisation: attenuation sqrt(i/T)"].verdict == V.DIFFERS
+    assert rows["At initialisation: amplification sqrt(i)"].verdict == V.DIFFERS

@@ -294,7 +294,7 @@ def gpu_campaign_section(records: dict, old: str) -> str | None:
 def sinks_section(records: dict, old: str) -> str | None:
     if "figure12_table7" not in records:
         return None
-    return sinks.section(records["figure12_table7"])
+    return sinks.section(records["figure12_table7"], records.get("sinks_init"))
 
 
 HEADER = ("# Results", "",

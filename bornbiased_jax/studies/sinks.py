@@ -290,9 +290,56 @@ def claims(records: dict, s: dict) -> list[Claim]:
     return out
 
 
-def section(d: dict) -> str:
+# Sec. 6.2.1's rescalings at initialisation (experiments/sinks_init.py's record, one entry per
+# variant) and what the paper says of each.
+INIT_VARIANTS = {"amplification sqrt(i)": "o~_i = sqrt(i) o_i 'directly counteracts' Eq. 2's "
+                                          "1/sqrt(i) std decay",
+                 "attenuation sqrt(i/T)": "o~_i = sqrt(i/T) o_i equalises the variance over "
+                                          "positions",
+                 "head-wise RMSNorm": "not stated (companion paper)",
+                 "sigmoid gate (not in paper)": "not in the paper"}
+INIT_Z = 4.0  # standard errors within which a ratio counts as its prediction
+
+
+def init_claims(d: dict) -> list[Claim]:
+    """The rescalings' effect at initialisation, from experiments/sinks_init.py's saved JSON
+    (per-position std of one random attention block's head outputs, standard errors over
+    independent weight draws). Rule: amplification and attenuation are reproduced when their
+    last-to-first std ratio std(o~_T)/std(o~_1) equals what the softmax weights' non-uniformity
+    alone leaves after the rescaling, sqrt(f_T / f_1) with f_i = i E[sum_j A_ij^2] measured on
+    the same draws, within INIT_Z standard errors: the rescaling then cancels Eq. 2's
+    positional decay exactly; otherwise they differ. Head-wise RMSNorm and the gate (not the
+    paper's rescalings) are measurements beyond the paper."""
+    rec, T = d["records"], d["run"]["settings"]["seq_len"]
+    base = rec["baseline"]
+    out = []
+    for name, paper in INIT_VARIANTS.items():
+        r = rec[name]
+        ours = (f"std(o~_T)/std(o~_1) {r['std_ratio_last_to_first']:.3f} +- "
+                f"{r['std_ratio_se']:.3f}, slope of log std vs log i "
+                f"{r['loglog_slope']:+.3f} +- {r['loglog_slope_se']:.3f} (baseline "
+                f"{base['std_ratio_last_to_first']:.3f}, {base['loglog_slope']:+.3f}; uniform "
+                f"attention 1/sqrt(T) = {T ** -0.5:.3f}, -0.5; T = {T})")
+        if name.startswith(("amplification", "attenuation")):
+            pred = r["softmax_ratio_pred"]
+            z = (r["std_ratio_last_to_first"] - pred) / r["std_ratio_se"]
+            flat = abs(z) <= INIT_Z
+            verdict = REPRODUCED if flat else DIFFERS
+            why = (f"flat up to the softmax weights' non-uniformity, which predicts {pred:.3f} "
+                   f"({z:+.1f} SE)" if flat else
+                   f"the ratio is {z:+.1f} SE from the {pred:.3f} that non-uniform softmax "
+                   "weights alone would leave")
+        else:
+            verdict, why = BEYOND, "measured"
+        out.append(Claim(f"At initialisation: {name}", paper, ours, verdict, why,
+                         "Sec. 6.2.1"))
+    return out
+
+
+def section(d: dict, init: dict | None = None) -> str:
     """The sinks section of RESULTS.md (without its marker lines) from figure12_table7's saved
-    JSON: the claims, then the Figure 12, Table 7 and convergence tables."""
+    JSON (and sinks_init's, ``init``, whose rows come first): the claims, then the Figure 12,
+    Table 7 and convergence tables."""
     records, info = d["records"], d["run"]
     s, scale, where = records["settings"], info["scale"], records.get("where", "")
     base = records["arms"]["baseline"]
@@ -310,5 +357,6 @@ def section(d: dict) -> str:
              "training runs: seed-to-seed variation of training is not in them"
              + (": the control rows (the baseline trained from another initialisation seed on "
                 "the same data in the same order) show how large it is." if controls else "."), "",
-             claims_table(claims(records, s)), "", markdown(records, s)]
+             claims_table((init_claims(init) if init else []) + claims(records, s)), "",
+             markdown(records, s)]
     return "\n".join(lines)
