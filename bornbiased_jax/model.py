@@ -240,6 +240,13 @@ def check_seq_len(cfg: ModelConfig, T: int) -> None:
                         f"of {cfg.name}; use a shorter sequence or a preset with longer context")
 
 
+def check_has_attention(cfg: ModelConfig, need: str) -> None:
+    """A ``UserError`` unless ``cfg`` has softmax attention maps; ``need`` says what needed them."""
+    if not cfg.has_attn_params:
+        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
+                        f"attention={cfg.attention!r}): {need}")
+
+
 def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *,
             embeds_Td: jax.Array | None = None, last_only: bool = False,
             return_hidden: bool = False, return_attention: bool = False) -> ForwardOutput:
@@ -266,9 +273,7 @@ def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *
     decoder, variables = Decoder(cfg), {"params": params}
     if not return_attention:
         return decoder.apply(variables, tokens_T, embeds_Td, last_only, return_hidden)
-    if not cfg.has_attn_params:
-        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
-                        f"attention={cfg.attention!r}); return_attention needs both")
+    check_has_attention(cfg, "return_attention needs attention maps")
     out, state = decoder.apply(variables, tokens_T, embeds_Td, last_only, return_hidden,
                                mutable=["intermediates"])
     sown = state["intermediates"]

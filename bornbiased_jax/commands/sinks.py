@@ -74,7 +74,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bornbiased_jax import io
+    from bornbiased_jax import io, model
     from bornbiased_jax.config import apply_overrides
     from bornbiased_jax.probes import sink_windows, sinks, sinks_tables
     from bornbiased_jax.sources import init_params, load_source
@@ -93,9 +93,7 @@ def run(args) -> int:
                             f"{loaded.kind} folder with its own recorded settings")
         cfg = apply_overrides(cfg, args.model_set)
         params = init_params(cfg, loaded.seed)
-    if not cfg.has_attn_params:
-        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
-                        f"attention={cfg.attention!r}): there are no attention maps to measure")
+    model.check_has_attention(cfg, "there are no attention sinks to measure")
     too_long = [T for T in lengths if T > cfg.max_seq_len]
     if too_long:
         raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "

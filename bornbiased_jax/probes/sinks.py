@@ -154,9 +154,7 @@ def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
     The maps (L, H, T, T) of ``batch`` sequences at a time live in memory (by default about
     64 MiB of them); only alpha leaves the compiled function (``sweep.run_probe``)."""
     eps = check_eps(eps)
-    if not cfg.has_attn_params:
-        raise UserError(f"{cfg.name} has no softmax attention (block={cfg.block!r}, "
-                        f"attention={cfg.attention!r}), so it has no attention sinks to measure")
+    model.check_has_attention(cfg, "there are no attention sinks to measure")
     tokens_ST = np.asarray(tokens_ST)
     if tokens_ST.ndim != 2 or len(tokens_ST) == 0:
         raise UserError(f"expected token ids of shape (S, T) with S >= 1, got {tokens_ST.shape}")
