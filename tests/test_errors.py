@@ -145,3 +145,21 @@ def test_host_device_count_flag_joins_a_users_xla_flags():
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[0] == "4" and "--xla_dump_hlo_as_text" in out.stdout
+
+
+def test_unknown_probe_input_or_output_is_named_with_the_choices():
+    """The probe input kinds and outputs have one check each, used by the probe makers and by
+    SeedPrint's settings (which fail before any model is loaded)."""
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.fingerprint.compare import Settings
+    from bornbiased_jax.probes.inputs import probe_inputs
+    from bornbiased_jax.probes.outputs import feature_probe
+
+    with pytest.raises(UserError, match=r"unknown input kind 'images'; choose one of \('tokens'"):
+        Settings(input="images")
+    with pytest.raises(UserError, match=r"unknown output 'hidden'; choose one of \('normed'"):
+        Settings(output="hidden")
+    with pytest.raises(UserError, match="unknown input kind 'images'"):
+        probe_inputs("images", get_preset("gpt2-rope-nano"), 2, 4)
+    with pytest.raises(UserError, match="unknown output 'hidden'"):
+        feature_probe(get_preset("gpt2-rope-nano"), "hidden")

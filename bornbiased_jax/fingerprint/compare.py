@@ -18,8 +18,8 @@ from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.fingerprint.result import ALPHA, check_alpha
-from bornbiased_jax.probes.inputs import INPUTS, probe_inputs
-from bornbiased_jax.probes.outputs import OUTPUTS
+from bornbiased_jax.probes.inputs import check_kind, probe_inputs
+from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
 
 TESTS = ("paper", "official", "calibrated", "permutation")
@@ -58,10 +58,8 @@ class Settings:
         bad = [t for t in self.tests if t not in TESTS]
         if bad or not self.tests:
             raise UserError(f"unknown test(s) {bad}; choose among {TESTS}")
-        if self.input not in INPUTS:
-            raise UserError(f"unknown input kind {self.input!r}; choose one of {INPUTS}")
-        if self.output not in OUTPUTS:
-            raise UserError(f"unknown output {self.output!r}; choose one of {OUTPUTS}")
+        check_kind(self.input)
+        check_output(self.output)
         _check_int("n (inputs)", self.n, 3, "the lineage tests need n >= 3")
         _check_int("seq_len", self.seq_len, 1)
         for name in ("m", "k"):

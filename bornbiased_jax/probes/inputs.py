@@ -76,6 +76,11 @@ class GaussianEmbeds(_LazyRows):
 INPUTS = ("tokens", "gaussian")
 
 
+def check_kind(kind: str) -> None:
+    if kind not in INPUTS:
+        raise UserError(f"unknown input kind {kind!r}; choose one of {INPUTS}")
+
+
 def probe_inputs(kind: str, cfg, num_seqs: int, seq_len: int, probe_seed: int = 0, *,
                  embedding: np.ndarray | None = None):
     """The probe set of a run: a lazy (N, T) token or (N, T, d) Gaussian probe set, keyed by
@@ -85,8 +90,7 @@ def probe_inputs(kind: str, cfg, num_seqs: int, seq_len: int, probe_seed: int = 
     ``kind`` 'tokens': ids uniform over ``cfg.vocab_size``; 'gaussian': i.i.d. N(0, init_std^2)
     input embeddings, or, given ``embedding`` (V, d), a model's embedding matrix, with its mean
     and std (SeedPrint's Algorithm 1)."""
-    if kind not in INPUTS:
-        raise UserError(f"unknown input kind {kind!r}; choose one of {INPUTS}")
+    check_kind(kind)
     if num_seqs < 1:
         raise UserError(f"the number of sequences must be >= 1, got {num_seqs}")
     if not 1 <= seq_len <= cfg.max_seq_len:

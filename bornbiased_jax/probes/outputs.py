@@ -21,13 +21,17 @@ from bornbiased_jax.sweep import SplitProbe
 OUTPUTS = ("normed", "prenorm", "logits")
 
 
+def check_output(output: str) -> None:
+    if output not in OUTPUTS:
+        raise UserError(f"unknown output {output!r}; choose one of {OUTPUTS}")
+
+
 @functools.lru_cache(maxsize=32)
 def feature_probe(cfg: ModelConfig, output: str = "normed"):
     """probe(params, x) -> g(x), (d_out,), for one model and one sequence (tokens or embeds).
 
     Cached per (config, output), so repeated sweeps reuse one compiled program."""
-    if output not in OUTPUTS:
-        raise UserError(f"unknown output {output!r}; choose one of {OUTPUTS}")
+    check_output(output)
     if output == "prenorm":
         return lambda params, x: model.forward_input(  # X^(L) at T
             params, cfg, x, return_hidden=True).hidden[-1, -1]
