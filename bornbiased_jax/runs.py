@@ -84,10 +84,12 @@ def _setting(tc, name: str):
 
 def read_documents(corpus, tc) -> list[str]:
     """The documents a run with settings ``tc`` (a TrainConfig or run.json's train_config)
-    reads from ``corpus``: its first ``corpus_max_mb`` MiB of text."""
+    reads from ``corpus``: its first ``corpus_max_mb`` MiB of text (a ``UserError`` when there
+    is none)."""
     from bornbiased_jax import data
 
-    return data.load_corpus(corpus, max_bytes=int(_setting(tc, "corpus_max_mb") * 2**20))
+    return data.load_nonempty_corpus(corpus,
+                                     max_bytes=int(_setting(tc, "corpus_max_mb") * 2**20))
 
 
 def validation_split(corpus, tc) -> tuple[list[str], list[str]]:

@@ -428,8 +428,6 @@ class Run:
             self._new_files = None
             return
         docs = runs.read_documents(corpus, self.tc)
-        if not docs:
-            raise UserError(f"the corpus {corpus} is empty: no readable, non-empty text files")
         if self.source is not None and tokenizer_path is None:
             tokenizer_path = _source_tokenizer(self.source)
         tok = None
