@@ -242,12 +242,12 @@ def test_theory_rows_from_the_saved_record():
     allowance, recomputed from the numbers) and is 'differs' when it does not; a row finished
     before saving is not marked twice."""
     from bornbiased_jax.studies import theory
-    from bornbiased_jax.theory.claims import Claim
+    from bornbiased_jax.theory.claims import TheoryClaim
 
-    rows = [Claim("a", "Prop. 2", "1/pi", 0.3183, 0.3190, 0.001, 0.002),
-            Claim("b", "Eq. 2", "1", 1.9, 1.95, 0.01, verdict=V.CORRECTED, note="softmax"),
-            Claim("c", "Prop. 4", "0.98", 0.984, 0.90, 0.01).finish(),
-            Claim("d", "Table 1", "4.55e-137", -67.1, verdict=V.CORRECTED, note="N = 2,000")]
+    rows = [TheoryClaim("a", "Prop. 2", "1/pi", 0.3183, 0.3190, 0.001, 0.002),
+            TheoryClaim("b", "Eq. 2", "1", 1.9, 1.95, 0.01, verdict=V.CORRECTED, note="softmax"),
+            TheoryClaim("c", "Prop. 4", "0.98", 0.984, 0.90, 0.01).finish(),
+            TheoryClaim("d", "Table 1", "4.55e-137", -67.1, verdict=V.CORRECTED, note="N = 2,000")]
     record = {"run": {"fast": True}, "records": [r.to_json() for r in rows]}
     record["records"][0]["simulated"] = 0.3183 + 4 * 0.001 + 0.0021  # now beyond 4 SE + 0.002
     got = theory.claims(record)

@@ -5,16 +5,16 @@ import json
 
 from bornbiased_jax.cli import main
 from bornbiased_jax.theory import claims
-from bornbiased_jax.theory.claims import Claim
+from bornbiased_jax.theory.claims import TheoryClaim
 from bornbiased_jax.verdicts import DIFFERS, HOLDS
 
 
 def test_claim_agreement_rule():
-    c = Claim("x", "s", "p", 1.0, 1.03, 0.01, allowance=0.0)
+    c = TheoryClaim("x", "s", "p", 1.0, 1.03, 0.01, allowance=0.0)
     assert c.agrees  # 3 SE
-    assert not Claim("x", "s", "p", 1.0, 1.05, 0.01).agrees  # 5 SE
-    assert Claim("x", "s", "p", 1.0, 1.05, 0.01, allowance=0.02).agrees
-    assert Claim("x", "s", "p", 1.0).agrees is None
+    assert not TheoryClaim("x", "s", "p", 1.0, 1.05, 0.01).agrees  # 5 SE
+    assert TheoryClaim("x", "s", "p", 1.0, 1.05, 0.01, allowance=0.02).agrees
+    assert TheoryClaim("x", "s", "p", 1.0).agrees is None
 
 
 def test_theory_cli_fast(tmp_path, capsys, monkeypatch, sims):
@@ -34,8 +34,8 @@ def test_theory_cli_fast(tmp_path, capsys, monkeypatch, sims):
 
 
 def test_theory_cli_fails_when_a_simulation_disagrees(tmp_path, capsys, monkeypatch):
-    ok = Claim("agrees", "s", "p", 1.0, 1.0, 0.01)
-    off = Claim("off by 10 SE", "s", "p", 1.0, 1.1, 0.01).finish()
+    ok = TheoryClaim("agrees", "s", "p", 1.0, 1.0, 0.01)
+    off = TheoryClaim("off by 10 SE", "s", "p", 1.0, 1.1, 0.01).finish()
     asked = []
     monkeypatch.setattr(claims, "build_claims", lambda fast=False: asked.append(fast) or [ok, off])
     out = tmp_path / "theory.json"

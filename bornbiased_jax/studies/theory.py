@@ -6,11 +6,11 @@ the model zoo's own blocks (:mod:`bornbiased_jax.theory.claims`). The verdict of
 the paper's statement with the closed form ("holds", "corrected", "beyond the paper": the row's
 note says why) and is "differs" whenever the simulation disagrees with the closed form: by more
 than 4 standard errors plus the row's stated finite-width allowance (recomputed here from the
-saved numbers, :meth:`theory.claims.Claim.finish`)."""
+saved numbers, :meth:`theory.claims.TheoryClaim.finish`)."""
 
 from __future__ import annotations
 
-from bornbiased_jax.theory.claims import Z, Claim
+from bornbiased_jax.theory.claims import Z, TheoryClaim
 from bornbiased_jax.verdicts import table
 
 INTRO = (f"Each closed form is checked against a simulation through random networks built "
@@ -22,7 +22,7 @@ INTRO = (f"Each closed form is checked against a simulation through random netwo
 
 def claims(record: dict) -> list:
     """The RESULTS.md rows of a saved theory record."""
-    return [Claim.from_json(r).row() for r in record["records"]]
+    return [TheoryClaim.from_json(r).row() for r in record["records"]]
 
 
 def section(record: dict, command: str, where: str) -> str:

@@ -29,7 +29,7 @@ Z = 4.0
 
 
 @dataclasses.dataclass
-class Claim:
+class TheoryClaim:
     """A theory row: the shared :class:`bornbiased_jax.verdicts.Claim` fields (claim, section,
     paper, verdict, note) with the numbers behind "ours": the closed form and the simulation
     (mean, SE, allowed finite-width bias). :meth:`row` gives the shared row."""
@@ -53,7 +53,7 @@ class Claim:
             return None
         return bool(abs(self.simulated - self.closed_form) <= Z * self.se + self.allowance)
 
-    def finish(self) -> "Claim":
+    def finish(self) -> "TheoryClaim":
         """The claim with the simulation's verdict: "differs" (the note says so) when the
         simulation disagrees with the closed form; unchanged otherwise, and when already
         finished."""
@@ -71,7 +71,7 @@ class Claim:
         return Row(self.claim, self.paper, ours, self.verdict, self.note, self.section)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Claim":
+    def from_json(cls, d: dict) -> "TheoryClaim":
         """The claim of a saved record (:meth:`to_json`), finished."""
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d}).finish()
 
@@ -82,39 +82,39 @@ class Claim:
         return d
 
 
-def build_claims(fast: bool = False) -> list[Claim]:
+def build_claims(fast: bool = False) -> list[TheoryClaim]:
     """Compute every row. ``fast`` shrinks replicate counts (wider SEs, same tolerances rule)."""
     k = 0.5 if fast else 1.0
     R = lambda n: max(16, int(n * k))  # noqa: E731  (>= 16 replicates keep the SE itself stable)
-    rows: list[Claim] = []
+    rows: list[TheoryClaim] = []
     width = 1024
     fw = 2.0 / width  # finite-width allowance for MLP0 cosines at d = 1024, d_ff = 4096
 
     # --- Proposition 2 -------------------------------------------------------------------------
     relu = simulate.mlp0_inter_similarity("relu", 4, d=width, d_ff=4 * width, reps=R(32))
     it = kernels.relu_iterates(4)
-    rows.append(Claim("ReLU MLP0: rho_1 = 1/pi", "Prop. 2", "1/pi = 0.3183", it[1],
-                      relu.mean[1], relu.se[1], fw))
-    rows.append(Claim("ReLU MLP0: rho_2 (MLP0 o MLP0)", "Prop. 2, 4", "~0.49 (0.493)", it[2],
-                      relu.mean[2], relu.se[2], fw))
-    rows.append(Claim("ReLU MLP0: rho_4, increasing in l", "Prop. 2", "increasing to 1", it[4],
-                      relu.mean[4], relu.se[4], fw))
-    rows.append(Claim(
+    rows.append(TheoryClaim("ReLU MLP0: rho_1 = 1/pi", "Prop. 2", "1/pi = 0.3183", it[1],
+                            relu.mean[1], relu.se[1], fw))
+    rows.append(TheoryClaim("ReLU MLP0: rho_2 (MLP0 o MLP0)", "Prop. 2, 4", "~0.49 (0.493)",
+                            it[2], relu.mean[2], relu.se[2], fw))
+    rows.append(TheoryClaim("ReLU MLP0: rho_4, increasing in l", "Prop. 2", "increasing to 1",
+                            it[4], relu.mean[4], relu.se[4], fw))
+    rows.append(TheoryClaim(
         "ReLU: g(rho) > rho on [0,1), so rho_l -> 1", "Prop. 2 proof", "from g(0)>0, g'(1)=1",
         None, verdict=CORRECTED,
         note="conclusion true; the proof's reason is incomplete: h(rho) = g(rho) - rho has "
              "h' = -arccos(rho)/pi < 0 and h(1) = 0 (a hypothesis property in theory/)"))
     lbig = 10_000
     tail = lbig**2 * (1 - kernels.relu_iterates(lbig)[-1])
-    rows.append(Claim(
+    rows.append(TheoryClaim(
         "ReLU: rate l^2 (1 - rho_l) -> 9 pi^2/2", "Prop. 2 (beyond)", "'stable fixed point 1'",
         kernels.relu_tail_constant(), tail, 0.0, 0.01 * kernels.relu_tail_constant(),
         verdict=BEYOND,
         note=f"g'(1) = 1: the fixed point is marginal, convergence polynomial; simulated column "
              f"is the iterated map at l = {lbig:,}"))
     tanh = simulate.mlp0_inter_similarity("tanh", 3, d=width, d_ff=4 * width, reps=R(32))
-    rows.append(Claim("tanh MLP0: E rho_l = 0 (l = 3)", "Prop. 2", "0", 0.0, tanh.mean[3],
-                      tanh.se[3], note="exact at any width (odd network, symmetric inputs)"))
+    rows.append(TheoryClaim("tanh MLP0: E rho_l = 0 (l = 3)", "Prop. 2", "0", 0.0, tanh.mean[3],
+                            tanh.se[3], note="exact at any width (odd network, symmetric inputs)"))
 
     # --- Finding 4.1 as a prediction -----------------------------------------------------------
     for sigma, label in [(0.011, "no LayerNorm"), (0.554, "with LayerNorm")]:
@@ -122,7 +122,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
         input_std = sigma / (0.02 * math.sqrt(width))
         sim = simulate.mlp0_inter_similarity("gelu", 1, d=width, d_ff=4 * width, reps=R(32),
                                              input_std=input_std)
-        rows.append(Claim(
+        rows.append(TheoryClaim(
             f"GELU MLP0 rho_1 at sigma = {sigma} ({label})", "Finding 4.1 (beyond)",
             "~symmetric" if sigma < 0.1 else "asymmetric", closed, sim.mean[1], sim.se[1],
             fw * closed / kernels.relu_iterates(1)[1], verdict=BEYOND,
@@ -133,24 +133,26 @@ def build_claims(fast: bool = False) -> list[Claim]:
     T = 128
     p4 = simulate.prop4_similarities(T, d=512, d_ff=2048, n_seqs=48, reps=R(24))
     fw4 = 2.0 / 512
-    rows.append(Claim("Table 3: h = MLP0(x)", "Table 3", "0.31", 1 / math.pi,
-                      float(p4["h"].mean), float(p4["h"].se), fw4))
-    rows.append(Claim("Table 3: MLP0 o MLP0", "Table 3, Prop. 4", "0.49", it[2],
-                      float(p4["mlp0_mlp0"].mean), float(p4["mlp0_mlp0"].se), fw4))
-    rows.append(Claim(f"Attn0 o MLP0 = T/(T+pi-1), T = {T}", "Table 3, Prop. 4", "0.98",
-                      float(attn0.prop4_attn0_after_relu(T)), float(p4["attn0_mlp0"].mean),
-                      float(p4["attn0_mlp0"].se), fw4 * (1 - float(attn0.prop4_attn0_after_relu(T)))))
+    rows.append(TheoryClaim("Table 3: h = MLP0(x)", "Table 3", "0.31", 1 / math.pi,
+                            float(p4["h"].mean), float(p4["h"].se), fw4))
+    rows.append(TheoryClaim("Table 3: MLP0 o MLP0", "Table 3, Prop. 4", "0.49", it[2],
+                            float(p4["mlp0_mlp0"].mean), float(p4["mlp0_mlp0"].se), fw4))
+    rows.append(TheoryClaim(f"Attn0 o MLP0 = T/(T+pi-1), T = {T}", "Table 3, Prop. 4", "0.98",
+                            float(attn0.prop4_attn0_after_relu(T)), float(p4["attn0_mlp0"].mean),
+                            float(p4["attn0_mlp0"].se),
+                            fw4 * (1 - float(attn0.prop4_attn0_after_relu(T)))))
 
     # --- Proposition 5 -------------------------------------------------------------------------
     rng = np.random.default_rng(0)
     s, t = np.sort(rng.integers(1, 10**6, size=(2, 200_000)), axis=0)
     frac = float(np.mean(s / t <= 0.5))
-    rows.append(Claim("Prop. 5 proof: density of r = s/t", "App. A.3", "f(r) = 2r, P(r<=1/2)=1/4",
-                      0.5, frac, math.sqrt(0.25 / s.size), verdict=CORRECTED,
-                      note="r is uniform on (0,1); the final formula is the uniform-density "
-                           "result, so only the stated step is wrong"))
+    rows.append(TheoryClaim("Prop. 5 proof: density of r = s/t", "App. A.3",
+                            "f(r) = 2r, P(r<=1/2)=1/4", 0.5, frac, math.sqrt(0.25 / s.size),
+                            verdict=CORRECTED,
+                            note="r is uniform on (0,1); the final formula is the uniform-density "
+                                 "result, so only the stated step is wrong"))
     for L in (2, 3, 4):
-        rows.append(Claim(
+        rows.append(TheoryClaim(
             f"Prop. 5 closed form rho'(L={L}) = limit after L-1 Attn0 layers", "Prop. 5",
             f"{attn0.paper_prop5_closed_form(L):.4f} 'after L layers'",
             attn0.attn0_intra_limit(L - 1), verdict=CORRECTED,
@@ -162,7 +164,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
         for n in (1, 2, 3, 4):
             exact = attn0.attn0_intra_exact(Tn, n)
             approx = float(attn0.paper_prop5_approximation(Tn, n + 1))
-            rows.append(Claim(
+            rows.append(TheoryClaim(
                 f"Attn0 intra-seq cosine, T = {Tn}, {n} layer(s)", "Prop. 5, Fig. 8",
                 f"{approx:.4f} (approx.) / {attn0.paper_prop5_finite_T(Tn, n + 1):.4f}",
                 exact, float(sim.mean[n]), float(sim.se[n]), 2.0 / (2048 if Tn == 16 else 256),
@@ -178,7 +180,7 @@ def build_claims(fast: bool = False) -> list[Claim]:
     ratio = var.variance.mean / float(var.value_variance.mean) * np.arange(1, Tv + 1)
     # SE of the ratio at i = T from the replicate spread (value variance is far tighter).
     ratio_se = float(var.variance.se[-1] / var.value_variance.mean * Tv)
-    rows.append(Claim(
+    rows.append(TheoryClaim(
         f"softmax attention: i Var(o_i)/sigma_v^2 at i = {Tv}", "Eq. 2, Fig. 9",
         "1 (sigma^2/i, 'near-perfect overlap')", float(factor[-1]), float(ratio[-1]), ratio_se,
         verdict=CORRECTED,
@@ -187,12 +189,12 @@ def build_claims(fast: bool = False) -> list[Claim]:
     uni = simulate.attention_output_variance(Tv, d=768, n_heads=12, n_seqs=64, reps=R(16),
                                              uniform=True)
     r_uni = float(uni.variance.mean[-1] / uni.value_variance.mean * Tv)
-    rows.append(Claim(f"Attn0 weights: i Var(o_i)/sigma_v^2 at i = {Tv}", "Eq. 2", "1", 1.0,
-                      r_uni, float(uni.variance.se[-1] / uni.value_variance.mean * Tv)))
+    rows.append(TheoryClaim(f"Attn0 weights: i Var(o_i)/sigma_v^2 at i = {Tv}", "Eq. 2", "1", 1.0,
+                            r_uni, float(uni.variance.se[-1] / uni.value_variance.mean * Tv)))
 
     # --- Table 1's binomial test ---------------------------------------------------------------
     lp = bonferroni_log10_p(52, 2000, 50_304)
-    rows.append(Claim(
+    rows.append(TheoryClaim(
         "Table 1: log10 p of GPT-2 nano seed 42, T = 64, 2.60 %", "Table 1, App. B.2",
         "4.55e-137", lp,
         verdict=CORRECTED,
@@ -203,15 +205,16 @@ def build_claims(fast: bool = False) -> list[Claim]:
     n, d_out, m = 200, 768, 50
     sizes, taus = seedprint_null.simulate_gaussian_null(n, d_out, m, R(200), rng)
     mean_s, var_s = seedprint_null.identity_dims_moments(d_out, m)
-    rows.append(Claim(f"SeedPrint null: E size(S) = m^2/d_out (m={m}, d_out={d_out})",
-                      "Alg. 1 (beyond)", "-", mean_s, float(sizes.mean()),
-                      math.sqrt(var_s / sizes.size), verdict=BEYOND))
+    rows.append(TheoryClaim(f"SeedPrint null: E size(S) = m^2/d_out (m={m}, d_out={d_out})",
+                            "Alg. 1 (beyond)", "-", mean_s, float(sizes.mean()),
+                            math.sqrt(var_s / sizes.size), verdict=BEYOND))
     v = kendall_null_var(n)
-    rows.append(Claim(f"SeedPrint null: Var(tau) = 2(2n+5)/(9n(n-1)), n = {n}",
-                      "Alg. 1, B.3.1 (beyond)", "Gaussian, centred at 0", v,
-                      float(taus.var(ddof=1)), v * math.sqrt(2.0 / (taus.size - 1)),
-                      verdict=BEYOND,
-                      note="selection of S does not change the tau null: exact permutation law"))
+    rows.append(TheoryClaim(f"SeedPrint null: Var(tau) = 2(2n+5)/(9n(n-1)), n = {n}",
+                            "Alg. 1, B.3.1 (beyond)", "Gaussian, centred at 0", v,
+                            float(taus.var(ddof=1)), v * math.sqrt(2.0 / (taus.size - 1)),
+                            verdict=BEYOND,
+                            note="selection of S does not change the tau null: exact "
+                                 "permutation law"))
     return [r.finish() for r in rows]
 
 
@@ -223,7 +226,7 @@ def _num(x) -> str:
     return f"{x:.4f}"
 
 
-def format_table(rows: list[Claim]) -> str:
+def format_table(rows: list[TheoryClaim]) -> str:
     """A markdown table of the claims."""
     f = _num
 
