@@ -14,6 +14,8 @@
 * :func:`clopper_pearson`, the exact binomial confidence interval of a proportion;
   :func:`mean_se` and :func:`t_quantile`, a sample mean's standard error and Student's t
   quantile for intervals over a few seeds.
+* :func:`kendall_null_var` and :func:`kendall_null_sd`, the exact permutation null of
+  Kendall's tau (SeedPrint's per-dimension statistic).
 * Formatting of p-values for tables: :func:`fmt_p` (a p-value) and :func:`format_log10_p`
   (a p-value given by its log10).
 """
@@ -24,6 +26,8 @@ import math
 
 import numpy as np
 from scipy import special, stats
+
+from bornbiased_jax.errors import UserError
 
 LOG10_E = 1.0 / math.log(10.0)
 
@@ -98,6 +102,20 @@ def t_quantile(df: int, q: float = 0.975) -> float:
     """Student's t quantile on ``df`` >= 1 degrees of freedom (0.975: a two-sided 95 %
     interval's multiple of the standard error)."""
     return float(stats.t.ppf(q, df))
+
+
+def kendall_null_var(n: int) -> float:
+    """Var(tau) for n pairs of independent continuous variables: 2(2n + 5) / (9 n (n - 1))
+    (the permutation null of Kendall's tau, exact)."""
+    if n < 2:
+        raise UserError(f"Kendall's tau needs n >= 2 pairs, got {n}")
+    return 2.0 * (2 * n + 5) / (9.0 * n * (n - 1))
+
+
+def kendall_null_sd(n: int) -> float:
+    """sd of Kendall's tau of n pairs of independent continuous variables:
+    sqrt(2(2n + 5) / (9 n (n - 1)))."""
+    return math.sqrt(kendall_null_var(n))
 
 
 def uniform_rank_frequency(n: int, v: int, ranks: int) -> np.ndarray:

@@ -16,9 +16,10 @@ import numpy as np
 from scipy import stats
 
 from experiments._common import parse, write
-from bornbiased_jax.studies.seedprint_pools import cpu_model, nano_model, pool
 
 from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.stats import kendall_null_sd
+from bornbiased_jax.studies.seedprint_pools import cpu_model, nano_model, pool
 
 NAME = "figure13"
 CPU = dict(model="llama-d128x4", models=72, n=500, seq_len=32, scaled=True, seed0=20_000,
@@ -39,7 +40,7 @@ if __name__ == "__main__":
     t0 = time.time()
     cfg = cpu_model(s["scaled"]) if s["model"] == "llama-d128x4" else nano_model(s["scaled"])
     M, n = s["models"], s["n"]
-    sd = D.kendall_null_sd(n)
+    sd = kendall_null_sd(n)
     records, hists = [], {}
     iu = np.triu_indices(M, 1)
     for kind in s["inputs"]:

@@ -20,6 +20,7 @@ from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.compare import Settings
 from bornbiased_jax.fingerprint.paper import null_taus
 from bornbiased_jax.fingerprint.tables import table_markdown
+from bornbiased_jax.stats import kendall_null_sd
 
 
 def planted(rng, n, d, cols, rho, shift):
@@ -171,7 +172,7 @@ def test_paper_null_matches_closed_form():
     mean_S, var_S = m * m / d, m * (m / d) * (1 - m / d) * (d - m) / (d - 1)
     assert abs(sizes.mean() - mean_S) < 4 * math.sqrt(var_S / 40)
     taus = np.concatenate(draws)
-    sd = D.kendall_null_sd(n)
+    sd = kendall_null_sd(n)
     assert abs(taus.mean()) < 4 * sd / math.sqrt(taus.size)
     assert abs(taus.std() / sd - 1) < 4 / math.sqrt(2 * taus.size)
 

@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.stats import kendall_null_var
 from bornbiased_jax.theory import seedprint_null as sp
 from theory.mc import assert_mc
 
@@ -24,7 +25,7 @@ def test_tier1_null_pipeline_matches_closed_forms():
     mean_s, var_s = sp.identity_dims_moments(d_out, m)
     assert mean_s == pytest.approx(m * m / d_out)
     assert_mc(mean_s, sizes.mean(), math.sqrt(var_s / reps), max_rel=0.1, what="E|S|")
-    v = D.kendall_null_var(n)
+    v = kendall_null_var(n)
     # SE of a sample variance of ~normal draws: v sqrt(2/(k-1)).
     assert_mc(v, taus.var(ddof=1), v * math.sqrt(2 / (taus.size - 1)), max_rel=0.2,
               what="Var(tau)")
@@ -35,7 +36,7 @@ def test_tier1_null_pipeline_matches_closed_forms():
 def test_tier2_tau_variance_by_enumeration(n):
     vals = sp.kendall_tau_exact_null(n)
     assert vals.mean() == pytest.approx(0.0, abs=1e-12)
-    assert vals.var() == pytest.approx(D.kendall_null_var(n), rel=1e-12)
+    assert vals.var() == pytest.approx(kendall_null_var(n), rel=1e-12)
 
 
 def test_tier3_identities():

@@ -18,7 +18,6 @@ random inputs x_i, the same inputs for every model. Everything here is plain num
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 from scipy import stats
@@ -110,20 +109,6 @@ def kendall_per_dim(F_A: np.ndarray, F_B: np.ndarray, dims: np.ndarray) -> np.nd
         with np.errstate(invalid="ignore", divide="ignore"):
             out[c:c + step] = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
     return out
-
-
-def kendall_null_var(n: int) -> float:
-    """Var(tau) for n pairs of independent continuous variables: 2(2n + 5) / (9 n (n - 1))
-    (the permutation null of Kendall's tau, exact)."""
-    if n < 2:
-        raise UserError(f"Kendall's tau needs n >= 2 pairs, got {n}")
-    return 2.0 * (2 * n + 5) / (9.0 * n * (n - 1))
-
-
-def kendall_null_sd(n: int) -> float:
-    """sd of Kendall's tau of n pairs of independent continuous variables:
-    sqrt(2(2n + 5) / (9 n (n - 1)))."""
-    return math.sqrt(kendall_null_var(n))
 
 
 def softmax_rows(F_nk: np.ndarray, temperature: float) -> np.ndarray:

@@ -25,6 +25,7 @@ from scipy import stats
 
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.stats import kendall_null_sd
 
 TEMPERATURE = 10.0
 
@@ -48,7 +49,7 @@ def official_test(F_A: np.ndarray, F_B: np.ndarray, k: int | None = None, *,
             notes.append(f"{int(np.isnan(taus).sum())} columns are constant after the softmax "
                          f"and have no Kendall tau; they are dropped")
             S, taus = S[~np.isnan(taus)], taus[~np.isnan(taus)]
-    sigma = D.kendall_null_sd(n)
+    sigma = kendall_null_sd(n)
     if len(taus) == 0:
         notes.append(f"|S| = {len(S)}: a softmax over fewer than two dimensions is constant, so "
                      f"there is no correlation to test; p = 1 by convention")

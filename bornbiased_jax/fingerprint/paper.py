@@ -34,6 +34,7 @@ from scipy import stats
 
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, clip_p
+from bornbiased_jax.stats import kendall_null_sd
 
 TRIALS = 10
 
@@ -107,7 +108,7 @@ def paper_test(F_A: np.ndarray, F_B: np.ndarray, m: int | None = None, *,
                "null_dims_mean": float(np.mean([len(t) for t in null_draws])) if null_draws else 0,
                "null_mean": float(pooled.mean()) if pooled.size else np.nan,
                "null_sd": float(pooled.std(ddof=1)) if pooled.size > 1 else np.nan,
-               "kendall_null_sd": D.kendall_null_sd(n)}
+               "kendall_null_sd": kendall_null_sd(n)}
     return LineageResult("paper", p_values, alpha, n, d_out, S, taus, "kendall_tau",
                          float(taus.mean()) if len(taus) else np.nan, pooled, details,
                          "; ".join(notes))

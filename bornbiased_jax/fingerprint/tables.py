@@ -8,7 +8,7 @@ from typing import Mapping
 import numpy as np
 
 from bornbiased_jax import plots
-from bornbiased_jax.fingerprint.dims import kendall_null_sd
+from bornbiased_jax.stats import kendall_null_sd
 from bornbiased_jax.fingerprint.result import LineageResult
 from bornbiased_jax.stats import fmt_p
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-from bornbiased_jax.fingerprint.dims import kendall_null_sd
-from bornbiased_jax.stats import fmt_p
+from bornbiased_jax.stats import fmt_p, kendall_null_sd
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, Claim
 from bornbiased_jax.verdicts import table as claims_table
 

@@ -25,6 +25,7 @@ from bornbiased_jax import plots
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.io import progress
+from bornbiased_jax.stats import kendall_null_sd
 from bornbiased_jax.studies import artifacts, family
 from bornbiased_jax.studies.lineage import TITLES
 from bornbiased_jax.studies.lineage_measure import (
@@ -130,7 +131,7 @@ def figure11(study: Study) -> tuple[dict, str]:
                               "p_u": float(stats.mannwhitneyu(r["taus"], b["taus"],
                                                               alternative="greater").pvalue)})
         records["inputs"][kind] = {"dims": M.tolist(), "curves": curves, "shift": shift,
-                                   "kendall_null_sd": D.kendall_null_sd(study.s["n"])}
+                                   "kendall_null_sd": kendall_null_sd(study.s["n"])}
     lines = [f"Kendall tau (mean +- std over the init's top-{m} dims) of the seed-42 init vs "
              "each checkpoint; one-sided U-test p that the seed-42 taus exceed the seed-123 "
              "taus at that step; the paper test's t / U p (Algorithm 1) of the seed-42 init vs "

@@ -19,8 +19,7 @@ import math
 
 import numpy as np
 
-from bornbiased_jax.fingerprint.dims import kendall_null_var
-from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
+from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p, kendall_null_var
 from bornbiased_jax.theory import attn0, kernels, seedprint_null, simulate
 from bornbiased_jax.verdicts import BEYOND, CORRECTED, DIFFERS, HOLDS, check
 from bornbiased_jax.verdicts import Claim as Row

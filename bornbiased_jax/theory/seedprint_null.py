@@ -9,7 +9,7 @@ Kendall's tau between Y1[:, s] and Y2[:, s] for s in S. Two facts make this null
   * Given the selected columns, the pairing of Y1's and Y2's rows is still a uniformly random
     permutation (selection depends on each column's values, not on how they pair), so every
     tau_s has exactly the permutation null of Kendall's tau: mean 0, variance
-    2(2n + 5) / (9 n (n - 1)) (``fingerprint.dims.kendall_null_var``), asymptotically normal,
+    2(2n + 5) / (9 n (n - 1)) (``stats.kendall_null_var``), asymptotically normal,
     and the tau_s are independent.
 
 So the null needs no simulation: the paper's t-test against a simulated null (and its averaging of
@@ -29,7 +29,7 @@ from bornbiased_jax.fingerprint.dims import coset
 
 def kendall_tau_exact_null(n: int) -> np.ndarray:
     """All n! equally likely values of tau under independence (small n; an independent check of
-    ``fingerprint.dims.kendall_null_var``)."""
+    ``stats.kendall_null_var``)."""
     vals = []
     for perm in itertools.permutations(range(n)):
         c = sum(1 if perm[i] < perm[j] else -1 for i in range(n) for j in range(i + 1, n))
