@@ -44,3 +44,18 @@ def test_import_log_is_read():
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import jax.numpy"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and {"jax", "jaxlib"} <= imported_packages(proc.stderr)
+
+
+def test_rendering_results_imports_no_jax():
+    """RESULTS.md is rendered from saved records: a pure function of JSON, so the renderer (and
+    every study's verdict rules it calls) loads without JAX, Flax or Matplotlib."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                           "import bornbiased_jax.studies.render"],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    packages = imported_packages(proc.stderr)
+    assert "bornbiased_jax" in packages
+    heavy = packages & {"jax", "jaxlib", "flax", "orbax", "optax", "matplotlib"}
+    assert not heavy, f"rendering imported {sorted(heavy)}"
