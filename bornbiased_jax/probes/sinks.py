@@ -46,6 +46,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import SINK_EPS as DEFAULT_EPS
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.stats import mean_se
 from bornbiased_jax.sweep import run_probe
 
 
@@ -107,8 +108,7 @@ class SinkResult:
     @property
     def rate_se(self) -> float:
         """Standard error of ``rate`` over sequences (0 for a single sequence)."""
-        r = self.rate_S
-        return float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0
+        return mean_se(self.rate_S)[1] if len(self.rate_S) > 1 else 0.0
 
     @property
     def rate_of_mean_alpha(self) -> float:

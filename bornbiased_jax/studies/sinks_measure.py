@@ -22,6 +22,7 @@ from bornbiased_jax.io import progress
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
+from bornbiased_jax.stats import mean_se
 from bornbiased_jax.studies import family
 from bornbiased_jax.studies.sinks import convergence, is_control, sink_text_name
 from bornbiased_jax.train import loss_fn
@@ -61,7 +62,7 @@ def perplexity(params, cfg, ids: np.ndarray | None, n: int, T: int, seed: int,
     nll = np.concatenate([np.asarray(_window_nll(params, cfg, jnp.asarray(win[i:i + 16])))
                           for i in range(0, n, 16)]).astype(np.float64)
     return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
-            "log_ppl_se": float(nll.std(ddof=1) / np.sqrt(n)), "windows": n, "T": T,
+            "log_ppl_se": mean_se(nll)[1], "windows": n, "T": T,
             "nll_per_window": nll.round(5).tolist()}
 
 
