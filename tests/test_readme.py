@@ -22,18 +22,14 @@ def test_readme_python_example_runs():
 
 
 def test_docs_seed_family_command_is_the_scripts():
-    """docs/lineage.md quotes the seed family's training command as
-    `python -m experiments.seed_family --print-command` prints it (run as a script: tests do not
-    import experiments)."""
+    """docs/lineage.md quotes the seed family's training command as the library builds it (what
+    `python -m experiments.seed_family --print-command` prints)."""
     import shlex
-    import subprocess
-    import sys
 
-    root = README.parent
-    text = (root / "docs" / "lineage.md").read_text()
+    from bornbiased_jax.studies import seed_family
+
+    text = (README.parent / "docs" / "lineage.md").read_text()
     block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S)
                  if "runs/seed-family/seeds-0-32" in b)
     quoted = shlex.split(block.replace("\\\n", " "))
-    out = subprocess.run([sys.executable, "-m", "experiments.seed_family", "--print-command"],
-                         cwd=root, capture_output=True, text=True, check=True).stdout
-    assert shlex.split(out) == quoted
+    assert shlex.split(seed_family.command()) == quoted

@@ -1,10 +1,13 @@
 """The studies that reproduce the paper, as pure functions of their saved records.
 
-Each experiment (``experiments/<name>.py``) measures and saves a record, ``{"run": ...,
-"records": ...}``, committed under ``results/records/<study>/<name>.json``. Each study module
-here turns its records into :class:`bornbiased_jax.verdicts.Claim` rows (and tables) without
-running anything, so every verdict rule is unit-tested on small hand-made records, and
-:mod:`bornbiased_jax.studies.render` writes RESULTS.md from them.
+Each experiment (``experiments/<name>.py``, a thin command line) runs a measurement of this
+package (the ``*_measure`` modules, ``seed_family``, ``seedprint_calibration``,
+``seedprint_power``, ``seedprint_confound``, ``seedprint_trained``, ``sinks_init``, ...) and
+saves a record, ``{"run": ..., "records": ...}``, committed under
+``results/records/<study>/<name>.json``. Each study module here turns its records into
+:class:`bornbiased_jax.verdicts.Claim` rows (and tables) without running anything, so every
+verdict rule is unit-tested on small hand-made records, and :mod:`bornbiased_jax.studies.render`
+writes RESULTS.md from them.
 
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10);
   * ``theory``: the propositions' closed forms beside their simulations (``bornbiased

@@ -2,8 +2,8 @@
 rates whose intervals say how much the shared models matter.
 
 This is the measurement behind the SeedPrint rows on *trained* pairs
-(experiments/seedprint_trained.py): every model's features are computed once on one shared
-token probe set, and each pair (base a, suspect b) runs
+(:mod:`bornbiased_jax.studies.seedprint_trained`): every model's features are computed once on
+one shared token probe set, and each pair (base a, suspect b) runs
 
   * 'paper'       Algorithm 1 (Student t, mean of 10 Gaussian-null draws' p-values; the draws
                   come from one bank shared by every pair, as ``paper_test(null_draws=...)``);
