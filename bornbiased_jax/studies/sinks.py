@@ -152,29 +152,40 @@ def _where_sinks(rates: list[dict]) -> str:
 
 
 def claims(records: dict, s: dict) -> list[Claim]:
-    """Every row of the sink study, with the rule of each verdict:
-
-    * validity gate: reproduced when the baseline's sink rate is above 0 by 2 SE at every length;
-    * an arm's sinks: untestable without the gate; amplification reproduced when lower than the
-      baseline at every length (paired, by 2 SE) and above 0 (by 2 SE) at some; attenuation
-      reproduced when below NEAR_ZERO (by 2 SE) at every length; other arms beyond the paper;
-    * convergence of head-wise RMSNorm (the companion paper's claim): reproduced when below the
-      baseline by > 2 SE (and by more than the seed controls' difference) at every checkpoint of
-      the first half of training; other arms measured (beyond the paper where not in it);
-    * Table 7: reproduced when no text's log-ppl is worse than the baseline's by > 2 SE.
-    """
+    """Every row of the sink study: the validity gate, each arm's sinks, convergence, the seed
+    controls and Table 7, each by the rule of its own function below."""
     arms = records["arms"]
-    controls = [arm for arm in arms if is_control(arm)]
+    developed = baseline_has_sinks(records, s)
+    out = [gate_claim(records, s)]
+    for arm, paper_txt in SINK_CLAIMS.items():
+        if arm in arms:
+            out.append(arm_sinks_claim(arm, paper_txt, records, s, developed))
+        elif arm in records["missing_arms"]:
+            out.append(Claim(f"{arm}: sinks", paper_txt, "not measured yet", UNTESTABLE,
+                             "not in the record yet", "Sec. 6.2.1"))
+    out += convergence_claims(records)
+    out += control_claims(records)
+    out += [table7_claim(arm, records) for arm in arms]
+    for arm in records["missing_arms"]:
+        if arm in PAPER_TABLE7:
+            wt2, c4 = PAPER_TABLE7[arm]
+            out.append(Claim(f"Table 7 perplexity, {arm}", f"WikiText-2 {wt2} / C4 {c4}",
+                             "not measured yet", UNTESTABLE, "not in the record yet", "Table 7"))
+    return out
+
+
+def gate_claim(records: dict, s: dict) -> Claim:
+    """The validity gate: reproduced when the baseline's sink rate is above 0 by 2 SE at every
+    length (:func:`baseline_has_sinks`), else differs (saying where it has sinks)."""
+    base = records["arms"]["baseline"]
     eps0 = str(s["eps"][0])
-    base = arms["baseline"]
     base_rate = base["figure12"][eps0]
     developed = baseline_has_sinks(records, s)
-    out = []
     rate_txt = ", ".join(f"T={r['T']}: {r['sink_rate']:.3f} +- {r['sink_rate_se']:.3f}"
                          for r in base_rate)
     em = base["emergence"]
     T = s["emergence_T"]
-    out.append(Claim(
+    return Claim(
         "Baseline develops sinks (validity gate)", "high sink rate at all lengths 32-512 "
         "(Figure 12)", f"{rate_txt}; first at {_emerged(base)}; largest head alpha^1 at T = "
         f"{T}: {em[0]['max_alpha']:.4f} at step 0, {em[-1]['max_alpha']:.4f} at step "
@@ -182,41 +193,57 @@ def claims(records: dict, s: dict) -> list[Claim]:
         REPRODUCED if developed else DIFFERS,
         "sinks at every length (rate > 0 by 2 SE; the paper's \"high\" has no number to "
         "compare)" if developed else _where_sinks(base_rate),
-        "Sec. 6.2.1"))
-    for arm, paper_txt in SINK_CLAIMS.items():
-        if arm not in arms:
-            if arm in records["missing_arms"]:
-                out.append(Claim(f"{arm}: sinks", paper_txt, "not measured yet", UNTESTABLE,
-                                 "not in the record yet", "Sec. 6.2.1"))
-            continue
-        rs = arms[arm]["figure12"][eps0]
-        a, b = np.asarray(rs[-1]["alpha_LH"]), np.asarray(base_rate[-1]["alpha_LH"])
-        txt = (", ".join(f"T={r['T']}: {r['sink_rate']:.2f}" for r in rs)
-               + f"; alpha^1 at T = {rs[-1]['T']} over heads: mean {a.mean():.4f}, largest "
-               f"{a.max():.4f} (baseline {b.mean():.4f}, {b.max():.4f})")
-        if not developed:
-            verdict, why = UNTESTABLE, "the baseline has no sinks at this scale"
-        else:
-            lower = all(d + 2 * se < 0 for d, se in (rate_difference(r, rb)
-                                                     for r, rb in zip(rs, base_rate)))
-            if arm == "amplification":
-                nonzero = any(r["sink_rate"] - 2 * r["sink_rate_se"] > 0 for r in rs)
-                ok, why = lower and nonzero, ("lower than baseline at every length, above 0 "
-                                              "at some" if lower and nonzero else
-                                              "not lower at every length" if not lower else
-                                              "zero (by 2 SE) at every length")
-            elif arm == "attenuation":
-                near = all(r["sink_rate"] + 2 * r["sink_rate_se"] < NEAR_ZERO for r in rs)
-                ok, why = near, (f"below {NEAR_ZERO} (by 2 SE) at every length" if near else
-                                 f"not below {NEAR_ZERO} (by 2 SE) at every length")
-            else:
-                ok, why = None, f"{'lower' if lower else 'not lower'} than baseline"
-            verdict = BEYOND if ok is None else REPRODUCED if ok else DIFFERS
-        out.append(Claim(f"{arm}: sinks", paper_txt, txt, verdict, why, "Sec. 6.2.1"))
+        "Sec. 6.2.1")
+
+
+def arm_sinks_claim(arm: str, paper_txt: str, records: dict, s: dict,
+                    developed: bool) -> Claim:
+    """An arm's sinks: untestable unless the baseline passed the gate (``developed``);
+    amplification reproduced when lower than the baseline at every length (paired, by 2 SE)
+    and above 0 (by 2 SE) at some; attenuation reproduced when below NEAR_ZERO (by 2 SE) at
+    every length; other arms beyond the paper (lower than the baseline or not)."""
+    eps0 = str(s["eps"][0])
+    base_rate = records["arms"]["baseline"]["figure12"][eps0]
+    rs = records["arms"][arm]["figure12"][eps0]
+    a, b = np.asarray(rs[-1]["alpha_LH"]), np.asarray(base_rate[-1]["alpha_LH"])
+    txt = (", ".join(f"T={r['T']}: {r['sink_rate']:.2f}" for r in rs)
+           + f"; alpha^1 at T = {rs[-1]['T']} over heads: mean {a.mean():.4f}, largest "
+           f"{a.max():.4f} (baseline {b.mean():.4f}, {b.max():.4f})")
+    if not developed:
+        return Claim(f"{arm}: sinks", paper_txt, txt, UNTESTABLE,
+                     "the baseline has no sinks at this scale", "Sec. 6.2.1")
+    lower = all(d + 2 * se < 0 for d, se in (rate_difference(r, rb)
+                                             for r, rb in zip(rs, base_rate)))
+    if arm == "amplification":
+        nonzero = any(r["sink_rate"] - 2 * r["sink_rate_se"] > 0 for r in rs)
+        ok, why = lower and nonzero, ("lower than baseline at every length, above 0 "
+                                      "at some" if lower and nonzero else
+                                      "not lower at every length" if not lower else
+                                      "zero (by 2 SE) at every length")
+    elif arm == "attenuation":
+        near = all(r["sink_rate"] + 2 * r["sink_rate_se"] < NEAR_ZERO for r in rs)
+        ok, why = near, (f"below {NEAR_ZERO} (by 2 SE) at every length" if near else
+                         f"not below {NEAR_ZERO} (by 2 SE) at every length")
+    else:
+        ok, why = None, f"{'lower' if lower else 'not lower'} than baseline"
+    verdict = BEYOND if ok is None else REPRODUCED if ok else DIFFERS
+    return Claim(f"{arm}: sinks", paper_txt, txt, verdict, why, "Sec. 6.2.1")
+
+
+def convergence_claims(records: dict) -> list[Claim]:
+    """Convergence of each arm against the baseline. Head-wise RMSNorm (the companion paper's
+    claim) is reproduced when below the baseline by > 2 SE, and by more than the seed
+    controls' largest difference from it, at every checkpoint of the first half of training
+    (untestable without such a checkpoint); the paper's arms are measured, others beyond the
+    paper."""
+    arms = records["arms"]
+    base = arms["baseline"]
+    controls = [arm for arm in arms if is_control(arm)]
     seed_margin: dict[int, float] = {}  # step -> largest |control - baseline| log-ppl
     for arm in controls:
         for c in convergence(arms[arm], base):
             seed_margin[c["step"]] = max(seed_margin.get(c["step"], 0.0), abs(c["diff"]))
+    out = []
     for arm, paper_txt in CONVERGENCE_CLAIMS.items():
         conv = convergence(arms[arm], base) if arm in arms else []
         if not conv:
@@ -243,51 +270,61 @@ def claims(records: dict, s: dict) -> list[Claim]:
             verdict, why = (MEASURED, "") if arm in PAPER_TABLE7 else (BEYOND, "measured")
         out.append(Claim(f"convergence, {arm}", paper_txt,
                          f"held-out log-ppl minus baseline's, {txt}", verdict, why, "Sec. 6.2"))
-    for arm in controls:
+    return out
+
+
+def control_claims(records: dict) -> list[Claim]:
+    """Each seed control's convergence difference from the baseline: measured (the size of
+    seed-to-seed variation, against which the arms' differences are read)."""
+    arms = records["arms"]
+    out = []
+    for arm in (a for a in arms if is_control(a)):
         txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
-                        for c in _some_steps(convergence(arms[arm], base)))
+                        for c in _some_steps(convergence(arms[arm], arms["baseline"])))
         out.append(Claim(f"convergence, {arm}", "control (not in the paper): the baseline from "
                          f"seed {arm[len('control-s'):]}", f"held-out log-ppl minus baseline's, "
                          f"{txt}", MEASURED, "seed-to-seed variation", "Sec. 6.2"))
-    bt = base["table7"]
-    for arm in arms:
-        t = arms[arm]["table7"]
-        wt2, c4 = PAPER_TABLE7.get(arm, (None, None))
-        paper_txt = (f"WikiText-2 {wt2} / C4 {c4}" if arm == "baseline" else
-                     f"WikiText-2 {wt2} / C4 {c4} (baseline 21.33 / 30.36): comparable or "
-                     f"better" if wt2 else "not in the paper")
-        ours, worse = [], False
-        for k in t:
-            if arm == "baseline":
-                ours.append(f"{k} {t[k]['ppl']:.2f}")
-                continue
-            diff, se = paired_difference(t[k], bt[k])
-            worse |= diff > 2 * se
-            ours.append(f"{k} {t[k]['ppl']:.2f} (log-ppl {diff:+.3f} +- {se:.3f} vs baseline)")
-        within = "worse than baseline (> 2 SE)" if worse else "within 2 SE of baseline or better"
-        if arm == "baseline":
-            verdict, why = MEASURED, "reference"
-        elif is_control(arm):
-            paper_txt = (f"control (not in the paper): the baseline from seed "
-                         f"{arm[len('control-s'):]}")
-            differs = any(abs(d) > 2 * se for d, se in (paired_difference(t[k], bt[k])
-                                                        for k in t))
-            verdict, why = MEASURED, (
-                "control: differs from the seed-42 baseline by > 2 SE on some text (training "
-                "noise exceeds the windows' SE)" if differs else
-                "control: within 2 SE of the seed-42 baseline on every text")
-        elif arm not in PAPER_TABLE7:
-            verdict, why = BEYOND, within
-        else:
-            verdict, why = (DIFFERS if worse else REPRODUCED), within
-        out.append(Claim(f"Table 7 perplexity, {arm}", paper_txt, "; ".join(ours), verdict, why,
-                         "Table 7"))
-    for arm in records["missing_arms"]:
-        if arm in PAPER_TABLE7:
-            wt2, c4 = PAPER_TABLE7[arm]
-            out.append(Claim(f"Table 7 perplexity, {arm}", f"WikiText-2 {wt2} / C4 {c4}",
-                             "not measured yet", UNTESTABLE, "not in the record yet", "Table 7"))
     return out
+
+
+def table7_claim(arm: str, records: dict) -> Claim:
+    """Table 7 for one arm: the paper's arms reproduced when no text's log-ppl is worse than the
+    baseline's by > 2 SE (paired over windows), else differ; the baseline is the reference; a
+    seed control says whether training noise alone exceeds the windows' SE; other arms are
+    beyond the paper."""
+    arms = records["arms"]
+    bt = arms["baseline"]["table7"]
+    t = arms[arm]["table7"]
+    wt2, c4 = PAPER_TABLE7.get(arm, (None, None))
+    paper_txt = (f"WikiText-2 {wt2} / C4 {c4}" if arm == "baseline" else
+                 f"WikiText-2 {wt2} / C4 {c4} (baseline 21.33 / 30.36): comparable or "
+                 f"better" if wt2 else "not in the paper")
+    ours, worse = [], False
+    for k in t:
+        if arm == "baseline":
+            ours.append(f"{k} {t[k]['ppl']:.2f}")
+            continue
+        diff, se = paired_difference(t[k], bt[k])
+        worse |= diff > 2 * se
+        ours.append(f"{k} {t[k]['ppl']:.2f} (log-ppl {diff:+.3f} +- {se:.3f} vs baseline)")
+    within = "worse than baseline (> 2 SE)" if worse else "within 2 SE of baseline or better"
+    if arm == "baseline":
+        verdict, why = MEASURED, "reference"
+    elif is_control(arm):
+        paper_txt = (f"control (not in the paper): the baseline from seed "
+                     f"{arm[len('control-s'):]}")
+        differs = any(abs(d) > 2 * se for d, se in (paired_difference(t[k], bt[k])
+                                                    for k in t))
+        verdict, why = MEASURED, (
+            "control: differs from the seed-42 baseline by > 2 SE on some text (training "
+            "noise exceeds the windows' SE)" if differs else
+            "control: within 2 SE of the seed-42 baseline on every text")
+    elif arm not in PAPER_TABLE7:
+        verdict, why = BEYOND, within
+    else:
+        verdict, why = (DIFFERS if worse else REPRODUCED), within
+    return Claim(f"Table 7 perplexity, {arm}", paper_txt, "; ".join(ours), verdict, why,
+                 "Table 7")
 
 
 # Sec. 6.2.1's rescalings at initialisation (experiments/sinks_init.py's record, one entry per

@@ -28,7 +28,11 @@ import dataclasses
 
 from bornbiased_jax.stats import mean_se, t_quantile
 from bornbiased_jax.studies.family import SINK_ARMS
+from bornbiased_jax.studies.sinks import (CONVERGENCE_CLAIMS, NEAR_ZERO, PAPER_TABLE7,
+                                          SINK_CLAIMS)
 from bornbiased_jax.studies.sinks_regime import Cell, _stdlib
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
+                                     UNTESTABLE, Claim)
 
 ARM_NAMES = tuple(SINK_ARMS)  # baseline, amplification, attenuation, headwise_rmsnorm, gate
 # Seed groups: each is one `train --seeds` run per arm; an arm's seeds are all its groups' seeds.
@@ -206,88 +210,94 @@ def baseline_gate(base: dict) -> tuple[bool, str]:
     return ok, txt
 
 
-def claims(record: dict) -> list:
+def claims(record: dict) -> list[Claim]:
     """RESULTS.md rows of the arms study (``record``: the saved experiment JSON), each verdict by
-    a seed-level rule (95 % t intervals over seeds; differences paired seed by seed):
+    a seed-level rule (95 % t intervals over seeds; differences paired seed by seed), each rule
+    in its own function: the validity gate (:func:`gate_claim`), each arm's sinks
+    (:func:`arm_sinks_claim`), convergence (:func:`convergence_claims`) and the Table-7
+    analogue (:func:`table7_claim`). Where an interval is too wide to decide, the verdict is
+    consistent, underpowered."""
+    arms = record["records"]["arms"]
+    if "baseline" not in arms:
+        return [Claim("Sec. 6.2 arms in the sink regime", "-", "the baseline is not measured",
+                      UNTESTABLE, "no baseline record", "Sec. 6.2")]
+    gate = baseline_gate(arms["baseline"])[0]
+    return ([gate_claim(arms["baseline"])]
+            + [arm_sinks_claim(arm, arms[arm], arms["baseline"], gate)
+               for arm in SINK_CLAIMS if arm in arms]
+            + convergence_claims(arms)
+            + [table7_claim(arm, arms) for arm in arms])
 
-    * validity gate (:func:`baseline_gate`); without it every arm's sink claim is untestable;
+
+def gate_claim(base: dict) -> Claim:
+    """The validity gate (:func:`baseline_gate`): reproduced when the baseline's seed-mean sink
+    rate is above 0 at every length and has risen from step 0, else differs."""
+    gate, gate_txt = baseline_gate(base)
+    return Claim("Baseline develops sinks (validity gate), Bigram-Backcopy regime, "
+                 f"{len(base['seeds'])} seeds", "high sink rate at all lengths 32-512 "
+                 "(Figure 12)", gate_txt, REPRODUCED if gate else DIFFERS,
+                 ("rate above 0 at every length and rising (95 % t intervals over seeds)"
+                  if gate else "not above 0 at every length and rising (95 % t intervals "
+                  "over seeds)"), "Sec. 6.2.1")
+
+
+def arm_sinks_claim(arm: str, a: dict, base: dict, gate: bool) -> Claim:
+    """An arm's sinks, untestable without the gate:
+
     * attenuation, "near zero at every length": reproduced when the seed-mean rate's interval
       lies below ``sinks.NEAR_ZERO`` at every length, differs when it lies above it at some;
     * amplification, "significantly lower than baseline, not zero": reproduced when the paired
       difference from the baseline is below 0 at every length and the arm's rate above 0 at
       some; differs when the difference is above 0 at some length or the rate below
       NEAR_ZERO at every length;
-    * head-wise RMSNorm and the gate: beyond the paper, lower than the baseline or not;
-    * convergence (head-wise RMSNorm, the companion paper's claim): the mean held-out NLL over
-      the first half's checkpoints, paired; reproduced when its interval is below 0, differs
-      when above 0;
-    * Table-7 analogue, "comparable or better" (amplification, attenuation): reproduced when
-      the paired final NLL difference's interval lies below 0 or inside ±EQUIVALENCE of the
-      baseline's NLL; differs when above 0;
-    * otherwise consistent, underpowered (the interval too wide to decide).
+    * head-wise RMSNorm and the gate: beyond the paper, lower than the baseline or not.
     """
-    from bornbiased_jax.studies.sinks import (CONVERGENCE_CLAIMS, NEAR_ZERO, PAPER_TABLE7,
-                                              SINK_CLAIMS)
-    from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
-                                         UNTESTABLE, Claim)
-
-    arms = record["records"]["arms"]
-    if "baseline" not in arms:
-        return [Claim("Sec. 6.2 arms in the sink regime", "-", "the baseline is not measured",
-                      UNTESTABLE, "no baseline record", "Sec. 6.2")]
-    base = arms["baseline"]
-    n = len(base["seeds"])
-    gate, gate_txt = baseline_gate(base)
-    out = [Claim("Baseline develops sinks (validity gate), Bigram-Backcopy regime, "
-                 f"{n} seeds", "high sink rate at all lengths 32-512 (Figure 12)", gate_txt,
-                 REPRODUCED if gate else DIFFERS,
-                 ("rate above 0 at every length and rising (95 % t intervals over seeds)"
-                  if gate else "not above 0 at every length and rising (95 % t intervals "
-                  "over seeds)"), "Sec. 6.2.1")]
     Ts = lengths(base)
-    for arm, paper_txt in SINK_CLAIMS.items():
-        if arm not in arms:
-            continue
-        a = arms[arm]
-        fv = final_values(a)
-        rate = {T: seed_mean(fv[f"rate@{T}"]) for T in Ts}
-        diff = {T: paired(a, base, f"rate@{T}") for T in Ts}
-        txt = ("; ".join(f"T={T}: {rate[T].text(2)} (minus baseline {diff[T].mean:+.2f} "
-                         f"[{diff[T].lo:+.2f}, {diff[T].hi:+.2f}])" for T in Ts)
-               + f"; differences paired over {diff[Ts[0]].n} seeds")
-        lower = all(d.hi < 0 for d in diff.values())
-        near_zero = all(r.hi < NEAR_ZERO for r in rate.values())
-        if not gate:
-            verdict, why = UNTESTABLE, "the baseline has no sinks in this regime"
-        elif arm == "attenuation":
-            near = all(r.hi < NEAR_ZERO for r in rate.values())
-            far = any(r.lo > NEAR_ZERO for r in rate.values())
-            verdict = REPRODUCED if near else DIFFERS if far else UNDERPOWERED
-            why = (f"below {NEAR_ZERO} at every length" if near else
-                   f"above {NEAR_ZERO} at some length" if far else
-                   f"intervals reach above {NEAR_ZERO} but not all of them lie above it")
-        elif arm == "amplification":
-            nonzero = any(r.lo > 0 for r in rate.values())
-            higher = any(d.lo > 0 for d in diff.values())
-            zero = all(r.hi < NEAR_ZERO for r in rate.values())
-            verdict = (REPRODUCED if lower and nonzero else
-                       DIFFERS if higher or zero else UNDERPOWERED)
-            why = ("lower than baseline at every length, above 0 at some" if lower and nonzero
-                   else "higher than baseline at some length" if higher
-                   else f"lower than baseline but below {NEAR_ZERO} at every length (zero, "
-                   "not 'not zero')" if zero else
-                   "not lower than baseline at every length by its interval")
-        else:
-            verdict = BEYOND
-            why = ("lower than baseline at every length" if lower else
-                   "not lower than baseline at every length by its interval") + (
-                f"; below {NEAR_ZERO} at every length" if near_zero else "")
-        out.append(Claim(f"{arm}: sinks, Bigram-Backcopy regime, {len(a['seeds'])} seeds",
-                         paper_txt, txt, verdict, why, "Sec. 6.2.1"))
+    fv = final_values(a)
+    rate = {T: seed_mean(fv[f"rate@{T}"]) for T in Ts}
+    diff = {T: paired(a, base, f"rate@{T}") for T in Ts}
+    txt = ("; ".join(f"T={T}: {rate[T].text(2)} (minus baseline {diff[T].mean:+.2f} "
+                     f"[{diff[T].lo:+.2f}, {diff[T].hi:+.2f}])" for T in Ts)
+           + f"; differences paired over {diff[Ts[0]].n} seeds")
+    lower = all(d.hi < 0 for d in diff.values())
+    near_zero = all(r.hi < NEAR_ZERO for r in rate.values())
+    if not gate:
+        verdict, why = UNTESTABLE, "the baseline has no sinks in this regime"
+    elif arm == "attenuation":
+        far = any(r.lo > NEAR_ZERO for r in rate.values())
+        verdict = REPRODUCED if near_zero else DIFFERS if far else UNDERPOWERED
+        why = (f"below {NEAR_ZERO} at every length" if near_zero else
+               f"above {NEAR_ZERO} at some length" if far else
+               f"intervals reach above {NEAR_ZERO} but not all of them lie above it")
+    elif arm == "amplification":
+        nonzero = any(r.lo > 0 for r in rate.values())
+        higher = any(d.lo > 0 for d in diff.values())
+        verdict = (REPRODUCED if lower and nonzero else
+                   DIFFERS if higher or near_zero else UNDERPOWERED)
+        why = ("lower than baseline at every length, above 0 at some" if lower and nonzero
+               else "higher than baseline at some length" if higher
+               else f"lower than baseline but below {NEAR_ZERO} at every length (zero, "
+               "not 'not zero')" if near_zero else
+               "not lower than baseline at every length by its interval")
+    else:
+        verdict = BEYOND
+        why = ("lower than baseline at every length" if lower else
+               "not lower than baseline at every length by its interval") + (
+            f"; below {NEAR_ZERO} at every length" if near_zero else "")
+    return Claim(f"{arm}: sinks, Bigram-Backcopy regime, {len(a['seeds'])} seeds",
+                 SINK_CLAIMS[arm], txt, verdict, why, "Sec. 6.2.1")
+
+
+def convergence_claims(arms: dict) -> list[Claim]:
+    """Convergence: the mean held-out NLL over the first half's checkpoints minus the
+    baseline's, paired over seeds. Head-wise RMSNorm (the companion paper's claim) is
+    reproduced when its interval is below 0 and differs when above 0; other arms are beyond the
+    paper."""
+    out = []
     for arm, paper_txt in CONVERGENCE_CLAIMS.items():
         if arm not in arms or "nll_first_half" not in final_values(arms[arm]):
             continue
-        d = paired(arms[arm], base, "nll_first_half")
+        d = paired(arms[arm], arms["baseline"], "nll_first_half")
         txt = (f"mean held-out NLL over the first half's checkpoints minus baseline's: "
                f"{d.text(4)}")
         if arm == "headwise_rmsnorm":
@@ -299,34 +309,40 @@ def claims(record: dict) -> list:
                                     if d.lo > 0 else "interval contains 0")
         out.append(Claim(f"convergence, {arm}, {d.n} seeds paired", paper_txt, txt, verdict,
                          why, "Sec. 6.2"))
-    bnll = seed_mean(final_values(base)["nll"])
-    for arm in arms:
-        m = seed_mean(final_values(arms[arm])["nll"])
-        acc = final_values(arms[arm]).get("copy_accuracy")
-        acc_txt = "" if not acc else f"; copy accuracy {seed_mean(acc).text(3)}"
-        if arm == "baseline":
-            out.append(Claim(f"Table 7 analogue (held-out NLL), baseline, {n} seeds",
-                             "WikiText-2 21.33 / C4 30.36 (perplexity)",
-                             f"NLL {m.text(4)}{acc_txt}", MEASURED, "reference", "Table 7"))
-            continue
-        d = paired(arms[arm], base, "nll")
-        margin = EQUIVALENCE * bnll.mean
-        better, worse = d.hi < 0, d.lo > 0
-        equal = -margin < d.lo and d.hi < margin
-        wt2 = PAPER_TABLE7.get(arm)
-        why = ("better than baseline" if better else "worse than baseline" if worse else
-               f"equal within ±{EQUIVALENCE:.0%} of the baseline's NLL" if equal else
-               f"interval contains 0 but reaches beyond ±{EQUIVALENCE:.0%}")
-        verdict = (BEYOND if wt2 is None else DIFFERS if worse else
-                   REPRODUCED if better or equal else UNDERPOWERED)
-        paper_txt = ("not in the paper" if wt2 is None else
-                     f"WikiText-2 {wt2[0]} / C4 {wt2[1]} (baseline 21.33 / 30.36): comparable "
-                     "or better")
-        out.append(Claim(f"Table 7 analogue (held-out NLL), {arm}, {len(arms[arm]['seeds'])} "
-                         f"seeds ({d.n} paired)", paper_txt,
-                         f"NLL {m.text(4)}, minus baseline {d.text(4)}{acc_txt}", verdict,
-                         why, "Table 7"))
     return out
+
+
+def table7_claim(arm: str, arms: dict) -> Claim:
+    """The Table-7 analogue, "comparable or better" (amplification, attenuation): reproduced
+    when the paired final NLL difference's interval lies below 0 or inside ±EQUIVALENCE of the
+    baseline's NLL, differs when above 0; the baseline is the reference; other arms are beyond
+    the paper."""
+    base = arms["baseline"]
+    m = seed_mean(final_values(arms[arm])["nll"])
+    acc = final_values(arms[arm]).get("copy_accuracy")
+    acc_txt = "" if not acc else f"; copy accuracy {seed_mean(acc).text(3)}"
+    if arm == "baseline":
+        return Claim(f"Table 7 analogue (held-out NLL), baseline, {len(base['seeds'])} seeds",
+                     "WikiText-2 21.33 / C4 30.36 (perplexity)",
+                     f"NLL {m.text(4)}{acc_txt}", MEASURED, "reference", "Table 7")
+    bnll = seed_mean(final_values(base)["nll"])
+    d = paired(arms[arm], base, "nll")
+    margin = EQUIVALENCE * bnll.mean
+    better, worse = d.hi < 0, d.lo > 0
+    equal = -margin < d.lo and d.hi < margin
+    wt2 = PAPER_TABLE7.get(arm)
+    why = ("better than baseline" if better else "worse than baseline" if worse else
+           f"equal within ±{EQUIVALENCE:.0%} of the baseline's NLL" if equal else
+           f"interval contains 0 but reaches beyond ±{EQUIVALENCE:.0%}")
+    verdict = (BEYOND if wt2 is None else DIFFERS if worse else
+               REPRODUCED if better or equal else UNDERPOWERED)
+    paper_txt = ("not in the paper" if wt2 is None else
+                 f"WikiText-2 {wt2[0]} / C4 {wt2[1]} (baseline 21.33 / 30.36): comparable "
+                 "or better")
+    return Claim(f"Table 7 analogue (held-out NLL), {arm}, {len(arms[arm]['seeds'])} "
+                 f"seeds ({d.n} paired)", paper_txt,
+                 f"NLL {m.text(4)}, minus baseline {d.text(4)}{acc_txt}", verdict,
+                 why, "Table 7")
 
 
 # ------------------------------------------------------------------ tables and figures --
