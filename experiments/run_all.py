@@ -10,8 +10,8 @@ value, ours and a verdict, computed from the committed records (results/records/
 Each script runs as ``python -m experiments.<name>`` from the repository root and writes its
 record to results/records/<study>/<name>.json. RESULTS.md is written by one renderer,
 :mod:`bornbiased_jax.studies.render`, from the pure claim functions of bornbiased_jax/studies/
-(each verdict's rule is in its docstring); sections whose records are missing are kept as they
-are, with a line saying how to regenerate them.
+(each verdict's rule is in its docstring) and from the GPU runs' outputs under results/gpu/; a
+row or section whose record is missing says so, with the command that measures it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The studies' verdict rules (bornbiased_jax/studies/), each on small hand-made records, and
-the one renderer of RESULTS.md: generated rows, rows and sections kept verbatim where records
-are missing, and the committed record format."""
+the one renderer of RESULTS.md: generated rows, rows and sections that say they are not
+measured where records are missing, and the committed record format."""
 
 import dataclasses
 import json
@@ -398,66 +398,36 @@ def test_lineage_figure11_rule():
 
 
 # --- the renderer ----------------------------------------------------------------------------
-OLD = """# Results
-
-<!-- initialisation:begin -->
-## The initialisation study (paper Sec. 3-4)
-
-old intro
-
-| claim | paper | ours (CPU scale) | verdict |
-|---|---|---|---|
-| Table 1 / Finding 1 | p | old table 1 | differs |
-| Finding 2.2 | 76 % | old finding 2.2 | reproduced |
-| Table 3 / Prop. 4 | 0.31 | old table 3 | reproduced |
-
-old footnote
-
-**Provenance of these rows.** Finding 2.2 from before the port.
-<!-- initialisation:end -->
-
-<!-- lineage:begin -->
-## Lineage
-
-| claim | paper | ours | verdict |
-|---|---|---|---|
-| Figure 11 | x | 1.23 | reproduced |
-<!-- lineage:end -->
-
-<!-- gpu:begin -->
-## On a GPU
-hand-written
-<!-- gpu:end -->
-"""
-
-
-def test_render_keeps_what_it_cannot_regenerate(tmp_path):
+def test_render_says_what_is_not_measured(tmp_path):
+    """Rows come from records only: an experiment without a record is one untestable row naming
+    the record and the command, a study without records one line saying so; nothing is carried
+    over from an earlier RESULTS.md, and rendering twice gives the same text."""
     t3 = {"run": {"device": "cpu:0", "machine": "m", "jax": "0.1"},
           "records": [{"setting": "h", "paper": 0.31, "closed_form": 0.318, "avg_sim": 0.2,
                        "log10_p": -9}]}
-    new = render.render(OLD, {"table3": t3})
+    new = render.render({"table3": t3}, tmp_path / "gpu")
     sec = render.sections(new)
     init = sec["initialisation"]
-    # the regenerated row from the record, the others verbatim, and a line naming them
     assert "| Table 3 / Prop. 4 | 0.31, 0.49, 0.98 | 0.200 (p 1.00e-9)" in init
-    assert "| Table 1 / Finding 1 | p | old table 1 | differs |" in init
-    assert "| Finding 2.2 | 76 % | old finding 2.2 | reproduced |" in init
-    assert ("the rows Table 1 / Finding 1; Finding 2.2 are kept as an earlier run wrote them"
-            in init
-            and "`python -m experiments.figure2_finding22`" in init)
-    assert "old table 3" not in init
-    assert ("As written with the kept rows: **Provenance of these rows.** Finding 2.2 from "
-            "before the port." in init)
-    # a section without records stays verbatim under one line saying so, once
-    assert sec["lineage"].count(render.KEPT) == 1 and "| Figure 11 | x | 1.23 |" in sec["lineage"]
-    assert "`python -m experiments.lineage` regenerates" in sec["lineage"]
-    again = render.render(new, {"table3": t3})
-    assert again == new
-    assert sec["gpu"] == "## On a GPU\nhand-written"
+    assert ("| figure2_finding22 | - | no record (results/records/initialisation/"
+            "figure2_finding22.json); `python -m experiments.figure2_finding22` measures it "
+            "| untestable: not measured yet |") in init
+    rows = [ln for ln in init.splitlines() if ln.startswith("| ") and "verdict" not in ln]
+    assert len(rows) == len(I.CLAIMS)
+    assert sec["lineage"] == ("## " + render.TITLES["lineage"] + "\n\nNot measured yet: "
+                              "`python -m experiments.lineage` measures it (its records go to "
+                              "results/records/).")
+    assert sec["gpu"].endswith("Not measured yet: its outputs under results/gpu/ are absent.")
+    assert list(sec) == render.SECTIONS
+    assert render.render({"table3": t3}, tmp_path / "gpu") == new
     assert all(f"**{v}**" in new for v in V.VERDICTS)  # the vocabulary at the top
-    # no records at all: every section verbatim (the initialisation one under its note)
-    bare = render.sections(render.render(OLD, {}))
-    assert "old table 3" in bare["initialisation"] and "old intro" in bare["initialisation"]
+    # a study with one record: its other rows say they are not measured
+    from pathlib import Path
+
+    committed = render.load_records(Path(render.__file__).resolve().parents[2] / render.RECORDS)
+    body = render.seedprint_section({"table4a": committed["table4a"]})
+    assert "| Table 4a" in body
+    assert "| figure13 | - | no record (results/records/seedprint/figure13.json)" in body
 
 
 def test_records_are_compact_and_importable(tmp_path):
@@ -608,38 +578,21 @@ def test_qwen_family_is_the_llama_family_with_qwen2s_architecture(tmp_path):
     with pytest.raises(UserError, match="unknown architecture 'gpt2'"):
         scale_family("cpu", None, "gpt2")
     # until its records exist, RESULTS.md says the repeat is not measured, with the command
-    sec = render.sections(render.render(OLD, {}))["lineage_qwen2"]
+    sec = render.sections(render.render({}))["lineage_qwen2"]
     assert "Not measured yet" in sec and "--arch qwen2" in sec and "|" not in sec
-
-
-def test_kept_seedprint_rows_carry_their_known_defect(monkeypatch):
-    """A kept row measured with a since-fixed bug says so beside it, until it is re-run."""
-    from bornbiased_jax.studies import seedprint
-
-    fake = V.Claim("confound row", "p", "o", V.MEASURED)
-    monkeypatch.setattr(render, "KNOWN_DEFECTS", {
-        "Figure 13": "measured with a configuration bug since fixed."})
-    monkeypatch.setattr(seedprint, "CLAIMS", [
-        (n, p, (lambda r: fake) if n == "seedprint_confound" else f)
-        for n, p, f in seedprint.CLAIMS])
-    old = ("## SeedPrint\n\n| claim | paper | ours | verdict |\n|---|---|---|---|\n"
-           "| Figure 13 | a | b | differs |\n| Table 4b/4c analog | a | b | reproduced |\n")
-    body = render.seedprint_section({"seedprint_confound": {"run": {}, "records": {}}}, old)
-    assert "| Figure 13 | a | b | differs |" in body and "| confound row | p | o |" in body
-    assert "Figure 13: measured with a configuration bug since fixed" in body
-    assert "Table 4b/4c analog:" not in body  # kept, but with no known defect
 
 
 def test_results_md_is_the_render_of_the_committed_records():
     """RESULTS.md as committed is exactly what the renderer makes of the committed records (no
-    row edited by hand, none stale), and every verdict cell of every table, the hand-written GPU
-    section's included, starts with a word of the vocabulary."""
+    row edited by hand, none stale), and every verdict cell of every table, the GPU sections'
+    included, starts with a word of the vocabulary."""
     import re
     from pathlib import Path
 
     repo = Path(render.__file__).resolve().parents[2]
     text = (repo / "RESULTS.md").read_text()
-    assert render.render(text, render.load_records(repo / render.RECORDS)) == text
+    assert render.render(render.load_records(repo / render.RECORDS),
+                         repo / render.GPU_ROOT) == text
     tables = 0
     for block in re.findall(r"(?m)^(\|.*\| verdict \|\n\|[-|]+\|\n(?:\|.*\|\n)+)", text):
         rows = block.splitlines()[2:]
@@ -676,3 +629,33 @@ def test_sinks_at_initialisation_rule():
     rows = {c.claim: c for c in sinks.init_claims(d)}
     assert rows["At initialisation: attenuation sqrt(i/T)"].verdict == V.DIFFERS
     assert rows["At initialisation: amplification sqrt(i)"].verdict == V.DIFFERS
+
+
+def test_gpu_window_section_is_read_from_its_outputs(tmp_path):
+    """The first GPU window's rows come from the files it left: pytest's summary and progress
+    lines, the failure table's kinds, the benchmark's JSON lines; an absent file means no
+    section (the renderer then says it is not measured)."""
+    import shutil
+    from pathlib import Path
+
+    from bornbiased_jax.studies import gpu_window as G
+
+    assert G.pytest_summary("x\n3 failed, 10 passed, 2 skipped in 5.0s\n") == {"failed": 3,
+                                                                                "passed": 10}
+    assert G.progress_counts("..F.\n.F. [ 50%]\nFAILED a\n") == {"passed": 5, "failed": 2}
+    md = "| kind | test |\n|---|---|\n| tol | a |\n| tol | b |\n| devices | c |\n"
+    assert G.failure_kinds(md) == {"tol": 2, "devices": 1}
+    assert G.requested_strategies("B --strategies vmap map:4 loop;\n") == ["vmap", "map:4", "loop"]
+    repo = Path(render.__file__).resolve().parents[2] / "results" / "gpu"
+    rows = {c.claim: c for c in G.claims(repo)}
+    suite = rows["test suite on the GPU"].ours
+    assert suite.startswith("TF32 (XLA's default): 52 of 406 failed (40 float32 tolerance")
+    assert "13 of 219 failed" in suite and "17 of 18 passed" in suite
+    sweep = rows["sweep throughput, vmap (gpt2-rope-nano, T = 256, 8 seeds x 512)"]
+    assert sweep.ours.startswith("856,091 tokens/s, 143 TFLOP/s = 39%")
+    assert sweep.verdict == V.MEASURED and sweep.why.startswith("below the 50 % target")
+    for f in G.FILES.values():
+        shutil.copy(repo / f, tmp_path / f)
+    assert G.section(tmp_path) is not None
+    (tmp_path / G.FILES["sweep"]).unlink()
+    assert G.section(tmp_path) is None

@@ -1,12 +1,11 @@
-"""The one renderer of RESULTS.md: every section from the committed records
-(``results/records/<study>/<name>.json``) by the studies' pure claim functions.
+"""The one renderer of RESULTS.md: every section from committed outputs, by the studies' pure
+claim functions: the records (``results/records/<study>/<name>.json``), and the GPU runs'
+outputs under ``results/gpu/`` (the first window's logs, :mod:`bornbiased_jax.studies.gpu_window`;
+the campaign's pieces, :mod:`bornbiased_jax.studies.campaign`).
 
-Each section sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``. A section (or, in
-the initialisation and SeedPrint tables, a row) whose records are missing is kept verbatim from
-the current RESULTS.md, with one line saying that it was not regenerated because its records
-were not kept, and the command that regenerates them; numbers are never typed into records.
-The GPU section is written by hand from the logs in results/gpu/ and always kept; the GPU
-campaign's section comes from results/gpu/campaign/ (:mod:`bornbiased_jax.studies.campaign`).
+Each section sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``. A row (or a
+section) whose record is missing says so, with the command that measures it; nothing is carried
+over from an earlier RESULTS.md, and numbers are never typed into records.
 """
 
 from __future__ import annotations
@@ -18,9 +17,10 @@ from pathlib import Path
 from bornbiased_jax import io
 from bornbiased_jax.studies import EXPERIMENTS, STUDY_OF
 from bornbiased_jax.studies import initialisation, lineage, seedprint, sinks
-from bornbiased_jax.verdicts import vocabulary_markdown
+from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
+GPU_ROOT = RECORDS.parent / "gpu"
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2", "sinks",
             "sinks_regime", "sinks_arms", "gpu", "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
@@ -31,12 +31,6 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
             "sinks_arms": "python -m experiments.sinks_arms"}
-KEPT = "*Not regenerated:"
-# What is known to be wrong with kept rows (by the claim prefix of seedprint.CLAIMS) or a kept
-# section (by study), said beside them until they are re-run. None now: the rows measured with
-# the stale head_dim of the d = 128 model (Figure 13, Table 4a, the false-positive rates) have
-# been re-run.
-KNOWN_DEFECTS: dict[str, str] = {}
 
 
 def record_path(root: Path, name: str) -> Path:
@@ -87,57 +81,22 @@ def sections(text: str) -> dict[str, str]:
         r"<!-- ([\w-]+):begin -->\n?(.*?)\n?<!-- \1:end -->", text, re.S)}
 
 
-def _claim_rows(body: str) -> list[str]:
-    """The data rows of the first claims table of a section body."""
-    lines = body.splitlines()
-    try:
-        i = next(i for i, ln in enumerate(lines) if ln.startswith("| claim | paper |"))
-    except StopIteration:
-        return []
-    rows = []
-    for ln in lines[i + 2:]:
-        if not ln.startswith("| "):
-            break
-        rows.append(ln)
-    return rows
+def not_measured(name: str) -> Claim:
+    """The row of an experiment whose record is missing: untestable, and how to measure it."""
+    study = STUDY_OF[name]
+    return Claim(name, "-", f"no record (results/records/{study}/{name}.json); "
+                 f"`python -m experiments.{name}` measures it", UNTESTABLE, "not measured yet")
 
 
-def kept(body: str, study: str) -> str:
-    """``body`` unchanged but for one line under its title: not regenerated, and how to."""
-    lines = [ln for ln in body.splitlines() if not ln.startswith(KEPT)]
-    note = (f"{KEPT} this section is kept as an earlier run wrote it (numbers and verdicts, "
-            f"by the rules of that time): its records were not kept (results were not "
-            f"committed then); `{COMMANDS[study]}` regenerates them (its records go to "
-            f"results/records/{study}/).")
-    if study in KNOWN_DEFECTS:
-        note += " Known defect: " + KNOWN_DEFECTS[study]
-    note += "*"
-    at = next((i + 1 for i, ln in enumerate(lines) if ln.startswith("## ")), 0)
-    return "\n".join(lines[:at] + ["", note] + lines[at:]).replace("\n\n\n", "\n\n")
-
-
-def _rows(specs, records: dict, old_rows: list[str]) -> tuple[list[str], list[str]]:
-    """Table lines of ``specs`` ((experiment, claim prefix, function)): computed where the
-    experiment's record exists, else the old rows with that prefix verbatim; and the names of
-    the kept claims."""
-    lines, kept_names = [], []
+def _rows(specs, records: dict) -> list[str]:
+    """Table lines of ``specs`` ((experiment, claim prefix, function)): computed from the
+    experiment's record, or a not-measured row where it is missing."""
+    lines = []
     for name, prefix, fn in specs:
-        if name in records:
-            out = fn(records[name])
-            for c in out if isinstance(out, list) else [out]:
-                lines.append("| " + " | ".join(c.cells()) + " |")
-        else:
-            old = [r for r in old_rows if r.startswith(f"| {prefix}")]
-            lines += old
-            kept_names += [prefix] if old else []
-    return lines, kept_names
-
-
-def _commands(specs, kept_names: list[str]) -> str:
-    """'`python -m experiments.X` regenerates them' for the experiments of the kept rows."""
-    names = list(dict.fromkeys(n for n, prefix, _ in specs if prefix in kept_names))
-    cmds = ", ".join(f"`python -m experiments.{n}`" for n in names)
-    return cmds + (" regenerates them" if len(names) == 1 else " regenerate them")
+        out = fn(records[name]) if name in records else not_measured(name)
+        for c in out if isinstance(out, list) else [out]:
+            lines.append("| " + " | ".join(c.cells()) + " |")
+    return lines
 
 
 def _run_line(records: dict, names: list[str]) -> str:
@@ -149,64 +108,42 @@ def _run_line(records: dict, names: list[str]) -> str:
     return "; ".join(devices)
 
 
-def initialisation_section(records: dict, old: str) -> str | None:
+def initialisation_section(records: dict) -> str | None:
     names = EXPERIMENTS["initialisation"]
     if not any(n in records for n in names):
         return None
-    rows, kept_names = _rows(initialisation.CLAIMS, records, _claim_rows(old))
     lines = ["## The initialisation study (paper Sec. 3-4)", "",
              f"Generated from the records in results/records/initialisation/ (written by "
              f"`{COMMANDS['initialisation']} --scale cpu`; run on {_run_line(records, names)}). "
              "CPU scale uses the `cpu` presets (6 blocks, d = 512) and fewer, shorter sequences "
              "than the paper; each record holds its experiment's settings and wall time. "
              "Paper-scale rows need a GPU run (`--scale paper`) and are not included here.", "",
-             "| claim | paper | ours (CPU scale) | verdict |", "|---|---|---|---|"] + rows
+             "| claim | paper | ours (CPU scale) | verdict |", "|---|---|---|---|"]
+    lines += _rows(initialisation.CLAIMS, records)
     lines += ["", "p-values below ~1e-20 only say 'decisively significant'; their magnitude is "
               "not meaningful (the z-test's normal tail is far outside its accuracy there). "
               "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "
               "position between layers; Prop. 5's exact values (no normalisation) are in "
               "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in the "
               "next section (README, *Notes on the paper*)."]
-    if kept_names:
-        lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
-                  "wrote them (numbers and verdicts, by the rules of that time): their records "
-                  "were not kept (results were not committed then); "
-                  + _commands(initialisation.CLAIMS, kept_names) + ".*"]
-        lines += _provenance(old)
     return "\n".join(lines)
 
 
-def _provenance(old: str) -> list[str]:
-    """The old section's '**Provenance' paragraph, which kept rows still need."""
-    paras = [p for p in old.split("\n\n") if p.startswith(("**Provenance", "As written with"))]
-    if not paras:
-        return []
-    para = paras[0].removeprefix("As written with the kept rows: ")
-    return ["", f"As written with the kept rows: {para}"]
-
-
-def seedprint_section(records: dict, old: str) -> str | None:
+def seedprint_section(records: dict) -> str | None:
     names = EXPERIMENTS["seedprint"]
     if not any(n in records for n in names):
         return None
-    rows, kept_names = _rows(seedprint.CLAIMS, records, _claim_rows(old))
     lines = ["## SeedPrint (paper Sec. 5-6.1)", "",
              "Generated from the records in results/records/seedprint/ (written by "
              f"`{COMMANDS['seedprint']}`: figure13.py, table4a.py, seedprint_calibration.py, "
              f"seedprint_power.py, seedprint_trained.py (after `python -m "
-             f"experiments.seed_family --continued`), seedprint_confound.py; run on {_run_line(records, names)}). " + seedprint.INTRO, "",
-             "| claim | paper | ours | verdict |", "|---|---|---|---|"] + rows
-    if kept_names:
-        lines += ["", f"{KEPT} the rows {'; '.join(kept_names)} are kept as an earlier run "
-                  "wrote them (numbers and verdicts, by the rules of that time): their records "
-                  "were not kept (results were not committed then); "
-                  + _commands(seedprint.CLAIMS, kept_names) + "."
-                  + "".join(f" {name}: {KNOWN_DEFECTS[name]}" for name in kept_names
-                            if name in KNOWN_DEFECTS) + "*"]
-    return "\n".join(lines)
+             f"experiments.seed_family --continued`), seedprint_confound.py; run on "
+             f"{_run_line(records, names)}). " + seedprint.INTRO, "",
+             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
+    return "\n".join(lines + _rows(seedprint.CLAIMS, records))
 
 
-def theory_section(records: dict, old: str) -> str | None:
+def theory_section(records: dict) -> str | None:
     if "theory" not in records:
         return None
     from bornbiased_jax.studies import theory
@@ -215,13 +152,13 @@ def theory_section(records: dict, old: str) -> str | None:
                           _run_line(records, ["theory"]))
 
 
-def lineage_section(records: dict, old: str) -> str | None:
+def lineage_section(records: dict) -> str | None:
     if not all(n in records for n in lineage.EXPERIMENTS):
         return None
     return lineage.section(records).rstrip("\n")
 
 
-def lineage_qwen2_section(records: dict, old: str) -> str:
+def lineage_qwen2_section(records: dict) -> str:
     """The Qwen-style repeat from its records; until all of them exist, a line saying that it
     has not been measured (with what is missing and the command), never older numbers."""
     missing = [n for n in lineage.QWEN2_EXPERIMENTS if n not in records]
@@ -235,7 +172,7 @@ def lineage_qwen2_section(records: dict, old: str) -> str:
                       "interrupted run resumes from its checkpoints."])
 
 
-def sinks_regime_section(records: dict, old: str) -> str | None:
+def sinks_regime_section(records: dict) -> str | None:
     if "sinks_regime" not in records:
         return None
     from bornbiased_jax.studies import sinks_regime
@@ -258,7 +195,7 @@ def sinks_regime_section(records: dict, old: str) -> str | None:
          "tested here yet.")])
 
 
-def sinks_arms_section(records: dict, old: str) -> str | None:
+def sinks_arms_section(records: dict) -> str | None:
     if "sinks_arms" not in records:
         return None
     from bornbiased_jax.studies import sinks_arms
@@ -285,53 +222,61 @@ def sinks_arms_section(records: dict, old: str) -> str | None:
         sinks_arms.markdown(rec["records"]).rstrip("\n")])
 
 
-def gpu_campaign_section(records: dict, old: str) -> str | None:
-    from bornbiased_jax.studies import campaign
-
-    return campaign.section(campaign.ROOT)
-
-
-def sinks_section(records: dict, old: str) -> str | None:
+def sinks_section(records: dict) -> str | None:
     if "figure12_table7" not in records:
         return None
     return sinks.section(records["figure12_table7"], records.get("sinks_init"))
 
 
+TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
+          "theory": "The paper's propositions: closed forms beside simulations",
+          "seedprint": "SeedPrint (paper Sec. 5-6.1)",
+          "lineage": lineage.ARCHS["llama2"][2], "lineage_qwen2": lineage.ARCHS["qwen2"][2],
+          "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
+          "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
+          "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks",
+          "gpu": "On a GPU: the first window",
+          "gpu_campaign": "The GPU campaign (paper scale, piece by piece)"}
+
+
+def missing_section(name: str) -> str:
+    """A section whose records (or GPU outputs) are absent: its title, and how to make them."""
+    how = (f"`{COMMANDS[name]}` measures it (its records go to results/records/)"
+           if name in COMMANDS else "its outputs under results/gpu/ are absent")
+    return f"## {TITLES[name]}\n\nNot measured yet: {how}."
+
+
 HEADER = ("# Results", "",
           "What this project measured of the paper's claims, study by study: for each claim the "
           "paper's value, ours, and a verdict. Every row is computed from a saved record "
-          "(results/records/<study>/<name>.json, committed) by a pure function in "
+          "(results/records/<study>/<name>.json, committed) or, for the GPU sections, from the "
+          "outputs the GPU runs left in results/gpu/, by a pure function in "
           "bornbiased_jax/studies/ whose rule is stated in its docstring and unit-tested; "
-          "`python -m experiments.run_all --no-run` rewrites this file from the records. The "
-          "GPU section is written by hand from the logs in results/gpu/.", "",
+          "`python -m experiments.run_all --no-run` rewrites this file from them.", "",
           "Verdicts, one vocabulary for every table:", "")
 
 
-def render(old_text: str, records: dict) -> str:
-    """RESULTS.md from ``records`` ({name: saved JSON}), keeping what they cannot regenerate
-    from ``old_text`` (the current RESULTS.md)."""
-    old = sections(old_text)
+def render(records: dict, gpu_root: Path = GPU_ROOT) -> str:
+    """RESULTS.md from ``records`` ({name: saved JSON}) and the GPU outputs under ``gpu_root``;
+    a section without its records says so (:func:`missing_section`)."""
+    from bornbiased_jax.studies import campaign, gpu_window
+
     make = {"initialisation": initialisation_section, "theory": theory_section,
-            "seedprint": seedprint_section,
-            "lineage": lineage_section, "lineage_qwen2": lineage_qwen2_section,
-            "sinks": sinks_section,
+            "seedprint": seedprint_section, "lineage": lineage_section,
+            "lineage_qwen2": lineage_qwen2_section, "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
-            "gpu_campaign": gpu_campaign_section}
+            "gpu": lambda _: gpu_window.section(gpu_root),
+            "gpu_campaign": lambda _: campaign.section(Path(gpu_root) / "campaign")}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]
-    for name in SECTIONS + [n for n in old if n not in SECTIONS]:  # others kept, at the end
-        body = make[name](records, old.get(name, "")) if name in make else None
-        if body is None and name in old:
-            body = kept(old[name], name) if name in make else old[name]
-        if body is None:
-            continue
+    for name in SECTIONS:
+        body = make[name](records) or missing_section(name)
         parts.append(f"<!-- {name}:begin -->\n{body.strip()}\n<!-- {name}:end -->")
     return "\n\n".join(parts) + "\n"
 
 
 def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS) -> str:
-    """Rewrite ``results`` from the records under ``root``; return the new text."""
-    results = Path(results)
-    text = render(results.read_text() if results.exists() else "", load_records(root))
-    io.write_text(results, text)
+    """Rewrite ``results`` from the records under ``root`` (and the GPU outputs beside them,
+    ``root``/../gpu); return the new text."""
+    text = render(load_records(root), Path(root).parent / "gpu")
+    io.write_text(Path(results), text)
     return text
-
