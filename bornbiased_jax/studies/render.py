@@ -115,7 +115,7 @@ def initialisation_section(records: dict) -> str | None:
     lines = ["## The initialisation study (paper Sec. 3-4)", "",
              f"Generated from the records in results/records/initialisation/ (written by "
              f"`{COMMANDS['initialisation']} --scale cpu`; run on {_run_line(records, names)}). "
-             "CPU scale uses the `cpu` presets (6 blocks, d = 512) and fewer, shorter sequences "
+             f"CPU scale uses the `cpu` presets ({_cpu_shape(records)}) and fewer, shorter sequences "
              "than the paper; each record holds its experiment's settings and wall time. "
              "Paper-scale rows need a GPU run (`--scale paper`) and are not included here.", "",
              "| claim | paper | ours (CPU scale) | verdict |", "|---|---|---|---|"]
@@ -127,6 +127,15 @@ def initialisation_section(records: dict) -> str | None:
               "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in the "
               "next section (README, *Notes on the paper*)."]
     return "\n".join(lines)
+
+
+def _cpu_shape(records: dict) -> str:
+    """'6 blocks, d = 512': the shape of Table 1's CPU-scale presets, from its record."""
+    from bornbiased_jax.config import get_preset
+
+    presets = records.get("table1", {}).get("run", {}).get("settings", {}).get("presets", [])
+    shapes = sorted({(c.n_layers, c.d_model) for c in map(get_preset, presets)})
+    return "; ".join(f"{L} blocks, d = {d}" for L, d in shapes) or "?"
 
 
 def seedprint_section(records: dict) -> str | None:
@@ -185,7 +194,8 @@ def sinks_regime_section(records: dict) -> str | None:
         f"run on {_run_line(records, ['sinks_regime'])}). The section above found no sink in "
         "its baseline; this grid searched for a regime where a baseline grows them "
         "(docs/sinks.md). Sink rate: eps 0.25 per sample at each length T; Gu: Gu et al.'s "
-        "setting (eps 0.3, T = 64, 100 sequences).", "",
+        f"setting (eps {sinks_regime.GU_EPS}, T = {sinks_regime.GU_T}, "
+        f"{_num_seqs(rec['records']['cells'])} sequences).", "",
         table(sinks_regime.claims(rec)), "",
         "Every cell:", "", sinks_regime.markdown(rec["records"]).rstrip("\n"), "",
         ("The next section trains the five arms in the regime that grew sinks."
@@ -195,10 +205,17 @@ def sinks_regime_section(records: dict) -> str | None:
          "tested here yet.")])
 
 
+def _num_seqs(cells) -> str:
+    """The cells' evaluation sequences per length (one number, or each distinct one)."""
+    cells = cells.values() if isinstance(cells, dict) else cells
+    return " or ".join(map(str, sorted({c["num_seqs"] for c in cells}))) or "?"
+
+
 def sinks_arms_section(records: dict) -> str | None:
     if "sinks_arms" not in records:
         return None
     from bornbiased_jax.studies import sinks_arms
+    from bornbiased_jax.studies.sinks_regime import COPY_T
     from bornbiased_jax.verdicts import table
 
     rec = records["sinks_arms"]
@@ -212,8 +229,9 @@ def sinks_arms_section(records: dict) -> str | None:
         f"{len(base.get('groups', [1]))} `train --seeds` run(s), all on the same batches in "
         f"the same order: `{base['command']}` (a later group differs only in `--seeds`); each "
         "arm adds its `--model-set` (bornbiased_jax/studies/sinks_arms.py). Sink rates per "
-        "sample on 100 evaluation "
-        "draws per length; held-out NLL on 100 draws of 129 characters. Every number is a "
+        f"sample on {base['num_seqs']} evaluation draws per length; held-out NLL on "
+        f"{base['num_seqs']} draws of {min(COPY_T, base['settings']['seq_len']) + 1} "
+        "characters. Every number is a "
         "mean over seeds ± its standard error [95 % t interval on n - 1 degrees of freedom]; "
         "differences from the baseline are paired seed by seed; window-level standard errors "
         "decide nothing here.", "",

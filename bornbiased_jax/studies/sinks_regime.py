@@ -40,6 +40,7 @@ from bornbiased_jax.errors import UserError
 PAPER_EPS = 0.25  # Sec. 6.2.1
 GU_EPS, GU_T = 0.3, 64  # Gu et al.: per-sample thresholding at T = 64
 PAPER_LENGTHS = (32, 64, 128, 256, 512)  # Sec. 6.2.1's lengths; a cell uses those that fit
+COPY_T = 128  # length of the Bigram-Backcopy sequences copy accuracy is scored on (or seq_len)
 
 
 @dataclasses.dataclass(frozen=True)

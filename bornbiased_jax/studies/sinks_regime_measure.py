@@ -28,10 +28,9 @@ from bornbiased_jax import bbm, data, io, runs
 from bornbiased_jax.io import progress
 from bornbiased_jax.probes import sink_windows, sinks
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.studies.sinks_regime import GU_EPS, GU_T, PAPER_EPS, Cell, summarise
+from bornbiased_jax.studies.sinks_regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 
 NUM_SEQS = 100
-COPY_T = 128  # length of the Bigram-Backcopy sequences copy accuracy is scored on (or seq_len)
 
 
 def train(cell: Cell, folder: Path, log=progress) -> float | None:
