@@ -659,3 +659,39 @@ def test_gpu_window_section_is_read_from_its_outputs(tmp_path):
     assert G.section(tmp_path) is not None
     (tmp_path / G.FILES["sweep"]).unlink()
     assert G.section(tmp_path) is None
+
+
+def test_seedprint_docs_numbers_are_the_committed_records():
+    """docs/seedprint.md's measured blocks are exactly what the committed records give, so the
+    page cannot drift from RESULTS.md; a block that is missing is an error, not a silent skip."""
+    from pathlib import Path
+
+    from bornbiased_jax.studies import seedprint_docs as SD
+
+    repo = Path(render.__file__).resolve().parents[2]
+    page = (repo / SD.DOCS).read_text()
+    records = render.load_records(repo / render.RECORDS)
+    assert all(exp in records for exp, _ in SD.BLOCKS.values())
+    assert SD.render(page, records) == page
+    assert "| `spearman_all` | 8/8 | 0/8 | 0/8 |" in page  # the table is in the page
+    with pytest.raises(ValueError, match="0 'statistic-choice' blocks"):
+        SD.render(page.replace("<!-- statistic-choice:begin -->", ""), records)
+
+
+def test_statistic_choice_names_the_statistics_the_numbers_favour():
+    """The conclusion under the table is computed: the statistics at the smallest p with an
+    initialisation as base most often and rejecting an unrelated trained base least often."""
+    from bornbiased_jax.studies import seedprint_docs as SD
+
+    def row(comparison, **ps):
+        return {"comparison": comparison, **{f"calibrated/{k}/exact": v for k, v in ps.items()}}
+
+    power = {"run": {"settings": {"null_models": 99, "preset": "p", "steps": 2, "save_every": 1,
+                                  "n": 8, "input": "gaussian", "fp_seq_len": 4}},
+             "records": [row("lineage", a=0.01, b=0.01), row("lineage", a=0.01, b=0.2),
+                         row("cross-seed", a=0.5, b=0.5), row("trained base", a=0.3, b=0.001)]}
+    text = SD.statistic_choice(power)
+    assert "| `a` | 2/2 | 0/1 | 0/1 |" in text and "| `b` | 1/2 | 0/1 | 1/1 |" in text
+    assert text.endswith("Of these, `a` reaches the smallest p as often as any statistic with an "
+                         "initialisation as base and rejects the unrelated trained base least "
+                         "often.")

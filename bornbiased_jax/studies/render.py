@@ -294,7 +294,17 @@ def render(records: dict, gpu_root: Path = GPU_ROOT) -> str:
 
 def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS) -> str:
     """Rewrite ``results`` from the records under ``root`` (and the GPU outputs beside them,
-    ``root``/../gpu); return the new text."""
-    text = render(load_records(root), Path(root).parent / "gpu")
+    ``root``/../gpu), and the measured blocks of docs/seedprint.md beside ``results`` where that
+    page exists (:mod:`bornbiased_jax.studies.seedprint_docs`); return RESULTS.md's new text."""
+    from bornbiased_jax.studies import seedprint_docs
+
+    records = load_records(root)
+    text = render(records, Path(root).parent / "gpu")
     io.write_text(Path(results), text)
+    docs = Path(results).parent / seedprint_docs.DOCS
+    if docs.exists():
+        page = docs.read_text()
+        new = seedprint_docs.render(page, records)
+        if new != page:
+            io.write_text(docs, new)
     return text
