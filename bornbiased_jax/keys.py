@@ -15,6 +15,7 @@ from typing import Iterable
 import jax
 import numpy as np
 
+from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 
 # The model key of a seed is ``seed_key(seed)`` itself; these are the other named streams.
@@ -45,8 +46,8 @@ def check_seed(seed) -> int:
     """``seed`` as an int, or a UserError saying what a seed may be."""
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise UserError(f"a seed must be an integer, got {seed!r}")
-    if not 0 <= int(seed) < 2**32:
-        raise UserError(f"a seed must lie in [0, 2**32), got {seed}")
+    if not 0 <= int(seed) < SEED_LIMIT:
+        raise UserError(f"a seed must lie in {SEED_RANGE}, got {seed}")
     return int(seed)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset, recorded_differences
+from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 
 SCHEDULES = ("cosine", "linear", "constant")
@@ -192,9 +193,9 @@ class TrainConfig:
 
     def _check_seeds(self) -> None:
         seeds = tuple(int(s) for s in self.seeds)
-        bad = [s for s in seeds + (int(self.seed),) if not 0 <= s < 2**32]
+        bad = [s for s in seeds + (int(self.seed),) if not 0 <= s < SEED_LIMIT]
         if bad:
-            raise UserError(f"seeds must lie in [0, 2**32), got {bad[:5]}")
+            raise UserError(f"seeds must lie in {SEED_RANGE}, got {bad[:5]}")
         if len(set(seeds)) != len(seeds):
             raise UserError(f"seeds must be distinct, got {list(seeds)[:10]}...")
         if seeds and self.seed != 0:

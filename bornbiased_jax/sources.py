@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from bornbiased_jax import model, runs
 from bornbiased_jax.config import ModelConfig, get_preset
+from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 
@@ -130,9 +131,9 @@ def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
         seed = int(seed_text)
     except ValueError:
         raise UserError(f"bad seed {seed_text!r} in {spec!r}: a seed is an integer in "
-                        f"[0, 2**32)") from None
-    if not 0 <= seed < 2**32:
-        raise UserError(f"seed {seed} in {spec!r} is outside [0, 2**32)")
+                        f"{SEED_RANGE}") from None
+    if not 0 <= seed < SEED_LIMIT:
+        raise UserError(f"seed {seed} in {spec!r} is outside {SEED_RANGE}")
     cfg = dataclasses.replace(cfg, shared_embedding=bool(shared_embedding))
     return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@{seed}", "preset", seed, None)
 
@@ -158,10 +159,10 @@ def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
     path, sep, sel = head.rpartition("#")
     if not sep:
         return Path(head), None, step
-    if not re.fullmatch(r"\d+", sel) or int(sel) >= 2**32 or not path:
+    if not re.fullmatch(r"\d+", sel) or int(sel) >= SEED_LIMIT or not path:
         raise UserError(f"bad seed selector {'#' + sel!r} in {spec!r}: write 'PATH#SEED' or "
                         f"'PATH#SEED@STEP' with one initialisation seed of the run, an integer "
-                        f"in [0, 2**32) (e.g. 'runs/seeds#3@200')")
+                        f"in {SEED_RANGE} (e.g. 'runs/seeds#3@200')")
     return Path(path), int(sel), step
 
 

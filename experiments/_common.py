@@ -85,6 +85,22 @@ def user_errors_exit(name: str):
     return guard()
 
 
+def run_scripts(names, scale: str, root: Path, records: Path) -> None:
+    """Run ``python -m experiments.<name> --scale SCALE --out ROOT/<name> --records RECORDS``
+    for each name in turn, from the repository's root; stop (exit with a message) at the first
+    that fails."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    for name in names:
+        print(f"== {name}", flush=True)
+        rc = subprocess.call([sys.executable, "-m", f"experiments.{name}", "--scale", scale,
+                              "--out", str(Path(root).absolute() / name),
+                              "--records", str(Path(records).absolute())], cwd=repo)
+        if rc:
+            sys.exit(f"{name} failed with exit status {rc}")
+
+
 def records_root(scale: str) -> Path:
     """Where the committed records of ``scale`` go: results/records (cpu) or its paper/."""
     return RECORDS if scale == "cpu" else RECORDS / "paper"

@@ -17,15 +17,11 @@ row or section whose record is missing says so, with the command that measures i
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 from pathlib import Path
 
-from experiments._common import records_root
+from experiments._common import records_root, run_scripts
 
 from bornbiased_jax.studies import EXPERIMENTS, render
-
-ROOT = Path(__file__).resolve().parents[1]  # the repository: scripts run as experiments.<name>
 
 SCRIPTS = EXPERIMENTS["initialisation"]
 
@@ -47,13 +43,7 @@ def main() -> None:
     if args.import_from:
         print("imported:", ", ".join(render.import_records(args.import_from, records)) or "nothing")
     if not args.no_run:
-        for name in SCRIPTS:
-            print(f"== {name}", flush=True)
-            rc = subprocess.call([sys.executable, "-m", f"experiments.{name}", "--scale",
-                                  args.scale, "--out", str(args.root.absolute() / name),
-                                  "--records", str(records.absolute())], cwd=ROOT)
-            if rc:
-                sys.exit(f"{name} failed with exit status {rc}")
+        run_scripts(SCRIPTS, args.scale, args.root, records)
     if args.scale == "paper":
         print(f"records in {records}; RESULTS.md renders the CPU-scale records only")
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bornbiased_jax import precision
-from bornbiased_jax.defaults import INIT_TIMEOUT_S
+from bornbiased_jax.defaults import INIT_TIMEOUT_S, SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 
 
@@ -26,9 +26,9 @@ def parse_seeds(text: str) -> list[int]:
                             f"start:stop[:step], e.g. '42,43' or '0:256'") from None
     if not seeds:
         raise UserError(f"the seed list {text!r} is empty; give at least one seed, e.g. '0:4'")
-    bad = [s for s in seeds if not 0 <= s < 2**32]
+    bad = [s for s in seeds if not 0 <= s < SEED_LIMIT]
     if bad:
-        raise UserError(f"seeds must lie in [0, 2**32): got {bad[:5]}")
+        raise UserError(f"seeds must lie in {SEED_RANGE}: got {bad[:5]}")
     return seeds
 
 

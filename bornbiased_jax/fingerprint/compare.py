@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS
+from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS, SEED_LIMIT
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
@@ -68,7 +68,7 @@ class Settings:
         _check_int("null_models", self.null_models, 1,
                    "the calibrated test needs at least one null model")
         _check_int("trials", self.trials, 1, "the paper test needs at least one null trial")
-        _check_int("probe_seed", self.probe_seed, 0, hi=2**32 - 1)
+        _check_int("probe_seed", self.probe_seed, 0, hi=SEED_LIMIT - 1)
         if self.statistic not in C.STATISTICS:
             raise UserError(f"unknown calibrated statistic {self.statistic!r}; choose one of "
                             f"{C.STATISTICS}")

@@ -21,6 +21,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.probes.outputs import feature_probe
@@ -70,6 +71,4 @@ def check_inputs(cfg: ModelConfig, inputs) -> None:
         raise UserError(f"token inputs drawn from a vocabulary of {inputs.vocab_size} do not fit "
                         f"{cfg.name} (|V| = {cfg.vocab_size}); the models need the same "
                         f"vocabulary for --input tokens")
-    if shape[1] > cfg.max_seq_len:
-        raise UserError(f"sequence length {shape[1]} exceeds the context {cfg.max_seq_len} of "
-                        f"{cfg.name}")
+    model.check_seq_len(cfg, shape[1])

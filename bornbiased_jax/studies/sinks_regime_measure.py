@@ -87,8 +87,8 @@ def measure_checkpoint(m, cell: Cell, windows, task) -> dict:
     """The grid's measurements of one loaded model (a run's checkpoint, ``load_source``): the
     sink metric at each of the cell's lengths (``windows(T)``), Gu et al.'s rate and, with a
     Bigram-Backcopy ``task``, the copy accuracy."""
-    rows = [length_row(sinks.measure_sinks(m.params, m.cfg, windows(T)))
-            for T in cell.lengths()]
+    rows = [length_row(r) for r in sinks.sink_rates_over_lengths(
+        m.params, m.cfg, None, cell.lengths(), NUM_SEQS, PAPER_EPS, windows=windows)]
     g = next(r for r in rows if r["T"] == GU_T)
     out = {"step": m.step, "paper": rows, "gu": {"T": GU_T, "eps": GU_EPS,
                                                   "rate": g["rate_eps03"], "se": g["se_eps03"]}}
