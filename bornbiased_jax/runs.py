@@ -386,7 +386,8 @@ def run_steps(path: str | Path) -> list[int]:
 
 
 def checkpoint_dir(path: str | Path, step: int) -> Path:
-    """The Orbax item folder of checkpoint ``step`` of a run."""
+    """The Orbax item folder of checkpoint ``step`` of a run: ``<step>/default``, where the
+    training loop's ``orbax.checkpoint.CheckpointManager`` (train.py) puts its single item."""
     return checkpoints_path(path) / str(step) / "default"
 
 
@@ -413,9 +414,9 @@ def checkpoint_has_seed_axis(path: str | Path, step: int, cfg: ModelConfig) -> b
 def load_checkpoint_params(path: str | Path, step: int, cfg: ModelConfig,
                            seed_index: int = 0) -> dict:
     """The parameters of seed number ``seed_index`` (its position in :func:`run_seeds`) at
-    checkpoint ``step`` of a run, as host arrays; the optimiser state, the data position and
-    the optimiser state and the data position are not read; a many-seed checkpoint's
-    parameters are read for every seed, and seed ``seed_index``'s are returned."""
+    checkpoint ``step`` of a run, as host arrays; the optimiser state and the data position are
+    not read; a many-seed checkpoint's parameters are read for every seed, and seed
+    ``seed_index``'s are returned."""
     import jax
     import orbax.checkpoint as ocp
 
