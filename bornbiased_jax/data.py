@@ -63,9 +63,6 @@ EOT = "<|endoftext|>"
 TEXT_SUFFIXES = {".py", ".txt", ".md", ".rst", ".c", ".h", ".json", ".toml", ".cfg", ".ini",
                  ".html", ".css", ".js", ".sh", ".tex", ""}
 ALIASES = {"python-stdlib": lambda: Path(sysconfig.get_paths()["stdlib"])}
-# Text that Debian packages install, used by the studies' CPU-scale families (globs):
-VIM_DOCS = "/usr/share/vim/vim*/doc"  # Vim's help files, any Vim version (vim90 on Debian 12)
-NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"  # Node.js's API documentation
 
 
 def resolve_corpus(spec: str) -> Path:

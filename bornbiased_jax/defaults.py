@@ -19,6 +19,10 @@ SINK_LENGTHS = (32, 64, 128, 256, 512)  # "32 to 512"; the paper does not list t
 # 100 held-out sequences, thresholded per sample, layer and head.
 SINK_SETTINGS = {"paper": (SINK_EPS, SINK_LENGTHS, 100), "gu": (0.3, (64,), 100)}
 
+# data.py: text that Debian packages install, used by the studies' CPU-scale families (globs)
+VIM_DOCS = "/usr/share/vim/vim*/doc"  # Vim's help files, any Vim version (vim90 on Debian 12)
+NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"  # Node.js's API documentation
+
 # data.py: the beginning-of-sequence token a BPE trained for a --bos run carries
 BOS_TOKEN = "<|bos|>"
 

@@ -9,12 +9,13 @@ process drawing many figures keeps none of them. The library draws every figure 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
 
 
 def figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], squeeze: bool = True,
            **subplots_kw):
     """``(fig, axes)`` as ``pyplot.subplots`` returns them, for a figure outside pyplot."""
+    from matplotlib.figure import Figure  # Matplotlib only when a figure is drawn
+
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, squeeze=squeeze, **subplots_kw)
 

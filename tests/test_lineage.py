@@ -102,10 +102,9 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
         assert sum(c.startswith(f"| Table {table}:") for c in claims) == 4, table
     results = root / "RESULTS.md"
     results.write_text("# Results\n\n<!-- lineage:begin -->\nstale row\n<!-- lineage:end -->\n")
-    render.write(results, root / "records")
-    render.write(results, root / "records")  # replaced, not appended twice
-    text = results.read_text()
-    assert text.count("<!-- lineage:begin -->") == 1 and "stale row" not in text
+    text = render.write(results, root / "records")
+    assert results.read_text() == text and "stale row" not in text  # nothing carried over
+    assert text.count("<!-- lineage:begin -->") == 1
     assert render.sections(text)["lineage"] == body.strip()
     assert render.sections(text)["lineage_qwen2"] == qwen.strip()
 

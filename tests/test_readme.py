@@ -21,7 +21,7 @@ def test_readme_python_example_runs():
     assert ns["preds_42"].shape == (200,)
 
 
-def test_docs_seed_family_command_is_the_scripts():
+def test_docs_seed_family_command_is_the_librarys():
     """docs/lineage.md quotes the seed family's training command as the library builds it (what
     `python -m experiments.seed_family --print-command` prints)."""
     import shlex

@@ -409,15 +409,17 @@ def test_render_says_what_is_not_measured(tmp_path):
     sec = render.sections(new)
     init = sec["initialisation"]
     assert "| Table 3 / Prop. 4 | 0.31, 0.49, 0.98 | 0.200 (p 1.00e-9)" in init
-    assert ("| figure2_finding22 | - | no record (results/records/initialisation/"
+    assert ("| Finding 2.2 | - | no record (results/records/initialisation/"
             "figure2_finding22.json); `python -m experiments.figure2_finding22` measures it "
             "| untestable: not measured yet |") in init
+    assert "| Figure 2 / Finding 2.1 | - | no record" in init  # one row per claim
     rows = [ln for ln in init.splitlines() if ln.startswith("| ") and "verdict" not in ln]
     assert len(rows) == len(I.CLAIMS)
     assert sec["lineage"] == ("## " + render.TITLES["lineage"] + "\n\nNot measured yet: "
                               "`python -m experiments.lineage` measures it (its records go to "
                               "results/records/).")
-    assert sec["gpu"].endswith("Not measured yet: its outputs under results/gpu/ are absent.")
+    assert sec["gpu"].endswith(f"Not measured yet: its outputs under {tmp_path / 'gpu'}/ are "
+                               "absent.")
     assert list(sec) == render.SECTIONS
     assert render.render({"table3": t3}, tmp_path / "gpu") == new
     assert all(f"**{v}**" in new for v in V.VERDICTS)  # the vocabulary at the top
@@ -427,7 +429,7 @@ def test_render_says_what_is_not_measured(tmp_path):
     committed = render.load_records(Path(render.__file__).resolve().parents[2] / render.RECORDS)
     body = render.seedprint_section({"table4a": committed["table4a"]})
     assert "| Table 4a" in body
-    assert "| figure13 | - | no record (results/records/seedprint/figure13.json)" in body
+    assert "| - | no record (results/records/seedprint/figure13.json)" in body
 
 
 def test_records_are_compact_and_importable(tmp_path):
@@ -649,10 +651,14 @@ def test_gpu_window_section_is_read_from_its_outputs(tmp_path):
     repo = Path(render.__file__).resolve().parents[2] / "results" / "gpu"
     rows = {c.claim: c for c in G.claims(repo)}
     suite = rows["test suite on the GPU"].ours
-    assert suite.startswith("TF32 (XLA's default): 52 of 406 failed (40 float32 tolerance")
+    assert suite.startswith("TF32 (XLA's default): 52 of 406 failed (float32 tolerance: 40; ")
+    assert "stopped at its time limit (exit 124)" in suite
     assert "13 of 219 failed" in suite and "17 of 18 passed" in suite
     sweep = rows["sweep throughput, vmap (gpt2-rope-nano, T = 256, 8 seeds x 512)"]
-    assert sweep.ours.startswith("856,091 tokens/s, 143 TFLOP/s = 39%")
+    assert sweep.ours.startswith("856,091 tokens/s, 143 TFLOP/s = 39 % of the measured TF32")
+    assert sweep.ours.endswith("map:1, map:4 and loop did not report within their limits")
+    assert rows["Table 1's top-1 ids, TF32 vs float32"].ours.startswith(
+        "not measured: the comparison printed 0 rows")
     assert sweep.verdict == V.MEASURED and sweep.why.startswith("below the 50 % target")
     for f in G.FILES.values():
         shutil.copy(repo / f, tmp_path / f)
@@ -674,7 +680,7 @@ def test_seedprint_docs_numbers_are_the_committed_records():
     assert all(exp in records for exp, _ in SD.BLOCKS.values())
     assert SD.render(page, records) == page
     assert "| `spearman_all` | 8/8 | 0/8 | 0/8 |" in page  # the table is in the page
-    with pytest.raises(ValueError, match="0 'statistic-choice' blocks"):
+    with pytest.raises(UserError, match="0 'statistic-choice' blocks"):
         SD.render(page.replace("<!-- statistic-choice:begin -->", ""), records)
 
 
@@ -692,6 +698,20 @@ def test_statistic_choice_names_the_statistics_the_numbers_favour():
                          row("cross-seed", a=0.5, b=0.5), row("trained base", a=0.3, b=0.001)]}
     text = SD.statistic_choice(power)
     assert "| `a` | 2/2 | 0/1 | 0/1 |" in text and "| `b` | 1/2 | 0/1 | 1/1 |" in text
-    assert text.endswith("Of these, `a` reaches the smallest p as often as any statistic with an "
-                         "initialisation as base and rejects the unrelated trained base least "
-                         "often.")
+    assert text.endswith("With an initialisation as base, `a` reaches the smallest p as often "
+                         "as any statistic and rejects the unrelated trained base least often.")
+    power["records"][1]["calibrated/b/exact"] = 0.01
+    power["records"][3]["calibrated/b/exact"] = 0.3
+    assert SD.statistic_choice(power).endswith("`a` and `b` reach the smallest p as often as any "
+                                               "statistic and reject the unrelated trained base "
+                                               "least often.")
+    power["records"][3]["calibrated/a/exact"] = 0.001  # a: most power, b: fewest rejections
+    power["records"][1]["calibrated/b/exact"] = 0.2
+    assert SD.statistic_choice(power).endswith("No statistic both reaches the smallest p most "
+                                               "often with an initialisation as base and "
+                                               "rejects the unrelated trained base least often.")
+    # a page whose record is missing says so in the block, never keeps older numbers
+    page = "<!-- statistic-choice:begin -->\nold\n<!-- statistic-choice:end -->\n" \
+           "<!-- permutation-statistic:begin -->\n<!-- permutation-statistic:end -->\n"
+    out = SD.render(page, {})
+    assert "old" not in out and out.count("Not measured yet: no record") == 2

@@ -32,8 +32,8 @@ import glob
 from pathlib import Path
 from typing import NamedTuple
 
-from bornbiased_jax import runs, train
-from bornbiased_jax.data import NODE_DOCS_MD, VIM_DOCS
+from bornbiased_jax import runs
+from bornbiased_jax.defaults import NODE_DOCS_MD, VIM_DOCS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.runs import TrainConfig
 
@@ -302,6 +302,8 @@ def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFA
     folder. Runs it depends on (base-s42's tokenizer, a continuation's source) must be
     finished first."""
     tc, docs, tok = spec(name, runs_dir, fam)
+    from bornbiased_jax import train  # JAX and the optimiser only when there is training
+
     return train.ensure(tc, docs, Path(runs_dir) / name, tokenizer_path=tok, progress=progress,
                         what=f"this family's {name}", remedy="use another --runs-dir")
 

@@ -62,23 +62,34 @@ def requested_strategies(commands: str) -> list[str]:
     return m.group(1).split() if m else []
 
 
+def _and(items: list[str]) -> str:
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
 def claims(root: Path = ROOT) -> list[Claim]:
+    """The window's rows: the test suite in TF32 and in full float32, the TF32-vs-float32
+    comparison of Table 1, each sweep benchmark row (throughput and peak memory against the
+    benchmark's estimate), and what was not run; every number read from the files."""
     t = {k: (Path(root) / f).read_text() for k, f in FILES.items()}
     tf32, kinds = pytest_summary(t["tf32"]), failure_kinds(t["failures"])
     hi, hi_rc = progress_counts(t["highest"]), re.search(r"pytest rc=(\d+)", t["highest"])
     tr = pytest_summary(t["train"])
     files = re.search(r'F="([^"]*)"', t["commands"])
     n_files = len(files.group(1).split()) if files else "?"
-    kinds_txt = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    kinds_txt = "; ".join(f"{k}: {n}" for k, n in kinds.most_common())
+    rc = hi_rc.group(1) if hi_rc else "?"
+    stopped = ("stopped at its time limit (exit 124) before its summary" if rc == "124" else
+               f"exit {rc}, no summary")
     suite = (f"TF32 (XLA's default): {tf32['failed']} of {tf32['failed'] + tf32['passed']} "
              f"failed ({kinds_txt}). Full float32, on {n_files} files with TF32 failures "
              f"(`test_train.py` apart): "
-             f"{hi['failed']} of {hi['failed'] + hi['passed']} failed (unnamed: pytest exit "
-             f"{hi_rc.group(1) if hi_rc else '?'}, stopped at its time limit before its "
-             f"summary); `test_train.py` in full float32 with XLA's deterministic ops: "
+             f"{hi['failed']} of {hi['failed'] + hi['passed']} failed (unnamed: pytest "
+             f"{stopped}); `test_train.py` in full float32 with XLA's deterministic ops: "
              f"{tr['passed']} of {tr['passed'] + tr['failed']} passed (failed: "
              f"{', '.join(n.split('::')[-1] for n in failed_tests(t['train'])) or 'none'})")
-    rows = [ln for ln in t["precision"].splitlines()[2:] if ln.strip()]
+    # the comparison's log: a 'device:' line, a column header, then one line per row
+    rows = [ln for ln in t["precision"].splitlines() if ln.strip()
+            and not ln.startswith("device:") and "agree" not in ln]
     bench = [r for r in benchmark_rows(t["sweep"]) if r.get("precision") in (None, "None")]
     out = [Claim("test suite on the GPU", "passes", suite, MEASURED,
                  "float32 identities hold on the GPU only in full float32; the suite and the "
@@ -96,9 +107,9 @@ def claims(root: Path = ROOT) -> list[Claim]:
             f"sweep throughput, {r['strategy']} ({r.get('preset', 'gpt2-rope-nano')}, T = "
             f"{r['seq_len']}, {r['seeds']} seeds x {r['num_seqs']})", ">= 50 % of the matmul rate",
             f"{r['tokens_per_s']:,.0f} tokens/s, {r['model_flops_per_s'] / 1e12:.0f} TFLOP/s = "
-            f"{frac:.0%} of the measured TF32 matmul rate ({rate / 1e12:.0f} TFLOP/s; bfloat16 "
-            f"{bf16 / 1e12:.0f})" + (f"; {', '.join(missing)} did not report within their "
-                                     "limits" if missing else ""),
+            f"{100 * frac:.0f} % of the measured TF32 matmul rate ({rate / 1e12:.0f} TFLOP/s; "
+            f"bfloat16 {bf16 / 1e12:.0f})" + (f"; {_and(missing)} did not report within their "
+                                              "limits" if missing else ""),
             MEASURED, ("below" if frac < 0.5 else "at or above") + " the 50 % target"
             + (f"; only {r['strategy']} measured" if missing else "")))
         out.append(Claim(

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from bornbiased_jax import io
 from bornbiased_jax.studies import EXPERIMENTS, STUDY_OF
-from bornbiased_jax.studies import initialisation, lineage, seedprint, sinks
+from bornbiased_jax.studies import gpu_window, initialisation, lineage, seedprint, sinks
 from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
-GPU_ROOT = RECORDS.parent / "gpu"
+GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2", "sinks",
             "sinks_regime", "sinks_arms", "gpu", "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
@@ -81,19 +81,20 @@ def sections(text: str) -> dict[str, str]:
         r"<!-- ([\w-]+):begin -->\n?(.*?)\n?<!-- \1:end -->", text, re.S)}
 
 
-def not_measured(name: str) -> Claim:
-    """The row of an experiment whose record is missing: untestable, and how to measure it."""
+def not_measured(name: str, claim: str) -> Claim:
+    """The row of ``claim`` when experiment ``name``'s record is missing: untestable, naming the
+    record and the command that measures it."""
     study = STUDY_OF[name]
-    return Claim(name, "-", f"no record (results/records/{study}/{name}.json); "
+    return Claim(claim, "-", f"no record (results/records/{study}/{name}.json); "
                  f"`python -m experiments.{name}` measures it", UNTESTABLE, "not measured yet")
 
 
 def _rows(specs, records: dict) -> list[str]:
     """Table lines of ``specs`` ((experiment, claim prefix, function)): computed from the
-    experiment's record, or a not-measured row where it is missing."""
+    experiment's record, or a not-measured row named by the claim where it is missing."""
     lines = []
     for name, prefix, fn in specs:
-        out = fn(records[name]) if name in records else not_measured(name)
+        out = fn(records[name]) if name in records else not_measured(name, prefix)
         for c in out if isinstance(out, list) else [out]:
             lines.append("| " + " | ".join(c.cells()) + " |")
     return lines
@@ -112,7 +113,7 @@ def initialisation_section(records: dict) -> str | None:
     names = EXPERIMENTS["initialisation"]
     if not any(n in records for n in names):
         return None
-    lines = ["## The initialisation study (paper Sec. 3-4)", "",
+    lines = [f"## {TITLES['initialisation']}", "",
              f"Generated from the records in results/records/initialisation/ (written by "
              f"`{COMMANDS['initialisation']} --scale cpu`; run on {_run_line(records, names)}). "
              f"CPU scale uses the `cpu` presets ({_cpu_shape(records)}) and fewer, shorter sequences "
@@ -142,7 +143,7 @@ def seedprint_section(records: dict) -> str | None:
     names = EXPERIMENTS["seedprint"]
     if not any(n in records for n in names):
         return None
-    lines = ["## SeedPrint (paper Sec. 5-6.1)", "",
+    lines = [f"## {TITLES['seedprint']}", "",
              "Generated from the records in results/records/seedprint/ (written by "
              f"`{COMMANDS['seedprint']}`: figure13.py, table4a.py, seedprint_calibration.py, "
              f"seedprint_power.py, seedprint_trained.py (after `python -m "
@@ -189,11 +190,12 @@ def sinks_regime_section(records: dict) -> str | None:
 
     rec = records["sinks_regime"]
     return "\n".join([
-        "## Where attention sinks form at CPU scale (Sec. 6.2's precondition)", "",
+        f"## {TITLES['sinks_regime']}", "",
         f"Generated from results/records/sinks/sinks_regime.json (`{COMMANDS['sinks_regime']}`; "
         f"run on {_run_line(records, ['sinks_regime'])}). The section above found no sink in "
         "its baseline; this grid searched for a regime where a baseline grows them "
-        "(docs/sinks.md). Sink rate: eps 0.25 per sample at each length T; Gu: Gu et al.'s "
+        f"(docs/sinks.md). Sink rate: eps {sinks_regime.PAPER_EPS} per sample at each length T; "
+        "Gu: Gu et al.'s "
         f"setting (eps {sinks_regime.GU_EPS}, T = {sinks_regime.GU_T}, "
         f"{_num_seqs(rec['records']['cells'])} sequences).", "",
         table(sinks_regime.claims(rec)), "",
@@ -222,7 +224,7 @@ def sinks_arms_section(records: dict) -> str | None:
     arms = rec["records"]["arms"]
     base = arms["baseline"]
     return "\n".join([
-        "## Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, several seeds)", "",
+        f"## {TITLES['sinks_arms']}", "",
         f"Generated from results/records/sinks/sinks_arms.json (`{COMMANDS['sinks_arms']}`; "
         f"run on {_run_line(records, ['sinks_arms'])}). The baseline trains seeds "
         f"{', '.join(str(s['seed']) for s in base['seeds'])} in "
@@ -247,20 +249,22 @@ def sinks_section(records: dict) -> str | None:
 
 
 TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
-          "theory": "The paper's propositions: closed forms beside simulations",
+          "theory": "The paper's propositions: closed forms beside simulations (Secs. 3-5, "
+                    "App. A)",
           "seedprint": "SeedPrint (paper Sec. 5-6.1)",
           "lineage": lineage.ARCHS["llama2"][2], "lineage_qwen2": lineage.ARCHS["qwen2"][2],
           "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
-          "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks",
+          "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, "
+                        "several seeds)",
           "gpu": "On a GPU: the first window",
           "gpu_campaign": "The GPU campaign (paper scale, piece by piece)"}
 
 
-def missing_section(name: str) -> str:
+def missing_section(name: str, gpu_root: Path = GPU_ROOT) -> str:
     """A section whose records (or GPU outputs) are absent: its title, and how to make them."""
     how = (f"`{COMMANDS[name]}` measures it (its records go to results/records/)"
-           if name in COMMANDS else "its outputs under results/gpu/ are absent")
+           if name in COMMANDS else f"its outputs under {gpu_root}/ are absent")
     return f"## {TITLES[name]}\n\nNot measured yet: {how}."
 
 
@@ -277,7 +281,7 @@ HEADER = ("# Results", "",
 def render(records: dict, gpu_root: Path = GPU_ROOT) -> str:
     """RESULTS.md from ``records`` ({name: saved JSON}) and the GPU outputs under ``gpu_root``;
     a section without its records says so (:func:`missing_section`)."""
-    from bornbiased_jax.studies import campaign, gpu_window
+    from bornbiased_jax.studies import campaign
 
     make = {"initialisation": initialisation_section, "theory": theory_section,
             "seedprint": seedprint_section, "lineage": lineage_section,
@@ -287,24 +291,25 @@ def render(records: dict, gpu_root: Path = GPU_ROOT) -> str:
             "gpu_campaign": lambda _: campaign.section(Path(gpu_root) / "campaign")}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]
     for name in SECTIONS:
-        body = make[name](records) or missing_section(name)
+        body = make[name](records) or missing_section(name, gpu_root)
         parts.append(f"<!-- {name}:begin -->\n{body.strip()}\n<!-- {name}:end -->")
     return "\n\n".join(parts) + "\n"
 
 
-def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS) -> str:
-    """Rewrite ``results`` from the records under ``root`` (and the GPU outputs beside them,
-    ``root``/../gpu), and the measured blocks of docs/seedprint.md beside ``results`` where that
-    page exists (:mod:`bornbiased_jax.studies.seedprint_docs`); return RESULTS.md's new text."""
+def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS,
+          gpu_root: Path = GPU_ROOT) -> str:
+    """Rewrite ``results`` from the records under ``root`` and the GPU outputs under
+    ``gpu_root``, and the measured blocks of docs/seedprint.md beside ``results`` where that
+    page exists (:mod:`bornbiased_jax.studies.seedprint_docs`); both texts are made before
+    either is written. Return RESULTS.md's new text."""
     from bornbiased_jax.studies import seedprint_docs
 
     records = load_records(root)
-    text = render(records, Path(root).parent / "gpu")
-    io.write_text(Path(results), text)
+    text = render(records, gpu_root)
     docs = Path(results).parent / seedprint_docs.DOCS
-    if docs.exists():
-        page = docs.read_text()
-        new = seedprint_docs.render(page, records)
-        if new != page:
-            io.write_text(docs, new)
+    page = docs.read_text() if docs.exists() else None
+    new_page = seedprint_docs.render(page, records) if page is not None else None
+    io.write_text(Path(results), text)
+    if new_page is not None and new_page != page:
+        io.write_text(docs, new_page)
     return text

@@ -2,13 +2,16 @@
 (so the page cannot drift from RESULTS.md): why the calibrated test's default statistic is
 ``spearman_all`` (``seedprint_power``'s record) and how the permutation test's Spearman and
 Pearson versions compare on trained lineages (``seedprint_trained``'s). Each block sits between
-``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page; :func:`update` rewrites them."""
+``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page; :func:`render` rewrites them (a
+block whose record is missing then says so)."""
 
 from __future__ import annotations
 
 import re
 
-ALPHA = 0.01
+from bornbiased_jax.errors import UserError
+
+ALPHA = 0.01  # the paper's significance level (fingerprint.result.ALPHA)
 DOCS = "docs/seedprint.md"
 
 
@@ -33,25 +36,28 @@ def statistic_choice(power: dict) -> str:
     at_floor = {t: count("lineage", t, lambda p: p <= floor * (1 + 1e-9)) for t in stats}
     cross = {t: count("cross-seed", t, lambda p: p <= ALPHA) for t in stats}
     trained = {t: count("trained base", t, lambda p: p <= ALPHA) for t in stats}
-    frac = {t: at_floor[t][0] / at_floor[t][1] for t in stats}
-    tb = {t: trained[t][0] / trained[t][1] for t in stats}
-    best = [t for t in stats if frac[t] == max(frac.values()) and tb[t] == min(tb.values())]
+    measured = [t for t in stats if at_floor[t][1] and trained[t][1]]
+    frac = {t: at_floor[t][0] / at_floor[t][1] for t in measured}
+    tb = {t: trained[t][0] / trained[t][1] for t in measured}
+    best = [t for t in measured if frac[t] == max(frac.values()) and tb[t] == min(tb.values())]
     lines = [
         f"Measured (`seedprint_power`: {s['preset']} trained {s['steps']} steps, a checkpoint "
         f"every {s['save_every']}; n = {s['n']} {s['input']} inputs of length {s['fp_seq_len']}; "
         f"K = {K} fresh initialisations, so the smallest exact p is 1/{K + 1}; generated from "
-        "results/records/seedprint/seedprint_power.json):", "",
+        "results/records/seedprint/seedprint_power.json). Counts are over the checkpoints at "
+        "which a statistic was computed:", "",
         "| statistic | initialisation as base: checkpoints at the smallest p | cross-seed "
         f"initialisation rejected (p <= {ALPHA}) | unrelated trained base rejected |",
         "|---|---:|---:|---:|"]
     for t in stats:
         lines.append(f"| `{t}` | {at_floor[t][0]}/{at_floor[t][1]} | {cross[t][0]}/{cross[t][1]} "
                      f"| {trained[t][0]}/{trained[t][1]} |")
-    one = len(best) == 1
-    lines += ["", ("Of these, " + ", ".join(f"`{t}`" for t in best)
-                   + (" reaches" if one else " reach")
-                   + " the smallest p as often as any statistic with an initialisation as base "
-                   + ("and rejects" if one else "and reject")
+    names = [f"`{t}`" for t in best]
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    lines += ["", (f"With an initialisation as base, {listed} "
+                   + ("reaches" if len(best) == 1 else "reach")
+                   + " the smallest p as often as any statistic and "
+                   + ("rejects" if len(best) == 1 else "reject")
                    + " the unrelated trained base least often.") if best else
               "No statistic both reaches the smallest p most often with an initialisation as "
               "base and rejects the unrelated trained base least often."]
@@ -91,14 +97,16 @@ BLOCKS = {"statistic-choice": ("seedprint_power", statistic_choice),
 
 
 def render(text: str, records: dict) -> str:
-    """``text`` (the page) with every block whose record exists regenerated."""
+    """``text`` (the page) with every block regenerated from ``records``, or saying that its
+    record is missing; a UserError unless the page has each block exactly once."""
     for name, (exp, fn) in BLOCKS.items():
-        if exp not in records:
-            continue
-        body = fn(records[exp])
+        body = fn(records[exp]) if exp in records else (
+            f"Not measured yet: no record results/records/seedprint/{exp}.json "
+            f"(`python -m experiments.{exp}` measures it).")
         text, n = re.subn(rf"<!-- {name}:begin -->.*?<!-- {name}:end -->",
                           lambda m: f"<!-- {name}:begin -->\n{body}\n<!-- {name}:end -->",
                           text, flags=re.S)
         if n != 1:
-            raise ValueError(f"{DOCS} has {n} '{name}' blocks; it needs exactly one")
+            raise UserError(f"{DOCS} has {n} '{name}' blocks; it needs exactly one "
+                            f"(<!-- {name}:begin --> ... <!-- {name}:end -->)")
     return text

@@ -30,9 +30,8 @@ from bornbiased_jax.io import progress
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
 from bornbiased_jax.studies.sinks_measure import perplexity
-from bornbiased_jax.studies.sinks_regime import Cell
+from bornbiased_jax.studies.sinks_regime import COPY_T, Cell
 from bornbiased_jax.studies.sinks_regime_measure import (
-    COPY_T,
     NUM_SEQS,
     measure_checkpoint,
     measured,

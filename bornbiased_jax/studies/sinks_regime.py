@@ -34,12 +34,11 @@ from pathlib import Path
 
 from bornbiased_jax import bbm, plots
 from bornbiased_jax.config import apply_overrides, get_preset
-from bornbiased_jax.data import VIM_DOCS
-from bornbiased_jax.defaults import SINK_EPS, SINK_LENGTHS, SINK_SETTINGS
+from bornbiased_jax.defaults import SINK_EPS, SINK_LENGTHS, SINK_SETTINGS, VIM_DOCS
 from bornbiased_jax.errors import UserError
 
 PAPER_EPS = SINK_EPS  # Sec. 6.2.1
-GU_EPS, (GU_T,), _ = SINK_SETTINGS["gu"]  # Gu et al.: per-sample thresholding at T = 64
+GU_EPS, GU_T = SINK_SETTINGS["gu"][0], SINK_SETTINGS["gu"][1][0]  # Gu et al.: per sample, T = 64
 PAPER_LENGTHS = SINK_LENGTHS  # Sec. 6.2.1's lengths; a cell uses those that fit
 COPY_T = 128  # length of the Bigram-Backcopy sequences copy accuracy is scored on (or seq_len)
 
