@@ -31,7 +31,7 @@ status is 1 when no variant ran to the end.
 On a CPU every precision that runs is full float32 (agreement 100 %), and bf16x9 / tf32x3 are
 refused by XLA's CPU backend; the point of the script is a GPU:
 
-    python benchmarks/precision_timing.py --out results/gpu/campaign/precision-timing
+    python benchmarks/precision_timing.py --out results/campaign/precision-timing
     python benchmarks/precision_timing.py --preset llama2-tiny --seq-len 16 --num-seqs 32 \\
         --seeds 2 --variants highest default bf16x6 tf32x3       # a CPU smoke run
 """

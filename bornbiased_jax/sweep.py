@@ -44,6 +44,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import jax
@@ -370,7 +372,8 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
           seq_chunk: int | None = None, map_batch: int | None = None,
           seq_batch: int | None = None,
           memory_budget: int | None = None, devices: Sequence[jax.Device] | None = None,
-          progress: bool = False, desc: str = "sweep"):
+          progress: bool = False, desc: str = "sweep", state: str | Path | None = None,
+          state_identity: dict | None = None, allow_version_change: bool = False):
     """Run ``probe`` for every seed on every input sequence.
 
     Args:
@@ -378,6 +381,13 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
       seeds: an iterable of integer seeds (read once); seed s is the model ``init(cfg, jax.random.key(s))``.
       inputs: (N, T) token ids or (N, T, d) input embeddings, shared by all seeds: an array or a
         lazy probe set from ``probes.inputs`` (anything with ``shape`` and first-axis slicing).
+      state: a folder where each finished call's outputs are saved at once
+        (:mod:`bornbiased_jax.resume`); the same call with the same folder resumes from the
+        finished chunks with the saved plan, bitwise the uninterrupted result. A folder that
+        holds another run's state is refused, naming the differences.
+      state_identity: with ``state``, what the engine cannot see for itself: at least
+        ``{"probe": name}`` (a probe is code; its name stands for it), and anything else that
+        fixes the outputs.
     Returns:
       the probe's pytree with host numpy leaves of shape (S, N, ...).
     """
@@ -385,35 +395,82 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
     keys = seed_keys(seeds)
     inputs, N, T = _check_inputs(cfg, inputs)
     devices = list(devices or jax.devices())
-    plan = plan_sweep(cfg, len(seeds), N, T, strategy=strategy, seed_chunk=seed_chunk,
-                      seq_chunk=seq_chunk, map_batch=map_batch, seq_batch=seq_batch,
-                      memory_budget=memory_budget, devices=devices, probe=probe,
-                      row_shape=tuple(inputs.shape[1:]), row_dtype=jnp.asarray(inputs[:1]).dtype)
+    requested = dict(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
+                     map_batch=map_batch, seq_batch=seq_batch, memory_budget=memory_budget)
+    store = (_open_state(state, state_identity, allow_version_change, cfg=cfg, seeds=seeds,
+                         inputs=inputs, devices=devices, requested=requested)
+             if state is not None else None)
+    if store is not None and store.plan is not None:
+        plan = SweepPlan(**store.plan)  # resume with the plan the first chunks were run with
+    else:
+        plan = plan_sweep(cfg, len(seeds), N, T, devices=devices, probe=probe,
+                          row_shape=tuple(inputs.shape[1:]),
+                          row_dtype=jnp.asarray(inputs[:1]).dtype, **requested)
     if jax.process_count() > 1:
         plan = _one_plan_for_all_processes(plan)
-    compiled = _compiled(cfg, probe, plan, tuple(devices))
+    if store is not None:
+        store.set_plan(dataclasses.asdict(plan))
+    compiled = None  # compiled on the first chunk that is not already saved
     S = len(seeds)
     out = _Outputs((S, N))
     n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)
-    with tqdm(total=n_chunks, desc=desc, disable=not progress, unit="chunk") as bar:
+    done0 = store.n_done if store is not None else 0
+    with tqdm(total=n_chunks, initial=done0, desc=desc, disable=not progress,
+              unit="chunk") as bar:
         for s0 in range(0, S, plan.seed_chunk):
             # The last chunks of seeds and of sequences are padded with copies of their last
             # key / row, so every call has one shape (one compilation); padding is dropped.
             k = _pad_rows(keys[s0:s0 + plan.seed_chunk], plan.seed_chunk)
             n_real = min(plan.seed_chunk, S - s0)
-            for n0, n_rows, xs in _seq_chunks(inputs, N, plan.seq_chunk):
+            for n0 in range(0, N, plan.seq_chunk):
+                n_rows = min(plan.seq_chunk, N - n0)
+                index = (slice(s0, s0 + n_real), slice(n0, n0 + n_rows))
+                if store is not None and store.done((s0, n0)):
+                    out.put(index, store.load((s0, n0)), padded=False)
+                    continue
+                t0 = time.perf_counter()
+                if compiled is None:
+                    compiled = _compiled(cfg, probe, plan, tuple(devices))
+                xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
                 res = distributed.to_host(compiled.run(k, xs))
-                out.put((slice(s0, s0 + n_real), slice(n0, n0 + n_rows)), res)
+                out.put(index, res)
+                if store is not None:
+                    store.save((s0, n0), out.get(index), time.perf_counter() - t0)
                 bar.update(1)
             _release_freed_memory()
     return out.tree
 
 
+def _open_state(folder, identity: dict | None, allow_version_change: bool, *, cfg, seeds,
+                inputs, devices, requested):
+    """The sweep's :class:`~bornbiased_jax.resume.ChunkStore` in ``folder``: its identity is
+    the model configuration, the seeds, the inputs, the requested plan settings, the devices'
+    kind and number, and the caller's ``identity`` (which must name the probe)."""
+    from bornbiased_jax import resume
+
+    if jax.process_count() > 1:
+        raise UserError("a probe state folder is for one process; with several processes run "
+                        "without one")
+    if not identity or "probe" not in identity:
+        raise ValueError("a sweep with a state folder needs state_identity={'probe': name, ...}")
+    return resume.ChunkStore(folder, {
+        **identity, "model": dataclasses.asdict(cfg), "seeds": list(seeds),
+        "inputs": resume.inputs_identity(inputs), "requested_plan": requested,
+        "devices": {"platform": devices[0].platform, "count": len(devices),
+                    "processes": jax.process_count()}},
+        allow_version_change=allow_version_change)
+
+
 def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
               seq_chunk: int | None = None, seq_batch: int | None = None,
-              memory_budget: int | None = None, progress: bool = False, desc: str = "probe"):
+              memory_budget: int | None = None, progress: bool = False, desc: str = "probe",
+              state: str | Path | None = None, state_identity: dict | None = None,
+              allow_version_change: bool = False):
     """Run ``probe`` on every input sequence for ONE given parameter set (a trained checkpoint,
     an imported model; fresh initialisations of many seeds are :func:`sweep`'s).
+
+    ``state``, ``state_identity``: as for :func:`sweep` (the parameters' SHA-256 is part of the
+    identity, so a state never resumes with another model).
 
     The same per-model call as a sweep's (``features`` in batches of ``seq_batch`` sequences,
     a ``SplitProbe``'s head once per call), planned by :func:`plan_sweep` for one model on
@@ -433,13 +490,55 @@ def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
                       seq_batch=seq_batch, memory_budget=memory_budget, devices=[device],
                       probe=probe, row_shape=tuple(inputs.shape[1:]),
                       row_dtype=jnp.asarray(inputs[:1]).dtype)
+    store = None
+    if state is not None:
+        from bornbiased_jax import resume
+
+        if not state_identity or "probe" not in state_identity:
+            raise ValueError("run_probe with a state folder needs state_identity={'probe': "
+                             "name, ...}")
+        store = resume.ChunkStore(state, {
+            **state_identity, "model": dataclasses.asdict(cfg),
+            "params_sha256": params_sha256(params), "inputs": resume.inputs_identity(inputs),
+            "requested_plan": dict(seq_chunk=seq_chunk, seq_batch=seq_batch,
+                                   memory_budget=memory_budget),
+            "devices": {"platform": device.platform, "count": 1}},
+            allow_version_change=allow_version_change)
+        if store.plan is not None:
+            plan = SweepPlan(**store.plan)
+        store.set_plan(dataclasses.asdict(plan))
     fn = _compiled_one(probe, plan.seq_batch)
     out = _Outputs((N,))
-    for n0, n_rows, xs in tqdm(_seq_chunks(inputs, N, plan.seq_chunk), desc=desc,
-                               disable=not progress, unit="chunk",
-                               total=math.ceil(N / plan.seq_chunk)):
-        out.put((slice(n0, n0 + n_rows),), jax.device_get(fn(params, {}, xs)))
+    n_chunks = math.ceil(N / plan.seq_chunk)
+    done0 = store.n_done if store is not None else 0
+    with tqdm(total=n_chunks, initial=done0, desc=desc, disable=not progress,
+              unit="chunk") as bar:
+        for n0 in range(0, N, plan.seq_chunk):
+            n_rows = min(plan.seq_chunk, N - n0)
+            index = (slice(n0, n0 + n_rows),)
+            if store is not None and store.done((0, n0)):
+                out.put(index, store.load((0, n0)), padded=False)
+                continue
+            t0 = time.perf_counter()
+            xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
+            out.put(index, jax.device_get(fn(params, {}, xs)))
+            if store is not None:
+                store.save((0, n0), out.get(index), time.perf_counter() - t0)
+            bar.update(1)
     return out.tree
+
+
+def params_sha256(params) -> str:
+    """SHA-256 of a parameter tree's arrays (names, shapes, dtypes and bytes, in path order)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path, leaf in sorted(jax.tree_util.tree_leaves_with_path(params),
+                             key=lambda pl: jax.tree_util.keystr(pl[0])):
+        a = np.ascontiguousarray(np.asarray(leaf))
+        h.update(f"{jax.tree_util.keystr(path)}|{a.shape}|{a.dtype}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=32)
@@ -463,14 +562,6 @@ def _check_inputs(cfg: ModelConfig, inputs) -> tuple[Any, int, int]:
     return inputs, N, T
 
 
-def _seq_chunks(inputs, N: int, seq_chunk: int):
-    """(first row, real rows, rows padded to ``seq_chunk``) for each chunk of the N sequences:
-    the last chunk is padded with copies of its last row, so every call has one shape."""
-    for n0 in range(0, N, seq_chunk):
-        n_rows = min(seq_chunk, N - n0)
-        yield n0, n_rows, _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), seq_chunk)
-
-
 class _Outputs:
     """Host arrays of leading shape ``lead`` (seeds and/or sequences) for a probe's pytree,
     allocated from the first call's result and filled call by call, padding dropped."""
@@ -478,13 +569,19 @@ class _Outputs:
     def __init__(self, lead: tuple[int, ...]):
         self.lead, self.tree = lead, None
 
-    def put(self, index: tuple[slice, ...], res) -> None:
-        """Write the real part of one call's result ``res`` (leading axes padded) at ``index``."""
+    def put(self, index: tuple[slice, ...], res, padded: bool = True) -> None:
+        """Write the real part of one call's result ``res`` (leading axes padded, unless
+        ``padded`` is False) at ``index``."""
         k = len(self.lead)
         if self.tree is None:
             self.tree = jax.tree.map(lambda a: np.empty(self.lead + a.shape[k:], a.dtype), res)
         real = tuple(slice(0, sl.stop - sl.start) for sl in index)
-        jax.tree.map(lambda o, a: o.__setitem__(index, a[real]), self.tree, res)
+        jax.tree.map(lambda o, a: o.__setitem__(index, a[real] if padded else a),
+                     self.tree, res)
+
+    def get(self, index: tuple[slice, ...]):
+        """The outputs written at ``index`` (copies)."""
+        return jax.tree.map(lambda o: np.array(o[index]), self.tree)
 
 
 def _one_plan_for_all_processes(plan: SweepPlan) -> SweepPlan:

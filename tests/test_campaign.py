@@ -1,11 +1,12 @@
-"""The GPU campaign's driver: order, skipping, budgets, limits, the ledger, and RESULTS.md rows
-from finished pieces (on CPU, with small stand-in commands)."""
+"""The campaign's driver: order, skipping, budgets, limits, backends, resumable pieces, the
+ledger, and RESULTS.md rows from finished pieces (on CPU, with small stand-in commands)."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bornbiased_jax import cli
@@ -22,16 +23,16 @@ def py(code: str) -> tuple:
 WRITE = py("import os, sys; open(sys.argv[1] + '/out.txt', 'w').write("
            "os.environ.get('CAMPAIGN_TEST', 'unset'))")
 PLAN = [
-    Piece("first", "0", WRITE + ("{out}",), 20),
+    Piece("first", "0", WRITE + ("{out}",), 20, backend="any"),
     Piece("slow", "0", py("import subprocess, sys, time; "
                           "child = subprocess.Popen([sys.executable, '-c', "
                           "'import time; time.sleep(60)']); "
                           "open(sys.argv[1] + '/child.pid', 'w').write(str(child.pid)); "
-                          "time.sleep(60)") + ("{out}",), 2),
-    Piece("broken", "1", py("import sys; sys.exit(3)"), 20),
-    Piece("after-broken", "1", WRITE + ("{out}",), 20, needs=("broken",)),
-    Piece("after-first", "1", WRITE + ("{out}",), 20, needs=("first",)),
-    Piece("too-long", "2", WRITE + ("{out}",), 10_000),
+                          "time.sleep(60)") + ("{out}",), 2, backend="any"),
+    Piece("broken", "1", py("import sys; sys.exit(3)"), 20, backend="any"),
+    Piece("after-broken", "1", WRITE + ("{out}",), 20, needs=("broken",), backend="any"),
+    Piece("after-first", "1", WRITE + ("{out}",), 20, needs=("first",), backend="any"),
+    Piece("too-long", "2", WRITE + ("{out}",), 10_000, backend="any"),
 ]
 
 
@@ -86,7 +87,7 @@ def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
 
     code = ("import sys; from bornbiased_jax.studies import campaign; "
             "campaign.run(sys.argv[1], 60, plan=[campaign.Piece('hang', '0', "
-            "('{python}', '-c', 'import time; time.sleep(20)'), 30)])")
+            "('{python}', '-c', 'import time; time.sleep(20)'), 30, backend='any')])")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=campaign.REPO)
     ledger = tmp_path / campaign.LEDGER
     import time
@@ -98,7 +99,7 @@ def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
     proc.wait()
     (attempt,) = campaign.load_ledger(tmp_path)["hang"]["attempts"]
     assert attempt["state"] == "running" and attempt["wall_s"] is None and attempt["started"]
-    plan = [Piece("hang", "0", WRITE + ("{out}",), 20)]
+    plan = [Piece("hang", "0", WRITE + ("{out}",), 20, backend="any")]
     assert "started " in campaign.status_markdown(tmp_path, plan)
     assert campaign.run(tmp_path, 60, plan=plan, log=lambda m: None) == []
     assert campaign.state(campaign.load_ledger(tmp_path), "hang") == "interrupted"
@@ -108,7 +109,8 @@ def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
 
 def test_the_matmul_precision_reaches_pieces_in_jax_spelling(tmp_path):
     plan = [Piece("env", "0", py("import os, sys; open(sys.argv[1] + '/out.txt', 'w').write("
-                                 "os.environ['JAX_DEFAULT_MATMUL_PRECISION'])") + ("{out}",), 20)]
+                                 "os.environ['JAX_DEFAULT_MATMUL_PRECISION'])") + ("{out}",), 20,
+                  backend="any")]
     (a,) = campaign.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "bf16x6"},
                         log=lambda m: None)
     assert (tmp_path / "env" / "out.txt").read_text() == "BF16_BF16_F32_X6"
@@ -148,9 +150,10 @@ for argv in json.loads(sys.argv[1]):
 
 
 def test_the_plan_is_well_formed_and_its_commands_parse():
-    plan = campaign.pieces()
-    names = [p.name for p in plan]
+    everything = campaign.pieces()
+    names = [p.name for p in everything]
     assert len(names) == len(set(names))
+    plan = [p for p in everything if not p.resumable]  # the GPU window's pieces
     for p in plan:
         assert set(p.needs) <= set(names[:names.index(p.name)]), p.name  # needs come first
         assert 0 < p.timeout_s <= 540, p.name  # a piece fits one call of a lent GPU
@@ -197,7 +200,7 @@ def _pref(preset, seed, T, freq, log10_p, N=10_000):
 def test_rows_come_from_finished_pieces_only(tmp_path):
     plan = [p for p in campaign.pieces() if p.name.startswith("table1-") and "N10000" in p.name]
     assert campaign.claims(tmp_path, plan) == []
-    assert "No piece has run yet" in campaign.section(tmp_path)
+    assert "No GPU piece has run yet" in campaign.section(tmp_path)
     for i, p in enumerate(plan):
         a = cli.build_parser().parse_args([x.replace("{out}", "/tmp/x") for x in p.command[3:]])
         gpt2 = a.preset[0].startswith("gpt2")
@@ -233,10 +236,69 @@ def test_precision_rows_name_every_setting_and_failures(tmp_path):
 
 
 def test_the_driver_command_line(tmp_path, capsys):
-    out = subprocess.run([sys.executable, "-m", "experiments.gpu_campaign", "--list", "--root",
+    out = subprocess.run([sys.executable, "-m", "experiments.campaign", "--list", "--root",
                           str(tmp_path)], cwd=campaign.REPO, capture_output=True, text=True)
     assert out.returncode == 0 and "| precision-timing | 0 float32 on the GPU |" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "experiments.gpu_campaign", "--env", "X",
+    bad = subprocess.run([sys.executable, "-m", "experiments.campaign", "--env", "X",
                           "--root", str(tmp_path)], cwd=campaign.REPO, capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--env takes KEY=VALUE, got 'X'" in bad.stderr
+
+
+def test_gpu_pieces_wait_for_a_gpu_and_run_first_on_one(tmp_path):
+    plan = [Piece("on-gpu", "0", WRITE + ("{out}",), 20),
+            Piece("anywhere", "1", WRITE + ("{out}",), 20, backend="any")]
+    logs = []
+    got = campaign.run(tmp_path, 60, plan=plan, device="cpu", log=logs.append)
+    assert [a["piece"] for a in got] == ["anywhere"] and "on-gpu: needs a GPU" in logs
+    got = campaign.run(tmp_path / "gpu", 60, plan=plan, device="NVIDIA H100", log=logs.append)
+    assert [a["piece"] for a in got] == ["on-gpu", "anywhere"]
+
+
+RESUMABLE = py("import os, sys, time; f = sys.argv[1] + '/count'; "
+               "n = int(open(f).read()) if os.path.exists(f) else 0; "
+               "open(f, 'w').write(str(n + 1)); "
+               "time.sleep(0 if n >= 1 else 30)") + ("{out}",)
+
+
+def test_a_resumable_piece_runs_to_the_budget_and_continues_next_time(tmp_path, monkeypatch):
+    """A resumable piece starts with any budget above the minimum, is stopped when the budget
+    ends ('partial', not a failure), and runs again next time without being asked."""
+    monkeypatch.setattr(campaign, "MIN_RESUMABLE_S", 1)
+    plan = [Piece("long", "5", RESUMABLE, 12 * 3600, backend="any", resumable=True)]
+    (a,) = campaign.run(tmp_path, 3, plan=plan, device="cpu", log=lambda m: None)
+    assert a["state"] == "partial" and a["timeout_s"] <= 3 and a["wall_s"] < 20
+    (b,) = campaign.run(tmp_path, 60, plan=plan, device="cpu", log=lambda m: None)
+    assert b["state"] == "done" and (tmp_path / "long" / "count").read_text() == "2"
+    assert campaign.run(tmp_path, 60, plan=plan, device="cpu", log=lambda m: None) == []
+
+
+def test_paper_scale_pieces_parse_and_estimate_from_measured_chunks(tmp_path):
+    pieces = [p for p in campaign.pieces() if p.resumable]
+    assert [p.name for p in pieces] == [f"paper-{n}" for n in campaign.PAPER_SCALE]
+    others = [[a.replace("{state}", "/tmp/s").replace("{records}", "/tmp/r")
+               for a in p.command[1:]] for p in pieces]
+    out = subprocess.run([sys.executable, "-c", PARSE_ONLY, json.dumps(others)],
+                         cwd=campaign.REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["parsed"] * len(others), out.stderr
+    # the estimate comes from the chunks saved so far: their FLOPs over their seconds
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+
+    cfg = get_preset("gpt2-rope-tiny")
+    store = resume.ChunkStore(tmp_path / campaign.STATE / "table1a" / "T8", {
+        "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1, 2],
+        "inputs": {"shape": [10, 8]}})
+    store.set_plan({"seed_chunk": 2, "seq_chunk": 5})
+    store.save((0, 0), {"a": np.zeros(1)}, seconds=120.0)
+    store.save((0, 5), {"a": np.zeros(1)}, seconds=120.0)
+    rate = campaign.measured_rate(tmp_path)
+    assert rate == pytest.approx(2 * 10 * forward_flops(cfg, 8, last_only=True) / 240.0)
+    listing = campaign.status_markdown(tmp_path)
+    spec = campaign.PAPER_SCALE["table1a"]
+    hours = campaign.paper_scale_flops(spec) / rate / 3600
+    assert f"{campaign.paper_scale_flops(spec) / 1e15:.2f} PFLOP; {hours:.1f} h at" in listing
+    assert "| paper-table1a |" in listing and "done in 4 min" in listing

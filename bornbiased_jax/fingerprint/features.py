@@ -17,6 +17,7 @@ Fresh initialisations are built and run many at a time by the sweep engine
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -43,7 +44,8 @@ def init_features(cfg: ModelConfig, seeds: Sequence[int], inputs, output: str = 
                   **sweep_kwargs) -> Iterator[tuple[int, np.ndarray]]:
     """(seed, (n, d_out) features) of fresh initialisations ``model.init(cfg, key(seed))``,
     built and run by the sweep engine ``group`` seeds at a time (so that K x n x d_out floats
-    never have to exist at once)."""
+    never have to exist at once). ``state`` (with ``state_identity``, see ``sweep.sweep``): a
+    folder in which each group saves its finished chunks, so that the pass resumes."""
     check_inputs(cfg, inputs)
     probe = feature_probe(cfg, output)
     seeds = [int(s) for s in seeds]
@@ -53,9 +55,12 @@ def init_features(cfg: ModelConfig, seeds: Sequence[int], inputs, output: str = 
     # plan and the engine compiles once.
     n_groups = math.ceil(len(seeds) / group)
     size = math.ceil(len(seeds) / n_groups)
+    state = sweep_kwargs.pop("state", None)
     for g0 in range(0, len(seeds), size):
         chunk = seeds[g0:g0 + size]
         padded = chunk + [chunk[-1]] * (size - len(chunk))
+        if state is not None:  # each group resumes from its own folder of the state
+            sweep_kwargs["state"] = Path(state) / f"group-{g0}"
         F = sweep(probe, cfg, padded, inputs, progress=progress, seed_chunk=size,
                   desc=f"inits {g0 + 1}-{g0 + len(chunk)} of {len(seeds)}", **sweep_kwargs)
         for s, F_nd in zip(chunk, np.asarray(F, dtype=np.float32)):

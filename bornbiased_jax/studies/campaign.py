@@ -19,10 +19,10 @@ spend the window on a known failure.
 
 The driver imports no JAX (the pieces need the whole device) and runs each piece as a child
 process in the repository's root. On a machine where only ``ROOT`` comes back (a lent GPU), copy
-the committed ``ROOT`` there first, run, and copy it back::
+the committed ``ROOT`` there first, run, and copy it back (results/campaign/README.md)::
 
-    cp -r results/gpu/campaign "$OUT"/ && python -m experiments.gpu_campaign \\
-        --root "$OUT"/campaign --budget 480
+    cp -r results/campaign "$OUT"/ && python -m experiments.campaign \\
+        --root "$OUT"/campaign --records "$OUT"/records --budget 480
 
 The rows RESULTS.md shows (:func:`claims`, rendered by :mod:`bornbiased_jax.studies.render`)
 come from the finished pieces' own records.
@@ -51,14 +51,24 @@ from bornbiased_jax import io, precision
 from bornbiased_jax.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
-ROOT = REPO / "results" / "gpu" / "campaign"
+ROOT = REPO / "results" / "campaign"
 LEDGER = "ledger.json"
+STATE = "state"  # ROOT/state/<piece>/: the resumable pieces' saved chunks (not committed)
+RECORDS = REPO / "results" / "records" / "paper"
+MIN_RESUMABLE_S = 60  # a resumable piece starts when at least this much budget is left
 
 
 @dataclasses.dataclass(frozen=True)
 class Piece:
     """One step of the campaign: ``command`` (argv; ``{out}`` stands for the piece's folder,
-    ``{python}`` for the interpreter), run from the repository root under ``timeout_s``."""
+    ``{python}`` for the interpreter, ``{state}`` for ROOT/state, ``{records}`` for the
+    records' folder), run from the repository root under ``timeout_s``.
+
+    ``backend``: 'gpu' pieces run only where a GPU is found; 'any' pieces run wherever the
+    driver runs (after the GPU pieces on a GPU). ``resumable``: the piece saves its progress
+    and continues where it stopped when run again, so it starts whenever a little budget is
+    left, is stopped when the budget ends ('partial', not a failure) and is run again next
+    time without ``retry``."""
 
     name: str
     step: str
@@ -66,6 +76,57 @@ class Piece:
     timeout_s: int
     needs: tuple[str, ...] = ()
     about: str = ""
+    backend: str = "gpu"
+    resumable: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperScale:
+    """A piece of Sec. 3-4 at the paper's shapes that a CPU can finish
+    (``experiments/paper_scale.py`` runs it): its forward passes, ((preset, block, T,
+    sequences), ...), give its FLOPs and so its time estimate."""
+
+    name: str
+    about: str
+    passes: tuple
+    memory_budget_gb: float | None = None
+
+
+def _table1_passes(preset: str, seq_lens) -> tuple:
+    return tuple((preset, "attn_mlp", T, 2 * PAPER_N) for T in seq_lens)
+
+
+PAPER_N = 2000  # the paper's Table 1 p-values imply N = 2,000 (`bornbiased theory`)
+PAPER_SCALE = {s.name: s for s in [
+    PaperScale("table1a", "Table 1(a), Figure 1a, Figure 2: GPT-2+RoPE nano, seeds 42/43, "
+               "T = 64/256/1,024, N = 2,000", _table1_passes("gpt2-rope-nano", (64, 256, 1024))),
+    PaperScale("table1b", "Table 1(b): LLaMA-2 nano, seeds 42/43, T = 64/256/1,024, N = 2,000",
+               _table1_passes("llama2-nano", (64, 256, 1024))),
+    PaperScale("table2", "Table 2, Figures 3 and 7: full / attention-only / MLP-only "
+               "GPT-2+RoPE nano, seed 42, Gaussian inputs, T = 1,024, N = 2,000",
+               tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
+                     for b in ("attn_mlp", "attn_only", "mlp_only"))),
+    PaperScale("table4a", "Table 4a: LLaMA-2 nano inits 42/123/1000/2000, n = 2,000, T = 256, "
+               "token and Gaussian inputs, HF and GPT-2-scaled init",
+               tuple(("llama2-nano", "attn_mlp", 256, 4 * PAPER_N) for _ in range(4))),
+    PaperScale("table1c", "Table 1(c): GPT-2+RoPE 1.2B, seeds 42/43, T = 64, N = 2,000",
+               _table1_passes("gpt2-rope-1.2b", (64,)), memory_budget_gb=16.0),
+]}
+
+
+def paper_scale_flops(spec: PaperScale) -> int:
+    """Model FLOPs of a piece's forward passes (``bornbiased_jax.flops``, the LM head at the
+    last position only, as the probes run it)."""
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+
+    total = 0
+    for preset, block, T, n in spec.passes:
+        cfg = get_preset(preset)
+        if block != "attn_mlp":
+            cfg = cfg.ablate(block=block)
+        total += n * forward_flops(cfg, T, last_only=True)
+    return total
 
 
 def _sweep_piece(preset: str, T: int, N: int, seeds: str, timeout_s: int) -> Piece:
@@ -125,6 +186,11 @@ def pieces() -> list[Piece]:
                "--seq-len", "1024", "--batch-size", "16", "--bf16", "--steps", "20"), 300,
               needs=("precision-timing",), about="bornbiased train tokens/s and MFU in bf16"),
     ]
+    for spec in PAPER_SCALE.values():
+        out.append(Piece(f"paper-{spec.name}", "5 Sec. 3-4 at paper scale (CPU or GPU)",
+                         ("{python}", "-m", "experiments.paper_scale", spec.name, "--state",
+                          "{state}", "--records", "{records}", "--resume-across-versions"),
+                         12 * 3600, about=spec.about, backend="any", resumable=True))
     return out
 
 
@@ -153,17 +219,21 @@ def device_name() -> str:
     return "cpu"
 
 
-def _argv(piece: Piece, out: Path, python: str) -> list[str]:
-    return [a.replace("{out}", str(out)).replace("{python}", python) for a in piece.command]
+def _argv(piece: Piece, out: Path, python: str, state: Path, records: Path) -> list[str]:
+    return [a.replace("{out}", str(out)).replace("{python}", python)
+            .replace("{state}", str(state)).replace("{records}", str(records))
+            for a in piece.command]
 
 
 def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | None = None,
         only: Sequence[str] = (), retry: bool = False, env: dict | None = None,
-        python: str = sys.executable, log: Callable[[str], None] = print) -> list[dict]:
+        python: str = sys.executable, log: Callable[[str], None] = print,
+        records: Path = RECORDS, device: str | None = None) -> list[dict]:
     """Run the next pieces of ``plan`` (default :func:`pieces`) within ``budget_s`` seconds;
     return this call's attempts. ``only``: just these pieces (in plan order, prerequisites not
     asked for); ``env``: variables added to every piece's environment (recorded with each
-    attempt)."""
+    attempt). Where no GPU is found (``device`` 'cpu'), 'gpu' pieces are skipped; resumable
+    pieces run until the budget ends and continue next time ('partial')."""
     t_start = time.monotonic()
     plan = list(pieces() if plan is None else plan)
     names = {p.name for p in plan}
@@ -182,45 +252,60 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
         entry["state"] = entry["attempts"][-1]["state"] = "interrupted"
     if stopped:
         io.write_json(root / LEDGER, ledger)
-    device = device_name()
+    device = device or device_name()
     attempts = []
     for piece in plan:
         if only and piece.name not in only:
             continue
         st = state(ledger, piece.name)
-        if st == "done" or (st != "not run" and not retry):
+        if st == "done" or (st not in ("not run", "partial") and not retry
+                            and not (piece.resumable and st == "interrupted")):
+            continue
+        if piece.backend == "gpu" and device == "cpu":
+            log(f"{piece.name}: needs a GPU")
             continue
         missing = [] if only else [n for n in piece.needs if state(ledger, n) != "done"]
         if missing:
             log(f"{piece.name}: waits for {', '.join(missing)}")
             continue
         left = budget_s - (time.monotonic() - t_start)
-        if piece.timeout_s > left:
+        limit = min(piece.timeout_s, left) if piece.resumable else piece.timeout_s
+        if limit > left or (piece.resumable and left < MIN_RESUMABLE_S):
             log(f"{piece.name}: needs up to {piece.timeout_s} s, {left:.0f} s left")
             continue
         out = root / piece.name
         out.mkdir(parents=True, exist_ok=True)
-        argv = _argv(piece, out.resolve(), python)
+        argv = _argv(piece, out.resolve(), python, (root / STATE).resolve(),
+                     Path(records).resolve())
         log(f"{piece.name}: {' '.join(argv)}")
         attempt = dict(piece=piece.name, state="running", exit_status=None, device=device,
                        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       wall_s=None, timeout_s=piece.timeout_s,
-                       command=argv[:1] + [a.replace(str(out.resolve()), "{out}")
+                       wall_s=None, timeout_s=round(limit),
+                       command=argv[:1] + [_placeholders(a, out, root, records)
                                            for a in argv[1:]], env=env)
         entry = ledger.setdefault(piece.name, {"attempts": []})
         entry["state"] = "running"
         entry["attempts"].append(attempt)
         io.write_json(root / LEDGER, ledger)
         t0 = time.monotonic()
-        with open(out / "log.txt", "w") as f:
-            rc = _run_group(argv, f, {**os.environ, **env}, piece.timeout_s)
-        result = "timeout" if rc is None else "done" if rc == 0 else "failed"
+        with open(out / "log.txt", "a" if piece.resumable else "w") as f:
+            rc = _run_group(argv, f, {**os.environ, **env}, limit)
+        result = (("partial" if piece.resumable else "timeout") if rc is None
+                  else "done" if rc == 0 else "failed")
         attempt.update(state=result, exit_status=rc, wall_s=round(time.monotonic() - t0, 1))
         entry["state"] = result
         attempts.append(attempt)
         io.write_json(root / LEDGER, ledger)
         log(f"{piece.name}: {result} in {attempt['wall_s']} s")
     return attempts
+
+
+def _placeholders(arg: str, out: Path, root: Path, records: Path) -> str:
+    """``arg`` with the piece's folders written back as placeholders (the ledger stays valid
+    when the campaign folder is copied elsewhere)."""
+    for path, name in ((out, "{out}"), (Path(root) / STATE, "{state}"), (records, "{records}")):
+        arg = arg.replace(str(Path(path).resolve()), name)
+    return arg
 
 
 def _run_group(argv: list[str], log_file, env: dict, timeout_s: float) -> int | None:
@@ -237,10 +322,54 @@ def _run_group(argv: list[str], log_file, env: dict, timeout_s: float) -> int | 
         return None
 
 
-def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> str:
-    """One line per piece: step, state, last attempt's device and wall time."""
+def state_progress(folder: Path) -> dict:
+    """What the resumable states under ``folder`` hold: model FLOPs and compute seconds of
+    their finished chunks (each chunk's seeds x sequences x ``flops.forward_flops`` of its
+    model at its length, the LM head at the last position)."""
+    from bornbiased_jax.config import ModelConfig
+    from bornbiased_jax.flops import forward_flops
+
+    done_flops, seconds = 0, 0.0
+    for f in sorted(Path(folder).glob("**/state.json")):
+        st = json.loads(f.read_text())
+        ident, plan = st["identity"], st.get("plan")
+        if plan is None:
+            continue
+        cfg = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v
+                             for k, v in ident["model"].items()})
+        N, T = ident["inputs"]["shape"][:2]
+        S = len(ident.get("seeds", [0]))
+        per_seq = forward_flops(cfg, T, last_only=True)
+        for name in st["done"]:
+            s0, n0 = (int(x[1:]) for x in name[len("chunk-"):-len(".npz")].split("-"))
+            done_flops += (min(plan["seed_chunk"], S - s0) * min(plan["seq_chunk"], N - n0)
+                           * per_seq)
+            seconds += st.get("seconds", {}).get(name, 0.0)
+    return {"flops": done_flops, "seconds": seconds}
+
+
+def measured_rate(root: Path = ROOT) -> float | None:
+    """FLOP/s the resumable pieces have achieved so far on this campaign's machine(s), from
+    their saved chunks; None before any chunk."""
+    prog = state_progress(Path(root) / STATE)
+    return prog["flops"] / prog["seconds"] if prog["seconds"] > 0 else None
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None, *,
+                    live: bool = True) -> str:
+    """One line per piece: step, state, last attempt's device and wall time; with ``live``,
+    for the paper-scale pieces also the estimated time (their FLOPs at the rate measured so
+    far) and what their saved chunks hold (share of the FLOPs, compute time), which depend on
+    the uncommitted state folder."""
     ledger = load_ledger(root)
-    lines = ["| piece | step | what | state | last attempt |", "|---|---|---|---|---|"]
+    rate = measured_rate(root) if live else None
+    lines = ["| piece | step | what | state | last attempt |"
+             + (" estimated | measured |" if live else ""),
+             "|---|---|---|---|---|" + ("---|---|" if live else "")]
     for p in pieces() if plan is None else plan:
         e = ledger.get(p.name, {})
         last = e.get("attempts", [{}])[-1]
@@ -248,7 +377,18 @@ def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> s
                 f"{last['device']}, {last['wall_s']} s of {last['timeout_s']} s"
                 if last.get("wall_s") is not None else
                 f"{last['device']}, started {last.get('started', '?')}, not finished")
-        lines.append(f"| {p.name} | {p.step} | {p.about} | {state(ledger, p.name)} | {when} |")
+        est = meas = "-"
+        spec = PAPER_SCALE.get(p.name.removeprefix("paper-"))
+        if spec is not None:
+            total = paper_scale_flops(spec)
+            est = (f"{total / 1e15:.2f} PFLOP; {_hours(total / rate)} at "
+                   f"{rate / 1e9:.0f} GFLOP/s" if rate else f"{total / 1e15:.2f} PFLOP")
+            prog = state_progress(Path(root) / STATE / spec.name)
+            if prog["seconds"]:
+                meas = (f"{min(1.0, prog['flops'] / total):.0%} done in "
+                        f"{_hours(prog['seconds'])}")
+        lines.append(f"| {p.name} | {p.step} | {p.about} | {state(ledger, p.name)} | {when} |"
+                     + (f" {est} | {meas} |" if live else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -286,7 +426,7 @@ def claims(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> list:
                           if r["status"] != "ok")
         out.append(Claim(f"float32 sweep timing by precision ({_device(root, 'precision-timing')})",
                          "-", ours + (f"; {other}" if other else ""), MEASURED,
-                         "details: results/gpu/campaign/precision-timing/precision_timing.md",
+                         "details: results/campaign/precision-timing/precision_timing.md",
                          "step 0"))
     c = _record(root, "precision-table1", "precision.json")
     if c is not None:
@@ -298,7 +438,7 @@ def claims(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> list:
             for x in c["precisions"])
         out.append(Claim(f"Table 1's predictions in other precisions vs full float32 "
                          f"({c['device']})", "-", ours, MEASURED,
-                         "details: results/gpu/campaign/precision-table1/precision.json",
+                         "details: results/campaign/precision-table1/precision.json",
                          "step 0"))
     for N in (10_000, 2_000):
         mine = [p for p in plan if p.name.startswith("table1-") and p.name.split("-N")[-1]
@@ -328,13 +468,17 @@ def section(root: Path = ROOT) -> str:
 
     rows = claims(root)
     ledger = load_ledger(root)
-    ran = sum(bool(e.get("attempts")) for e in ledger.values())
+    gpu = [p for p in pieces() if not p.resumable]
+    ran = sum(bool(ledger.get(p.name, {}).get("attempts")) for p in gpu)
     lines = ["## The GPU campaign (paper scale, piece by piece)", "",
-             "Generated from results/gpu/campaign/ (`python -m experiments.gpu_campaign`: "
+             "Generated from results/campaign/ (`python -m experiments.campaign`: "
              "bornbiased_jax/studies/campaign.py lists the pieces, their commands and limits). "
-             + (f"{ran} of {len(pieces())} pieces have been attempted." if ran else
-                "No piece has run yet."), ""]
+             + (f"{ran} of {len(gpu)} GPU pieces have been attempted." if ran else
+                "No GPU piece has run yet.")
+             + " The paper-scale forward passes of Sec. 3-4 that a CPU can finish "
+               "(`python -m experiments.paper_scale`, run by the same driver) are rows of the "
+               "initialisation and SeedPrint sections, from their records.", ""]
     if rows:
         lines += [table(rows), ""]
-    lines += ["Pieces:", "", status_markdown(root).rstrip("\n")]
+    lines += ["GPU pieces:", "", status_markdown(root, gpu, live=False).rstrip("\n")]
     return "\n".join(lines)

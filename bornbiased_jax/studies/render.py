@@ -278,17 +278,18 @@ HEADER = ("# Results", "",
           "Verdicts, one vocabulary for every table:", "")
 
 
-def render(records: dict, gpu_root: Path = GPU_ROOT) -> str:
+def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None = None) -> str:
     """RESULTS.md from ``records`` ({name: saved JSON}) and the GPU outputs under ``gpu_root``;
     a section without its records says so (:func:`missing_section`)."""
     from bornbiased_jax.studies import campaign
 
+    campaign_root = campaign.ROOT if campaign_root is None else campaign_root
     make = {"initialisation": initialisation_section, "theory": theory_section,
             "seedprint": seedprint_section, "lineage": lineage_section,
             "lineage_qwen2": lineage_qwen2_section, "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
             "gpu": lambda _: gpu_window.section(gpu_root),
-            "gpu_campaign": lambda _: campaign.section(Path(gpu_root) / "campaign")}
+            "gpu_campaign": lambda _: campaign.section(campaign_root)}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]
     for name in SECTIONS:
         body = make[name](records) or missing_section(name, gpu_root)

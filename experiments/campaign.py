@@ -1,19 +1,26 @@
-"""The GPU campaign's driver: run the next pieces of paper-scale work within a time budget.
+"""The campaign's driver: run the next pieces of paper-scale work within a time budget, on
+whatever machine it runs.
 
 The pieces, their order, commands and limits are ``bornbiased_jax/studies/campaign.py``; each
-finished piece is skipped next time, so every GPU window picks up where the last one stopped.
+finished piece is skipped next time, so every window picks up where the last one stopped. On a
+GPU the GPU pieces run first; on a CPU they are skipped and the paper-scale forward passes of
+Sec. 3-4 run (``experiments/paper_scale.py``): each saves every finished chunk, is stopped when
+the budget ends ('partial') and continues from its last chunk the next time. Start it in the
+background at the start of a session and commit the records it finishes:
 
-    python -m experiments.gpu_campaign --list                 # every piece and its state
-    python -m experiments.gpu_campaign --budget 480           # run what fits in 8 minutes
-    python -m experiments.gpu_campaign --only precision-timing --root "$OUT"/campaign
-    python -m experiments.gpu_campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --retry
+    nice -n 19 python -m experiments.campaign --budget 36000 > results/campaign/driver.log 2>&1 &
+    python -m experiments.campaign --list                 # every piece: state, estimate, progress
+    python -m experiments.campaign --budget 480           # run what fits in 8 minutes
+    python -m experiments.campaign --only precision-timing --root "$OUT"/campaign
+    python -m experiments.campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --retry
 
 ``--env JAX_DEFAULT_MATMUL_PRECISION=`` takes the short names of bornbiased_jax/precision.py
 (bf16x6) and hands the pieces JAX's spelling (BF16_BF16_F32_X6).
 
 On a lent GPU where only an output folder comes back, copy the committed campaign folder there
-first and run with ``--root`` in it; copy it back into results/gpu/campaign/ and commit it, then
-``python -m experiments.run_all --no-run`` renders the finished pieces' rows into RESULTS.md.
+first and run with ``--root`` and ``--records`` in it; copy both back (results/campaign/ and
+results/records/paper/) and commit them, then ``python -m experiments.run_all --no-run``
+renders the finished pieces' rows into RESULTS.md.
 """
 
 from __future__ import annotations
@@ -27,15 +34,19 @@ from bornbiased_jax.studies import campaign
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.gpu_campaign", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", type=Path, default=campaign.ROOT,
                    help=f"the campaign's folder: ledger and one folder per piece "
                         f"(default {campaign.ROOT.relative_to(campaign.REPO)})")
     p.add_argument("--budget", type=float, default=480.0,
-                   help="seconds; a piece starts only when its limit fits in what is left")
+                   help="seconds; a piece starts only when its limit fits in what is left (a "
+                        "resumable piece runs until the budget ends and resumes next time)")
     p.add_argument("--only", nargs="+", default=[], metavar="PIECE",
                    help="run just these pieces (prerequisites not required)")
+    p.add_argument("--records", type=Path, default=campaign.RECORDS,
+                   help=f"where the paper-scale pieces write their records (default "
+                        f"{campaign.RECORDS.relative_to(campaign.REPO)})")
     p.add_argument("--retry", action="store_true",
                    help="also run pieces that timed out or failed before")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
@@ -53,12 +64,12 @@ def main(argv=None) -> int:
         return 0
     try:
         attempts = campaign.run(args.root, args.budget, only=args.only, retry=args.retry,
-                                env=env)
+                                env=env, records=args.records)
     except UserError as e:
-        print(f"gpu_campaign: error: {e}", file=sys.stderr)
+        print(f"campaign: error: {e}", file=sys.stderr)
         return 2
     print(campaign.status_markdown(args.root), end="")
-    return 0 if all(a["state"] == "done" for a in attempts) else 1
+    return 0 if all(a["state"] in ("done", "partial") for a in attempts) else 1
 
 
 if __name__ == "__main__":
