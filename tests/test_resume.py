@@ -172,3 +172,20 @@ def test_run_probe_resumes_and_is_tied_to_the_parameters(tmp_path):
     other = model.init(CFG, jax.random.key(1))
     with pytest.raises(UserError, match="params_sha256"):
         run_probe(probe, CFG, other, xs, seq_chunk=2, state=tmp_path, state_identity=IDENT)
+
+
+def test_the_sweep_command_resumes_and_refuses_other_settings(tmp_path):
+    from bornbiased_jax import cli
+
+    common = ["sweep", "--preset", "gpt2-rope-tiny", "--num-seqs", "12", "--seq-len", "8",
+              "--seq-chunk", "4", "--no-progress", "--state", str(tmp_path / "st")]
+    assert cli.main(common + ["--seeds", "1,2", "--out", str(tmp_path / "a")]) == 0
+    first = json.loads((tmp_path / "a" / "token_preference.json").read_text())["records"]
+    assert (tmp_path / "st" / "gpt2-rope-tiny-T8" / resume.STATE).exists()
+    assert cli.main(common + ["--seeds", "1,2", "--out", str(tmp_path / "b")]) == 0
+    again = json.loads((tmp_path / "b" / "token_preference.json").read_text())["records"]
+    assert again == first
+    r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", *common, "--seeds", "1,3",
+                        "--out", str(tmp_path / "c")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "seeds: [1, 2] (saved) vs [1, 3] (now)" in r.stderr
+    assert not (tmp_path / "c").exists()

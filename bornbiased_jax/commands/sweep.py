@@ -49,7 +49,16 @@ def add_parser(sub) -> None:
                         "about 1,024 tokens, to stay in cache; elsewhere the whole chunk)")
     p.add_argument("--memory-budget-gb", type=positive_float,
                    help="per-device memory budget in GiB (> 0) from which chunk sizes are planned")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--state", type=Path, metavar="DIR",
+                   help="save every finished chunk of sequences into DIR (one sub-folder per "
+                        "preset and length) so that a stopped run resumes: run the same command "
+                        "with the same --state again and it continues from the last finished "
+                        "chunk, bitwise the uninterrupted result; other settings are refused, "
+                        "naming what differs (presets only; --model sources run whole)")
+    p.add_argument("--resume-across-versions", action="store_true",
+                   help="with --state: resume chunks saved by other JAX/NumPy/package versions")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars (which show "
+                   "chunks done and an ETA)")
     add_multiprocess_arguments(p)
     p.set_defaults(run=run)
 
@@ -83,7 +92,8 @@ def run(args) -> int:
         records += token_preference(
             cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
             progress=not args.no_progress, strategy=args.strategy, seed_chunk=args.seed_chunk,
-            seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget)
+            seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget,
+            state=args.state, allow_version_change=args.resume_across_versions)
     records += token_preference_of_models(
         models, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
         seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget,

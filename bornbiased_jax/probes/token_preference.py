@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import jax.numpy as jnp
@@ -77,10 +78,13 @@ def summarize(preds: np.ndarray, vocab_size: int, **meta) -> TokenPreference:
 
 def token_preference(cfg: ModelConfig, seeds: Iterable[int], seq_lens: Sequence[int],
                      num_seqs: int, *, input_kind: str = "tokens", probe_seed: int = 0,
-                     progress: bool = False, **sweep_kwargs) -> list[TokenPreference]:
+                     progress: bool = False, state=None,
+                     **sweep_kwargs) -> list[TokenPreference]:
     """Table 1 for one model family: a record per (seed, sequence length).
 
-    The same N probe sequences (per length) are fed to every seed, as in App. B.2.
+    The same N probe sequences (per length) are fed to every seed, as in App. B.2. ``state``:
+    a folder in which each length's sweep saves its finished chunks (``STATE/<preset>-T<T>``,
+    :mod:`bornbiased_jax.resume`), so that the same call resumes where it stopped.
     """
     seeds = seed_list(seeds)  # read once: a generator would be exhausted by the first length
     if num_seqs < 1:
@@ -93,6 +97,9 @@ def token_preference(cfg: ModelConfig, seeds: Iterable[int], seq_lens: Sequence[
     records = []
     for T in seq_lens:
         xs = probe_inputs(input_kind, cfg, num_seqs, int(T), probe_seed)
+        if state is not None:
+            sweep_kwargs.update(state=Path(state) / f"{cfg.name}-T{T}", state_identity={
+                "probe": "next_token", "input": input_kind, "probe_seed": probe_seed})
         preds_SN = sweep(probe, cfg, seeds, xs, progress=progress,
                          desc=f"{cfg.name} T={T}", **sweep_kwargs)
         for s, preds in zip(seeds, preds_SN):
