@@ -154,3 +154,98 @@ def test_paper_scale_family_follows_the_released_training_code(tmp_path):
         study.require(*RUNS)
     with pytest.raises(UserError, match="unknown corpus name"):
         scale_family("paper", ["docs=/x"])
+
+
+# ----------------------------------------------------------- verdict rules, hand-made records --
+
+def _sp(p, tau=0.08):
+    """One input kind's SeedPrint results with t and U p-values ``p``."""
+    return {"paper/t_mean": p, "paper/u_mean": p, "official/two_phi_bar": p,
+            "calibrated/exact": 0.01 if p <= 0.01 else 0.5, "calibrated/z": 2.5,
+            "calibrated/exact_valid": True, "paper/mean_tau": tau, "paper/S": 40}
+
+
+def _own_pair(pcs, p=1e-30, reef=0.3):
+    """An init vs its own trained model (one lineage), with Table 8's paper values."""
+    rec = {"pair": "s42 init vs s42 base", "same_lineage": True,
+           "paper": {"t": 2.2e-8, "u": 6.28e-8, "intrinsic": -0.021, "reef": 0.375,
+                     "pcs": 0.580, "ics": 0.196},
+           "seedprint": {"tokens": _sp(1e-30), "gaussian": _sp(p)},
+           "baselines": {"intrinsic": -0.02, "reef": reef, "pcs": pcs, "ics": 0.37},
+           "pcs_no_norms": pcs - 0.07, "pcs_own_init": pcs}
+    return {"run": {"settings": {"n": 1000}}, "records": [rec]}
+
+
+def test_pair_rule_is_partly_when_only_a_baseline_differs():
+    """SeedPrint's t and U marks equal the paper's and only PCS's does not: partly reproduced,
+    saying which part holds and which baseline differs with its numbers; when a SeedPrint mark
+    differs too, differs; when every mark is the paper's, reproduced."""
+    from bornbiased_jax import verdicts as V
+
+    c = lineage_study.pair_claims("table4b", _own_pair(pcs=0.964))[0]
+    assert c.verdict == V.PARTLY
+    assert c.why == ("holds: SeedPrint (t and U give the paper's marks for tokens and gaussian "
+                     "inputs); does not hold: the baselines whose mark (similarity >= 0.8 says "
+                     "one lineage) is not the paper's: PCS 0.964 vs the paper's 0.580 (without "
+                     "the gains 0.894: training moved the weights less than in the paper)")
+    # two baselines off: both named, in the table's order
+    c = lineage_study.pair_claims("table4b", _own_pair(pcs=0.964, reef=0.85))[0]
+    assert c.verdict == V.PARTLY and "REEF 0.850 vs the paper's 0.375; PCS 0.964" in c.why
+    # SeedPrint misses the lineage with Gaussian inputs: differs, whatever the baselines
+    c = lineage_study.pair_claims("table4b", _own_pair(pcs=0.964, p=0.5))[0]
+    assert c.verdict == V.DIFFERS and "; t (gaussian); U (gaussian); missed (gaussian)" in c.why
+    assert c.why.startswith("PCS 0.964 vs the paper's 0.580") and "holds" not in c.why
+    c = lineage_study.pair_claims("table4b", _own_pair(pcs=0.5, p=0.5))[0]
+    assert c.verdict == V.DIFFERS and "vs the paper's" not in c.why
+    # every mark the paper's (PCS below 0.8, as the paper's 0.580)
+    c = lineage_study.pair_claims("table4b", _own_pair(pcs=0.5))[0]
+    assert c.verdict == V.REPRODUCED and c.why == ""
+
+
+def _fig14(**kinds):
+    """A Figure 14 record: per input kind, (p-values of the seed-42 run's checkpoints, those of
+    the seed-123 run's), each p given to both t and U, or a (t, U) pair."""
+    def curve(ps, first):
+        return [{"step": first + 50 * i, "mean": 0.1, "std": 0.02,
+                 "paper_t": p[0] if isinstance(p, tuple) else p,
+                 "paper_u": p[1] if isinstance(p, tuple) else p} for i, p in enumerate(ps)]
+    return {"run": {}, "records": {"inputs": {
+        kind: {"curves": {"base-s42": curve(own, 50), "base-s123": curve(other, 0)},
+               "shift": [{"step": 50, "diff": 0.1, "p_u": 1e-3}], "kendall_null_sd": 0.02}
+        for kind, (own, other) in kinds.items()}}}
+
+
+def test_figure14_rule_needs_the_other_lineage_not_rejected():
+    """Reproduced only when every checkpoint of the lineage is called related (t and U <=
+    0.01) and those of the seed-123 run no more often than the level allows (95 %
+    Clopper-Pearson interval reaching 0.01: 1 of 11 does, 2 of 11 do not); every input kind
+    by the same rule."""
+    from bornbiased_jax import verdicts as V
+
+    own = [1e-30] * 10
+    rows = lineage_study.figure14_claims(_fig14(tokens=(own, [0.3] * 11),
+                                                gaussian=(own, [1e-30] * 11)))
+    tok, gau = rows
+    assert tok.verdict == V.REPRODUCED and tok.why == ""
+    assert "seed-123 run (another lineage, its init counted): t and U p <= 0.01 at 0/11" in tok.ours
+    assert gau.verdict == V.DIFFERS
+    assert gau.why == ("the test does not separate the lineages here: it also calls 11/11 "
+                       "checkpoints of the seed-123 run (another lineage) related, beyond its "
+                       "level (95 % Clopper-Pearson interval of that rate from 0.72 > 0.01)")
+    assert "t and U p <= 0.01 at 11/11 checkpoints (t or U at 11/11)" in gau.ours
+    # one unrelated checkpoint of 11 called related is within the level; two are not
+    one = lineage_study.figure14_claims(_fig14(tokens=(own, [1e-5] + [0.3] * 10)))[0]
+    assert one.verdict == V.REPRODUCED
+    assert "also calls 1/11 checkpoints of the seed-123 run related, within its level" in one.why
+    two = lineage_study.figure14_claims(_fig14(tokens=(own, [1e-5] * 2 + [0.3] * 9)))[0]
+    assert two.verdict == V.DIFFERS and "also calls 2/11 checkpoints" in two.why
+    # a checkpoint the decision does not call related (U > 0.01) does not count against it
+    t_only = lineage_study.figure14_claims(_fig14(tokens=(own, [(1e-5, 0.5)] * 11)))[0]
+    assert t_only.verdict == V.REPRODUCED and "(t or U at 11/11)" in t_only.ours
+    # the lineage missed at a checkpoint and the other one rejected: both reasons
+    both = lineage_study.figure14_claims(_fig14(tokens=([1e-30] * 9 + [0.2], [1e-30] * 11)))[0]
+    assert both.verdict == V.DIFFERS and both.why.startswith("p > 0.01 at steps [500]; the "
+                                                             "test does not separate")
+    # without the other lineage's checkpoints the test's level cannot be checked
+    none = lineage_study.figure14_claims(_fig14(tokens=(own, [])))[0]
+    assert none.verdict == V.UNTESTABLE

@@ -121,8 +121,49 @@ def test_verdicts_that_fail_or_cannot_decide():
     # no sinks in the baseline: every arm's sink claim is untestable
     flat = _record(baseline=_arm("baseline", [0.0] * 4), attenuation=_arm("attenuation", [0.0] * 4))
     rows = A.claims(flat)
-    assert rows[0].verdict == DIFFERS
+    assert rows[0].verdict == UNTESTABLE  # the gate failed: a precondition, not a measurement
+    assert rows[0].why == ("precondition failed: the baseline's sink rate is above 0 at no "
+                           "length, and has not risen from step 0 (95 % t intervals over "
+                           "seeds), so the arms' sink comparisons cannot be made")
     assert next(x for x in rows if x.claim.startswith("attenuation: sinks")).verdict == UNTESTABLE
+
+
+def test_gate_says_where_the_baseline_has_sinks():
+    """A baseline with sinks at T = 32 only (every seed) fails the gate: untestable, naming the
+    lengths with and without sinks; the same baseline with sinks at every length passes it."""
+    base = _arm("baseline", [0.48, 0.50, 0.45, 0.49])
+    assert A.gate_claim(base).verdict == REPRODUCED
+    for s in base["seeds"]:
+        for ck in s["checkpoints"]:
+            for row in ck["paper"]:
+                if row["T"] != 32:
+                    row["rate"] = 0.0
+    c = A.gate_claim(base)
+    assert c.verdict == UNTESTABLE
+    assert c.why.startswith("precondition failed: the baseline's sink rate is above 0 only at "
+                            "T = 32, not at T = 64, 128, and has risen from step 0")
+    arm = A.arm_sinks_claim("attenuation", _arm("attenuation", [0.0] * 4), base, False)
+    assert arm.verdict == UNTESTABLE and "fails the validity gate" in arm.why
+
+
+def test_shown_command_drops_the_machines_paths():
+    """RESULTS.md shows a recorded command without the recording machine's interpreter and
+    standard-library paths; the record keeps them (the committed one has such a path, which
+    the rendered section must not show)."""
+    from bornbiased_jax.studies import render
+
+    cmd = ("/root/.pyenv/versions/3.11.7/bin/python3.11 -m experiments.sinks_arms --corpus "
+           "bbm:/root/.pyenv/versions/3.11.7/lib/python3.11/textwrap.py:triggers=3 --steps 10")
+    assert A.shown_command(cmd) == ("python -m experiments.sinks_arms --corpus "
+                                    "bbm:<stdlib>/textwrap.py:triggers=3 --steps 10")
+    assert A.shown_command("/work/main/.venv/bin/python -m x") == "python -m x"
+    plain = "bornbiased train --corpus python-stdlib --out runs/a"
+    assert A.shown_command(plain) == plain
+    records = render.load_records()
+    raw = records["sinks_arms"]["records"]["arms"]["baseline"]["command"]
+    section = render.sinks_arms_section(records)
+    assert A.shown_command(raw) in section
+    assert "/lib/python3" not in section and "/bin/python" not in section
 
 
 def test_pairing_uses_the_seeds_both_arms_have():

@@ -274,15 +274,21 @@ def _row(section, claim):
 def test_validity_gate_needs_sinks_at_every_length(records):
     """The paper's baseline has sinks at every length: a rate above 2 SE at one length alone
     (the measured 0.005 +- 0.002 at T = 32, nothing at longer lengths) does not pass the gate,
-    and the arms' sink comparisons are then untestable."""
+    which is then untestable (a failed precondition, saying where the baseline has sinks and
+    where not), as are the arms' sink comparisons; with sinks at every length it passes."""
     rec, _ = records
     one = _section(_with_baseline_rates(rec, [(0.005, 0.002), (0.0, 0.0)]),
                               SETTINGS)
     assert _row(one, "Baseline develops sinks").endswith(
-        "| differs: not sinks at every length at this scale: rate > 0 by 2 SE only at T = 8 |")
-    assert "untestable" in _row(one, "attenuation: sinks")
+        "| untestable: precondition failed: the baseline's sink rate is above 0 by 2 SE only "
+        "at T = 8, not at T = 16 at this scale (the paper's baseline has sinks at every "
+        "length), so Figure 12's comparison of the arms has no baseline sinks to compare with |")
+    assert _row(one, "attenuation: sinks").endswith(
+        "| untestable: the baseline fails the validity gate (sinks not at every length at this "
+        "scale) |")
     none = _section(_with_baseline_rates(rec, [(0.0, 0.0), (0.0, 0.0)]), SETTINGS)
-    assert _row(none, "Baseline develops sinks").endswith("rate > 0 by 2 SE at no length |")
+    assert "| untestable: precondition failed: the baseline's sink rate is above 0 by 2 SE at " \
+        "no length at this scale" in _row(none, "Baseline develops sinks")
     every = _section(_with_baseline_rates(rec, [(0.6, 0.05), (0.5, 0.05)]),
                                 SETTINGS)
     assert _row(every, "Baseline develops sinks").endswith(

@@ -9,7 +9,8 @@ saves a record, ``{"run": ..., "records": ...}``, committed under
 verdict rule is unit-tested on small hand-made records, and :mod:`bornbiased_jax.studies.render`
 writes RESULTS.md from them.
 
-  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10);
+  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10); ``initialisation_paper`` its
+    rows at the paper's own shapes (experiments/paper_scale.py, results/records/paper/);
   * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
     theory``);
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from bornbiased_jax import io
 from bornbiased_jax.studies import EXPERIMENTS, STUDY_OF
-from bornbiased_jax.studies import gpu_window, initialisation, lineage, seedprint, sinks
+from bornbiased_jax.studies import (gpu_window, initialisation, initialisation_paper, lineage,
+                                    seedprint, sinks)
 from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
@@ -37,13 +38,28 @@ def record_path(root: Path, name: str) -> Path:
     return Path(root) / STUDY_OF[name] / f"{name}.json"
 
 
+PAPER_SCALE = {"table1a": "initialisation", "table1b": "initialisation",
+               "table1c": "initialisation", "figure1": "initialisation",
+               "figure2_finding22": "initialisation", "table2_figure3": "initialisation",
+               "figure7": "initialisation", "table4a": "seedprint"}
+
+
 def load_records(root: Path = RECORDS) -> dict[str, dict]:
-    """Every saved record under ``root``: {experiment name: {"run": ..., "records": ...}}."""
+    """Every saved record under ``root``: {experiment name: {"run": ..., "records": ...}}, and
+    under "paper" (when there are any) the paper-scale records of ``root``/paper/
+    (experiments/paper_scale.py): {name: record}."""
     out = {}
     for name in STUDY_OF:
         f = record_path(root, name)
         if f.exists():
             out[name] = json.loads(f.read_text())
+    paper = {}
+    for name, study in PAPER_SCALE.items():
+        f = Path(root) / "paper" / study / f"{name}.json"
+        if f.exists():
+            paper[name] = json.loads(f.read_text())
+    if paper:
+        out["paper"] = paper
     return out
 
 
@@ -113,14 +129,31 @@ def initialisation_section(records: dict) -> str | None:
     names = EXPERIMENTS["initialisation"]
     if not any(n in records for n in names):
         return None
+    paper = records.get("paper", {})
     lines = [f"## {TITLES['initialisation']}", "",
              f"Generated from the records in results/records/initialisation/ (written by "
-             f"`{COMMANDS['initialisation']} --scale cpu`; run on {_run_line(records, names)}). "
-             f"CPU scale uses the `cpu` presets ({_cpu_shape(records)}) and fewer, shorter sequences "
-             "than the paper; each record holds its experiment's settings and wall time. "
-             "Paper-scale rows need a GPU run (`--scale paper`) and are not included here.", "",
-             "| claim | paper | ours (CPU scale) | verdict |", "|---|---|---|---|"]
-    lines += _rows(initialisation.CLAIMS, records)
+             f"`{COMMANDS['initialisation']} --scale cpu`; run on {_run_line(records, names)}) "
+             "and, for the rows marked [paper scale: ...], results/records/paper/initialisation/ "
+             "(`python -m experiments.paper_scale PIECE`, resumable forward passes at the paper's "
+             "shapes" + (f"; run on {_run_line(paper, list(paper))}" if paper else "") + "). "
+             f"Unmarked rows are CPU scale: the `cpu` presets ({_cpu_shape(records)}) and fewer, "
+             "shorter sequences than the paper; each record holds its experiment's settings "
+             "(shape, N, T, seeds) and wall time.", "",
+             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
+    at_paper = initialisation_paper.paper_scale_claims(paper)
+    for name, prefix, fn in initialisation.CLAIMS:
+        lines += _rows([(name, prefix, fn)], records)
+        if prefix in at_paper:
+            lines.append("| " + " | ".join(at_paper.pop(prefix).cells()) + " |")
+        if prefix == "Table 1 / Finding 1":
+            for extra in ("Finding 1.2", "Finding 1.3"):
+                lines.append("| " + " | ".join(at_paper.pop(extra).cells()) + " |")
+    side = initialisation_paper.table1_side_by_side(paper)
+    if side is not None:
+        lines += ["", "Table 1 at the paper's shapes, the paper's rows beside ours (N = 2,000; "
+                  "our token ids differ from the paper's because another random number "
+                  "generator draws the weights: frequencies and p-values are comparable, ids "
+                  "are not; '-': not measured yet):", "", side]
     lines += ["", "p-values below ~1e-20 only say 'decisively significant'; their magnitude is "
               "not meaningful (the z-test's normal tail is far outside its accuracy there). "
               "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "
@@ -150,7 +183,11 @@ def seedprint_section(records: dict) -> str | None:
              f"experiments.seed_family --continued`), seedprint_confound.py; run on "
              f"{_run_line(records, names)}). " + seedprint.INTRO, "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
-    return "\n".join(lines + _rows(seedprint.CLAIMS, records))
+    rows = _rows(seedprint.CLAIMS, records)
+    at_paper = seedprint.table4a_paper_scale_claims(records.get("paper", {}).get("table4a"))
+    i = next((k + 1 for k, r in enumerate(rows) if r.startswith("| Table 4a:")), len(rows))
+    rows[i:i] = ["| " + " | ".join(c.cells()) + " |" for c in at_paper]
+    return "\n".join(lines + rows)
 
 
 def theory_section(records: dict) -> str | None:
@@ -229,7 +266,8 @@ def sinks_arms_section(records: dict) -> str | None:
         f"run on {_run_line(records, ['sinks_arms'])}). The baseline trains seeds "
         f"{', '.join(str(s['seed']) for s in base['seeds'])} in "
         f"{len(base.get('groups', [1]))} `train --seeds` run(s), all on the same batches in "
-        f"the same order: `{base['command']}` (a later group differs only in `--seeds`); each "
+        f"the same order: `{sinks_arms.shown_command(base['command'])}` (a later group differs "
+        "only in `--seeds`; `<stdlib>`: the Python standard library's folder); each "
         "arm adds its `--model-set` (bornbiased_jax/studies/sinks_arms.py). Sink rates per "
         f"sample on {base['num_seqs']} evaluation draws per length; held-out NLL on "
         f"{base['num_seqs']} draws of {min(COPY_T, base['settings']['seq_len']) + 1} "

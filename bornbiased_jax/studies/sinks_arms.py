@@ -25,6 +25,7 @@ it but never decide a verdict.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from bornbiased_jax.stats import mean_se, t_quantile
 from bornbiased_jax.studies.family import SINK_ARMS
@@ -182,6 +183,19 @@ def lengths(arm: dict) -> list[int]:
     return [r["T"] for r in _last(arm["seeds"][0])["paper"]]
 
 
+# A path into the Python standard library (the corpus ``bbm:<stdlib>/textwrap.py``) and an
+# interpreter's path, as one machine wrote them into a recorded command line.
+_STDLIB_PATH = re.compile(r"(?<![\w.])/[^\s:'\"`]*?/lib/python3(?:\.\d+)?/")
+_INTERPRETER = re.compile(r"(?<![\w.])/[^\s'\"`]*/bin/python[\d.]*(?=\s|$)")
+
+
+def shown_command(command: str) -> str:
+    """A recorded command line as RESULTS.md shows it, without the recording machine's paths:
+    an interpreter's absolute path becomes ``python`` and the standard library's folder
+    ``<stdlib>`` (the record keeps the command as it ran)."""
+    return _INTERPRETER.sub("python", _STDLIB_PATH.sub("<stdlib>/", command))
+
+
 # ------------------------------------------------------------------------------- claims --
 
 LATE = 3  # checkpoints averaged in the late-training rate (reported beside the final one)
@@ -189,14 +203,22 @@ LOSS_FROM = 200  # the figure's training-loss panel starts here (the first steps
 EQUIVALENCE = 0.01  # "equal perplexity": the paired NLL difference's 95 % interval inside ±1 %
 
 
+def _gate_parts(base: dict) -> tuple[dict[int, SeedMean], SeedMean]:
+    """The gate's two measurements: the seed-mean final sink rate per length, and the Gu rate's
+    rise from step 0 (paired over seeds)."""
+    fv = final_values(base)
+    means = {T: seed_mean(fv[f"rate@{T}"]) for T in lengths(base)}
+    rise = seed_mean([_last(s)["gu"]["rate"] - min(s["checkpoints"], key=lambda c: c["step"])
+                      ["gu"]["rate"] for s in base["seeds"]])
+    return means, rise
+
+
 def baseline_gate(base: dict) -> tuple[bool, str]:
     """The validity gate over seeds: at every length the baseline's seed-mean sink rate (eps
     0.25) has its 95 % t interval above 0, and the Gu rate rose from step 0 (paired over seeds,
     interval above 0); with how many seeds grew sinks by the grid's per-run rule."""
     fv = final_values(base)
-    means = {T: seed_mean(fv[f"rate@{T}"]) for T in lengths(base)}
-    rise = seed_mean([_last(s)["gu"]["rate"] - min(s["checkpoints"], key=lambda c: c["step"])
-                      ["gu"]["rate"] for s in base["seeds"]])
+    means, rise = _gate_parts(base)
     ok = all(m.lo > 0 for m in means.values()) and rise.lo > 0
     grew = seed_grew_sinks(base)
     late = {T: seed_mean(fv[f"rate_late@{T}"]) for T in lengths(base)}
@@ -231,14 +253,29 @@ def claims(record: dict) -> list[Claim]:
 
 def gate_claim(base: dict) -> Claim:
     """The validity gate (:func:`baseline_gate`): reproduced when the baseline's seed-mean sink
-    rate is above 0 at every length and has risen from step 0, else differs."""
+    rate is above 0 at every length and has risen from step 0, else untestable (the
+    precondition of the arms' sink comparisons failed; the row says at which lengths the
+    interval is above 0 and at which not, and whether the rate rose)."""
     gate, gate_txt = baseline_gate(base)
     return Claim("Baseline develops sinks (validity gate), Bigram-Backcopy regime, "
                  f"{len(base['seeds'])} seeds", "high sink rate at all lengths 32-512 "
-                 "(Figure 12)", gate_txt, REPRODUCED if gate else DIFFERS,
-                 ("rate above 0 at every length and rising (95 % t intervals over seeds)"
-                  if gate else "not above 0 at every length and rising (95 % t intervals "
-                  "over seeds)"), "Sec. 6.2.1")
+                 "(Figure 12)", gate_txt, REPRODUCED if gate else UNTESTABLE,
+                 "rate above 0 at every length and rising (95 % t intervals over seeds)"
+                 if gate else _gate_failed(base), "Sec. 6.2.1")
+
+
+def _gate_failed(base: dict) -> str:
+    """Why the gate failed: the lengths where the baseline's seed-mean rate has its interval
+    above 0 and those where not, and whether the rate rose from step 0."""
+    means, rise = _gate_parts(base)
+    Ts = list(means)
+    at = [T for T, m in means.items() if m.lo > 0]
+    where = (f"only at T = {', '.join(map(str, at))}, not at T = "
+             f"{', '.join(str(T) for T in Ts if T not in at)}" if 0 < len(at) < len(Ts)
+             else "at every length" if at else "at no length")
+    return (f"precondition failed: the baseline's sink rate is above 0 {where}, and "
+            f"{'has' if rise.lo > 0 else 'has not'} risen from step 0 (95 % t intervals over "
+            "seeds), so the arms' sink comparisons cannot be made")
 
 
 def arm_sinks_claim(arm: str, a: dict, base: dict, gate: bool) -> Claim:
@@ -262,7 +299,8 @@ def arm_sinks_claim(arm: str, a: dict, base: dict, gate: bool) -> Claim:
     lower = all(d.hi < 0 for d in diff.values())
     near_zero = all(r.hi < NEAR_ZERO for r in rate.values())
     if not gate:
-        verdict, why = UNTESTABLE, "the baseline has no sinks in this regime"
+        verdict, why = UNTESTABLE, ("the baseline fails the validity gate (no sinks at "
+                                    "every length, rising, in this regime)")
     elif arm == "attenuation":
         far = any(r.lo > NEAR_ZERO for r in rate.values())
         verdict = REPRODUCED if near_zero else DIFFERS if far else UNDERPOWERED

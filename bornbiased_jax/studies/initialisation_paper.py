@@ -1,0 +1,193 @@
+"""The initialisation study at the paper's own shapes (experiments/paper_scale.py, records under
+results/records/paper/): each CPU-scale claim's paper-scale row by the same rule, Findings 1.2
+and 1.3 (which need the paper's models), and Table 1 beside the paper's rows."""
+
+from __future__ import annotations
+
+from scipy import stats
+
+from bornbiased_jax.stats import format_log10_p
+from bornbiased_jax.studies.initialisation import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
+                                                   figure1a_claim, figure2_claim,
+                                                   figure3_claim, figure7_claim,
+                                                   finding22_claim, table1_claim, table2_claim)
+from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
+
+
+def _proportion_p(k1: int, n1: int, k2: int, n2: int) -> float:
+    """One-sided p of "the second proportion is larger" (Fisher's exact test)."""
+    return float(stats.fisher_exact([[k2, n2 - k2], [k1, n1 - k1]],
+                                    alternative="greater").pvalue)
+
+
+def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
+    """Finding 1.2 from Table 1(a) (and (c) when measured): "the longer the sequence, the more
+    extreme": for every seed the top-1 frequency at the longest T above that at the shortest
+    (one-sided Fisher exact p <= 0.01); "the larger the model, the more extreme": for every
+    seed the 1.2B model's frequency above the nano model's at the same T (same test). A part
+    holds when all its comparisons are significant, fails when one goes significantly the other
+    way (p <= 0.01 reversed), and is undecided otherwise. Reproduced when every measured part
+    holds (untestable scale part when (c) is missing); differs when one fails; partly when one
+    holds and the other is undecided or missing; underpowered when none is decided."""
+    def compare(pairs):
+        ok, bad, text = [], [], []
+        for a, b in pairs:
+            k1, n1 = round(a["top1_freq"] * a["num_seqs"]), a["num_seqs"]
+            k2, n2 = round(b["top1_freq"] * b["num_seqs"]), b["num_seqs"]
+            up, down = _proportion_p(k1, n1, k2, n2), _proportion_p(k2, n2, k1, n1)
+            ok.append(up <= ALPHA)
+            bad.append(down <= ALPHA)
+            text.append(f"{a['top1_freq']:.2%} -> {b['top1_freq']:.2%} (p {up:.2g})")
+        state = ("fails" if any(bad) else "holds" if all(ok) else "undecided")
+        return state, text
+
+    recs = nano["records"]
+    parts, texts = {}, []
+    Ts = sorted({r["seq_len"] for r in recs})
+    by = {(r["seed"], r["seq_len"]): r for r in recs}
+    seeds = sorted({r["seed"] for r in recs})
+    if len(Ts) > 1:
+        pairs = [(by[(s, Ts[0])], by[(s, Ts[-1])]) for s in seeds]
+        parts["length"], t = compare(pairs)
+        texts.append(f"T = {Ts[0]} -> {Ts[-1]}: " + "; ".join(
+            f"seed {s}: {x}" for s, x in zip(seeds, t)))
+    else:
+        parts["length"] = "undecided (one length measured)"
+    if big is not None:
+        bb = {(r["seed"], r["seq_len"]): r for r in big["records"]}
+        common = [(s, T) for (s, T) in bb if (s, T) in by]
+        parts["scale"], t = compare([(by[k], bb[k]) for k in common])
+        texts.append("nano -> 1.2B: " + "; ".join(
+            f"seed {s} T={T}: {x}" for (s, T), x in zip(common, t)))
+    states = list(parts.values())
+    if "fails" in states:
+        verdict = DIFFERS
+    elif all(x == "holds" for x in states) and "scale" in parts:
+        verdict = REPRODUCED
+    elif "holds" in states:
+        verdict = PARTLY
+    else:
+        verdict = UNDERPOWERED
+    why = "; ".join(f"{k}: {v}" for k, v in parts.items())
+    if "scale" not in parts:
+        why += "; scale: not measured (Table 1(c) has no record yet)"
+    return Claim("Finding 1.2 (longer sequences, larger models: more extreme)",
+                 "nano seed 42: 2.60 % -> 5.20 % (T 64 -> 1,024); 1.2B above nano at every T",
+                 "; ".join(texts) + " (one-sided Fisher exact tests)", verdict, why, "Sec. 3")
+
+
+def finding13_claim(tables: list[dict]) -> Claim:
+    """Finding 1.3 ("the favourite token is tied to the seed") from the paper-scale Table 1
+    records: reproduced when, at every (model, T) where both seeds' preferences are decisive
+    (Bonferroni p < 1e-10), the two seeds' top-1 ids differ; differs when some such pair
+    shares its top-1 id; untestable when no pair is decisive. The note counts the seeds that
+    keep one favourite across lengths (the paper's 1.2B seeds do; its nano seed 42 does
+    not)."""
+    recs = [r for t in tables for r in t["records"]]
+    groups: dict = {}
+    for r in recs:
+        groups.setdefault((r["preset"], r["seq_len"]), []).append(r)
+    decided = {k: v for k, v in groups.items()
+               if len(v) >= 2 and all(r["log10_p"] < DECISIVE_LOG10_P for r in v)}
+    same = [k for k, v in decided.items() if len({r["top1_id"] for r in v}) < len(v)]
+    keep = {}
+    for r in recs:
+        keep.setdefault((r["preset"], r["seed"]), set()).add(r["top1_id"])
+    kept = sorted(f"{p} seed {s}" for (p, s), ids in keep.items() if len(ids) == 1)
+    ours = "; ".join(f"{p} T={T}: " + ", ".join(f"seed {r['seed']}: {r['top1_id']}" for r in v)
+                     for (p, T), v in sorted(decided.items()))
+    note = (f"one favourite across lengths: {', '.join(kept) if kept else 'no seed'} of "
+            f"{len(keep)} (model, seed) pairs; our token ids differ from the paper's (another "
+            f"random number generator)")
+    if not decided:
+        return Claim("Finding 1.3 (the favourite is tied to the seed)", "seeds 42 and 43 favour "
+                     "different tokens (1.2B: 23062 vs 20694)", "no (model, T) where both seeds "
+                     "are decisive", UNTESTABLE, note, "Sec. 3")
+    verdict = DIFFERS if same else REPRODUCED
+    why = (f"the same top-1 id for both seeds at {', '.join(f'{p} T={T}' for p, T in same)}; "
+           if same else "") + note
+    return Claim("Finding 1.3 (the favourite is tied to the seed)", "seeds 42 and 43 favour "
+                 "different tokens (1.2B: 23062 vs 20694)", ours, verdict, why, "Sec. 3")
+# The paper's Table 1: (part, seed, T) -> (top-1 id, top-1 frequency, p as printed)
+PAPER_TABLE1 = {
+    ("a", 42, 64): (6336, 0.026, "4.55e-137"), ("a", 42, 256): (30425, 0.0485, "6.59e-285"),
+    ("a", 42, 1024): (666, 0.052, "6.75e-309"), ("a", 43, 64): (7328, 0.030, "2.20e-162"),
+    ("a", 43, 256): (7328, 0.0525, "2.42e-312"), ("a", 43, 1024): (7328, 0.0675, "0.00"),
+    ("b", 42, 64): (18219, 0.0006, "3.16e-2"), ("b", 42, 256): (19647, 0.0006, "3.16e-2"),
+    ("b", 42, 1024): (11048, 0.0007, "1.40e-3"), ("b", 43, 64): (6479, 0.0009, "1.90e-6"),
+    ("b", 43, 256): (17743, 0.0006, "3.16e-2"), ("b", 43, 1024): (21436, 0.0007, "1.40e-3"),
+    ("c", 42, 64): (23062, 0.0395, "2.57e-224"), ("c", 42, 256): (23062, 0.062, "0.00"),
+    ("c", 42, 1024): (23062, 0.0635, "0.00"), ("c", 43, 64): (20694, 0.052, "6.75e-309"),
+    ("c", 43, 256): (20694, 0.0745, "0.00"), ("c", 43, 1024): (20694, 0.102, "0.00")}
+TABLE1_PARTS = {"a": ("table1a", "RoPE GPT-2 nano (12L, 12H, 768d)"),
+                "b": ("table1b", "LLaMA-2 nano (12L, 12H, 768d)"),
+                "c": ("table1c", "RoPE GPT-2 1.2B (24L, 32H, 2048d)")}
+# piece of experiments/paper_scale.py -> the records it writes
+
+
+def paper_scale_label(rec: dict) -> str:
+    """'paper scale: 12L, 12H, d = 768, N = 2,000, T = 64-1,024' from a record's settings."""
+    s = rec["run"]["settings"]
+    Ts = s.get("seq_lens") or [s.get("seq_len")]
+    T = f"{min(Ts):,}-{max(Ts):,}" if len(Ts) > 1 else f"{Ts[0]:,}"
+    n = s.get("num_seqs", s.get("n"))
+    return (f"paper scale: {s['layers']}L, {s['heads']}H, d = {s['d_model']}, N = {n:,}, "
+            f"T = {T}")
+
+
+def paper_scale_claims(paper: dict) -> dict[str, Claim]:
+    """{CPU claim name: its paper-scale row} from the paper-scale records ({name: record});
+    a row whose records are missing is untestable and names the piece that measures it.
+    Findings 1.2 and 1.3 exist only at paper scale."""
+    def missing(claim, *pieces):
+        return Claim(f"{claim} [paper scale]", "-", "no record yet; `python -m "
+                     f"experiments.paper_scale {' '.join(pieces)}` measures it (resumable)",
+                     UNTESTABLE, "not measured yet")
+
+    def named(c: Claim, rec: dict) -> Claim:
+        c.claim = f"{c.claim} [{paper_scale_label(rec)}]"
+        return c
+
+    out = {}
+    a, b, c = (paper.get(n) for n in ("table1a", "table1b", "table1c"))
+    out["Table 1 / Finding 1"] = (
+        named(table1_claim({"records": a["records"] + b["records"]}), a) if a and b else
+        missing("Table 1 / Finding 1", *[n for n, r in (("table1a", a), ("table1b", b)) if not r]))
+    out["Finding 1.2"] = (named(finding12_claim(a, c), a) if a else
+                          missing("Finding 1.2", "table1a", "table1c"))
+    out["Finding 1.3"] = (named(finding13_claim([r for r in (a, c) if r]), a) if a else
+                          missing("Finding 1.3", "table1a", "table1c"))
+    for name, claim, fn, piece in (
+            ("figure1", "Figure 1a", figure1a_claim, "table1a"),
+            ("figure2_finding22", "Finding 2.2", finding22_claim, "table1a"),
+            ("figure2_finding22", "Figure 2 / Finding 2.1", figure2_claim, "table1a"),
+            ("table2_figure3", "Table 2 / Findings 3.1-3.2", table2_claim, "table2"),
+            ("table2_figure3", "Figure 3 / Finding 3.1", figure3_claim, "table2"),
+            ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2")):
+        out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
+            missing(claim, piece)
+    return out
+
+
+def table1_side_by_side(paper: dict) -> str | None:
+    """Table 1's rows, the paper's beside ours at the paper's shapes (None before any paper-scale
+    Table 1 record). Token ids are not comparable (another random number generator draws the
+    weights); frequencies and p-values are."""
+    have = {part: paper[name] for part, (name, _) in TABLE1_PARTS.items() if name in paper}
+    if not have:
+        return None
+    lines = ["| model | seed | T | paper: top-1 id | paper: freq. | paper: p | ours: top-1 id | "
+             "ours: freq. [95 % CI] | ours: p | ours: N |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (part, seed, T), (pid, pf, pp) in PAPER_TABLE1.items():
+        rec = next((r for r in have.get(part, {"records": []})["records"]
+                    if r["seed"] == seed and r["seq_len"] == T), None)
+        if rec is None:
+            mine = "- | - | - | -"
+        else:
+            lo, hi = _freq_interval(rec)
+            mine = (f"{rec['top1_id']} | {rec['top1_freq']:.2%} [{lo:.2%}, {hi:.2%}] | "
+                    f"{format_log10_p(rec['log10_p'])} | {rec['num_seqs']:,}")
+        lines.append(f"| {TABLE1_PARTS[part][1]} | {seed} | {T:,} | {pid} | {pf:.2%} | {pp} | "
+                     f"{mine} |")
+    return "\n".join(lines)
