@@ -166,8 +166,32 @@ def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
     return Path(path), int(sel), step
 
 
-def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedModel:
-    """Seed ``seed`` of the run in ``path`` (None: its only seed) at checkpoint ``step``."""
+def check_source(spec: str) -> ModelConfig:
+    """:func:`source_config`, and the checks :func:`load_source` makes before it reads weights
+    (a preset's seed, a run's seed and checkpoint step, an HF folder's weight files), so that
+    a command given several models can refuse a bad one before any work."""
+    cfg = source_config(spec)
+    spec = spec.strip()
+    if spec.startswith("preset:"):
+        from bornbiased_jax.keys import check_seed
+
+        seed = spec.rpartition("@")[2]
+        if not re.fullmatch(r"\d+", seed):
+            raise UserError(f"bad seed {seed!r} in {spec!r}: a seed is an integer in {SEED_RANGE}")
+        check_seed(int(seed))
+        return cfg
+    path, seed, step = split_run_spec(spec)
+    if runs.is_run(path):
+        _run_selection(path, seed, step)
+    elif not any(path.glob("*.safetensors")):
+        raise UserError(f"the Hugging Face folder {str(path)!r} has config.json but no "
+                        f"*.safetensors weights")
+    return cfg
+
+
+def _run_selection(path: Path, seed: int | None, step: int | None):
+    """(cfg, run info, seed, its index, step) of a run spec, or the UserError that says which
+    seed or step the run lacks; step None: the latest checkpoint (step 0: the initialisation)."""
     cfg, info = runs.run_config(path)
     seeds = runs.run_seeds(info)
     if seed is None:
@@ -179,9 +203,33 @@ def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedMo
     elif seed not in seeds:
         raise UserError(f"run {str(path)!r} has no seed {seed}; its seeds are "
                         f"{_seed_list(seeds)}")
-    index = seeds.index(seed)
+    if step != 0:
+        steps = runs.run_steps(path)
+        if not steps:
+            raise UserError(f"run {str(path)!r} has no complete checkpoint yet; "
+                            f"'{path}@0' names its initialisation")
+        if step is None:
+            step = steps[-1]
+        elif step not in steps:
+            raise UserError(f"run {str(path)!r} has no checkpoint at step {step}; its steps "
+                            f"are {steps} (and 0, the initialisation)")
+    return cfg, info, seed, seeds.index(seed), step
+
+
+def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedModel:
+    """Seed ``seed`` of the run in ``path`` (None: its only seed) at checkpoint ``step``."""
+    cfg, info, seed, index, step = _run_selection(path, seed, step)
+    seeds = runs.run_seeds(info)
+    if seed is None:
+        if len(seeds) > 1:
+            raise UserError(f"run {str(path)!r} trained {len(seeds)} seeds "
+                            f"({_seed_list(seeds)}); name one as '{path}#SEED' or "
+                            f"'{path}#SEED@STEP'")
+        seed = seeds[0]
+    elif seed not in seeds:
+        raise UserError(f"run {str(path)!r} has no seed {seed}; its seeds are "
+                        f"{_seed_list(seeds)}")
     name = path.name if len(seeds) == 1 else f"{path.name}#{seed}"
-    steps = runs.run_steps(path)
     origin = info.get("init_from")  # a run continued from another model (train.init_from)
     lineage_seed = seed if origin is None else origin.get("seed")  # the source's, if known
     if step == 0:
@@ -190,14 +238,6 @@ def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedMo
             return LoadedModel(cfg, src.params, f"{name}@0", "run", lineage_seed, 0, path)
         return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@0", "run", seed, 0,
                            path)
-    if not steps:
-        raise UserError(f"run {str(path)!r} has no complete checkpoint yet; "
-                        f"'{path}@0' names its initialisation")
-    if step is None:
-        step = steps[-1]
-    elif step not in steps:
-        raise UserError(f"run {str(path)!r} has no checkpoint at step {step}; its steps are "
-                        f"{steps} (and 0, the initialisation)")
     params = runs.load_checkpoint_params(path, step, cfg, index)
     params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
     return LoadedModel(cfg, params, f"{name}@{step}", "run", lineage_seed, step, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ PAPER = dict(n=10_000, seq_len=1024)
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "fingerprint", help="SeedPrint: does SUSPECT descend from BASE's initialisation?",
+        "fingerprint", help="SeedPrint: does SUSPECT (or each of several) descend from BASE?",
         description="Feed the same random inputs to two models, take the final hidden state at "
                     "the last position (after the final norm), and test H0 'SUSPECT was trained "
                     "independently of BASE'. The recommended test, the default and the one the "
@@ -44,7 +45,13 @@ def add_parser(sub) -> None:
                     f"{CPU}; --scale paper: {PAPER} (for a GPU).")
     p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin): "
                    "preset:NAME@SEED, a train run PATH[@STEP] or PATH#SEED[@STEP], an HF folder")
-    p.add_argument("suspect", metavar="SUSPECT", help="model source of the suspect")
+    p.add_argument("suspects", metavar="SUSPECT", nargs="+",
+                   help="model source(s) of the suspect(s), or a folder of Hugging Face model "
+                        "folders (each a suspect). With several, BASE's features are computed "
+                        "once and each suspect costs one forward pass; every suspect is checked "
+                        "(it exists, its width and vocabulary fit) before any work starts. "
+                        "--out then holds summary.json and summary.md (one row per suspect) and "
+                        "pairs/<k>-<name>/ with each pair's fingerprint.json, .md and .png")
     p.add_argument("--test", choices=["permutation", "paper", "official", "calibrated", "all"],
                    default="permutation", help="which test(s) (default: permutation)")
     p.add_argument("--input", choices=["gaussian", "tokens"], default=None,
@@ -87,10 +94,37 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
+def expand_suspects(specs: list[str]) -> list[str]:
+    """The suspects' model sources: each spec as given, except a folder that is neither a model
+    (config.json) nor a train run (run.json) but holds model folders, which stands for each of
+    them (sorted by name). Such a folder without any model is a UserError naming it."""
+    from bornbiased_jax import runs
+
+    out = []
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir() and not (path / "config.json").is_file() and not runs.is_run(path):
+            models = sorted(str(d) for d in path.iterdir()
+                            if d.is_dir() and ((d / "config.json").is_file() or runs.is_run(d)))
+            if not models:
+                raise UserError(f"suspect folder {spec!r} holds no model: neither config.json "
+                                f"nor run.json, and no sub-folder with one")
+            out += models
+        else:
+            out.append(spec)
+    return out
+
+
+def _pair_folder(k: int, label: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:60] or "model"
+    return f"{k:02d}-{safe}"
+
+
 def run(args) -> int:
     from bornbiased_jax import distributed, io
     from bornbiased_jax.fingerprint import tables
-    from bornbiased_jax.fingerprint.compare import RECOMMENDED, TESTS, Settings, compare
+    from bornbiased_jax.fingerprint.compare import (RECOMMENDED, TESTS, Settings, check_pair,
+                                                    compare_many)
     from bornbiased_jax.sources import load_source
 
     io.check_writable(args.out, folder=True, flag="--out")  # before any work
@@ -109,7 +143,7 @@ def run(args) -> int:
     import jax.numpy as jnp
 
     from bornbiased_jax.fingerprint import plan as planning
-    from bornbiased_jax.sources import source_config
+    from bornbiased_jax.sources import check_source
 
     t0 = time.time()
     device = None
@@ -118,35 +152,64 @@ def run(args) -> int:
             raise UserError(f"--device-memory-gb {args.device_memory_gb} must be positive")
         device = (f"a device of {args.device_memory_gb:g} GB (--device-memory-gb)",
                   int(args.device_memory_gb * 1e9))
-    plan = planning.make_plan(source_config(args.base), source_config(args.suspect),
-                              settings.n, settings.seq_len, args.dtype, device)
+    suspects = expand_suspects(args.suspects)
+    base_cfg = check_source(args.base)
+    configs = []
+    for spec in suspects:  # every suspect is checked before anything is loaded
+        try:
+            cfg = check_source(spec)
+        except UserError as e:
+            raise UserError(f"suspect {spec!r}: {e}") from None
+        check_pair(base_cfg, cfg, settings, f"suspect {spec!r}")
+        configs.append(cfg)
+    plan = planning.make_plan(base_cfg, max(configs, key=planning.param_count), settings.n,
+                              settings.seq_len, args.dtype, device)
     print(plan.describe(), flush=True)
     planning.check(plan)  # before anything is loaded
     dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
     base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)
-    suspect = load_source(args.suspect, shared_embedding=args.shared_embedding, dtype=dtype)
-    out = compare(base, suspect, settings, progress=not args.no_progress)
+    loaders = [lambda spec=spec: load_source(spec, shared_embedding=args.shared_embedding,
+                                             dtype=dtype) for spec in suspects]
+    several = len(suspects) > 1
+    summary = []
+    for k, out in enumerate(compare_many(base, loaders, settings,
+                                         progress=not args.no_progress)):
+        results, label = out["results"], out["suspect"]
+        if not distributed.is_writer():  # every process computed; process 0 writes
+            continue
+        wall = time.time() - t0
+        run_info = io.run_record(args.command_line, wall, base=base.label, suspect=label,
+                                 settings=dataclasses.asdict(settings), d_out=out["d_out"],
+                                 dtype=args.dtype, plan=dataclasses.asdict(plan))
+        title = (f"{label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
+                 f"{settings.input} inputs, {settings.output} outputs")
+        verdict = tables.verdict_line(results, RECOMMENDED, base.label, label)
+        folder = args.out / "pairs" / _pair_folder(k, label) if several else args.out
+        files = {"fingerprint.json": {"run": run_info, "verdict": verdict,
+                                      "results": {t: r.to_json() for t, r in results.items()}},
+                 "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
+                                   f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
+                 "fingerprint.png": tables.figure(results, title)}
+        io.write_artifacts(folder, files)
+        print(title)
+        print(tables.table_text(results))
+        for name, r in results.items():
+            if r.note:
+                print(f"note ({name}): {r.note}")
+        print(verdict, flush=True)
+        summary.append({"suspect": label, "spec": suspects[k], "verdict": verdict,
+                        "folder": str(folder.relative_to(args.out)) if several else ".",
+                        "p": {t: r.p for t, r in results.items()},
+                        "related": {t: bool(r.same_lineage) for t, r in results.items()}})
     wall = time.time() - t0
-    if not distributed.is_writer():  # every process computed; process 0 writes
+    if not distributed.is_writer():
         return 0
-    results = out["results"]
-    run_info = io.run_record(args.command_line, wall, base=base.label, suspect=suspect.label,
-                             settings=dataclasses.asdict(settings), d_out=out["d_out"],
-                             dtype=args.dtype, plan=dataclasses.asdict(plan))
-    title = (f"{suspect.label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
-             f"{settings.input} inputs, {settings.output} outputs")
-    verdict = tables.verdict_line(results, RECOMMENDED, base.label, suspect.label)
-    files = {"fingerprint.json": {"run": run_info, "verdict": verdict,
-                                  "results": {k: r.to_json() for k, r in results.items()}},
-             "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
-                               f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
-             "fingerprint.png": tables.figure(results, title)}
-    io.write_artifacts(args.out, files)
-    print(title)
-    print(tables.table_text(results))
-    for name, r in results.items():
-        if r.note:
-            print(f"note ({name}): {r.note}")
-    print(verdict)
-    print(f"wrote {args.out}/{', '.join(files)} ({wall:.0f} s)")
+    if several:
+        io.write_artifacts(args.out, {
+            "summary.json": {"base": base.label, "settings": dataclasses.asdict(settings),
+                             "recommended": RECOMMENDED, "wall_seconds": round(wall, 1),
+                             "suspects": summary},
+            "summary.md": tables.summary_markdown(summary, base.label, RECOMMENDED)})
+        print(tables.summary_markdown(summary, base.label, RECOMMENDED))
+    print(f"wrote {args.out} ({wall:.0f} s)")
     return 0

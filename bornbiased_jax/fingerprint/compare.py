@@ -102,6 +102,46 @@ def null_seeds(K: int, exclude: Sequence[int | None]) -> list[int]:
     return out
 
 
+def check_pair(base_cfg, suspect_cfg, settings: Settings, suspect: str = "SUSPECT") -> int:
+    """``d_out``, or a UserError naming ``suspect`` when its configuration cannot be compared
+    with the base's under ``settings`` (another output width, another vocabulary with token
+    inputs or logits, a context shorter than the inputs). Needs configurations only, so every
+    suspect can be checked before any model is loaded."""
+    s = settings
+    d_out = base_cfg.vocab_size if s.output == "logits" else base_cfg.d_model
+    d_out_s = suspect_cfg.vocab_size if s.output == "logits" else suspect_cfg.d_model
+    if d_out != d_out_s or (s.input == "gaussian" and base_cfg.d_model != suspect_cfg.d_model):
+        what = "vocabularies" if d_out != d_out_s and s.output == "logits" else \
+            "residual widths (d_model)"
+        a, b = (d_out, d_out_s) if d_out != d_out_s else (base_cfg.d_model, suspect_cfg.d_model)
+        raise UserError(f"{suspect}: the models' {what} differ ({a} vs {b}): SeedPrint feeds "
+                        f"both the same inputs and compares output coordinate j of one model "
+                        f"with coordinate j of the other, so both need the same {what}")
+    if s.input == "tokens" and base_cfg.vocab_size != suspect_cfg.vocab_size:
+        hint = ("the permutation test needs token inputs; for models with different "
+                "vocabularies use --test calibrated --input gaussian (exact only when BASE is "
+                "an initialisation)" if "permutation" in s.tests else "use --input gaussian")
+        raise UserError(f"{suspect}: the models' vocabularies differ ({base_cfg.vocab_size} vs "
+                        f"{suspect_cfg.vocab_size}): random token ids mean different things; "
+                        f"{hint}")
+    for name, size in (("m", s.m), ("k", s.k)):
+        if size is not None:
+            D.check_size(name, size, d_out)
+    if s.seq_len > min(base_cfg.max_seq_len, suspect_cfg.max_seq_len):
+        raise UserError(f"{suspect}: sequence length {s.seq_len} exceeds a model's context "
+                        f"({base_cfg.max_seq_len}, {suspect_cfg.max_seq_len})")
+    return d_out
+
+
+def probe_set(base: LoadedModel, settings: Settings):
+    """The random inputs every model of a comparison sees (token ids drawn once as an array;
+    Gaussian embeddings with the base's embedding mean and std)."""
+    s = settings
+    emb = np.asarray(base.params["embed"]["embedding"]) if s.input == "gaussian" else None
+    xs = probe_inputs(s.input, base.cfg, s.n, s.seq_len, s.probe_seed, embedding=emb)
+    return np.asarray(xs[:]) if s.input == "tokens" else xs
+
+
 def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settings(), *,
             progress: bool = False) -> dict:
     """Run the chosen tests of ``suspect`` against ``base``.
@@ -109,59 +149,52 @@ def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settin
     Returns {'results': {test: LineageResult} (in the order of ``TESTS``),
              'features': (F_base, F_suspect), 'notes': [...]}.
     """
+    (out,) = compare_many(base, [lambda: suspect], settings, progress=progress,
+                          seeds=[suspect.seed])
+    return out
+
+
+def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *,
+                 progress: bool = False, seeds: Sequence[int | None] = ()):
+    """:func:`compare` of several suspects against one base, one at a time: the base's
+    features (and the calibrated test's null features) are computed once, each suspect is
+    loaded (``suspects`` are callables returning a ``LoadedModel``), run and released before
+    the next. ``seeds``: the suspects' seeds where known, kept out of the null seeds. Yields one
+    :func:`compare` result per suspect."""
     s = settings
-    d_out = base.cfg.vocab_size if s.output == "logits" else base.cfg.d_model
-    d_out_s = suspect.cfg.vocab_size if s.output == "logits" else suspect.cfg.d_model
-    if d_out != d_out_s or (s.input == "gaussian" and base.cfg.d_model != suspect.cfg.d_model):
-        what = "vocabularies" if d_out != d_out_s and s.output == "logits" else \
-            "residual widths (d_model)"
-        a, b = (d_out, d_out_s) if d_out != d_out_s else (base.cfg.d_model, suspect.cfg.d_model)
-        raise UserError(f"the models' {what} differ ({a} vs {b}): SeedPrint feeds both the same "
-                        f"inputs and compares output coordinate j of one model with coordinate "
-                        f"j of the other, so both need the same {what}")
-    if s.input == "tokens" and base.cfg.vocab_size != suspect.cfg.vocab_size:
-        hint = ("the permutation test needs token inputs; for models with different "
-                "vocabularies use --test calibrated --input gaussian (exact only when BASE is "
-                "an initialisation)" if "permutation" in s.tests else "use --input gaussian")
-        raise UserError(f"the models' vocabularies differ ({base.cfg.vocab_size} vs "
-                        f"{suspect.cfg.vocab_size}): random token ids mean different things; "
-                        f"{hint}")
-    for name, size in (("m", s.m), ("k", s.k)):
-        if size is not None:
-            D.check_size(name, size, d_out)
-    T = min(s.seq_len, base.cfg.max_seq_len, suspect.cfg.max_seq_len)
-    if T != s.seq_len:
-        raise UserError(f"sequence length {s.seq_len} exceeds a model's context "
-                        f"({base.cfg.max_seq_len}, {suspect.cfg.max_seq_len})")
-    emb = np.asarray(base.params["embed"]["embedding"]) if s.input == "gaussian" else None
-    xs = probe_inputs(s.input, base.cfg, s.n, s.seq_len, s.probe_seed, embedding=emb)
-    if s.input == "tokens":  # n x T ids are small: draw them once (the same rows) for both models
-        xs = np.asarray(xs[:])
+    xs = probe_set(base, s)
     F_A = model_features(base, xs, s.output, progress=progress)
-    F_B = model_features(suspect, xs, s.output, progress=progress)
-    D.check_features(F_A, F_B)
-    results, notes = {}, []
-    if "paper" in s.tests:
-        results["paper"] = paper_test(F_A, F_B, s.m, trials=s.trials, alpha=s.alpha,
-                                      rng=np.random.default_rng(s.probe_seed))
-    if "official" in s.tests:
-        results["official"] = official_test(F_A, F_B, s.k, alpha=s.alpha)
-    if "calibrated" in s.tests:
-        seeds = null_seeds(s.null_models, [base.seed, suspect.seed])
-        nulls = (F for _, F in init_features(base.cfg, seeds, xs, s.output, progress=progress))
-        r = C.calibrated_test(F_A, F_B, nulls, statistic_name=s.statistic, m=s.m,
-                              alpha=s.alpha)
-        if not base.is_init:
-            extra = ("the base is not an initialisation, so the null models (fresh inits of its "
-                     "architecture) are not exchangeable with it: the p-value assumes an "
-                     "unrelated trained model correlates with the suspect no more than a fresh "
-                     "init does")
-            r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
-        r.details["null_seeds"] = f"{seeds[0]}..{seeds[-1]} ({len(seeds)})"
-        results["calibrated"] = r
-    if "permutation" in s.tests:
-        results["permutation"] = P.permutation_test(
-            F_A, F_B, statistic=s.permutation_statistic, permutations=s.permutations,
-            alpha=s.alpha, rng=np.random.default_rng(s.probe_seed))
-    return {"results": results, "features": (F_A, F_B), "notes": notes,
-            "d_out": d_out, "n": s.n, "seq_len": s.seq_len}
+    nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
+    for load in suspects:
+        suspect = load()
+        d_out = check_pair(base.cfg, suspect.cfg, s, suspect.label)
+        F_B = model_features(suspect, xs, s.output, progress=progress)
+        D.check_features(F_A, F_B)
+        results = {}
+        if "paper" in s.tests:
+            results["paper"] = paper_test(F_A, F_B, s.m, trials=s.trials, alpha=s.alpha,
+                                          rng=np.random.default_rng(s.probe_seed))
+        if "official" in s.tests:
+            results["official"] = official_test(F_A, F_B, s.k, alpha=s.alpha)
+        if "calibrated" in s.tests:
+            null_ids = null_seeds(s.null_models, [base.seed, *seeds, suspect.seed])
+            if tuple(null_ids) not in nulls:
+                nulls[tuple(null_ids)] = [F for _, F in init_features(
+                    base.cfg, null_ids, xs, s.output, progress=progress)]
+            r = C.calibrated_test(F_A, F_B, iter(nulls[tuple(null_ids)]),
+                                  statistic_name=s.statistic, m=s.m, alpha=s.alpha)
+            if not base.is_init:
+                extra = ("the base is not an initialisation, so the null models (fresh inits of "
+                         "its architecture) are not exchangeable with it: the p-value assumes "
+                         "an unrelated trained model correlates with the suspect no more than "
+                         "a fresh init does")
+                r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
+            r.details["null_seeds"] = f"{null_ids[0]}..{null_ids[-1]} ({len(null_ids)})"
+            results["calibrated"] = r
+        if "permutation" in s.tests:
+            results["permutation"] = P.permutation_test(
+                F_A, F_B, statistic=s.permutation_statistic, permutations=s.permutations,
+                alpha=s.alpha, rng=np.random.default_rng(s.probe_seed))
+        yield {"results": results, "features": (F_A, F_B), "notes": [], "d_out": d_out,
+               "n": s.n, "seq_len": s.seq_len, "suspect": suspect.label}
+        del suspect, F_B

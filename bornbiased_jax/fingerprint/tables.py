@@ -82,6 +82,21 @@ def verdict_line(results: Mapping[str, LineageResult], recommended: str, base: s
             f"alpha = {r.alpha:g}{why}): {answer}")
 
 
+def summary_markdown(summary: list[dict], base: str, recommended: str) -> str:
+    """One row per suspect: each test's primary p-value and the verdict of the recommended
+    test (or of the first test when it did not run)."""
+    tests = list(dict.fromkeys(t for row in summary for t in row["p"]))
+    lines = [f"# SeedPrint: {len(summary)} suspects against {base}", "",
+             "| suspect | " + " | ".join(f"{t} p" for t in tests) + " | verdict |",
+             "|---|" + "---:|" * len(tests) + "---|"]
+    for row in summary:
+        name = recommended if recommended in row["related"] else next(iter(row["related"]))
+        lines.append(f"| {row['suspect']} | " + " | ".join(
+            fmt_p(row["p"][t]) if t in row["p"] else "-" for t in tests) + " | "
+            + ("related" if row["related"][name] else "no evidence") + f" ({name}) |")
+    return "\n".join(lines) + "\n"
+
+
 def figure(results: Mapping[str, LineageResult], title: str = ""):
     """One panel per test: the observed correlations against that test's null."""
     fig, axes = plots.figure(1, len(results), figsize=(4.6 * len(results), 3.6), squeeze=False)

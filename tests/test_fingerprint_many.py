@@ -1,0 +1,104 @@
+"""``bornbiased fingerprint BASE SUSPECT [SUSPECT ...]``: the base's features once, one pair
+folder per suspect and a summary; a folder of model folders as suspects; every suspect checked
+before any work (a missing one, another width, a missing checkpoint: one clear error, exit 2,
+nothing written)."""
+
+import json
+
+import pytest
+
+from bornbiased_jax import sweep
+from bornbiased_jax.cli import main
+
+FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
+
+
+def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
+    calls = []
+    real = sweep.run_probe
+
+    def counting(probe, cfg, params, *a, **k):
+        calls.append(k.get("desc"))
+        return real(probe, cfg, params, *a, **k)
+
+    import bornbiased_jax.fingerprint.features as features
+
+    monkeypatch.setattr(features, "run_probe", counting)
+    out = tmp_path / "fp"
+    suspects = ["preset:llama2-tiny@1", "preset:llama2-tiny@2", "preset:llama2-tiny@3"]
+    assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST,
+                 "--out", str(out)]) == 0
+    assert len(calls) == 1 + len(suspects)  # the base once, each suspect once
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["suspect"] for r in summary["suspects"]] == [s[len("preset:"):] for s in suspects]
+    assert [r["related"]["permutation"] for r in summary["suspects"]] == [True, False, False]
+    for row in summary["suspects"]:
+        pair = json.loads((out / row["folder"] / "fingerprint.json").read_text())
+        assert pair["verdict"] == row["verdict"] and pair["run"]["suspect"] == row["suspect"]
+    md = (out / "summary.md").read_text()
+    assert "| llama2-tiny@1 | 1.00e-04 | related (permutation) |" in md
+    assert "| llama2-tiny@2 |" in md and "no evidence (permutation)" in md
+    assert md in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def hf_zoo(tmp_path_factory):
+    """A folder holding two HF model folders (a copy of the base and an unrelated model)."""
+    import jax
+
+    from bornbiased_jax import model
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.hf import save_hf
+
+    import dataclasses
+
+    root = tmp_path_factory.mktemp("zoo")
+    # every parameter seed-dependent, the embedding too (presets share it across seeds)
+    cfg = dataclasses.replace(get_preset("llama2-tiny"), shared_embedding=False)
+    for name, seed in (("base", 0), ("zoo/a-copy", 0), ("zoo/b-other", 7)):
+        save_hf(cfg, jax.device_get(model.init(cfg, jax.random.key(seed))), root / name)
+    big = dataclasses.replace(cfg, vocab_size=600)  # same width, another vocabulary
+    save_hf(big, jax.device_get(model.init(big, jax.random.key(1))), root / "other-vocab")
+    return root
+
+
+def test_a_folder_of_models_is_a_list_of_suspects(hf_zoo, tmp_path):
+    out = tmp_path / "fp"
+    assert main(["fingerprint", str(hf_zoo / "base"), str(hf_zoo / "zoo"), *FAST,
+                 "--out", str(out)]) == 0
+    rows = json.loads((out / "summary.json").read_text())["suspects"]
+    assert [(r["suspect"], r["related"]["permutation"]) for r in rows] == [
+        ("a-copy", True), ("b-other", False)]
+    assert sorted(p.name for p in (out / "pairs").iterdir()) == ["00-a-copy", "01-b-other"]
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("missing", "suspect '.*missing': unknown model source"),
+    ("preset:llama2-cpu@1", r"suspect 'preset:llama2-cpu@1'.*residual widths \(d_model\) differ"),
+    ("other-vocab", r"vocabularies differ \(512 vs 600\)"),
+    ("empty", "holds no model"),
+    ("preset:llama2-tiny@x", "bad seed 'x'"),
+])
+def test_one_bad_suspect_among_several_stops_everything_before_work(tmp_path, capsys,
+                                                                     monkeypatch, hf_zoo, bad,
+                                                                     match):
+    import re
+
+    from bornbiased_jax import sources
+
+    (tmp_path / "empty").mkdir()
+    bad = (str(tmp_path / bad) if bad in ("missing", "empty") else
+           str(hf_zoo / bad) if bad == "other-vocab" else bad)
+    loaded = []
+    real = sources.load_source
+    def spy(*a, **k):
+        m = real(*a, **k)
+        loaded.append(a)  # a model that loaded (a failed load raises first)
+        return m
+
+    monkeypatch.setattr(sources, "load_source", spy)
+    out = tmp_path / "fp"
+    rc = main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@2", bad,
+               "preset:llama2-tiny@3", *FAST, "--out", str(out)])
+    assert rc == 2 and re.search(match, capsys.readouterr().err)
+    assert not out.exists() and not loaded  # refused before any model was loaded
