@@ -15,6 +15,12 @@ matrices F (n inputs x d_out outputs) of the two models on the same random input
 REEF, PCS and ICS, each a similarity with the 0.8 threshold.
 
 ``features`` computes F for fresh initialisations (the sweep engine) and for loaded models.
+
+``edits`` and ``obfuscation`` are what a lineage test must see through: the edits a downstream
+user or a thief applies (LoRA merges, int8/int4 weight quantization, magnitude and 2:4 pruning,
+averages and task arithmetic of fine-tunes) and function-preserving re-parametrisations
+(residual-basis, MLP hidden-unit and attention-head permutations, compensated norm-gain
+rescaling).
 """
 
 from bornbiased_jax.fingerprint.baselines import BaselineResult
