@@ -10,8 +10,9 @@
   training      ``data`` (corpora, tokenizers, blocks), ``bbm`` (the Bigram-Backcopy task),
                 ``runs`` (the run folder: settings, checkpoints, metrics) and ``train``,
                 ``sharding``, ``distributed`` (one process per host), ``flops``
-  results       ``studies`` (the paper's studies: verdicts from saved records, RESULTS.md),
-                ``verdicts`` (the one vocabulary), ``stats`` (binomial tests, intervals)
+  results       ``verdicts`` (the one vocabulary of verdicts), ``stats`` (binomial tests,
+                intervals over seeds); the paper's studies and RESULTS.md are the checkout's
+                ``experiments/`` package, which this package never imports
   plumbing      ``io`` (atomic writes, the results writer), ``plots`` (figures without pyplot),
                 ``precision`` (float32 matmul precision), ``errors`` (``UserError``),
                 ``defaults`` (what ``--help`` shows), ``cli`` and ``commands`` (``bornbiased``)

@@ -13,7 +13,8 @@
   and :func:`simulate_uniform_rank_frequency` is its Monte Carlo simulator.
 * :func:`clopper_pearson`, the exact binomial confidence interval of a proportion;
   :func:`mean_se` and :func:`t_quantile`, a sample mean's standard error and Student's t
-  quantile for intervals over a few seeds.
+  quantile for intervals over a few seeds; :class:`SeedMean` (:func:`seed_mean`,
+  :func:`paired_mean`), a mean over seeds with its t interval, alone or paired seed by seed.
 * :func:`kendall_null_var` and :func:`kendall_null_sd`, the exact permutation null of
   Kendall's tau (SeedPrint's per-dimension statistic).
 * Formatting of p-values for tables: :func:`fmt_p` (a p-value) and :func:`format_log10_p`
@@ -22,6 +23,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -147,3 +149,44 @@ def simulate_uniform_rank_frequency(n: int, v: int, ranks: int, reps: int,
     draws = rng.multinomial(n, np.full(v, 1.0 / v), size=reps)
     top = -np.sort(-draws, axis=1)[:, :ranks].astype(float)
     return top.mean(0), top.std(0, ddof=1) / np.sqrt(reps)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedMean:
+    """Mean over seeds of one quantity, its standard error (seed SD / sqrt(n)), n, and the 95 %
+    t interval on n - 1 degrees of freedom (nan bounds with one seed)."""
+
+    mean: float
+    se: float
+    n: int
+
+    @property
+    def half_width(self) -> float:
+        return self.se * t_quantile(self.n - 1) if self.n > 1 else float("nan")
+
+    @property
+    def lo(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def hi(self) -> float:
+        return self.mean + self.half_width
+
+    def text(self, digits: int = 3) -> str:
+        return (f"{self.mean:.{digits}f} ± {self.se:.{digits}f} "
+                f"[{self.lo:.{digits}f}, {self.hi:.{digits}f}]")
+
+
+def seed_mean(xs) -> SeedMean:
+    """The :class:`SeedMean` of one value per seed."""
+    m, se = mean_se(xs)
+    return SeedMean(m, se, len(xs))
+
+
+def paired_mean(a, b) -> SeedMean:
+    """The :class:`SeedMean` of the differences a_i - b_i of values paired seed by seed (two
+    arms trained from the same seeds on the same data): the seeds' shared part cancels."""
+    if len(a) != len(b):
+        raise ValueError(f"paired values need one per seed on both sides, got {len(a)} and "
+                         f"{len(b)}")
+    return seed_mean([x - y for x, y in zip(a, b)])

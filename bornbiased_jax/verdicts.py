@@ -2,8 +2,8 @@
 
 A :class:`Claim` is one row of a results table: the paper's claim, where it is in the paper,
 the paper's value, ours, a verdict from :data:`VERDICTS` and why. The studies
-(``bornbiased_jax/studies/``) compute claims from their saved records with pure functions, and
-one renderer (:mod:`bornbiased_jax.studies.render`) writes them into RESULTS.md.
+(``experiments/``) compute claims from their saved records with pure functions, and
+one renderer (:mod:`experiments.render`) writes them into RESULTS.md.
 
 The vocabulary and what each word means are :data:`VERDICTS`, also printed at the top of
 RESULTS.md.

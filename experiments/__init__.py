@@ -1,0 +1,46 @@
+"""The paper's reproduction: one package per study, each holding its measurements, its verdict
+rules and what its command lines need; one renderer for RESULTS.md (:mod:`experiments.render`).
+Run from a checkout as modules (``python -m experiments.<name>``); not part of the installed
+toolkit (``bornbiased_jax``), which never imports this package.
+
+Each experiment (``experiments/<name>.py``, a thin command line; ``python -m
+experiments.lineage`` and ``python -m experiments.campaign`` are their packages' ``__main__``)
+runs a measurement and saves a record, ``{"run": ..., "records": ...}``, committed under
+``results/records/<study>/<name>.json``. Each study's ``claims`` module turns its records into
+:class:`bornbiased_jax.verdicts.Claim` rows (and tables) without running anything, so every
+verdict rule is unit-tested on small hand-made records, and :mod:`experiments.render` writes
+RESULTS.md from them.
+
+  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10; ``paper_claims``: the rows at the
+    paper's own shapes, from ``experiments/paper_scale.py``'s records under
+    results/records/paper/);
+  * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
+    theory``);
+  * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the
+    width/depth confound, beyond the paper): ``claims``, ``measure``, ``pools``, ``power``,
+    ``calibration``, ``confound``, ``trained``, ``docs`` (docs/seedprint.md's generated blocks);
+  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5) and its
+    Qwen-style repeat (App. B.3.3: Figure 14, Tables 9-12): ``claims``, ``measure``,
+    ``tables``, ``family`` (the trained family), ``seed_family``;
+  * ``sinks``: Sec. 6.2 (Figure 12, Table 7): ``claims``, ``measure``, ``at_init`` (the
+    rescalings at initialisation), ``regime`` and ``regime_measure`` (where sinks form at CPU
+    scale), ``arms`` and ``arms_measure`` (the arms trained with several seeds there);
+  * ``campaign``: paper-scale work in resumable pieces (``plan``: pieces, ledger, driver;
+    ``gpu_window``: the first GPU window's logs; ``__main__``: the driver's command line).
+"""
+
+from __future__ import annotations
+
+# study -> the experiments whose records it reads (experiments/<name>.py writes <name>.json)
+EXPERIMENTS = {
+    "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4",
+                       "figure7", "figure5", "figure6", "table3", "figure8", "figure9",
+                       "figure10"],
+    "theory": ["theory"],
+    "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
+                  "seedprint_trained", "seedprint_confound"],
+    "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",
+                "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs"],
+    "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
+}
+STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

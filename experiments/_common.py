@@ -18,8 +18,8 @@ from pathlib import Path
 
 from bornbiased_jax import precision
 from bornbiased_jax.commands.arguments import add_precision_argument
-from bornbiased_jax.studies import artifacts
-from bornbiased_jax.studies.render import RECORDS
+from experiments import artifacts
+from experiments.render import RECORDS
 
 
 def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,

@@ -11,7 +11,7 @@ import time
 from experiments._common import user_errors_exit, write
 from experiments.lineage_common import parse_args, study_of
 
-from bornbiased_jax.studies.lineage_tables import figure11, figure11_figure
+from experiments.lineage.tables import figure11, figure11_figure
 
 NAME = "figure11"
 

@@ -1,7 +1,7 @@
 """Sec. 6.2 after training: attention sinks (Figure 12), when they emerge, and perplexity
 (Table 7) for the baseline and the positional-variance arms.
 
-Arms (``bornbiased_jax/studies/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M
+Arms (``experiments/lineage/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M
 tokens of Python code per arm): baseline, Positional Amplification o~_i = sqrt(i) o_i,
 Positional Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluation),
 head-wise RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper);
@@ -38,7 +38,7 @@ llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 st
 Table 7 on WikiText-2 and C4; sink rates on WikiText-2 (the paper's text) at lengths
 32 ... 512, perplexities on 256 windows of 2048 tokens. Its departures
 from the paper (micro-batches, tokenizer, epochs over the corpus) are listed in
-bornbiased_jax/studies/family.py.
+experiments/lineage/family.py.
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ import jax
 
 from experiments._common import parse, user_errors_exit, write
 
-from bornbiased_jax.studies import render
-from bornbiased_jax.studies.sinks import markdown
-from bornbiased_jax.studies.sinks_measure import (ARMS, CPU, PAPER, PAPER_ARMS, figure,
+from experiments import render
+from experiments.sinks.claims import markdown
+from experiments.sinks.measure import (ARMS, CPU, PAPER, PAPER_ARMS, figure,
                                                   scale_family, share_vocabulary, study)
 
 NAME = "figure12_table7"
@@ -112,7 +112,7 @@ def _flags(p) -> None:
                         "training config and evaluation tokens)")
     p.add_argument("--results", type=Path, default=None,
                    help="also rewrite this RESULTS.md from the records (CPU scale; the sinks "
-                        "section comes from bornbiased_jax/studies/sinks.py)")
+                        "section comes from experiments/sinks/claims.py)")
 
 
 if __name__ == "__main__":

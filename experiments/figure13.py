@@ -19,7 +19,7 @@ from experiments._common import parse, write
 
 from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.stats import kendall_null_sd
-from bornbiased_jax.studies.seedprint_pools import cpu_model, nano_model, pool
+from experiments.seedprint.pools import cpu_model, nano_model, pool
 
 NAME = "figure13"
 CPU = dict(model="llama-d128x4", models=72, n=500, seq_len=32, scaled=True, seed0=20_000,

@@ -9,7 +9,7 @@ and among those with an unambiguous favourite. The CPU default N = 3,000 (ten ti
 300, with which favourites rested on 2-7 predictions and were often tied, so that a mismatch
 could be a coin flip between equally frequent tokens) makes more favourites unambiguous.
 
-The verdict and its rule (bornbiased_jax/studies/initialisation.py, ``finding22_claim``) and the
+The verdict and its rule (experiments/initialisation/claims.py, ``finding22_claim``) and the
 measured rates are in RESULTS.md, from this script's record.
 """
 
@@ -24,7 +24,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.probes.contraction import direction_top_token, inter_sequence_profile
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.studies.initialisation import UNAMBIGUOUS_P, favourite_stats, match_summary
+from experiments.initialisation.claims import UNAMBIGUOUS_P, favourite_stats, match_summary
 
 NAME = "figure2_finding22"
 CPU = dict(preset="gpt2-rope-cpu", seeds=list(range(12)), seq_len=64, num_seqs=3000)

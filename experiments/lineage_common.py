@@ -1,6 +1,6 @@
 """The command line shared by the lineage scripts (Figure 11, Tables 4b, 4c and 5): flags,
 argument parsing and writing one table's outputs. The study itself (runs, features, tests
-and baselines) is :mod:`bornbiased_jax.studies.lineage_measure`."""
+and baselines) is :mod:`experiments.lineage.measure`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiments._common import parse, user_errors_exit, write
 
-from bornbiased_jax.studies.lineage_measure import (CPU, PAPER, Study, pairs_figure,
+from experiments.lineage.measure import (CPU, PAPER, Study, pairs_figure,
                                                     scale_family)
 
 

@@ -28,7 +28,7 @@ theory` recomputes them). Our token ids differ from the paper's (another RNG); f
 p-values are comparable. The state folders (``--state``, default results/campaign/state/,
 not committed) hold every kept per-sequence value, hundreds of MB for the nano pieces. The
 campaign (``python -m experiments.campaign``) runs these pieces in order within a time budget;
-the pieces, their FLOPs and time estimates are ``bornbiased_jax/studies/campaign.py``'s
+the pieces, their FLOPs and time estimates are ``experiments/campaign/plan.py``'s
 ``PAPER_SCALE``.
 """
 
@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from bornbiased_jax.studies import campaign
+from experiments.campaign import plan as campaign
 
 STATE = campaign.ROOT / campaign.STATE
 RECORDS = campaign.RECORDS
@@ -91,7 +91,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, budget_gb=None) ->
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.probes.contraction import direction_top_token
     from bornbiased_jax.probes.token_preference import summarize
-    from bornbiased_jax.studies.initialisation import favourite_stats, match_summary
+    from experiments.initialisation.claims import favourite_stats, match_summary
 
     cfg, seeds = get_preset(preset), [42, 43]
     recs, out, profiles = [], {}, {}
@@ -164,7 +164,7 @@ def run_table4a(state: Path) -> dict:
     from bornbiased_jax.fingerprint.paper import paper_test
     from bornbiased_jax.fingerprint.permutation import permutation_test
     from bornbiased_jax.probes.inputs import probe_inputs
-    from bornbiased_jax.studies.seedprint_pools import nano_model
+    from experiments.seedprint.pools import nano_model
 
     records, folders = [], []
     for scaled in (True, False):
@@ -218,7 +218,7 @@ def save(records_root: Path, name: str, settings: dict, records, seconds: float,
     import json
 
     from bornbiased_jax import io
-    from bornbiased_jax.studies.artifacts import plain
+    from experiments.artifacts import plain
 
     run = io.run_record(command, time.time() - t0, experiment=name, scale="paper",
                         settings=settings, compute_seconds=seconds)

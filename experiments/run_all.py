@@ -9,7 +9,7 @@ value, ours and a verdict, computed from the committed records (results/records/
 
 Each script runs as ``python -m experiments.<name>`` from the repository root and writes its
 record to results/records/<study>/<name>.json. RESULTS.md is written by one renderer,
-:mod:`bornbiased_jax.studies.render`, from the pure claim functions of bornbiased_jax/studies/
+:mod:`experiments.render`, from the pure claim functions of experiments/
 (each verdict's rule is in its docstring) and from the GPU runs' outputs under results/gpu/; a
 row or section whose record is missing says so, with the command that measures it.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 
 from experiments._common import records_root, run_scripts
 
-from bornbiased_jax.studies import EXPERIMENTS, render
+from experiments import EXPERIMENTS
+from experiments import render
 
 SCRIPTS = EXPERIMENTS["initialisation"]
 

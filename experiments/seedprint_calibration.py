@@ -1,6 +1,6 @@
 """SeedPrint calibration: how often does each test call two *independent* initialisations
 related? Every test's false-positive rate at alpha = 0.01 on pools of fresh initialisations
-(what and why: bornbiased_jax/studies/seedprint_calibration.py). The report is rewritten after
+(what and why: experiments/seedprint/calibration.py). The report is rewritten after
 every pool; features are cached under ``--out``/cache.
 
     python -m experiments.seedprint_calibration
@@ -10,7 +10,7 @@ import time
 
 from experiments._common import parse, write
 
-from bornbiased_jax.studies import seedprint_calibration as SC
+from experiments.seedprint import calibration as SC
 
 NAME = "seedprint_calibration"
 

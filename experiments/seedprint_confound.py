@@ -1,6 +1,6 @@
 """Where does the paper's lineage test hold? The false-positive rate of the paper's and the
 released test on pairs of independent initialisations with Gaussian inputs, over width, depth,
-initialisation and n (what and why: bornbiased_jax/studies/seedprint_confound.py). Features are
+initialisation and n (what and why: experiments/seedprint/confound.py). Features are
 cached per cell under ``--out``/cache, so an interrupted sweep resumes where it stopped; the
 report is rewritten after every cell.
 
@@ -13,7 +13,7 @@ import time
 
 from experiments._common import parse, write
 
-from bornbiased_jax.studies import seedprint_confound as SC
+from experiments.seedprint import confound as SC
 
 NAME = "seedprint_confound"
 

@@ -1,7 +1,7 @@
 """SeedPrint power: does each test recognise a model's own initialisation after training?
 Trains two seeds of a small LLaMA-style model on identical data and tests every checkpoint of
 the first against its initialisation, another seed's initialisation and the other trained run
-(what and why: bornbiased_jax/studies/seedprint_power.py).
+(what and why: experiments/seedprint/power.py).
 
     python -m experiments.seedprint_power
 """
@@ -10,7 +10,7 @@ import time
 
 from experiments._common import parse, user_errors_exit, write
 
-from bornbiased_jax.studies import seedprint_power as SP
+from experiments.seedprint import power as SP
 
 NAME = "seedprint_power"
 

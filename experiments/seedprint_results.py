@@ -1,8 +1,8 @@
 """Run the SeedPrint experiments (with --run: figure13, table4a, seedprint_calibration,
 seedprint_power, seedprint_trained, seedprint_confound; seedprint_trained needs the seed family,
 ``python -m experiments.seed_family --continued``, first) and rewrite RESULTS.md from the
-committed records: the SeedPrint section's rows come from bornbiased_jax/studies/seedprint.py,
-the whole file from the one renderer (bornbiased_jax/studies/render.py).
+committed records: the SeedPrint section's rows come from experiments/seedprint/claims.py,
+the whole file from the one renderer (experiments/render.py).
 
     python -m experiments.seedprint_results            # rebuild RESULTS.md from the records
     python -m experiments.seedprint_results --run      # run the six experiments first
@@ -15,7 +15,8 @@ from pathlib import Path
 
 from experiments._common import records_root, run_scripts
 
-from bornbiased_jax.studies import EXPERIMENTS, render
+from experiments import EXPERIMENTS
+from experiments import render
 
 SCRIPTS = EXPERIMENTS["seedprint"]
 

@@ -1,7 +1,7 @@
 """SeedPrint on *trained* models: the four lineage tests (paper, official, calibrated,
 permutation) side by side on the same pairs of the 32-seed family: false-positive rates on
 unrelated trained pairs and power on true lineages (what is measured and how:
-bornbiased_jax/studies/seedprint_trained.py). Needs the family and its continuations:
+experiments/seedprint/trained.py). Needs the family and its continuations:
 
     python -m experiments.seed_family --continued
     python -m experiments.seedprint_trained
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from experiments._common import parse, user_errors_exit, write
 
-from bornbiased_jax.studies import seed_family
-from bornbiased_jax.studies import seedprint_trained as ST
+from experiments.lineage import seed_family
+from experiments.seedprint import trained as ST
 
 NAME = "seedprint_trained"
 

@@ -2,14 +2,14 @@
 
 In the regime the sink-regime grid found (Bigram-Backcopy on a standard-library file,
 llama2-tiny with 2 layers and 1 head, weight decay 0.5, constant learning rate 3e-3 after 100
-warmup steps, 3,000 steps of 16 x 128 characters; bornbiased_jax/studies/sinks_arms.py), every
+warmup steps, 3,000 steps of 16 x 128 characters; experiments/sinks/arms.py), every
 arm -- baseline, Positional Amplification sqrt(i), Positional Attenuation sqrt(i/T) (T = 128, the
 trained context), head-wise RMSNorm, and a sigmoid output gate (not from the paper) -- trains
 seeds 0-3, then seeds 4-7, each group in one ``bornbiased train --seeds`` run on the same batches
 in the same order (an arm's seeds are those of its groups that have been trained). Every
 seed's checkpoints (every 250 steps, and step 0) are measured on the same 100 evaluation draws
 per length: sink rates per sample at T = 32, 64, 128 (eps 0.25 and 0.3), Gu et al.'s setting,
-held-out NLL and copy accuracy (bornbiased_jax/studies/sinks_arms_measure.py). Verdicts are
+held-out NLL and copy accuracy (experiments/sinks/arms_measure.py). Verdicts are
 seed-level: 95 % t intervals over seeds, differences paired seed by seed.
 
     nice -n 10 python -m experiments.sinks_arms                # train (resumable) and measure
@@ -26,8 +26,9 @@ from pathlib import Path
 
 from experiments._common import parse, user_errors_exit, write
 
-from bornbiased_jax.studies import render, sinks_arms
-from bornbiased_jax.studies.sinks_arms_measure import run_arms
+from experiments import render
+from experiments.sinks import arms as sinks_arms
+from experiments.sinks.arms_measure import run_arms
 
 NAME = "sinks_arms"
 CPU = dict(runs_dir="runs/sinks-arms", grid="cpu")

@@ -1,6 +1,6 @@
 """Sec. 6.2.1 at initialisation: does each attention-output variant (amplification,
 attenuation, head-wise RMSNorm, a sigmoid gate) flatten the 1/sqrt(i) decay of the per-position
-output std (Eq. 2, Figure 9)? What and how: bornbiased_jax/studies/sinks_init.py.
+output std (Eq. 2, Figure 9)? What and how: experiments/sinks/at_init.py.
 
     python -m experiments.sinks_init
 """
@@ -9,7 +9,7 @@ import time
 
 from experiments._common import parse, write
 
-from bornbiased_jax.studies import sinks_init as SI
+from experiments.sinks import at_init as SI
 
 NAME = "sinks_init"
 

@@ -1,12 +1,12 @@
 """Where does the baseline grow attention sinks at this scale? A grid of short training runs.
 
-Cells (bornbiased_jax/studies/sinks_regime.py): Bigram-Backcopy on a standard-library file
+Cells (experiments/sinks/regime.py): Bigram-Backcopy on a standard-library file
 (Guo et al.; 1-3 layers, one head, d = 64) and Vim's help text with and without a BOS token
 (Gu et al.; llama2-tiny), weight decay 0.1 and 0.5, constant learning rate after warmup. Each
 cell trains in RUNS/<cell> (resumable; finished and measured cells are skipped on a rerun), and
 every kept checkpoint and the initialisation are measured: the sink rate per sample at the
 paper's lengths that fit (eps 0.25) and in Gu et al.'s setting (T = 64, eps 0.3), the strongest
-head's alpha^1, and for Bigram-Backcopy the copy accuracy (bornbiased_jax/studies/
+head's alpha^1, and for Bigram-Backcopy the copy accuracy (experiments/
 sinks_regime_measure.py). A cell "grew sinks" when its last checkpoint's rates are above 0 by
 2 SE at every length and Gu's rate rose above the initialisation's by 2 SE.
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from experiments._common import parse, write
 
-from bornbiased_jax.studies import sinks_regime
-from bornbiased_jax.studies.sinks_regime_measure import run_grid
+from experiments.sinks import regime as sinks_regime
+from experiments.sinks.regime_measure import run_grid
 
 NAME = "sinks_regime"
 CPU = dict(runs_dir="runs/sinks-regime", grid="cpu")

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments._common import parse, write
-from bornbiased_jax.studies.seedprint_pools import cpu_model, nano_model, pool
+from experiments.seedprint.pools import cpu_model, nano_model, pool
 
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint.compare import null_seeds

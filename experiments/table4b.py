@@ -5,7 +5,7 @@ PCS 0.58). PCS(init, trained) says how far training moved the weights."""
 
 from experiments.lineage_common import script_main
 
-from bornbiased_jax.studies.lineage_tables import table4b
+from experiments.lineage.tables import table4b
 
 NAME = "table4b"
 

@@ -6,7 +6,7 @@ initialisation."""
 
 from experiments.lineage_common import script_main
 
-from bornbiased_jax.studies.lineage_tables import table4c
+from experiments.lineage.tables import table4c
 
 NAME = "table4c"
 

@@ -183,8 +183,9 @@ def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_pat
     family's windows carry the BOS token when the baseline run was trained with --bos."""
     from bornbiased_jax import data
     from bornbiased_jax.runs import TrainConfig
-    from bornbiased_jax.studies import family
-    from bornbiased_jax.studies.sinks_measure import perplexity, windows_of
+    from experiments.lineage import family
+    from bornbiased_jax.probes.perplexity import perplexity
+    from experiments.sinks.measure import windows_of
 
     src = tmp_path / "src.txt"
     src.write_text(SOURCE)

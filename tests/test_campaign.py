@@ -11,8 +11,8 @@ import pytest
 
 from bornbiased_jax import cli
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies import campaign
-from bornbiased_jax.studies.campaign import Piece
+from experiments.campaign import plan as campaign
+from experiments.campaign.plan import Piece
 from bornbiased_jax.verdicts import REPRODUCED
 
 
@@ -85,7 +85,7 @@ def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
     own limit leaves a trace, read as interrupted (not retried unless asked) next time."""
     import signal
 
-    code = ("import sys; from bornbiased_jax.studies import campaign; "
+    code = ("import sys; from experiments.campaign import plan as campaign; "
             "campaign.run(sys.argv[1], 60, plan=[campaign.Piece('hang', '0', "
             "('{python}', '-c', 'import time; time.sleep(20)'), 30, backend='any')])")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=campaign.REPO)

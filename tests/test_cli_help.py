@@ -52,7 +52,7 @@ def test_rendering_results_imports_no_jax():
     optax or Matplotlib."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    render = ("from bornbiased_jax.studies import render; "
+    render = ("from experiments import render; "
               "render.render(render.load_records(render.RECORDS), render.GPU_ROOT)")
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", render],
                           capture_output=True, text=True, cwd=ROOT, env=env)

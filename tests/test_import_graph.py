@@ -12,8 +12,11 @@ import bornbiased_jax
 PACKAGE = Path(bornbiased_jax.__file__).parent
 
 
-def _module_name(path: Path) -> str:
-    parts = ("bornbiased_jax",) + path.relative_to(PACKAGE).with_suffix("").parts
+EXPERIMENTS = PACKAGE.parent / "experiments"
+
+
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = (package.name,) + path.relative_to(package).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -31,10 +34,10 @@ def _module_level(tree: ast.Module):
             todo += node.body
 
 
-def module_imports(deferred: bool = False) -> dict[str, set[str]]:
+def module_imports(deferred: bool = False, package: Path = PACKAGE) -> dict[str, set[str]]:
     """{module: the package modules it imports at module level} (``deferred``: anywhere in
     its code, inside functions too)."""
-    modules = {_module_name(f): f for f in PACKAGE.rglob("*.py")}
+    modules = {_module_name(f, package): f for f in package.rglob("*.py")}
     graph = {}
     for name, f in modules.items():
         package = name if f.name == "__init__.py" else name.rpartition(".")[0]
@@ -105,34 +108,58 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
-SCRIPTS = "experiments"  # the package of scripts, which tests must not depend on
+def scripts() -> set[str]:
+    """The experiments' command lines: the modules ``experiments/<name>.py`` and the study
+    packages' ``__main__`` (not the study packages' measurements and verdict rules, nor the
+    renderer, which tests may import)."""
+    top = {f"experiments.{p.stem}" for p in EXPERIMENTS.glob("*.py")
+           if p.stem not in ("__init__", "render", "artifacts")}
+    return top | {f"experiments.{p.parent.name}.__main__" for p in EXPERIMENTS.glob("*/__main__.py")}
 
 
-def script_uses(folder: Path) -> list[str]:
-    """'file:line' of every import statement naming the package of scripts (``SCRIPTS``) in the
-    Python files under ``folder``, at any depth of the code."""
+def script_uses(folder: Path, names: set[str] | None = None) -> list[str]:
+    """'file:line' of every import statement naming a module of ``names`` (default: the
+    experiments' command lines, :func:`scripts`) in the Python files under ``folder``, at any
+    depth of the code; ``from experiments import x`` names ``experiments.x``."""
+    names = scripts() if names is None else names
     found = []
     for f in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
+                named = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module or ""]
+                named = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
             else:
                 continue
-            if any(n == SCRIPTS or n.startswith(SCRIPTS + ".") for n in names):
+            if any(n in names or any(n.startswith(s + ".") for s in names) for n in named):
                 found.append(f"{f.name}:{node.lineno}")
     return found
 
 
 def test_tests_never_import_the_experiment_scripts(tmp_path):
     root = PACKAGE.parent
+    assert "experiments.table1" in scripts() and "experiments.lineage.__main__" in scripts()
+    assert "experiments.render" not in scripts()
     for folder in ("tests", "theory"):
         assert script_uses(root / folder) == [], folder
     # the scanner sees both import forms, also inside a function
-    (tmp_path / "t.py").write_text(f"import os\nfrom {SCRIPTS} import family\n"
-                                   f"def f():\n    import {SCRIPTS}.lineage\n")
+    (tmp_path / "t.py").write_text("import os\nfrom experiments import table1\n"
+                                   "def f():\n    import experiments.figure7\n"
+                                   "from experiments.lineage import claims\n")
     assert script_uses(tmp_path) == ["t.py:2", "t.py:4"]
+
+
+def test_the_toolkit_never_imports_the_experiments():
+    """bornbiased_jax is what ``pip install`` gives: nothing in it knows about the paper's
+    reproduction (experiments/), at module level or inside a function."""
+    found = script_uses(PACKAGE, names={"experiments"})
+    assert found == [], found
+
+
+def test_the_experiments_import_one_another_without_a_cycle():
+    deferred = module_imports(deferred=True, package=EXPERIMENTS)
+    assert "experiments.render" in deferred and "experiments.campaign.plan" in deferred
+    assert find_cycle(deferred) is None, " -> ".join(find_cycle(deferred))
 
 
 def test_package_docstring_names_every_module():

@@ -3,13 +3,11 @@ Table 1 carried to N = 2,000 with intervals, Findings 1.2 and 1.3 from the paper
 Table 1 records, and Figure 8's three parts (depth, length, Attn0 ~ softmax). Each rule is
 made to pass and to fail on hand-made records."""
 
-import numpy as np
-import pytest
 
 from bornbiased_jax import verdicts as V
 from bornbiased_jax.stats import bonferroni_log10_p
-from bornbiased_jax.studies import initialisation as I
-from bornbiased_jax.studies import initialisation_paper as IP
+from experiments.initialisation import claims as I
+from experiments.initialisation import paper_claims as IP
 
 
 def _t1(rows, n=600):
@@ -151,7 +149,7 @@ def test_paper_scale_rows_come_from_their_records_or_say_which_piece_measures_th
 
 
 def test_table4a_at_paper_scale():
-    from bornbiased_jax.studies import seedprint
+    from experiments.seedprint import claims as seedprint
 
     def rec(p):
         return {"run": {}, "records": [
@@ -167,7 +165,7 @@ def test_table4a_at_paper_scale():
 
 
 def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):
-    from bornbiased_jax.studies import render
+    from experiments import render
 
     a = _paper_t1("gpt2-rope-nano", {(42, 64): 52, (43, 64): 60})
     text = render.render({"table1": _t1([("gpt2-rope-cpu", 42, 64, 7, 30),

@@ -1,4 +1,4 @@
-"""The lineage study end to end on a tiny family (bornbiased_jax/studies/family.py
+"""The lineage study end to end on a tiny family (experiments/lineage/family.py
 ``smoke_family``): training through ``family.ensure`` (a second call resumes nothing), the four
 experiments, their files, and the RESULTS.md section with one row per claim."""
 
@@ -10,11 +10,11 @@ import pytest
 
 from bornbiased_jax import data
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies import lineage as lineage_study
-from bornbiased_jax.studies import render
-from bornbiased_jax.studies import family
-from bornbiased_jax.studies import lineage_tables as lineage
-from bornbiased_jax.studies.lineage_measure import PAPER, RUNS, SMOKE, Study, scale_family
+from experiments.lineage import claims as lineage_study
+from experiments import render
+from experiments.lineage import family
+from experiments.lineage import tables as lineage
+from experiments.lineage.measure import PAPER, RUNS, SMOKE, Study, scale_family
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ def test_docs_seed_family_command_is_the_librarys():
     `python -m experiments.seed_family --print-command` prints)."""
     import shlex
 
-    from bornbiased_jax.studies import seed_family
+    from experiments.lineage import seed_family
 
     text = (README.parent / "docs" / "lineage.md").read_text()
     block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S)

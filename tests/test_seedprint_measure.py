@@ -1,4 +1,4 @@
-"""Rates over many model pairs (studies/seedprint_measure.py): counts, the disjoint-pair and
+"""Rates over many model pairs (bornbiased_jax/fingerprint/rejection.py): counts, the disjoint-pair and
 jackknife intervals on hand-made rows, and the four tests on one planted pair."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from bornbiased_jax.studies import seedprint_measure as SM
+from bornbiased_jax.fingerprint import rejection as SM
 
 
 def rows_of(M, rejected):
@@ -58,7 +58,7 @@ def test_pool_statistics_on_a_planted_pair():
     rejection count."""
     from scipy import stats
 
-    from bornbiased_jax.studies import seedprint_pools as SP
+    from experiments.seedprint import pools as SP
 
     rng = np.random.default_rng(0)
     F = rng.standard_normal((12, 200, 16))

@@ -10,8 +10,8 @@ from scipy import stats
 
 from bornbiased_jax.cli import build_parser, main
 from bornbiased_jax.commands.train import train_config
-from bornbiased_jax.studies import sinks_arms as A
-from bornbiased_jax.studies.sinks_regime import check_grid
+from experiments.sinks import arms as A
+from experiments.sinks.regime import check_grid
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE)
 
@@ -49,12 +49,20 @@ def test_an_arms_command_line_is_the_run_it_checks_for(cell, tmp_path):
 
 
 def test_seed_mean_is_the_t_interval():
+    from bornbiased_jax.stats import paired_mean, seed_mean
+
     xs = [0.31, 0.52, 0.44, 0.40]
-    m = A.seed_mean(xs)
+    m = seed_mean(xs)
     lo, hi = stats.t.interval(0.95, len(xs) - 1, loc=np.mean(xs), scale=stats.sem(xs))
     assert m.n == 4 and m.mean == pytest.approx(np.mean(xs))
     assert (m.lo, m.hi) == (pytest.approx(lo), pytest.approx(hi))
-    assert np.isnan(A.seed_mean([0.3]).hi)
+    assert np.isnan(seed_mean([0.3]).hi)
+    # paired seed by seed: a shared per-seed offset cancels
+    base = [1.0, 5.0, -3.0, 2.0]
+    d = paired_mean([b + x for b, x in zip(base, xs)], base)
+    assert d.mean == pytest.approx(m.mean) and d.se == pytest.approx(m.se)
+    with pytest.raises(ValueError, match="one per seed"):
+        paired_mean([1.0, 2.0], [1.0])
 
 
 def _ck(step, rate, nll, gu=None, copy=1.0):
@@ -150,7 +158,7 @@ def test_shown_command_drops_the_machines_paths():
     """RESULTS.md shows a recorded command without the recording machine's interpreter and
     standard-library paths; the record keeps them (the committed one has such a path, which
     the rendered section must not show)."""
-    from bornbiased_jax.studies import render
+    from experiments import render
 
     cmd = ("/root/.pyenv/versions/3.11.7/bin/python3.11 -m experiments.sinks_arms --corpus "
            "bbm:/root/.pyenv/versions/3.11.7/lib/python3.11/textwrap.py:triggers=3 --steps 10")
@@ -198,7 +206,7 @@ def test_table_and_figure_of_a_record():
 
 
 def test_a_tiny_many_seed_arm_is_trained_measured_and_reused(tmp_path):
-    from bornbiased_jax.studies.sinks_arms_measure import run_arm
+    from experiments.sinks.arms_measure import run_arm
 
     src = tmp_path / "src.txt"
     src.write_text("the quick brown fox jumps over the lazy dog. " * 40)
@@ -230,7 +238,7 @@ def test_a_tiny_many_seed_arm_is_trained_measured_and_reused(tmp_path):
 
 
 def test_training_loss_is_kept_as_means_over_bins():
-    from bornbiased_jax.studies.sinks_arms_measure import TRAIN_LOSS_EVERY, _binned_loss
+    from experiments.sinks.arms_measure import TRAIN_LOSS_EVERY, _binned_loss
 
     m = [{"step": s, "loss": float(s)} for s in range(5, 2 * TRAIN_LOSS_EVERY + 1, 5)]
     m.append({"step": 20, "val_loss": 9.0})
@@ -253,7 +261,7 @@ def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeyp
     measured before with the same settings (never retrained); a saved record made with other
     settings, or none, leaves that cell under not_measured."""
     from bornbiased_jax import io
-    from bornbiased_jax.studies import sinks_arms_measure as M
+    from experiments.sinks import arms_measure as M
 
     def record(cell, rate, settings=None):
         return dict(_arm(cell.name, [rate] * len(cell.seeds), seeds=cell.seeds), model={},
@@ -276,8 +284,8 @@ def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeyp
     assert [s["seed"] for s in rec["arms"]["baseline"]["seeds"]] == list(range(8))
     assert "attenuation" in rec["not_measured"] and "amplification-s4-7" in rec["not_measured"]
     # and the grid of the regime search does the same
-    from bornbiased_jax.studies import sinks_regime as sr
-    from bornbiased_jax.studies import sinks_regime_measure as RM
+    from experiments.sinks import regime as sr
+    from experiments.sinks import regime_measure as RM
 
     cell = sr.CPU[0]
     io.write_json(tmp_path / "regime" / cell.name / "regime.json", {

@@ -8,7 +8,7 @@ import pytest
 from bornbiased_jax.cli import build_parser
 from bornbiased_jax.commands.train import train_config
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies import sinks_regime as sr
+from experiments.sinks import regime as sr
 
 
 def _bbm(**kw):
@@ -120,7 +120,7 @@ def test_markdown_and_figure_of_a_hand_made_record():
 def test_claims_name_the_cells_that_grew_sinks():
     """The RESULTS.md rows are computed from the record: a cell that grew sinks is named in the
     first row, one that did not goes to the second."""
-    from bornbiased_jax.studies import sinks_regime as R
+    from experiments.sinks import regime as R
 
     def cell(name, rate):
         ck = lambda step, r: {"step": step, "paper": [{"T": 32, "rate": r, "se": 0.01,  # noqa: E731

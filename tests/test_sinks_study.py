@@ -1,7 +1,7 @@
-"""The attention-sink study (bornbiased_jax/studies/sinks_measure.py) end to end on a tiny
+"""The attention-sink study (experiments/sinks/measure.py) end to end on a tiny
 family: two arms and a seed-to-seed control trained through ``family.ensure``, the sink rate per
 length, its emergence over the checkpoints, perplexities with paired differences, and the claims
-and RESULTS.md section that bornbiased_jax/studies/sinks.py makes of the records, with their
+and RESULTS.md section that experiments/sinks/claims.py makes of the records, with their
 verdict rules."""
 
 import dataclasses
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies import sinks as S
-from bornbiased_jax.studies import family
-from bornbiased_jax.studies import sinks_measure as f12
+from experiments.sinks import claims as S
+from experiments.lineage import family
+from experiments.sinks import measure as f12
 
 SETTINGS = dict(lengths=[8, 16], num_seqs=4, eps=[0.25, 0.3], emergence_T=16, ppl_windows=4,
                 ppl_T=16, shift_mb=0.01)

@@ -1,4 +1,4 @@
-"""The studies' verdict rules (bornbiased_jax/studies/), each on small hand-made records, and
+"""The studies' verdict rules (experiments/), each on small hand-made records, and
 the one renderer of RESULTS.md: generated rows, rows and sections that say they are not
 measured where records are missing, and the committed record format."""
 
@@ -10,11 +10,11 @@ import pytest
 
 from bornbiased_jax import verdicts as V
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies import initialisation as I
-from bornbiased_jax.studies import initialisation_paper as IP
-from bornbiased_jax.studies import lineage as L
-from bornbiased_jax.studies import render
-from bornbiased_jax.studies import seedprint as S
+from experiments.initialisation import claims as I
+from experiments.initialisation import paper_claims as IP
+from experiments.lineage import claims as L
+from experiments import render
+from experiments.seedprint import claims as S
 
 
 def test_vocabulary_is_closed():
@@ -207,7 +207,7 @@ def test_theory_rows_from_the_saved_record():
     """A saved row keeps its closed-form verdict while its simulation agrees (4 SE plus the
     allowance, recomputed from the numbers) and is 'differs' when it does not; a row finished
     before saving is not marked twice."""
-    from bornbiased_jax.studies import theory
+    from experiments.theory import claims as theory
     from bornbiased_jax.theory.claims import TheoryClaim
 
     rows = [TheoryClaim("a", "Prop. 2", "1/pi", 0.3183, 0.3190, 0.001, 0.002),
@@ -236,7 +236,7 @@ def test_experiment_artifacts_and_their_run_description(tmp_path):
     import time
 
     from bornbiased_jax import plots
-    from bornbiased_jax.studies import artifacts
+    from experiments import artifacts
 
     fig, ax = plots.figure(figsize=(2, 2))
     ax.plot([0, 1])
@@ -295,14 +295,14 @@ def test_seedprint_power_rule():
 
 def _pair_rows(M, p_of):
     """Rows of all pairs of M models with p-values p_of(test, a, b) for every variant."""
-    from bornbiased_jax.studies import seedprint_measure as SM
+    from bornbiased_jax.fingerprint import rejection as SM
 
     return [{"a": a, "b": b, **{t: p_of(t, a, b) for t in SM.VARIANTS + ("paper_u",)}}
             for a, b in SM.all_pairs(M)]
 
 
 def test_seedprint_trained_rule():
-    from bornbiased_jax.studies import seedprint_measure as SM
+    from bornbiased_jax.fingerprint import rejection as SM
 
     def record(paper_p):
         rows = _pair_rows(8, lambda t, a, b: paper_p if t in ("paper", "official") else 0.5)
@@ -338,7 +338,7 @@ def test_seedprint_trained_rule():
 
 
 def test_seedprint_confound_rule():
-    from bornbiased_jax.studies import seedprint_measure as SM
+    from bornbiased_jax.fingerprint import rejection as SM
 
     def cell(d, p):
         rows = _pair_rows(10, lambda t, a, b: p)
@@ -393,7 +393,7 @@ def test_render_says_what_is_not_measured(tmp_path):
     # a study with one record: its other rows say they are not measured
     from pathlib import Path
 
-    committed = render.load_records(Path(render.__file__).resolve().parents[2] / render.RECORDS)
+    committed = render.load_records(Path(render.__file__).resolve().parents[1] / render.RECORDS)
     body = render.seedprint_section({"table4a": committed["table4a"]})
     assert "| Table 4a" in body
     assert "| - | no record (results/records/seedprint/figure13.json)" in body
@@ -434,7 +434,7 @@ def _sink_arm(rates, nll_shift=0.0, steps=(0, 2, 4), n=8, seed=0):
 
 
 def test_sink_verdict_rules():
-    from bornbiased_jax.studies import sinks
+    from experiments.sinks import claims as sinks
 
     s = {"eps": [0.25, 0.3], "emergence_T": 16, "lengths": [8, 16], "num_seqs": 8,
          "ppl_windows": 8, "ppl_T": 16}
@@ -487,7 +487,7 @@ def test_lineage_pair_rule_names_what_differs():
 def test_lineage_paper_marks_are_the_papers_checkmarks():
     """The marks read off the paper's values (p <= 0.01 / similarity >= 0.8 says one lineage)
     equal the checkmarks printed in Tables 4b, 5 and 12 (True = correct, None = no value)."""
-    from bornbiased_jax.studies import lineage_tables as LT
+    from experiments.lineage import tables as LT
 
     def marks(paper, key, same):
         values = paper.continued[key] if isinstance(key, str) else paper.own[key]
@@ -527,8 +527,8 @@ def test_lineage_figure14_rule():
 
 def test_qwen_family_is_the_llama_family_with_qwen2s_architecture(tmp_path):
     from bornbiased_jax.runs import model_config
-    from bornbiased_jax.studies import family
-    from bornbiased_jax.studies.lineage_measure import default_runs_dir, scale_family
+    from experiments.lineage import family
+    from experiments.lineage.measure import default_runs_dir, scale_family
 
     q, ll = family.LINEAGE_QWEN2, family.DEFAULT
     assert dataclasses.replace(q.pretrain, preset=ll.pretrain.preset) == ll.pretrain
@@ -558,7 +558,7 @@ def test_results_md_is_the_render_of_the_committed_records():
     import re
     from pathlib import Path
 
-    repo = Path(render.__file__).resolve().parents[2]
+    repo = Path(render.__file__).resolve().parents[1]
     text = (repo / "RESULTS.md").read_text()
     assert render.render(render.load_records(repo / render.RECORDS),
                          repo / render.GPU_ROOT) == text
@@ -578,7 +578,7 @@ def test_sinks_at_initialisation_rule():
     """The rescalings at initialisation: reproduced when the last-to-first std ratio equals
     what non-uniform softmax weights alone leave (within 4 SE), differs when it is further;
     head-wise RMSNorm and the gate are measurements beyond the paper."""
-    from bornbiased_jax.studies import sinks
+    from experiments.sinks import claims as sinks
 
     def variant(ratio, se, pred=1.046):
         return {"std_ratio_last_to_first": ratio, "std_ratio_se": se, "loglog_slope": 0.01,
@@ -607,7 +607,7 @@ def test_gpu_window_section_is_read_from_its_outputs(tmp_path):
     import shutil
     from pathlib import Path
 
-    from bornbiased_jax.studies import gpu_window as G
+    from experiments.campaign import gpu_window as G
 
     assert G.pytest_summary("x\n3 failed, 10 passed, 2 skipped in 5.0s\n") == {"failed": 3,
                                                                                 "passed": 10}
@@ -615,7 +615,7 @@ def test_gpu_window_section_is_read_from_its_outputs(tmp_path):
     md = "| kind | test |\n|---|---|\n| tol | a |\n| tol | b |\n| devices | c |\n"
     assert G.failure_kinds(md) == {"tol": 2, "devices": 1}
     assert G.requested_strategies("B --strategies vmap map:4 loop;\n") == ["vmap", "map:4", "loop"]
-    repo = Path(render.__file__).resolve().parents[2] / "results" / "gpu"
+    repo = Path(render.__file__).resolve().parents[1] / "results" / "gpu"
     rows = {c.claim: c for c in G.claims(repo)}
     suite = rows["test suite on the GPU"].ours
     assert suite.startswith("TF32 (XLA's default): 52 of 406 failed (float32 tolerance: 40; ")
@@ -639,9 +639,9 @@ def test_seedprint_docs_numbers_are_the_committed_records():
     page cannot drift from RESULTS.md; a block that is missing is an error, not a silent skip."""
     from pathlib import Path
 
-    from bornbiased_jax.studies import seedprint_docs as SD
+    from experiments.seedprint import docs as SD
 
-    repo = Path(render.__file__).resolve().parents[2]
+    repo = Path(render.__file__).resolve().parents[1]
     page = (repo / SD.DOCS).read_text()
     records = render.load_records(repo / render.RECORDS)
     assert all(exp in records for exp, _ in SD.BLOCKS.values())
@@ -654,7 +654,7 @@ def test_seedprint_docs_numbers_are_the_committed_records():
 def test_statistic_choice_names_the_statistics_the_numbers_favour():
     """The conclusion under the table is computed: the statistics at the smallest p with an
     initialisation as base most often and rejecting an unrelated trained base least often."""
-    from bornbiased_jax.studies import seedprint_docs as SD
+    from experiments.seedprint import docs as SD
 
     def row(comparison, **ps):
         return {"comparison": comparison, **{f"calibrated/{k}/exact": v for k, v in ps.items()}}

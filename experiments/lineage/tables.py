@@ -26,9 +26,10 @@ from bornbiased_jax.fingerprint import dims as D
 from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.io import progress
 from bornbiased_jax.stats import kendall_null_sd
-from bornbiased_jax.studies import artifacts, family
-from bornbiased_jax.studies.lineage import TITLES
-from bornbiased_jax.studies.lineage_measure import (
+from experiments import artifacts
+from experiments.lineage import family
+from experiments.lineage.claims import TITLES
+from experiments.lineage.measure import (
     BASES,
     CONTINUED,
     RUNS,

@@ -1,6 +1,6 @@
 """The lineage study's measurements (paper Sec. 5-6.1: Figure 11, Tables 4b, 4c and 5).
 
-A :class:`Study` reads the trained family (``bornbiased_jax/studies/family.py``) and computes,
+A :class:`Study` reads the trained family (``experiments/lineage/family.py``) and computes,
 for any pair of its models, every SeedPrint test and the four baselines:
 
   * SeedPrint features: the last-token final hidden state (after the final norm) on n random
@@ -39,8 +39,8 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import fmt_p
-from bornbiased_jax.studies import family
-from bornbiased_jax.studies.lineage import BASELINES
+from experiments.lineage import family
+from experiments.lineage.claims import BASELINES
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]
 CONTINUED = ["cont-prose-s1000", "cont-code-s1000", "cont-prose-s123", "cont-code-s123"]
@@ -228,7 +228,7 @@ class Study:
         return rec
 
 
-# the RESULTS.md rows of these tables: bornbiased_jax/studies/lineage.py
+# the RESULTS.md rows of these tables: experiments/lineage/claims.py
 SEEDPRINT_COLS = [("t (mean)", "paper/t_mean"), ("U (mean)", "paper/u_mean"),
                   ("t (pooled)", "paper/t_pooled"), ("official", "official/two_phi_bar"),
                   ("calibrated", "calibrated/exact")]

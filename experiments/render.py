@@ -1,7 +1,7 @@
 """The one renderer of RESULTS.md: every section from committed outputs, by the studies' pure
 claim functions: the records (``results/records/<study>/<name>.json``), and the GPU runs'
-outputs under ``results/gpu/`` (the first window's logs, :mod:`bornbiased_jax.studies.gpu_window`;
-the campaign's pieces, :mod:`bornbiased_jax.studies.campaign`).
+outputs under ``results/gpu/`` (the first window's logs, :mod:`experiments.campaign.gpu_window`;
+the campaign's pieces, :mod:`experiments.campaign.plan`).
 
 Each section sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``. A row (or a
 section) whose record is missing says so, with the command that measures it; nothing is carried
@@ -15,9 +15,13 @@ import re
 from pathlib import Path
 
 from bornbiased_jax import io
-from bornbiased_jax.studies import EXPERIMENTS, STUDY_OF
-from bornbiased_jax.studies import (gpu_window, initialisation, initialisation_paper, lineage,
-                                    seedprint, sinks)
+from experiments import EXPERIMENTS, STUDY_OF
+from experiments.campaign import gpu_window
+from experiments.initialisation import claims as initialisation
+from experiments.initialisation import paper_claims as initialisation_paper
+from experiments.lineage import claims as lineage
+from experiments.seedprint import claims as seedprint
+from experiments.sinks import claims as sinks
 from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
@@ -193,7 +197,7 @@ def seedprint_section(records: dict) -> str | None:
 def theory_section(records: dict) -> str | None:
     if "theory" not in records:
         return None
-    from bornbiased_jax.studies import theory
+    from experiments.theory import claims as theory
 
     return theory.section(records["theory"], COMMANDS["theory"],
                           _run_line(records, ["theory"]))
@@ -215,14 +219,14 @@ def lineage_qwen2_section(records: dict) -> str:
                       f"Not measured yet: no records for {', '.join(missing)}. "
                       f"`{COMMANDS['lineage_qwen2']}` trains the Qwen-style family (the "
                       "LLaMA-style family's data, seeds and schedule with the `qwen2-small` "
-                      "preset; bornbiased_jax/studies/family.py) and measures it; an "
+                      "preset; experiments/lineage/family.py) and measures it; an "
                       "interrupted run resumes from its checkpoints."])
 
 
 def sinks_regime_section(records: dict) -> str | None:
     if "sinks_regime" not in records:
         return None
-    from bornbiased_jax.studies import sinks_regime
+    from experiments.sinks import regime as sinks_regime
     from bornbiased_jax.verdicts import table
 
     rec = records["sinks_regime"]
@@ -253,8 +257,8 @@ def _num_seqs(cells) -> str:
 def sinks_arms_section(records: dict) -> str | None:
     if "sinks_arms" not in records:
         return None
-    from bornbiased_jax.studies import sinks_arms
-    from bornbiased_jax.studies.sinks_regime import COPY_T
+    from experiments.sinks import arms as sinks_arms
+    from experiments.sinks.regime import COPY_T
     from bornbiased_jax.verdicts import table
 
     rec = records["sinks_arms"]
@@ -268,7 +272,7 @@ def sinks_arms_section(records: dict) -> str | None:
         f"{len(base.get('groups', [1]))} `train --seeds` run(s), all on the same batches in "
         f"the same order: `{sinks_arms.shown_command(base['command'])}` (a later group differs "
         "only in `--seeds`; `<stdlib>`: the Python standard library's folder); each "
-        "arm adds its `--model-set` (bornbiased_jax/studies/sinks_arms.py). Sink rates per "
+        "arm adds its `--model-set` (experiments/sinks/arms.py). Sink rates per "
         f"sample on {base['num_seqs']} evaluation draws per length; held-out NLL on "
         f"{base['num_seqs']} draws of {min(COPY_T, base['settings']['seq_len']) + 1} "
         "characters. Every number is a "
@@ -311,7 +315,7 @@ HEADER = ("# Results", "",
           "paper's value, ours, and a verdict. Every row is computed from a saved record "
           "(results/records/<study>/<name>.json, committed) or, for the GPU sections, from the "
           "outputs the GPU runs left in results/gpu/, by a pure function in "
-          "bornbiased_jax/studies/ whose rule is stated in its docstring and unit-tested; "
+          "experiments/ whose rule is stated in its docstring and unit-tested; "
           "`python -m experiments.run_all --no-run` rewrites this file from them.", "",
           "Verdicts, one vocabulary for every table:", "")
 
@@ -319,7 +323,7 @@ HEADER = ("# Results", "",
 def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None = None) -> str:
     """RESULTS.md from ``records`` ({name: saved JSON}) and the GPU outputs under ``gpu_root``;
     a section without its records says so (:func:`missing_section`)."""
-    from bornbiased_jax.studies import campaign
+    from experiments.campaign import plan as campaign
 
     campaign_root = campaign.ROOT if campaign_root is None else campaign_root
     make = {"initialisation": initialisation_section, "theory": theory_section,
@@ -339,9 +343,9 @@ def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS,
           gpu_root: Path = GPU_ROOT) -> str:
     """Rewrite ``results`` from the records under ``root`` and the GPU outputs under
     ``gpu_root``, and the measured blocks of docs/seedprint.md beside ``results`` where that
-    page exists (:mod:`bornbiased_jax.studies.seedprint_docs`); both texts are made before
+    page exists (:mod:`experiments.seedprint.docs`); both texts are made before
     either is written. Return RESULTS.md's new text."""
-    from bornbiased_jax.studies import seedprint_docs
+    from experiments.seedprint import docs as seedprint_docs
 
     records = load_records(root)
     text = render(records, gpu_root)

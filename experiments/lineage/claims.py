@@ -287,7 +287,7 @@ def section(records: dict, arch: str = "llama2") -> str:
     command = "python -m experiments.lineage" + ("" if arch == "llama2" else f" --arch {arch}")
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
-             f"scale, {info['device']}). Family (bornbiased_jax/studies/family.py): "
+             f"scale, {info['device']}). Family (experiments/lineage/family.py): "
              f"`{fam['preset']}` with {tuple(fam['model_set'])}, seeds 42/123/1000/2000, one "
              f"data seed (the same batches in the same order), {fam['steps']} steps of "
              f"{fam['batch_size']} x {fam['seq_len']} tokens; the seed-1000 and seed-123 bases "

@@ -2,7 +2,7 @@
 outputs that window left in results/gpu/ (pytest logs, the failure table, the sweep benchmark's
 JSON lines, the precision comparison's log, the environment and the commands as run), so no
 number of it is typed by hand. What each run was and why is in results/gpu/README.md; later
-windows are the campaign's (:mod:`bornbiased_jax.studies.campaign`)."""
+windows are the campaign's (:mod:`experiments.campaign.plan`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The campaign's driver: run the next pieces of paper-scale work within a time budget, on
 whatever machine it runs.
 
-The pieces, their order, commands and limits are ``bornbiased_jax/studies/campaign.py``; each
+The pieces, their order, commands and limits are ``experiments/campaign/plan.py``; each
 finished piece is skipped next time, so every window picks up where the last one stopped. On a
 GPU the GPU pieces run first; on a CPU they are skipped and the paper-scale forward passes of
 Sec. 3-4 run (``experiments/paper_scale.py``): each saves every finished chunk, is stopped when
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.studies import campaign
+from experiments.campaign import plan as campaign
 
 
 def main(argv=None) -> int:

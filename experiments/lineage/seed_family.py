@@ -17,7 +17,7 @@ seed's final validation loss) go to the committed record
 ``results/records/training/seed_family.json`` (:func:`write_record`), so the run can be rebuilt
 and checked where the run folder (``runs/`` is not committed) is gone. The command line is
 ``python -m experiments.seed_family``; the SeedPrint study on these models is
-:mod:`bornbiased_jax.studies.seedprint_trained`.
+:mod:`experiments.seedprint.trained`.
 
 Sizes, chosen to finish within an hour even on a busy 2-core CPU: ``RUN`` below; ``EXPECTED``
 says what was measured.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bornbiased_jax import io, runs, train
 from bornbiased_jax.runs import TrainConfig
-from bornbiased_jax.studies import family
+from experiments.lineage import family
 
 SEEDS = tuple(range(32))
 NAME = "seeds-0-32"

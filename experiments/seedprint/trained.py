@@ -1,6 +1,6 @@
 """SeedPrint on *trained* models: the four lineage tests (paper, official, calibrated,
 permutation) side by side on the same pairs of the 32-seed family
-(:mod:`bornbiased_jax.studies.seed_family`: llama2-tiny, 32 initialisation seeds trained on
+(:mod:`experiments.lineage.seed_family`: llama2-tiny, 32 initialisation seeds trained on
 identical data in an identical order, checkpoints every 50 steps; seeds 0-7 continued 800 steps
 on a shifted corpus, checkpoints every 100).
 
@@ -8,7 +8,7 @@ on a shifted corpus, checkpoints every 100).
     (step 0 = the 32 initialisations, token inputs), and final model vs another seed's
     continuation; rates at alpha = 0.01 and 0.05 with three intervals (all pairs as if
     independent, 16 disjoint pairs, jackknife over models:
-    :mod:`bornbiased_jax.studies.seedprint_measure`);
+    :mod:`bornbiased_jax.fingerprint.rejection`);
   * power on true lineages: each initialisation vs its own checkpoints (Tables 4b), and each
     final model vs its continuation on the shifted corpus (Table 5's setting), with the
     relative parameter distance travelled.
@@ -16,7 +16,7 @@ on a shifted corpus, checkpoints every 100).
 Every model sees the same n random token sequences (``probe_seed``); features are the final
 normed hidden state at the last position. ``python -m experiments.seedprint_trained`` runs it
 (after ``python -m experiments.seed_family --continued``); the rows of RESULTS.md come from its
-record through :mod:`bornbiased_jax.studies.seedprint`.
+record through :mod:`experiments.seedprint.claims`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.studies import seed_family as SF
-from bornbiased_jax.studies import seedprint_measure as SM
+from experiments.lineage import seed_family as SF
+from bornbiased_jax.fingerprint import rejection as SM
 
 # Settings of the two scales: n probe sequences of seq_len tokens, the calibrated test's fresh
 # initialisations, the permutation test's permutations and the probe's seed.

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import io
-from bornbiased_jax.studies.render import save_record
+from experiments.render import save_record
 
 
 def write(name: str, settings: dict, records, table_md: str, fig, t0: float, *, out: Path,

@@ -2,7 +2,7 @@
 Figure 11 and Tables 4b, 4c and 5, save their records (and the family's run summaries,
 ``lineage_runs``) to results/records/lineage/, and rewrite RESULTS.md from the records (the
 section between ``<!-- lineage:begin -->`` and ``<!-- lineage:end -->`` comes from
-bornbiased_jax/studies/lineage.py). ``--arch qwen2`` is the paper's Qwen-style repeat (App.
+experiments/lineage/claims.py). ``--arch qwen2`` is the paper's Qwen-style repeat (App.
 B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tables 9-12
 (records figure14, table9-table12, lineage_qwen2_runs; section ``lineage_qwen2``).
 
@@ -13,7 +13,7 @@ B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tab
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
-llama2-nano, 10B tokens of OpenWebText; see bornbiased_jax/studies/family.py for where it
+llama2-nano, 10B tokens of OpenWebText; see experiments/lineage/family.py for where it
 departs from them) into runs/family-paper and measures it with the paper's n = 10,000 inputs of
 T = 1024.
 
@@ -31,10 +31,11 @@ from experiments._common import (add_precision_flag, add_records_flag, command_l
                                  records_root, use_precision, user_errors_exit)
 from experiments.lineage_common import corpus_flag
 
-from bornbiased_jax.studies import family, render
-from bornbiased_jax.studies.lineage_measure import (CPU, PAPER, RUNS, Study, default_runs_dir,
+from experiments.lineage import family
+from experiments import render
+from experiments.lineage.measure import (CPU, PAPER, RUNS, Study, default_runs_dir,
                                                     scale_family)
-from bornbiased_jax.studies.lineage_tables import run_all, runs_record
+from experiments.lineage.tables import run_all, runs_record
 
 
 def main(argv=None) -> None:

@@ -1,6 +1,6 @@
 """Where does the baseline grow attention sinks? The regime grid (paper Sec. 6.2's validity gate).
 
-The sink study (:mod:`bornbiased_jax.studies.sinks_measure`) found no sink in its baseline on
+The sink study (:mod:`experiments.sinks.measure`) found no sink in its baseline on
 Python source without a BOS token. Its Figure 12 comparison needs a baseline with sinks, so this
 grid looks for the regime where one forms at CPU scale, as a measurement, in the directions the
 literature points to:
@@ -14,7 +14,7 @@ literature points to:
 
 A :class:`Cell` is one training run (a ``bornbiased train`` command line); a grid is a tuple of
 cells (:data:`CPU`, :data:`PAPER`), checked by :func:`check_grid`. Each cell's checkpoints are
-measured by :mod:`bornbiased_jax.studies.sinks_regime_measure`; this module turns the measured
+measured by :mod:`experiments.sinks.regime_measure`; this module turns the measured
 record into verdicts (:func:`summarise`), a table (:func:`markdown`) and a figure
 (:func:`figure`) without running anything, so its rules are unit-tested on hand-made records.
 

@@ -1,18 +1,15 @@
 """The attention-sink study after training (paper Sec. 6.2, Figure 12, Table 7): train or resume
-the arms of a family (:mod:`bornbiased_jax.studies.family`) and measure every finished arm: the
+the arms of a family (:mod:`experiments.lineage.family`) and measure every finished arm: the
 sink rate per length, its emergence over the checkpoints and perplexities on held-out and
 shifted text. experiments/figure12_table7.py is its command line; the claims and the RESULTS.md
-section made of its records are in :mod:`bornbiased_jax.studies.sinks`."""
+section made of its records are in :mod:`experiments.sinks.claims`."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax import bbm, data, io
@@ -22,10 +19,9 @@ from bornbiased_jax.io import progress
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.stats import mean_se
-from bornbiased_jax.studies import family
-from bornbiased_jax.studies.sinks import convergence, is_control, sink_text_name
-from bornbiased_jax.train import loss_fn
+from experiments.lineage import family
+from experiments.sinks.claims import convergence, is_control, sink_text_name
+from bornbiased_jax.probes.perplexity import perplexity
 
 CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
            emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0, sink_text="held_out")
@@ -43,29 +39,6 @@ PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's def
 def held_out_docs(tc, fam) -> list[str]:
     """The validation documents of a family run (its last ``val_fraction`` of documents)."""
     return runs_mod.validation_split(family.corpus("base", fam), tc)[1]
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def _window_nll(params, cfg, windows):
-    """Mean next-token NLL of each window [B, T + 1] (compiled once per config and shape, the
-    parameters an argument, so every checkpoint of a run reuses it)."""
-    return jax.vmap(lambda w: loss_fn(params, cfg, w[None], False))(windows)
-
-
-def perplexity(params, cfg, ids: np.ndarray | None, n: int, T: int, seed: int,
-               bos: int | None = None, windows=None) -> dict:
-    """exp(mean NLL) over ``n`` random windows of T + 1 tokens of ``ids`` (with ``bos``: BOS +
-    T text tokens, as a ``train --bos`` run's blocks), or over ``windows`` (n, T + 1) when
-    given, and the SE of log-ppl."""
-    win = (sinks.bos_windows(ids, T + 1, n, seed=seed, bos=bos) if windows is None
-           else np.asarray(windows))
-    nll = np.concatenate([np.asarray(_window_nll(params, cfg, jnp.asarray(win[i:i + 16])))
-                          for i in range(0, n, 16)]).astype(np.float64)
-    return {"ppl": float(np.exp(nll.mean())), "log_ppl": float(nll.mean()),
-            "log_ppl_se": mean_se(nll)[1], "windows": n, "T": T,
-            "nll_per_window": nll.round(5).tolist()}
-
-
 
 
 def windows_of(s: dict, tc, base_corpus, tokenizer: Path, fam) -> dict:

@@ -1,4 +1,4 @@
-"""Train and measure the sink arms (:mod:`bornbiased_jax.studies.sinks_arms`), seed by seed.
+"""Train and measure the sink arms (:mod:`experiments.sinks.arms`), seed by seed.
 
 Each cell (an arm's seed group) is one ``bornbiased train --seeds`` run in ``RUNS/<cell>``
 (resumable; a finished run is
@@ -8,7 +8,7 @@ seed, never training draws; ``<s>`` first), NUM_SEQS sequences per length:
 
   * the per-sample sink rate at every length of the cell (eps 0.25, the paper's, and 0.3),
     Gu et al.'s setting (T = 64, eps 0.3), the strongest head's and the mean alpha^1
-    (:func:`bornbiased_jax.studies.sinks_regime_measure.length_row`);
+    (:func:`experiments.sinks.regime_measure.length_row`);
   * held-out loss: mean next-token NLL on NUM_SEQS sequences of T + 1 = 129 characters, with
     its standard error over sequences (the Table-7 analogue; the task's floor is the bigram
     entropy, so differences are small and judged between seeds);
@@ -28,10 +28,10 @@ from pathlib import Path
 from bornbiased_jax import bbm, io, runs
 from bornbiased_jax.io import progress
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
-from bornbiased_jax.studies.sinks_measure import perplexity
-from bornbiased_jax.studies.sinks_regime import COPY_T, Cell
-from bornbiased_jax.studies.sinks_regime_measure import (
+from experiments.sinks.arms import arm_of, merge_groups
+from bornbiased_jax.probes.perplexity import perplexity
+from experiments.sinks.regime import COPY_T, Cell
+from experiments.sinks.regime_measure import (
     NUM_SEQS,
     measure_checkpoint,
     measured,

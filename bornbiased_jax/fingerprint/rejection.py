@@ -1,9 +1,9 @@
-"""SeedPrint over many model pairs: the four lineage tests on a bank of features, and rejection
-rates whose intervals say how much the shared models matter.
+"""Lineage tests over many model pairs: the four tests on a bank of features, and rejection
+rates whose intervals say how much the shared models matter (a false-positive rate over
+unrelated pairs, a power over related ones).
 
-This is the measurement behind the SeedPrint rows on *trained* pairs
-(:mod:`bornbiased_jax.studies.seedprint_trained`): every model's features are computed once on
-one shared token probe set, and each pair (base a, suspect b) runs
+Every model's features are computed once on one shared token probe set, and each pair
+(base a, suspect b) runs
 
   * 'paper'       Algorithm 1 (Student t, mean of 10 Gaussian-null draws' p-values; the draws
                   come from one bank shared by every pair, as ``paper_test(null_draws=...)``);

@@ -3,7 +3,7 @@ the width/depth confound): the CPU-scale model shapes, a pool's features on one 
 set, the paper's and the released test over many pairs (one bank of Gaussian-null draws), the
 calibrated test over every pair of a pool (leave-two-out null) or against a disjoint null, and
 a false-positive rate with its exact interval. Pools of *trained* models, whose pairs share
-models, are :mod:`bornbiased_jax.studies.seedprint_measure`'s."""
+models, are :mod:`bornbiased_jax.fingerprint.rejection`'s."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from bornbiased_jax.fingerprint.paper import null_taus, paper_test
 from bornbiased_jax.io import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
-from bornbiased_jax.studies.seedprint_measure import all_pairs
+from bornbiased_jax.fingerprint.rejection import all_pairs
 
 ALPHA = 0.01
 
@@ -72,7 +72,7 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
 def false_positive_rate(ps, alpha: float = ALPHA) -> dict:
     """False-positive rate of p-values at alpha, with its 95 % Clopper-Pearson interval, and
     whether alpha lies inside the interval (the pairs counted as independent trials; for
-    pairs that share models see ``seedprint_measure.rate``)."""
+    pairs that share models see ``fingerprint.rejection.rate``)."""
     ps = np.asarray(ps)
     k, N = int((ps <= alpha).sum()), int(ps.size)
     lo, hi = clopper_pearson(k, N)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from scipy import stats
 
 from bornbiased_jax.stats import format_log10_p
-from bornbiased_jax.studies.initialisation import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
+from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
                                                    figure1a_claim, figure2_claim,
                                                    figure3_claim, figure7_claim,
                                                    finding22_claim, table1_claim, table2_claim)

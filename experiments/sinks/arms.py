@@ -1,7 +1,7 @@
 """Sec. 6.2's arms where the baseline grows sinks: the positional-variance arms trained with
-several seeds in the regime the grid found (:mod:`bornbiased_jax.studies.sinks_regime`).
+several seeds in the regime the grid found (:mod:`experiments.sinks.regime`).
 
-The sink family on Python source (:mod:`bornbiased_jax.studies.sinks_measure`) never grew a
+The sink family on Python source (:mod:`experiments.sinks.measure`) never grew a
 sink, so its Figure 12 verdicts are untestable. The regime grid found sinks at CPU scale in one
 setting: the Bigram-Backcopy task (Guo et al.; ``<s>`` first in every sequence) on llama2-tiny
 with 2 layers and 1 head, weight decay 0.5, a constant learning rate after warmup. Here every arm
@@ -9,8 +9,8 @@ of Sec. 6.2.1 (and the output gate, not from the paper) is trained in that regim
 initialisation seeds (one ``train --seeds`` run per arm and seed group: every seed on the same batches in the
 same order), so arm-to-arm differences can be judged against seed-to-seed spread.
 
-A :class:`~bornbiased_jax.studies.sinks_regime.Cell` per arm (:data:`CPU`, :data:`PAPER`); the
-measurements (:mod:`bornbiased_jax.studies.sinks_arms_measure`) are per seed and checkpoint;
+A :class:`~experiments.sinks.regime.Cell` per arm (:data:`CPU`, :data:`PAPER`); the
+measurements (:mod:`experiments.sinks.arms_measure`) are per seed and checkpoint;
 this module turns a saved record into per-arm seed statistics (:func:`seed_stats`), claims
 (:func:`claims`), a table (:func:`markdown`) and figures, without running anything.
 
@@ -27,11 +27,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from bornbiased_jax.stats import mean_se, t_quantile
-from bornbiased_jax.studies.family import SINK_ARMS
-from bornbiased_jax.studies.sinks import (CONVERGENCE_CLAIMS, NEAR_ZERO, PAPER_TABLE7,
+from bornbiased_jax.stats import SeedMean, paired_mean, seed_mean
+from experiments.lineage.family import SINK_ARMS
+from experiments.sinks.claims import (CONVERGENCE_CLAIMS, NEAR_ZERO, PAPER_TABLE7,
                                           SINK_CLAIMS)
-from bornbiased_jax.studies.sinks_regime import Cell, _stdlib
+from experiments.sinks.regime import Cell, _stdlib
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE, Claim)
 
@@ -123,37 +123,6 @@ def final_values(arm: dict) -> dict[str, list[float]]:
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class SeedMean:
-    """Mean over seeds of one quantity, its standard error (seed SD / sqrt(n)), n, and the 95 %
-    t interval on n - 1 degrees of freedom (nan bounds with one seed)."""
-
-    mean: float
-    se: float
-    n: int
-
-    @property
-    def half_width(self) -> float:
-        return self.se * t_quantile(self.n - 1) if self.n > 1 else float("nan")
-
-    @property
-    def lo(self) -> float:
-        return self.mean - self.half_width
-
-    @property
-    def hi(self) -> float:
-        return self.mean + self.half_width
-
-    def text(self, digits: int = 3) -> str:
-        return (f"{self.mean:.{digits}f} ± {self.se:.{digits}f} "
-                f"[{self.lo:.{digits}f}, {self.hi:.{digits}f}]")
-
-
-def seed_mean(xs) -> SeedMean:
-    m, se = mean_se(xs)
-    return SeedMean(m, se, len(xs))
-
-
 def paired(arm: dict, base: dict, key: str) -> SeedMean:
     """The mean over seeds of (arm - baseline) for quantity ``key``, paired seed by seed over
     the seeds both records hold (at least two)."""
@@ -166,14 +135,13 @@ def paired(arm: dict, base: dict, key: str) -> SeedMean:
         by = {s["seed"]: s for s in rec["seeds"]}
         return dict(rec, seeds=[by[c] for c in common])
 
-    a, b = final_values(only(arm))[key], final_values(only(base))[key]
-    return seed_mean([x - y for x, y in zip(a, b)])
+    return paired_mean(final_values(only(arm))[key], final_values(only(base))[key])
 
 
 def seed_grew_sinks(arm: dict) -> list[bool]:
     """Per seed, the regime grid's rule (:func:`sinks_regime.summarise`): above 0 by 2 SE at
     every length and in Gu's setting at the last checkpoint, and Gu's rate risen above step 0's."""
-    from bornbiased_jax.studies.sinks_regime import summarise
+    from experiments.sinks.regime import summarise
 
     return [summarise({"name": f"{arm['name']}#{s['seed']}", "checkpoints": s["checkpoints"]})
             ["grew_sinks"] for s in arm["seeds"]]

@@ -24,7 +24,7 @@ the committed ``ROOT`` there first, run, and copy it back (results/campaign/READ
     cp -r results/campaign "$OUT"/ && python -m experiments.campaign \\
         --root "$OUT"/campaign --records "$OUT"/records --budget 480
 
-The rows RESULTS.md shows (:func:`claims`, rendered by :mod:`bornbiased_jax.studies.render`)
+The rows RESULTS.md shows (:func:`claims`, rendered by :mod:`experiments.render`)
 come from the finished pieces' own records.
 
 Not yet cut into pieces (each needs chunking of its experiment first): SeedPrint's
@@ -409,7 +409,7 @@ def claims(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> list:
     """RESULTS.md rows of the finished pieces, each naming its GPU: Table 1 at paper scale (by
     ``initialisation.table1_claim``, once every preset's pieces of an N are done), Figure 1a and
     Finding 2.2 (their claim functions), and the precision measurements (measured)."""
-    from bornbiased_jax.studies import initialisation
+    from experiments.initialisation import claims as initialisation
     from bornbiased_jax.verdicts import MEASURED, Claim
 
     plan = list(pieces() if plan is None else plan)
@@ -472,7 +472,7 @@ def section(root: Path = ROOT) -> str:
     ran = sum(bool(ledger.get(p.name, {}).get("attempts")) for p in gpu)
     lines = ["## The GPU campaign (paper scale, piece by piece)", "",
              "Generated from results/campaign/ (`python -m experiments.campaign`: "
-             "bornbiased_jax/studies/campaign.py lists the pieces, their commands and limits). "
+             "experiments/campaign/plan.py lists the pieces, their commands and limits). "
              + (f"{ran} of {len(gpu)} GPU pieces have been attempted." if ran else
                 "No GPU piece has run yet.")
              + " The paper-scale forward passes of Sec. 3-4 that a CPU can finish "

@@ -10,7 +10,7 @@ log std against log i: -1/2 under 1/sqrt(i), 0 when flat. Standard errors come f
 over independent weight draws. Variants: baseline, Positional Amplification sqrt(i),
 Positional Attenuation sqrt(i/T_max) (T_max = max_seq_len, fixed), head-wise RMSNorm (gamma = 1
 at init) and a sigmoid output gate (not from the paper). ``python -m experiments.sinks_init``
-runs it; RESULTS.md's rows come from its record through :mod:`bornbiased_jax.studies.sinks`.
+runs it; RESULTS.md's rows come from its record through :mod:`experiments.sinks.claims`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Then, on the same Gaussian inputs, each test compares
 The calibrated test runs with each of its statistics against one set of K fresh initialisations
 (at CPU scale the slow 'tau_S' statistic only at a few checkpoints). ``python -m
 experiments.seedprint_power`` runs it; RESULTS.md's rows come from its record through
-:mod:`bornbiased_jax.studies.seedprint`.
+:mod:`experiments.seedprint.claims`.
 """
 
 from __future__ import annotations

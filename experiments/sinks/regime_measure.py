@@ -1,4 +1,4 @@
-"""Train and measure the cells of the sink-regime grid (:mod:`bornbiased_jax.studies.sinks_regime`).
+"""Train and measure the cells of the sink-regime grid (:mod:`experiments.sinks.regime`).
 
 Each cell is a ``bornbiased train`` run in ``RUNS/<cell>`` (resumable; a finished run is not
 trained again). Every kept checkpoint, and step 0 (the initialisation), is measured on 100
@@ -28,7 +28,7 @@ from bornbiased_jax import bbm, data, io, runs
 from bornbiased_jax.io import progress
 from bornbiased_jax.probes import sink_windows, sinks
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.studies.sinks_regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise
+from experiments.sinks.regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 
 NUM_SEQS = 100
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import plots
-from bornbiased_jax.studies.seedprint_pools import (calibrated_all_pairs, calibrated_disjoint,
+from experiments.seedprint.pools import (calibrated_all_pairs, calibrated_disjoint,
                                                     cpu_model, false_positive_rate, fmt_fpr,
                                                     nano_model, paper_and_official, pairs_of,
                                                     pool)
