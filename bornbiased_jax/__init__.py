@@ -12,9 +12,10 @@
                 ``sharding``, ``distributed`` (one process per host), ``flops``
   results       ``studies`` (the paper's studies: verdicts from saved records, RESULTS.md),
                 ``verdicts`` (the one vocabulary), ``stats`` (binomial tests, intervals)
-  plumbing      ``io`` (atomic writes, the results writer), ``plots`` (figures without pyplot),
-                ``precision`` (float32 matmul precision), ``errors`` (``UserError``),
-                ``defaults`` (what ``--help`` shows), ``cli`` and ``commands`` (``bornbiased``)
+  plumbing      ``files`` (atomic writes, the results writer, run records), ``plots`` (figures
+                without pyplot), ``precision`` (float32 matmul precision), ``errors``
+                (``UserError``), ``defaults`` (what ``--help`` shows), ``cli`` and ``commands``
+                (``bornbiased``)
 """
 
 __version__ = "0.1.0"

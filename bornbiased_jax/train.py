@@ -55,7 +55,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import bbm, data, distributed, io, model, runs, sharding
+from bornbiased_jax import bbm, data, distributed, files, model, runs, sharding
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys
@@ -368,7 +368,7 @@ class Run:
                  tokenizer_path: str | None = None, require_resume: bool = False,
                  memory_budget: int | None = None, seed_group: int | None = None):
         self.tc, self.out = tc, Path(out)
-        io.check_writable(self.out, folder=True, flag="--out")
+        files.check_writable(self.out, folder=True, flag="--out")
         self.mesh = training_mesh(len(tc.init_seeds))
         n_data = self.mesh.shape["data"]
         micro = tc.batch_size // tc.grad_accum
@@ -397,8 +397,8 @@ class Run:
         if self._fresh and distributed.is_writer():  # planned: now write
             self.out.mkdir(parents=True, exist_ok=True)
             if self._new_files is not None:  # a synthetic corpus has no tokenizer
-                io.write_text(runs.tokenizer_path(self.out), self._new_files.to_str())
-            io.write_json(runs.run_info_path(self.out), self.run_info)
+                files.write_text(runs.tokenizer_path(self.out), self._new_files.to_str())
+            files.write_json(runs.run_info_path(self.out), self.run_info)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
@@ -585,7 +585,7 @@ class Run:
         start = int(self.state["step"])
         records = [r for r in runs.read_metrics(metrics_path) if r["step"] <= start]
         if writer:
-            io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
+            files.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
         schedule = lr_schedule(tc)
         last = tc.last_step
         many = len(tc.init_seeds) > 1
@@ -626,8 +626,8 @@ class Run:
 
             seeds = (f"seed {tc.seed}" if not many else
                      f"seeds {tc.init_seeds[0]}..{tc.init_seeds[-1]}")
-            io.save_figure(loss_curve(records, title=f"{self.cfg.name}, {seeds}"),
-                           runs.loss_curve_path(self.out))
+            files.save_figure(loss_curve(records, title=f"{self.cfg.name}, {seeds}"),
+                              runs.loss_curve_path(self.out))
         return {"records": records, "final_step": int(self.state["step"])}
 
 

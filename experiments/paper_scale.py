@@ -217,14 +217,14 @@ def save(records_root: Path, name: str, settings: dict, records, seconds: float,
     the compute seconds summed over every attempt; this attempt's wall time) and the records."""
     import json
 
-    from bornbiased_jax import io
+    from bornbiased_jax import files
     from bornbiased_jax.studies.artifacts import plain
 
-    run = io.run_record(command, time.time() - t0, experiment=name, scale="paper",
-                        settings=settings, compute_seconds=seconds)
+    run = files.run_record(command, time.time() - t0, experiment=name, scale="paper",
+                           settings=settings, compute_seconds=seconds)
     f = Path(records_root) / STUDY[name] / f"{name}.json"
-    io.write_text(f, json.dumps({"run": run, "records": plain(records)},
-                                separators=(",", ":")) + "\n")
+    files.write_text(f, json.dumps({"run": run, "records": plain(records)},
+                                   separators=(",", ":")) + "\n")
     return f
 
 

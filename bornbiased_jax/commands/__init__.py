@@ -1,6 +1,6 @@
 """The ``bornbiased`` subcommands, one module each: ``add_parser(sub)`` adds the subcommand's
 flags and sets ``run``, and ``run(args)`` calls the library and writes the results
-(``io.write_artifacts``). Building a parser imports no JAX, SciPy or Matplotlib, so ``--help``
+(``files.write_artifacts``). Building a parser imports no JAX, SciPy or Matplotlib, so ``--help``
 answers at once; ``run`` imports what the command needs.
 
   sweep        token preference at initialisation (Table 1, Figure 1a)

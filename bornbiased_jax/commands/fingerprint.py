@@ -121,13 +121,13 @@ def _pair_folder(k: int, label: str) -> str:
 
 
 def run(args) -> int:
-    from bornbiased_jax import distributed, io
+    from bornbiased_jax import distributed, files
     from bornbiased_jax.fingerprint import tables
     from bornbiased_jax.fingerprint.compare import (RECOMMENDED, TESTS, Settings, check_pair,
                                                     compare_many)
     from bornbiased_jax.sources import load_source
 
-    io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    files.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = PAPER if args.scale == "paper" else CPU
     n = args.n if args.n is not None else scale["n"]
     if n < 3:
@@ -178,19 +178,19 @@ def run(args) -> int:
         if not distributed.is_writer():  # every process computed; process 0 writes
             continue
         wall = time.time() - t0
-        run_info = io.run_record(args.command_line, wall, base=base.label, suspect=label,
-                                 settings=dataclasses.asdict(settings), d_out=out["d_out"],
-                                 dtype=args.dtype, plan=dataclasses.asdict(plan))
+        run_info = files.run_record(args.command_line, wall, base=base.label, suspect=label,
+                                    settings=dataclasses.asdict(settings), d_out=out["d_out"],
+                                    dtype=args.dtype, plan=dataclasses.asdict(plan))
         title = (f"{label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
                  f"{settings.input} inputs, {settings.output} outputs")
         verdict = tables.verdict_line(results, RECOMMENDED, base.label, label)
         folder = args.out / "pairs" / _pair_folder(k, label) if several else args.out
-        files = {"fingerprint.json": {"run": run_info, "verdict": verdict,
-                                      "results": {t: r.to_json() for t, r in results.items()}},
-                 "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
-                                   f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
-                 "fingerprint.png": tables.figure(results, title)}
-        io.write_artifacts(folder, files)
+        outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict,
+                                        "results": {t: r.to_json() for t, r in results.items()}},
+                   "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
+                                     f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
+                   "fingerprint.png": tables.figure(results, title)}
+        files.write_artifacts(folder, outputs)
         print(title)
         print(tables.table_text(results))
         for name, r in results.items():
@@ -205,7 +205,7 @@ def run(args) -> int:
     if not distributed.is_writer():
         return 0
     if several:
-        io.write_artifacts(args.out, {
+        files.write_artifacts(args.out, {
             "summary.json": {"base": base.label, "settings": dataclasses.asdict(settings),
                              "recommended": RECOMMENDED, "wall_seconds": round(wall, 1),
                              "suspects": summary},

@@ -74,12 +74,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bornbiased_jax import io, model
+    from bornbiased_jax import files, model
     from bornbiased_jax.config import apply_overrides
     from bornbiased_jax.probes import sink_windows, sinks, sinks_tables
     from bornbiased_jax.sources import init_params, load_source
 
-    io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    files.check_writable(args.out, folder=True, flag="--out")  # before any work
     eps0, lengths0, n0 = SINK_SETTINGS[args.setting]
     eps_arg = eps0 if args.eps is None else args.eps
     lengths = sorted(set(args.lengths or lengths0))
@@ -110,21 +110,21 @@ def run(args) -> int:
                                             all_keys=args.all_keys)
     wall = time.time() - t0
     table = sinks_tables.sinks_markdown(results, loaded.label)
-    run_info = io.run_record(args.command_line, wall, model=args.model,
-                             model_set=list(args.model_set), config=dataclasses.asdict(cfg),
-                             tokenizer=windows.tokenizer, corpus=windows.corpus,
-                             bos_prepended=windows.bos, bos_id=windows.bos_id,
-                             setting=args.setting, all_keys=bool(args.all_keys),
-                             data_seed=args.data_seed, **windows.extra)
-    files = {"sinks.json": {"run": run_info, "results": [r.to_json() for r in results]},
-             "sinks.md": f"# Attention sinks\n\n{table}\nSetting: {args.setting} (eps {eps}). "
-                         f"Windows: {windows.note}. Run: `{args.command_line}`, "
-                         f"{wall:.0f} s.\n",
-             "sinks_rate_vs_length.png": sinks_tables.rate_vs_length(results, loaded.label),
-             "sinks_heatmaps.png": sinks_tables.alpha_heatmaps(results, loaded.label)}
-    io.write_artifacts(args.out, files)
+    run_info = files.run_record(args.command_line, wall, model=args.model,
+                                model_set=list(args.model_set), config=dataclasses.asdict(cfg),
+                                tokenizer=windows.tokenizer, corpus=windows.corpus,
+                                bos_prepended=windows.bos, bos_id=windows.bos_id,
+                                setting=args.setting, all_keys=bool(args.all_keys),
+                                data_seed=args.data_seed, **windows.extra)
+    outputs = {"sinks.json": {"run": run_info, "results": [r.to_json() for r in results]},
+               "sinks.md": f"# Attention sinks\n\n{table}\nSetting: {args.setting} (eps {eps}). "
+                           f"Windows: {windows.note}. Run: `{args.command_line}`, "
+                           f"{wall:.0f} s.\n",
+               "sinks_rate_vs_length.png": sinks_tables.rate_vs_length(results, loaded.label),
+               "sinks_heatmaps.png": sinks_tables.alpha_heatmaps(results, loaded.label)}
+    files.write_artifacts(args.out, outputs)
     print(table)
-    print(f"wrote {args.out}/{', '.join(files)}")
+    print(f"wrote {args.out}/{', '.join(outputs)}")
     return 0
 
 

@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from bornbiased_jax import io
+from bornbiased_jax import files as io
 from bornbiased_jax.studies.render import save_record
 
 

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from bornbiased_jax import io, precision
+from bornbiased_jax import files as io, precision
 from bornbiased_jax.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]

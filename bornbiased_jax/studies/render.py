@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from bornbiased_jax import io
+from bornbiased_jax import files as io
 from bornbiased_jax.studies import EXPERIMENTS, STUDY_OF
 from bornbiased_jax.studies import (gpu_window, initialisation, initialisation_paper, lineage,
                                     seedprint, sinks)

@@ -30,7 +30,7 @@ import json
 import shlex
 from pathlib import Path
 
-from bornbiased_jax import io, runs, train
+from bornbiased_jax import files as io, runs, train
 from bornbiased_jax.runs import TrainConfig
 from bornbiased_jax.studies import family
 

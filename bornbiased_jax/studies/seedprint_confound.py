@@ -26,7 +26,7 @@ import numpy as np
 
 from bornbiased_jax import plots
 from bornbiased_jax.config import get_preset
-from bornbiased_jax.io import progress
+from bornbiased_jax.files import progress
 from bornbiased_jax.studies import seedprint_measure as SM
 from bornbiased_jax.studies.seedprint_pools import paper_and_official, pool
 

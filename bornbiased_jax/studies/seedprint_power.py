@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import io, plots, runs
+from bornbiased_jax import files as io, plots, runs
 from bornbiased_jax import train as train_run
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import dims as D
@@ -34,7 +34,7 @@ from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.io import progress
+from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.runs import TrainConfig, run_steps
 from bornbiased_jax.sources import LoadedModel, init_params, load_source

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax import io, plots, runs
-from bornbiased_jax.io import progress
+from bornbiased_jax import files as io, plots, runs
+from bornbiased_jax.files import progress
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features

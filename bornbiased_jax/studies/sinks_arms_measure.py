@@ -25,8 +25,8 @@ import json
 import time
 from pathlib import Path
 
-from bornbiased_jax import bbm, io, runs
-from bornbiased_jax.io import progress
+from bornbiased_jax import bbm, files as io, runs
+from bornbiased_jax.files import progress
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups
 from bornbiased_jax.studies.sinks_measure import perplexity

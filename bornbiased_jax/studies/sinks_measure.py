@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax import bbm, data, io
+from bornbiased_jax import bbm, data, files as io
 from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.io import progress
+from bornbiased_jax.files import progress
 from bornbiased_jax.probes import sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import bbm, data, io, runs
-from bornbiased_jax.io import progress
+from bornbiased_jax import bbm, data, files as io, runs
+from bornbiased_jax.files import progress
 from bornbiased_jax.probes import sink_windows, sinks
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise

@@ -23,26 +23,26 @@ def add_theory_parser(sub) -> None:
 
 
 def run_theory(args) -> int:
-    from bornbiased_jax import io
+    from bornbiased_jax import files
     from bornbiased_jax.theory.claims import build_claims, format_table
 
     # Outputs are checked before the minutes of simulation, not after.
     if args.json:
-        io.check_writable(args.json, flag="--json")
+        files.check_writable(args.json, flag="--json")
     if args.plots:
-        io.check_writable(args.plots, folder=True, flag="--plots")
+        files.check_writable(args.plots, folder=True, flag="--plots")
     t0 = time.time()
     rows = build_claims(fast=args.fast)
     table = format_table(rows)
     print(table)
     if args.json:
-        run = io.run_record(args.command_line, time.time() - t0, fast=bool(args.fast))
-        io.write_json(args.json, {"run": run, "records": [r.to_json() for r in rows]})
+        run = files.run_record(args.command_line, time.time() - t0, fast=bool(args.fast))
+        files.write_json(args.json, {"run": run, "records": [r.to_json() for r in rows]})
         print(f"wrote {args.json}")
     if args.plots:
         from bornbiased_jax.theory.plots import draw_all
 
-        for path in io.write_artifacts(args.plots, draw_all(fast=args.fast)):
+        for path in files.write_artifacts(args.plots, draw_all(fast=args.fast)):
             print(f"wrote {path}")
     bad = [r.claim for r in rows if r.agrees is False]
     if bad:
