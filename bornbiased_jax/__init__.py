@@ -7,9 +7,10 @@
                 chunks, so that it resumes where it stopped), ``probes`` (token preference,
                 contraction, attention sinks, and their tables and figures), ``fingerprint``
                 (SeedPrint lineage tests and baselines), ``theory`` (closed forms and simulators)
-  training      ``data`` (corpora, tokenizers, blocks), ``bbm`` (the Bigram-Backcopy task),
-                ``runs`` (the run folder: settings, checkpoints, metrics) and ``train``,
-                ``sharding``, ``distributed`` (one process per host), ``flops``
+  training      ``data`` (corpora, tokenizers, blocks), ``bigram_backcopy`` (the
+                Bigram-Backcopy task), ``runs`` (the run folder: settings, checkpoints,
+                metrics) and ``train``, ``sharding``, ``distributed`` (one process per host),
+                ``flops``
   results       ``studies`` (the paper's studies: verdicts from saved records, RESULTS.md),
                 ``verdicts`` (the one vocabulary), ``stats`` (binomial tests, intervals)
   plumbing      ``files`` (atomic writes, the results writer, run records), ``plots`` (figures

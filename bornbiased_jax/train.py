@@ -55,7 +55,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import bbm, data, distributed, files, model, runs, sharding
+from bornbiased_jax import bigram_backcopy, data, distributed, files, model, runs, sharding
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys
@@ -415,7 +415,7 @@ class Run:
     # --- setup -------------------------------------------------------------------------------
     def _fresh_setup(self, corpus, tokenizer_path):
         self._fresh = True
-        if bbm.is_spec(corpus):
+        if bigram_backcopy.is_spec(corpus):
             if tokenizer_path is not None:
                 raise UserError("a Bigram-Backcopy corpus (bbm:PATH) has its own character "
                                 "vocabulary; drop --tokenizer")
@@ -451,16 +451,16 @@ class Run:
                                 doc_aligned=self.tc.doc_aligned)
 
     def _bbm_blocks(self, corpus):
-        """Blocks of a Bigram-Backcopy corpus (``bbm.make_blocks``): as many training
+        """Blocks of a Bigram-Backcopy corpus (``bigram_backcopy.make_blocks``): as many training
         sequences of T + 1 tokens as ``corpus_max_mb`` MiB holds at one token per byte."""
         tc = self.tc
-        spec = bbm.check_single(corpus)
+        spec = bigram_backcopy.check_single(corpus)
         if tc.bos or tc.doc_aligned:
             raise UserError(f"{spec}: Bigram-Backcopy sequences always begin with <s> and "
                             f"have no documents; drop --bos, --bos-token and --doc-aligned")
         n_train = max(1, int(tc.corpus_max_mb * 2**20) // (tc.seq_len + 1))
-        self.blocks, task = bbm.make_blocks(spec, tc.seq_len, n_train, tc.val_fraction,
-                                            tc.data_seed)
+        self.blocks, task = bigram_backcopy.make_blocks(spec, tc.seq_len, n_train,
+                                                        tc.val_fraction, tc.data_seed)
         _check_same_data(self.blocks)
         return task
 
@@ -472,7 +472,7 @@ class Run:
             raise UserError("the run in {} was made with different settings; resume with the "
                              "same ones or use a new --out. Differences (saved, now): {}"
                              .format(str(self.out), diff))
-        if bbm.is_spec(corpus):
+        if bigram_backcopy.is_spec(corpus):
             self._bbm_blocks(corpus)
         else:
             tok = data.load_tokenizer(runs.tokenizer_path(self.out))

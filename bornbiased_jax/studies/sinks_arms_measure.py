@@ -25,7 +25,7 @@ import json
 import time
 from pathlib import Path
 
-from bornbiased_jax import bbm, files as io, runs
+from bornbiased_jax import bigram_backcopy as bbm, files as io, runs
 from bornbiased_jax.files import progress
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_arms import arm_of, merge_groups

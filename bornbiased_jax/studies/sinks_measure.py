@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax import bbm, data, files as io
+from bornbiased_jax import bigram_backcopy as bbm, data, files as io
 from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress

@@ -32,7 +32,7 @@ import math
 import sysconfig
 from pathlib import Path
 
-from bornbiased_jax import bbm, plots
+from bornbiased_jax import bigram_backcopy as bbm, plots
 from bornbiased_jax.config import apply_overrides, get_preset
 from bornbiased_jax.defaults import SINK_EPS, SINK_LENGTHS, SINK_SETTINGS, VIM_DOCS
 from bornbiased_jax.errors import UserError

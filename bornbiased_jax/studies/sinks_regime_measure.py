@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import bbm, data, files as io, runs
+from bornbiased_jax import bigram_backcopy as bbm, data, files as io, runs
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes import sink_windows, sinks
 from bornbiased_jax.sources import load_source
