@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 
-def add_theory_parser(sub) -> None:
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "theory", help="check the paper's propositions against random networks",
         description="Prints a table: claim, the paper's value, our closed form, the simulated "
@@ -19,10 +19,10 @@ def add_theory_parser(sub) -> None:
                    "results/records/theory/theory.json)")
     p.add_argument("--plots", type=Path, help="draw Figure 5, Table 3, Figure 8, Figure 9 here")
     p.add_argument("--fast", action="store_true", help="fewer replicates (wider SEs)")
-    p.set_defaults(run=run_theory)
+    p.set_defaults(run=run)
 
 
-def run_theory(args) -> int:
+def run(args) -> int:
     from bornbiased_jax import files
     from bornbiased_jax.theory.claims import build_claims, format_table
 
