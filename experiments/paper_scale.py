@@ -159,9 +159,9 @@ def run_table4a(state: Path) -> dict:
     on the four unrelated pairs, for each init and input kind."""
     import numpy as np
 
+    from bornbiased_jax.fingerprint.algorithm1 import paper_test
     from bornbiased_jax.fingerprint.features import init_features
     from bornbiased_jax.fingerprint.official import official_test
-    from bornbiased_jax.fingerprint.paper import paper_test
     from bornbiased_jax.fingerprint.permutation import permutation_test
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.studies.seedprint_pools import nano_model

@@ -142,7 +142,7 @@ def run(args) -> int:
         permutation_statistic=args.permutation_statistic)
     import jax.numpy as jnp
 
-    from bornbiased_jax.fingerprint import plan as planning
+    from bornbiased_jax.fingerprint import memory_plan
     from bornbiased_jax.sources import check_source
 
     t0 = time.time()
@@ -162,10 +162,10 @@ def run(args) -> int:
             raise UserError(f"suspect {spec!r}: {e}") from None
         check_pair(base_cfg, cfg, settings, f"suspect {spec!r}")
         configs.append(cfg)
-    plan = planning.make_plan(base_cfg, max(configs, key=planning.param_count), settings.n,
-                              settings.seq_len, args.dtype, device)
+    plan = memory_plan.make_plan(base_cfg, max(configs, key=memory_plan.param_count),
+                                 settings.n, settings.seq_len, args.dtype, device)
     print(plan.describe(), flush=True)
-    planning.check(plan)  # before anything is loaded
+    memory_plan.check(plan)  # before anything is loaded
     dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
     base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)
     loaders = [lambda spec=spec: load_source(spec, shared_embedding=args.shared_embedding,

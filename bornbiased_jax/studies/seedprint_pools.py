@@ -17,10 +17,10 @@ import numpy as np
 from bornbiased_jax import files as io
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
+from bornbiased_jax.fingerprint.algorithm1 import null_taus, paper_test
 from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import null_taus, paper_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson

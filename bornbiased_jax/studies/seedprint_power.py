@@ -29,11 +29,11 @@ import numpy as np
 from bornbiased_jax import files as io, plots, runs
 from bornbiased_jax import train as train_run
 from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
+from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.runs import TrainConfig, run_steps
