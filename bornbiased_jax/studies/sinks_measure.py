@@ -19,7 +19,7 @@ from bornbiased_jax import bigram_backcopy as bbm, data, files as io
 from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.probes import sinks
+from bornbiased_jax.probes.sinks import metric as sinks
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import mean_se

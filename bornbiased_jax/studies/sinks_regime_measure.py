@@ -26,7 +26,7 @@ import numpy as np
 
 from bornbiased_jax import bigram_backcopy as bbm, data, files as io, runs
 from bornbiased_jax.files import progress
-from bornbiased_jax.probes import sink_windows, sinks
+from bornbiased_jax.probes.sinks import metric as sinks, windows as sink_windows
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.studies.sinks_regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 

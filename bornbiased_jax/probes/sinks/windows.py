@@ -6,7 +6,7 @@ Two kinds of source:
     :mod:`bornbiased_jax.bigram_backcopy`), each beginning with ``<s>``, drawn from the task's
     evaluation split (never training draws): :func:`generated`;
   * text token ids, read with a tokenizer, with or without a BOS token at position 0 of every
-    window: :func:`text`; windows of each length are then cut by ``sinks.bos_windows``.
+    window: :func:`text`; windows of each length are then cut by ``metric.bos_windows``.
 
 :func:`for_model` is the command's choice among them for one model: the corpus (by default a
 Bigram-Backcopy run's own task, else this Python's sources), the tokenizer (given, the run's
