@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bornbiased_jax import io, precision  # noqa: E402
+from bornbiased_jax import files, precision  # noqa: E402
 from bornbiased_jax.config import get_preset  # noqa: E402
 from bornbiased_jax.probes.inputs import probe_inputs  # noqa: E402
 from bornbiased_jax.probes.token_preference import next_token_probe, summarize  # noqa: E402
@@ -98,9 +98,9 @@ def main() -> None:
                       + " | ".join(f"{x:>8} {r['agreement'][x]:>7.2%} {r[x]['top1_id']:>7}"
                                    for x in args.precisions), flush=True)
                 if args.out:
-                    io.write_json(args.out, dict(device=dev.device_kind, platform=dev.platform,
-                                                 jax=jax.__version__, reference=REFERENCE,
-                                                 precisions=args.precisions, rows=rows))
+                    files.write_json(args.out, dict(device=dev.device_kind, platform=dev.platform,
+                                                    jax=jax.__version__, reference=REFERENCE,
+                                                    precisions=args.precisions, rows=rows))
 
 
 if __name__ == "__main__":

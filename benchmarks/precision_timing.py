@@ -51,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bornbiased_jax import io  # noqa: E402
+from bornbiased_jax import files  # noqa: E402
 from bornbiased_jax.precision import PRECISIONS  # noqa: E402
 
 EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -277,10 +277,10 @@ def main() -> int:
                                                       "first_call_s", "steady_s",
                                                       "model_tflops", "agreement",
                                                       "reached")}), flush=True)
-            io.write_json(args.out / "precision_timing.json", dict(settings=settings, rows=rows))
-            io.write_text(args.out / "precision_timing.md", markdown(rows, settings))
-    io.write_json(args.out / "precision_timing.json", dict(settings=settings, rows=rows))
-    io.write_text(args.out / "precision_timing.md", markdown(rows, settings))
+            files.write_json(args.out / "precision_timing.json", dict(settings=settings, rows=rows))
+            files.write_text(args.out / "precision_timing.md", markdown(rows, settings))
+    files.write_json(args.out / "precision_timing.json", dict(settings=settings, rows=rows))
+    files.write_text(args.out / "precision_timing.md", markdown(rows, settings))
     print(markdown(rows, settings))
     return 0 if any(r["status"] == "ok" for r in rows) else 1  # nothing measured: a failure
 

@@ -7,15 +7,17 @@
                 chunks, so that it resumes where it stopped), ``probes`` (token preference,
                 contraction, attention sinks, and their tables and figures), ``fingerprint``
                 (SeedPrint lineage tests and baselines), ``theory`` (closed forms and simulators)
-  training      ``data`` (corpora, tokenizers, blocks), ``bbm`` (the Bigram-Backcopy task),
-                ``runs`` (the run folder: settings, checkpoints, metrics) and ``train``,
-                ``sharding``, ``distributed`` (one process per host), ``flops``
+  training      ``data`` (corpora, tokenizers, blocks), ``bigram_backcopy`` (the
+                Bigram-Backcopy task), ``runs`` (the run folder: settings, checkpoints,
+                metrics) and ``train``, ``sharding``, ``distributed`` (one process per host),
+                ``flops``
   results       ``verdicts`` (the one vocabulary of verdicts), ``stats`` (binomial tests,
                 intervals over seeds); the paper's studies and RESULTS.md are the checkout's
                 ``experiments/`` package, which this package never imports
-  plumbing      ``io`` (atomic writes, the results writer), ``plots`` (figures without pyplot),
-                ``precision`` (float32 matmul precision), ``errors`` (``UserError``),
-                ``defaults`` (what ``--help`` shows), ``cli`` and ``commands`` (``bornbiased``)
+  plumbing      ``files`` (atomic writes, the results writer, run records), ``plots`` (figures
+                without pyplot), ``precision`` (float32 matmul precision), ``errors``
+                (``UserError``), ``defaults`` (what ``--help`` shows), ``cli`` and ``commands``
+                (``bornbiased``)
 """
 
 __version__ = "0.1.0"

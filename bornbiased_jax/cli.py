@@ -7,10 +7,10 @@
   bornbiased sinks    attention-sink rate on real text (Sec. 6.2.1)
 
 Each subcommand's module adds its parser and the ``run(args)`` it dispatches to
-(``commands/sweep.py``, ``commands/train.py``, ``commands/fingerprint.py``,
-``commands/sinks.py``, ``theory/cli.py``). Building the parsers imports no JAX, SciPy or Matplotlib, so ``--help``
-answers at once; a command imports what it runs. Bad input (a ``UserError``) ends a command
-with its message and exit status 2.
+(``commands/sweep.py``, ``commands/theory.py``, ``commands/train.py``,
+``commands/fingerprint.py``, ``commands/sinks.py``). Building the parsers imports no JAX, SciPy
+or Matplotlib, so ``--help`` answers at once; a command imports what it runs. Bad input (a
+``UserError``) ends a command with its message and exit status 2.
 
 sweep, fingerprint and train also run as one process per host (``--coordinator``,
 ``--num-processes``, ``--process-id``, or a cluster JAX detects): see ``distributed.py``.
@@ -22,10 +22,9 @@ import argparse
 import sys
 
 from bornbiased_jax import precision
-from bornbiased_jax.commands import fingerprint, sinks, sweep, train
+from bornbiased_jax.commands import fingerprint, sinks, sweep, theory, train
 from bornbiased_jax.commands.arguments import add_precision_argument
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.theory.cli import add_theory_parser
 
 MULTI_PROCESS = ("sweep", "train", "fingerprint")  # the commands that may span processes
 
@@ -48,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
     sub = parser.add_subparsers(dest="command", required=True)
     sweep.add_parser(sub)
-    add_theory_parser(sub)
+    theory.add_parser(sub)
     train.add_parser(sub)
     fingerprint.add_parser(sub)
     sinks.add_parser(sub)

@@ -18,8 +18,8 @@ default, so runs made without them keep their data):
     stream gives none. Without it the stream is cut into consecutive blocks wherever the
     documents fall.
 
-A synthetic corpus (``bbm:PATH[:triggers=K]``, :mod:`bornbiased_jax.bbm`) makes its blocks
-itself.
+A synthetic corpus (``bbm:PATH[:triggers=K]``, :mod:`bornbiased_jax.bigram_backcopy`) makes its
+blocks itself.
 
 The order of training blocks in epoch e is ``permutation(fold_in(data_key, e))`` with
 ``data_key = stream_key(data_seed, "data")``: two runs with different init seeds and the same

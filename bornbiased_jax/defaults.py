@@ -2,7 +2,7 @@
 
 Building ``bornbiased``'s argument parsers (and so every ``--help``) must not import JAX, SciPy or
 Matplotlib. The modules that own these settings import them from here under their own names
-(e.g. ``probes.sinks.DEFAULT_EPS``), so each value is written once.
+(e.g. ``probes.sinks.metric.DEFAULT_EPS``), so each value is written once.
 """
 
 # keys.py: a seed is an integer in [0, SEED_LIMIT) (one uint32 word of jax.random.key); every
@@ -10,7 +10,7 @@ Matplotlib. The modules that own these settings import them from here under thei
 SEED_LIMIT = 2**32
 SEED_RANGE = "[0, 2**32)"
 
-# probes/sinks.py: the sink metric (paper Sec. 6.2.1)
+# probes/sinks/metric.py: the sink metric (paper Sec. 6.2.1)
 SINK_EPS = 0.25  # the paper's threshold (Gu et al. use 0.3)
 SINK_LENGTHS = (32, 64, 128, 256, 512)  # "32 to 512"; the paper does not list them
 

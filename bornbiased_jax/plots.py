@@ -3,7 +3,7 @@
 :func:`figure` makes a ``matplotlib.figure.Figure`` directly: no backend is selected and no
 display is needed (saving a PNG renders with Agg), nothing is registered with pyplot, so a long
 process drawing many figures keeps none of them. The library draws every figure this way;
-``io.save_figure`` writes it.
+``files.save_figure`` writes it.
 """
 
 from __future__ import annotations

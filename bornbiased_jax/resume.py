@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bornbiased_jax import io
+from bornbiased_jax import files
 from bornbiased_jax.errors import UserError
 
 STATE = "state.json"
@@ -192,8 +192,8 @@ class ChunkStore:
             self.state["tree"] = spec
         elif self.state["tree"] != spec:
             raise ValueError(f"chunk outputs changed structure: {spec} vs {self.state['tree']}")
-        io.atomic_write(self.folder / self.name(index),
-                        lambda f: np.savez(f, **flat), mode="wb")
+        files.atomic_write(self.folder / self.name(index),
+                           lambda f: np.savez(f, **flat), mode="wb")
         name = self.name(index)
         if name not in self.state["done"]:
             self.state["done"].append(name)
@@ -202,7 +202,7 @@ class ChunkStore:
         self._write_state()
 
     def _write_state(self) -> None:
-        io.write_json(self.folder / STATE, self.state)
+        files.write_json(self.folder / STATE, self.state)
 
 
 def _lock(folder: Path):

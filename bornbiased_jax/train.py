@@ -55,7 +55,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm.auto import tqdm
 
-from bornbiased_jax import bbm, data, distributed, io, model, runs, sharding
+from bornbiased_jax import bigram_backcopy, data, distributed, files, model, runs, sharding
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys
@@ -368,7 +368,7 @@ class Run:
                  tokenizer_path: str | None = None, require_resume: bool = False,
                  memory_budget: int | None = None, seed_group: int | None = None):
         self.tc, self.out = tc, Path(out)
-        io.check_writable(self.out, folder=True, flag="--out")
+        files.check_writable(self.out, folder=True, flag="--out")
         self.mesh = training_mesh(len(tc.init_seeds))
         n_data = self.mesh.shape["data"]
         micro = tc.batch_size // tc.grad_accum
@@ -397,8 +397,8 @@ class Run:
         if self._fresh and distributed.is_writer():  # planned: now write
             self.out.mkdir(parents=True, exist_ok=True)
             if self._new_files is not None:  # a synthetic corpus has no tokenizer
-                io.write_text(runs.tokenizer_path(self.out), self._new_files.to_str())
-            io.write_json(runs.run_info_path(self.out), self.run_info)
+                files.write_text(runs.tokenizer_path(self.out), self._new_files.to_str())
+            files.write_json(runs.run_info_path(self.out), self.run_info)
         self.manager = ocp.CheckpointManager(self.ckpt_dir, options=ocp.CheckpointManagerOptions(
             max_to_keep=tc.keep_last, keep_period=tc.keep_every, create=True,
             enable_async_checkpointing=False, cleanup_tmp_directories=True))
@@ -415,7 +415,7 @@ class Run:
     # --- setup -------------------------------------------------------------------------------
     def _fresh_setup(self, corpus, tokenizer_path):
         self._fresh = True
-        if bbm.is_spec(corpus):
+        if bigram_backcopy.is_spec(corpus):
             if tokenizer_path is not None:
                 raise UserError("a Bigram-Backcopy corpus (bbm:PATH) has its own character "
                                 "vocabulary; drop --tokenizer")
@@ -451,16 +451,16 @@ class Run:
                                 doc_aligned=self.tc.doc_aligned)
 
     def _bbm_blocks(self, corpus):
-        """Blocks of a Bigram-Backcopy corpus (``bbm.make_blocks``): as many training
+        """Blocks of a Bigram-Backcopy corpus (``bigram_backcopy.make_blocks``): as many training
         sequences of T + 1 tokens as ``corpus_max_mb`` MiB holds at one token per byte."""
         tc = self.tc
-        spec = bbm.check_single(corpus)
+        spec = bigram_backcopy.check_single(corpus)
         if tc.bos or tc.doc_aligned:
             raise UserError(f"{spec}: Bigram-Backcopy sequences always begin with <s> and "
                             f"have no documents; drop --bos, --bos-token and --doc-aligned")
         n_train = max(1, int(tc.corpus_max_mb * 2**20) // (tc.seq_len + 1))
-        self.blocks, task = bbm.make_blocks(spec, tc.seq_len, n_train, tc.val_fraction,
-                                            tc.data_seed)
+        self.blocks, task = bigram_backcopy.make_blocks(spec, tc.seq_len, n_train,
+                                                        tc.val_fraction, tc.data_seed)
         _check_same_data(self.blocks)
         return task
 
@@ -472,7 +472,7 @@ class Run:
             raise UserError("the run in {} was made with different settings; resume with the "
                              "same ones or use a new --out. Differences (saved, now): {}"
                              .format(str(self.out), diff))
-        if bbm.is_spec(corpus):
+        if bigram_backcopy.is_spec(corpus):
             self._bbm_blocks(corpus)
         else:
             tok = data.load_tokenizer(runs.tokenizer_path(self.out))
@@ -585,7 +585,7 @@ class Run:
         start = int(self.state["step"])
         records = [r for r in runs.read_metrics(metrics_path) if r["step"] <= start]
         if writer:
-            io.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
+            files.write_text(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
         schedule = lr_schedule(tc)
         last = tc.last_step
         many = len(tc.init_seeds) > 1
@@ -626,8 +626,8 @@ class Run:
 
             seeds = (f"seed {tc.seed}" if not many else
                      f"seeds {tc.init_seeds[0]}..{tc.init_seeds[-1]}")
-            io.save_figure(loss_curve(records, title=f"{self.cfg.name}, {seeds}"),
-                           runs.loss_curve_path(self.out))
+            files.save_figure(loss_curve(records, title=f"{self.cfg.name}, {seeds}"),
+                              runs.loss_curve_path(self.out))
         return {"records": records, "final_step": int(self.state["step"])}
 
 

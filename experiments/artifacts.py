@@ -1,6 +1,6 @@
 """An experiment's artifacts: ``<name>.json``, ``<name>.md`` and ``<name>.png`` in its output
-folder, written by the one writer of every command (``io.write_artifacts``) with the one run
-description (``io.run_record``), and its record (the JSON's run description and records) under
+folder, written by the one writer of every command (``files.write_artifacts``) with the one run
+description (``files.run_record``), and its record (the JSON's run description and records) under
 the committed records (``render.save_record``)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from bornbiased_jax import io
+from bornbiased_jax import files
 from experiments.render import save_record
 
 
@@ -20,10 +20,10 @@ def write(name: str, settings: dict, records, table_md: str, fig, t0: float, *, 
     each atomically, and its record under ``records_root`` (when given); return the saved
     JSON. ``t0``: the experiment's start (time.time()); ``command``: the command line that
     made it (recorded)."""
-    run = io.run_record(command, time.time() - t0, experiment=name, scale=scale,
+    run = files.run_record(command, time.time() - t0, experiment=name, scale=scale,
                         settings=settings)
     saved = {"run": run, "records": plain(records)}
-    io.write_artifacts(out, {
+    files.write_artifacts(out, {
         f"{name}.json": saved,
         f"{name}.md": (f"# {name} ({scale} scale)\n\n{table_md}\nSettings: "
                        f"`{json.dumps(settings)}`; {run['wall_seconds']} s on "

@@ -15,7 +15,7 @@ from the seed-42 baseline show how large a difference training noise alone makes
 Measured on held-out text of the training corpus (the run's validation documents):
   * Figure 12: the sink rate Sink_eps (eps = 0.25, and Gu et al.'s 0.3) of each arm's final
     checkpoint at lengths 32 ... 256, 100 random windows per length; alpha^1 includes i = 1,
-    and the rate is taken per sequence, then averaged (probes/sinks.py);
+    and the rate is taken per sequence, then averaged (probes/sinks/metric.py);
   * emergence: the sink rate at T = 256 at every saved checkpoint (step 0 = initialisation);
   * convergence: held-out perplexity at every saved checkpoint, each arm paired with the
     baseline on the same windows (the companion paper's claim that head-wise RMSNorm

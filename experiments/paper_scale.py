@@ -159,9 +159,9 @@ def run_table4a(state: Path) -> dict:
     on the four unrelated pairs, for each init and input kind."""
     import numpy as np
 
+    from bornbiased_jax.fingerprint.algorithm1 import paper_test
     from bornbiased_jax.fingerprint.features import init_features
     from bornbiased_jax.fingerprint.official import official_test
-    from bornbiased_jax.fingerprint.paper import paper_test
     from bornbiased_jax.fingerprint.permutation import permutation_test
     from bornbiased_jax.probes.inputs import probe_inputs
     from experiments.seedprint.pools import nano_model
@@ -217,14 +217,14 @@ def save(records_root: Path, name: str, settings: dict, records, seconds: float,
     the compute seconds summed over every attempt; this attempt's wall time) and the records."""
     import json
 
-    from bornbiased_jax import io
+    from bornbiased_jax import files
     from experiments.artifacts import plain
 
-    run = io.run_record(command, time.time() - t0, experiment=name, scale="paper",
-                        settings=settings, compute_seconds=seconds)
+    run = files.run_record(command, time.time() - t0, experiment=name, scale="paper",
+                           settings=settings, compute_seconds=seconds)
     f = Path(records_root) / STUDY[name] / f"{name}.json"
-    io.write_text(f, json.dumps({"run": run, "records": plain(records)},
-                                separators=(",", ":")) + "\n")
+    files.write_text(f, json.dumps({"run": run, "records": plain(records)},
+                                   separators=(",", ":")) + "\n")
     return f
 
 

@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from bornbiased_jax import io
+from bornbiased_jax import files
 from experiments import EXPERIMENTS, STUDY_OF
 from experiments.campaign import gpu_window
 from experiments.initialisation import claims as initialisation
@@ -79,7 +79,7 @@ def save_record(root: Path, name: str, record: dict) -> Path:
 
     text = json.dumps({"run": record.get("run", {}), "records": strip(record["records"])},
                       separators=(",", ":"))
-    return io.write_text(record_path(root, name), text + "\n")
+    return files.write_text(record_path(root, name), text + "\n")
 
 
 def import_records(folder: Path, root: Path = RECORDS) -> list[str]:
@@ -352,7 +352,7 @@ def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS,
     docs = Path(results).parent / seedprint_docs.DOCS
     page = docs.read_text() if docs.exists() else None
     new_page = seedprint_docs.render(page, records) if page is not None else None
-    io.write_text(Path(results), text)
+    files.write_text(Path(results), text)
     if new_page is not None and new_page != page:
-        io.write_text(docs, new_page)
+        files.write_text(docs, new_page)
     return text

@@ -1,12 +1,13 @@
-"""The Bigram-Backcopy task (bornbiased_jax/bbm.py): the trigger rule, the bigram statistics, its
-seed streams, copy accuracy, bad input, and `bornbiased train --corpus bbm:PATH` end to end."""
+"""The Bigram-Backcopy task (bornbiased_jax/bigram_backcopy.py): the trigger rule, the bigram
+statistics, its seed streams, copy accuracy, bad input, and `bornbiased train --corpus bbm:PATH`
+end to end."""
 
 import json
 
 import numpy as np
 import pytest
 
-from bornbiased_jax import bbm, model
+from bornbiased_jax import bigram_backcopy, model
 from bornbiased_jax.cli import main
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.errors import UserError
@@ -23,7 +24,7 @@ HAND = {"m": {"i": 1}, "i": {"s": 2, "p": 1, " ": 1, "v": 1}, "s": {"s": 2, "i":
 
 @pytest.fixture(scope="module")
 def task():
-    return bbm.from_text(SOURCE, n_triggers=1)
+    return bigram_backcopy.from_text(SOURCE, n_triggers=1)
 
 
 def test_counts_and_triggers_of_a_hand_checked_source(task):
@@ -36,12 +37,12 @@ def test_counts_and_triggers_of_a_hand_checked_source(task):
     np.testing.assert_array_equal(task.bigram, want)
     assert task.unigram.tolist() == [1, 1, 5, 1, 2, 2, 4, 1]  # ' ' e i m p r s v
     # three triggers: i (5), s (4), then p and r (2 each): the lower code point, p
-    three = bbm.from_text(SOURCE, n_triggers=3)
+    three = bigram_backcopy.from_text(SOURCE, n_triggers=3)
     assert sorted(three.alphabet[i] for i in three.triggers) == ["i", "p", "s"]
 
 
 def test_every_token_after_a_trigger_copies_the_token_before_it(task):
-    seqs = task.generate(500, 64, bbm.rng(0, "train"))
+    seqs = task.generate(500, 64, bigram_backcopy.rng(0, "train"))
     assert seqs.shape == (500, 64) and seqs.dtype == np.int32
     assert (seqs[:, 0] == task.bos_id).all() and (seqs[:, 1:] != task.bos_id).all()
     prev, cur, nxt = seqs[:, :-2], seqs[:, 1:-1], seqs[:, 2:]  # column j: t = j + 1
@@ -60,7 +61,7 @@ def test_bigram_frequencies_match_the_source_within_binomial_error(task):
     successors the source never shows do not occur. The first character after <s> follows the
     unigram frequencies, within the same bound."""
     S, L = 4000, 64
-    seqs = task.generate(S, L, bbm.rng(1, "train"))
+    seqs = task.generate(S, L, bigram_backcopy.rng(1, "train"))
     prev, nxt = seqs[:, 1:-1], seqs[:, 2:]
     t = np.arange(1, L - 1)
     drawn = ~(task.is_trigger()[prev] & (t >= 2))
@@ -79,34 +80,35 @@ def test_bigram_frequencies_match_the_source_within_binomial_error(task):
 
 
 def test_seed_streams_are_reproducible_and_split_apart(task):
-    a = task.generate(8, 32, bbm.rng(3, "train"))
-    np.testing.assert_array_equal(a, task.generate(8, 32, bbm.rng(3, "train")))
-    assert not np.array_equal(a, task.generate(8, 32, bbm.rng(3, "val")))
-    assert not np.array_equal(a, task.generate(8, 32, bbm.rng(4, "train")))
-    assert not np.array_equal(a, bbm.eval_windows(task, 32, 8, 3))
-    np.testing.assert_array_equal(bbm.eval_windows(task, 32, 8, 3),
-                                  task.generate(8, 32, bbm.rng(3, "eval/T=32")))
+    a = task.generate(8, 32, bigram_backcopy.rng(3, "train"))
+    np.testing.assert_array_equal(a, task.generate(8, 32, bigram_backcopy.rng(3, "train")))
+    assert not np.array_equal(a, task.generate(8, 32, bigram_backcopy.rng(3, "val")))
+    assert not np.array_equal(a, task.generate(8, 32, bigram_backcopy.rng(4, "train")))
+    assert not np.array_equal(a, bigram_backcopy.eval_windows(task, 32, 8, 3))
+    np.testing.assert_array_equal(bigram_backcopy.eval_windows(task, 32, 8, 3),
+                                  task.generate(8, 32, bigram_backcopy.rng(3, "eval/T=32")))
 
 
 def test_copy_accuracy_scores_the_rule(task):
-    seqs = task.generate(50, 40, bbm.rng(5, "val"))
+    seqs = task.generate(50, 40, bigram_backcopy.rng(5, "val"))
     perfect = np.zeros_like(seqs)
     perfect[:, 1:] = seqs[:, :-1]  # at every position, the token before
-    out = bbm.score_predictions(perfect, seqs, task)
+    out = bigram_backcopy.score_predictions(perfect, seqs, task)
     t = np.arange(40)
     want_n = int((task.is_trigger()[seqs] & (t >= 2) & (t < 39)).sum())
     assert out["copy_accuracy"] == 1.0 and out["copy_positions"] == want_n > 0
-    assert bbm.score_predictions(seqs, seqs, task)["copy_accuracy"] < 0.5  # "repeat" is wrong
+    # "repeat" is wrong
+    assert bigram_backcopy.score_predictions(seqs, seqs, task)["copy_accuracy"] < 0.5
     # the bigram part: the most frequent successor of each character (e.g. 'v' -> 'e')
     best = np.argmax(task.bigram, 1)
     guess = np.where(seqs < 8, best[np.minimum(seqs, 7)], 0)
-    assert bbm.score_predictions(guess, seqs, task)["bigram_accuracy"] == 1.0
+    assert bigram_backcopy.score_predictions(guess, seqs, task)["bigram_accuracy"] == 1.0
     # a model: copy_accuracy is score_predictions of its argmax next-token predictions
     cfg = get_preset("llama2-tiny")
     params = model.init(cfg, seed_key(0))
     pred = np.stack([np.asarray(model.forward(params, cfg, s).logits.argmax(-1)) for s in seqs])
-    assert bbm.copy_accuracy(params, cfg, task, seqs, batch=16) == \
-        bbm.score_predictions(pred, seqs, task)
+    assert bigram_backcopy.copy_accuracy(params, cfg, task, seqs, batch=16) == \
+        bigram_backcopy.score_predictions(pred, seqs, task)
 
 
 @pytest.mark.parametrize("text, k, match", [
@@ -117,15 +119,15 @@ def test_copy_accuracy_scores_the_rule(task):
 ])
 def test_bad_source_or_trigger_count(text, k, match):
     with pytest.raises(UserError, match=match):
-        bbm.from_text(text, k)
+        bigram_backcopy.from_text(text, k)
 
 
 def test_bad_specs(tmp_path):
     with pytest.raises(UserError, match=r"bbm:PATH\[:triggers=K\]"):
-        bbm.parse_spec("bbm:x.txt:triggers=two")
-    assert bbm.parse_spec("bbm:a/b.txt") == (tmp_path.__class__("a/b.txt"), 3)
+        bigram_backcopy.parse_spec("bbm:x.txt:triggers=two")
+    assert bigram_backcopy.parse_spec("bbm:a/b.txt") == (tmp_path.__class__("a/b.txt"), 3)
     with pytest.raises(UserError, match="cannot read the source text"):
-        bbm.load(f"bbm:{tmp_path / 'missing.txt'}")
+        bigram_backcopy.load(f"bbm:{tmp_path / 'missing.txt'}")
 
 
 def _train(src, out, *extra):
@@ -141,7 +143,7 @@ def test_train_on_bigram_backcopy_end_to_end(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(_train(src, out, "--schedule", "constant")) == 0
     info = json.loads((out / "run.json").read_text())
-    task = bbm.load(f"bbm:{src}:triggers=2")
+    task = bigram_backcopy.load(f"bbm:{src}:triggers=2")
     assert info["corpus"] == [f"bbm:{src}:triggers=2"]
     assert info["data"]["bbm"]["alphabet"] == task.alphabet
     assert info["data"]["bbm"]["triggers"] == [" ", "o"]
@@ -178,7 +180,7 @@ def test_train_bigram_backcopy_bad_input(tmp_path, capsys):
 
 
 def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_path):
-    """The study's evaluation (studies/sinks_measure.windows_of): a family whose base corpus
+    """The study's evaluation (experiments/sinks/measure.windows_of): a family whose base corpus
     is bbm: is measured on generated sequences with <s> first (never training draws); a text
     family's windows carry the BOS token when the baseline run was trained with --bos."""
     from bornbiased_jax import data
@@ -194,7 +196,8 @@ def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_pat
     w = windows_of(s, tc, [f"bbm:{src}:triggers=1"], tmp_path / "none", None)
     win = w["make"](16)
     assert w["bos"] and win.shape == (5, 16) and (win[:, 0] == 8).all()
-    np.testing.assert_array_equal(win, bbm.eval_windows(bbm.from_text(SOURCE, 1), 16, 5, 7))
+    task = bigram_backcopy.from_text(SOURCE, 1)
+    np.testing.assert_array_equal(win, bigram_backcopy.eval_windows(task, 16, 5, 7))
     kw = w["ppl"](w["held"], 1)
     assert kw["windows"].shape == (4, 17) and (kw["windows"][:, 0] == 8).all()
     cfg = get_preset("llama2-tiny")

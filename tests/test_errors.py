@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bornbiased_jax import cli, io
+from bornbiased_jax import cli, files
 from bornbiased_jax.commands import sweep
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_list
@@ -18,14 +18,14 @@ def test_check_writable(tmp_path):
     a_file = tmp_path / "f.txt"
     a_file.write_text("x")
     with pytest.raises(UserError, match="is a file, not a folder"):
-        io.check_writable(a_file / "out.json")
+        files.check_writable(a_file / "out.json")
     with pytest.raises(UserError, match="is a file; give a folder"):
-        io.check_writable(a_file, folder=True, flag="--out")
+        files.check_writable(a_file, folder=True, flag="--out")
     with pytest.raises(UserError, match="is a folder; give a file"):
-        io.check_writable(tmp_path, flag="--json")
+        files.check_writable(tmp_path, flag="--json")
     # New nested paths under a writable folder are fine, and the check leaves nothing behind.
-    assert io.check_writable(tmp_path / "a/b/c.json") == tmp_path / "a/b/c.json"
-    io.check_writable(tmp_path / "new/dir", folder=True)
+    assert files.check_writable(tmp_path / "a/b/c.json") == tmp_path / "a/b/c.json"
+    files.check_writable(tmp_path / "new/dir", folder=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
 
 
@@ -37,11 +37,11 @@ def test_save_figure_writes_a_png_and_closes_the_figure(tmp_path):
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
-    path = io.save_figure(fig, tmp_path / "sub/f.png")
+    path = files.save_figure(fig, tmp_path / "sub/f.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not plt.fignum_exists(fig.number)  # closed: many figures in one process do not pile up
     kept, _ = plt.subplots()
-    io.save_figure(kept, tmp_path / "g.png", close=False)
+    files.save_figure(kept, tmp_path / "g.png", close=False)
     assert plt.fignum_exists(kept.number)
     plt.close(kept)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.png", "sub"]  # no temporary left
@@ -50,10 +50,10 @@ def test_save_figure_writes_a_png_and_closes_the_figure(tmp_path):
 def test_write_artifacts_by_suffix_and_figures_without_pyplot(tmp_path):
     """JSON, markdown and a figure drawn outside pyplot (plots.figure) are written atomically
     by their suffix; no pyplot (and so no GUI backend) is imported to draw or save it."""
-    code = ("import json, sys; from pathlib import Path; from bornbiased_jax import io, plots\n"
+    code = ("import json, sys; from pathlib import Path; from bornbiased_jax import files, plots\n"
             "fig, ax = plots.figure(1, 2, figsize=(4, 2)); ax[1].plot([0, 1], [1, 0])\n"
             "out = Path(sys.argv[1])\n"
-            "paths = io.write_artifacts(out, {'r.json': {'a': [1]}, 'r.md': '# r\\n', "
+            "paths = files.write_artifacts(out, {'r.json': {'a': [1]}, 'r.md': '# r\\n', "
             "'r.png': fig})\n"
             "print([p.name for p in paths], 'matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "o")], capture_output=True,
@@ -66,7 +66,7 @@ def test_write_artifacts_by_suffix_and_figures_without_pyplot(tmp_path):
     assert (o / "r.md").read_text() == "# r\n"
     assert (o / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="no writer"):
-        io.write_artifacts(tmp_path, {"r.txt": "x"})
+        files.write_artifacts(tmp_path, {"r.txt": "x"})
     assert not (tmp_path / "r.txt").exists()
 
 

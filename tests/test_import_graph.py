@@ -172,3 +172,15 @@ def test_package_docstring_names_every_module():
         p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
     assert named == present, (sorted(present - named), sorted(named - present))
 
+
+
+def test_no_module_is_named_like_the_standard_library():
+    """No module or subpackage, at any depth, takes a standard-library module's name (as
+    ``io.py`` once did: a script run from inside the package would import it instead of the
+    standard library's, and a reader cannot tell the two apart in an import line)."""
+    import sys
+
+    names = {p.stem for p in PACKAGE.rglob("*.py")} | {
+        p.name for p in PACKAGE.rglob("*") if (p / "__init__.py").is_file()}
+    assert "io" in sys.stdlib_module_names  # what the check would have caught
+    assert sorted(names & sys.stdlib_module_names) == []

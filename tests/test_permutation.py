@@ -199,7 +199,7 @@ def test_refused_before_loading_when_the_models_do_not_fit(hf_folders, tmp_path,
                                                            monkeypatch):
     from bornbiased_jax import sources
     from bornbiased_jax.cli import main
-    from bornbiased_jax.fingerprint.plan import param_count
+    from bornbiased_jax.fingerprint.memory_plan import param_count
 
     def no_load(*a, **k):
         raise AssertionError("loaded a model although the plan refused the run")

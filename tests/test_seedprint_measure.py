@@ -52,7 +52,7 @@ def test_four_tests_on_a_planted_pair_and_an_unrelated_one():
 
 
 def test_pool_statistics_on_a_planted_pair():
-    """studies/seedprint_pools.py on a synthetic pool of 12 'models' (n = 200 inputs, d = 16):
+    """experiments/seedprint/pools.py on a synthetic pool of 12 'models' (n = 200 inputs, d = 16):
     the spearman_all matrix is the mean per-dimension Spearman rho, the leave-two-out exact p
     of the one related pair is the smallest attainable, and the disjoint null does not force a
     rejection count."""

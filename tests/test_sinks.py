@@ -19,8 +19,9 @@ from bornbiased_jax.cli import main
 from bornbiased_jax.config import apply_overrides, get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
-from bornbiased_jax.probes.sinks import (check_eps, measure_sinks, sink_rates_over_lengths,
-                                         sink_result, text_windows)
+from bornbiased_jax.probes.sinks.metric import (check_eps, measure_sinks,
+                                                sink_rates_over_lengths, sink_result,
+                                                text_windows)
 
 TINY = get_preset("llama2-tiny")
 VARIANTS = {
@@ -470,14 +471,14 @@ def test_weight_decay_spares_the_head_norm_scale():
 
 
 def test_sink_windows_sources_and_their_errors(tmp_path):
-    """probes/sink_windows.py: generated Bigram-Backcopy windows (<s> first, the task's
+    """probes/sinks/windows.py: generated Bigram-Backcopy windows (<s> first, the task's
     vocabulary checked against the model's), text windows with or without a BOS token, the
     run's own BOS setting by default, and the refused combinations."""
     from bornbiased_jax import data
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.errors import UserError
-    from bornbiased_jax.probes import sink_windows as W
-    from bornbiased_jax.probes.sinks import bos_windows
+    from bornbiased_jax.probes.sinks import windows as W
+    from bornbiased_jax.probes.sinks.metric import bos_windows
 
     src = tmp_path / "src.txt"
     src.write_text("the quick brown fox jumps over the lazy dog. " * 40)

@@ -260,7 +260,7 @@ def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeyp
     """``--arms X`` trains and measures X only; the record still holds every other arm
     measured before with the same settings (never retrained); a saved record made with other
     settings, or none, leaves that cell under not_measured."""
-    from bornbiased_jax import io
+    from bornbiased_jax import files
     from experiments.sinks import arms_measure as M
 
     def record(cell, rate, settings=None):
@@ -269,7 +269,7 @@ def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeyp
                     settings=settings or json.loads(json.dumps(dataclasses.asdict(cell))))
 
     def saved(cell, arm, settings=None):
-        io.write_json(tmp_path / cell.name / "arms.json", record(cell, 0.4, settings))
+        files.write_json(tmp_path / cell.name / "arms.json", record(cell, 0.4, settings))
 
     by_name = {c.name: c for c in A.CPU}
     saved(by_name["baseline"], "baseline")
@@ -288,7 +288,7 @@ def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeyp
     from experiments.sinks import regime_measure as RM
 
     cell = sr.CPU[0]
-    io.write_json(tmp_path / "regime" / cell.name / "regime.json", {
+    files.write_json(tmp_path / "regime" / cell.name / "regime.json", {
         "name": cell.name, "settings": json.loads(json.dumps(dataclasses.asdict(cell))),
         "checkpoints": [_ck(0, 0.0, 3.0), _ck(100, 0.3, 1.0)]})
     monkeypatch.setattr(RM, "run_cell", lambda c, root, log: asked.append(c.name) or {

@@ -230,8 +230,8 @@ def test_theory_rows_from_the_saved_record():
 
 
 def test_experiment_artifacts_and_their_run_description(tmp_path):
-    """studies/artifacts.write: the JSON, markdown and PNG of an experiment, and its compact
-    record, carry the one run description (io.run_record) every command writes."""
+    """experiments/artifacts.write: the JSON, markdown and PNG of an experiment, and its compact
+    record, carry the one run description (files.run_record) every command writes."""
     import re
     import time
 

@@ -121,13 +121,13 @@ def _pair_folder(k: int, label: str) -> str:
 
 
 def run(args) -> int:
-    from bornbiased_jax import distributed, io
+    from bornbiased_jax import distributed, files
     from bornbiased_jax.fingerprint import tables
     from bornbiased_jax.fingerprint.compare import (RECOMMENDED, TESTS, Settings, check_pair,
                                                     compare_many)
     from bornbiased_jax.sources import load_source
 
-    io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    files.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = PAPER if args.scale == "paper" else CPU
     n = args.n if args.n is not None else scale["n"]
     if n < 3:
@@ -142,7 +142,7 @@ def run(args) -> int:
         permutation_statistic=args.permutation_statistic)
     import jax.numpy as jnp
 
-    from bornbiased_jax.fingerprint import plan as planning
+    from bornbiased_jax.fingerprint import memory_plan
     from bornbiased_jax.sources import check_source
 
     t0 = time.time()
@@ -162,10 +162,10 @@ def run(args) -> int:
             raise UserError(f"suspect {spec!r}: {e}") from None
         check_pair(base_cfg, cfg, settings, f"suspect {spec!r}")
         configs.append(cfg)
-    plan = planning.make_plan(base_cfg, max(configs, key=planning.param_count), settings.n,
-                              settings.seq_len, args.dtype, device)
+    plan = memory_plan.make_plan(base_cfg, max(configs, key=memory_plan.param_count),
+                                 settings.n, settings.seq_len, args.dtype, device)
     print(plan.describe(), flush=True)
-    planning.check(plan)  # before anything is loaded
+    memory_plan.check(plan)  # before anything is loaded
     dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
     base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)
     loaders = [lambda spec=spec: load_source(spec, shared_embedding=args.shared_embedding,
@@ -178,19 +178,19 @@ def run(args) -> int:
         if not distributed.is_writer():  # every process computed; process 0 writes
             continue
         wall = time.time() - t0
-        run_info = io.run_record(args.command_line, wall, base=base.label, suspect=label,
-                                 settings=dataclasses.asdict(settings), d_out=out["d_out"],
-                                 dtype=args.dtype, plan=dataclasses.asdict(plan))
+        run_info = files.run_record(args.command_line, wall, base=base.label, suspect=label,
+                                    settings=dataclasses.asdict(settings), d_out=out["d_out"],
+                                    dtype=args.dtype, plan=dataclasses.asdict(plan))
         title = (f"{label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
                  f"{settings.input} inputs, {settings.output} outputs")
         verdict = tables.verdict_line(results, RECOMMENDED, base.label, label)
         folder = args.out / "pairs" / _pair_folder(k, label) if several else args.out
-        files = {"fingerprint.json": {"run": run_info, "verdict": verdict,
-                                      "results": {t: r.to_json() for t, r in results.items()}},
-                 "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
-                                   f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
-                 "fingerprint.png": tables.figure(results, title)}
-        io.write_artifacts(folder, files)
+        outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict,
+                                        "results": {t: r.to_json() for t, r in results.items()}},
+                   "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
+                                     f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
+                   "fingerprint.png": tables.figure(results, title)}
+        files.write_artifacts(folder, outputs)
         print(title)
         print(tables.table_text(results))
         for name, r in results.items():
@@ -205,7 +205,7 @@ def run(args) -> int:
     if not distributed.is_writer():
         return 0
     if several:
-        io.write_artifacts(args.out, {
+        files.write_artifacts(args.out, {
             "summary.json": {"base": base.label, "settings": dataclasses.asdict(settings),
                              "recommended": RECOMMENDED, "wall_seconds": round(wall, 1),
                              "suspects": summary},

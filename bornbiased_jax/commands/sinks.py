@@ -74,17 +74,17 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bornbiased_jax import io, model
+    from bornbiased_jax import files, model
     from bornbiased_jax.config import apply_overrides
-    from bornbiased_jax.probes import sink_windows, sinks, sinks_tables
+    from bornbiased_jax.probes.sinks import metric, tables, windows
     from bornbiased_jax.sources import init_params, load_source
 
-    io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    files.check_writable(args.out, folder=True, flag="--out")  # before any work
     eps0, lengths0, n0 = SINK_SETTINGS[args.setting]
     eps_arg = eps0 if args.eps is None else args.eps
     lengths = sorted(set(args.lengths or lengths0))
     num_seqs = args.num_seqs or n0
-    eps = sinks.check_eps(eps_arg)
+    eps = metric.check_eps(eps_arg)
     loaded = load_source(args.model)
     cfg, params = loaded.cfg, loaded.params
     if args.model_set:
@@ -98,33 +98,33 @@ def run(args) -> int:
     if too_long:
         raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "
                         f"of {cfg.name}; choose lengths up to {cfg.max_seq_len}")
-    windows = sink_windows.for_model(
+    inputs = windows.for_model(
         cfg, loaded.folder, num_seqs=num_seqs, seed=args.data_seed, corpus=args.corpus,
         bos=args.bos, bos_token=args.bos_token, tokenizer=args.tokenizer,
         bpe_vocab=args.bpe_vocab, corpus_max_mb=args.corpus_max_mb)
-    print(f"{loaded.label} ({cfg.name}); {windows.note}")
+    print(f"{loaded.label} ({cfg.name}); {inputs.note}")
     t0 = time.time()
-    results = sinks.sink_rates_over_lengths(params, cfg, windows.ids, lengths, num_seqs,
-                                            eps, seed=args.data_seed, on_result=_print_length,
-                                            bos=windows.bos_id, windows=windows.make,
-                                            all_keys=args.all_keys)
+    results = metric.sink_rates_over_lengths(params, cfg, inputs.ids, lengths, num_seqs,
+                                             eps, seed=args.data_seed, on_result=_print_length,
+                                             bos=inputs.bos_id, windows=inputs.make,
+                                             all_keys=args.all_keys)
     wall = time.time() - t0
-    table = sinks_tables.sinks_markdown(results, loaded.label)
-    run_info = io.run_record(args.command_line, wall, model=args.model,
-                             model_set=list(args.model_set), config=dataclasses.asdict(cfg),
-                             tokenizer=windows.tokenizer, corpus=windows.corpus,
-                             bos_prepended=windows.bos, bos_id=windows.bos_id,
-                             setting=args.setting, all_keys=bool(args.all_keys),
-                             data_seed=args.data_seed, **windows.extra)
-    files = {"sinks.json": {"run": run_info, "results": [r.to_json() for r in results]},
-             "sinks.md": f"# Attention sinks\n\n{table}\nSetting: {args.setting} (eps {eps}). "
-                         f"Windows: {windows.note}. Run: `{args.command_line}`, "
-                         f"{wall:.0f} s.\n",
-             "sinks_rate_vs_length.png": sinks_tables.rate_vs_length(results, loaded.label),
-             "sinks_heatmaps.png": sinks_tables.alpha_heatmaps(results, loaded.label)}
-    io.write_artifacts(args.out, files)
+    table = tables.sinks_markdown(results, loaded.label)
+    run_info = files.run_record(args.command_line, wall, model=args.model,
+                                model_set=list(args.model_set), config=dataclasses.asdict(cfg),
+                                tokenizer=inputs.tokenizer, corpus=inputs.corpus,
+                                bos_prepended=inputs.bos, bos_id=inputs.bos_id,
+                                setting=args.setting, all_keys=bool(args.all_keys),
+                                data_seed=args.data_seed, **inputs.extra)
+    outputs = {"sinks.json": {"run": run_info, "results": [r.to_json() for r in results]},
+               "sinks.md": f"# Attention sinks\n\n{table}\nSetting: {args.setting} (eps {eps}). "
+                           f"Windows: {inputs.note}. Run: `{args.command_line}`, "
+                           f"{wall:.0f} s.\n",
+               "sinks_rate_vs_length.png": tables.rate_vs_length(results, loaded.label),
+               "sinks_heatmaps.png": tables.alpha_heatmaps(results, loaded.label)}
+    files.write_artifacts(args.out, outputs)
     print(table)
-    print(f"wrote {args.out}/{', '.join(files)}")
+    print(f"wrote {args.out}/{', '.join(outputs)}")
     return 0
 
 

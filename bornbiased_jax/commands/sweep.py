@@ -64,7 +64,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bornbiased_jax import distributed, io
+    from bornbiased_jax import distributed, files
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.probes import token_preference_tables as tables
     from bornbiased_jax.probes.token_preference import (token_preference,
@@ -77,7 +77,7 @@ def run(args) -> int:
     seq_lens = args.seq_len or defaults["seq_lens"]
     num_seqs = args.num_seqs or defaults["num_seqs"]
     configs = [get_preset(name) for name in presets]  # validates names first
-    io.check_writable(args.out, folder=True, flag="--out")  # before any work
+    files.check_writable(args.out, folder=True, flag="--out")  # before any work
     models = [load_source(spec) for spec in args.model or []]  # every source loads first
     named = [(cfg, f"preset {cfg.name}") for cfg in configs] + [(m.cfg, m.label) for m in models]
     for cfg, what in named:
@@ -102,15 +102,15 @@ def run(args) -> int:
     if not distributed.is_writer():  # every process computed; process 0 writes
         return 0
     table = tables.table1_markdown(records)
-    run_info = io.run_record(args.command_line, wall, scale=args.scale, configs=[
+    run_info = files.run_record(args.command_line, wall, scale=args.scale, configs=[
         dataclasses.asdict(c) for c in configs + [m.cfg for m in models]])
-    files = {"token_preference.json": {"run": run_info,
-                                       "records": [r.to_json() for r in records]},
-             "token_preference.md": f"# Token preference at initialisation\n\n{table}\n"
-                                    f"Run: `{args.command_line}` on {run_info['devices'][0]}, "
-                                    f"{wall:.0f} s.\n",
-             "figure1a.png": tables.figure1a(records)}
-    io.write_artifacts(args.out, files)
+    outputs = {"token_preference.json": {"run": run_info,
+                                         "records": [r.to_json() for r in records]},
+               "token_preference.md": f"# Token preference at initialisation\n\n{table}\n"
+                                      f"Run: `{args.command_line}` on {run_info['devices'][0]}, "
+                                      f"{wall:.0f} s.\n",
+               "figure1a.png": tables.figure1a(records)}
+    files.write_artifacts(args.out, outputs)
     print(table)
-    print(f"wrote {args.out}/{', '.join(files)} ({wall:.0f} s)")
+    print(f"wrote {args.out}/{', '.join(outputs)} ({wall:.0f} s)")
     return 0

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
                         "the characters of the text file PATH, <s> first, after each of the K "
                         "most frequent characters (default 3) a copy of the character before "
                         "it; a character vocabulary, no BPE; --corpus-max-mb MiB of training "
-                        "sequences at one token per byte; see bornbiased_jax/bbm.py)")
+                        "sequences at one token per byte; see bornbiased_jax/bigram_backcopy.py)")
     p.add_argument("--tokenizer", help="a tokenizer.json to use instead of training a BPE")
     p.add_argument("--out", type=Path, required=True, help="run folder (resumed if it has one)")
     p.add_argument("--resume", action="store_true", help="fail unless --out holds a checkpoint")

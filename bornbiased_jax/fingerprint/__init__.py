@@ -1,20 +1,31 @@
 """SeedPrint: lineage fingerprinting from the birth bias (paper Sec. 5-6.1, Algorithm 1).
 
-Three tests of H0 "the suspect does not descend from the base's initialisation", all on feature
-matrices F (n inputs x d_out outputs) of the two models on the same random inputs:
+Tests of H0 "the suspect does not descend from the base's initialisation", all on feature
+matrices F (n inputs x d_out outputs) of the two models on the same random inputs, one module
+each:
 
-  ``paper_test``      Algorithm 1 as written: top-m identity dimensions, Kendall tau, a null of
-                      two Gaussian matrices, one-sided t and Mann-Whitney U tests;
-  ``official_test``   the authors' released code: bottom-k dimensions, softmax / 10, analytic z;
-  ``calibrated_test`` a null made of K fresh initialisations of the base's architecture
-                      (exact under H0 when the base is an initialisation; approximate for
-                      Gaussian inputs, logits outputs and a tied head with per-seed
-                      embeddings, see ``calibrated``).
+  ``algorithm1``    ``paper_test``, Algorithm 1 as written: top-m identity dimensions, Kendall
+                    tau, a null of two Gaussian matrices, one-sided t and Mann-Whitney U tests;
+  ``official``      ``official_test``, the authors' released code: bottom-k dimensions,
+                    softmax / 10, analytic z;
+  ``calibrated``    ``calibrated_test``, a null made of K fresh initialisations of the base's
+                    architecture (exact under H0 when the base is an initialisation;
+                    approximate for Gaussian inputs, logits outputs and a tied head with
+                    per-seed embeddings);
+  ``permutation``   the residual-basis permutation test, exact for any pair of models (beyond
+                    the paper).
+
+``identity_dims`` holds what they share: the top-m / bottom-k dimensions, the identity
+dimensions S, per-dimension Kendall and Spearman correlations. ``result`` is a test's outcome
+(``LineageResult``), ``tables`` its tables and figure.
 
 ``baselines`` holds the four fingerprints the paper compares with (App. B.3.2): Intrinsic,
 REEF, PCS and ICS, each a similarity with the 0.8 threshold.
 
-``features`` computes F for fresh initialisations (the sweep engine) and for loaded models.
+``features`` computes F for fresh initialisations (the sweep engine) and for loaded models;
+``compare`` runs the chosen tests on two model sources (``bornbiased fingerprint``), after
+``memory_plan`` has checked, from the configs alone, that both models fit on the device and
+estimated the work.
 
 ``edits`` and ``obfuscation`` are what a lineage test must see through: the edits a downstream
 user or a thief applies (LoRA merges, int8/int4 weight quantization, magnitude and 2:4 pruning,
@@ -23,10 +34,10 @@ averages and task arithmetic of fine-tunes) and function-preserving re-parametri
 rescaling).
 """
 
+from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.baselines import BaselineResult
 from bornbiased_jax.fingerprint.calibrated import calibrated_test, exchangeable_p
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
 
 __all__ = ["ALPHA", "BaselineResult", "LineageResult", "calibrated_test", "exchangeable_p",

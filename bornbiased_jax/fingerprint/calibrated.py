@@ -56,7 +56,7 @@ from scipy import stats
 from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 
 
@@ -133,7 +133,7 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
         ``dims.RankedFeatures``, prepared once for many pairs), or
       null_stats: their statistics s(A_k, B), already computed.
       statistic_name: one of ``STATISTICS``.
-      m: top-m size for the statistics on S (default ``dims.default_size(d_out)``).
+      m: top-m size for the statistics on S (default ``identity_dims.default_size(d_out)``).
     Returns:
       p-values 'exact' (primary) and 'gaussian_tail'.
     """

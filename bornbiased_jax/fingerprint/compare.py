@@ -12,11 +12,11 @@ import numpy as np
 from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS, SEED_LIMIT
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint import permutation as P
+from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import paper_test
 from bornbiased_jax.fingerprint.result import ALPHA, check_alpha
 from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
@@ -34,7 +34,7 @@ NULL_SEED_START = 1_000_000
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """What a comparison runs. ``m``/``k`` default to ``dims.default_size(d_out)``.
+    """What a comparison runs. ``m``/``k`` default to ``identity_dims.default_size(d_out)``.
 
     The defaults run the recommended test (the permutation test, on token inputs); Algorithm 1
     as written uses ``input="gaussian"``."""

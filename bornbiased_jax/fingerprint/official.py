@@ -23,7 +23,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 from bornbiased_jax.stats import kendall_null_sd
 

@@ -57,7 +57,7 @@ from bornbiased_jax.defaults import PERMUTATION_DRAWS as DEFAULT_PERMUTATIONS
 from bornbiased_jax.defaults import PERMUTATION_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import PERMUTATION_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 
 RESIDUAL_OUTPUTS = ("normed", "prenorm")

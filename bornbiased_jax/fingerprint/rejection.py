@@ -28,10 +28,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint import permutation as P
+from bornbiased_jax.fingerprint.algorithm1 import TRIALS, null_taus, paper_test
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import TRIALS, null_taus, paper_test
 from bornbiased_jax.stats import clopper_pearson
 
 TESTS = ("paper", "official", "calibrated", "permutation")

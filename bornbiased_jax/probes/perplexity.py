@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax.probes import sinks
+from bornbiased_jax.probes.sinks import metric as sinks_metric
 from bornbiased_jax.stats import mean_se
 from bornbiased_jax.train import loss_fn
 
@@ -27,7 +27,7 @@ def perplexity(params, cfg, ids: np.ndarray | None, n: int, T: int, seed: int,
     """exp(mean NLL) over ``n`` random windows of T + 1 tokens of ``ids`` (with ``bos``: BOS +
     T text tokens, as a ``train --bos`` run's blocks), or over ``windows`` (n, T + 1) when
     given, and the SE of log-ppl."""
-    win = (sinks.bos_windows(ids, T + 1, n, seed=seed, bos=bos) if windows is None
+    win = (sinks_metric.bos_windows(ids, T + 1, n, seed=seed, bos=bos) if windows is None
            else np.asarray(windows))
     nll = np.concatenate([np.asarray(_window_nll(params, cfg, jnp.asarray(win[i:i + 16])))
                           for i in range(0, n, 16)]).astype(np.float64)

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from bornbiased_jax import io, precision
+from bornbiased_jax import files, precision
 from bornbiased_jax.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -251,7 +251,7 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
     for entry in stopped:  # a driver stopped while the piece ran
         entry["state"] = entry["attempts"][-1]["state"] = "interrupted"
     if stopped:
-        io.write_json(root / LEDGER, ledger)
+        files.write_json(root / LEDGER, ledger)
     device = device or device_name()
     attempts = []
     for piece in plan:
@@ -286,7 +286,7 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
         entry = ledger.setdefault(piece.name, {"attempts": []})
         entry["state"] = "running"
         entry["attempts"].append(attempt)
-        io.write_json(root / LEDGER, ledger)
+        files.write_json(root / LEDGER, ledger)
         t0 = time.monotonic()
         with open(out / "log.txt", "a" if piece.resumable else "w") as f:
             rc = _run_group(argv, f, {**os.environ, **env}, limit)
@@ -295,7 +295,7 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
         attempt.update(state=result, exit_status=rc, wall_s=round(time.monotonic() - t0, 1))
         entry["state"] = result
         attempts.append(attempt)
-        io.write_json(root / LEDGER, ledger)
+        files.write_json(root / LEDGER, ledger)
         log(f"{piece.name}: {result} in {attempt['wall_s']} s")
     return attempts
 

@@ -30,11 +30,11 @@ from bornbiased_jax import data, plots, runs
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import baselines as B
 from bornbiased_jax.fingerprint import calibrated as C
+from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.io import progress
+from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source

@@ -30,7 +30,7 @@ import json
 import shlex
 from pathlib import Path
 
-from bornbiased_jax import io, runs, train
+from bornbiased_jax import files, runs, train
 from bornbiased_jax.runs import TrainConfig
 from experiments.lineage import family
 
@@ -113,5 +113,5 @@ def write_record(folder: Path, path: Path = RECORD, continued: list[Path] = ()) 
         old = json.loads(Path(path).read_text())
         if "continued" in old:
             record["continued"] = old["continued"]
-    io.write_json(path, record)
+    files.write_json(path, record)
     return record

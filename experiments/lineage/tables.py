@@ -22,9 +22,9 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax import plots
-from bornbiased_jax.fingerprint import dims as D
-from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.io import progress
+from bornbiased_jax.fingerprint import identity_dims as D
+from bornbiased_jax.fingerprint.algorithm1 import paper_test
+from bornbiased_jax.files import progress
 from bornbiased_jax.stats import kendall_null_sd
 from experiments import artifacts
 from experiments.lineage import family

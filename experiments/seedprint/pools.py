@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import io
+from bornbiased_jax import files
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
+from bornbiased_jax.fingerprint.algorithm1 import null_taus, paper_test
 from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import null_taus, paper_test
-from bornbiased_jax.io import progress
+from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
 from bornbiased_jax.fingerprint.rejection import all_pairs
@@ -63,7 +63,7 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
     xs = probe_inputs(kind, cfg, n, T, probe_seed)
     F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25, progress=False)])
     if f is not None:
-        io.atomic_write(f, lambda fh: np.save(fh, F), mode="wb")
+        files.atomic_write(f, lambda fh: np.save(fh, F), mode="wb")
     log(f"  {cfg.name} {kind}: {len(seeds)} models x n = {n}, T = {T} in "
         f"{time.time() - t0:.0f} s")
     return F

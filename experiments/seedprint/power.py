@@ -26,15 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import io, plots, runs
+from bornbiased_jax import files, plots, runs
 from bornbiased_jax import train as train_run
 from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
+from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.paper import paper_test
-from bornbiased_jax.io import progress
+from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.runs import TrainConfig, run_steps
 from bornbiased_jax.sources import LoadedModel, init_params, load_source
@@ -118,7 +118,7 @@ def measure(s: dict, out: Path, log=progress) -> list[dict]:
         null_F = np.load(cache)
     else:
         null_F = np.stack([F for _, F in init_features(cfg, seeds, xs, group=25)])
-        io.atomic_write(cache, lambda fh: np.save(fh, null_F), mode="wb")
+        files.atomic_write(cache, lambda fh: np.save(fh, null_F), mode="wb")
     nulls = [D.RankedFeatures.of(F) for F in null_F]
     log(f"  {len(nulls)} null inits in {time.time() - t0:.0f} s")
     bases = dict(zip(COMPARISONS, (model_features(init_a, xs), model_features(other_init, xs),

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax import io, plots, runs
-from bornbiased_jax.io import progress
+from bornbiased_jax import files, plots, runs
+from bornbiased_jax.files import progress
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
@@ -97,7 +97,7 @@ def family_features(s: dict, runs_dir: Path, cache: Path, log=progress):
     arrays.update({"|".join(map(str, ("D", *k))): np.float64(v) for k, v in dist.items()})
     arrays.update({f"draw{i}": d for i, d in enumerate(bank.paper_draws)})
     cache.parent.mkdir(parents=True, exist_ok=True)
-    io.atomic_write(cache, lambda fh: np.savez(fh, null_z=bank.null_z,
+    files.atomic_write(cache, lambda fh: np.savez(fh, null_z=bank.null_z,
                                                n_draws=len(bank.paper_draws),
                                                steps=steps, cont_steps=cont_steps, **arrays),
                     mode="wb")

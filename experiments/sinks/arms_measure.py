@@ -12,7 +12,7 @@ seed, never training draws; ``<s>`` first), NUM_SEQS sequences per length:
   * held-out loss: mean next-token NLL on NUM_SEQS sequences of T + 1 = 129 characters, with
     its standard error over sequences (the Table-7 analogue; the task's floor is the bigram
     entropy, so differences are small and judged between seeds);
-  * copy accuracy after triggers and bigram accuracy elsewhere (``bbm.copy_accuracy``).
+  * copy accuracy after triggers and bigram accuracy elsewhere (``bigram_backcopy.copy_accuracy``).
 
 An arm's record is saved as ``RUNS/<arm>/arms.json`` with its settings and reused on a rerun
 while the settings match. experiments/sinks_arms.py is the command line.
@@ -25,8 +25,8 @@ import json
 import time
 from pathlib import Path
 
-from bornbiased_jax import bbm, io, runs
-from bornbiased_jax.io import progress
+from bornbiased_jax import bigram_backcopy, files, runs
+from bornbiased_jax.files import progress
 from bornbiased_jax.sources import load_source
 from experiments.sinks.arms import arm_of, merge_groups
 from bornbiased_jax.probes.perplexity import perplexity
@@ -69,16 +69,16 @@ def measure(cell: Cell, folder: Path, log=progress) -> list[dict]:
     """Every seed of ``cell``'s run at step 0 and every kept checkpoint: a list over seeds of
     {"seed", "checkpoints": [measure_model(...) + "val_loss" (the trainer's, if logged)],
     "train_loss": :func:`_binned_loss`}."""
-    task = bbm.load(bbm.check_single(cell.corpus))
+    task = bigram_backcopy.load(bigram_backcopy.check_single(cell.corpus))
     cache = {}
 
     def windows(T):
         if T not in cache:
-            cache[T] = bbm.eval_windows(task, T, NUM_SEQS, cell.data_seed)
+            cache[T] = bigram_backcopy.eval_windows(task, T, NUM_SEQS, cell.data_seed)
         return cache[T]
 
     T_nll = min(COPY_T, cell.seq_len) + 1
-    nll_windows = bbm.eval_windows(task, T_nll, NUM_SEQS, cell.data_seed)
+    nll_windows = bigram_backcopy.eval_windows(task, T_nll, NUM_SEQS, cell.data_seed)
     metrics = runs.read_metrics(folder)
     seeds = cell.init_seeds
     out = []
@@ -149,5 +149,5 @@ def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=progress) -> di
     t0 = time.time()
     rec["seeds"] = measure(cell, folder, log)
     rec["measure_seconds"] = round(time.time() - t0, 1)
-    io.write_json(saved, rec)
+    files.write_json(saved, rec)
     return rec

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import bbm, data, io
+from bornbiased_jax import bigram_backcopy, data, files
 from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.io import progress
-from bornbiased_jax.probes import sinks
+from bornbiased_jax.files import progress
+from bornbiased_jax.probes.sinks import metric
 from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from experiments.lineage import family
@@ -48,15 +48,15 @@ def windows_of(s: dict, tc, base_corpus, tokenizer: Path, fam) -> dict:
     None for text), ``ppl`` ((ids, seed) -> perplexity's keyword arguments), a note and
     ``sha256``, a digest of every token the study evaluates on (records measured with another
     digest were read from other text or with another vocabulary). A Bigram-Backcopy family (base corpus ``bbm:``) is evaluated
-    on generated sequences (``bbm.eval_windows``, seed ``tc.data_seed``: never training draws),
+    on generated sequences (``bigram_backcopy.eval_windows``, seed ``tc.data_seed``: never training draws),
     each beginning with ``<s>``; it has no shifted text."""
     n, T = s["ppl_windows"], s["ppl_T"]
-    if bbm.is_spec(base_corpus):
-        task = bbm.load(bbm.check_single(base_corpus))
+    if bigram_backcopy.is_spec(base_corpus):
+        task = bigram_backcopy.load(bigram_backcopy.check_single(base_corpus))
         if s.get("bos") is False:
             raise UserError("Bigram-Backcopy windows always begin with <s>; drop bos=False")
-        make = lambda T_: bbm.eval_windows(task, T_, s["num_seqs"], tc.data_seed)  # noqa: E731
-        win = bbm.eval_windows(task, T + 1, n, tc.data_seed)
+        make = lambda T_: bigram_backcopy.eval_windows(task, T_, s["num_seqs"], tc.data_seed)  # noqa: E731
+        win = bigram_backcopy.eval_windows(task, T + 1, n, tc.data_seed)
         return {"held": np.zeros(0, np.int32), "shifted": {}, "bos": True,
                 "bos_id": task.bos_id, "make": make, "sha256": _digest(
                     [win] + [make(T_) for T_ in sorted({*s["lengths"], s.get("emergence_T", T)})]),
@@ -148,7 +148,7 @@ def study(s: dict, runs: Path, fam, arms, train: bool = True, controls=(),
             + ", ".join(f"{k} {len(v):,}" for k, v in text["shifted"].items())
             + (f"; saved measurements reused for {sorted(reuse)}" if reuse else ""))
 
-    if bbm.is_spec(base_corpus) or family.tokenizer_path(runs).is_file():
+    if bigram_backcopy.is_spec(base_corpus) or family.tokenizer_path(runs).is_file():
         read_text()
     # every run folder is checked first: one made with other settings stops the study
     done = {key: family.finished(name, runs, fam) for key, name in names.items()}
@@ -221,16 +221,16 @@ def measure_arm(s: dict, folder: Path, text: dict, tc, log=progress) -> dict:
            "train_config": runs_mod.read_run_info(folder)["train_config"],
            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     final = load_source(str(folder))
-    rec["figure12"] = {str(eps): [r.to_json() for r in sinks.sink_rates_over_lengths(
+    rec["figure12"] = {str(eps): [r.to_json() for r in metric.sink_rates_over_lengths(
         final.params, final.cfg, sink_ids, s["lengths"], s["num_seqs"], eps, bos=bos,
         windows=make)] for eps in s["eps"]}
     T = s["emergence_T"]
     win = (make(T) if make is not None else
-           sinks.bos_windows(sink_ids, T, s["num_seqs"], seed=T, bos=bos))
+           metric.bos_windows(sink_ids, T, s["num_seqs"], seed=T, bos=bos))
     rec["emergence"] = []
     for step in [0] + run_steps(folder):
         m = load_source(f"{folder}@{step}")
-        r = sinks.measure_sinks(m.params, m.cfg, win, s["eps"][0])
+        r = metric.measure_sinks(m.params, m.cfg, win, s["eps"][0])
         rec["emergence"].append({"step": step, "tokens": step * tc.batch_size * tc.seq_len,
                                  "sink_rate": r.rate, "sink_rate_se": r.rate_se,
                                  "sink_rate_of_mean_alpha": r.rate_of_mean_alpha,
@@ -255,7 +255,7 @@ def share_vocabulary(runs: Path, committed: Path) -> None:
     own = runs_mod.tokenizer_path(runs / "base-s42")
     if not committed.is_file():
         if own.is_file():
-            io.write_text(committed, own.read_text())
+            files.write_text(committed, own.read_text())
         return
     want = committed.read_text()
     for f in (runs / family.SHARED_VOCABULARY, own):
@@ -264,7 +264,7 @@ def share_vocabulary(runs: Path, committed: Path) -> None:
                             "its runs cannot be paired with the saved measurements: use "
                             "another --runs-dir")
     if not (runs / family.SHARED_VOCABULARY).is_file():
-        io.write_text(runs / family.SHARED_VOCABULARY, want)
+        files.write_text(runs / family.SHARED_VOCABULARY, want)
 
 
 def figure(records: dict, s: dict):

@@ -6,7 +6,7 @@ grid looks for the regime where one forms at CPU scale, as a measurement, in the
 literature points to:
 
   * Guo et al. (*Active-dormant attention heads*): on the Bigram-Backcopy task
-    (:mod:`bornbiased_jax.bbm`) 1-3 layer, 1-head models attend to ``<s>`` almost fully within
+    (:mod:`bornbiased_jax.bigram_backcopy`) 1-3 layer, 1-head models attend to ``<s>`` almost fully within
     about 1,000 steps;
   * Gu et al. (*When Attention Sink Emerges in Language Models*, ICLR 2025): sinks grow with
     weight decay (0.1 -> 0.5), shrink with a small learning rate, and jump when the same token
@@ -32,7 +32,7 @@ import math
 import sysconfig
 from pathlib import Path
 
-from bornbiased_jax import bbm, plots
+from bornbiased_jax import bigram_backcopy, plots
 from bornbiased_jax.config import apply_overrides, get_preset
 from bornbiased_jax.defaults import SINK_EPS, SINK_LENGTHS, SINK_SETTINGS, VIM_DOCS
 from bornbiased_jax.errors import UserError
@@ -74,7 +74,7 @@ class Cell:
 
     @property
     def is_bbm(self) -> bool:
-        return bbm.is_spec(list(self.corpus))
+        return bigram_backcopy.is_spec(list(self.corpus))
 
     def model_config(self):
         """The preset with ``model_set`` applied (the vocabulary comes from the data)."""

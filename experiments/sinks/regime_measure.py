@@ -8,7 +8,7 @@ last ``val_fraction`` of documents), with the BOS token first where the run trai
 Per checkpoint: alpha^1 per sequence, layer and head at the paper's lengths that fit (and
 Gu et al.'s T = 64), the sink rate thresholded per sample at eps 0.25 (paper) and 0.3 (Gu et al.),
 the strongest head's and the mean alpha^1, the validation loss logged at that step and, for
-Bigram-Backcopy, the copy accuracy (``bbm.copy_accuracy``). A measured cell is saved as
+Bigram-Backcopy, the copy accuracy (``bigram_backcopy.copy_accuracy``). A measured cell is saved as
 ``RUNS/<cell>/regime.json`` with its settings and reused on a rerun while the settings match.
 experiments/sinks_regime.py is the command line.
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import bbm, data, io, runs
-from bornbiased_jax.io import progress
-from bornbiased_jax.probes import sink_windows, sinks
+from bornbiased_jax import bigram_backcopy, data, files, runs
+from bornbiased_jax.files import progress
+from bornbiased_jax.probes.sinks import metric, windows
 from bornbiased_jax.sources import load_source
 from experiments.sinks.regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 
@@ -60,18 +60,18 @@ def _windows(cell: Cell, folder: Path):
     info = runs.read_run_info(folder)
     tc = info["train_config"]
     if cell.is_bbm:
-        task = bbm.load(bbm.check_single(cell.corpus))
-        return (lambda T: bbm.eval_windows(task, T, NUM_SEQS, cell.data_seed), task,
+        task = bigram_backcopy.load(bigram_backcopy.check_single(cell.corpus))
+        return (lambda T: bigram_backcopy.eval_windows(task, T, NUM_SEQS, cell.data_seed), task,
                 f"Bigram-Backcopy draws of {cell.corpus[0]} (split eval/T=<T>), <s> first")
     held = runs.validation_split(info["corpus"], tc)[1]
-    w = sink_windows.text(held, data.load_tokenizer(runs.tokenizer_path(folder)), cell.bos,
+    w = windows.text(held, data.load_tokenizer(runs.tokenizer_path(folder)), cell.bos,
                           tc.get("bos_token"))
     note = (f"windows of the run's {len(held)} held-out documents ({len(w.ids)} tokens), "
             + (f"BOS (id {w.bos_id}) first" if cell.bos else "no BOS"))
-    return (lambda T: sinks.bos_windows(w.ids, T, NUM_SEQS, seed=T, bos=w.bos_id), None, note)
+    return (lambda T: metric.bos_windows(w.ids, T, NUM_SEQS, seed=T, bos=w.bos_id), None, note)
 
 
-def length_row(res: sinks.SinkResult) -> dict:
+def length_row(res: metric.SinkResult) -> dict:
     paper = dataclasses.replace(res, eps=PAPER_EPS)
     gu = dataclasses.replace(res, eps=GU_EPS)
     a = res.alpha_LH
@@ -87,14 +87,14 @@ def measure_checkpoint(m, cell: Cell, windows, task) -> dict:
     """The grid's measurements of one loaded model (a run's checkpoint, ``load_source``): the
     sink metric at each of the cell's lengths (``windows(T)``), Gu et al.'s rate and, with a
     Bigram-Backcopy ``task``, the copy accuracy."""
-    rows = [length_row(r) for r in sinks.sink_rates_over_lengths(
+    rows = [length_row(r) for r in metric.sink_rates_over_lengths(
         m.params, m.cfg, None, cell.lengths(), NUM_SEQS, PAPER_EPS, windows=windows)]
     g = next(r for r in rows if r["T"] == GU_T)
     out = {"step": m.step, "paper": rows, "gu": {"T": GU_T, "eps": GU_EPS,
                                                   "rate": g["rate_eps03"], "se": g["se_eps03"]}}
     if task is not None:
         T = min(COPY_T, cell.seq_len)
-        out["copy"] = bbm.copy_accuracy(m.params, m.cfg, task, windows(T))
+        out["copy"] = bigram_backcopy.copy_accuracy(m.params, m.cfg, task, windows(T))
         out["copy_accuracy"] = out["copy"]["copy_accuracy"]
     return out
 
@@ -165,5 +165,5 @@ def run_cell(cell: Cell, root: Path, log=progress) -> dict:
     t0 = time.time()
     rec.update(measure(cell, folder, log))
     rec["measure_seconds"] = round(time.time() - t0, 1)
-    io.write_json(saved, rec)
+    files.write_json(saved, rec)
     return rec

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 
-def add_theory_parser(sub) -> None:
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "theory", help="check the paper's propositions against random networks",
         description="Prints a table: claim, the paper's value, our closed form, the simulated "
@@ -19,30 +19,30 @@ def add_theory_parser(sub) -> None:
                    "results/records/theory/theory.json)")
     p.add_argument("--plots", type=Path, help="draw Figure 5, Table 3, Figure 8, Figure 9 here")
     p.add_argument("--fast", action="store_true", help="fewer replicates (wider SEs)")
-    p.set_defaults(run=run_theory)
+    p.set_defaults(run=run)
 
 
-def run_theory(args) -> int:
-    from bornbiased_jax import io
+def run(args) -> int:
+    from bornbiased_jax import files
     from bornbiased_jax.theory.claims import build_claims, format_table
 
     # Outputs are checked before the minutes of simulation, not after.
     if args.json:
-        io.check_writable(args.json, flag="--json")
+        files.check_writable(args.json, flag="--json")
     if args.plots:
-        io.check_writable(args.plots, folder=True, flag="--plots")
+        files.check_writable(args.plots, folder=True, flag="--plots")
     t0 = time.time()
     rows = build_claims(fast=args.fast)
     table = format_table(rows)
     print(table)
     if args.json:
-        run = io.run_record(args.command_line, time.time() - t0, fast=bool(args.fast))
-        io.write_json(args.json, {"run": run, "records": [r.to_json() for r in rows]})
+        run = files.run_record(args.command_line, time.time() - t0, fast=bool(args.fast))
+        files.write_json(args.json, {"run": run, "records": [r.to_json() for r in rows]})
         print(f"wrote {args.json}")
     if args.plots:
         from bornbiased_jax.theory.plots import draw_all
 
-        for path in io.write_artifacts(args.plots, draw_all(fast=args.fast)):
+        for path in files.write_artifacts(args.plots, draw_all(fast=args.fast)):
             print(f"wrote {path}")
     bad = [r.claim for r in rows if r.agrees is False]
     if bad:

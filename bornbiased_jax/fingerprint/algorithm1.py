@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.fingerprint import dims as D
+from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, clip_p
 from bornbiased_jax.stats import kendall_null_sd
 
@@ -65,7 +65,7 @@ def paper_test(F_A: np.ndarray, F_B: np.ndarray, m: int | None = None, *,
     """Algorithm 1 on the base's features ``F_A`` (n, d_out) and the suspect's ``F_B``.
 
     Args:
-      m: fingerprint size (default ``dims.default_size(d_out)``).
+      m: fingerprint size (default ``identity_dims.default_size(d_out)``).
       trials: independent Gaussian null draws.
       rng: numpy generator of the null draws (default: seeded with 0, reproducible).
       null_draws: precomputed null draws (each the output of :func:`null_taus` for this n,

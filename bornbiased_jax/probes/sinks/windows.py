@@ -2,11 +2,11 @@
 
 Two kinds of source:
 
-  * generated Bigram-Backcopy sequences (``bbm:PATH[:triggers=K]``, :mod:`bornbiased_jax.bbm`),
-    each beginning with ``<s>``, drawn from the task's evaluation split (never training draws):
-    :func:`generated`;
+  * generated Bigram-Backcopy sequences (``bbm:PATH[:triggers=K]``,
+    :mod:`bornbiased_jax.bigram_backcopy`), each beginning with ``<s>``, drawn from the task's
+    evaluation split (never training draws): :func:`generated`;
   * text token ids, read with a tokenizer, with or without a BOS token at position 0 of every
-    window: :func:`text`; windows of each length are then cut by ``sinks.bos_windows``.
+    window: :func:`text`; windows of each length are then cut by ``metric.bos_windows``.
 
 :func:`for_model` is the command's choice among them for one model: the corpus (by default a
 Bigram-Backcopy run's own task, else this Python's sources), the tokenizer (given, the run's
@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bornbiased_jax import bbm, data, runs
+from bornbiased_jax import bigram_backcopy, data, runs
 from bornbiased_jax.errors import UserError
 
 
@@ -47,11 +47,12 @@ def generated(spec: str, num_seqs: int, seed: int, vocab_size: int | None = None
     """``num_seqs`` Bigram-Backcopy sequences of each length from task ``spec`` (split
     ``eval/T=<T>`` of ``seed``); a ``UserError`` if the task's alphabet and ``<s>`` exceed
     ``vocab_size`` (the model's vocabulary, when given)."""
-    task = bbm.load(spec)
+    task = bigram_backcopy.load(spec)
     if vocab_size is not None and vocab_size < task.vocab_size:
         raise UserError(f"{spec} has {task.vocab_size} tokens (alphabet + <s>), more than "
                         f"the model's vocabulary {vocab_size}")
-    return Windows(ids=None, make=lambda T: bbm.eval_windows(task, T, num_seqs, seed), bos=True,
+    return Windows(ids=None, bos=True,
+                   make=lambda T: bigram_backcopy.eval_windows(task, T, num_seqs, seed),
                    bos_id=task.bos_id, corpus=[spec],
                    tokenizer="the Bigram-Backcopy character vocabulary",
                    extra={"bbm": task.describe()},
@@ -85,9 +86,9 @@ def for_model(cfg, folder: Path | None, *, num_seqs: int, seed: int,
     info = runs.read_run_info(folder) if folder is not None and runs.is_run(folder) else {}
     tc = info.get("train_config", {})
     recorded = info.get("corpus") or []
-    corpus = list(corpus or (recorded if bbm.is_spec(recorded) else ["python-stdlib"]))
-    if bbm.is_spec(corpus):
-        spec = bbm.check_single(corpus)
+    corpus = list(corpus or (recorded if bigram_backcopy.is_spec(recorded) else ["python-stdlib"]))
+    if bigram_backcopy.is_spec(corpus):
+        spec = bigram_backcopy.check_single(corpus)
         if bos is False or bos_token or tokenizer:
             raise UserError(f"{spec}: Bigram-Backcopy windows always begin with <s> and use "
                             f"the task's character vocabulary; drop --no-bos, --bos-token and "

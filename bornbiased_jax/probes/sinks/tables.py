@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from bornbiased_jax.plots import figure
-from bornbiased_jax.probes.sinks import SinkResult
+from bornbiased_jax.probes.sinks.metric import SinkResult
 
 
 def sinks_markdown(results: Sequence[SinkResult], name: str) -> str:
