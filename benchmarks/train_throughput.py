@@ -34,8 +34,8 @@ def timed_run(args, seeds: tuple[int, ...]) -> dict:
     """Wall time of ``args.steps`` steps of a run of ``seeds`` (after untimed warm-up steps)."""
     import jax
 
-    from bornbiased_jax.runs import TrainConfig
-    from bornbiased_jax.train import Run
+    from bornbiased_jax.training.config import TrainConfig
+    from bornbiased_jax.training.loop import Run
 
     tc = TrainConfig(preset=args.preset, seq_len=args.seq_len, batch_size=args.batch_size,
                      vocab_size=args.vocab_size, steps=args.steps + args.warmup_steps + 1,

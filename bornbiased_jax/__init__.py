@@ -7,10 +7,10 @@
                 chunks, so that it resumes where it stopped), ``probes`` (token preference,
                 contraction, attention sinks, and their tables and figures), ``fingerprint``
                 (SeedPrint lineage tests and baselines), ``theory`` (closed forms and simulators)
-  training      ``data`` (corpora, tokenizers, blocks), ``bigram_backcopy`` (the
-                Bigram-Backcopy task), ``runs`` (the run folder: settings, checkpoints,
-                metrics) and ``train``, ``sharding``, ``distributed`` (one process per host),
-                ``flops``
+  training      ``training`` (pretraining: settings, the run folder, Orbax checkpoints, the
+                optimiser, the jitted step, the seed planner, the loop), ``data`` (corpora,
+                tokenizers, blocks), ``bigram_backcopy`` (the Bigram-Backcopy task),
+                ``sharding``, ``distributed`` (one process per host), ``flops``
   results       ``verdicts`` (the one vocabulary of verdicts), ``stats`` (binomial tests,
                 intervals over seeds); the paper's studies and RESULTS.md are the checkout's
                 ``experiments/`` package, which this package never imports

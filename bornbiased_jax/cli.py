@@ -36,7 +36,7 @@ def _join_processes(args) -> None:
 
     launch = distributed.resolve(args.coordinator, args.num_processes, args.process_id)
     if launch is not None and args.command == "train":
-        from bornbiased_jax.train import check_batch_splits
+        from bornbiased_jax.training.config import check_batch_splits
 
         check_batch_splits(train.train_config(args), launch.num_processes)
     distributed.initialize(launch, args.init_timeout)

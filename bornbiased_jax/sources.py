@@ -34,11 +34,13 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from bornbiased_jax import model, runs
+from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig, get_preset
 from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import load_checkpoint_params, run_steps
 
 SPEC_HELP = ("a model source is 'preset:NAME@SEED' (a fresh initialisation), a 'bornbiased "
              "train' run folder 'PATH' or 'PATH@STEP' (STEP 0: the run's initialisation; "
@@ -82,7 +84,7 @@ def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) 
     if spec.startswith("preset:"):
         return _load_preset(spec, shared_embedding, dtype)
     path, seed, step = split_run_spec(spec)
-    if runs.is_run(path):
+    if run_folder.is_run(path):
         return _load_run(path, step, seed, dtype)
     if seed is not None and path.is_dir():
         raise UserError(f"{str(path)!r} is not a bornbiased train run folder (no run.json), so "
@@ -111,8 +113,8 @@ def source_config(spec: str) -> ModelConfig:
                             f"'preset:llama2-tiny@42'")
         return get_preset(m.group(1))
     path, _, _ = split_run_spec(spec)
-    if runs.is_run(path):
-        return runs.run_config(path)[0]
+    if run_folder.is_run(path):
+        return run_folder.run_config(path)[0]
     if (path / "config.json").is_file():
         from bornbiased_jax.hf.configs import config_from_hf
 
@@ -140,7 +142,7 @@ def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
 
 def init_params(cfg: ModelConfig, seed: int, dtype=jnp.float32) -> dict:
     """``model.init(cfg, key(seed))``: the same parameters, bitwise, that the sweep engine and
-    ``train`` build for that seed under jit. Run eagerly: each parameter's sampler is then
+    training build for that seed under jit. Run eagerly: each parameter's sampler is then
     compiled once per shape and dtype and reused by every later model with that shape, where a
     jitted init compiles every sampler of every new configuration again (seconds for a small
     model)."""
@@ -181,7 +183,7 @@ def check_source(spec: str) -> ModelConfig:
         check_seed(int(seed))
         return cfg
     path, seed, step = split_run_spec(spec)
-    if runs.is_run(path):
+    if run_folder.is_run(path):
         _run_selection(path, seed, step)
     elif not any(path.glob("*.safetensors")):
         raise UserError(f"the Hugging Face folder {str(path)!r} has config.json but no "
@@ -192,8 +194,8 @@ def check_source(spec: str) -> ModelConfig:
 def _run_selection(path: Path, seed: int | None, step: int | None):
     """(cfg, run info, seed, its index, step) of a run spec, or the UserError that says which
     seed or step the run lacks; step None: the latest checkpoint (step 0: the initialisation)."""
-    cfg, info = runs.run_config(path)
-    seeds = runs.run_seeds(info)
+    cfg, info = run_folder.run_config(path)
+    seeds = run_folder.run_seeds(info)
     if seed is None:
         if len(seeds) > 1:
             raise UserError(f"run {str(path)!r} trained {len(seeds)} seeds "
@@ -204,7 +206,7 @@ def _run_selection(path: Path, seed: int | None, step: int | None):
         raise UserError(f"run {str(path)!r} has no seed {seed}; its seeds are "
                         f"{_seed_list(seeds)}")
     if step != 0:
-        steps = runs.run_steps(path)
+        steps = run_steps(path)
         if not steps:
             raise UserError(f"run {str(path)!r} has no complete checkpoint yet; "
                             f"'{path}@0' names its initialisation")
@@ -219,18 +221,8 @@ def _run_selection(path: Path, seed: int | None, step: int | None):
 def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedModel:
     """Seed ``seed`` of the run in ``path`` (None: its only seed) at checkpoint ``step``."""
     cfg, info, seed, index, step = _run_selection(path, seed, step)
-    seeds = runs.run_seeds(info)
-    if seed is None:
-        if len(seeds) > 1:
-            raise UserError(f"run {str(path)!r} trained {len(seeds)} seeds "
-                            f"({_seed_list(seeds)}); name one as '{path}#SEED' or "
-                            f"'{path}#SEED@STEP'")
-        seed = seeds[0]
-    elif seed not in seeds:
-        raise UserError(f"run {str(path)!r} has no seed {seed}; its seeds are "
-                        f"{_seed_list(seeds)}")
-    name = path.name if len(seeds) == 1 else f"{path.name}#{seed}"
-    origin = info.get("init_from")  # a run continued from another model (train.init_from)
+    name = path.name if len(run_folder.run_seeds(info)) == 1 else f"{path.name}#{seed}"
+    origin = info.get("init_from")  # a run continued from another model (TrainConfig.init_from)
     lineage_seed = seed if origin is None else origin.get("seed")  # the source's, if known
     if step == 0:
         if origin is not None:  # its step 0 is the source model, not a seed's initialisation
@@ -238,7 +230,7 @@ def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedMo
             return LoadedModel(cfg, src.params, f"{name}@0", "run", lineage_seed, 0, path)
         return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@0", "run", seed, 0,
                            path)
-    params = runs.load_checkpoint_params(path, step, cfg, index)
+    params = load_checkpoint_params(path, step, cfg, index)
     params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
     return LoadedModel(cfg, params, f"{name}@{step}", "run", lineage_seed, step, path)
 

@@ -152,8 +152,8 @@ def test_train_on_bigram_backcopy_end_to_end(tmp_path, capsys):
     assert info["data"]["n_train_blocks"] == int(0.01 * 2**20) // 33
     assert not (out / "tokenizer.json").exists()
     assert main(_train(src, out, "--schedule", "constant", "--resume")) == 0  # same data
-    from bornbiased_jax.train import Run
-    from bornbiased_jax.runs import TrainConfig
+    from bornbiased_jax.training.loop import Run
+    from bornbiased_jax.training.config import TrainConfig
 
     run = Run(TrainConfig(preset="llama2-tiny", seq_len=32, batch_size=4, steps=2, warmup=1,
                           corpus_max_mb=0.01), [f"bbm:{src}:triggers=2"], tmp_path / "r2")
@@ -184,9 +184,9 @@ def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_pat
     is bbm: is measured on generated sequences with <s> first (never training draws); a text
     family's windows carry the BOS token when the baseline run was trained with --bos."""
     from bornbiased_jax import data
-    from bornbiased_jax.runs import TrainConfig
-    from experiments.lineage import family
     from bornbiased_jax.probes.perplexity import perplexity
+    from bornbiased_jax.training.config import TrainConfig
+    from experiments.lineage import family
     from experiments.sinks.measure import windows_of
 
     src = tmp_path / "src.txt"

@@ -14,7 +14,7 @@ import pytest
 from bornbiased_jax import data
 from bornbiased_jax.cli import main
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.runs import TrainConfig, settings_differences
+from bornbiased_jax.training.config import TrainConfig, settings_differences
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # A document holding the BOS token's own string: read as plain text, so the BOS id is only
@@ -72,7 +72,7 @@ def test_tokenizer_without_bos_is_a_clear_error():
 
 
 def test_constant_schedule_warms_up_then_holds_lr():
-    from bornbiased_jax.train import lr_schedule
+    from bornbiased_jax.training.optimizer import lr_schedule
 
     tc = TrainConfig(preset="llama2-tiny", steps=100, warmup=10, lr=1e-3, min_lr=1e-4,
                      schedule="constant")
@@ -113,8 +113,8 @@ def test_train_with_bos_end_to_end_and_sinks_follow_the_run(corpus, tmp_path, ca
     assert info["train_config"]["bos"] is True and info["train_config"]["doc_aligned"] is True
     tok = data.load_tokenizer(out / "tokenizer.json")
     assert info["data"]["bos_id"] == data.bos_id(tok) == 1
-    from bornbiased_jax.runs import TrainConfig as TC
-    from bornbiased_jax.train import Run
+    from bornbiased_jax.training.config import TrainConfig as TC
+    from bornbiased_jax.training.loop import Run
 
     run = Run(TC(preset="llama2-tiny", seq_len=32, batch_size=4, steps=2, warmup=1,
                  vocab_size=256, bos=True), [str(corpus)], tmp_path / "fresh",

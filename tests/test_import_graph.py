@@ -1,8 +1,11 @@
 """The modules of bornbiased_jax import one another without a cycle: neither at module level
 (what runs on import) nor counting the imports inside functions too (deferred so that
 ``--help`` stays fast, but still a dependency); a package's ``__init__`` importing its own
-submodules is not a cycle. In particular the run folder's owner sits below training:
-train -> sources -> runs, train -> runs."""
+submodules is not a cycle. In particular the run folder's owners sit below the model sources,
+and those below training (``bornbiased_jax.training``, :data:`TRAINING_LAYERS`):
+training.loop -> training.data_setup -> sources -> training.run_folder -> training.checkpoints,
+training.run_folder -> training.config, and training.loop -> training.run_folder; nothing
+imports a module of a layer above its own, and reading a checkpoint builds no model."""
 
 import ast
 from pathlib import Path
@@ -87,20 +90,83 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# The training package and the model sources, in layers from the bottom: a module imports only
+# modules of its own layer or below (`test_nothing_imports_upward`).
+TRAINING_LAYERS = [
+    ["training.config"],
+    ["training.checkpoints"],
+    ["training.run_folder"],
+    ["sources"],
+    ["training.optimizer", "training.step"],
+    ["training.seed_plan", "training.data_setup"],
+    ["training.loop"],
+]
+
+
+def _layer_of() -> dict[str, int]:
+    return {f"bornbiased_jax.{m}": i for i, layer in enumerate(TRAINING_LAYERS) for m in layer}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """'A -> B' for each import by a module A of TRAINING_LAYERS of a module B in a layer
+    above A's."""
+    layer = _layer_of()
+    return sorted(f"{m} -> {n}" for m, i in layer.items() for n in graph.get(m, ())
+                  if layer.get(n, -1) > i)
+
+
 def test_the_package_has_no_import_cycle():
     deferred = module_imports(deferred=True)
     assert find_cycle(deferred) is None, " -> ".join(find_cycle(deferred))
     graph = module_imports()
     assert all(graph[m] <= deferred[m] for m in graph)
-    # runs builds models only inside functions: seen as deferred, not at module level
-    assert "bornbiased_jax.model" in deferred["bornbiased_jax.runs"] - graph["bornbiased_jax.runs"]
-    assert {"bornbiased_jax.train", "bornbiased_jax.sources", "bornbiased_jax.runs"} <= set(graph)
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
-    # the run folder's owner depends on neither training nor model sources
-    assert "bornbiased_jax.train" not in graph["bornbiased_jax.runs"]
-    assert "bornbiased_jax.sources" not in graph["bornbiased_jax.runs"]
-    assert "bornbiased_jax.train" not in graph["bornbiased_jax.sources"]
-    assert {"bornbiased_jax.runs", "bornbiased_jax.sources"} <= graph["bornbiased_jax.train"]
+
+
+def test_nothing_imports_upward():
+    """Each module of TRAINING_LAYERS imports (also inside functions) only modules of its own
+    layer or below; the old single modules are gone; the bottom three import no JAX or Orbax at
+    module level, and the checkpoints' reader builds no model."""
+    deferred, graph = module_imports(deferred=True), module_imports()
+    layer = _layer_of()
+    training = {m for m in graph if m.startswith("bornbiased_jax.training.")}
+    assert training == set(layer) - {"bornbiased_jax.sources"}, sorted(training ^ set(layer))
+    assert not {"bornbiased_jax.train", "bornbiased_jax.runs"} & set(graph)
+    assert upward_imports(deferred) == []
+    # the chain the docstring names
+    assert "bornbiased_jax.sources" in graph["bornbiased_jax.training.data_setup"]
+    assert {"bornbiased_jax.training.run_folder", "bornbiased_jax.training.checkpoints"} <= (
+        graph["bornbiased_jax.sources"])
+    assert "bornbiased_jax.training.checkpoints" in graph["bornbiased_jax.training.run_folder"]
+    assert "bornbiased_jax.training.run_folder" in graph["bornbiased_jax.training.loop"]
+    # reading a checkpoint builds no model; settings check the context length with the model
+    # only inside a function (seen as deferred, not at module level)
+    assert "bornbiased_jax.model" not in deferred["bornbiased_jax.training.checkpoints"]
+    config = "bornbiased_jax.training.config"
+    assert "bornbiased_jax.model" in deferred[config] - graph[config]
+    for m in ("config", "checkpoints", "run_folder"):
+        assert not _imports_at_module_level(PACKAGE / "training" / f"{m}.py",
+                                             {"jax", "orbax", "optax", "flax"}), m
+
+
+def _imports_at_module_level(path: Path, roots: set[str]) -> set[str]:
+    """The top-level packages among ``roots`` that ``path`` imports when it is imported."""
+    found = set()
+    for node in _module_level(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found & roots
+
+
+def test_an_upward_import_is_seen():
+    graph = {"bornbiased_jax.sources": {"bornbiased_jax.training.run_folder",
+                                        "bornbiased_jax.training.loop"},
+             "bornbiased_jax.training.step": {"bornbiased_jax.training.seed_plan"}}
+    assert upward_imports(graph) == ["bornbiased_jax.sources -> bornbiased_jax.training.loop",
+                                     "bornbiased_jax.training.step -> "
+                                     "bornbiased_jax.training.seed_plan"]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -184,3 +250,16 @@ def test_no_module_is_named_like_the_standard_library():
         p.name for p in PACKAGE.rglob("*") if (p / "__init__.py").is_file()}
     assert "io" in sys.stdlib_module_names  # what the check would have caught
     assert sorted(names & sys.stdlib_module_names) == []
+
+
+def test_training_docstring_names_every_module():
+    """bornbiased_jax/training/__init__.py's table gives each module of the package its job, and
+    names nothing that does not exist."""
+    import re
+
+    import bornbiased_jax.training as training
+
+    named = set(re.findall(r"^  (\w+) {2,}\S", training.__doc__, re.M))
+    present = {p.stem for p in (PACKAGE / "training").glob("*.py") if p.stem != "__init__"}
+    assert named == present, (sorted(present - named), sorted(named - present))
+

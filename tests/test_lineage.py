@@ -110,7 +110,8 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
 
 
 def test_paper_scale_family_follows_the_released_training_code(tmp_path):
-    from bornbiased_jax.train import lr_schedule, model_config
+    from bornbiased_jax.training.config import model_config
+    from bornbiased_jax.training.optimizer import lr_schedule
 
     fam = family.LINEAGE_PAPER
     pre = fam.pretrain

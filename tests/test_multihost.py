@@ -261,8 +261,8 @@ def test_training_over_two_processes_equals_one_process(two, one):
 def test_checkpoint_of_two_processes_resumes_in_one(two, one, corpus, tmp_path):
     """The FSDP checkpoint written by 2 processes (each its own shards) is restored here, in one
     process, with the state replicated instead, and training continues to step 6."""
-    from bornbiased_jax.runs import TrainConfig
-    from bornbiased_jax.train import Run
+    from bornbiased_jax.training.config import TrainConfig
+    from bornbiased_jax.training.loop import Run
 
     run_dir = tmp_path / "resumed"
     shutil.copytree(two["dir"] / "train", run_dir)
@@ -286,8 +286,9 @@ def test_fsdp_shards_the_large_presets_state_over_the_mesh():
     from jax.sharding import AbstractMesh, Mesh
 
     from bornbiased_jax import sharding
-    from bornbiased_jax.runs import TrainConfig, model_config
-    from bornbiased_jax.train import init_state, make_optimizer, state_shardings
+    from bornbiased_jax.training.config import TrainConfig, model_config
+    from bornbiased_jax.training.optimizer import make_optimizer
+    from bornbiased_jax.training.step import init_state, state_shardings
 
     tc = TrainConfig(preset="gpt2-rope-1.2b", fsdp=True)
     cfg = model_config(tc, get_preset("gpt2-rope-1.2b").vocab_size)

@@ -17,12 +17,14 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from bornbiased_jax import runs
 from bornbiased_jax.cli import main
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.runs import TrainConfig
 from bornbiased_jax.sources import init_params, load_source
-from bornbiased_jax.train import Run, batch_sharding, plan_seed_groups, training_mesh
+from bornbiased_jax.training import checkpoints, run_folder
+from bornbiased_jax.training.config import TrainConfig
+from bornbiased_jax.training.loop import Run
+from bornbiased_jax.training.seed_plan import plan_seed_groups
+from bornbiased_jax.training.step import batch_sharding, training_mesh
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warmup=1, steps=4,
@@ -113,13 +115,13 @@ def test_each_seed_equals_its_single_seed_run(many, single):
     other = seed_state(m.state, 0)["params"]["lm_head"]["kernel"]
     assert np.abs(other - got["params"]["lm_head"]["kernel"]).max() > 0.1
     # per-seed metrics: the same losses as the single-seed run's, in seed order
-    mrec, srec = runs.read_metrics(many[0]), runs.read_metrics(single[0])
+    mrec, srec = run_folder.read_metrics(many[0]), run_folder.read_metrics(single[0])
     assert [r["step"] for r in mrec] == [r["step"] for r in srec] == [1, 2, 3, 4]
     assert all(r["seeds"] == list(SEEDS) and len(r["loss"]) == 2 for r in mrec)
-    np.testing.assert_allclose([r["loss"] for r in runs.seed_metrics(mrec, 1)],
+    np.testing.assert_allclose([r["loss"] for r in run_folder.seed_metrics(mrec, 1)],
                                [r["loss"] for r in srec], rtol=rtol)
     np.testing.assert_allclose(mrec[-1]["val_loss"][1], srec[-1]["val_loss"], rtol=rtol)
-    assert runs.seed_metrics(srec, 0) == srec  # a single-seed run's records read as they are
+    assert run_folder.seed_metrics(srec, 0) == srec  # a single-seed run's records read as they are
     assert (many[0] / "loss_curve.png").stat().st_size > 0
 
 
@@ -148,7 +150,7 @@ def test_stop_at_then_resume_equals_the_uninterrupted_run(many, corpus, tmp_path
     out = tmp_path / "stopped"
     first = Run(TrainConfig(seeds=SEEDS, stop_at=2, **TINY), [str(corpus)], out)
     first.train(progress=False)
-    assert int(first.state["step"]) == 2 and runs.run_steps(out) == [2]
+    assert int(first.state["step"]) == 2 and checkpoints.run_steps(out) == [2]
     resumed = Run(TrainConfig(seeds=SEEDS, **TINY), [str(corpus)], out)
     assert int(resumed.state["step"]) == 2
     resumed.train(progress=False)
@@ -157,7 +159,7 @@ def test_stop_at_then_resume_equals_the_uninterrupted_run(many, corpus, tmp_path
 
 def test_initialisation_of_every_seed_is_its_presets(many):
     _, m = many
-    from bornbiased_jax.train import init_state
+    from bornbiased_jax.training.step import init_state
 
     built = init_state(m.cfg, m.tc, m.optimizer)
     for i, seed in enumerate(SEEDS):
@@ -170,7 +172,8 @@ def test_seed_groups_follow_the_memory_budget(many):
     in 2 groups of one seed per device, with the same results as all at once within the
     summation-order bound; a larger budget takes them at once; a smaller one is refused,
     naming how many seeds fit."""
-    from bornbiased_jax.train import init_state, seed_group_size, state_shardings
+    from bornbiased_jax.training.seed_plan import seed_group_size
+    from bornbiased_jax.training.step import init_state, state_shardings
 
     _, m = many
     tc = dataclasses.replace(m.tc, seeds=(1, 3, 5, 7))
@@ -276,7 +279,8 @@ def _strip_seed_axis(folder: Path) -> None:
     """Rewrite every checkpoint of a single-seed run as the code before the seed axis wrote
     them: parameters and moments without the leading axis."""
     ck = (folder / "checkpoints").absolute()
-    old = {step: ocp.CheckpointManager(ck).restore(step) for step in runs.run_steps(folder)}
+    old = {step: ocp.CheckpointManager(ck).restore(step)
+           for step in checkpoints.run_steps(folder)}
     shutil.rmtree(ck)
     mgr = ocp.CheckpointManager(ck, options=ocp.CheckpointManagerOptions(
         create=True, enable_async_checkpointing=False))
@@ -293,9 +297,9 @@ def test_checkpoints_without_a_seed_axis_load_and_resume(single, corpus, tmp_pat
     old = tmp_path / "old"
     shutil.copytree(sout, old)
     _strip_seed_axis(old)
-    cfg, _ = runs.run_config(old)
-    assert not runs.checkpoint_has_seed_axis(old, 4, cfg)
-    assert runs.checkpoint_has_seed_axis(sout, 4, cfg)
+    cfg, _ = run_folder.run_config(old)
+    assert not checkpoints.checkpoint_has_seed_axis(old, 4, cfg)
+    assert checkpoints.checkpoint_has_seed_axis(sout, 4, cfg)
     leaves_equal(load_source(str(old)).params, s.seed_params())
     leaves_equal(load_source(f"{old}#7@2").params, load_source(f"{sout}@2").params)
     # Resume from the old layout's step 2 and finish: bitwise the uninterrupted run.
@@ -307,4 +311,4 @@ def test_checkpoints_without_a_seed_axis_load_and_resume(single, corpus, tmp_pat
     info = json.loads((old / "run.json").read_text())
     del info["train_config"]["seeds"]  # run.json of a run made before seeds existed
     (old / "run.json").write_text(json.dumps(info))
-    assert runs.finished(old, s.tc)
+    assert run_folder.finished(old, s.tc)

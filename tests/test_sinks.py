@@ -456,8 +456,8 @@ def test_sinks_cli_gu_setting_and_all_keys(tmp_path, capsys):
 
 def test_weight_decay_spares_the_head_norm_scale():
     """AdamW decays matrices, not norm scales; gamma (H, K) is a matrix but a scale."""
-    from bornbiased_jax.runs import TrainConfig
-    from bornbiased_jax.train import make_optimizer
+    from bornbiased_jax.training.config import TrainConfig
+    from bornbiased_jax.training.optimizer import make_optimizer
 
     cfg = variant("headwise_rmsnorm")
     p = model.init(cfg, seed_key(2))

@@ -382,7 +382,7 @@ def test_headwise_rmsnorm_convergence_verdict(records):
 
 
 def test_paper_scale_family_is_tables_13_and_14(tmp_path):
-    from bornbiased_jax.train import model_config
+    from bornbiased_jax.training.config import model_config
 
     fam = family.SINKS_PAPER
     tc = fam.pretrain

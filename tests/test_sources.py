@@ -19,10 +19,12 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.probes.outputs import feature_probe
-from bornbiased_jax.runs import TrainConfig
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.sweep import run_probe
-from bornbiased_jax.train import Run, init_state, make_optimizer
+from bornbiased_jax.training.config import TrainConfig
+from bornbiased_jax.training.loop import Run
+from bornbiased_jax.training.optimizer import make_optimizer
+from bornbiased_jax.training.step import init_state
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warmup=1,
@@ -85,6 +87,21 @@ def test_run_folder_latest_and_step_equal_checkpoints(run_dir):
     saved2 = mgr.restore(2, args=ocp.args.StandardRestore(abstract))
     leaves_equal(at2.params, jax.tree.map(lambda x: x[0], saved2["params"]))  # seed axis
     assert not latest.is_init and at2.step == 2
+
+
+def test_checkpoint_params_are_read_without_building_a_model(run_dir, monkeypatch):
+    """A run's parameters are read with the structure its checkpoint's metadata records: no
+    model is initialised or traced, and they are the trained ones, bitwise, in the model's
+    own tree."""
+    out, run = run_dir
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was built to read a checkpoint")
+
+    monkeypatch.setattr(model, "init", no_model)
+    latest = load_source(str(out))
+    assert jax.tree.structure(latest.params) == jax.tree.structure(run.seed_params())
+    leaves_equal(latest.params, run.seed_params())
 
 
 def test_run_step_zero_is_the_initialisation(run_dir):

@@ -526,7 +526,7 @@ def test_lineage_figure14_rule():
 
 
 def test_qwen_family_is_the_llama_family_with_qwen2s_architecture(tmp_path):
-    from bornbiased_jax.runs import model_config
+    from bornbiased_jax.training.config import model_config
     from experiments.lineage import family
     from experiments.lineage.measure import default_runs_dir, scale_family
 

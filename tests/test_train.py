@@ -25,8 +25,9 @@ import pytest
 from bornbiased_jax import data
 from bornbiased_jax.cli import main
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.runs import TrainConfig
-from bornbiased_jax.train import Run, make_train_step
+from bornbiased_jax.training.config import TrainConfig
+from bornbiased_jax.training.loop import Run
+from bornbiased_jax.training.step import make_train_step
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warmup=2,
@@ -42,11 +43,11 @@ TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warm
                 model_set=("n_layers=1", "attn_output_gate=true")),
     TrainConfig(seed=7, init_from="runs/x/base-s42@500", weight_decay=-1e-5, data_seed=-3)])
 def test_train_command_parses_back_to_its_config(tc):
-    """runs.train_command spells a TrainConfig as bornbiased train's flags: the command's own
+    """config.train_command spells a TrainConfig as bornbiased train's flags: the command's own
     parser reads the same TrainConfig back."""
     from bornbiased_jax.cli import build_parser
     from bornbiased_jax.commands.train import train_config
-    from bornbiased_jax.runs import train_command
+    from bornbiased_jax.training.config import train_command
 
     argv = train_command(tc, ["python-stdlib", "/data/x"], "runs/out")
     args = build_parser().parse_args(argv)
@@ -91,18 +92,19 @@ def test_orbax_round_trip_on_disk(corpus, tmp_path):
     # Nothing else is saved: the data order follows from data_seed and data_position alone.
     assert set(again.state) == {"params", "opt_state", "step", "data_position"}
     assert sorted(int(p.name) for p in (tmp_path / "run/checkpoints").iterdir()) == [3, 6]
-    # The held-out documents every reader of the run uses (runs.validation_split) are the ones
+    # The held-out documents every reader of the run uses (run_folder.validation_split) are the ones
     # the trainer held out: cut into blocks with the run's tokenizer they give its data
     # fingerprint, and the last val_fraction of the documents the run read.
-    from bornbiased_jax import runs
+    from bornbiased_jax.training import run_folder
 
     folder = tmp_path / "run"
-    train_docs, val_docs = runs.validation_split([str(corpus)], tc)
-    tok = data.load_tokenizer(runs.tokenizer_path(folder))
+    train_docs, val_docs = run_folder.validation_split([str(corpus)], tc)
+    tok = data.load_tokenizer(run_folder.tokenizer_path(folder))
     blocks = data.make_blocks(train_docs + val_docs, tok, tc.seq_len, tc.val_fraction)
-    info = runs.read_run_info(folder)
-    assert runs.data_fingerprint(blocks.train, blocks.val) == info["data"]["fingerprint"]
-    docs = runs.read_documents([str(corpus)], info["train_config"])  # run.json's dict works too
+    info = run_folder.read_run_info(folder)
+    assert run_folder.data_fingerprint(blocks.train, blocks.val) == info["data"]["fingerprint"]
+    # run.json's dict works too
+    docs = run_folder.read_documents([str(corpus)], info["train_config"])
     assert val_docs == docs[len(train_docs):] and len(val_docs) >= 1
 
 
@@ -271,7 +273,7 @@ def test_bf16_training_computes_in_bfloat16_and_keeps_float32_weights(corpus, tm
 
 
 def test_lr_schedules_warm_up_linearly_then_decay_to_min_lr():
-    from bornbiased_jax.train import lr_schedule
+    from bornbiased_jax.training.optimizer import lr_schedule
 
     tc = TrainConfig(**{**TINY, "warmup": 10}, steps=100, lr=1e-3, min_lr=1e-4)
     cos, lin = lr_schedule(tc), lr_schedule(dataclasses.replace(tc, schedule="linear"))
@@ -286,7 +288,7 @@ def test_lr_schedules_warm_up_linearly_then_decay_to_min_lr():
         TrainConfig(schedule="step", **TINY)
     # the optimiser follows the schedule: without weight decay, AdamW's updates of two runs on
     # the same gradients differ by the ratio of their learning rates
-    from bornbiased_jax.train import make_optimizer
+    from bornbiased_jax.training.optimizer import make_optimizer
 
     updates = {}
     for name in ("cosine", "linear"):
@@ -302,7 +304,7 @@ def test_lr_schedules_warm_up_linearly_then_decay_to_min_lr():
 
 
 def test_evaluation_runs_in_micro_batches_and_averages_every_block(corpus, tmp_path):
-    from bornbiased_jax.train import make_eval
+    from bornbiased_jax.training.step import make_eval
 
     tc = TrainConfig(**{**TINY, "grad_accum": 2}, steps=4)  # batches of 8 in micro-batches of 4
     run = Run(tc, [str(corpus)], tmp_path / "e")

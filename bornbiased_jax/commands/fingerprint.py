@@ -98,14 +98,15 @@ def expand_suspects(specs: list[str]) -> list[str]:
     """The suspects' model sources: each spec as given, except a folder that is neither a model
     (config.json) nor a train run (run.json) but holds model folders, which stands for each of
     them (sorted by name). Such a folder without any model is a UserError naming it."""
-    from bornbiased_jax import runs
+    from bornbiased_jax.training import run_folder
 
     out = []
     for spec in specs:
         path = Path(spec)
-        if path.is_dir() and not (path / "config.json").is_file() and not runs.is_run(path):
+        if path.is_dir() and not (path / "config.json").is_file() and not run_folder.is_run(path):
             models = sorted(str(d) for d in path.iterdir()
-                            if d.is_dir() and ((d / "config.json").is_file() or runs.is_run(d)))
+                            if d.is_dir() and ((d / "config.json").is_file()
+                                               or run_folder.is_run(d)))
             if not models:
                 raise UserError(f"suspect folder {spec!r} holds no model: neither config.json "
                                 f"nor run.json, and no sub-folder with one")

@@ -1,5 +1,5 @@
 """``bornbiased train``: pretraining with Orbax checkpoints, resumable and deterministic, of one
-seed or many seeds on the same batches (``bornbiased_jax.train``)."""
+seed or many seeds on the same batches (``bornbiased_jax.training``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bornbiased_jax.errors import UserError
 
 
 def add_parser(sub) -> None:
-    from bornbiased_jax.runs import SCHEDULES, TrainConfig
+    from bornbiased_jax.training.config import SCHEDULES, TrainConfig
 
     d = TrainConfig()
     p = sub.add_parser(
@@ -100,7 +100,7 @@ def add_parser(sub) -> None:
 
 
 def train_config(args):
-    from bornbiased_jax.runs import TrainConfig
+    from bornbiased_jax.training.config import TrainConfig
 
     fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
     fields["seeds"] = tuple(fields.get("seeds") or ())
@@ -109,7 +109,7 @@ def train_config(args):
 
 def run(args) -> int:
     from bornbiased_jax import distributed
-    from bornbiased_jax.train import Run
+    from bornbiased_jax.training.loop import Run
 
     tc = train_config(args)
     if args.memory_budget is not None and args.memory_budget <= 0:

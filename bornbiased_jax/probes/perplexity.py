@@ -12,7 +12,7 @@ import numpy as np
 
 from bornbiased_jax.probes.sinks import metric as sinks_metric
 from bornbiased_jax.stats import mean_se
-from bornbiased_jax.train import loss_fn
+from bornbiased_jax.training.step import loss_fn
 
 
 @functools.partial(jax.jit, static_argnums=1)

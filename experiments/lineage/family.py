@@ -32,10 +32,10 @@ import glob
 from pathlib import Path
 from typing import NamedTuple
 
-from bornbiased_jax import runs
 from bornbiased_jax.defaults import NODE_DOCS_MD, VIM_DOCS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.runs import TrainConfig
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.config import TrainConfig
 
 
 # name -> corpus list (globs expanded at use)
@@ -252,7 +252,7 @@ def spec(name: str, runs_dir: Path,
     runs_dir = Path(runs_dir)
     tok = vocabulary(runs_dir)
     tok = None if tok is None and name == "base-s42" else str(
-        tok or runs.tokenizer_path(runs_dir / "base-s42"))
+        tok or run_folder.tokenizer_path(runs_dir / "base-s42"))
     parts = name.split("-")
     seed = int(parts[-1][1:])
     pre = fam.pretrain
@@ -271,7 +271,7 @@ def spec(name: str, runs_dir: Path,
     raise ValueError(name)
 
 
-SHARED_VOCABULARY = runs.TOKENIZER
+SHARED_VOCABULARY = run_folder.TOKENIZER
 
 
 def vocabulary(runs_dir: Path) -> Path | None:
@@ -284,17 +284,17 @@ def vocabulary(runs_dir: Path) -> Path | None:
 
 def tokenizer_path(runs_dir: Path) -> Path:
     """The tokenizer the family's runs in ``runs_dir`` read text with (it may not exist yet)."""
-    return vocabulary(runs_dir) or runs.tokenizer_path(Path(runs_dir) / "base-s42")
+    return vocabulary(runs_dir) or run_folder.tokenizer_path(Path(runs_dir) / "base-s42")
 
 
 def finished(name: str, runs_dir: Path, fam: Family = DEFAULT) -> bool:
     """Whether run ``name`` of family ``fam`` has its run.json and a checkpoint at its last
-    step (``runs.finished``). A folder of that name made with other settings (another family's
-    run, a stale run left in the folder) stops the study with the differences, rather than
-    being measured as this family's run or trained over."""
+    step (``run_folder.finished``). A folder of that name made with other settings (another
+    family's run, a stale run left in the folder) stops the study with the differences, rather
+    than being measured as this family's run or trained over."""
     tc, _, _ = spec(name, runs_dir, fam)
-    return runs.finished(Path(runs_dir) / name, tc, what=f"this family's {name}",
-                         remedy="use another --runs-dir")
+    return run_folder.finished(Path(runs_dir) / name, tc, what=f"this family's {name}",
+                               remedy="use another --runs-dir")
 
 
 def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFAULT) -> Path:
@@ -302,12 +302,13 @@ def ensure(name: str, runs_dir: Path, progress: bool = False, fam: Family = DEFA
     folder. Runs it depends on (base-s42's tokenizer, a continuation's source) must be
     finished first."""
     tc, docs, tok = spec(name, runs_dir, fam)
-    from bornbiased_jax import train  # JAX and the optimiser only when there is training
+    # JAX and the optimiser only when there is training
+    from bornbiased_jax.training import loop as train
 
     return train.ensure(tc, docs, Path(runs_dir) / name, tokenizer_path=tok, progress=progress,
                         what=f"this family's {name}", remedy="use another --runs-dir")
 
 
 def summary(name: str, runs_dir: Path) -> dict:
-    """Tokens, steps, wall time and final losses of run ``name`` (``runs.summary``)."""
-    return runs.summary(Path(runs_dir) / name)
+    """Tokens, steps, wall time and final losses of run ``name`` (``run_folder.summary``)."""
+    return run_folder.summary(Path(runs_dir) / name)

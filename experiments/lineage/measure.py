@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import data, plots, runs
+from bornbiased_jax import data, plots
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import baselines as B
 from bornbiased_jax.fingerprint import calibrated as C
@@ -36,9 +36,10 @@ from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import fmt_p
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
 from experiments.lineage import family
 from experiments.lineage.claims import BASELINES
 
@@ -166,10 +167,10 @@ class Study:
     # --- baseline probes ---------------------------------------------------------------------
     def base_documents(self) -> tuple[list[str], list[str]]:
         """(training, held-out) documents of the base corpus, split as training splits them."""
-        return runs.validation_split(family.corpus("base", self.fam), self.fam.pretrain)
+        return run_folder.validation_split(family.corpus("base", self.fam), self.fam.pretrain)
 
     def tokenizer(self):
-        return data.load_tokenizer(runs.tokenizer_path(self.runs / BASES[0]))
+        return data.load_tokenizer(run_folder.tokenizer_path(self.runs / BASES[0]))
 
     def _corpus_probes(self) -> None:
         """Read the base corpus once and derive both probes taken from it: REEF's held-out

@@ -30,8 +30,11 @@ import json
 import shlex
 from pathlib import Path
 
-from bornbiased_jax import files, runs, train
-from bornbiased_jax.runs import TrainConfig
+from bornbiased_jax import files
+from bornbiased_jax.training import loop as train
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
+from bornbiased_jax.training.config import TrainConfig, train_command
 from experiments.lineage import family
 
 SEEDS = tuple(range(32))
@@ -66,7 +69,7 @@ CONTINUED = TrainConfig(
 
 def command(runs_dir: Path = RUNS_DIR, tc: TrainConfig = RUN) -> str:
     """The ``bornbiased train`` command line of the run (every setting spelled out)."""
-    return shlex.join(["bornbiased", *runs.train_command(tc, CORPUS, Path(runs_dir) / NAME),
+    return shlex.join(["bornbiased", *train_command(tc, CORPUS, Path(runs_dir) / NAME),
                        "--no-progress"])
 
 
@@ -99,16 +102,17 @@ def sources(runs_dir: Path = RUNS_DIR, step: int | None = None) -> list[str]:
 def write_record(folder: Path, path: Path = RECORD, continued: list[Path] = ()) -> dict:
     """The committed record of a finished run (and its continuations): settings, command and
     summary. Continuations already in the record are kept when ``continued`` is empty."""
-    info = runs.read_run_info(folder)
+    info = run_folder.read_run_info(folder)
     record = {"run": {"experiment": "seed_family", "command": command(folder.parent),
                       "folder": str(folder), "train_config": info["train_config"],
                       "model_config": info["model_config"], "data": info["data"]},
-              "records": [{**runs.summary(folder), "seeds": list(runs.run_seeds(info)),
-                           "steps_saved": runs.run_steps(folder)}]}
+              "records": [{**run_folder.summary(folder),
+                           "seeds": list(run_folder.run_seeds(info)),
+                           "steps_saved": run_steps(folder)}]}
     if continued:
         record["continued"] = [
-            {"folder": str(c), "train_config": runs.read_run_info(c)["train_config"],
-             **runs.summary(c), "steps_saved": runs.run_steps(c)} for c in continued]
+            {"folder": str(c), "train_config": run_folder.read_run_info(c)["train_config"],
+             **run_folder.summary(c), "steps_saved": run_steps(c)} for c in continued]
     elif path.exists():
         old = json.loads(Path(path).read_text())
         if "continued" in old:

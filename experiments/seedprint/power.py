@@ -2,7 +2,8 @@
 
 A small LLaMA-style model (``llama2-small``: d = 256, 4 blocks; at CPU scale 120 steps of
 8 x 64 tokens) is trained on this Python's standard library (every parameter seed-dependent, as
-``runs.model_config`` makes them; resumed if the run folder exists), keeping every checkpoint.
+``config.model_config`` of ``bornbiased_jax.training`` makes them; resumed if the run folder
+exists), keeping every checkpoint.
 Then, on the same Gaussian inputs, each test compares
 
   * lineage:        base = the run's initialisation (run@0, rebuilt from its seed), suspect =
@@ -26,8 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import files, plots, runs
-from bornbiased_jax import train as train_run
+from bornbiased_jax import files, plots
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.algorithm1 import paper_test
@@ -36,9 +36,12 @@ from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.runs import TrainConfig, run_steps
 from bornbiased_jax.sources import LoadedModel, init_params, load_source
 from bornbiased_jax.stats import fmt_p
+from bornbiased_jax.training import loop as train_run
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
+from bornbiased_jax.training.config import TrainConfig
 
 CPU = dict(preset="llama2-small", seed=42, other_seed=123, steps=120, save_every=15,
            seq_len=64, batch_size=8, vocab_size=4096, corpus_max_mb=2.0, n=400, fp_seq_len=16,
@@ -67,7 +70,7 @@ def train_config(s: dict, seed: int) -> TrainConfig:
 def train(s: dict, seed: int, out: Path, log=progress) -> Path:
     """Train (or resume) seed ``seed``'s run in ``out``; a finished run is left as it is."""
     tc = train_config(s, seed)
-    if not runs.finished(out, tc):
+    if not run_folder.finished(out, tc):
         t0 = time.time()
         train_run.ensure(tc, ["python-stdlib"], out)
         log(f"  trained {out} to step {tc.steps} in {time.time() - t0:.0f} s")

@@ -26,15 +26,17 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax import files, plots, runs
+from bornbiased_jax import files, plots
 from bornbiased_jax.files import progress
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
-from experiments.lineage import seed_family as SF
 from bornbiased_jax.fingerprint import rejection as SM
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
+from experiments.lineage import seed_family as SF
 
 # Settings of the two scales: n probe sequences of seq_len tokens, the calibrated test's fresh
 # initialisations, the permutation test's permutations and the probe's seed.
@@ -53,13 +55,13 @@ def family_features(s: dict, runs_dir: Path, cache: Path, log=progress):
         bank = SM.NullBank(z["null_z"], tuple(z[f"draw{i}"] for i in range(z["n_draws"])))
         return F, dist, bank, [int(x) for x in z["steps"]], [int(x) for x in z["cont_steps"]]
     folder = runs_dir / SF.NAME
-    if not runs.finished(folder, SF.RUN):
+    if not run_folder.finished(folder, SF.RUN):
         raise UserError(f"the 32-seed family is not trained in {folder}; run "
                         f"'python -m experiments.seed_family --continued' first")
-    steps = [0, *runs.run_steps(folder)]
+    steps = [0, *run_steps(folder)]
     conts = [runs_dir / SF.continued_name(k) for k in SF.CONTINUED_SEEDS]
-    missing = [str(c) for c in conts if not runs.run_steps(c)
-               or runs.run_steps(c)[-1] != SF.CONTINUED.steps]
+    missing = [str(c) for c in conts if not run_steps(c)
+               or run_steps(c)[-1] != SF.CONTINUED.steps]
     if missing:
         raise UserError(f"continuations not finished: {missing}; run "
                         f"'python -m experiments.seed_family --continued' first")
@@ -74,7 +76,7 @@ def family_features(s: dict, runs_dir: Path, cache: Path, log=progress):
             if step in (0, steps[-1]) or k in SF.CONTINUED_SEEDS:
                 params[("family", k, step)] = m.params
         log(f"  features of the family at step {step}")
-    cont_steps = runs.run_steps(conts[0])
+    cont_steps = run_steps(conts[0])
     for k, c in zip(SF.CONTINUED_SEEDS, conts):
         for step in cont_steps:
             m = load_source(f"{c}@{step}", shared_embedding=False)

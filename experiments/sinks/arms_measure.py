@@ -25,7 +25,7 @@ import json
 import time
 from pathlib import Path
 
-from bornbiased_jax import bigram_backcopy, files, runs
+from bornbiased_jax import bigram_backcopy, files
 from bornbiased_jax.files import progress
 from bornbiased_jax.sources import load_source
 from experiments.sinks.arms import arm_of, merge_groups
@@ -37,6 +37,8 @@ from experiments.sinks.regime_measure import (
     measured,
     train,
 )
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
 
 TRAIN_LOSS_EVERY = 50  # the training loss kept in the record, every this many steps
 
@@ -79,15 +81,15 @@ def measure(cell: Cell, folder: Path, log=progress) -> list[dict]:
 
     T_nll = min(COPY_T, cell.seq_len) + 1
     nll_windows = bigram_backcopy.eval_windows(task, T_nll, NUM_SEQS, cell.data_seed)
-    metrics = runs.read_metrics(folder)
+    metrics = run_folder.read_metrics(folder)
     seeds = cell.init_seeds
     out = []
     for i, seed in enumerate(seeds):
-        mine = runs.seed_metrics(metrics, i) if len(seeds) > 1 else metrics
+        mine = run_folder.seed_metrics(metrics, i) if len(seeds) > 1 else metrics
         vl = {r["step"]: r["val_loss"] for r in mine if "val_loss" in r}
         loss = _binned_loss(mine)
         cks = []
-        for step in [0] + runs.run_steps(folder):
+        for step in [0] + run_steps(folder):
             src = f"{folder}#{seed}@{step}" if len(seeds) > 1 else f"{folder}@{step}"
             ck = measure_model(src, cell, task, windows, nll_windows)
             ck["val_loss"] = vl.get(step)
@@ -132,12 +134,12 @@ def run_arm(cell: Cell, root: Path, train_runs: bool = True, log=progress) -> di
         return rec
     if train_runs:
         train(cell, folder, log)
-    elif not runs.finished(folder, cell.train_config(), what=f"arm {cell.name}",
-                           remedy="remove the folder or run without --no-train"):
+    elif not run_folder.finished(folder, cell.train_config(), what=f"arm {cell.name}",
+                                 remedy="remove the folder or run without --no-train"):
         log(f"{cell.name}: not trained ({folder}); skipped")
         return None
-    summ = runs.summary(folder)
-    cfg, _ = runs.run_config(folder)
+    summ = run_folder.summary(folder)
+    cfg, _ = run_folder.run_config(folder)
     rec = {"name": cell.name, "settings": settings,
            "command": "bornbiased " + " ".join(cell.train_argv(folder)),
            "model": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "d_model": cfg.d_model,

@@ -13,15 +13,16 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import bigram_backcopy, data, files
-from bornbiased_jax import runs as runs_mod
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
+from bornbiased_jax.probes.perplexity import perplexity
 from bornbiased_jax.probes.sinks import metric
-from bornbiased_jax.runs import run_steps
 from bornbiased_jax.sources import load_source
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
+from bornbiased_jax.training.config import settings_differences
 from experiments.lineage import family
 from experiments.sinks.claims import convergence, is_control, sink_text_name
-from bornbiased_jax.probes.perplexity import perplexity
 
 CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],
            emergence_T=256, ppl_windows=64, ppl_T=256, shift_mb=2.0, sink_text="held_out")
@@ -38,7 +39,7 @@ PAPER_ARMS = ["baseline", "amplification", "attenuation"]  # --scale paper's def
 
 def held_out_docs(tc, fam) -> list[str]:
     """The validation documents of a family run (its last ``val_fraction`` of documents)."""
-    return runs_mod.validation_split(family.corpus("base", fam), tc)[1]
+    return run_folder.validation_split(family.corpus("base", fam), tc)[1]
 
 
 def windows_of(s: dict, tc, base_corpus, tokenizer: Path, fam) -> dict:
@@ -193,7 +194,7 @@ def reusable(saved: dict | None, s: dict, sha256: str, specs: dict) -> dict:
         return {}
     return {arm: rec for arm, rec in saved.get("arms", {}).items()
             if arm in specs and "train_config" in rec
-            and not runs_mod.settings_differences(rec["train_config"], specs[arm])}
+            and not settings_differences(rec["train_config"], specs[arm])}
 
 
 def _report(records: dict, s: dict, on_arm, wanted: list[str]) -> None:
@@ -218,7 +219,7 @@ def measure_arm(s: dict, folder: Path, text: dict, tc, log=progress) -> dict:
                         f"{['held_out', *shifted]}")
     sink_ids = held if sink_text == "held_out" else shifted[sink_text]
     rec = {"run": family.summary(folder.name, folder.parent),
-           "train_config": runs_mod.read_run_info(folder)["train_config"],
+           "train_config": run_folder.read_run_info(folder)["train_config"],
            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     final = load_source(str(folder))
     rec["figure12"] = {str(eps): [r.to_json() for r in metric.sink_rates_over_lengths(
@@ -252,7 +253,7 @@ def share_vocabulary(runs: Path, committed: Path) -> None:
     (:func:`family.vocabulary`); if not, and base-s42 has trained its own, copy that to
     ``committed``. A runs folder holding another vocabulary stops the study."""
     runs, committed = Path(runs), Path(committed)
-    own = runs_mod.tokenizer_path(runs / "base-s42")
+    own = run_folder.tokenizer_path(runs / "base-s42")
     if not committed.is_file():
         if own.is_file():
             files.write_text(committed, own.read_text())

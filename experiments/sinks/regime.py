@@ -88,13 +88,13 @@ class Cell:
 
     def train_argv(self, out: str | Path) -> list[str]:
         """The ``bornbiased train`` arguments of this cell into run folder ``out``."""
-        from bornbiased_jax.runs import train_command
+        from bornbiased_jax.training.config import train_command
 
         return train_command(self.train_config(), self.corpus, out) + ["--no-progress"]
 
     def train_config(self):
         """The run's ``TrainConfig`` (to tell a finished run folder from another run's)."""
-        from bornbiased_jax.runs import TrainConfig
+        from bornbiased_jax.training.config import TrainConfig
 
         return TrainConfig(preset=self.preset, seq_len=self.seq_len, batch_size=self.batch_size,
                            steps=self.steps, lr=self.lr, warmup=self.warmup,

@@ -24,10 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax import bigram_backcopy, data, files, runs
+from bornbiased_jax import bigram_backcopy, data, files
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.sinks import metric, windows
 from bornbiased_jax.sources import load_source
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
 from experiments.sinks.regime import COPY_T, GU_EPS, GU_T, PAPER_EPS, Cell, summarise
 
 NUM_SEQS = 100
@@ -37,8 +39,8 @@ def train(cell: Cell, folder: Path, log=progress) -> float | None:
     """Train (or resume) ``cell`` into ``folder`` as a ``bornbiased train`` subprocess with this
     interpreter (so the caller's ``nice`` and PYTHONPATH apply); None if it had finished already,
     else the wall seconds. A failed run raises ``RuntimeError`` with its exit status."""
-    if runs.finished(folder, cell.train_config(), what=f"grid cell {cell.name}",
-                     remedy="remove the folder or rename the cell"):
+    if run_folder.finished(folder, cell.train_config(), what=f"grid cell {cell.name}",
+                           remedy="remove the folder or rename the cell"):
         return None
     argv = cell.train_argv(folder)
     log("bornbiased " + " ".join(argv))
@@ -52,20 +54,20 @@ def train(cell: Cell, folder: Path, log=progress) -> float | None:
 
 
 def _val_losses(folder: Path) -> dict[int, float]:
-    return {r["step"]: r["val_loss"] for r in runs.read_metrics(folder) if "val_loss" in r}
+    return {r["step"]: r["val_loss"] for r in run_folder.read_metrics(folder) if "val_loss" in r}
 
 
 def _windows(cell: Cell, folder: Path):
     """T -> evaluation windows (NUM_SEQS, T), and a note saying what they are."""
-    info = runs.read_run_info(folder)
+    info = run_folder.read_run_info(folder)
     tc = info["train_config"]
     if cell.is_bbm:
         task = bigram_backcopy.load(bigram_backcopy.check_single(cell.corpus))
         return (lambda T: bigram_backcopy.eval_windows(task, T, NUM_SEQS, cell.data_seed), task,
                 f"Bigram-Backcopy draws of {cell.corpus[0]} (split eval/T=<T>), <s> first")
-    held = runs.validation_split(info["corpus"], tc)[1]
-    w = windows.text(held, data.load_tokenizer(runs.tokenizer_path(folder)), cell.bos,
-                          tc.get("bos_token"))
+    held = run_folder.validation_split(info["corpus"], tc)[1]
+    w = windows.text(held, data.load_tokenizer(run_folder.tokenizer_path(folder)), cell.bos,
+                     tc.get("bos_token"))
     note = (f"windows of the run's {len(held)} held-out documents ({len(w.ids)} tokens), "
             + (f"BOS (id {w.bos_id}) first" if cell.bos else "no BOS"))
     return (lambda T: metric.bos_windows(w.ids, T, NUM_SEQS, seed=T, bos=w.bos_id), None, note)
@@ -104,7 +106,7 @@ def measure(cell: Cell, folder: Path, log=progress) -> dict:
     windows, task, note = _windows(cell, folder)
     vl = _val_losses(folder)
     cks = []
-    for step in [0] + runs.run_steps(folder):
+    for step in [0] + run_steps(folder):
         ck = measure_checkpoint(load_source(f"{folder}@{step}"), cell, windows, task)
         ck["val_loss"] = vl.get(step)
         g = ck["gu"]
@@ -153,8 +155,8 @@ def run_cell(cell: Cell, root: Path, log=progress) -> dict:
         log(f"{cell.name}: measured before ({saved})")
         return rec
     wall = train(cell, folder, log)
-    summ = runs.summary(folder)
-    cfg, _ = runs.run_config(folder)
+    summ = run_folder.summary(folder)
+    cfg, _ = run_folder.run_config(folder)
     rec = {"name": cell.name, "settings": settings, "is_bbm": cell.is_bbm,
            "command": "bornbiased " + " ".join(cell.train_argv(folder)),
            "model": {"n_layers": cfg.n_layers, "n_heads": cfg.n_heads,

@@ -22,7 +22,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bornbiased_jax import bigram_backcopy, data, runs
+from bornbiased_jax import bigram_backcopy, data
+from bornbiased_jax.training import run_folder
 from bornbiased_jax.errors import UserError
 
 
@@ -83,7 +84,8 @@ def for_model(cfg, folder: Path | None, *, num_seqs: int, seed: int,
     ``bos_token`` (default the run's) apply to text; ``tokenizer`` defaults to the run's
     tokenizer.json, else a BPE of ``bpe_vocab`` tokens trained on the first ``corpus_max_mb``
     MiB of the text (``data.evaluation_tokenizer``)."""
-    info = runs.read_run_info(folder) if folder is not None and runs.is_run(folder) else {}
+    info = (run_folder.read_run_info(folder)
+            if folder is not None and run_folder.is_run(folder) else {})
     tc = info.get("train_config", {})
     recorded = info.get("corpus") or []
     corpus = list(corpus or (recorded if bigram_backcopy.is_spec(recorded) else ["python-stdlib"]))

@@ -1,0 +1,231 @@
+"""A run's settings: :class:`TrainConfig` (Table 14's defaults, checked when made), the
+model configuration it gives (:func:`model_config`), which settings a resume must keep
+(:func:`settings_differences`), and the ``bornbiased train`` command line that spells it
+(:func:`train_command`).
+
+Nothing here reads or writes a file or imports JAX: ``bornbiased train --help`` builds its
+flags from :class:`TrainConfig`, and ``bornbiased_jax.training.run_folder`` records it in
+run.json.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset
+from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
+from bornbiased_jax.errors import UserError
+
+SCHEDULES = ("cosine", "linear", "constant")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Table 14 defaults where they apply; sizes for a CPU run.
+
+    ``batch_size`` is the global batch in sequences per optimiser step, split into
+    ``grad_accum`` micro-batches (Table 14: 128 = 2 x 2 GPUs x 32). ``steps`` is the length of
+    the learning-rate schedule; training stops after ``stop_at`` steps (default: ``steps``).
+    ``seed`` is the initialisation seed of a single-seed run; ``seeds`` (two or more distinct
+    seeds) trains one model per seed in one program on the same batches, in the same order
+    (``data_seed``), and ``seed`` is then left at 0; a one-seed ``seeds`` is the same run as
+    that ``seed``. ``model_set`` holds ``KEY=VALUE`` model settings applied on top of the
+    preset (:func:`config.apply_overrides`), e.g. ``("attn_output_transform=sqrt_i",)``; they
+    are recorded in run.json. ``init_from`` names a model source (a training run,
+    ``PATH@STEP``, ``PATH#SEED@STEP``, or a Hugging Face folder) whose parameters start the run
+    instead of ``seed``'s initialisation: continued pretraining on another corpus (paper
+    Table 5). The architecture and tokenizer are then the source's (``preset`` and
+    ``model_set`` are not used); Adam moments, the step count and the learning-rate schedule
+    start fresh. ``fsdp`` shards parameters and Adam moments over the devices instead of
+    copying them to each (``sharding.RULES_FSDP``). ``bos`` puts the tokenizer's
+    beginning-of-sequence token (``bos_token``, default ``defaults.BOS_TOKEN``) at position 0
+    of every training and validation block, and ``doc_aligned`` starts every block at a
+    document start (``data.make_blocks``); runs recorded before these existed had neither.
+    ``schedule`` "constant" keeps ``lr`` after the warmup (``min_lr`` unused)."""
+
+    preset: str = "llama2-cpu"
+    seq_len: int = 128
+    batch_size: int = 16
+    grad_accum: int = 1
+    steps: int = 200
+    lr: float = 6e-4
+    min_lr: float = 6e-5
+    warmup: int = 20
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    b1: float = 0.9
+    b2: float = 0.95
+    bf16: bool = False
+    schedule: str = "cosine"
+    seed: int = 0
+    data_seed: int = 0
+    vocab_size: int = 4096
+    val_fraction: float = 0.05
+    corpus_max_mb: float = 8.0
+    eval_every: int = 25
+    eval_batches: int = 4
+    log_every: int = 5
+    save_every: int = 50
+    keep_last: int = 3
+    keep_every: int | None = None
+    stop_at: int | None = None
+    model_set: tuple[str, ...] = ()
+    init_from: str | None = None
+    fsdp: bool = False
+    seeds: tuple[int, ...] = ()
+    bos: bool = False
+    bos_token: str | None = None
+    doc_aligned: bool = False
+
+    def __post_init__(self):
+        pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
+               "eval_batches", "log_every", "save_every", "keep_last"]
+        for f in pos:
+            if int(getattr(self, f)) < 1:
+                raise UserError(f"{f} must be >= 1, got {getattr(self, f)}")
+        if self.batch_size % self.grad_accum:
+            raise UserError(f"batch_size {self.batch_size} is not divisible by grad_accum "
+                            f"{self.grad_accum}")
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.bos_token is not None and not self.bos:
+            raise UserError(f"bos_token {self.bos_token!r} (--bos-token) names the BOS token of "
+                            f"a run with bos (--bos); add --bos or drop --bos-token")
+        if self.warmup < 0 or self.warmup >= self.steps:
+            raise UserError(f"warmup must lie in [0, steps), got {self.warmup}")
+        if self.keep_every is not None and self.keep_every < 1:
+            raise UserError("keep_every must be >= 1")
+        if self.stop_at is not None and not 1 <= self.stop_at <= self.steps:
+            raise UserError(f"stop_at must lie in [1, steps={self.steps}], got {self.stop_at}")
+        self._check_seeds()
+        preset = get_preset(self.preset)  # an unknown name is a UserError listing the presets
+        if self.seq_len > preset.max_seq_len:
+            raise UserError(f"seq_len {self.seq_len} exceeds the maximum context "
+                            f"{preset.max_seq_len} of preset {self.preset}")
+        object.__setattr__(self, "model_set", tuple(self.model_set))
+        apply_overrides(preset, self.model_set)
+        if self.init_from is not None and self.model_set:
+            raise UserError("model settings (--model-set) cannot be combined with init_from: "
+                            "the architecture is the source model's")
+
+    def _check_seeds(self) -> None:
+        seeds = tuple(int(s) for s in self.seeds)
+        bad = [s for s in seeds + (int(self.seed),) if not 0 <= s < SEED_LIMIT]
+        if bad:
+            raise UserError(f"seeds must lie in {SEED_RANGE}, got {bad[:5]}")
+        if len(set(seeds)) != len(seeds):
+            raise UserError(f"seeds must be distinct, got {list(seeds)[:10]}...")
+        if seeds and self.seed != 0:
+            raise UserError("give either seed (--seed) or seeds (--seeds), not both")
+        if len(seeds) == 1:  # one seed in a list is that seed's single-seed run
+            object.__setattr__(self, "seed", seeds[0])
+            seeds = ()
+        if len(seeds) > 1 and self.init_from is not None:
+            raise UserError("init_from starts a run from one source model's parameters, so "
+                            "several seeds (--seeds) would train copies of one model; train "
+                            "several seeds from a preset, or one continuation per source")
+        object.__setattr__(self, "seeds", seeds)
+
+    @property
+    def init_seeds(self) -> tuple[int, ...]:
+        """The initialisation seeds in training (and checkpoint) order: ``seeds``, or
+        ``(seed,)``."""
+        return self.seeds or (self.seed,)
+
+    @property
+    def last_step(self) -> int:
+        """The step after which this invocation stops."""
+        return self.steps if self.stop_at is None else self.stop_at
+
+    # Fields that may differ between the first run and a resume of it. Not ``steps``: it sets
+    # the schedule's length (see ``bornbiased_jax.training``'s docstring).
+    # ``fsdp`` changes where the state lives, not what it is (as the number of devices does).
+    RESUMABLE = ("stop_at", "eval_every", "eval_batches", "log_every", "save_every",
+                 "keep_last", "keep_every", "fsdp")
+
+
+# TrainConfig fields that ``bornbiased train`` has no flag for (Table 14's values are kept)
+NO_FLAG = ("grad_clip", "b1", "b2", "val_fraction")
+SWITCHES = ("bf16", "fsdp", "bos", "doc_aligned")  # boolean flags: present or absent
+
+
+def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
+    """The ``bornbiased train`` arguments that train ``tc`` on ``corpus`` into ``out``: every
+    setting that differs from TrainConfig's defaults, as ``--field-name VALUE`` (``--seeds A:B``
+    for a range of seeds); parsing them gives ``tc`` back. A ``UserError`` for a setting the
+    command has no flag for (:data:`NO_FLAG`)."""
+    default = TrainConfig()
+    corpus = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    argv = ["train", "--corpus", *[str(c) for c in corpus], "--out", str(out)]
+    for f in dataclasses.fields(TrainConfig):
+        value = getattr(tc, f.name)
+        if value == getattr(default, f.name):
+            continue
+        if f.name in NO_FLAG:
+            raise UserError(f"{f.name} = {value!r} has no flag of bornbiased train (it keeps "
+                            f"{getattr(default, f.name)!r}); train this run from Python")
+        flag = "--" + f.name.replace("_", "-")
+        if f.name in SWITCHES:
+            argv.append(flag)
+        elif f.name == "model_set":
+            argv += [a for item in value for a in ("--model-set", item)]
+        elif f.name == "seeds":
+            argv += ["--seeds", _seeds_text(value)]
+        elif str(value).startswith("-"):  # argparse would read "-1e-05" as an option
+            argv.append(f"{flag}={value}")
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _seeds_text(seeds) -> str:
+    """'0:32' for consecutive seeds, else '1,5,9'."""
+    seeds = [int(s) for s in seeds]
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}:{seeds[-1] + 1}"
+    return ",".join(map(str, seeds))
+
+
+def settings_differences(saved_tc: dict, tc: TrainConfig) -> dict[str, tuple]:
+    """{field: (saved, now)} for each setting of ``tc`` that a resume must keep (all but
+    ``TrainConfig.RESUMABLE``) and that differs from run.json's ``train_config`` ``saved_tc``."""
+    now = jsonable(dataclasses.asdict(tc))  # tuples as run.json's lists
+    saved_tc = dict(saved_tc)
+    saved_tc.setdefault("model_set", [])  # runs recorded before model settings existed
+    saved_tc.setdefault("schedule", "cosine")  # ... and before the linear schedule
+    saved_tc.setdefault("seeds", [])  # ... and before many-seed runs
+    saved_tc.setdefault("bos", False)  # ... and before BOS tokens and document-aligned blocks
+    saved_tc.setdefault("bos_token", None)
+    saved_tc.setdefault("doc_aligned", False)
+    return {k: (saved_tc.get(k), v) for k, v in now.items()
+            if k not in TrainConfig.RESUMABLE and saved_tc.get(k) != v}
+
+
+def model_config(tc: TrainConfig, vocab_size: int) -> ModelConfig:
+    """The preset (with ``tc.model_set`` applied), the tokenizer's vocabulary and every
+    parameter seed-dependent."""
+    cfg = dataclasses.replace(apply_overrides(get_preset(tc.preset), tc.model_set),
+                              vocab_size=vocab_size,
+                              shared_embedding=False)
+    from bornbiased_jax import model  # JAX only when a model is built, not for --help
+
+    model.check_seq_len(cfg, tc.seq_len)
+    return cfg
+
+
+def jsonable(obj):
+    """``obj`` as JSON would read it back (tuples become lists), for comparisons."""
+    return json.loads(json.dumps(obj))
+
+
+def check_batch_splits(tc: TrainConfig, n_processes: int) -> None:
+    """A UserError unless each micro-batch splits evenly over ``n_processes`` processes (each
+    process loads its own rows); checked before any work, by the CLI before the processes
+    even connect."""
+    micro = tc.batch_size // tc.grad_accum
+    if micro % n_processes:
+        raise UserError(f"the micro-batch {micro} (batch_size / grad_accum) does not split over "
+                        f"{n_processes} processes; use a multiple of {n_processes} (and of the "
+                        f"total number of devices)")
