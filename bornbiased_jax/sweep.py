@@ -27,6 +27,8 @@ every process runs the same compiled calls, and the outputs are gathered into ev
 (``multihost_utils.process_allgather``); the caller writes them from process 0. The plan is
 process 0's, so that all processes run one program.
 
+The plan and the per-seed call are :mod:`bornbiased_jax.sweep_plan`'s (importable from here).
+
 :func:`run_probe` runs a probe over the sequences for ONE given parameter set (a trained
 checkpoint, an import) with the same per-model call, planner, padding and output assembly.
 
@@ -46,7 +48,7 @@ import functools
 import math
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -58,239 +60,10 @@ from bornbiased_jax import distributed, model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys, seed_list
-
-Probe = Callable[[dict, jax.Array], Any]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class SplitProbe:
-    """A probe in two stages, both written for one model and one sequence:
-    ``head(params, features(params, x))``.
-
-    The engine runs ``features`` over cache-sized batches of sequences and ``head`` once over
-    the whole chunk. Probes that end in the unembedding (``features`` = the final normed state,
-    ``head`` = a (d, V) matmul) then read W_U once per chunk instead of once per batch: on a CPU
-    that matmul is bound by reading W_U (103 MB for GPT-2's vocabulary at d = 512).
-    Calling a SplitProbe runs both stages, so it is also a plain probe."""
-
-    features: Probe
-    head: Callable[[dict, Any], Any]
-
-    def __call__(self, params, x):
-        return self.head(params, self.features(params, x))
-
-
-STRATEGIES = ("auto", "vmap", "map", "loop")
-# Tokens that go through the model together on a CPU. Measured on a 2-core CPU
-# (gpt2-rope-cpu, T = 64): batches of 512-2,048 tokens keep a block's activations (tokens x
-# d_ff floats) in the caches and ran at 75-85 % of the 2048^2 matmul rate; batches of
-# 16,000-33,000 tokens at 54-61 %.
-CPU_TOKENS_PER_BATCH = 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepPlan:
-    """How a sweep is cut: ``seed_chunk`` seeds per call (a multiple of the number of devices
-    along seeds; with "vmap" their parameters exist at once), ``map_batch`` seeds run together
-    inside ``lax.map``,
-    ``seq_chunk`` sequences per call (split over ``seq_devices`` devices), of which ``seq_batch``
-    go through the model together on each device (a compiled loop over sequence batches when
-    ``seq_batch`` is smaller than a device's share)."""
-
-    strategy: str
-    seed_chunk: int
-    seq_chunk: int
-    map_batch: int
-    n_devices: int
-    seq_batch: int
-    seq_devices: int = 1  # devices along the sequence axis (> 1 when seeds < devices)
-
-
-def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
-    """Bytes of float32 parameters of one seed (the seed-dependent group when ``per_seed``)."""
-    fn = (lambda k: model.init_blocks(cfg, k)) if (per_seed and cfg.shared_embedding) else (
-        lambda k: model.init(cfg, k))
-    shapes = jax.eval_shape(fn, jax.random.key(0))
-    return sum(4 * math.prod(x.shape) for x in jax.tree.leaves(shapes))
-
-
-@functools.lru_cache(maxsize=64)
-def build_bytes(cfg: ModelConfig) -> int:
-    """Bytes one seed needs while its parameters are built: the parameters plus the init's
-    temporaries (random bits before they become weights), from XLA's analysis of the compiled
-    one-seed init (the parameters alone where the backend gives no statistics). For
-    gpt2-rope-cpu on a CPU the temporaries are about 1.3 times the parameters."""
-    stats = jax.jit(_init_seed_fn(cfg)).lower(jax.random.key(0)).compile().memory_analysis()
-    return param_bytes(cfg) + (stats.temp_size_in_bytes if stats is not None else 0)
-
-
-def activation_bytes(cfg: ModelConfig, T: int) -> int:
-    """Rough float32 working set of one forward of one sequence (attention scores and
-    probabilities, d- and d_ff-wide activations, one row of logits). Only a fallback for
-    :func:`plan_sweep` without a probe, or a backend without compiled-memory statistics: a
-    probe may need far more (full T x V logits are 103 MB per sequence at T = 512,
-    V = 50,257), which :func:`probe_working_set` measures."""
-    per_token = 8 * cfg.d_model + 3 * cfg.d_ff + 2 * cfg.n_heads * T
-    return 4 * T * per_token + 4 * cfg.vocab_size
-
-
-def default_budget(devices: Sequence[jax.Device]) -> int:
-    """Per-device memory budget: 40 % of a GPU/TPU's memory, 2 GiB on CPU."""
-    # Another process's devices report no memory statistics here: ask one of this process's.
-    me = jax.process_index()
-    devices = [d for d in devices if getattr(d, "process_index", me) == me] or devices
-    stats = devices[0].memory_stats() if devices[0].platform != "cpu" else None
-    if stats and "bytes_limit" in stats:
-        return int(0.4 * stats["bytes_limit"])
-    return 2 << 30
-
-
-# Sequences per vmapped batch at which an accelerator's working set is measured (the real
-# chunk is then extrapolated linearly; see probe_working_set).
-MEASURE_BATCH = 8
-
-
-def _init_seed_fn(cfg: ModelConfig):
-    """init_seed(key) -> one seed's parameters (its seed-dependent group when the embeddings
-    are shared)."""
-    if cfg.shared_embedding:
-        return lambda key: model.init_blocks(cfg, key)
-    return lambda key: model.init(cfg, key)
-
-
-def _shared_params(cfg: ModelConfig) -> dict:
-    """The seed-independent embedding group (empty unless ``cfg.shared_embedding``)."""
-    return (model.init_embeddings(cfg, model.embed_key(cfg, None)) if cfg.shared_embedding
-            else {})
-
-
-def _run_one_fn(probe: Probe, seq_batch: int):
-    """run_one(seed_params, shared_params, xs (n, ...)) -> the probe's outputs (n, ...) for one
-    seed: ``features`` over batches of ``seq_batch`` sequences (a compiled loop when n is
-    larger), a SplitProbe's ``head`` once over all n."""
-    features, head = ((probe.features, probe.head) if isinstance(probe, SplitProbe)
-                      else (probe, None))
-
-    def run_one(seed_params, shared_params, xs):
-        params = {**seed_params, **shared_params}
-        one = lambda x: features(params, x)  # noqa: E731
-        if seq_batch >= xs.shape[0]:
-            out = jax.vmap(one)(xs)
-        else:  # a compiled loop over batches of seq_batch sequences, vmapped in each batch
-            out = jax.lax.map(one, xs, batch_size=seq_batch)
-        return out if head is None else jax.vmap(lambda f: head(params, f))(out)
-
-    return run_one
-
-
-@functools.lru_cache(maxsize=64)
-def probe_working_set(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtype: str,
-                      seq_batch: int) -> tuple[int, int] | None:
-    """(fixed, per_sequence) bytes that one seed's probe call needs besides its parameters and
-    inputs, from XLA's own analysis of the compiled call (temporaries + outputs).
-
-    The per-seed call is compiled (not run) for n = b and n = 2 b sequences of ``row_shape``;
-    the working set is then ``fixed + n * per_sequence``, linear in n. With ``seq_batch`` = b
-    > 0 the features run in batches of b (the CPU plan): outputs and a SplitProbe's head grow
-    with n, the features' batch does not. With ``seq_batch`` = -b the call vmaps all n
-    sequences at once (the accelerator plan), so the features' activations grow with n too and
-    are counted. None when the backend gives no statistics."""
-    seed_params = jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0))
-    shared = jax.eval_shape(lambda: _shared_params(cfg))
-    b = abs(seq_batch)
-    sizes = []
-    for n in (b, 2 * b):
-        fn = jax.jit(_run_one_fn(probe, seq_batch if seq_batch > 0 else n))
-        xs = jax.ShapeDtypeStruct((n, *row_shape), np.dtype(row_dtype))
-        stats = fn.lower(seed_params, shared, xs).compile().memory_analysis()
-        if stats is None:
-            return None
-        sizes.append(stats.temp_size_in_bytes + stats.output_size_in_bytes)
-    per_seq = math.ceil(max(0, sizes[1] - sizes[0]) / b)
-    return max(0, sizes[0] - per_seq * b), max(1, per_seq)
-
-
-def _mesh_shape(n_devices: int, n_seeds: int, strategy: str) -> tuple[int, int]:
-    """(devices along seeds, devices along sequences): seeds take as many devices as they can
-    fill (a divisor of the device count), sequences share the rest, so 2 seeds on 8 devices
-    run as 2 x 4 instead of padding the seeds to 8."""
-    if strategy == "loop" or n_seeds >= n_devices:
-        return n_devices, 1
-    seed_dev = max(d for d in range(1, n_seeds + 1) if n_devices % d == 0)
-    return seed_dev, n_devices // seed_dev
-
-
-def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy: str = "auto",
-               seed_chunk: int | None = None, seq_chunk: int | None = None,
-               map_batch: int | None = None, seq_batch: int | None = None,
-               memory_budget: int | None = None,
-               devices: Sequence[jax.Device] | None = None, probe: Probe | None = None,
-               row_shape: tuple | None = None, row_dtype=None) -> SweepPlan:
-    """Choose strategy, device layout and chunk sizes; half the per-device budget for the
-    seeds a call builds at once (each seed's parameters and its init's temporaries,
-    :func:`build_bytes`: with "vmap" all of a device's seeds in the call, with "map"
-    ``map_batch`` of them, with "loop" one; the seed chunk is sized as if all were built at
-    once, so it is conservative for "map" and "loop"), half for the probe's working set.
-
-    With ``probe`` (and the shape and dtype of one input row), the working set per sequence is
-    measured by compiling the per-seed call (:func:`probe_working_set`); without, it is the
-    rough :func:`activation_bytes`. On CPUs the sequences of a call also go through the model in
-    batches of about ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's activations stay in
-    cache."""
-    if strategy not in STRATEGIES:
-        raise UserError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
-    for name, v in (("seed_chunk", seed_chunk), ("seq_chunk", seq_chunk),
-                    ("map_batch", map_batch), ("seq_batch", seq_batch),
-                    ("memory_budget", memory_budget)):
-        if v is not None and v < 1:
-            raise UserError(f"{name} must be positive, got {v} (seed_chunk, seq_chunk, "
-                            f"map_batch, seq_batch and memory_budget must be positive)")
-    devices = list(devices or jax.devices())
-    nd = len(devices)
-    cpu = devices[0].platform == "cpu"
-    if strategy == "auto":
-        strategy = "map" if cpu else "vmap"
-    budget = memory_budget or default_budget(devices)
-    if map_batch is None:
-        # Measured on a 2-core CPU (benchmarks/sweep_throughput.py): one seed at a time inside
-        # lax.map with large sequence chunks ran fastest; wider groups only add batched-GEMM
-        # overhead there. On accelerators map_batch only matters for strategy="map".
-        map_batch = 1 if cpu else 8
-    seed_dev, seq_dev = _mesh_shape(nd, n_seeds, strategy)
-    if seed_chunk is None:
-        fit = max(1, (budget // 2) // max(1, build_bytes(cfg)))
-        seed_chunk = _balanced(n_seeds, fit * seed_dev, 1)
-    seed_chunk = seed_dev * math.ceil(min(seed_chunk, n_seeds) / seed_dev)  # beyond S only pads
-    local_seqs = math.ceil(n_seqs / seq_dev)  # sequences per device if one call took them all
-    cpu_batch = max(1, CPU_TOKENS_PER_BATCH // T) if cpu else None
-    if seq_chunk is None:
-        parallel = {"vmap": seed_chunk // seed_dev, "map": min(map_batch, seed_chunk // seed_dev),
-                    "loop": 1}[strategy]
-        b0 = min(seq_batch or cpu_batch or MEASURE_BATCH, local_seqs)
-        # Without a fixed batch (accelerators) a call vmaps its whole chunk: measure it so.
-        measured = b0 if (seq_batch or cpu_batch) else -b0
-        ws = (probe_working_set(cfg, probe, tuple(row_shape), np.dtype(row_dtype).name,
-                                measured) if probe is not None else None)
-        fixed, per_seq = ws if ws is not None else (0, activation_bytes(cfg, T))
-        most = max(1, min(512, max(0, (budget // 2) // parallel - fixed) // per_seq))
-        # Whole CPU batches per call, unless even one batch does not fit.
-        local = _balanced(local_seqs, most, min(cpu_batch or 1, local_seqs, most))
-        seq_chunk = seq_dev * local
-    seq_chunk = seq_dev * math.ceil(min(seq_chunk, seq_dev * local_seqs) / seq_dev)
-    if seq_batch is None:
-        seq_batch = cpu_batch or seq_chunk // seq_dev
-    seq_batch = min(seq_batch, seq_chunk // seq_dev)
-    return SweepPlan(strategy, int(seed_chunk), int(seq_chunk), int(map_batch), nd,
-                     int(seq_batch), int(seq_dev))
-
-
-def _balanced(n: int, most: int, multiple: int) -> int:
-    """The chunk size that cuts n items into the fewest chunks of at most ``most`` (rounded up
-    to ``multiple``) with the least padding: every call then has the same shape, so it compiles
-    once, and the last chunk is padded by less than one chunk's worth of rounding."""
-    most = max(multiple, most // multiple * multiple)
-    n_chunks = math.ceil(n / most)
-    return multiple * math.ceil(math.ceil(n / n_chunks) / multiple)
+from bornbiased_jax.sweep_plan import (  # noqa: F401  (the engine's public names, one import)
+    CPU_TOKENS_PER_BATCH, MEASURE_BATCH, STRATEGIES, Probe, SplitProbe, SweepPlan,
+    activation_bytes, build_bytes, default_budget, param_bytes, plan_sweep, probe_working_set)
+from bornbiased_jax.sweep_plan import _init_seed_fn, _run_one_fn, _shared_params  # noqa: F401
 
 
 class _Compiled:

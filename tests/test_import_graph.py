@@ -263,3 +263,9 @@ def test_training_docstring_names_every_module():
     present = {p.stem for p in (PACKAGE / "training").glob("*.py") if p.stem != "__init__"}
     assert named == present, (sorted(present - named), sorted(named - present))
 
+
+def test_no_module_is_longer_than_a_few_hundred_lines():
+    """One job a module: none of the toolkit's files runs past 400 lines."""
+    long = {str(f.relative_to(PACKAGE)): n for f in PACKAGE.rglob("*.py")
+            if (n := len(f.read_text().splitlines())) > 400}
+    assert not long, f"split these modules: {long}"
