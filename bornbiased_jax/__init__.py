@@ -3,8 +3,10 @@
   models        ``config`` (presets), ``keys`` (seeds and key streams), ``layers`` and ``model``
                 (the decoder), ``hf`` (Hugging Face checkpoints in and out), ``sources`` (one
                 spec string for any model: a preset and seed, a training run, an HF folder)
-  probes        ``sweep`` (many seeds x many sequences), ``resume`` (a long probe's saved
-                chunks, so that it resumes where it stopped), ``probes`` (token preference,
+  probes        ``sweep`` (many seeds x many sequences) and ``sweep_plan`` (how a sweep is
+                cut to fit memory), ``resume`` (a long probe's saved chunks, so that it
+                resumes where it stopped), ``blockwise`` (a long sweep kept as small per-block
+                summaries that can be committed), ``probes`` (token preference,
                 contraction, attention sinks, and their tables and figures), ``fingerprint``
                 (SeedPrint lineage tests and baselines), ``theory`` (closed forms and simulators)
   training      ``training`` (pretraining: settings, the run folder, Orbax checkpoints, the

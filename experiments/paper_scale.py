@@ -25,8 +25,13 @@ Pieces and the records they write (under ``--records``, default results/records/
 
 N = 2,000 is what the paper's Table 1 p-values imply (the text says 10,000; `bornbiased
 theory` recomputes them). Our token ids differ from the paper's (another RNG); frequencies and
-p-values are comparable. The state folders (``--state``, default results/campaign/state/,
-not committed) hold every kept per-sequence value, hundreds of MB for the nano pieces. The
+p-values are comparable. Table 1's passes (all but table1a's T = 64, whose seed-42 states
+Figure 1a needs whole: minutes of work) keep only per-block sums (``bornbiased_jax.blockwise``:
+the arg-max tokens and the sums of unit last-token states, about 170 kB per block of 250
+sequences) in ``--summaries`` (default results/campaign/summaries/, committed as it grows, so
+any later machine resumes from the last committed block). The other state folders
+(``--state``, default results/campaign/state/, not committed) hold every kept per-sequence
+value, hundreds of MB for the nano pieces, and last only as long as the machine. The
 campaign (``python -m experiments.campaign``) runs these pieces in order within a time budget;
 the pieces, their FLOPs and time estimates are ``experiments/campaign/plan.py``'s
 ``PAPER_SCALE``.
@@ -42,6 +47,7 @@ from pathlib import Path
 from experiments.campaign import plan as campaign
 
 STATE = campaign.ROOT / campaign.STATE
+SUMMARIES = campaign.ROOT / campaign.SUMMARIES
 RECORDS = campaign.RECORDS
 PAIRS_4A = [(42, 2000), (123, 42), (1000, 123), (2000, 1000)]
 SEEDS_4A = [42, 123, 1000, 2000]
@@ -71,6 +77,37 @@ def _profile(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None
                                   allow_version_change=ALLOW_VERSIONS)
 
 
+BLOCK = 250  # sequences per saved block of a summarised pass (8 blocks of N = 2,000)
+
+
+def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None):
+    """The last-token probe of ``seeds`` on the N = 2,000 probe set of ``kind`` at length T,
+    kept as per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
+    sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
+    committed as it grows, so the pass resumes on any machine from its last block. Returns
+    ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block and
+    ``direction`` (S, d), Finding 2.2's mean unit final state."""
+    import numpy as np
+
+    from bornbiased_jax.blockwise import blockwise_sweep
+    from bornbiased_jax.probes.contraction import (last_token_probe, last_token_sums,
+                                                   mean_similarity_from_sums)
+    from bornbiased_jax.probes.inputs import probe_inputs
+
+    xs = probe_inputs(kind, cfg, N_SEQS, T)
+    budget = int(budget_gb * 2**30) if budget_gb else None
+    parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
+                            block=BLOCK, state=state, progress=True, memory_budget=budget,
+                            desc=f"{cfg.name} {kind} T={T}",
+                            state_identity={"probe": "last_token_sums", "probe_seed": 0},
+                            allow_version_change=ALLOW_VERSIONS)
+    n = sum(int(p["n"]) for p in parts)
+    blocks = sum(p["unit_blocks"] for p in parts)
+    normed = sum(p["unit_normed"] for p in parts)
+    return {"top": np.concatenate([p["top"] for p in parts], axis=1),
+            "block_mean": mean_similarity_from_sums(blocks, n), "direction": normed / n}
+
+
 def _seconds(*folders: Path) -> float:
     """Compute seconds saved in the state folders (every attempt's chunks)."""
     import json
@@ -83,8 +120,13 @@ def _seconds(*folders: Path) -> float:
     return round(total, 1)
 
 
-def run_table1(name: str, preset: str, seq_lens, state: Path, budget_gb=None) -> dict:
-    """Table 1 rows of ``preset`` (seeds 42, 43); for table1a also Figure 1a and Figure 2."""
+def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
+               budget_gb=None) -> dict:
+    """Table 1 rows of ``preset`` (seeds 42, 43); for table1a also Figure 1a and Figure 2.
+
+    Every pass is kept as committed per-block sums in ``summaries`` except table1a's T = 64
+    one, whose seed-42 last-block states Figure 1a's similarity (its sd and z) needs whole; it
+    is a few minutes' work, resumable from ``state`` while that folder lasts."""
     import numpy as np
 
     from bornbiased_jax import model
@@ -95,12 +137,14 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, budget_gb=None) ->
 
     cfg, seeds = get_preset(preset), [42, 43]
     recs, out, profiles = [], {}, {}
-    for T in seq_lens:
-        prof = profiles[T] = _profile(cfg, seeds, "tokens", T, state / f"T{T}", budget_gb)
+    whole = {min(seq_lens)} if name == "table1a" else set()
+    folders = [(state if T in whole else summaries) / f"T{T}" for T in seq_lens]
+    for T, folder in zip(seq_lens, folders):
+        run = _profile if T in whole else _summarised
+        prof = profiles[T] = run(cfg, seeds, "tokens", T, folder, budget_gb)
         for i, s in enumerate(seeds):
             recs.append(summarize(prof["top"][i], cfg.vocab_size, preset=cfg.name, seed=s,
                                   seq_len=T, input="tokens"))
-    folders = [state / f"T{T}" for T in seq_lens]
     settings = {**shape(cfg), "seeds": seeds, "seq_lens": list(seq_lens), "num_seqs": N_SEQS,
                 "input": "tokens", "probe_seed": 0}
     out[name] = (settings, recs, _seconds(*folders))
@@ -110,7 +154,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, budget_gb=None) ->
         sim = profiles[t1]["blocks"][0][-1]  # the last block's last-token states, seed 42
         out["figure1"] = ({**shape(cfg), "seed": 42, "seq_len": t1, "num_seqs": N_SEQS},
                           {"token_preference": rec, "similarity": sim._asdict()},
-                          _seconds(state / f"T{t1}"))
+                          _seconds(folders[0]))
         prof = profiles[t2]
         emb = model.init_embeddings(cfg, model.embed_key(cfg, None))
         W_U = np.asarray(model.unembedding(emb, cfg))
@@ -118,10 +162,10 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, budget_gb=None) ->
         for i, s in enumerate(seeds):
             d_top = direction_top_token(prof["direction"][i], W_U)
             rows.append({"seed": s, **favourite_stats(prof["top"][i], cfg.vocab_size, d_top),
-                         "block_mean_cos": [b.mean for b in prof["blocks"][i]]})
+                         "block_mean_cos": [float(m) for m in prof["block_mean"][i]]})
         out["figure2_finding22"] = (
             {**shape(cfg), "seeds": seeds, "seq_len": t2, "num_seqs": N_SEQS},
-            {"per_seed": rows, "summary": match_summary(rows)}, _seconds(state / f"T{t2}"))
+            {"per_seed": rows, "summary": match_summary(rows)}, _seconds(folders[-1]))
     return out
 
 
@@ -197,12 +241,12 @@ def run_table4a(state: Path) -> dict:
 
 
 RUNNERS = {
-    "table1a": lambda st: run_table1("table1a", "gpt2-rope-nano", (64, 256, 1024), st),
-    "table1b": lambda st: run_table1("table1b", "llama2-nano", (64, 256, 1024), st),
-    "table2": run_table2,
-    "table4a": run_table4a,
-    "table1c": lambda st: run_table1("table1c", "gpt2-rope-1.2b", (64,), st,
-                                     SPECS["table1c"].memory_budget_gb),
+    "table1a": lambda st, su: run_table1("table1a", "gpt2-rope-nano", (64, 256, 1024), st, su),
+    "table1b": lambda st, su: run_table1("table1b", "llama2-nano", (64, 256, 1024), st, su),
+    "table2": lambda st, su: run_table2(st),
+    "table4a": lambda st, su: run_table4a(st),
+    "table1c": lambda st, su: run_table1("table1c", "gpt2-rope-1.2b", (64,), st, su,
+                                         SPECS["table1c"].memory_budget_gb),
 }
 STUDY = {"table1a": "initialisation", "table1b": "initialisation", "table1c": "initialisation",
          "figure1": "initialisation", "figure2_finding22": "initialisation",
@@ -236,6 +280,9 @@ def main(argv=None) -> int:
     p.add_argument("--state", type=Path, default=STATE,
                    help="folder of the pieces' saved chunks (one sub-folder per piece); run "
                         "the same command with the same folder to resume")
+    p.add_argument("--summaries", type=Path, default=SUMMARIES,
+                   help="folder of the pieces' committed per-block sums (one sub-folder per "
+                        "piece; commit it as it grows: any machine resumes from it)")
     p.add_argument("--records", type=Path, default=RECORDS,
                    help="where the finished records go (RECORDS/<study>/<name>.json)")
     p.add_argument("--resume-across-versions", action="store_true",
@@ -254,7 +301,7 @@ def main(argv=None) -> int:
 
     t0 = time.time()
     try:
-        out = RUNNERS[args.piece](args.state / args.piece)
+        out = RUNNERS[args.piece](args.state / args.piece, args.summaries / args.piece)
     except UserError as e:
         print(f"paper_scale: error: {e}", file=sys.stderr)
         return 2

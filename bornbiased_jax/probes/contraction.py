@@ -101,6 +101,30 @@ def pairwise_similarity(U_Nd: np.ndarray) -> Similarity:
     return Similarity(mean, float(off.std()), z, float(stats.norm.logsf(z) / math.log(10)))
 
 
+def last_token_sums(out: dict) -> dict:
+    """A block's :func:`last_token_probe` outputs ((S, n, ...) arrays) as what Table 1 and
+    Figure 2 need of them, a few hundred kB instead of every state: the arg-max tokens ``top``
+    (S, n), ``n``, and float64 sums over the block's sequences of the unit last-token states,
+    ``unit_blocks`` (S, L+1, d) per block and ``unit_normed`` (S, d) after Norm_final; see
+    :func:`mean_similarity_from_sums` and :func:`contraction_direction`."""
+    def unit_sum(h):
+        h = np.asarray(h, np.float64)
+        return (h / np.linalg.norm(h, axis=-1, keepdims=True)).sum(axis=1)
+
+    top = np.asarray(out["top"])
+    return {"top": top, "n": np.asarray(top.shape[1], np.int64),
+            "unit_blocks": unit_sum(out["hidden"]), "unit_normed": unit_sum(out["normed"])}
+
+
+def mean_similarity_from_sums(unit_sum: np.ndarray, n: int) -> np.ndarray:
+    """The mean pairwise cosine over i != j of n vectors from the sum s of their unit vectors:
+    sum_{i != j} u_i . u_j = |s|^2 - n, over n (n - 1) pairs (along the last axis of s)."""
+    if n < 2:
+        raise ValueError("need at least two vectors")
+    s = np.asarray(unit_sum, np.float64)
+    return ((s * s).sum(-1) - n) / (n * (n - 1))
+
+
 def contraction_direction(normed_Nd: np.ndarray) -> np.ndarray:
     """Finding 2.2: the mean of the normalised final last-token representations."""
     U = np.asarray(normed_Nd, np.float64)

@@ -54,6 +54,7 @@ REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "campaign"
 LEDGER = "ledger.json"
 STATE = "state"  # ROOT/state/<piece>/: the resumable pieces' saved chunks (not committed)
+SUMMARIES = "summaries"  # ROOT/summaries/<piece>/: per-block sums (small; committed)
 RECORDS = REPO / "results" / "records" / "paper"
 MIN_RESUMABLE_S = 60  # a resumable piece starts when at least this much budget is left
 
@@ -189,7 +190,8 @@ def pieces() -> list[Piece]:
     for spec in PAPER_SCALE.values():
         out.append(Piece(f"paper-{spec.name}", "5 Sec. 3-4 at paper scale (CPU or GPU)",
                          ("{python}", "-m", "experiments.paper_scale", spec.name, "--state",
-                          "{state}", "--records", "{records}", "--resume-across-versions"),
+                          "{state}", "--summaries", "{summaries}", "--records", "{records}",
+                          "--resume-across-versions"),
                          12 * 3600, about=spec.about, backend="any", resumable=True))
     return out
 
@@ -222,6 +224,7 @@ def device_name() -> str:
 def _argv(piece: Piece, out: Path, python: str, state: Path, records: Path) -> list[str]:
     return [a.replace("{out}", str(out)).replace("{python}", python)
             .replace("{state}", str(state)).replace("{records}", str(records))
+            .replace("{summaries}", str(state.parent / SUMMARIES))
             for a in piece.command]
 
 
@@ -303,7 +306,8 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
 def _placeholders(arg: str, out: Path, root: Path, records: Path) -> str:
     """``arg`` with the piece's folders written back as placeholders (the ledger stays valid
     when the campaign folder is copied elsewhere)."""
-    for path, name in ((out, "{out}"), (Path(root) / STATE, "{state}"), (records, "{records}")):
+    for path, name in ((out, "{out}"), (Path(root) / STATE, "{state}"),
+                       (Path(root) / SUMMARIES, "{summaries}"), (records, "{records}")):
         arg = arg.replace(str(Path(path).resolve()), name)
     return arg
 
@@ -348,10 +352,17 @@ def state_progress(folder: Path) -> dict:
     return {"flops": done_flops, "seconds": seconds}
 
 
+def _progress(root: Path, piece: str = "") -> dict:
+    """:func:`state_progress` of a piece's (or every piece's) scratch state and committed
+    per-block sums together."""
+    a, b = (state_progress(Path(root) / sub / piece) for sub in (STATE, SUMMARIES))
+    return {k: a[k] + b[k] for k in a}
+
+
 def measured_rate(root: Path = ROOT) -> float | None:
     """FLOP/s the resumable pieces have achieved so far on this campaign's machine(s), from
     their saved chunks; None before any chunk."""
-    prog = state_progress(Path(root) / STATE)
+    prog = _progress(Path(root))
     return prog["flops"] / prog["seconds"] if prog["seconds"] > 0 else None
 
 
@@ -383,7 +394,7 @@ def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None, *,
             total = paper_scale_flops(spec)
             est = (f"{total / 1e15:.2f} PFLOP; {_hours(total / rate)} at "
                    f"{rate / 1e9:.0f} GFLOP/s" if rate else f"{total / 1e15:.2f} PFLOP")
-            prog = state_progress(Path(root) / STATE / spec.name)
+            prog = _progress(Path(root), spec.name)
             if prog["seconds"]:
                 meas = (f"{min(1.0, prog['flops'] / total):.0%} done in "
                         f"{_hours(prog['seconds'])}")

@@ -1,0 +1,94 @@
+"""A long sweep kept as per-block summaries, small enough to commit beside the code.
+
+:func:`bornbiased_jax.sweep.sweep` with a state folder saves every chunk's raw outputs; for a
+last-token probe at the paper's width that is the (L+1, d) states of every sequence, hundreds of
+MB per run, so such a folder cannot travel with the repository and is lost with the machine that
+holds it. :func:`blockwise_sweep` cuts the probe set into blocks of ``block`` sequences, runs one
+sweep per block, and saves only ``summarise(block outputs)`` (for example the arg-max tokens and
+the sums of unit vectors that a mean pairwise cosine needs: a few hundred kB per block). The
+state folder is a :class:`~bornbiased_jax.resume.ChunkStore` (``chunk-s0-n<first sequence>.npz``
+and ``state.json``), so the same call resumes from the last finished block, refuses another
+run's state naming the differences, and ``experiments.campaign`` reads its progress like any
+sweep state. Every block runs with the plan saved by the first one (the same compiled program,
+the same shapes), so a resumed run is bitwise the uninterrupted one.
+
+    summaries = blockwise_sweep(last_token_probe(cfg), cfg, [42, 43], tokens,
+                                summarise=last_token_sums, block=250, state="state/T1024",
+                                state_identity={"probe": "last_token_sums"})
+    top = np.concatenate([s["top"] for s in summaries], axis=1)      # (S, N)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+from tqdm.auto import tqdm
+
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.keys import seed_list
+
+
+def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
+                    summarise: Callable[[Any], Any], block: int, state: str | Path,
+                    state_identity: dict, allow_version_change: bool = False,
+                    progress: bool = False, desc: str = "sweep",
+                    memory_budget: int | None = None) -> list:
+    """``summarise(sweep(probe, cfg, seeds, inputs[b:b + block]))`` for each block of
+    ``block`` sequences, in order, each saved in ``state`` as soon as it is finished.
+
+    ``summarise`` takes the block's outputs (host arrays of leading shape (S, n), n = ``block``
+    or fewer in the last block) and returns an array or nested dicts of arrays; it is code, so
+    ``state_identity`` must name it together with the probe (``{"probe": name}``)."""
+    from bornbiased_jax import resume
+    from bornbiased_jax.sweep import _check_inputs, plan_sweep, sweep
+
+    if not isinstance(block, int) or block < 1:
+        raise UserError(f"block must be a positive number of sequences, got {block!r}")
+    if not state_identity or "probe" not in state_identity:
+        raise ValueError("blockwise_sweep needs state_identity={'probe': name, ...}")
+    if jax.process_count() > 1:
+        raise UserError("a blockwise sweep's state folder is for one process")
+    seeds = seed_list(seeds)
+    inputs, N, T = _check_inputs(cfg, inputs)
+    devices = jax.devices()
+    store = resume.ChunkStore(state, {
+        **state_identity, "model": dataclasses.asdict(cfg), "seeds": list(seeds),
+        "inputs": resume.inputs_identity(inputs), "block": block,
+        "memory_budget": memory_budget,
+        "devices": {"platform": devices[0].platform, "count": len(devices)}},
+        allow_version_change=allow_version_change)
+    if store.plan is None:
+        n0 = min(block, N)
+        sweep_plan = plan_sweep(cfg, len(seeds), n0, T, devices=tuple(devices), probe=probe,
+                                row_shape=tuple(inputs.shape[1:]),
+                                row_dtype=jnp.asarray(inputs[:1]).dtype,
+                                memory_budget=memory_budget)
+        # seed_chunk / seq_chunk describe the saved chunks (one per block, all seeds), as for
+        # a sweep's state; "sweep" is the plan every block runs with.
+        store.set_plan({"seed_chunk": len(seeds), "seq_chunk": block,
+                        "sweep": dataclasses.asdict(sweep_plan)})
+    sp = store.plan["sweep"]
+    fixed = {k: sp[k] for k in ("strategy", "seed_chunk", "map_batch", "seq_batch")}
+    out = []
+    n_blocks = math.ceil(N / block)
+    with tqdm(total=n_blocks, initial=store.n_done, desc=desc, disable=not progress,
+              unit="block") as bar:
+        for b0 in range(0, N, block):
+            if store.done((0, b0)):
+                out.append(store.load((0, b0)))
+                continue
+            t0 = time.perf_counter()
+            xs = inputs[b0:b0 + block]
+            raw = sweep(probe, cfg, seeds, xs, seq_chunk=min(sp["seq_chunk"], len(xs)),
+                        memory_budget=memory_budget, **fixed)
+            summary = summarise(raw)
+            store.save((0, b0), summary, time.perf_counter() - t0)
+            out.append(store.load((0, b0)))  # what a resumed run reads: the same dtypes
+            bar.update(1)
+    return out

@@ -1,0 +1,94 @@
+"""A long sweep kept as per-block summaries (bornbiased_jax.blockwise): the summaries are what
+the whole sweep gives, an interrupted run resumes bitwise, another run's state is refused, and
+the mean pairwise cosine from sums of unit vectors is the one from every pair."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bornbiased_jax import sweep as sweep_module
+from bornbiased_jax.blockwise import blockwise_sweep
+from bornbiased_jax.config import get_preset
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.probes.contraction import (contraction_direction, last_token_probe,
+                                               last_token_sums, mean_similarity_from_sums,
+                                               pairwise_similarity)
+from bornbiased_jax.probes.inputs import probe_inputs
+
+CFG = get_preset("gpt2-rope-tiny")
+SEEDS = [3, 4]
+IDENT = {"probe": "last_token_sums"}
+
+
+@pytest.fixture(scope="module")
+def xs():
+    return probe_inputs("tokens", CFG, 22, 12)
+
+
+def _run(xs, state, **kw):
+    return blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs, summarise=last_token_sums,
+                           block=8, state=state, state_identity=IDENT, **kw)
+
+
+def test_summaries_are_the_whole_sweeps(xs, tmp_path):
+    parts = _run(xs, tmp_path / "s")
+    assert [int(p["n"]) for p in parts] == [8, 8, 6]
+    full = sweep_module.sweep(last_token_probe(CFG), CFG, SEEDS, xs)
+    np.testing.assert_array_equal(np.concatenate([p["top"] for p in parts], 1), full["top"])
+    blocks = mean_similarity_from_sums(sum(p["unit_blocks"] for p in parts), 22)
+    for i in range(len(SEEDS)):
+        for layer in range(CFG.n_layers + 1):
+            # batched and unbatched forward passes round differently: float32 states
+            assert blocks[i, layer] == pytest.approx(
+                pairwise_similarity(full["hidden"][i][:, layer]).mean, abs=1e-6)
+        direction = sum(p["unit_normed"] for p in parts)[i] / 22
+        np.testing.assert_allclose(direction, contraction_direction(full["normed"][i]),
+                                   atol=1e-6)
+
+
+def test_mean_similarity_from_sums_is_exact():
+    U = np.random.default_rng(0).normal(size=(40, 7)) + 0.3
+    u = U / np.linalg.norm(U, axis=1, keepdims=True)
+    assert mean_similarity_from_sums(u.sum(0), 40) == pytest.approx(
+        pairwise_similarity(U).mean, abs=1e-14)
+    with pytest.raises(ValueError):
+        mean_similarity_from_sums(u[:1].sum(0), 1)
+
+
+def test_interrupted_run_resumes_bitwise(xs, tmp_path, monkeypatch):
+    whole = _run(xs, tmp_path / "whole")
+    calls = []
+
+    def summarise_then_stop(out):
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # stopped while the third block runs
+        calls.append(1)
+        return last_token_sums(out)
+
+    with pytest.raises(KeyboardInterrupt):
+        blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs, summarise=summarise_then_stop,
+                        block=8, state=tmp_path / "cut", state_identity=IDENT)
+    state = json.loads((tmp_path / "cut" / "state.json").read_text())
+    assert state["done"] == ["chunk-s0-n0.npz", "chunk-s0-n8.npz"]
+    ran = []
+    real = sweep_module.sweep
+    monkeypatch.setattr(sweep_module, "sweep", lambda *a, **k: ran.append(1) or real(*a, **k))
+    resumed = _run(xs, tmp_path / "cut")
+    assert len(ran) == 1  # only the block that was not saved
+    for a, b in zip(whole, resumed):
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_another_runs_state_is_refused(xs, tmp_path):
+    _run(xs, tmp_path / "s")
+    with pytest.raises(UserError, match="seeds"):
+        blockwise_sweep(last_token_probe(CFG), CFG, [3, 5], xs, summarise=last_token_sums,
+                        block=8, state=tmp_path / "s", state_identity=IDENT)
+    with pytest.raises(UserError, match="block"):
+        blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs, summarise=last_token_sums,
+                        block=4, state=tmp_path / "s", state_identity=IDENT)
+    with pytest.raises(UserError, match="positive"):
+        blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs, summarise=last_token_sums,
+                        block=0, state=tmp_path / "t", state_identity=IDENT)
