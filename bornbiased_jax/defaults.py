@@ -27,7 +27,8 @@ NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"  # Node.js's API documentation
 BOS_TOKEN = "<|bos|>"
 
 # fingerprint/calibrated.py: the calibrated lineage test
-CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all")
+CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all",
+                         "spearman_matched")
 CALIBRATED_STATISTIC = "spearman_all"
 CALIBRATED_NULL_MODELS = 200
 

@@ -37,6 +37,10 @@ Statistics (``STATISTICS``), chosen by measured power (docs/seedprint.md):
   'spearman_S'   - the same mean over S = top-m(A) intersect top-m(B) (Algorithm 1's dims);
   'tau_S'        - Algorithm 1's mean Kendall tau over S (scipy, one call per dimension: slow
                    with many null models);
+  'spearman_matched' - mean |Spearman's rho| over the best one-to-one matching of A's
+                   dimensions to B's (:func:`matched_spearman`): unchanged by permuting or
+                   rescaling B's residual basis, so a copy renamed that way is still found;
+                   exact, like the others, when the base is an initialisation;
   'residual_all' - mean over all dimensions of the Pearson correlation of A's and B's outputs
                    after subtracting the *common response* M = the mean output of all K + 1
                    initialisations (A and the A_k) on each input. M is a symmetric function of
@@ -66,6 +70,8 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
     if name == "spearman_all":
         rho = D.spearman_per_dim(A, B)
         return float(rho.mean()), np.arange(len(rho)), rho
+    if name == "spearman_matched":
+        return matched_spearman(A, B)
     S = np.intersect1d(D.top_m(A.mean_d, m), D.top_m(B.mean_d, m))
     if len(S) == 0:
         return 0.0, S, np.zeros(0)  # no shared dimensions: no evidence of association
@@ -78,6 +84,26 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
         tau = np.nan_to_num(tau)  # a constant column carries no association
         return float(tau.mean()), S, tau
     raise UserError(f"unknown calibrated statistic {name!r}; choose one of {STATISTICS}")
+
+
+def matched_spearman(A: D.RankedFeatures, B: D.RankedFeatures
+                     ) -> tuple[float, np.ndarray, np.ndarray]:
+    """'spearman_matched': the mean |Spearman rho| over the one-to-one matching of A's output
+    dimensions to B's that maximises it (the assignment problem on |rho| of every pair of
+    dimensions, scipy's ``linear_sum_assignment``). Returns (value, B's dimension matched to
+    each of A's, |rho| of each matched pair).
+
+    It does not change when B's dimensions are permuted, or multiplied by any non-zero
+    numbers (a negative one reverses the ranks and flips rho's sign): the edits that keep a
+    model's function while renaming its residual basis (``fingerprint.obfuscation``) leave it
+    as it is, where the per-dimension statistics compare dimension j with dimension j."""
+    from scipy.optimize import linear_sum_assignment
+
+    n = A.z_nd.shape[0]
+    rho = np.abs(A.z_nd.T.astype(np.float64) @ B.z_nd.astype(np.float64)) / n  # (d_A, d_B)
+    rows, cols = linear_sum_assignment(rho, maximize=True)
+    matched = rho[rows, cols]
+    return float(matched.mean()), cols, matched
 
 
 def residual_stats(F_A: np.ndarray, nulls: list[np.ndarray], F_B: np.ndarray) -> np.ndarray:
@@ -176,8 +202,8 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
                "null_mean": float(null_stats.mean()),
                "null_sd": float(null_stats.std(ddof=1)) if K > 1 else np.nan,
                "min_exact_p": 1 / (K + 1)}
-    kind = {"tau_S": "kendall_tau", "residual_all": "pearson_r_residual"}.get(statistic_name,
-                                                                              "spearman_rho")
+    kind = {"tau_S": "kendall_tau", "residual_all": "pearson_r_residual",
+            "spearman_matched": "abs_spearman_rho_matched"}.get(statistic_name, "spearman_rho")
     return LineageResult("calibrated", {"exact": exact, "gaussian_tail": gauss}, alpha, n,
                          d_out, dims, corr, kind, s, null_stats, details, note)
 
