@@ -42,7 +42,8 @@ def timed_run(args, seeds: tuple[int, ...]) -> dict:
                      warmup=1, bf16=args.bf16, corpus_max_mb=4.0, seeds=seeds)
     budget = None if args.memory_budget is None else int(args.memory_budget * 2**30)
     with tempfile.TemporaryDirectory() as tmp:
-        run = Run(tc, [args.corpus], tmp, memory_budget=budget, seed_group=args.seed_group)
+        run = Run(tc, [args.corpus], tmp, memory_budget=budget, seed_group=args.seed_group,
+                  seed_batching=args.seed_batching)
         for i in range(args.warmup_steps):
             m = run.step(run.global_batch(i * tc.batch_size))
         jax.block_until_ready(run.state)
@@ -72,6 +73,8 @@ def main() -> None:
                    help="per-device memory budget of the many-seed runs (train --memory-budget)")
     p.add_argument("--seed-group", type=int,
                    help="seeds per device at once in the many-seed runs (train --seed-group)")
+    p.add_argument("--seed-batching", choices=["auto", "vmap", "map"], default="auto",
+                   help="how the many-seed runs batch their seeds (train --seed-batching)")
     args = p.parse_args()
 
     import jax
@@ -94,6 +97,10 @@ def main() -> None:
         print(f"{cfg.name} (vocab {cfg.vocab_size}), T={tc.seq_len}, batch {tc.batch_size}, "
               f"{'bf16' if args.bf16 else 'float32'}, {len(jax.devices())} "
               f"{jax.devices()[0].device_kind} device(s), {args.steps} timed steps")
+        from bornbiased_jax.training.step import resolve_seed_batching
+
+        print(f"seed batching: {args.seed_batching} ('auto' picks "
+              f"{resolve_seed_batching('auto', single['run'].mesh)} here)")
         print("| seeds S | groups per step | one program: tokens/s per seed | one program: "
               "seed-tokens/s, all S | S runs one after another: seed-tokens/s | speed-up |")
         print("|---:|---:|---:|---:|---:|---:|")

@@ -205,6 +205,51 @@ def test_seed_groups_follow_the_memory_budget(many):
         assert_close(seed_state(a, i), seed_state(b, i), sum_order_rtol(m))
 
 
+def test_map_over_seeds_trains_the_same_models_in_one_group(many):
+    """Four seeds on one device along 'seeds': with seed batching 'map' the step loops over
+    them inside one compiled call, so a budget of the state plus ONE seed's working set takes
+    all four in one group (vmap needs four groups there), and the models equal vmap's within
+    the summation-order bound. 'auto' is map on this CPU mesh, vmap once the seeds are spread
+    over devices; 'map' over spread seeds is refused."""
+    from bornbiased_jax.training.step import (init_state, resolve_seed_batching,
+                                              state_shardings)
+
+    _, m = many
+    tc = dataclasses.replace(m.tc, seeds=(1, 3, 5, 7))
+    mesh = training_mesh(4, jax.devices()[:1])
+    shard = state_shardings(m.cfg, tc, m.optimizer, mesh)
+    probe, _ = plan_seed_groups(m.cfg, tc, m.optimizer, mesh, shard, budget=1 << 40,
+                                seed_batching="vmap")
+    budget = probe.state_bytes + probe.seed_step_bytes
+    vplan, vstep = plan_seed_groups(m.cfg, tc, m.optimizer, mesh, shard, budget=budget,
+                                    seed_batching="vmap")
+    mplan, mstep = plan_seed_groups(m.cfg, tc, m.optimizer, mesh, shard, budget=budget,
+                                    seed_batching="map")
+    assert (vplan.n_groups, vplan.batching) == (4, "vmap")
+    assert (mplan.n_groups, mplan.group_size, mplan.batching) == (1, 4, "map")
+    assert "map over seeds" in mplan.describe()
+    with pytest.raises(UserError, match=r"4 seeds do not fit"):
+        plan_seed_groups(m.cfg, tc, m.optimizer, mesh, shard, budget=budget - 1,
+                         seed_batching="map")
+    assert resolve_seed_batching("auto", mesh) == "map"
+    assert resolve_seed_batching("auto", m.mesh) == "vmap"
+    with pytest.raises(UserError, match="spreads them over 2 devices"):
+        resolve_seed_batching("map", m.mesh)
+
+    def train(step, n_groups):
+        state = init_state(m.cfg, tc, m.optimizer, shardings=shard)
+        for k in range(3):
+            blocks = jax.device_put(m.batch(k * tc.batch_size), batch_sharding(mesh))
+            for i in range(n_groups):
+                state, _ = step(state, blocks, np.int32(i))
+        return state
+
+    a, b = train(vstep, 4), train(mstep, 1)
+    assert int(a["step"]) == int(b["step"]) == 3
+    for i in range(4):
+        assert_close(seed_state(a, i), seed_state(b, i), sum_order_rtol(m))
+
+
 # --- model sources: PATH#SEED[@STEP] ------------------------------------------------------------
 def test_seed_selector_loads_exactly_that_seed(many, single):
     out, m = many

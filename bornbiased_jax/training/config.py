@@ -19,6 +19,7 @@ from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 
 SCHEDULES = ("cosine", "linear", "constant")
+SEED_BATCHING = ("auto", "vmap", "map")  # how a step trains several seeds (training.step)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,12 +45,13 @@ class Run:
 
     ``state`` holds every seed (leading seed axis, in ``tc.init_seeds`` order);
     :meth:`seed_params` is one seed's parameters. ``memory_budget`` (bytes per device) and
-    ``seed_group`` (seeds per device) bound how many seeds a step trains at once
-    (``seed_plan.plan_seed_groups``)."""
+    ``seed_group`` (seeds per device) bound how many seeds a step trains at once, and
+    ``seed_batching`` says how ('vmap', 'map' or 'auto'; ``seed_plan.plan_seed_groups``)."""
 
     def __init__(self, tc: TrainConfig, corpus: list[str], out: str | Path,
                  tokenizer_path: str | None = None, require_resume: bool = False,
-                 memory_budget: int | None = None, seed_group: int | None = None):
+                 memory_budget: int | None = None, seed_group: int | None = None,
+                 seed_batching: str = "auto"):
         self.tc, self.out = tc, Path(out)
         files.check_writable(self.out, folder=True, flag="--out")
         self.mesh = training_mesh(len(tc.init_seeds))
@@ -77,7 +78,7 @@ class Run:
         self.state_sharding = state_shardings(self.cfg, tc, self.optimizer, self.mesh)
         self.plan, self._step = plan_seed_groups(self.cfg, tc, self.optimizer, self.mesh,
                                                  self.state_sharding, memory_budget,
-                                                 seed_group)
+                                                 seed_group, seed_batching)
         if setup.fresh and distributed.is_writer():  # planned: now write
             run_folder.write_new_run(self.out, self.run_info, setup.tokenizer)
         self.checkpoints = Checkpoints(self.out, tc.keep_last, tc.keep_every)

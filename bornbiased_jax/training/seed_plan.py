@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.training.step import (abstract_state, batch_sharding, make_train_step,
-                                          seeds_along)
+                                          resolve_seed_batching, seeds_along)
 
 
 def default_memory_budget(devices) -> int:
@@ -45,6 +45,7 @@ class SeedPlan:
     budget: int | None  # bytes per device; None: not planned (one seed, or no statistics)
     state_bytes: int | None  # the whole state's bytes per device
     seed_step_bytes: int | None  # one seed's working set in a step, per device
+    batching: str = "vmap"  # how a group's seeds go through the step: 'vmap' or 'map'
 
     @property
     def n_groups(self) -> int:
@@ -52,7 +53,8 @@ class SeedPlan:
 
     def describe(self) -> str:
         if self.n_groups == 1:
-            return f"{self.n_seeds} seed(s) in one program"
+            how = "" if self.n_seeds == 1 else f", {self.batching} over seeds"
+            return f"{self.n_seeds} seed(s) in one program{how}"
         return (f"{self.n_seeds} seeds in {self.n_groups} groups of "
                 f"{self.group_size * self.seeds_along} per step (memory budget "
                 f"{self.budget / 2**30:.1f} GiB per device)")
@@ -69,23 +71,27 @@ def _compiled_bytes(compiled) -> tuple[int, int] | None:
 
 
 def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | None = None,
-                     most: int | None = None):
+                     most: int | None = None, seed_batching: str = "auto"):
     """(SeedPlan, the step for it). One seed: no plan. Several: the step is compiled
     for groups of one seed per device, and XLA's memory analysis of it gives the whole state
     (every seed's parameters and moments, resident throughout) and one seed's working set of
     a step (its activations, gradients and their scratch) per device; :func:`seed_group_size`
-    chooses the group, of at most ``most`` seeds per device when given (``--seed-group``). A
-    UserError, before any training, if even one seed per device at a time does not fit."""
+    chooses the group, of at most ``most`` seeds per device when given (``--seed-group``). With
+    ``seed_batching`` 'map' (``step.resolve_seed_batching``; 'auto' on a CPU) a group's seeds
+    run one after another inside the step, so a group of any size needs one seed's working
+    set: every seed (or ``most``) goes in one group once the state fits. A UserError, before
+    any training, if even one seed per device at a time does not fit."""
     n = len(tc.init_seeds)
     along = seeds_along(mesh)
+    batching = resolve_seed_batching(seed_batching, mesh)
     abstract = (abstract_state(cfg, tc, optimizer, state_sharding),
                 jax.ShapeDtypeStruct((tc.grad_accum, tc.batch_size // tc.grad_accum,
                                       tc.seq_len + 1), jnp.int32, sharding=batch_sharding(mesh)),
                 jax.ShapeDtypeStruct((), jnp.int32, sharding=NamedSharding(mesh, P())))
 
     def compile_for(g):
-        return make_train_step(cfg, tc, optimizer, mesh, state_sharding, g).lower(
-            *abstract).compile()
+        return make_train_step(cfg, tc, optimizer, mesh, state_sharding, g,
+                               batching).lower(*abstract).compile()
 
     if n == 1:  # nothing to plan: compiled at its first call
         return (SeedPlan(n, along, 1, None, None, None),
@@ -96,9 +102,15 @@ def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | Non
     if sizes is None:  # the backend gives no statistics: unplanned, as many as allowed
         per = n // along
         g = max(d for d in range(1, min(per, most or per) + 1) if per % d == 0)
-        return SeedPlan(n, along, g, None, None, None), (one if g == 1 else compile_for(g))
-    g = seed_group_size(n, along, *sizes, budget, most)
-    plan = SeedPlan(n, along, g, budget, *sizes)
+        return (SeedPlan(n, along, g, None, None, None, batching),
+                one if g == 1 else compile_for(g))
+    if batching == "map":  # one seed's working set whatever the group: fit-check g = 1
+        seed_group_size(n, along, *sizes, budget, 1)
+        per = n // along
+        g = max(d for d in range(1, min(per, most or per) + 1) if per % d == 0)
+    else:
+        g = seed_group_size(n, along, *sizes, budget, most)
+    plan = SeedPlan(n, along, g, budget, *sizes, batching)
     return plan, (one if g == 1 else compile_for(g))
 
 

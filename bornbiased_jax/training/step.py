@@ -33,8 +33,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from bornbiased_jax import distributed, model, sharding
 from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys
-from bornbiased_jax.training.config import TrainConfig
+from bornbiased_jax.training.config import SEED_BATCHING, TrainConfig
 
 
 def loss_fn(params, cfg: ModelConfig, blocks_BT1: jax.Array, bf16: bool) -> jax.Array:
@@ -104,11 +105,32 @@ def seeds_along(mesh: Mesh) -> int:
     return mesh.shape["seeds"] if "seeds" in mesh.axis_names else 1
 
 
+def resolve_seed_batching(seed_batching: str, mesh: Mesh) -> str:
+    """'vmap' or 'map' for ``seed_batching`` on ``mesh``: 'auto' is 'map' on a CPU (measured
+    on 2 cores: one program then trains S seeds as fast as S runs one after another, where
+    'vmap''s batched products ran at ~0.7 of it; benchmarks/train_throughput.py) and 'vmap'
+    on accelerators; 'map' needs the seeds on one device along the mesh's 'seeds' axis."""
+    if seed_batching not in SEED_BATCHING:
+        raise UserError(f"unknown seed batching {seed_batching!r}; choose one of "
+                        f"{SEED_BATCHING}")
+    cpu = mesh.devices.ravel()[0].platform == "cpu"
+    if seed_batching == "auto":
+        seed_batching = "map" if cpu and seeds_along(mesh) == 1 else "vmap"
+    if seed_batching == "map" and seeds_along(mesh) > 1:
+        raise UserError(f"seed batching 'map' loops over seeds on one device, but the mesh "
+                        f"spreads them over {seeds_along(mesh)} devices; use 'vmap' (or auto)")
+    return seed_batching
+
+
 def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh,
-                    state_sharding=None, group_size: int | None = None):
+                    state_sharding=None, group_size: int | None = None,
+                    seed_batching: str = "vmap"):
     """(state, blocks (A, B/A, T+1), group) -> (state, metrics): one optimiser step of the
     seeds of group ``group`` (``seed_plan.group_order``; ``group_size`` seeds of each device's
-    share, default all of them). Gradients are averaged over the A micro-batches by a scan;
+    share, default all of them). A group's seeds go through the step batched by ``vmap``
+    (each matrix product batched over them) or one after another in a compiled loop
+    (``seed_batching='map'``: ``lax.map``, each seed's products unbatched, one seed's
+    working set at a time). Gradients are averaged over the A micro-batches by a scan;
     the micro-batch axis B/A is sharded over the mesh's 'data' axis; the state is laid out
     as ``state_sharding`` (default :func:`state_shardings`), and is donated: the group's
     seeds are updated in place. Step and data position advance with the last group. Metrics
@@ -141,6 +163,12 @@ def make_train_step(cfg: ModelConfig, tc: TrainConfig, optimizer, mesh: Mesh,
         def seeds_step(params, opt_state, blocks):
             out = one_seed(*jax.tree.map(lambda x: x[0], (params, opt_state)), blocks)
             return jax.tree.map(lambda x: x[None], out)
+    elif seed_batching == "map":
+        if along > 1:
+            raise ValueError("seed batching 'map' needs one device along the mesh's 'seeds'")
+
+        def seeds_step(params, opt_state, blocks):
+            return jax.lax.map(lambda po: one_seed(po[0], po[1], blocks), (params, opt_state))
     else:
         seeds_step = jax.vmap(one_seed, in_axes=(0, 0, None))
 
