@@ -28,7 +28,7 @@ BOS_TOKEN = "<|bos|>"
 
 # fingerprint/calibrated.py: the calibrated lineage test
 CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all",
-                         "spearman_matched")
+                         "spearman_aligned")
 CALIBRATED_STATISTIC = "spearman_all"
 CALIBRATED_NULL_MODELS = 200
 

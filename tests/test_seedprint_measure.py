@@ -49,6 +49,13 @@ def test_four_tests_on_a_planted_pair_and_an_unrelated_one():
     assert all(p[t] <= 0.01 for t in SM.TESTS)
     q = SM.pair_p_values(A, rng.standard_normal((n, d)), bank, permutations=999)
     assert all(q[t] > 0.01 for t in SM.TESTS)
+    # the related pair with its columns renamed (moved, some negated): only 'aligned'
+    # still finds it, at the smallest p of K = 99 null models, with the same statistic
+    renamed = related[:, np.roll(np.arange(d), 5)] * rng.choice([-1.0, 1.0], d)  # no fixed point
+    r = SM.pair_p_values(A, renamed, bank, permutations=999)
+    assert p["aligned"] == r["aligned"] == pytest.approx(1 / 100)
+    assert r["permutation"] > 0.01 and r["calibrated"] > 0.01
+    assert q["aligned"] > 0.01
 
 
 def test_pool_statistics_on_a_planted_pair():

@@ -317,17 +317,19 @@ def test_seedprint_trained_rule():
         return {"run": {"settings": {"n": 10, "seq_len": 4, "null_models": 9,
                                      "permutations": 99}}, "records": fpr + power}
     claims = S.trained_claims(record(1e-5))  # the paper's tests reject every unrelated pair
-    assert [c.verdict for c in claims] == [V.DIFFERS, V.DIFFERS, V.BEYOND, V.REPRODUCED]
+    assert [c.verdict for c in claims] == [V.DIFFERS, V.DIFFERS, V.BEYOND, V.BEYOND, V.BEYOND,
+                                           V.REPRODUCED]
     assert claims[0].why.startswith(
         "above alpha beyond its intervals: paper t (step 250; jackknife and disjoint pairs); "
         "official (step 250; jackknife and disjoint pairs)") and "28/28" in claims[0].ours
     assert "consistent with its level" in claims[2].why
-    assert "every test detects every trial" in claims[3].why
+    assert "trained base" in claims[3].claim and claims[3].why.startswith("no rate above")
+    assert "every test detects every trial" in claims[5].why
     claims = S.trained_claims(record(0.5))
     assert [c.verdict for c in claims[:2]] == [V.REPRODUCED, V.REPRODUCED]
     # A cross-lineage pool has no disjoint pairs: the row says it was flagged by the jackknife.
     d = record(0.5)
-    cross = {"kind": "fpr", "setting": "vs another seed's continuation", "step": 250,
+    cross = {"kind": "fpr", "setting": S.CONTINUATION_FPR, "step": 250,
              "rates": {t: {a: {k: v for k, v in cell.items() if k != "disjoint"}
                            for a, cell in by_alpha.items()}
                        for t, by_alpha in SM.rates(_pair_rows(
@@ -335,6 +337,33 @@ def test_seedprint_trained_rule():
     claims = S.trained_claims({**d, "records": d["records"] + [cross]})
     assert claims[0].verdict == V.DIFFERS and claims[0].why.startswith(
         "above alpha beyond its intervals: paper t (vs another seed's continuation; jackknife)")
+
+
+def test_seedprint_aligned_rules():
+    """The aligned test's level rows say 'above its level' exactly when a rate is above alpha
+    beyond its intervals, per pool; the renamed-copy rows name the tests that find every copy
+    and those that do not."""
+    from bornbiased_jax.fingerprint import rejection as SM
+
+    def fpr(setting, aligned_p, step=250):
+        rows = _pair_rows(8, lambda t, a, b: aligned_p if t == "aligned" else 0.5)
+        return {"kind": "fpr", "setting": setting, "step": step, "rates": SM.rates(rows)}
+
+    first, last = fpr("family", 0.5, 0), fpr("family", 1e-5)
+    init_base = fpr(S.INIT_BASE_FPR, 0.5)
+    claims = S.aligned_level_claims([first, last, init_base], first, last, [])
+    assert [c.verdict for c in claims] == [V.BEYOND] * 3
+    by = {c.claim.split("level ")[1].split(" (")[0]: c for c in claims}
+    assert by["with an initialisation as base"].why.startswith("no rate above")
+    assert by["with a trained base"].why.startswith("above its level beyond the intervals: "
+                                                    "family at 0.01; family at 0.05")
+    assert by["between initialisations"].why.startswith("no rate above")
+    copies = [{"a": 0, "b": 1, **{t: (1e-4 if t == "aligned" else 0.5) for t in SM.VARIANTS}}] * 8
+    recs = [{"kind": "power", "setting": S.RENAMED[0], "step": 250, "distance": 0.3,
+             "power": SM.power(copies)}]
+    (c,) = S.renamed_claims(recs)
+    assert c.why == ("every copy found by: aligned; not by: paper t, official, calibrated, "
+                     "permutation, permutation (Pearson)") and "aligned 8/8" in c.ours
 
 
 def test_seedprint_confound_rule():

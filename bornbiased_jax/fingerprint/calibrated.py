@@ -37,8 +37,8 @@ Statistics (``STATISTICS``), chosen by measured power (docs/seedprint.md):
   'spearman_S'   - the same mean over S = top-m(A) intersect top-m(B) (Algorithm 1's dims);
   'tau_S'        - Algorithm 1's mean Kendall tau over S (scipy, one call per dimension: slow
                    with many null models);
-  'spearman_matched' - mean |Spearman's rho| over the best one-to-one matching of A's
-                   dimensions to B's (:func:`matched_spearman`): unchanged by permuting or
+  'spearman_aligned' - mean |Spearman's rho| over the best one-to-one matching of A's
+                   dimensions to B's (:func:`aligned_spearman`): unchanged by permuting or
                    rescaling B's residual basis, so a copy renamed that way is still found;
                    exact, like the others, when the base is an initialisation;
   'residual_all' - mean over all dimensions of the Pearson correlation of A's and B's outputs
@@ -70,8 +70,8 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
     if name == "spearman_all":
         rho = D.spearman_per_dim(A, B)
         return float(rho.mean()), np.arange(len(rho)), rho
-    if name == "spearman_matched":
-        return matched_spearman(A, B)
+    if name == "spearman_aligned":
+        return aligned_spearman(A, B)
     S = np.intersect1d(D.top_m(A.mean_d, m), D.top_m(B.mean_d, m))
     if len(S) == 0:
         return 0.0, S, np.zeros(0)  # no shared dimensions: no evidence of association
@@ -86,9 +86,9 @@ def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
     raise UserError(f"unknown calibrated statistic {name!r}; choose one of {STATISTICS}")
 
 
-def matched_spearman(A: D.RankedFeatures, B: D.RankedFeatures
+def aligned_spearman(A: D.RankedFeatures, B: D.RankedFeatures
                      ) -> tuple[float, np.ndarray, np.ndarray]:
-    """'spearman_matched': the mean |Spearman rho| over the one-to-one matching of A's output
+    """'spearman_aligned': the mean |Spearman rho| over the one-to-one matching of A's output
     dimensions to B's that maximises it (the assignment problem on |rho| of every pair of
     dimensions, scipy's ``linear_sum_assignment``). Returns (value, B's dimension matched to
     each of A's, |rho| of each matched pair).
@@ -104,6 +104,16 @@ def matched_spearman(A: D.RankedFeatures, B: D.RankedFeatures
     rows, cols = linear_sum_assignment(rho, maximize=True)
     matched = rho[rows, cols]
     return float(matched.mean()), cols, matched
+
+
+def aligned_from_correlations(C: np.ndarray) -> float:
+    """The aligned statistic of a (d_A, d_B) matrix of correlations: the mean |C| over the
+    one-to-one matching of rows to columns that maximises it."""
+    from scipy.optimize import linear_sum_assignment
+
+    a = np.abs(np.asarray(C))
+    rows, cols = linear_sum_assignment(a, maximize=True)
+    return float(a[rows, cols].mean())
 
 
 def residual_stats(F_A: np.ndarray, nulls: list[np.ndarray], F_B: np.ndarray) -> np.ndarray:
@@ -203,7 +213,7 @@ def calibrated_test(F_A: np.ndarray, F_B: np.ndarray,
                "null_sd": float(null_stats.std(ddof=1)) if K > 1 else np.nan,
                "min_exact_p": 1 / (K + 1)}
     kind = {"tau_S": "kendall_tau", "residual_all": "pearson_r_residual",
-            "spearman_matched": "abs_spearman_rho_matched"}.get(statistic_name, "spearman_rho")
+            "spearman_aligned": "abs_spearman_rho_aligned"}.get(statistic_name, "spearman_rho")
     return LineageResult("calibrated", {"exact": exact, "gaussian_tail": gauss}, alpha, n,
                          d_out, dims, corr, kind, s, null_stats, details, note)
 

@@ -10,7 +10,10 @@ Every model's features are computed once on one shared token probe set, and each
   * 'official'    the released code's 2 Phi-bar(z);
   * 'calibrated'  'spearman_all' against K fresh initialisations of the architecture (their
                   rank-standardised features are computed once: ``NullBank``);
-  * 'permutation' the residual-basis permutation test (fingerprint/permutation.py).
+  * 'permutation' the residual-basis permutation test (fingerprint/permutation.py);
+  * 'aligned'     'spearman_aligned' against the same K fresh initialisations: the mean |rho|
+                  after the best one-to-one alignment of A's dimensions to B's, unchanged by a
+                  renamed (permuted, rescaled) basis; exact when the base is an initialisation.
 
 Pairs drawn from one pool of M models share models, so they are not independent trials.
 :func:`rate` therefore reports, beside the Clopper-Pearson interval over all pairs (which treats
@@ -35,8 +38,9 @@ from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.stats import clopper_pearson
 
 TESTS = ("paper", "official", "calibrated", "permutation")
-# Also measured: the permutation test with Pearson's r (the statistic is chosen by power).
-VARIANTS = TESTS + ("permutation_pearson",)
+# Also measured: the permutation test with Pearson's r (the statistic is chosen by power), and
+# the calibrated test with the aligned statistic (robust to a renamed basis).
+VARIANTS = TESTS + ("permutation_pearson", "aligned")
 ALPHAS = (0.01, 0.05)
 
 
@@ -70,12 +74,24 @@ class Prepared:
         return cls(np.asarray(F), P.standardised(F, "spearman"), P.standardised(F, "pearson"))
 
 
+def aligned_null(B: Prepared | np.ndarray, bank: NullBank) -> np.ndarray:
+    """The aligned statistic of every null model of ``bank`` against suspect B, (K,): it
+    depends on B alone, so a suspect in many pairs needs it once."""
+    B = B if isinstance(B, Prepared) else Prepared.of(B)
+    n = B.F.shape[0]
+    zb = B.spearman.astype(np.float32)
+    return np.array([C.aligned_from_correlations((z.T @ zb) / n) for z in bank.null_z])
+
+
 def pair_p_values(A: Prepared | np.ndarray, B: Prepared | np.ndarray, bank: NullBank, *,
-                  permutations: int = P.DEFAULT_PERMUTATIONS, seed: int = 0) -> dict:
-    """The four tests' primary p-values (and the permutation test's z) of one pair.
+                  permutations: int = P.DEFAULT_PERMUTATIONS, seed: int = 0,
+                  b_aligned_null: np.ndarray | None = None) -> dict:
+    """The tests' primary p-values (and the permutation test's z) of one pair.
 
     The calibrated statistic 'spearman_all' is the mean matched Spearman rho, i.e. the mean
-    diagonal of the permutation test's C: both come from one matrix product."""
+    diagonal of the permutation test's C: both come from one matrix product; 'aligned' is the
+    best one-to-one alignment of the same C (``b_aligned_null``: :func:`aligned_null` of B,
+    computed here when not given)."""
     A = A if isinstance(A, Prepared) else Prepared.of(A)
     B = B if isinstance(B, Prepared) else Prepared.of(B)
     n, d = D.check_features(A.F, B.F)
@@ -85,6 +101,12 @@ def pair_p_values(A: Prepared | np.ndarray, B: Prepared | np.ndarray, bank: Null
     flat = bank.null_z.reshape(len(bank.null_z), -1)
     null_stats = (flat @ B.spearman.ravel().astype(np.float32)).astype(np.float64) / (n * d)
     calibrated, _, _ = C.exchangeable_p(P.matched_statistic(C_s), null_stats)
+    if b_aligned_null is None:
+        b_aligned_null = aligned_null(B, bank)
+    # A's statistic from the same float32 product as the null models'
+    s_aligned = C.aligned_from_correlations((A.spearman.astype(np.float32).T
+                                             @ B.spearman.astype(np.float32)) / n)
+    aligned, _, aligned_z = C.exchangeable_p(s_aligned, b_aligned_null)
     perm = P.test_of_correlation(C_s, n, permutations=permutations,
                                  rng=np.random.default_rng(seed))
     pearson = P.test_of_correlation((A.pearson.T @ B.pearson) / n, n, statistic="pearson",
@@ -93,15 +115,18 @@ def pair_p_values(A: Prepared | np.ndarray, B: Prepared | np.ndarray, bank: Null
             "official": official.p, "calibrated": calibrated, "permutation": perm.p,
             "permutation_normal": perm.p_values["normal"], "permutation_z": perm.details["z"],
             "matched_rho": perm.statistic, "permutation_pearson": pearson.p,
-            "permutation_pearson_z": pearson.details["z"]}
+            "permutation_pearson_z": pearson.details["z"], "aligned": aligned,
+            "aligned_z": aligned_z}
 
 
 def run_pairs(features: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]],
               bank: NullBank, *, permutations: int = P.DEFAULT_PERMUTATIONS) -> list[dict]:
     """``pair_p_values`` of every (base a, suspect b) in ``pairs`` of ``features``."""
     prepared = {i: Prepared.of(features[i]) for i in sorted({i for pair in pairs for i in pair})}
+    nulls = {b: aligned_null(prepared[b], bank) for b in sorted({b for _, b in pairs})}
     return [{"a": a, "b": b, **pair_p_values(prepared[a], prepared[b], bank,
-                                              permutations=permutations, seed=i)}
+                                              permutations=permutations, seed=i,
+                                              b_aligned_null=nulls[b])}
             for i, (a, b) in enumerate(pairs)]
 
 

@@ -176,7 +176,11 @@ def power_claims(d: dict) -> list[Claim]:
 
 
 TEST_LABELS = {"paper": "paper t", "official": "official", "calibrated": "calibrated",
-               "permutation": "permutation", "permutation_pearson": "permutation (Pearson)"}
+               "permutation": "permutation", "permutation_pearson": "permutation (Pearson)",
+               "aligned": "aligned"}
+CONTINUATION_FPR = "final vs another seed's continuation"
+INIT_BASE_FPR = "initialisation vs another seed's final model"
+RENAMED = ("init -> its renamed final model", "final -> its renamed continuation")
 
 
 def _fpr_cell(r: dict) -> str:
@@ -217,7 +221,7 @@ def trained_claims(d: dict) -> list[Claim]:
     fam = [r for r in recs if r["kind"] == "fpr" and r["setting"] == "family"]
     last = max(fam, key=lambda r: r["step"])
     first = min(fam, key=lambda r: r["step"])
-    cross = [r for r in recs if r["kind"] == "fpr" and r["setting"] != "family"]
+    cross = [r for r in recs if r["kind"] == "fpr" and r["setting"] == CONTINUATION_FPR]
     setup = (f"32 llama2-tiny seeds trained on identical data in identical order (step "
              f"{last['step']}), n = {s['n']} token inputs, T = {s['seq_len']}, calibrated "
              f"K = {s['null_models']}, permutations K = {s['permutations']}")
@@ -263,6 +267,7 @@ def trained_claims(d: dict) -> list[Claim]:
         BEYOND, "the measured rate is consistent with its level (no interval's lower bound "
                 "above alpha)" if inside else "the rate is above its level: check the "
                 "exchangeability assumption", "Sec. 6.1"))
+    claims += aligned_level_claims(recs, first, last, cross)
     for setting, paper_claim, where in (
             ("init -> its checkpoint", "Table 4b: p 4e-10..3e-3 after ~10B tokens", "Table 4b"),
             ("final -> continued on prose", "Table 5: lineage detected after continued "
@@ -285,7 +290,57 @@ def trained_claims(d: dict) -> list[Claim]:
                    TEST_LABELS[t] for t, ok in full.items() if not ok))
         claims.append(Claim(f"{where} analog on the family: {setting} (power at 0.01)",
                             paper_claim, "; ".join(rows), verdict, why, where))
+    claims += renamed_claims(recs)
     return claims
+
+
+def aligned_level_claims(recs: list[dict], first: dict, last: dict, cross: list[dict]
+                         ) -> list[Claim]:
+    """The aligned test's level (beyond the paper): with an initialisation as base, where its
+    p-value is exact, the row checks that the measured rate agrees; with a trained base, where
+    it is not exact, the rate is the result. Either row says 'above its level' when a rate is
+    above alpha beyond the intervals that allow for shared models (:func:`_over`)."""
+    init_base = [r for r in recs if r["kind"] == "fpr" and r["setting"] == INIT_BASE_FPR]
+    out = []
+    for label, pools in (
+            ("with an initialisation as base (exact): seed a's init vs seed b's final model",
+             init_base),
+            ("with a trained base (not exact): the 496 unrelated trained pairs", [last, *cross]),
+            ("between initialisations (exact): the 496 pairs at step 0", [first])):
+        pools = [r for r in pools if "aligned" in r["rates"]]
+        if not pools:
+            continue
+        cells = [f"{r['setting']} (step {r['step']}): at 0.01 "
+                 f"{_fpr_cell(r['rates']['aligned']['0.01'])}, at 0.05 "
+                 f"{_fpr_cell(r['rates']['aligned']['0.05'])}" for r in pools]
+        over = [f"{r['setting']} at {al}" for r in pools for al in ("0.01", "0.05")
+                if _over(r["rates"]["aligned"][al], float(al))]
+        why = ("above its level beyond the intervals: " + "; ".join(over) if over else
+               "no rate above alpha beyond its intervals (jackknife over seeds; disjoint "
+               "pairs where the pool has them)")
+        out.append(Claim(f"Aligned test (beyond the paper): level {label}", "-",
+                         "; ".join(cells), BEYOND, why, "Sec. 6.1"))
+    return out
+
+
+def renamed_claims(recs: list[dict]) -> list[Claim]:
+    """Power on renamed copies (beyond the paper): which tests find every copy at 0.01."""
+    out = []
+    for setting in RENAMED:
+        pw = [r for r in recs if r["kind"] == "power" and r["setting"] == setting]
+        if not pw:
+            continue
+        r = pw[0]
+        found = [TEST_LABELS[t] for t, v in r["power"].items() if v["rejections"] == v["trials"]]
+        lost = [TEST_LABELS[t] for t, v in r["power"].items() if v["rejections"] < v["trials"]]
+        out.append(Claim(
+            f"Renamed copies (beyond the paper): {setting} (power at 0.01)", "-",
+            f"step {r['step']}: " + ", ".join(
+                f"{TEST_LABELS[t]} {v['rejections']}/{v['trials']}"
+                for t, v in r["power"].items()),
+            BEYOND, ("every copy found by: " + (", ".join(found) or "no test"))
+            + ("; not by: " + ", ".join(lost) if lost else ""), "Sec. 6.1"))
+    return out
 
 
 def confound_claims(d: dict) -> list[Claim]:

@@ -11,7 +11,14 @@ on a shifted corpus, checkpoints every 100).
     :mod:`bornbiased_jax.fingerprint.rejection`);
   * power on true lineages: each initialisation vs its own checkpoints (Tables 4b), and each
     final model vs its continuation on the shifted corpus (Table 5's setting), with the
-    relative parameter distance travelled.
+    relative parameter distance travelled;
+  * beyond the paper, the copies a thief renames: seeds 0-7's final models and continuations
+    with every function-preserving obfuscation applied (``fingerprint.obfuscation.obfuscate``:
+    norm rescaling, head, MLP-unit and residual-basis permutations), each against its
+    initialisation and its final model; and the 'aligned' test (the calibrated test with
+    'spearman_aligned', robust to renaming) from each initialisation against every other
+    seed's final model, where its p-value is exact (a level check), beside its level with
+    a trained base on the 496 pairs above (not exact: a measurement).
 
 Every model sees the same n random token sequences (``probe_seed``); features are the final
 normed hidden state at the last position. ``python -m experiments.seedprint_trained`` runs it
@@ -21,8 +28,10 @@ record through :mod:`experiments.seedprint.claims`.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import jax
 import numpy as np
 from scipy import stats
 
@@ -31,6 +40,7 @@ from bornbiased_jax.files import progress
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.compare import null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
+from bornbiased_jax.fingerprint.obfuscation import obfuscate
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.fingerprint import rejection as SM
@@ -83,6 +93,14 @@ def family_features(s: dict, runs_dir: Path, cache: Path, log=progress):
             F[("cont", k, step)] = model_features(m, xs)
             params[("cont", k, step)] = m.params
     log("  features of the continuations")
+    for k, c in zip(SF.CONTINUED_SEEDS, conts):  # renamed copies (obfuscate: the function kept)
+        for key, src in ((("renamed", k, steps[-1]), f"{folder}#{k}@{steps[-1]}"),
+                         (("renamed_cont", k, cont_steps[-1]), f"{c}@{cont_steps[-1]}")):
+            m = load_source(src, shared_embedding=False)
+            renamed = obfuscate(m.params, m.cfg, jax.random.key(1000 + k))
+            F[key] = model_features(dataclasses.replace(m, params=renamed,
+                                                        label=f"renamed {m.label}"), xs)
+    log("  features of the renamed copies")
     seeds = null_seeds(s["null_models"], SF.SEEDS)
     bank = SM.NullBank.build((Fk for _, Fk in init_features(cfg, seeds, xs)), s["n"],
                              cfg.d_model)
@@ -154,6 +172,16 @@ def measure(s: dict, runs_dir: Path, cache: Path, log=progress) -> tuple[list[di
              for j in seeds if j != k]
     add("fpr", "final vs another seed's continuation", cont_last,
         SM.run_pairs(feats, cross, bank, permutations=K))
+    # False positives with an initialisation as base: seed a's init vs seed b's final model,
+    # every ordered pair a != b; rows carry the seeds (a, b), so the disjoint pairs are
+    # (2i, 2i + 1) and the jackknife leaves a seed (its init and its final) out.
+    feats = [F[("family", k, 0)] for k in seeds] + [F[("family", k, last)] for k in seeds]
+    ordered = [(a, b) for a in range(len(seeds)) for b in range(len(seeds)) if a != b]
+    rows = SM.run_pairs(feats, [(a, len(seeds) + b) for a, b in ordered], bank,
+                        permutations=K)
+    for r, (a, b) in zip(rows, ordered):
+        r["a"], r["b"] = a, b
+    add("fpr", "initialisation vs another seed's final model", last, rows)
     # Power: initialisation -> its checkpoints.
     for step in steps[1:]:
         rows = SM.run_pairs([F[("family", k, s_)] for k in seeds for s_ in (0, step)],
@@ -170,6 +198,21 @@ def measure(s: dict, runs_dir: Path, cache: Path, log=progress) -> tuple[list[di
                             permutations=K)
         add("power", "final -> continued on prose", step, rows,
             distance=float(np.mean([dist[("cont", k, step)] for k in ks])))
+    # Power on renamed copies: init -> its renamed final model; final -> its renamed
+    # continuation (renaming after fine-tuning; for the permutations alone the same as
+    # fine-tuning a renamed copy, since AdamW treats the renamed coordinates alike).
+    ks = SF.CONTINUED_SEEDS
+    for setting, origin, copy, step in (
+            ("init -> its renamed final model", ("family", 0), "renamed", last),
+            ("final -> its renamed continuation", ("family", last), "renamed_cont",
+             cont_last)):
+        rows = SM.run_pairs([F[key] for k in ks for key in ((origin[0], k, origin[1]),
+                                                           (copy, k, step))],
+                            [(2 * i, 2 * i + 1) for i in range(len(ks))], bank,
+                            permutations=K)
+        dist_ = (dist[("family", k, last)] if origin[1] == 0 else dist[("cont", k, step)]
+                 for k in ks)
+        add("power", setting, step, rows, distance=float(np.mean(list(dist_))))
     return records, figure_data
 
 

@@ -1,4 +1,4 @@
-"""The matched statistic of the calibrated test ('spearman_matched'): unchanged by the edits
+"""The aligned statistic of the calibrated test ('spearman_aligned'): unchanged by the edits
 that rename a model's residual basis, and so able to find a copy that was permuted, rescaled
 and then fine-tuned, where the per-dimension statistics cannot."""
 
@@ -12,7 +12,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint import obfuscation as O
-from bornbiased_jax.fingerprint.calibrated import calibrated_test, matched_spearman, statistic
+from bornbiased_jax.fingerprint.calibrated import calibrated_test, aligned_spearman, statistic
 from bornbiased_jax.fingerprint.features import init_features
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import probe_inputs
@@ -20,7 +20,7 @@ from bornbiased_jax.probes.outputs import feature_probe
 from bornbiased_jax.sweep import run_probe
 
 
-def test_matched_statistic_ignores_permuted_and_rescaled_dimensions():
+def test_aligned_statistic_ignores_permuted_and_rescaled_dimensions():
     rng = np.random.default_rng(0)
     n, d = 300, 24
     common = rng.normal(size=(n, d))
@@ -30,8 +30,8 @@ def test_matched_statistic_ignores_permuted_and_rescaled_dimensions():
     scale = rng.choice([-1.0, 1.0], d) * np.exp(rng.normal(size=d))
     F_B2 = F_B[:, perm] * scale
     A, B, B2 = (D.RankedFeatures.of(F) for F in (F_A, F_B, F_B2))
-    s, cols, rho = matched_spearman(A, B)
-    s2, cols2, rho2 = matched_spearman(A, B2)
+    s, cols, rho = aligned_spearman(A, B)
+    s2, cols2, rho2 = aligned_spearman(A, B2)
     assert s == pytest.approx(s2, abs=1e-12)
     # A's dimension i is matched to B's column cols[i], which sits at perm^-1 in B2
     np.testing.assert_array_equal(perm[cols2], cols)
@@ -100,11 +100,11 @@ def family():
 
 @pytest.mark.parametrize("suspect", ["copy", "copy_ft"])
 @pytest.mark.parametrize("base", ["A0", "A"])
-def test_matched_test_finds_renamed_copies(family, base, suspect):
+def test_aligned_test_finds_renamed_copies(family, base, suspect):
     """K = 19 fresh inits: the smallest exact p is 1/20; the copy (and its fine-tune) beats all
-    of them by the matched statistic, from the trained base and from its initialisation."""
+    of them by the aligned statistic, from the trained base and from its initialisation."""
     r = calibrated_test(family[base], family[suspect], family["nulls"],
-                        statistic_name="spearman_matched", alpha=0.05)
+                        statistic_name="spearman_aligned", alpha=0.05)
     assert r.p_values["exact"] == pytest.approx(1 / 20)
     assert r.details["z"] > 3
     # the renamed copy hides from the per-dimension statistic: no better than the null models
@@ -113,12 +113,12 @@ def test_matched_test_finds_renamed_copies(family, base, suspect):
     assert per_dim.details["z"] < 3
 
 
-def test_matched_test_on_an_unrelated_model(family):
+def test_aligned_test_on_an_unrelated_model(family):
     """Another seed trained on the same data: from the initialisation base (where the p-value
-    is exact) its matched statistic sits among the fresh inits' (z well under a copy's 3). The
+    is exact) its aligned statistic sits among the fresh inits' (z well under a copy's 3). The
     statistic's level depends on the suspect (trained features match any init better than
     fresh ones do), which is why the verdict is its rank among null models, not its value."""
     r = calibrated_test(family["A0"], family["other"], family["nulls"],
-                        statistic_name="spearman_matched")
+                        statistic_name="spearman_aligned")
     assert r.details["z"] < 3
     assert r.p_values["exact"] > 1 / 20
