@@ -708,6 +708,29 @@ def test_statistic_choice_names_the_statistics_the_numbers_favour():
                                                "rejects the unrelated trained base least often.")
     # a page whose record is missing says so in the block, never keeps older numbers
     page = "<!-- statistic-choice:begin -->\nold\n<!-- statistic-choice:end -->\n" \
-           "<!-- permutation-statistic:begin -->\n<!-- permutation-statistic:end -->\n"
+           "<!-- permutation-statistic:begin -->\n<!-- permutation-statistic:end -->\n" \
+           "<!-- aligned-measured:begin -->\n<!-- aligned-measured:end -->\n"
     out = SD.render(page, {})
-    assert "old" not in out and out.count("Not measured yet: no record") == 2
+    assert "old" not in out and out.count("Not measured yet: no record") == 3
+
+
+def test_aligned_block_reads_the_trained_record():
+    """docs/seedprint.md's aligned block: a row per false-positive pool (base named) and per
+    lineage, from the record; a record without the aligned test says it is not measured."""
+    from bornbiased_jax.fingerprint import rejection as SM
+    from experiments.seedprint import docs as SD
+
+    rows = _pair_rows(8, lambda t, a, b: 1e-5 if (t, a) == ("aligned", 0) else 0.5)
+    recs = [{"kind": "fpr", "setting": "family", "step": 250, "rates": SM.rates(rows)},
+            {"kind": "fpr", "setting": "initialisation vs another seed's final model",
+             "step": 250, "rates": SM.rates(rows)},
+            {"kind": "power", "setting": "init -> its renamed final model", "step": 250,
+             "power": SM.power([{t: (1e-4 if t == "aligned" else 0.5) for t in SM.VARIANTS}])}]
+    text = SD.aligned_measured({"records": recs})
+    assert "| family (step 250) | trained | 7/28 [" in text
+    assert "| initialisation vs another seed's final model (step 250) | initialisation | 7/28" \
+        in text
+    assert "| init -> its renamed final model | 250 | 1/1 | 0/1 | 0/1 | 0/1 |" in text
+    old = [{**r, "rates": {t: v for t, v in r["rates"].items() if t != "aligned"}}
+           for r in recs[:1]]
+    assert SD.aligned_measured({"records": old}).startswith("Not measured yet")

@@ -1,7 +1,8 @@
 """The measured statements of docs/seedprint.md, generated from the committed SeedPrint records
 (so the page cannot drift from RESULTS.md): why the calibrated test's default statistic is
 ``spearman_all`` (``seedprint_power``'s record) and how the permutation test's Spearman and
-Pearson versions compare on trained lineages (``seedprint_trained``'s). Each block sits between
+Pearson versions compare on trained lineages, and what the renaming-robust aligned test does on
+the same pools (``seedprint_trained``'s). Each block sits between
 ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page; :func:`render` rewrites them (a
 block whose record is missing then says so)."""
 
@@ -92,8 +93,46 @@ def pearson_vs_spearman(trained: dict) -> str:
     return "\n".join(lines)
 
 
+def aligned_measured(trained: dict) -> str:
+    """The aligned test on ``seedprint_trained``'s pools: its false-positive rate at alpha =
+    0.01 per pool (with an initialisation or a trained model as base) and which tests find the
+    renamed copies."""
+    recs = trained["records"]
+    fpr = [r for r in recs if r["kind"] == "fpr" and "aligned" in r["rates"]]
+    power = [r for r in recs if r["kind"] == "power" and "aligned" in r["power"]]
+    if not fpr:
+        return ("Not measured yet: the committed seedprint_trained record predates the aligned "
+                "test (`python -m experiments.seedprint_trained` measures it).")
+    lines = ["Measured (`seedprint_trained`, generated from "
+             "results/records/seedprint/seedprint_trained.json): rejections at alpha = "
+             f"{ALPHA} of unrelated pairs, with the jackknife-over-models 95 % interval.", "",
+             "| pool | base | aligned | permutation | calibrated (spearman_all) |",
+             "|---|---|---:|---:|---:|"]
+    for r in fpr:
+        base = ("initialisation" if r["setting"].startswith("initialisation") or r["step"] == 0
+                else "trained")
+        cells = []
+        for t in ("aligned", "permutation", "calibrated"):
+            c = r["rates"][t][str(ALPHA)]
+            jk = c.get("jackknife", {}).get("ci95")
+            cells.append(f"{c['rejections']}/{c['pairs']}" + (
+                f" [{jk[0]:.3f}, {jk[1]:.3f}]" if jk else ""))
+        lines.append(f"| {r['setting']} (step {r['step']}) | {base} | " + " | ".join(cells)
+                     + " |")
+    if power:
+        lines += ["", "True lineages, rejections at alpha = 0.01:", "",
+                  "| lineage | step | aligned | permutation | calibrated | paper t |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for r in power:
+            lines.append(f"| {r['setting']} | {r['step']} | " + " | ".join(
+                f"{r['power'][t]['rejections']}/{r['power'][t]['trials']}"
+                for t in ("aligned", "permutation", "calibrated", "paper")) + " |")
+    return "\n".join(lines)
+
+
 BLOCKS = {"statistic-choice": ("seedprint_power", statistic_choice),
-          "permutation-statistic": ("seedprint_trained", pearson_vs_spearman)}
+          "permutation-statistic": ("seedprint_trained", pearson_vs_spearman),
+          "aligned-measured": ("seedprint_trained", aligned_measured)}
 
 
 def render(text: str, records: dict) -> str:
