@@ -42,5 +42,6 @@ EXPERIMENTS = {
     "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",
                 "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs"],
     "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
+    "lineage_bench": ["lineage_bench"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

@@ -19,6 +19,7 @@ from experiments import EXPERIMENTS, STUDY_OF
 from experiments.campaign import gpu_window
 from experiments.initialisation import claims as initialisation
 from experiments.initialisation import paper_claims as initialisation_paper
+from experiments import lineage_bench
 from experiments.lineage import claims as lineage
 from experiments.seedprint import claims as seedprint
 from experiments.sinks import claims as sinks
@@ -26,13 +27,14 @@ from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
-SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2", "sinks",
-            "sinks_regime", "sinks_arms", "gpu", "gpu_campaign"]
+SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2",
+            "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "gpu", "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
             "seedprint": "python -m experiments.seedprint_results --run",
             "lineage": "python -m experiments.lineage",
             "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
+            "lineage_bench": "python -m experiments.lineage_bench",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
             "sinks_arms": "python -m experiments.sinks_arms"}
@@ -209,6 +211,15 @@ def lineage_section(records: dict) -> str | None:
     return lineage.section(records).rstrip("\n")
 
 
+def lineage_bench_section(records: dict) -> str | None:
+    if "lineage_bench" not in records:
+        return None
+    from experiments.lineage_bench import claims as bench
+
+    return bench.section(records["lineage_bench"], COMMANDS["lineage_bench"],
+                         _run_line(records, ["lineage_bench"]))
+
+
 def lineage_qwen2_section(records: dict) -> str:
     """The Qwen-style repeat from its records; until all of them exist, a line saying that it
     has not been measured (with what is missing and the command), never older numbers."""
@@ -295,6 +306,7 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
                     "App. A)",
           "seedprint": "SeedPrint (paper Sec. 5-6.1)",
           "lineage": lineage.ARCHS["llama2"][2], "lineage_qwen2": lineage.ARCHS["qwen2"][2],
+          "lineage_bench": lineage_bench.TITLE,
           "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
           "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, "
@@ -328,7 +340,8 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
     campaign_root = campaign.ROOT if campaign_root is None else campaign_root
     make = {"initialisation": initialisation_section, "theory": theory_section,
             "seedprint": seedprint_section, "lineage": lineage_section,
-            "lineage_qwen2": lineage_qwen2_section, "sinks": sinks_section,
+            "lineage_qwen2": lineage_qwen2_section, "lineage_bench": lineage_bench_section,
+            "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
             "gpu": lambda _: gpu_window.section(gpu_root),
             "gpu_campaign": lambda _: campaign.section(campaign_root)}

@@ -1,0 +1,47 @@
+"""python -m experiments.lineage_bench: does each lineage test find every descendant a downstream
+user or a thief makes, while holding its false-positive rate at alpha?
+
+Bases: the first ``bases`` seeds of the 32-seed family (llama2-tiny trained on identical data in
+one program; ``python -m experiments.seed_family --continued`` first). Every edit of
+``experiments/lineage_bench/suspects.py`` is applied to every base; every test
+(``measure.py``) runs on every (base, suspect) pair; ``metrics.py`` gives per test and edit the
+TPR at alpha = 0.01, the FPR over the other bases' suspects with its intervals, the AUC and the
+TPR at 1 % FPR. Built suspects and features stay in ``--work`` (under runs/, not committed), so
+a stopped run resumes; the record goes to results/records/lineage_bench/lineage_bench.json and
+RESULTS.md's section is rendered from it (``claims.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from experiments._common import parse, user_errors_exit, write
+from experiments.lineage import seed_family
+from experiments.lineage_bench import measure as M
+
+NAME = "lineage_bench"
+
+
+def main(argv=None) -> None:
+    def extra(p):
+        p.add_argument("--runs-dir", type=Path, default=seed_family.RUNS_DIR,
+                       help="where the seed family and its continuations are trained")
+        p.add_argument("--work", type=Path, default=Path("runs/lineage-bench"),
+                       help="built suspects and features (resumable; not committed)")
+
+    args, s = parse(NAME, __doc__, M.CPU, M.PAPER, extra, argv)
+    t0 = time.time()
+    with user_errors_exit(NAME):
+        from experiments.lineage_bench import claims, metrics
+
+        models, tok = M.build_models(s, args.runs_dir, args.work)
+        F, H, bank, rare = M.features(s, models, tok, args.work)
+        rows = M.pairs(s, models, F, H, bank, rare)
+        summary = metrics.summarise(rows)
+        records = {"summary": summary, "pairs": rows}
+    write(args, NAME, s, records, claims.markdown(summary), claims.roc_figure(rows), t0)
+
+
+if __name__ == "__main__":
+    main()

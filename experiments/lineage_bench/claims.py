@@ -1,0 +1,134 @@
+"""The lineage benchmark's verdict rules, table, ROC figure and RESULTS.md section.
+
+Two rules per test, each able to fail:
+
+  * holds its level: over the negatives of every weight-lineage edit pooled, the rejection rate
+    at alpha is not above alpha beyond its jackknife-over-seeds interval (the lower end of the
+    interval above alpha fails it);
+  * survives every edit: it finds every positive of every weight-lineage edit (TPR 1 at alpha
+    for a test, at its 0.8 threshold for a baseline).
+
+A test meeting both is 'valid and robust on this benchmark'; the section's last row names such
+tests (or says that none is). Distilled students share no weights with their teacher, so their
+rates are shown apart and decide neither rule.
+"""
+
+from __future__ import annotations
+
+from bornbiased_jax import plots
+from bornbiased_jax.verdicts import BEYOND, Claim
+from experiments.lineage_bench import metrics as MT
+from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY, TITLE
+
+LABELS = {"permutation": "permutation (exact, default)", "aligned": "aligned, trained base",
+          "aligned_init": "aligned, base's init (exact)", "calibrated": "calibrated (spearman_all)",
+          "paper": "paper (Algorithm 1)", "official": "released code", "pcs": "PCS >= 0.8",
+          "ics": "ICS >= 0.8", "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8"}
+WEIGHT_EDITS = tuple(e for e in EDITS if e not in KNOWLEDGE_ONLY)
+
+
+def _rate(cell: dict | None) -> str:
+    if not cell:
+        return "-"
+    lo, hi = cell.get("jackknife", {}).get("ci95", cell["ci95"])
+    return f"{cell['rejections']}/{cell['pairs']} [{lo:.3f}, {hi:.3f}]"
+
+
+def level_ok(summary: dict, test: str) -> bool:
+    """The pooled weight-lineage FPR is not above alpha beyond its jackknife interval."""
+    cell = summary[test]["weight lineage"]["fpr"]
+    lo = cell.get("jackknife", {}).get("ci95", cell["ci95"])[0]
+    return lo <= MT.ALPHA
+
+
+def robust(summary: dict, test: str) -> list[str]:
+    """The weight-lineage edits whose positives the test does not all find."""
+    return [e for e in WEIGHT_EDITS if e in summary[test] and summary[test][e]["tpr"] < 1]
+
+
+def claims(summary: dict) -> list[Claim]:
+    out = []
+    good = []
+    for t in summary:
+        pooled = summary[t]["weight lineage"]
+        missed = robust(summary, t)
+        ok = level_ok(summary, t)
+        if ok and not missed:
+            good.append(LABELS.get(t, t))
+        dist = summary[t].get("distilled")
+        ours = (f"FPR {_rate(pooled['fpr'])}; TPR {pooled['tp']}/{pooled['positives']}; AUC "
+                f"{pooled['auc']:.3f}; TPR at 1 % FPR {pooled['tpr_at_1pct']:.2f}"
+                + (f"; distilled students found {dist['tp']}/{dist['positives']}" if dist
+                   else ""))
+        why = ("holds its level" if ok else "above its level beyond the jackknife interval")
+        why += ("; finds every positive of every weight-lineage edit" if not missed else
+                "; misses positives of: " + ", ".join(missed))
+        out.append(Claim(f"Lineage benchmark: {LABELS.get(t, t)}", "-", ours, BEYOND, why,
+                         "beyond the paper"))
+    out.append(Claim("Lineage benchmark: valid and robust", "-",
+                     ", ".join(good) if good else "no test", BEYOND,
+                     "tests that hold their level and find every weight-lineage edit"
+                     if good else "no test both holds its level and finds every edit",
+                     "beyond the paper"))
+    return out
+
+
+def markdown(summary: dict) -> str:
+    """Per test x edit: found/positives at alpha = 0.01 (AUC); then FPR per test."""
+    tests = list(summary)
+    head = "| edit | " + " | ".join(LABELS.get(t, t) for t in tests) + " |"
+    lines = ["True positives at alpha = 0.01 (baselines: at their 0.8 threshold), with the AUC "
+             "of the edit's positives against its negatives.", "", head,
+             "|---|" + "---|" * len(tests)]
+    for e in (*EDITS, "weight lineage"):
+        cells = []
+        for t in tests:
+            c = summary[t].get(e)
+            cells.append("-" if c is None else f"{c['tp']}/{c['positives']} ({c['auc']:.2f})")
+        lines.append(f"| {e} | " + " | ".join(cells) + " |")
+    lines += ["", "False positives over the weight-lineage negatives (jackknife 95 % interval) "
+              "and TPR at 1 % FPR:", "", "| test | FPR | TPR at 1 % FPR |", "|---|---|---|"]
+    for t in tests:
+        p = summary[t]["weight lineage"]
+        lines.append(f"| {LABELS.get(t, t)} | {_rate(p['fpr'])} | {p['tpr_at_1pct']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def roc_figure(rows: list[dict]):
+    """ROC of every test over the weight-lineage pairs (false-positive rate on a log axis)."""
+    import numpy as np
+
+    fig, ax = plots.figure(1, 1, figsize=(6, 5))
+    weight = [r for r in rows if r["edit"] not in KNOWLEDGE_ONLY]
+    for t in (*MT.TESTS, *MT.BASELINES):
+        pos = np.sort([MT.score(r, t) for r in weight if r["related"]])
+        neg = np.array([MT.score(r, t) for r in weight if not r["related"]])
+        cuts = np.unique(np.concatenate([pos, neg]))[::-1]
+        fpr = [float((neg >= c).mean()) for c in cuts]
+        tpr = [float((pos >= c).mean()) for c in cuts]
+        ax.plot([1e-3, *fpr], [0.0, *tpr], label=LABELS.get(t, t), drawstyle="steps-post")
+    ax.set_xscale("log")
+    ax.set_xlim(1e-3, 1)
+    ax.axvline(0.01, color="k", ls=":", lw=1)
+    ax.set_xlabel("false-positive rate (other bases' suspects)")
+    ax.set_ylabel("true-positive rate (a base's own suspects)")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def section(record: dict, command: str, run_line: str) -> str:
+    s = record["run"]["settings"]
+    lines = [f"## {TITLE}", "",
+             f"Generated from results/records/lineage_bench/lineage_bench.json (`{command}`, "
+             f"run on {run_line}). Bases: the first {s['bases']} seeds of the 32-seed llama2-tiny "
+             f"family (trained on identical data in one program); every edit of "
+             f"experiments/lineage_bench/suspects.py applied to each; each base tested against "
+             f"its own suspects (positives) and every other base's (negatives); SeedPrint "
+             f"features on n = {s['n']} token sequences of T = {s['seq_len']}, calibrated "
+             f"null K = {s['null_models']}. For context only (another benchmark, other "
+             f"models): SeedPrints reports AUC 0.9966 and FPR 0.0069 on LeaFBench.", "",
+             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(c.cells()) + " |" for c in claims(record["records"]["summary"])]
+    lines += ["", markdown(record["records"]["summary"]).rstrip("\n")]
+    return "\n".join(lines)

@@ -1,0 +1,165 @@
+"""The lineage benchmark's measurements: every suspect of every base (``suspects``), every
+model's features on one shared probe set, and every test on every (base, suspect) pair.
+
+Positives: a base with its own suspects; negatives: a base with every other base's suspects
+(and the distilled students, which share no weights with any base, reported apart). Per pair:
+
+  * the many-pairs harness (``fingerprint.rejection.pair_p_values``): the paper's Algorithm 1,
+    the released code, the calibrated test (spearman_all), the permutation test (Spearman and
+    Pearson), and 'aligned' (the calibrated test with spearman_aligned), each with the trained
+    base as base;
+  * 'aligned_init': the aligned test with the base's *initialisation* as base, where its
+    p-value is exact (the question a model's owner asks: does the suspect descend from my
+    initialisation?);
+  * the four similarity baselines (PCS, ICS, REEF, Intrinsic) with their 0.8 threshold.
+
+Features and built suspects are kept in ``work`` (a folder under runs/, not committed), so a
+stopped run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from bornbiased_jax import data, files, model
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.files import progress
+from bornbiased_jax.fingerprint import baselines as BL
+from bornbiased_jax.fingerprint import calibrated as C
+from bornbiased_jax.fingerprint import rejection as SM
+from bornbiased_jax.fingerprint.compare import null_seeds
+from bornbiased_jax.fingerprint.features import init_features, model_features
+from bornbiased_jax.keys import seed_key
+from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.sources import load_source
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
+from experiments.lineage import family
+from experiments.lineage import seed_family as SF
+from experiments.lineage_bench import suspects as S
+
+# n token sequences of seq_len for the SeedPrint tests; K fresh inits; REEF's text windows and
+# ICS's rare tokens; the fine-tuning corpus (Vim help, with the family's tokenizer).
+CPU = dict(bases=8, n=2000, seq_len=64, null_models=200, permutations=9999, probe_seed=0,
+           reef_windows=500, ics_tokens=256)
+PAPER = CPU  # the benchmark's models are the CPU family's; no larger setting is defined
+FT_CORPUS = "base"  # the lineage family's corpora: Vim help
+REEF_CORPUS = "code"  # REEF's text windows: the Python standard library, the bases' own corpus
+BASELINES = ("pcs", "ics", "reef", "intrinsic")
+
+
+def _family(runs_dir: Path, bases: int):
+    folder = runs_dir / SF.NAME
+    if not run_folder.finished(folder, SF.RUN):
+        raise UserError(f"the seed family is not trained in {folder}; run "
+                        f"'python -m experiments.seed_family --continued' first")
+    conts = [runs_dir / SF.continued_name(k) for k in range(bases)]
+    missing = [str(c) for c in conts if not run_steps(c) or run_steps(c)[-1] != SF.CONTINUED.steps]
+    if missing or bases > len(SF.CONTINUED_SEEDS):
+        raise UserError(f"the benchmark's bases need the family's continuations of seeds "
+                        f"0-{bases - 1} (at most {len(SF.CONTINUED_SEEDS)}); missing: {missing}; "
+                        f"run 'python -m experiments.seed_family --continued' first")
+    return folder, conts
+
+
+def build_models(s: dict, runs_dir: Path, work: Path, log=progress):
+    """{(kind, seed, edit): LoadedModel} of every base ('base'), its initialisation ('init')
+    and every suspect ('suspect'), building (and saving) the suspects that are missing."""
+    folder, conts = _family(runs_dir, s["bases"])
+    tok = data.load_tokenizer(run_folder.tokenizer_path(folder))
+    ft_docs = data.load_nonempty_corpus(family.corpus(FT_CORPUS), 8 << 20)
+    blocks = data.make_blocks(ft_docs, tok, SF.RUN.seq_len).train
+    models = {}
+    for k in range(s["bases"]):
+        base = load_source(f"{folder}#{k}@{SF.RUN.steps}", shared_embedding=False)
+        cfg = base.cfg
+        models[("base", k, "")] = base
+        models[("init", k, "")] = load_source(f"{folder}#{k}@0", shared_embedding=False)
+        cont = load_source(f"{conts[k]}@{SF.CONTINUED.steps}", shared_embedding=False).params
+
+        def init_of(seed):
+            return jax.tree.map(np.asarray, jax.jit(model.init, static_argnums=0)(
+                cfg, seed_key(seed)))
+
+        built = {}
+        for edit in S.EDITS:
+            path = work / "models" / f"s{k}-{edit}.npz"
+            if path.exists():
+                built[edit] = S.load(path, base.params)
+            else:
+                built[edit] = S.build(edit, base.params, cfg, continued=cont,
+                                      ft=built.get("ft"), blocks=blocks, seed=k,
+                                      init_of=init_of)
+                S.save(path, built[edit])
+                log(f"  built {edit} of seed {k}")
+            models[("suspect", k, edit)] = dataclasses.replace(
+                base, params=built[edit], label=f"{edit} of seed {k}")
+    return models, tok
+
+
+def features(s: dict, models: dict, tok, work: Path, log=progress):
+    """Each model's SeedPrint features (token inputs) and REEF features (text windows), kept
+    in ``work/features/``; and the calibrated tests' null bank."""
+    cfg = next(iter(models.values())).cfg
+    xs = probe_inputs("tokens", cfg, s["n"], s["seq_len"], s["probe_seed"])
+    docs = data.load_nonempty_corpus(family.corpus(REEF_CORPUS), 4 << 20)
+    windows = BL.text_windows(docs, tok, s["reef_windows"], s["seq_len"])
+    F, H = {}, {}
+    for key, m in models.items():
+        path = work / "features" / ("-".join(map(str, key)) + ".npz")
+        if not path.exists():
+            F_ = model_features(m, xs)
+            H_ = BL.reef_features(m, windows)
+            files.atomic_write(path, lambda f: np.savez(f, F=F_, H=H_), mode="wb")
+        with np.load(path) as z:
+            F[key], H[key] = z["F"], z["H"]
+    log("  features of every model")
+    bank_path = work / "features" / "null-bank.npz"
+    if bank_path.exists():
+        with np.load(bank_path) as z:
+            bank = SM.NullBank(z["null_z"], tuple(z[f"draw{i}"] for i in range(z["n_draws"])))
+    else:
+        seeds = null_seeds(s["null_models"], range(s["bases"]))
+        bank = SM.NullBank.build((Fk for _, Fk in init_features(cfg, seeds, xs)), s["n"],
+                                 cfg.d_model)
+        files.atomic_write(bank_path, lambda f: np.savez(
+            f, null_z=bank.null_z, n_draws=len(bank.paper_draws),
+            **{f"draw{i}": d for i, d in enumerate(bank.paper_draws)}), mode="wb")
+    rare = BL.least_frequent_tokens(data.load_nonempty_corpus(
+        [SF.CORPUS[0]], 8 << 20), tok, s["ics_tokens"])
+    return F, H, bank, rare
+
+
+def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=progress):
+    """One row per (base b, suspect of seed k): 'related' (b == k), the edit, every test's
+    p-value (SeedPrint tests) or similarity (baselines, with 'pcs_same' etc. at 0.8)."""
+    rows = []
+    prepared = {key: SM.Prepared.of(F[key]) for key in F}
+    nulls = {key: SM.aligned_null(prepared[key], bank) for key in F if key[0] == "suspect"}
+    n = s["n"]
+    for b in range(s["bases"]):
+        base, init = models[("base", b, "")], ("init", b, "")
+        for key in (k for k in models if k[0] == "suspect"):
+            _, k, edit = key
+            m = models[key]
+            row = {"base": b, "seed": k, "edit": edit, "related": b == k,
+                   **SM.pair_p_values(prepared[("base", b, "")], prepared[key], bank,
+                                      permutations=s["permutations"], seed=len(rows),
+                                      b_aligned_null=nulls[key])}
+            s_init = C.aligned_from_correlations(
+                (prepared[init].spearman.astype(np.float32).T
+                 @ prepared[key].spearman.astype(np.float32)) / n)
+            row["aligned_init"], _, row["aligned_init_z"] = C.exchangeable_p(s_init, nulls[key])
+            for name, res in (("pcs", BL.pcs(base.params, m.params)),
+                              ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),
+                              ("reef", BL.reef(H[("base", b, "")], H[key])),
+                              ("intrinsic", BL.intrinsic(base.params, base.cfg, m.params,
+                                                         m.cfg))):
+                row[name] = float(res.similarity)
+            rows.append(row)
+        log(f"  every suspect against base {b}")
+    return rows

@@ -1,0 +1,90 @@
+"""The trained edits of the lineage benchmark: a full fine-tune, LoRA adapters trained with the
+base frozen and merged, and distillation of a fresh seed on a teacher's logits, each a short
+AdamW run on a (N, T + 1) array of token blocks.
+
+One loop serves the three (``mode``): the loss is next-token cross-entropy for 'full' and
+'lora', and KL(teacher || student) over the vocabulary at every position for 'distill'; for
+'lora' only the adapters train (``optax.multi_transform`` with the base set to zero, as
+``fingerprint.edits.lora_trainable_mask`` prescribes) and the result is the merged model.
+Batches are drawn in a fixed order from ``data_seed``, so an edit is a function of its
+arguments.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from bornbiased_jax import model
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import edits as E
+
+MODES = ("full", "lora", "distill")
+
+
+def _batches(blocks: np.ndarray, steps: int, batch: int, data_seed: int) -> np.ndarray:
+    rng = np.random.default_rng(data_seed)
+    return np.stack([blocks[rng.choice(len(blocks), batch, replace=False)]
+                     for _ in range(steps)])
+
+
+def tune(params: dict, cfg: ModelConfig, blocks: np.ndarray, *, mode: str = "full",
+         steps: int = 200, lr: float = 1e-3, batch: int = 16, data_seed: int = 0,
+         teacher: dict | None = None, rank: int = 8, lora_alpha: float = 16.0,
+         weight_decay: float = 0.1) -> dict:
+    """``params`` trained ``steps`` AdamW steps (linear warmup over the first tenth, then
+    constant ``lr``) on ``blocks``; see the module docstring for ``mode``. Returns host-side
+    parameters of the same tree as ``params``."""
+    if mode not in MODES:
+        raise UserError(f"unknown tuning mode {mode!r}; choose one of {MODES}")
+    if mode == "distill" and teacher is None:
+        raise UserError("distillation needs the teacher's parameters")
+    if blocks.ndim != 2 or len(blocks) < batch:
+        raise UserError(f"need at least {batch} blocks of T + 1 tokens, got {blocks.shape}")
+    params = jax.tree.map(jnp.asarray, params)
+    teacher = None if teacher is None else jax.tree.map(jnp.asarray, teacher)
+    schedule = optax.linear_schedule(0.0, lr, max(1, steps // 10))
+    adamw = optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay)
+    tx = optax.chain(optax.clip_by_global_norm(1.0), adamw)
+
+    def logits_of(p, x_BT):
+        return jax.vmap(lambda x: model.forward(p, cfg, x).logits)(x_BT)
+
+    if mode == "lora":
+        adapters = E.init_lora(params, cfg, rank, jax.random.key(data_seed))
+        scale = lora_alpha / rank
+        joint = {"params": params, "lora": adapters}
+        labels = jax.tree.map(lambda m: "lora" if m else "frozen",
+                              E.lora_trainable_mask(params, adapters))
+        tx = optax.multi_transform({"lora": tx, "frozen": optax.set_to_zero()}, labels)
+        trainable = joint
+
+        def as_model(t):
+            return E.lora_merge(t["params"], t["lora"], scale)
+    else:
+        trainable = params
+
+        def as_model(t):
+            return t
+
+    def loss(t, blk_BT1):
+        lg = logits_of(as_model(t), blk_BT1[:, :-1])
+        if mode == "distill":
+            target = jax.nn.log_softmax(logits_of(teacher, blk_BT1[:, :-1]))
+            logq = jax.nn.log_softmax(lg)
+            return jnp.mean(jnp.sum(jnp.exp(target) * (target - logq), axis=-1))
+        return optax.softmax_cross_entropy_with_integer_labels(lg, blk_BT1[:, 1:]).mean()
+
+    @jax.jit
+    def step(t, opt_state, blk):
+        value, grads = jax.value_and_grad(loss)(t, blk)
+        updates, opt_state = tx.update(grads, opt_state, t)
+        return optax.apply_updates(t, updates), opt_state, value
+
+    opt_state = tx.init(trainable)
+    for blk in _batches(np.asarray(blocks, np.int32), steps, batch, data_seed):
+        trainable, opt_state, _ = step(trainable, opt_state, jnp.asarray(blk))
+    return jax.tree.map(np.asarray, as_model(trainable))

@@ -1,0 +1,181 @@
+"""The lineage benchmark (experiments/lineage_bench/): its metrics against their definitions,
+its verdict rules passing and failing on hand-made pair rows, the trained edits doing what they
+claim on a tiny model, and the built suspects saved and loaded bitwise."""
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from bornbiased_jax import model
+from bornbiased_jax.config import get_preset
+from bornbiased_jax.fingerprint import edits as E
+from bornbiased_jax.keys import seed_key
+from bornbiased_jax.verdicts import BEYOND
+from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
+from experiments.lineage_bench import claims as CL
+from experiments.lineage_bench import metrics as MT
+from experiments.lineage_bench import suspects as S
+from experiments.lineage_bench.tune import tune
+
+
+def test_auc_is_the_mann_whitney_statistic():
+    rng = np.random.default_rng(0)
+    pos, neg = rng.normal(1, 1, 30).round(1), rng.normal(0, 1, 40).round(1)  # with ties
+    u = stats.mannwhitneyu(pos, neg, alternative="greater").statistic
+    assert MT.auc(pos, neg) == pytest.approx(u / (30 * 40))
+    assert MT.auc([2, 2], [1, 1]) == 1 and MT.auc([1], [1]) == 0.5
+    assert math.isnan(MT.auc([], [1]))
+
+
+def test_threshold_at_fpr_allows_at_most_that_share_above():
+    neg = np.arange(200.0)
+    t = MT.threshold_at_fpr(neg, 0.01)
+    assert (neg > t).sum() == 2 and (neg > t - 1).sum() == 3
+    assert MT.threshold_at_fpr([5.0], 0.01) == 5.0
+
+
+def rows_of(p_related, p_unrelated, bases=4, baseline=0.5):
+    """Every (base, suspect) pair of ``bases`` seeds and every edit; p-values by relatedness."""
+    out = []
+    for b, k, e in itertools.product(range(bases), range(bases), EDITS):
+        p = p_related(e) if b == k else p_unrelated(b, k, e)
+        out.append({"base": b, "seed": k, "edit": e, "related": b == k,
+                    **{t: p for t in MT.TESTS},
+                    **{t: (0.9 if b == k else baseline) for t in MT.BASELINES}})
+    return out
+
+
+def test_summary_counts_and_rules_pass():
+    rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
+    s = MT.summarise(rows)
+    w = s["permutation"]["weight lineage"]
+    n_weight = len(EDITS) - len(KNOWLEDGE_ONLY)
+    assert (w["tp"], w["positives"]) == (4 * n_weight, 4 * n_weight)
+    assert w["fpr"]["rejections"] == 0 and w["fpr"]["pairs"] == 12 * n_weight
+    assert w["auc"] == 1 and w["tpr_at_1pct"] == 1
+    assert s["pcs"]["int8"]["tpr"] == 1  # similarity 0.9 >= 0.8
+    cl = CL.claims(s)
+    assert all(c.verdict == BEYOND for c in cl)
+    assert cl[-1].ours.startswith("permutation (exact, default), aligned, trained base")
+    assert "holds its level; finds every positive" in cl[0].why
+
+
+def test_rules_fail_on_misses_and_on_false_positives():
+    # misses: the renamed copies are not found; false positives: every pair of seeds of
+    # different parity is called related (8 of 12 ordered pairs, spread over all seeds)
+    rows = rows_of(lambda e: 0.5 if e.startswith("renamed") else 1e-4,
+                   lambda b, k, e: 1e-4 if (b + k) % 2 else 0.5, baseline=0.9)
+    s = MT.summarise(rows)
+    assert CL.robust(s, "aligned") == ["renamed", "renamed-ft"]
+    fpr = s["aligned"]["weight lineage"]["fpr"]
+    assert fpr["rate"] == pytest.approx(8 / 12)
+    assert not CL.level_ok(s, "aligned")
+    # rejections concentrated on one pair of 4 seeds: the jackknife cannot place the rate
+    # above alpha, so the rule does not fail the test on them
+    few = MT.summarise(rows_of(lambda e: 1e-4, lambda b, k, e: 1e-4 if {b, k} == {0, 1}
+                               else 0.5))
+    assert few["aligned"]["weight lineage"]["fpr"]["rate"] == pytest.approx(2 / 12)
+    assert CL.level_ok(few, "aligned")
+    c = CL.claims(s)
+    assert c[-1].ours == "no test" and c[-1].why.startswith("no test")
+    assert "above its level" in c[0].why and "misses positives of: renamed, renamed-ft" in c[0].why
+    # the distilled students decide neither rule
+    rows = rows_of(lambda e: 0.5 if e == "distilled" else 1e-4, lambda b, k, e: 0.5)
+    assert CL.robust(MT.summarise(rows), "aligned") == []
+
+
+def test_markdown_and_roc_figure_from_rows():
+    rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
+    md = CL.markdown(MT.summarise(rows))
+    assert "| int8 | 4/4 (1.00)" in md and "| weight lineage |" in md
+    fig = CL.roc_figure(rows)
+    assert len(fig.axes[0].lines) == len(MT.TESTS) + len(MT.BASELINES) + 1  # + the 1 % line
+
+
+# ------------------------------------------------------------------------------------ the edits
+CFG = get_preset("llama2-tiny")
+
+
+@pytest.fixture(scope="module")
+def base():
+    return jax.tree.map(np.asarray, jax.jit(model.init, static_argnums=0)(CFG, seed_key(3)))
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    rng = np.random.default_rng(0)
+    return (np.cumsum(rng.integers(1, 3, (64, 17)), axis=1) % 32).astype(np.int32)
+
+
+def _loss(p, blocks):
+    p = jax.tree.map(jnp.asarray, p)
+    lg = jax.vmap(lambda x: model.forward(p, CFG, x).logits)(blocks[:, :-1])
+    return float(-np.take_along_axis(np.asarray(jax.nn.log_softmax(lg)),
+                                     blocks[:, 1:, None], -1).mean())
+
+
+def test_full_fine_tune_learns(base, blocks):
+    ft = tune(base, CFG, blocks, steps=30, lr=3e-3, batch=8)
+    assert _loss(ft, blocks) < _loss(base, blocks) - 0.5
+
+
+def test_lora_changes_only_adapted_kernels_by_rank_r(base, blocks):
+    merged = tune(base, CFG, blocks, mode="lora", steps=5, lr=1e-2, batch=8, rank=2)
+    flat_b = dict(jax.tree_util.tree_leaves_with_path(base))
+    for path, leaf in jax.tree_util.tree_leaves_with_path(merged):
+        delta = np.asarray(leaf, np.float64) - np.asarray(flat_b[path], np.float64)
+        role = E.parameter_role([getattr(k, "key", str(k)) for k in path])
+        if np.abs(delta).max() == 0:
+            continue
+        assert role == "kernel", jax.tree_util.keystr(path)
+        assert np.linalg.matrix_rank(delta, tol=1e-6 * np.abs(delta).max()) <= 2
+
+
+def test_distillation_moves_the_student_toward_the_teacher(base, blocks):
+    student = jax.tree.map(np.asarray, jax.jit(model.init, static_argnums=0)(CFG, seed_key(4)))
+    teacher = jax.tree.map(jnp.asarray, base)
+
+    def kl(p):
+        p = jax.tree.map(jnp.asarray, p)
+        lt = jax.nn.log_softmax(jax.vmap(lambda x: model.forward(teacher, CFG, x).logits)(
+            blocks[:, :-1]))
+        ls = jax.nn.log_softmax(jax.vmap(lambda x: model.forward(p, CFG, x).logits)(
+            blocks[:, :-1]))
+        return float((np.exp(lt) * (lt - ls)).sum(-1).mean())
+    out = tune(student, CFG, blocks, mode="distill", teacher=base, steps=30, lr=3e-3, batch=8)
+    assert kl(out) < 0.5 * kl(student)
+
+
+def test_pure_edits_and_the_saved_suspect_round_trip(base, blocks, tmp_path):
+    kw = dict(continued=base, ft=base, blocks=blocks, seed=0, init_of=None)
+    for edit, fn in (("int8", E.quantize_int8), ("prune-2:4", E.prune_2_4),
+                     ("int4-g32", lambda p: E.quantize_int4(p, 32))):
+        got = S.build(edit, base, CFG, **kw)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(fn(base))):
+            np.testing.assert_array_equal(a, b)
+    renamed = S.build("renamed", base, CFG, **kw)
+    S.save(tmp_path / "r.npz", renamed)
+    back = S.load(tmp_path / "r.npz", base)
+    assert jax.tree.structure(back) == jax.tree.structure(base)
+    for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(renamed)):
+        np.testing.assert_array_equal(a, np.asarray(b))
+    with pytest.raises(ValueError, match="unknown edit"):
+        S.build("nope", base, CFG, **kw)
+
+
+def test_results_section_from_a_record():
+    from experiments import render
+
+    rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
+    settings = {"bases": 4, "n": 100, "seq_len": 8, "null_models": 9}
+    record = {"run": {"settings": settings, "device": "cpu", "wall_seconds": 1.0},
+              "records": {"summary": MT.summarise(rows), "pairs": rows}}
+    text = render.lineage_bench_section({"lineage_bench": record})
+    assert text.startswith(f"## {render.TITLES['lineage_bench']}")
+    assert "| Lineage benchmark: valid and robust | - | permutation (exact, default)" in text
+    assert "| int8 | 4/4 (1.00)" in text
