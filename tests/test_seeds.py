@@ -90,6 +90,25 @@ def assert_close(a, b, rtol):
         assert err <= rtol * scale, (jax.tree_util.keystr(path), err, scale)
 
 
+def assert_same_training(m, tc, mesh, shard, *steps):
+    """Three steps of the four seeds of ``tc`` from their initialisation by each (step function,
+    groups per step) of ``steps``: the same models within the summation-order bound."""
+    from bornbiased_jax.training.step import init_state
+
+    def train(step, n_groups):
+        state = init_state(m.cfg, tc, m.optimizer, shardings=shard)
+        for k in range(3):
+            blocks = jax.device_put(m.batch(k * tc.batch_size), batch_sharding(mesh))
+            for i in range(n_groups):
+                state, _ = step(state, blocks, np.int32(i))
+        return state
+
+    a, b = (train(*s) for s in steps)
+    assert int(a["step"]) == int(b["step"]) == 3
+    for i in range(4):
+        assert_close(seed_state(a, i), seed_state(b, i), sum_order_rtol(m))
+
+
 # --- one program, many seeds ------------------------------------------------------------------
 def test_each_seed_equals_its_single_seed_run(many, single):
     """Seed 7 of the two-seed run (a 2 x 2 mesh, the seeds vmapped) and the single-seed run of
@@ -173,7 +192,7 @@ def test_seed_groups_follow_the_memory_budget(many):
     summation-order bound; a larger budget takes them at once; a smaller one is refused,
     naming how many seeds fit."""
     from bornbiased_jax.training.seed_plan import seed_group_size
-    from bornbiased_jax.training.step import init_state, state_shardings
+    from bornbiased_jax.training.step import state_shardings
 
     _, m = many
     tc = dataclasses.replace(m.tc, seeds=(1, 3, 5, 7))
@@ -191,18 +210,7 @@ def test_seed_groups_follow_the_memory_budget(many):
                                       budget=state_b + step_b)
     assert (plan.group_size, plan.n_groups) == (1, 2)
 
-    def train(step, n_groups):
-        state = init_state(m.cfg, tc, m.optimizer, shardings=shard)
-        for k in range(3):
-            blocks = jax.device_put(m.batch(k * tc.batch_size), batch_sharding(mesh))
-            for i in range(n_groups):
-                state, _ = step(state, blocks, np.int32(i))
-        return state
-
-    a, b = train(step_all, 1), train(step_one, 2)
-    assert int(a["step"]) == int(b["step"]) == 3
-    for i in range(4):
-        assert_close(seed_state(a, i), seed_state(b, i), sum_order_rtol(m))
+    assert_same_training(m, tc, mesh, shard, (step_all, 1), (step_one, 2))
 
 
 def test_map_over_seeds_trains_the_same_models_in_one_group(many):
@@ -211,8 +219,7 @@ def test_map_over_seeds_trains_the_same_models_in_one_group(many):
     all four in one group (vmap needs four groups there), and the models equal vmap's within
     the summation-order bound. 'auto' is map on this CPU mesh, vmap once the seeds are spread
     over devices; 'map' over spread seeds is refused."""
-    from bornbiased_jax.training.step import (init_state, resolve_seed_batching,
-                                              state_shardings)
+    from bornbiased_jax.training.step import resolve_seed_batching, state_shardings
 
     _, m = many
     tc = dataclasses.replace(m.tc, seeds=(1, 3, 5, 7))
@@ -236,18 +243,7 @@ def test_map_over_seeds_trains_the_same_models_in_one_group(many):
     with pytest.raises(UserError, match="spreads them over 2 devices"):
         resolve_seed_batching("map", m.mesh)
 
-    def train(step, n_groups):
-        state = init_state(m.cfg, tc, m.optimizer, shardings=shard)
-        for k in range(3):
-            blocks = jax.device_put(m.batch(k * tc.batch_size), batch_sharding(mesh))
-            for i in range(n_groups):
-                state, _ = step(state, blocks, np.int32(i))
-        return state
-
-    a, b = train(vstep, 4), train(mstep, 1)
-    assert int(a["step"]) == int(b["step"]) == 3
-    for i in range(4):
-        assert_close(seed_state(a, i), seed_state(b, i), sum_order_rtol(m))
+    assert_same_training(m, tc, mesh, shard, (vstep, 4), (mstep, 1))
 
 
 # --- model sources: PATH#SEED[@STEP] ------------------------------------------------------------
