@@ -102,3 +102,34 @@ def test_one_bad_suspect_among_several_stops_everything_before_work(tmp_path, ca
                "preset:llama2-tiny@3", *FAST, "--out", str(out)])
     assert rc == 2 and re.search(match, capsys.readouterr().err)
     assert not out.exists() and not loaded  # refused before any model was loaded
+
+
+def test_aligned_statistic_on_logits_is_refused_before_work(tmp_path, capsys):
+    out = tmp_path / "fp"
+    rc = main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@2", "--test",
+               "calibrated", "--statistic", "spearman_aligned", "--output", "logits", *FAST,
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'spearman_aligned'" in err and "--output normed or prenorm" in err
+    assert not out.exists()
+
+
+def test_aligned_statistic_finds_a_renamed_init(tmp_path):
+    """A renamed copy of an initialisation (written as an HF folder) against that
+    initialisation: the aligned statistic gives the smallest exact p of its K null models."""
+    import jax
+
+    from bornbiased_jax import hf
+    from bornbiased_jax.fingerprint.obfuscation import obfuscate
+    from bornbiased_jax.sources import load_source
+
+    m = load_source("preset:llama2-tiny@1", shared_embedding=False)
+    renamed = obfuscate(m.params, m.cfg, jax.random.key(0))
+    hf.save_hf(m.cfg, renamed, tmp_path / "renamed")
+    out = tmp_path / "fp"
+    assert main(["fingerprint", "preset:llama2-tiny@1", str(tmp_path / "renamed"), "--test",
+                 "calibrated", "--statistic", "spearman_aligned", "--input", "tokens",
+                 "--null-models", "19", *FAST, "--out", str(out)]) == 0
+    rec = json.loads((out / "fingerprint.json").read_text())
+    text = json.dumps(rec)
+    assert '"exact": 0.05' in text

@@ -72,6 +72,12 @@ class Settings:
         if self.statistic not in C.STATISTICS:
             raise UserError(f"unknown calibrated statistic {self.statistic!r}; choose one of "
                             f"{C.STATISTICS}")
+        if ("calibrated" in self.tests and self.statistic == "spearman_aligned"
+                and self.output == "logits"):
+            raise UserError("the calibrated test's 'spearman_aligned' statistic aligns residual "
+                            "coordinates, which a renaming can move; logits are indexed by "
+                            "token ids, which it cannot (and a V x V assignment is needlessly "
+                            "large): use --output normed or prenorm with it")
         check_alpha(self.alpha)
         if "permutation" in self.tests:
             P.check_applicable(self.input, self.output)
