@@ -78,8 +78,9 @@ def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | Non
     a step (its activations, gradients and their scratch) per device; :func:`seed_group_size`
     chooses the group, of at most ``most`` seeds per device when given (``--seed-group``). With
     ``seed_batching`` 'map' (``step.resolve_seed_batching``; 'auto' on a CPU) a group's seeds
-    run one after another inside the step, so a group of any size needs one seed's working
-    set: every seed (or ``most``) goes in one group once the state fits. A UserError, before
+    run one after another inside the step, so a group needs one seed's working set at a time:
+    the group is the largest (of at most ``most``) whose compiled step, by XLA's memory
+    analysis, fits the budget. A UserError, before
     any training, if even one seed per device at a time does not fit."""
     n = len(tc.init_seeds)
     along = seeds_along(mesh)
@@ -104,12 +105,20 @@ def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | Non
         g = max(d for d in range(1, min(per, most or per) + 1) if per % d == 0)
         return (SeedPlan(n, along, g, None, None, None, batching),
                 one if g == 1 else compile_for(g))
-    if batching == "map":  # one seed's working set whatever the group: fit-check g = 1
+    if batching == "map":
+        # One seed's working set at a time whatever the group, so the largest group whose
+        # compiled step (state, the group's outputs, scratch) fits the budget; g = 1 is
+        # checked by the same rule as vmap's.
         seed_group_size(n, along, *sizes, budget, 1)
         per = n // along
-        g = max(d for d in range(1, min(per, most or per) + 1) if per % d == 0)
-    else:
-        g = seed_group_size(n, along, *sizes, budget, most)
+        for g in sorted((d for d in range(2, min(per, most or per) + 1) if per % d == 0),
+                        reverse=True):
+            step = compile_for(g)
+            used = _compiled_bytes(step)
+            if used is None or sum(used) <= budget:
+                return SeedPlan(n, along, g, budget, *sizes, batching), step
+        return SeedPlan(n, along, 1, budget, *sizes, batching), one
+    g = seed_group_size(n, along, *sizes, budget, most)
     plan = SeedPlan(n, along, g, budget, *sizes, batching)
     return plan, (one if g == 1 else compile_for(g))
 
