@@ -364,6 +364,11 @@ def test_seedprint_aligned_rules():
     (c,) = S.renamed_claims(recs)
     assert c.why == ("every copy found by: aligned; not by: paper t, official, calibrated, "
                      "permutation, permutation (Pearson)") and "aligned 8/8" in c.ours
+    # from a trained model, a test that rejects unrelated trained pairs finds copies without
+    # evidence; the row says so
+    recs = [last, {**recs[0], "setting": S.RENAMED[1]}]
+    (c,) = S.renamed_claims(recs)
+    assert c.why.endswith("so their finds are no evidence: aligned")
 
 
 def test_seedprint_confound_rule():

@@ -40,7 +40,9 @@ Statistics (``STATISTICS``), chosen by measured power (docs/seedprint.md):
   'spearman_aligned' - mean |Spearman's rho| over the best one-to-one matching of A's
                    dimensions to B's (:func:`aligned_spearman`): unchanged by permuting or
                    rescaling B's residual basis, so a copy renamed that way is still found;
-                   exact, like the others, when the base is an initialisation;
+                   exact, like the others, when the base is an initialisation, and unusable
+                   with a trained base (trained models align with one another far better
+                   than with fresh inits: measured, every unrelated trained pair rejected);
   'residual_all' - mean over all dimensions of the Pearson correlation of A's and B's outputs
                    after subtracting the *common response* M = the mean output of all K + 1
                    initialisations (A and the A_k) on each input. M is a symmetric function of

@@ -324,7 +324,12 @@ def aligned_level_claims(recs: list[dict], first: dict, last: dict, cross: list[
 
 
 def renamed_claims(recs: list[dict]) -> list[Claim]:
-    """Power on renamed copies (beyond the paper): which tests find every copy at 0.01."""
+    """Power on renamed copies (beyond the paper): which tests find every copy at 0.01. Where
+    the copy is tested from a *trained* model, a test whose rate on the unrelated trained pairs
+    is above alpha beyond its intervals (:func:`_over`, at the family's last step) finds
+    copies without evidence: the row says so for each such test."""
+    fam = [r for r in recs if r["kind"] == "fpr" and r["setting"] == "family"]
+    last = max(fam, key=lambda r: r["step"]) if fam else None
     out = []
     for setting in RENAMED:
         pw = [r for r in recs if r["kind"] == "power" and r["setting"] == setting]
@@ -333,13 +338,20 @@ def renamed_claims(recs: list[dict]) -> list[Claim]:
         r = pw[0]
         found = [TEST_LABELS[t] for t, v in r["power"].items() if v["rejections"] == v["trials"]]
         lost = [TEST_LABELS[t] for t, v in r["power"].items() if v["rejections"] < v["trials"]]
+        invalid = [TEST_LABELS[t] for t in r["power"]
+                   if setting.startswith("final") and last is not None and t in last["rates"]
+                   and _over(last["rates"][t]["0.01"], 0.01)]
+        why = ("every copy found by: " + (", ".join(found) or "no test")
+               + ("; not by: " + ", ".join(lost) if lost else ""))
+        if invalid:
+            why += ("; from a trained model these call unrelated trained pairs related above "
+                    "alpha, so their finds are no evidence: " + ", ".join(invalid))
         out.append(Claim(
             f"Renamed copies (beyond the paper): {setting} (power at 0.01)", "-",
             f"step {r['step']}: " + ", ".join(
                 f"{TEST_LABELS[t]} {v['rejections']}/{v['trials']}"
                 for t, v in r["power"].items()),
-            BEYOND, ("every copy found by: " + (", ".join(found) or "no test"))
-            + ("; not by: " + ", ".join(lost) if lost else ""), "Sec. 6.1"))
+            BEYOND, why, "Sec. 6.1"))
     return out
 
 
