@@ -355,17 +355,32 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
 def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS,
           gpu_root: Path = GPU_ROOT) -> str:
     """Rewrite ``results`` from the records under ``root`` and the GPU outputs under
-    ``gpu_root``, and the measured blocks of docs/seedprint.md beside ``results`` where that
-    page exists (:mod:`experiments.seedprint.docs`); both texts are made before
-    either is written. Return RESULTS.md's new text."""
+    ``gpu_root``, and the measured blocks of docs/seedprint.md and README.md beside
+    ``results`` where those pages exist (:mod:`experiments.seedprint.docs`,
+    :data:`README_BLOCKS`); every text is made before any is written. Return RESULTS.md's
+    new text."""
     from experiments.seedprint import docs as seedprint_docs
 
     records = load_records(root)
     text = render(records, gpu_root)
-    docs = Path(results).parent / seedprint_docs.DOCS
-    page = docs.read_text() if docs.exists() else None
-    new_page = seedprint_docs.render(page, records) if page is not None else None
+    pages = {}  # path -> (old text, new text), all made before anything is written
+    for rel, blocks in ((seedprint_docs.DOCS, None), ("README.md", README_BLOCKS)):
+        path = Path(results).parent / rel
+        if path.exists():
+            old = path.read_text()
+            pages[path] = (old, seedprint_docs.render(old, records, blocks, rel))
     files.write_text(Path(results), text)
-    if new_page is not None and new_page != page:
-        files.write_text(docs, new_page)
+    for path, (old, new) in pages.items():
+        if new != old:
+            files.write_text(path, new)
     return text
+
+
+def _bench_readme(record: dict) -> str:
+    from experiments.lineage_bench import claims as bench
+
+    return bench.readme_table(record)
+
+
+# README's generated blocks: name -> (experiment, block from its record)
+README_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_readme)}

@@ -62,7 +62,7 @@ def test_summary_counts_and_rules_pass():
     cl = CL.claims(s)
     assert all(c.verdict == BEYOND for c in cl)
     assert cl[-1].ours.startswith("permutation (exact, default), aligned, trained base")
-    assert "holds its level; finds every positive" in cl[0].why
+    assert "holds its level (FPR at most alpha); finds every positive" in cl[0].why
 
 
 def test_rules_fail_on_misses_and_on_false_positives():
@@ -80,7 +80,9 @@ def test_rules_fail_on_misses_and_on_false_positives():
     few = MT.summarise(rows_of(lambda e: 1e-4, lambda b, k, e: 1e-4 if {b, k} == {0, 1}
                                else 0.5))
     assert few["aligned"]["weight lineage"]["fpr"]["rate"] == pytest.approx(2 / 12)
-    assert CL.level_ok(few, "aligned")
+    assert CL.level(few, "aligned") == "undecided" and not CL.level_ok(few, "aligned")
+    assert "its level is not shown" in CL.claims(few)[1].why
+    assert CL.level(s, "aligned") == "above"
     c = CL.claims(s)
     assert c[-1].ours == "no test" and c[-1].why.startswith("no test")
     assert "above its level" in c[0].why and "misses positives of: renamed, renamed-ft" in c[0].why

@@ -685,6 +685,21 @@ def test_seedprint_docs_numbers_are_the_committed_records():
         SD.render(page.replace("<!-- statistic-choice:begin -->", ""), records)
 
 
+def test_readme_blocks_are_the_committed_records():
+    """README.md's generated blocks (the lineage benchmark's table) are exactly what the
+    committed records give."""
+    from pathlib import Path
+
+    from experiments.seedprint import docs as SD
+
+    repo = Path(render.__file__).resolve().parents[1]
+    page = (repo / "README.md").read_text()
+    records = render.load_records(repo / render.RECORDS)
+    assert all(exp in records for exp, _ in render.README_BLOCKS.values())
+    assert SD.render(page, records, render.README_BLOCKS, "README.md") == page
+    assert "| aligned, base's init (exact) | 0/672 |" in page
+
+
 def test_statistic_choice_names_the_statistics_the_numbers_favour():
     """The conclusion under the table is computed: the statistics at the smallest p with an
     initialisation as base most often and rejecting an unrelated trained base least often."""

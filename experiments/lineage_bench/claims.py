@@ -3,8 +3,9 @@
 Two rules per test, each able to fail:
 
   * holds its level: over the negatives of every weight-lineage edit pooled, the rejection rate
-    at alpha is not above alpha beyond its jackknife-over-seeds interval (the lower end of the
-    interval above alpha fails it);
+    at alpha is at most alpha; above alpha beyond its jackknife-over-seeds interval (the lower
+    end above alpha) it fails; above alpha within the interval it is undecided (too few seeds
+    to tell), which does not count as holding;
   * survives every edit: it finds every positive of every weight-lineage edit (TPR 1 at alpha
     for a test, at its 0.8 threshold for a baseline).
 
@@ -34,11 +35,17 @@ def _rate(cell: dict | None) -> str:
     return f"{cell['rejections']}/{cell['pairs']} [{lo:.3f}, {hi:.3f}]"
 
 
-def level_ok(summary: dict, test: str) -> bool:
-    """The pooled weight-lineage FPR is not above alpha beyond its jackknife interval."""
+def level(summary: dict, test: str) -> str:
+    """'above' when the pooled weight-lineage FPR is above alpha beyond its jackknife interval,
+    'holds' when it is at most alpha, else 'undecided' (above alpha, within the interval: too
+    few seeds to tell)."""
     cell = summary[test]["weight lineage"]["fpr"]
     lo = cell.get("jackknife", {}).get("ci95", cell["ci95"])[0]
-    return lo <= MT.ALPHA
+    return "above" if lo > MT.ALPHA else "holds" if cell["rate"] <= MT.ALPHA else "undecided"
+
+
+def level_ok(summary: dict, test: str) -> bool:
+    return level(summary, test) == "holds"
 
 
 def robust(summary: dict, test: str) -> list[str]:
@@ -52,15 +59,18 @@ def claims(summary: dict) -> list[Claim]:
     for t in summary:
         pooled = summary[t]["weight lineage"]
         missed = robust(summary, t)
-        ok = level_ok(summary, t)
-        if ok and not missed:
+        lv = level(summary, t)
+        if lv == "holds" and not missed:
             good.append(LABELS.get(t, t))
         dist = summary[t].get("distilled")
         ours = (f"FPR {_rate(pooled['fpr'])}; TPR {pooled['tp']}/{pooled['positives']}; AUC "
                 f"{pooled['auc']:.3f}; TPR at 1 % FPR {pooled['tpr_at_1pct']:.2f}"
                 + (f"; distilled students found {dist['tp']}/{dist['positives']}" if dist
                    else ""))
-        why = ("holds its level" if ok else "above its level beyond the jackknife interval")
+        why = {"holds": "holds its level (FPR at most alpha)",
+               "above": "above its level beyond the jackknife interval",
+               "undecided": "FPR above alpha but within its jackknife interval over "
+                            "seeds: its level is not shown"}[lv]
         why += ("; finds every positive of every weight-lineage edit" if not missed else
                 "; misses positives of: " + ", ".join(missed))
         out.append(Claim(f"Lineage benchmark: {LABELS.get(t, t)}", "-", ours, BEYOND, why,
@@ -131,4 +141,32 @@ def section(record: dict, command: str, run_line: str) -> str:
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     lines += ["| " + " | ".join(c.cells()) + " |" for c in claims(record["records"]["summary"])]
     lines += ["", markdown(record["records"]["summary"]).rstrip("\n")]
+    return "\n".join(lines)
+
+
+def readme_table(record: dict) -> str:
+    """README's summary of the benchmark: per test its FPR, what it finds, AUC, TPR at 1 % FPR
+    and whether it is valid and robust here (generated from the record by
+    ``experiments.render.write``)."""
+    summary = record["records"]["summary"]
+    renamed = ("renamed", "renamed-ft")
+    lines = ["| test | FPR at 0.01 (unrelated) | weight-lineage copies found | renamed copies "
+             "found | AUC | TPR at 1 % FPR | valid and robust here |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for t in summary:
+        p = summary[t]["weight lineage"]
+        ren = [summary[t][e] for e in renamed if e in summary[t]]
+        lv, missed = level(summary, t), robust(summary, t)
+        lines.append(
+            f"| {LABELS.get(t, t)} | {p['fpr']['rejections']}/{p['fpr']['pairs']} | "
+            f"{p['tp']}/{p['positives']} | {sum(c['tp'] for c in ren)}/"
+            f"{sum(c['positives'] for c in ren)} | {p['auc']:.2f} | {p['tpr_at_1pct']:.2f} | "
+            + ("yes" if lv == "holds" and not missed else
+               "no: " + "; ".join(x for x in (
+                   {"above": "above its level", "undecided": "level not shown"}.get(lv, ""),
+                   f"misses {len(missed)} edit(s)" if missed else "") if x)) + " |")
+    s = record["run"]["settings"]
+    lines += ["", f"({s['bases']} bases x {len(EDITS)} edits; generated from "
+                  f"results/records/lineage_bench/lineage_bench.json by `python -m "
+                  f"experiments.run_all --no-run`.)"]
     return "\n".join(lines)

@@ -135,10 +135,11 @@ BLOCKS = {"statistic-choice": ("seedprint_power", statistic_choice),
           "aligned-measured": ("seedprint_trained", aligned_measured)}
 
 
-def render(text: str, records: dict) -> str:
-    """``text`` (the page) with every block regenerated from ``records``, or saying that its
-    record is missing; a UserError unless the page has each block exactly once."""
-    for name, (exp, fn) in BLOCKS.items():
+def render(text: str, records: dict, blocks: dict | None = None, page: str = DOCS) -> str:
+    """``text`` (the page) with every block of ``blocks`` (default: this page's) regenerated
+    from ``records``, or saying that its record is missing; a UserError unless the page has
+    each block exactly once."""
+    for name, (exp, fn) in (BLOCKS if blocks is None else blocks).items():
         body = fn(records[exp]) if exp in records else (
             f"Not measured yet: no record results/records/seedprint/{exp}.json "
             f"(`python -m experiments.{exp}` measures it).")
@@ -146,6 +147,6 @@ def render(text: str, records: dict) -> str:
                           lambda m: f"<!-- {name}:begin -->\n{body}\n<!-- {name}:end -->",
                           text, flags=re.S)
         if n != 1:
-            raise UserError(f"{DOCS} has {n} '{name}' blocks; it needs exactly one "
+            raise UserError(f"{page} has {n} '{name}' blocks; it needs exactly one "
                             f"(<!-- {name}:begin --> ... <!-- {name}:end -->)")
     return text
