@@ -63,11 +63,14 @@ class LoadedModel:
     seed: int | None
     step: int | None
     folder: Path | None = None  # the run or HF folder (its tokenizer.json, if any, is there)
+    continued: bool = False  # step 0 of a run continued from a trained model (train --init-from)
 
     @property
     def is_init(self) -> bool:
-        """True for an untrained initialisation of a known seed."""
-        return self.seed is not None and (self.kind == "preset" or self.step == 0)
+        """True for an untrained initialisation of a known seed (not the trained model a
+        continued run's step 0 is)."""
+        return self.seed is not None and (
+            self.kind == "preset" or (self.step == 0 and not self.continued))
 
 
 def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) -> LoadedModel:
@@ -168,6 +171,22 @@ def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
     return Path(path), int(sel), step
 
 
+def initialisation_spec(spec: str) -> str | None:
+    """The model source of ``spec``'s initialisation, where it is known: a preset is its own;
+    a training run's is its step 0 ('PATH#SEED@0' for one seed of a many-seed run), or for a
+    run continued from another model (``train --init-from``) that model's initialisation; an
+    HF folder's is not known (None)."""
+    if spec.startswith("preset:"):
+        return spec
+    path, seed, _ = split_run_spec(spec)
+    if not run_folder.is_run(path):
+        return None
+    origin = run_folder.read_run_info(path).get("init_from")
+    if origin is not None:
+        return initialisation_spec(origin["spec"])
+    return f"{path}#{seed}@0" if seed is not None else f"{path}@0"
+
+
 def check_source(spec: str) -> ModelConfig:
     """:func:`source_config`, and the checks :func:`load_source` makes before it reads weights
     (a preset's seed, a run's seed and checkpoint step, an HF folder's weight files), so that
@@ -227,7 +246,8 @@ def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedMo
     if step == 0:
         if origin is not None:  # its step 0 is the source model, not a seed's initialisation
             src = load_source(origin["spec"], shared_embedding=False, dtype=dtype)
-            return LoadedModel(cfg, src.params, f"{name}@0", "run", lineage_seed, 0, path)
+            return LoadedModel(cfg, src.params, f"{name}@0", "run", lineage_seed, 0, path,
+                               continued=True)
         return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@0", "run", seed, 0,
                            path)
     params = load_checkpoint_params(path, step, cfg, index)
