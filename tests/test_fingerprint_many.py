@@ -23,21 +23,34 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
 
     import bornbiased_jax.fingerprint.features as features
 
+    import bornbiased_jax.fingerprint.compare as compare
+
+    null_passes = []
+    real_inits = compare.init_features
+
+    def counting_inits(cfg, seeds, *a, **k):
+        null_passes.append(len(seeds))
+        return real_inits(cfg, seeds, *a, **k)
+
     monkeypatch.setattr(features, "run_probe", counting)
+    monkeypatch.setattr(compare, "init_features", counting_inits)
     out = tmp_path / "fp"
     suspects = ["preset:llama2-tiny@1", "preset:llama2-tiny@2", "preset:llama2-tiny@3"]
     assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST,
                  "--out", str(out)]) == 0
     assert len(calls) == 1 + len(suspects)  # the base once, each suspect once
+    assert null_passes == [200]  # the aligned test's K null inits once, for every suspect
     summary = json.loads((out / "summary.json").read_text())
     assert [r["suspect"] for r in summary["suspects"]] == [s[len("preset:"):] for s in suspects]
-    assert [r["related"]["permutation"] for r in summary["suspects"]] == [True, False, False]
+    for test in ("aligned", "permutation"):
+        assert [r["related"][test] for r in summary["suspects"]] == [True, False, False]
+    assert {r["verdict_test"] for r in summary["suspects"]} == {"aligned"}
     for row in summary["suspects"]:
         pair = json.loads((out / row["folder"] / "fingerprint.json").read_text())
         assert pair["verdict"] == row["verdict"] and pair["run"]["suspect"] == row["suspect"]
     md = (out / "summary.md").read_text()
-    assert "| llama2-tiny@1 | 1.00e-04 | related (permutation) |" in md
-    assert "| llama2-tiny@2 |" in md and "no evidence (permutation)" in md
+    assert "| llama2-tiny@1 | 0.00498 | 1.00e-04 | related (aligned) |" in md
+    assert "| llama2-tiny@2 |" in md and "no evidence (aligned)" in md
     assert md in capsys.readouterr().out
 
 

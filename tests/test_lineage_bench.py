@@ -61,7 +61,7 @@ def test_summary_counts_and_rules_pass():
     assert s["pcs"]["int8"]["tpr"] == 1  # similarity 0.9 >= 0.8
     cl = CL.claims(s)
     assert all(c.verdict == BEYOND for c in cl)
-    assert cl[-1].ours.startswith("permutation (exact, default), aligned, trained base")
+    assert cl[-1].ours.startswith("permutation (exact), aligned, trained base")
     assert "holds its level (FPR at most alpha); finds every positive" in cl[0].why
 
 
@@ -179,5 +179,5 @@ def test_results_section_from_a_record():
               "records": {"summary": MT.summarise(rows), "pairs": rows}}
     text = render.lineage_bench_section({"lineage_bench": record})
     assert text.startswith(f"## {render.TITLES['lineage_bench']}")
-    assert "| Lineage benchmark: valid and robust | - | permutation (exact, default)" in text
+    assert "| Lineage benchmark: valid and robust | - | permutation (exact)" in text
     assert "| int8 | 4/4 (1.00)" in text

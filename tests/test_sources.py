@@ -112,6 +112,33 @@ def test_run_step_zero_is_the_initialisation(run_dir):
     leaves_equal(init.params, jax.tree.map(lambda x: x[0], built))
 
 
+def test_initialisation_spec_names_each_sources_initialisation(run_dir, tmp_path):
+    """A preset is its own initialisation; a run's is its step 0 (any step, any seed selector);
+    a run continued from another model (run.json's init_from) has its source's; an HF
+    folder's is unknown. A continued run's step 0 is that trained source, not an init."""
+    from bornbiased_jax import hf
+    from bornbiased_jax.sources import initialisation_spec
+
+    out, run = run_dir
+    assert initialisation_spec("preset:llama2-tiny@3") == "preset:llama2-tiny@3"
+    assert initialisation_spec(str(out)) == f"{out}@0"
+    assert initialisation_spec(f"{out}@4") == f"{out}@0"
+    assert initialisation_spec(f"{out}#7@2") == f"{out}#7@0"
+    continued = tmp_path / "continued"
+    continued.mkdir()
+    info = json.loads((out / "run.json").read_text())
+    info["init_from"] = {"spec": f"{out}@4", "label": "run@4", "kind": "run", "seed": 7,
+                         "step": 4}
+    (continued / "run.json").write_text(json.dumps(info))
+    assert initialisation_spec(f"{continued}@2") == f"{out}@0"
+    start = load_source(f"{continued}@0")
+    assert start.step == 0 and start.seed == 7 and not start.is_init  # trained, 4 steps
+    leaves_equal(start.params, load_source(f"{out}@4").params)
+    m = load_source("preset:llama2-tiny@1", shared_embedding=False)
+    hf.save_hf(m.cfg, m.params, tmp_path / "hf")
+    assert initialisation_spec(str(tmp_path / "hf")) is None
+
+
 def test_run_missing_step_lists_steps(run_dir):
     out, _ = run_dir
     with pytest.raises(UserError, match=r"no checkpoint at step 3; its steps are \[2, 4\]"):
@@ -180,7 +207,7 @@ def test_run_probe_matches_sweep_and_direct_forward():
 
 
 # --- the fingerprint command ---------------------------------------------------------------------
-FAST = ["--n", "40", "--seq-len", "8", "--null-models", "4", "--no-progress"]
+FAST = ["--n", "40", "--seq-len", "8", "--null-models", "99", "--no-progress"]
 
 
 def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
@@ -191,33 +218,51 @@ def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
         assert (out / f).stat().st_size > 0
     saved = json.loads((out / "fingerprint.json").read_text())
     res = saved["results"]
-    assert list(res) == ["paper", "official", "calibrated", "permutation"]
-    assert saved["run"]["settings"]["input"] == "tokens"  # the permutation test's inputs
-    assert saved["verdict"].startswith("verdict (permutation test, exact p = ")
+    assert list(res) == ["paper", "official", "calibrated", "aligned", "permutation"]
+    assert saved["run"]["settings"]["input"] == "tokens"  # the aligned/permutation tests' inputs
+    assert saved["verdict"].startswith("verdict (aligned test, exact p = ")
     assert res["permutation"]["details"]["K"] == 9999
-    assert res["calibrated"]["details"]["K"] == 4
-    assert "never reject" in res["calibrated"]["note"]  # K = 4 < 99
+    assert res["calibrated"]["details"]["K"] == res["aligned"]["details"]["K"] == 99
+    assert res["aligned"]["details"]["base_initialisation"] == "llama2-tiny@1"
     assert all(0 <= p <= 1 for r in res.values() for p in r["p_values"].values())
     printed = capsys.readouterr().out
     assert "calibrated" in printed and saved["verdict"] in printed
 
 
-def test_fingerprint_cli_defaults_to_the_permutation_test(tmp_path, capsys):
+def test_calibrated_test_with_too_few_null_models_says_it_cannot_reject(tmp_path):
+    out = tmp_path / "fp"
+    assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@2", *FAST,
+                 "--test", "calibrated", "--null-models", "4", "--out", str(out)]) == 0
+    res = json.loads((out / "fingerprint.json").read_text())["results"]
+    assert res["calibrated"]["details"]["K"] == 4
+    assert "never reject" in res["calibrated"]["note"]  # K = 4 < 99
+
+
+def test_fingerprint_cli_defaults_to_aligned_then_permutation(tmp_path, capsys):
+    """BASE a preset (its own initialisation): auto runs the aligned and the permutation test,
+    and the verdict is the aligned test's. Same model: the aligned statistic is the largest of
+    its K + 1, p = 1/(K+1) exactly; the permutation test's p = 1/(9999+1)."""
     out = tmp_path / "fp"
     assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@1", *FAST,
                  "--out", str(out)]) == 0
     saved = json.loads((out / "fingerprint.json").read_text())
-    assert list(saved["results"]) == ["permutation"]
+    assert list(saved["results"]) == ["aligned", "permutation"]
+    assert saved["results"]["aligned"]["p_values"]["exact"] == 1 / 100
     assert saved["results"]["permutation"]["p_values"]["exact"] == 1 / 10_000  # same model
+    assert saved["verdict"].startswith("verdict (aligned test, exact p = 0.01, ")
     assert "is related to" in saved["verdict"] and saved["verdict"] in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("extra, match", [
     (["--n", "2"], "n >= 3"),
-    (["--output", "logits"], "vocabulary ids are not exchangeable"),
-    (["--input", "gaussian"], "one forward pass of the base per null draw"),
-    (["--test", "all", "--input", "gaussian"], "one forward pass of the base per null draw"),
+    (["--test", "permutation", "--output", "logits"], "vocabulary ids are not exchangeable"),
+    (["--test", "permutation", "--input", "gaussian"],
+     "one forward pass of the base per null draw"),
+    (["--output", "logits"], r"aligned test needs .*residual outputs"),
+    (["--input", "gaussian"], r"aligned test needs token inputs"),
+    (["--test", "all", "--input", "gaussian"], r"aligned test needs token inputs"),
     (["--permutations", "98"], r"K >= 1/alpha - 1 = 99"),
+    (["--null-models", "98"], r"too few for the aligned test.*--null-models >= 1/alpha - 1 = 99"),
     (["--test", "paper", "--m", "65"], r"m = 65 must be an integer in \[1, d_out = 64\]"),
     (["--test", "official", "--k", "100"], r"k = 100 must be an integer in \[1, d_out = 64\]"),
 ])
@@ -245,6 +290,50 @@ def test_fingerprint_cli_bad_sources(tmp_path, capsys, run_dir):
 
         assert re.search(match, capsys.readouterr().err), (base, suspect)
         assert not out.exists()
+
+
+def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_dir, capsys):
+    """BASE a trained run: the aligned test compares each suspect with the run's step 0.
+    A copy of the trained model with its residual basis and hidden units renamed (an HF folder,
+    function-preserving) is found at the smallest exact p, 1/(K+1), while the exact
+    permutation test sees no evidence; an unrelated initialisation is not called related."""
+    from bornbiased_jax import hf
+    from bornbiased_jax.fingerprint.obfuscation import obfuscate
+
+    run, _ = run_dir
+    trained = load_source(str(run))
+    hf.save_hf(trained.cfg, obfuscate(trained.params, trained.cfg, jax.random.key(0)),
+               tmp_path / "renamed")
+    hf.save_hf(trained.cfg, model.init(trained.cfg, jax.random.key(3)), tmp_path / "other")
+    out = tmp_path / "fp"
+    assert main(["fingerprint", str(run), str(tmp_path / "renamed"), str(tmp_path / "other"),
+                 *FAST, "--out", str(out)]) == 0
+    rows = json.loads((out / "summary.json").read_text())["suspects"]
+    assert [r["verdict_test"] for r in rows] == ["aligned", "aligned"]
+    assert rows[0]["p"]["aligned"] == 1 / 100 and rows[0]["related"]["aligned"]
+    assert not rows[0]["related"]["permutation"]  # the renaming hides it from this test
+    assert not rows[1]["related"]["aligned"]
+    pair = json.loads((out / rows[0]["folder"] / "fingerprint.json").read_text())
+    assert pair["results"]["aligned"]["details"]["base_initialisation"] == "run@0"
+
+
+def test_aligned_test_needs_a_known_initialisation(tmp_path, capsys):
+    """An HF BASE: auto falls back to the permutation test and says so; --test aligned is
+    refused before any work, naming what BASE would need."""
+    from bornbiased_jax import hf
+
+    m = load_source("preset:llama2-tiny@1", shared_embedding=False)
+    hf.save_hf(m.cfg, m.params, tmp_path / "base")
+    out = tmp_path / "fp"
+    assert main(["fingerprint", str(tmp_path / "base"), "preset:llama2-tiny@2", *FAST,
+                 "--out", str(out)]) == 0
+    saved = json.loads((out / "fingerprint.json").read_text())
+    assert list(saved["results"]) == ["permutation"]
+    assert "initialisation of" in capsys.readouterr().out
+    out2 = tmp_path / "fp2"
+    assert main(["fingerprint", str(tmp_path / "base"), "preset:llama2-tiny@2", *FAST,
+                 "--test", "aligned", "--out", str(out2)]) == 2
+    assert "is not known" in capsys.readouterr().err and not out2.exists()
 
 
 def test_sweep_model_flag_runs_a_trained_run(tmp_path, run_dir):

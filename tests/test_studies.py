@@ -697,7 +697,7 @@ def test_readme_blocks_are_the_committed_records():
     records = render.load_records(repo / render.RECORDS)
     assert all(exp in records for exp, _ in render.README_BLOCKS.values())
     assert SD.render(page, records, render.README_BLOCKS, "README.md") == page
-    assert "| aligned, base's init (exact) | 0/672 |" in page
+    assert "| aligned, base's init (exact, default) | 0/672 |" in page
 
 
 def test_statistic_choice_names_the_statistics_the_numbers_favour():

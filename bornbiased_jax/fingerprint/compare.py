@@ -5,7 +5,8 @@ This is the library behind ``bornbiased fingerprint BASE SUSPECT``."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+import math
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -22,10 +23,13 @@ from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
 
-TESTS = ("paper", "official", "calibrated", "permutation")
-# The test a verdict line uses: exact for any pair (two trained models included), two forward
-# passes (fingerprint/permutation.py); the others are there to compare with the paper.
-RECOMMENDED = "permutation"
+TESTS = ("paper", "official", "calibrated", "permutation", "aligned")
+# The tests a verdict line uses, the first that ran: 'aligned' (the calibrated test with the
+# spearman_aligned statistic, from the BASE's *initialisation*): exact, and it sees through a
+# renamed basis (the lineage benchmark: it alone held its level and found every weight-lineage
+# copy); it needs BASE's initialisation. Else 'permutation': exact for any pair, two forward
+# passes, but a renamed copy evades it. The others are there to compare with the paper.
+RECOMMENDED = ("aligned", "permutation")
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
 # accidentally among the null models.
@@ -36,10 +40,12 @@ NULL_SEED_START = 1_000_000
 class Settings:
     """What a comparison runs. ``m``/``k`` default to ``identity_dims.default_size(d_out)``.
 
-    The defaults run the recommended test (the permutation test, on token inputs); Algorithm 1
-    as written uses ``input="gaussian"``."""
+    The defaults run the permutation test on token inputs: it needs nothing but the two models.
+    The recommended ``tests=RECOMMENDED`` adds the aligned test, which needs the base's
+    initialisation (``compare_many(init=...)``). Algorithm 1 as written uses
+    ``input="gaussian"``."""
 
-    tests: tuple[str, ...] = (RECOMMENDED,)
+    tests: tuple[str, ...] = ("permutation",)
     input: str = "tokens"
     n: int = 2000
     seq_len: int = 64
@@ -79,6 +85,19 @@ class Settings:
                             "token ids, which it cannot (and a V x V assignment is needlessly "
                             "large): use --output normed or prenorm with it")
         check_alpha(self.alpha)
+        if "aligned" in self.tests and (self.input != "tokens" or self.output == "logits"):
+            raise UserError("the aligned test needs token inputs (--input tokens) and residual "
+                            "outputs (--output normed or prenorm): it aligns residual "
+                            "coordinates, which a renaming moves and token ids do not")
+        if "aligned" in self.tests:
+            need = math.ceil(1 / self.alpha - 1 - 1e-9)
+            if self.null_models < need:
+                raise UserError(
+                    f"{self.null_models} null models are too few for the aligned test at "
+                    f"alpha = {self.alpha}: its exact p is at least 1/(K+1) = "
+                    f"{1 / (self.null_models + 1):.3g}, so it could never reject; use "
+                    f"--null-models >= 1/alpha - 1 = {need} (the default is "
+                    f"{CALIBRATED_NULL_MODELS})")
         if "permutation" in self.tests:
             P.check_applicable(self.input, self.output)
             P.check_draws(self.permutations, self.alpha)
@@ -161,15 +180,32 @@ def compare(base: LoadedModel, suspect: LoadedModel, settings: Settings = Settin
 
 
 def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *,
-                 progress: bool = False, seeds: Sequence[int | None] = ()):
+                 progress: bool = False, seeds: Sequence[int | None] = (),
+                 init: LoadedModel | Callable[[], LoadedModel] | None = None):
     """:func:`compare` of several suspects against one base, one at a time: the base's
     features (and the calibrated test's null features) are computed once, each suspect is
     loaded (``suspects`` are callables returning a ``LoadedModel``), run and released before
-    the next. ``seeds``: the suspects' seeds where known, kept out of the null seeds. Yields one
-    :func:`compare` result per suspect."""
+    the next. ``seeds``: the suspects' seeds where known, kept out of the null seeds. ``init``:
+    the base's initialisation, which the aligned test compares with (None: the base itself,
+    which must then be one), or a callable that loads it (its features are taken and the model
+    released before any suspect is loaded). Yields one :func:`compare` result per suspect."""
     s = settings
+    if "aligned" in s.tests and init is None and not base.is_init:
+        raise UserError(f"the aligned test compares the suspect with BASE's initialisation, "
+                        f"which is not known for {base.label}; give BASE as preset:NAME@SEED "
+                        f"or a training run (its step 0 is read), or choose another --test")
     xs = probe_set(base, s)
     F_A = model_features(base, xs, s.output, progress=progress)
+    F_0, init_label, init_seed = None, base.label, base.seed
+    if "aligned" in s.tests:
+        if init is None:
+            F_0 = F_A
+        else:
+            model = init() if callable(init) else init
+            check_pair(base.cfg, model.cfg, s, f"BASE's initialisation {model.label}")
+            F_0 = model_features(model, xs, s.output, progress=progress)
+            init_label, init_seed = model.label, model.seed
+            del model
     nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
     for load in suspects:
         suspect = load()
@@ -182,11 +218,11 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                                           rng=np.random.default_rng(s.probe_seed))
         if "official" in s.tests:
             results["official"] = official_test(F_A, F_B, s.k, alpha=s.alpha)
+        null_ids = null_seeds(s.null_models, [base.seed, init_seed, *seeds, suspect.seed])
+        if ({"calibrated", "aligned"} & set(s.tests)) and tuple(null_ids) not in nulls:
+            nulls[tuple(null_ids)] = [F for _, F in init_features(
+                base.cfg, null_ids, xs, s.output, progress=progress)]
         if "calibrated" in s.tests:
-            null_ids = null_seeds(s.null_models, [base.seed, *seeds, suspect.seed])
-            if tuple(null_ids) not in nulls:
-                nulls[tuple(null_ids)] = [F for _, F in init_features(
-                    base.cfg, null_ids, xs, s.output, progress=progress)]
             r = C.calibrated_test(F_A, F_B, iter(nulls[tuple(null_ids)]),
                                   statistic_name=s.statistic, m=s.m, alpha=s.alpha)
             if not base.is_init:
@@ -197,6 +233,12 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                 r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
             r.details["null_seeds"] = f"{null_ids[0]}..{null_ids[-1]} ({len(null_ids)})"
             results["calibrated"] = r
+        if "aligned" in s.tests:
+            r = C.calibrated_test(F_0, F_B, iter(nulls[tuple(null_ids)]),
+                                  statistic_name="spearman_aligned", alpha=s.alpha)
+            r.details["base_initialisation"] = init_label
+            r.details["null_seeds"] = f"{null_ids[0]}..{null_ids[-1]} ({len(null_ids)})"
+            results["aligned"] = dataclasses.replace(r, test="aligned")
         if "permutation" in s.tests:
             results["permutation"] = P.permutation_test(
                 F_A, F_B, statistic=s.permutation_statistic, permutations=s.permutations,

@@ -43,12 +43,16 @@ def table_markdown(results: Mapping[str, LineageResult]) -> str:
         lines.append(f"| {row['test']} | {row['variant']} | {fmt_p(row['p'])} | "
                      f"{row['n_dims']} | {stat} | {row['verdict']} |")
     notes = [f"- {n}: {r.note}" for n, r in results.items() if r.note]
-    legend = ("\n|S|: identity dimensions (the calibrated test's '_all' statistics and the "
-              "permutation test use all d_out). mean corr: mean Kendall tau on S (paper, "
-              "official)")
+    legend = ("\n|S|: identity dimensions (the calibrated test's '_all' statistics, the aligned "
+              "and the permutation test use all d_out). mean corr: mean Kendall tau on S "
+              "(paper, official)")
     if "calibrated" in results:
         legend += (", the calibrated statistic "
                    f"({results['calibrated'].details.get('statistic_name')})")
+    if "aligned" in results:
+        legend += (", the mean |Spearman| of SUSPECT's coordinates matched one-to-one to those "
+                   "of BASE's initialisation "
+                   f"({results['aligned'].details.get('base_initialisation')}; aligned)")
     if "permutation" in results:
         legend += (", the mean matched-coordinate correlation "
                    f"({results['permutation'].details.get('statistic_name')}; permutation)")
@@ -69,15 +73,24 @@ def table_text(results: Mapping[str, LineageResult]) -> str:
     return "\n".join(out)
 
 
-def verdict_line(results: Mapping[str, LineageResult], recommended: str, base: str,
+def deciding_test(ran, recommended) -> str:
+    """The test a verdict uses: the first of ``recommended`` (a name or names, in order of
+    preference) that ran, else the first that ran."""
+    recommended = (recommended,) if isinstance(recommended, str) else tuple(recommended)
+    return next((t for t in recommended if t in ran), next(iter(ran)))
+
+
+def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
                  suspect: str) -> str:
-    """The one-line answer, from the recommended test when it ran, else from the first test."""
-    name = recommended if recommended in results else next(iter(results))
+    """The one-line answer, from the first recommended test that ran, else from the first
+    test."""
+    name = deciding_test(results, recommended)
     r = results[name]
     key = next(iter(r.p_values))
     answer = (f"{suspect} is related to {base} (H0 of independence rejected)" if r.same_lineage
               else f"no evidence that {suspect} is related to {base}")
-    why = "" if name == recommended else f"; the recommended {recommended} test did not run"
+    rec = (recommended,) if isinstance(recommended, str) else tuple(recommended)
+    why = "" if name in rec else f"; the recommended {' or '.join(rec)} test did not run"
     return (f"verdict ({name} test, {P_LABELS.get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}")
 
@@ -90,7 +103,7 @@ def summary_markdown(summary: list[dict], base: str, recommended: str) -> str:
              "| suspect | " + " | ".join(f"{t} p" for t in tests) + " | verdict |",
              "|---|" + "---:|" * len(tests) + "---|"]
     for row in summary:
-        name = recommended if recommended in row["related"] else next(iter(row["related"]))
+        name = deciding_test(row["related"], recommended)
         lines.append(f"| {row['suspect']} | " + " | ".join(
             fmt_p(row["p"][t]) if t in row["p"] else "-" for t in tests) + " | "
             + ("related" if row["related"][name] else "no evidence") + f" ({name}) |")

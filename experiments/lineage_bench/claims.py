@@ -21,8 +21,9 @@ from bornbiased_jax.verdicts import BEYOND, Claim
 from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY, TITLE
 
-LABELS = {"permutation": "permutation (exact, default)", "aligned": "aligned, trained base",
-          "aligned_init": "aligned, base's init (exact)", "calibrated": "calibrated (spearman_all)",
+LABELS = {"permutation": "permutation (exact)", "aligned": "aligned, trained base",
+          "aligned_init": "aligned, base's init (exact, default)",
+          "calibrated": "calibrated (spearman_all)",
           "paper": "paper (Algorithm 1)", "official": "released code", "pcs": "PCS >= 0.8",
           "ics": "ICS >= 0.8", "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8"}
 WEIGHT_EDITS = tuple(e for e in EDITS if e not in KNOWLEDGE_ONLY)
