@@ -66,13 +66,16 @@ def pytest_xdist_make_scheduler(config, log):
 # Seconds each file's tests took on the 2-core CPU (pytest --durations=0 -n 2, summed per
 # file): the order in which the scheduler above hands files out. A file not listed counts
 # 0.3 s per test. Only the order matters; nothing is asserted about time.
-SECONDS = {"tests/test_sweep.py": 133, "tests/test_multihost.py": 94, "tests/test_train.py": 92,
-           "tests/test_sinks.py": 67, "tests/test_sinks_study.py": 63, "tests/test_seeds.py": 57,
-           "theory/": 57, "tests/test_model.py": 57, "tests/test_sources.py": 51,
-           "tests/test_token_preference.py": 35, "tests/test_permutation.py": 33,
-           "tests/test_hf.py": 31, "tests/test_lineage.py": 31, "tests/test_sinks_arms.py": 22,
-           "tests/test_bbm.py": 22, "tests/test_bos.py": 15, "tests/test_contraction_probes.py": 13,
-           "tests/test_config_fields.py": 12, "tests/test_readme.py": 11}
+SECONDS = {"tests/test_sweep.py": 115, "tests/test_train.py": 77, "tests/test_multihost.py": 68,
+           "tests/test_sinks.py": 61, "tests/test_seeds.py": 60, "tests/test_model.py": 56,
+           "theory/": 55, "tests/test_sources.py": 49, "tests/test_sinks_study.py": 33,
+           "tests/test_lineage.py": 31, "tests/test_token_preference.py": 28,
+           "tests/test_resume.py": 26, "tests/test_permutation.py": 23, "tests/test_bbm.py": 18,
+           "tests/test_sinks_arms.py": 18, "tests/test_golden.py": 16, "tests/test_edits.py": 15,
+           "tests/test_blockwise.py": 15, "tests/test_hf.py": 14,
+           "tests/test_fingerprint_many.py": 13, "tests/test_readme.py": 13,
+           "tests/test_lineage_bench.py": 11, "tests/test_config_fields.py": 10,
+           "tests/test_bos.py": 10}
 
 
 settings.register_profile("bornbiased", derandomize=True, deadline=None, max_examples=25,
