@@ -1,6 +1,7 @@
 """How long `bornbiased fingerprint BASE SUSPECT` takes, as a user runs it: the whole command
 (a fresh Python process: imports, loading, features, the tests, writing the outputs), for the
-recommended permutation test and for each of the paper's tests.
+default ('auto': the aligned test, whose K = 200 null initialisations dominate, beside the
+permutation test), for each of those alone and for each of the paper's tests.
 
 Prints one row per test with the median wall time of ``--repeats`` runs (time.perf_counter
 around a subprocess), the command's own reported time, and the machine's load average before
@@ -42,7 +43,8 @@ def main() -> None:
     ap.add_argument("--base", default="preset:llama2-tiny@0")
     ap.add_argument("--suspect", default="preset:llama2-tiny@1")
     ap.add_argument("--tests", nargs="+",
-                    default=["permutation", "paper", "official", "calibrated"])
+                    default=["auto", "aligned", "permutation", "paper", "official",
+                             "calibrated"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("extra", nargs="*", help="more fingerprint flags (after --)")
     args = ap.parse_args()

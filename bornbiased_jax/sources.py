@@ -171,20 +171,32 @@ def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
     return Path(path), int(sel), step
 
 
-def initialisation_spec(spec: str) -> str | None:
+def initialisation_spec(spec: str, _seen: tuple[str, ...] = ()) -> str | None:
     """The model source of ``spec``'s initialisation, where it is known: a preset is its own;
     a training run's is its step 0 ('PATH#SEED@0' for one seed of a many-seed run), or for a
     run continued from another model (``train --init-from``) that model's initialisation; an
-    HF folder's is not known (None)."""
+    HF folder's is not known (None), nor a run continued from one. A continued run whose
+    source is not found from here (run.json keeps the path as it was given to ``train``) is a
+    UserError saying so, never a silent fallback."""
+    spec = spec.strip()
     if spec.startswith("preset:"):
         return spec
     path, seed, _ = split_run_spec(spec)
     if not run_folder.is_run(path):
         return None
     origin = run_folder.read_run_info(path).get("init_from")
-    if origin is not None:
-        return initialisation_spec(origin["spec"])
-    return f"{path}#{seed}@0" if seed is not None else f"{path}@0"
+    if origin is None:
+        return f"{path}#{seed}@0" if seed is not None else f"{path}@0"
+    source = origin["spec"].strip()
+    if source in _seen or len(_seen) > 64:
+        raise UserError(f"run {str(path)!r} records a cycle of continued runs "
+                        f"({' -> '.join((*_seen, source))}); its run.json is damaged")
+    source_path = Path(split_run_spec(source)[0]) if not source.startswith("preset:") else None
+    if source_path is not None and not source_path.exists():
+        raise UserError(f"run {str(path)!r} was continued from {source!r}, which is not found "
+                        f"from {str(Path.cwd())!r} (run.json keeps the path given to 'train "
+                        f"--init-from'); run from where it resolves, or restore that model")
+    return initialisation_spec(source, (*_seen, source))
 
 
 def check_source(spec: str) -> ModelConfig:

@@ -146,3 +146,32 @@ def test_aligned_statistic_finds_a_renamed_init(tmp_path):
     rec = json.loads((out / "fingerprint.json").read_text())
     text = json.dumps(rec)
     assert '"exact": 0.05' in text
+
+
+def test_in_bfloat16_the_aligned_test_reads_the_initialisation_in_float32(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The null initialisations are built in float32, so BASE's initialisation must be too
+    (else the two are not exchangeable and the p-value is not exact): with --dtype bfloat16
+    the models run in bfloat16 and BASE's initialisation is read again in float32; the plan
+    counts the null initialisations' work."""
+    import jax.numpy as jnp
+
+    from bornbiased_jax import sources
+
+    loads = []
+    real = sources.load_source
+
+    def spy(spec, **k):
+        loads.append((spec, k.get("dtype")))
+        return real(spec, **k)
+
+    monkeypatch.setattr(sources, "load_source", spy)
+    out = tmp_path / "fp"
+    assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@1", "--dtype",
+                 "bfloat16", "--null-models", "99", *FAST, "--out", str(out)]) == 0
+    assert loads == [("preset:llama2-tiny@1", jnp.bfloat16), ("preset:llama2-tiny@1",
+                                                               jnp.float32),
+                     ("preset:llama2-tiny@1", jnp.bfloat16)]  # base, its init, the suspect
+    assert "(with 99 null initialisations in float32)" in capsys.readouterr().out
+    res = json.loads((out / "fingerprint.json").read_text())["results"]
+    assert res["aligned"]["p_values"]["exact"] == 1 / 100

@@ -137,6 +137,19 @@ def test_initialisation_spec_names_each_sources_initialisation(run_dir, tmp_path
     m = load_source("preset:llama2-tiny@1", shared_embedding=False)
     hf.save_hf(m.cfg, m.params, tmp_path / "hf")
     assert initialisation_spec(str(tmp_path / "hf")) is None
+    moved = tmp_path / "moved"  # continued from a run that is not where run.json says
+    moved.mkdir()
+    info["init_from"]["spec"] = str(tmp_path / "gone") + "@4"
+    (moved / "run.json").write_text(json.dumps(info))
+    with pytest.raises(UserError, match="which is not found from"):
+        initialisation_spec(str(moved))
+    assert main(["fingerprint", str(moved), "preset:llama2-tiny@1", "--test", "aligned",
+                 "--out", str(tmp_path / "fp")]) == 2
+    assert not (tmp_path / "fp").exists()
+    info["init_from"]["spec"] = str(moved)  # a run that says it continues itself
+    (moved / "run.json").write_text(json.dumps(info))
+    with pytest.raises(UserError, match="cycle of continued runs"):
+        initialisation_spec(str(moved))
 
 
 def test_run_missing_step_lists_steps(run_dir):
@@ -292,12 +305,19 @@ def test_fingerprint_cli_bad_sources(tmp_path, capsys, run_dir):
         assert not out.exists()
 
 
-def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_dir, capsys):
-    """BASE a trained run: the aligned test compares each suspect with the run's step 0.
-    A copy of the trained model with its residual basis and hidden units renamed (an HF folder,
-    function-preserving) is found at the smallest exact p, 1/(K+1), while the exact
-    permutation test sees no evidence; an unrelated initialisation is not called related."""
+def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_dir):
+    """BASE a run continued from a trained run (its step 0 is that trained model): the aligned
+    test compares each suspect with the *first* run's step 0, through the continuation. Its
+    statistic is the aligned Spearman of that initialisation's features and the suspect's
+    (recomputed here), not of BASE's. A copy of the trained model with its residual basis and
+    hidden units renamed (an HF folder, function-preserving) is found at the smallest exact p,
+    1/(K+1), while the exact permutation test sees no evidence; an unrelated initialisation
+    is not called related. The continuation's step 0 is not taken for an initialisation."""
     from bornbiased_jax import hf
+    from bornbiased_jax.fingerprint import identity_dims as D
+    from bornbiased_jax.fingerprint.calibrated import aligned_spearman
+    from bornbiased_jax.fingerprint.compare import Settings, probe_set
+    from bornbiased_jax.fingerprint.features import model_features
     from bornbiased_jax.fingerprint.obfuscation import obfuscate
 
     run, _ = run_dir
@@ -305,16 +325,29 @@ def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_
     hf.save_hf(trained.cfg, obfuscate(trained.params, trained.cfg, jax.random.key(0)),
                tmp_path / "renamed")
     hf.save_hf(trained.cfg, model.init(trained.cfg, jax.random.key(3)), tmp_path / "other")
+    continued = tmp_path / "continued"  # run.json of a run continued from run@4
+    continued.mkdir()
+    info = json.loads((run / "run.json").read_text())
+    info["init_from"] = {"spec": f"{run}@4", "label": "run@4", "kind": "run", "seed": 7,
+                         "step": 4}
+    (continued / "run.json").write_text(json.dumps(info))
     out = tmp_path / "fp"
-    assert main(["fingerprint", str(run), str(tmp_path / "renamed"), str(tmp_path / "other"),
-                 *FAST, "--out", str(out)]) == 0
+    assert main(["fingerprint", f"{continued}@0", str(tmp_path / "renamed"),
+                 str(tmp_path / "other"), *FAST, "--out", str(out)]) == 0
     rows = json.loads((out / "summary.json").read_text())["suspects"]
     assert [r["verdict_test"] for r in rows] == ["aligned", "aligned"]
     assert rows[0]["p"]["aligned"] == 1 / 100 and rows[0]["related"]["aligned"]
     assert not rows[0]["related"]["permutation"]  # the renaming hides it from this test
     assert not rows[1]["related"]["aligned"]
-    pair = json.loads((out / rows[0]["folder"] / "fingerprint.json").read_text())
-    assert pair["results"]["aligned"]["details"]["base_initialisation"] == "run@0"
+    aligned = json.loads((out / rows[0]["folder"] / "fingerprint.json").read_text()
+                         )["results"]["aligned"]
+    assert aligned["details"]["base_initialisation"] == "run@0"
+    xs = probe_set(trained, Settings(n=40, seq_len=8))
+    F = {name: D.RankedFeatures.of(model_features(load_source(spec), xs)) for name, spec in
+         (("init", f"{run}@0"), ("trained", str(run)), ("suspect", str(tmp_path / "renamed")))}
+    from_init = aligned_spearman(F["init"], F["suspect"])[0]
+    assert aligned["statistic"] == pytest.approx(from_init, rel=1e-6)
+    assert abs(aligned_spearman(F["trained"], F["suspect"])[0] - from_init) > 1e-3
 
 
 def test_aligned_test_needs_a_known_initialisation(tmp_path, capsys):
@@ -329,7 +362,8 @@ def test_aligned_test_needs_a_known_initialisation(tmp_path, capsys):
                  "--out", str(out)]) == 0
     saved = json.loads((out / "fingerprint.json").read_text())
     assert list(saved["results"]) == ["permutation"]
-    assert "initialisation of" in capsys.readouterr().out
+    assert "is not known" in capsys.readouterr().out and "is not known" in saved["run"]["notes"][0]
+    assert "Note: the initialisation of" in (out / "fingerprint.md").read_text()
     out2 = tmp_path / "fp2"
     assert main(["fingerprint", str(tmp_path / "base"), "preset:llama2-tiny@2", *FAST,
                  "--test", "aligned", "--out", str(out2)]) == 2

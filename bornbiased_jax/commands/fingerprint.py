@@ -63,8 +63,9 @@ def add_parser(sub) -> None:
     p.add_argument("--test", choices=["auto", "aligned", "permutation", "paper", "official",
                                        "calibrated", "all"], default="auto",
                    help="which test(s): 'auto' (default) runs aligned and permutation when "
-                        "BASE's initialisation is known (a preset or a train run), else "
-                        "permutation alone; 'all' runs every test that applies")
+                        "BASE's initialisation is known (a preset, a train run, a run "
+                        "continued from one), else permutation alone, saying why; 'all' runs "
+                        "every test that applies")
     p.add_argument("--input", choices=["gaussian", "tokens"], default=None,
                    help="uniform random token ids (the default when the aligned or "
                         "permutation test runs), or Gaussian input embeddings with BASE's "
@@ -156,7 +157,17 @@ def run(args) -> int:
     n = args.n if args.n is not None else scale["n"]
     if n < 3:
         raise UserError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
-    init_spec = initialisation_spec(args.base)
+    init_spec, init_note = None, None
+    if args.test in ("auto", "all", "aligned"):  # where BASE's initialisation is, if known
+        try:
+            init_spec = initialisation_spec(args.base)
+        except UserError as e:
+            if args.test == "aligned":
+                raise UserError(f"the aligned test needs BASE's initialisation: {e}") from None
+            init_note = str(e)
+        if init_spec is None and init_note is None:
+            init_note = (f"the initialisation of {args.base} is not known (it is, or was "
+                         f"continued from, an HF folder)")
     tests = chosen_tests(args.test, init_spec is not None)
     input_kind = args.input or ("tokens" if {"aligned", "permutation"} & set(tests)
                                 else "gaussian")
@@ -181,9 +192,9 @@ def run(args) -> int:
     suspects = expand_suspects(args.suspects)
     base_cfg = check_source(args.base)
     if "aligned" in tests and init_spec is None:
-        raise UserError(f"the aligned test compares SUSPECT with BASE's initialisation, which "
-                        f"is not known for {args.base!r} (an HF folder); give BASE as "
-                        f"preset:NAME@SEED or a train run, or use --test permutation")
+        raise UserError(f"the aligned test compares SUSPECT with BASE's initialisation: "
+                        f"{init_note}; give BASE as preset:NAME@SEED or a train run, or use "
+                        f"--test permutation")
     if "aligned" in tests and init_spec != args.base:
         try:
             check_source(init_spec)
@@ -198,22 +209,30 @@ def run(args) -> int:
             raise UserError(f"suspect {spec!r}: {e}") from None
         check_pair(base_cfg, cfg, settings, f"suspect {spec!r}")
         configs.append(cfg)
-    plan = memory_plan.make_plan(base_cfg, max(configs, key=memory_plan.param_count),
-                                 settings.n, settings.seq_len, args.dtype, device)
+    # BASE's initialisation is read apart (in float32, like the null initialisations, so that
+    # it is exchangeable with them) unless BASE is that very initialisation in float32.
+    reads_init = "aligned" in tests and (init_spec != args.base.strip()
+                                         or args.dtype != "float32")
+    plan = memory_plan.make_plan(
+        base_cfg, max(configs, key=memory_plan.param_count), settings.n, settings.seq_len,
+        args.dtype, device, reads_init=reads_init,
+        null_models=settings.null_models if {"aligned", "calibrated"} & set(tests) else 0)
     print(plan.describe(), flush=True)
     memory_plan.check(plan)  # before anything is loaded
+    notes = []
     if args.test in ("auto", "all") and init_spec is None:
-        print(f"note: the initialisation of {args.base} is not known (an HF folder), so the "
-              f"aligned test cannot run; the verdict uses the permutation test, which a copy "
-              f"with a renamed residual basis evades", flush=True)
+        notes.append(f"{init_note}: the aligned test cannot run, and the verdict uses the "
+                     f"permutation test, which a copy with a renamed residual basis evades")
+        print(f"note: {notes[-1]}", flush=True)
     dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
     base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)
     loaders = [lambda spec=spec: load_source(spec, shared_embedding=args.shared_embedding,
                                              dtype=dtype) for spec in suspects]
     init = None
-    if "aligned" in tests and not base.is_init:  # read, its features taken, then released
+    if "aligned" in tests and (not base.is_init or args.dtype != "float32"):
+        # read, its features taken, then released before the first suspect is loaded
         init = lambda: load_source(init_spec, shared_embedding=args.shared_embedding,
-                                   dtype=dtype)
+                                   dtype=jnp.float32)
     several = len(suspects) > 1
     summary = []
     for k, out in enumerate(compare_many(base, loaders, settings, init=init,
@@ -224,7 +243,8 @@ def run(args) -> int:
         wall = time.time() - t0
         run_info = files.run_record(args.command_line, wall, base=base.label, suspect=label,
                                     settings=dataclasses.asdict(settings), d_out=out["d_out"],
-                                    dtype=args.dtype, plan=dataclasses.asdict(plan))
+                                    dtype=args.dtype, plan=dataclasses.asdict(plan),
+                                    notes=notes)
         title = (f"{label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
                  f"{settings.input} inputs, {settings.output} outputs")
         verdict = tables.verdict_line(results, RECOMMENDED, base.label, label)
@@ -232,7 +252,9 @@ def run(args) -> int:
         outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict,
                                         "results": {t: r.to_json() for t, r in results.items()}},
                    "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
-                                     f"{verdict}\n\n{wall:.0f} s on {run_info['devices'][0]}.\n",
+                                     f"{verdict}\n\n"
+                                     + "".join(f"Note: {x}\n\n" for x in notes)
+                                     + f"{wall:.0f} s on {run_info['devices'][0]}.\n",
                    "fingerprint.png": tables.figure(results, title)}
         files.write_artifacts(folder, outputs)
         print(title)

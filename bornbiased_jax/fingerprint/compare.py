@@ -23,7 +23,7 @@ from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
 
-TESTS = ("paper", "official", "calibrated", "permutation", "aligned")
+TESTS = ("paper", "official", "calibrated", "aligned", "permutation")
 # The tests a verdict line uses, the first that ran: 'aligned' (the calibrated test with the
 # spearman_aligned statistic, from the BASE's *initialisation*): exact, and it sees through a
 # renamed basis (the lineage benchmark: it alone held its level and found every weight-lineage

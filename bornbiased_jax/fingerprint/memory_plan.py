@@ -5,8 +5,12 @@ holds both models' parameters on the device at once, then runs each on the probe
 batches (``sweep.run_probe`` sizes the batches to the memory budget). From the configs alone
 (``sources.source_config`` reads a preset, a run's run.json or an HF config.json, no weights):
 
-  weights      = (P_base + P_suspect) x bytes per parameter (2 in bfloat16, 4 in float32);
-  work         = forward FLOPs of each model on n sequences of T tokens (``flops``);
+  weights      = (P_base + P_suspect) x bytes per parameter (2 in bfloat16, 4 in float32),
+                 or P_base in that dtype + P_base in float32 while the aligned test reads
+                 BASE's initialisation (in float32, like its null initialisations), if larger;
+  work         = forward FLOPs of each model on n sequences of T tokens (``flops``), and of
+                 the aligned or calibrated test's K null initialisations (and BASE's
+                 initialisation), built and run in float32 by the sweep engine;
   device       = the accelerator's memory (XLA's ``bytes_limit``), or the host's on a CPU.
 
 The comparison is refused before any loading when the weights leave less than
@@ -55,6 +59,7 @@ class Plan:
     device: str
     device_bytes: int
     seconds: float | None
+    null_models: int = 0
 
     @property
     def fits(self) -> bool:
@@ -68,8 +73,9 @@ class Plan:
         return (f"plan: base {_count(self.params_base)} + suspect "
                 f"{_count(self.params_suspect)} parameters in {self.dtype} = "
                 f"{self.weight_bytes / gb:.3g} GB held at once, on {self.device} with "
-                f"{self.device_bytes / gb:.3g} GB; forward work {self.flops / 1e12:.3g} TFLOP; "
-                f"{t}")
+                f"{self.device_bytes / gb:.3g} GB; forward work {self.flops / 1e12:.3g} TFLOP"
+                + (f" (with {self.null_models} null initialisations in float32)"
+                   if self.null_models else "") + f"; {t}")
 
 
 def _count(p: int) -> str:
@@ -93,16 +99,28 @@ def device_memory() -> tuple[str, int]:
 
 
 def make_plan(base: ModelConfig, suspect: ModelConfig, n: int, T: int, dtype: str,
-              device: tuple[str, int] | None = None) -> Plan:
+              device: tuple[str, int] | None = None, *, null_models: int = 0,
+              reads_init: bool = False) -> Plan:
+    """``null_models``: fresh initialisations the calibrated or aligned test runs;
+    ``reads_init``: the aligned test loads BASE's initialisation (float32) beside BASE."""
     if dtype not in DTYPE_BYTES:
         raise UserError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPE_BYTES)}")
     pb, ps = param_count(base), param_count(suspect)
     name, avail = device or device_memory()
-    flops = float(n) * (forward_flops(base, T) + forward_flops(suspect, T))
-    peak = next((v for (kind, dt), v in PEAK.items() if kind in name.lower() and dt == dtype),
-                None)
-    seconds = flops / (SUSTAINED * peak) if peak else None
-    return Plan(pb, ps, dtype, (pb + ps) * DTYPE_BYTES[dtype], flops, name, avail, seconds)
+    nulls = null_models + (1 if reads_init else 0)
+    flops_models = float(n) * (forward_flops(base, T) + forward_flops(suspect, T))
+    flops_nulls = float(n) * nulls * forward_flops(base, T)
+
+    def rate(dt):
+        peak = next((v for (kind, d), v in PEAK.items() if kind in name.lower() and d == dt),
+                    None)
+        return SUSTAINED * peak if peak else None
+
+    seconds = (flops_models / rate(dtype) + flops_nulls / rate("float32")
+               if rate(dtype) and rate("float32") else None)
+    held = max(pb + ps, pb + (pb * 4 // DTYPE_BYTES[dtype] if reads_init else 0))
+    return Plan(pb, ps, dtype, held * DTYPE_BYTES[dtype], flops_models + flops_nulls, name,
+                avail, seconds, null_models)
 
 
 def check(plan: Plan) -> None:
