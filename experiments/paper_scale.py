@@ -31,7 +31,10 @@ the arg-max tokens and the sums of unit last-token states, about 170 kB per bloc
 sequences) in ``--summaries`` (default results/campaign/summaries/, committed as it grows, so
 any later machine resumes from the last committed block). The other state folders
 (``--state``, default results/campaign/state/, not committed) hold every kept per-sequence
-value, hundreds of MB for the nano pieces, and last only as long as the machine. The
+value, hundreds of MB for the nano pieces, and last only as long as the machine; table2 and
+table4a, which need whole per-sequence values, keep each finished part (one block type; one
+init and input kind) as its results in ``--summaries`` (``<part>.json``), so a part of under an
+hour is the most a new machine repeats. The
 campaign (``python -m experiments.campaign``) runs these pieces in order within a time budget;
 the pieces, their FLOPs and time estimates are ``experiments/campaign/plan.py``'s
 ``PAPER_SCALE``.
@@ -40,6 +43,7 @@ the pieces, their FLOPs and time estimates are ``experiments/campaign/plan.py``'
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -108,6 +112,38 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
             "block_mean": mean_similarity_from_sums(blocks, n), "direction": normed / n}
 
 
+def _kept(folder: Path, part: str, identity: dict, compute):
+    """``compute()``'s result for one finished part of a piece, kept in ``folder/part.json``
+    (committed, like the per-block sums) with ``identity`` (what fixes its inputs and model),
+    the library versions and its compute seconds (``compute`` returns (result, seconds)).
+    A part already kept is read instead of computed; one kept for another identity, or under
+    other versions without --resume-across-versions, is refused naming the difference. Returns
+    (result, seconds) as read back from the file, the same for a resumed and a fresh run."""
+    import json
+
+    from bornbiased_jax import files
+    from bornbiased_jax.errors import UserError
+    from bornbiased_jax.resume import versions
+    from experiments.artifacts import plain
+
+    f = Path(folder) / f"{part}.json"
+    identity = plain(identity)
+    if not f.exists():
+        result, seconds = compute()
+        files.write_json(f, {"identity": identity, "versions": versions(),
+                             "seconds": seconds, "result": plain(result)})
+    saved = json.loads(f.read_text())
+    diff = sorted(k for k in set(identity) | set(saved["identity"])
+                  if identity.get(k) != saved["identity"].get(k))
+    if diff:
+        raise UserError(f"{f} was kept for another setting (differs in {diff}); move it away "
+                        f"to compute this part again")
+    if saved["versions"] != versions() and not ALLOW_VERSIONS:
+        raise UserError(f"{f} was kept under other versions ({saved['versions']} vs "
+                        f"{versions()}); pass --resume-across-versions to use it")
+    return saved["result"], saved["seconds"]
+
+
 def _seconds(*folders: Path) -> float:
     """Compute seconds saved in the state folders (every attempt's chunks)."""
     import json
@@ -169,8 +205,9 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
     return out
 
 
-def run_table2(state: Path) -> dict:
-    """Table 2, Figure 3 and Figure 7 from one pass per block type."""
+def run_table2(state: Path, summaries: Path) -> dict:
+    """Table 2, Figure 3 and Figure 7 from one pass per block type, each kept in
+    ``summaries`` as soon as it is finished."""
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.probes.token_preference import summarize
 
@@ -179,28 +216,63 @@ def run_table2(state: Path) -> dict:
              "MLP-only": "mlp_only"}
     labels7 = {"full model": "full", "self-attention-only": "attention-only",
                "MLP-only": "MLP-only"}
-    rows, rows7, folders = [], {}, []
+    rows, rows7, secs = [], {}, 0.0
     for label, block in modes.items():
         cfg = base.ablate(block=block)
-        folders.append(state / block)
-        prof = _profile(cfg, [42], "gaussian", 1024, folders[-1])
-        sim = prof["final"][0]
-        pref = summarize(prof["top"][0], cfg.vocab_size, preset=cfg.name, seed=42,
-                         seq_len=1024, input="gaussian")
-        rows.append({"mode": label, "avg_sim": sim.mean, "log10_p": sim.log10_p, "z": sim.z,
-                     "top1_freq": pref.top1_freq, "top1_log10_p": pref.log10_p,
-                     "top_counts": pref.top_counts})
-        rows7[labels7[label]] = [{"block": i, "mean": b.mean, "sd": b.sd, "log10_p": b.log10_p}
-                                 for i, b in enumerate(prof["blocks"][0])]
+
+        def compute(cfg=cfg, folder=state / block, label=label):
+            prof = _profile(cfg, [42], "gaussian", 1024, folder)
+            sim = prof["final"][0]
+            pref = summarize(prof["top"][0], cfg.vocab_size, preset=cfg.name, seed=42,
+                             seq_len=1024, input="gaussian")
+            row = {"mode": label, "avg_sim": sim.mean, "log10_p": sim.log10_p, "z": sim.z,
+                   "top1_freq": pref.top1_freq, "top1_log10_p": pref.log10_p,
+                   "top_counts": pref.top_counts}
+            blocks = [{"block": i, "mean": b.mean, "sd": b.sd, "log10_p": b.log10_p}
+                      for i, b in enumerate(prof["blocks"][0])]
+            return {"row": row, "figure7": blocks}, _seconds(folder)
+
+        identity = {"model": dataclasses.asdict(cfg), "seeds": [42], "input": "gaussian",
+                    "seq_len": 1024, "num_seqs": N_SEQS, "probe": "last_token",
+                    "probe_seed": 0}
+        part, seconds = _kept(summaries, block, identity, compute)
+        rows.append(part["row"])
+        rows7[labels7[label]] = part["figure7"]
+        secs += seconds
     settings = {**shape(base), "seed": 42, "seq_len": 1024, "num_seqs": N_SEQS,
                 "input": "gaussian"}
-    secs = _seconds(*folders)
+    secs = round(secs, 1)
     return {"table2_figure3": (settings, rows, secs), "figure7": (settings, rows7, secs)}
 
 
-def run_table4a(state: Path) -> dict:
+def run_table4a(state: Path, summaries: Path) -> dict:
     """Table 4a at the nano shape: the paper's, the released code's and the permutation test
-    on the four unrelated pairs, for each init and input kind."""
+    on the four unrelated pairs, for each init and input kind (each kept in ``summaries`` as
+    soon as its four models' features are done)."""
+    from experiments.seedprint.pools import nano_model
+
+    records, secs = [], 0.0
+    for scaled in (True, False):
+        cfg = nano_model(scaled)
+        for kind in ("tokens", "gaussian"):
+            name = f"{cfg.name}-{kind}"
+            identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
+                        "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
+                        "n": N_SEQS, "probe": "features/normed", "probe_seed": 0}
+            part, seconds = _kept(summaries, name, identity,
+                                  lambda cfg=cfg, kind=kind, folder=state / name:
+                                  _table4a_part(cfg, kind, folder))
+            records += part
+            secs += seconds
+    cfg = nano_model(True)
+    settings = {**shape(cfg), "seeds": SEEDS_4A, "pairs": [list(p) for p in PAIRS_4A],
+                "n": N_SEQS, "seq_len": 256, "inputs": ["tokens", "gaussian"],
+                "inits": ["gpt2init (App. B.1)", "hfinit (released code)"]}
+    return {"table4a": (settings, records, round(secs, 1))}
+
+
+def _table4a_part(cfg, kind: str, folder: Path):
+    """Table 4a's rows of one init and input kind, and the compute seconds of its features."""
     import numpy as np
 
     from bornbiased_jax.fingerprint.algorithm1 import paper_test
@@ -208,43 +280,34 @@ def run_table4a(state: Path) -> dict:
     from bornbiased_jax.fingerprint.official import official_test
     from bornbiased_jax.fingerprint.permutation import permutation_test
     from bornbiased_jax.probes.inputs import probe_inputs
-    from experiments.seedprint.pools import nano_model
 
-    records, folders = [], []
-    for scaled in (True, False):
-        cfg = nano_model(scaled)
-        for kind in ("tokens", "gaussian"):
-            folders.append(state / f"{cfg.name}-{kind}")
-            xs = probe_inputs(kind, cfg, N_SEQS, 256)
-            F = dict(init_features(cfg, SEEDS_4A, xs, group=len(SEEDS_4A), progress=True,
-                                   state=folders[-1],
-                                   state_identity={"probe": "features/normed", "probe_seed": 0},
-                                   allow_version_change=ALLOW_VERSIONS))
-            for a, b in PAIRS_4A:
-                p = paper_test(F[a], F[b], rng=np.random.default_rng(0))
-                o = official_test(F[a], F[b])
-                r = {"model": cfg.name, "input": kind, "pair": f"s{a} vs s{b}",
-                     **{f"paper/{k}": v for k, v in p.p_values.items()},
-                     "paper/S": p.n_dims, "paper/mean_tau": p.statistic,
-                     "official/two_phi_bar": o.p, "official/S": o.n_dims,
-                     "official/mean_tau": o.statistic}
-                if kind == "tokens":  # the permutation test refuses Gaussian inputs
-                    pt = permutation_test(F[a], F[b])
-                    r["permutation/exact"] = pt.p
-                    r["permutation/z"] = pt.details["z"]
-                records.append(r)
-    cfg = nano_model(True)
-    settings = {**shape(cfg), "seeds": SEEDS_4A, "pairs": [list(p) for p in PAIRS_4A],
-                "n": N_SEQS, "seq_len": 256, "inputs": ["tokens", "gaussian"],
-                "inits": ["gpt2init (App. B.1)", "hfinit (released code)"]}
-    return {"table4a": (settings, records, _seconds(*folders))}
+    records = []
+    xs = probe_inputs(kind, cfg, N_SEQS, 256)
+    F = dict(init_features(cfg, SEEDS_4A, xs, group=len(SEEDS_4A), progress=True,
+                           state=folder,
+                           state_identity={"probe": "features/normed", "probe_seed": 0},
+                           allow_version_change=ALLOW_VERSIONS))
+    for a, b in PAIRS_4A:
+        p = paper_test(F[a], F[b], rng=np.random.default_rng(0))
+        o = official_test(F[a], F[b])
+        r = {"model": cfg.name, "input": kind, "pair": f"s{a} vs s{b}",
+             **{f"paper/{k}": v for k, v in p.p_values.items()},
+             "paper/S": p.n_dims, "paper/mean_tau": p.statistic,
+             "official/two_phi_bar": o.p, "official/S": o.n_dims,
+             "official/mean_tau": o.statistic}
+        if kind == "tokens":  # the permutation test refuses Gaussian inputs
+            pt = permutation_test(F[a], F[b])
+            r["permutation/exact"] = pt.p
+            r["permutation/z"] = pt.details["z"]
+        records.append(r)
+    return records, _seconds(folder)
 
 
 RUNNERS = {
     "table1a": lambda st, su: run_table1("table1a", "gpt2-rope-nano", (64, 256, 1024), st, su),
     "table1b": lambda st, su: run_table1("table1b", "llama2-nano", (64, 256, 1024), st, su),
-    "table2": lambda st, su: run_table2(st),
-    "table4a": lambda st, su: run_table4a(st),
+    "table2": run_table2,
+    "table4a": run_table4a,
     "table1c": lambda st, su: run_table1("table1c", "gpt2-rope-1.2b", (64,), st, su,
                                          SPECS["table1c"].memory_budget_gb),
 }

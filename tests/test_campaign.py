@@ -302,3 +302,48 @@ def test_paper_scale_pieces_parse_and_estimate_from_measured_chunks(tmp_path):
     hours = campaign.paper_scale_flops(spec) / rate / 3600
     assert f"{campaign.paper_scale_flops(spec) / 1e15:.2f} PFLOP; {hours:.1f} h at" in listing
     assert "| paper-table1a |" in listing and "done in 4 min" in listing
+
+
+def test_table2_parts_are_kept_and_read_back_not_recomputed(tmp_path, monkeypatch):
+    """table2 keeps each block type's results in --summaries as soon as it is done: a run
+    after a new machine (no state folder) reads the kept parts instead of computing them, and
+    returns the same record; a part kept for another setting, or under other versions without
+    --resume-across-versions, is refused naming the difference."""
+    import json
+    from types import SimpleNamespace as NS
+
+    import numpy as np
+
+    from bornbiased_jax.errors import UserError
+    from experiments import paper_scale as PS
+
+    calls = []
+
+    def fake_profile(cfg, seeds, kind, T, state, budget_gb=None):
+        calls.append(cfg.block)
+        stat = NS(mean=0.5, sd=0.1, log10_p=-3.0, z=4.0)
+        top = (np.arange(PS.N_SEQS, dtype=np.int32) % 50)[None]  # 40 of each of 50 tokens
+        top[0, :1100] = 7
+        return {"final": [stat], "blocks": [[stat, stat]], "top": top}
+
+    monkeypatch.setattr(PS, "_profile", fake_profile)
+    first = PS.run_table2(tmp_path / "state", tmp_path / "kept")
+    assert calls == ["attn_mlp", "attn_only", "mlp_only"]
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == [
+        "attn_mlp.json", "attn_only.json", "mlp_only.json"]
+    again = PS.run_table2(tmp_path / "elsewhere", tmp_path / "kept")  # a new machine
+    assert calls == ["attn_mlp", "attn_only", "mlp_only"] and again == first
+    assert first["table2_figure3"][1][0]["top1_freq"] == (1100 + 18) / PS.N_SEQS
+    f = tmp_path / "kept" / "attn_only.json"
+    saved = json.loads(f.read_text())
+    saved["identity"]["seq_len"] = 512
+    f.write_text(json.dumps(saved))
+    with pytest.raises(UserError, match=r"another setting \(differs in \['seq_len'\]\)"):
+        PS.run_table2(tmp_path / "state", tmp_path / "kept")
+    saved["identity"]["seq_len"] = 1024
+    saved["versions"] = {**saved["versions"], "jax": "0.0.1"}
+    f.write_text(json.dumps(saved))
+    with pytest.raises(UserError, match="other versions"):
+        PS.run_table2(tmp_path / "state", tmp_path / "kept")
+    monkeypatch.setattr(PS, "ALLOW_VERSIONS", True)
+    assert PS.run_table2(tmp_path / "state", tmp_path / "kept") == first
