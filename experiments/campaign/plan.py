@@ -54,7 +54,7 @@ REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "campaign"
 LEDGER = "ledger.json"
 STATE = "state"  # ROOT/state/<piece>/: the resumable pieces' saved chunks (not committed)
-SUMMARIES = "summaries"  # ROOT/summaries/<piece>/: per-block sums (small; committed)
+SUMMARIES = "summaries"  # ROOT/summaries/<piece>/: per-block sums, kept parts (small; committed)
 RECORDS = REPO / "results" / "records" / "paper"
 MIN_RESUMABLE_S = 60  # a resumable piece starts when at least this much budget is left
 
