@@ -26,7 +26,9 @@ RESULTS.md from them.
     rescalings at initialisation), ``regime`` and ``regime_measure`` (where sinks form at CPU
     scale), ``arms`` and ``arms_measure`` (the arms trained with several seeds there);
   * ``campaign``: paper-scale work in resumable pieces (``plan``: pieces, ledger, driver;
-    ``gpu_window``: the first GPU window's logs; ``__main__``: the driver's command line).
+    ``paper_pieces``: the Sec. 3-4 pieces' passes and what they keep, run by
+    ``paper_scale.py``; ``gpu_window``: the first GPU window's logs; ``__main__``: the
+    driver's command line).
 """
 
 from __future__ import annotations

@@ -315,7 +315,7 @@ def test_table2_parts_are_kept_and_read_back_not_recomputed(tmp_path, monkeypatc
     import numpy as np
 
     from bornbiased_jax.errors import UserError
-    from experiments import paper_scale as PS
+    from experiments.campaign import paper_pieces as PS
 
     calls = []
 

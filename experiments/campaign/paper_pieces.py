@@ -1,0 +1,297 @@
+"""The paper-scale pieces of Sec. 3-4 (``python -m experiments.paper_scale``'s work): each
+piece's forward passes, resumable from a state folder, with what survives a new machine kept in
+a committed summaries folder (per-block sums for Table 1's passes, ``bornbiased_jax.blockwise``;
+finished parts' results for table2 and table4a, :func:`_kept`), and the records they write.
+``experiments/paper_scale.py`` documents the pieces and is their command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from experiments.campaign import plan as campaign
+
+STATE = campaign.ROOT / campaign.STATE
+SUMMARIES = campaign.ROOT / campaign.SUMMARIES
+RECORDS = campaign.RECORDS
+PAIRS_4A = [(42, 2000), (123, 42), (1000, 123), (2000, 1000)]
+SEEDS_4A = [42, 123, 1000, 2000]
+
+
+SPECS = campaign.PAPER_SCALE
+N_SEQS = campaign.PAPER_N
+
+
+def shape(cfg) -> dict:
+    return {"preset": cfg.name, "layers": cfg.n_layers, "heads": cfg.n_heads,
+            "d_model": cfg.d_model, "d_ff": cfg.d_ff, "vocab_size": cfg.vocab_size}
+
+
+# ------------------------------------------------------------------------------- the pieces
+def _profile(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None):
+    """The last-token probe (per-block states, final normed state, arg-max token) of ``seeds``
+    on the N = 2,000 probe set of ``kind`` at length T, resumable in ``state``."""
+    from bornbiased_jax.probes.contraction import inter_sequence_profile
+    from bornbiased_jax.probes.inputs import probe_inputs
+
+    xs = probe_inputs(kind, cfg, N_SEQS, T)
+    budget = int(budget_gb * 2**30) if budget_gb else None
+    return inter_sequence_profile(cfg, seeds, xs, progress=True, memory_budget=budget,
+                                  desc=f"{cfg.name} {kind} T={T}", state=state,
+                                  state_identity={"probe": "last_token", "probe_seed": 0},
+                                  allow_version_change=ALLOW_VERSIONS)
+
+
+BLOCK = 250  # sequences per saved block of a summarised pass (8 blocks of N = 2,000)
+
+
+def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None):
+    """The last-token probe of ``seeds`` on the N = 2,000 probe set of ``kind`` at length T,
+    kept as per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
+    sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
+    committed as it grows, so the pass resumes on any machine from its last block. Returns
+    ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block and
+    ``direction`` (S, d), Finding 2.2's mean unit final state."""
+    import numpy as np
+
+    from bornbiased_jax.blockwise import blockwise_sweep
+    from bornbiased_jax.probes.contraction import (last_token_probe, last_token_sums,
+                                                   mean_similarity_from_sums)
+    from bornbiased_jax.probes.inputs import probe_inputs
+
+    xs = probe_inputs(kind, cfg, N_SEQS, T)
+    budget = int(budget_gb * 2**30) if budget_gb else None
+    parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
+                            block=BLOCK, state=state, progress=True, memory_budget=budget,
+                            desc=f"{cfg.name} {kind} T={T}",
+                            state_identity={"probe": "last_token_sums", "probe_seed": 0},
+                            allow_version_change=ALLOW_VERSIONS)
+    n = sum(int(p["n"]) for p in parts)
+    blocks = sum(p["unit_blocks"] for p in parts)
+    normed = sum(p["unit_normed"] for p in parts)
+    return {"top": np.concatenate([p["top"] for p in parts], axis=1),
+            "block_mean": mean_similarity_from_sums(blocks, n), "direction": normed / n}
+
+
+def _kept(folder: Path, part: str, identity: dict, compute):
+    """``compute()``'s result for one finished part of a piece, kept in ``folder/part.json``
+    (committed, like the per-block sums) with ``identity`` (what fixes its inputs and model),
+    the library versions and its compute seconds (``compute`` returns (result, seconds)).
+    A part already kept is read instead of computed; one kept for another identity, or under
+    other versions without --resume-across-versions, is refused naming the difference. Returns
+    (result, seconds) as read back from the file, the same for a resumed and a fresh run."""
+    import json
+
+    from bornbiased_jax import files
+    from bornbiased_jax.errors import UserError
+    from bornbiased_jax.resume import versions
+    from experiments.artifacts import plain
+
+    f = Path(folder) / f"{part}.json"
+    identity = plain(identity)
+    if not f.exists():
+        result, seconds = compute()
+        files.write_json(f, {"identity": identity, "versions": versions(),
+                             "seconds": seconds, "result": plain(result)})
+    saved = json.loads(f.read_text())
+    diff = sorted(k for k in set(identity) | set(saved["identity"])
+                  if identity.get(k) != saved["identity"].get(k))
+    if diff:
+        raise UserError(f"{f} was kept for another setting (differs in {diff}); move it away "
+                        f"to compute this part again")
+    if saved["versions"] != versions() and not ALLOW_VERSIONS:
+        raise UserError(f"{f} was kept under other versions ({saved['versions']} vs "
+                        f"{versions()}); pass --resume-across-versions to use it")
+    return saved["result"], saved["seconds"]
+
+
+def _seconds(*folders: Path) -> float:
+    """Compute seconds saved in the state folders (every attempt's chunks)."""
+    import json
+
+    total = 0.0
+    for f in folders:
+        st = Path(f) / "state.json"
+        if st.exists():
+            total += sum(json.loads(st.read_text()).get("seconds", {}).values())
+    return round(total, 1)
+
+
+def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
+               budget_gb=None) -> dict:
+    """Table 1 rows of ``preset`` (seeds 42, 43); for table1a also Figure 1a and Figure 2.
+
+    Every pass is kept as committed per-block sums in ``summaries`` except table1a's T = 64
+    one, whose seed-42 last-block states Figure 1a's similarity (its sd and z) needs whole; it
+    is a few minutes' work, resumable from ``state`` while that folder lasts."""
+    import numpy as np
+
+    from bornbiased_jax import model
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes.contraction import direction_top_token
+    from bornbiased_jax.probes.token_preference import summarize
+    from experiments.initialisation.claims import favourite_stats, match_summary
+
+    cfg, seeds = get_preset(preset), [42, 43]
+    recs, out, profiles = [], {}, {}
+    whole = {min(seq_lens)} if name == "table1a" else set()
+    folders = [(state if T in whole else summaries) / f"T{T}" for T in seq_lens]
+    for T, folder in zip(seq_lens, folders):
+        run = _profile if T in whole else _summarised
+        prof = profiles[T] = run(cfg, seeds, "tokens", T, folder, budget_gb)
+        for i, s in enumerate(seeds):
+            recs.append(summarize(prof["top"][i], cfg.vocab_size, preset=cfg.name, seed=s,
+                                  seq_len=T, input="tokens"))
+    settings = {**shape(cfg), "seeds": seeds, "seq_lens": list(seq_lens), "num_seqs": N_SEQS,
+                "input": "tokens", "probe_seed": 0}
+    out[name] = (settings, recs, _seconds(*folders))
+    if name == "table1a":
+        t1, t2 = min(seq_lens), max(seq_lens)  # Figure 1a: T = 64; Figure 2: T = 1,024
+        rec = next(r for r in recs if r.seed == 42 and r.seq_len == t1)
+        sim = profiles[t1]["blocks"][0][-1]  # the last block's last-token states, seed 42
+        out["figure1"] = ({**shape(cfg), "seed": 42, "seq_len": t1, "num_seqs": N_SEQS},
+                          {"token_preference": rec, "similarity": sim._asdict()},
+                          _seconds(folders[0]))
+        prof = profiles[t2]
+        emb = model.init_embeddings(cfg, model.embed_key(cfg, None))
+        W_U = np.asarray(model.unembedding(emb, cfg))
+        rows = []
+        for i, s in enumerate(seeds):
+            d_top = direction_top_token(prof["direction"][i], W_U)
+            rows.append({"seed": s, **favourite_stats(prof["top"][i], cfg.vocab_size, d_top),
+                         "block_mean_cos": [float(m) for m in prof["block_mean"][i]]})
+        out["figure2_finding22"] = (
+            {**shape(cfg), "seeds": seeds, "seq_len": t2, "num_seqs": N_SEQS},
+            {"per_seed": rows, "summary": match_summary(rows)}, _seconds(folders[-1]))
+    return out
+
+
+def run_table2(state: Path, summaries: Path) -> dict:
+    """Table 2, Figure 3 and Figure 7 from one pass per block type, each kept in
+    ``summaries`` as soon as it is finished."""
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes.token_preference import summarize
+
+    base = get_preset("gpt2-rope-nano")
+    modes = {"full model": "attn_mlp", "self-attention-only": "attn_only",
+             "MLP-only": "mlp_only"}
+    labels7 = {"full model": "full", "self-attention-only": "attention-only",
+               "MLP-only": "MLP-only"}
+    rows, rows7, secs = [], {}, 0.0
+    for label, block in modes.items():
+        cfg = base.ablate(block=block)
+
+        def compute(cfg=cfg, folder=state / block, label=label):
+            prof = _profile(cfg, [42], "gaussian", 1024, folder)
+            sim = prof["final"][0]
+            pref = summarize(prof["top"][0], cfg.vocab_size, preset=cfg.name, seed=42,
+                             seq_len=1024, input="gaussian")
+            row = {"mode": label, "avg_sim": sim.mean, "log10_p": sim.log10_p, "z": sim.z,
+                   "top1_freq": pref.top1_freq, "top1_log10_p": pref.log10_p,
+                   "top_counts": pref.top_counts}
+            blocks = [{"block": i, "mean": b.mean, "sd": b.sd, "log10_p": b.log10_p}
+                      for i, b in enumerate(prof["blocks"][0])]
+            return {"row": row, "figure7": blocks}, _seconds(folder)
+
+        identity = {"model": dataclasses.asdict(cfg), "seeds": [42], "input": "gaussian",
+                    "seq_len": 1024, "num_seqs": N_SEQS, "probe": "last_token",
+                    "probe_seed": 0}
+        part, seconds = _kept(summaries, block, identity, compute)
+        rows.append(part["row"])
+        rows7[labels7[label]] = part["figure7"]
+        secs += seconds
+    settings = {**shape(base), "seed": 42, "seq_len": 1024, "num_seqs": N_SEQS,
+                "input": "gaussian"}
+    secs = round(secs, 1)
+    return {"table2_figure3": (settings, rows, secs), "figure7": (settings, rows7, secs)}
+
+
+def run_table4a(state: Path, summaries: Path) -> dict:
+    """Table 4a at the nano shape: the paper's, the released code's and the permutation test
+    on the four unrelated pairs, for each init and input kind (each kept in ``summaries`` as
+    soon as its four models' features are done)."""
+    from experiments.seedprint.pools import nano_model
+
+    records, secs = [], 0.0
+    for scaled in (True, False):
+        cfg = nano_model(scaled)
+        for kind in ("tokens", "gaussian"):
+            name = f"{cfg.name}-{kind}"
+            identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
+                        "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
+                        "n": N_SEQS, "probe": "features/normed", "probe_seed": 0}
+            part, seconds = _kept(summaries, name, identity,
+                                  lambda cfg=cfg, kind=kind, folder=state / name:
+                                  _table4a_part(cfg, kind, folder))
+            records += part
+            secs += seconds
+    cfg = nano_model(True)
+    settings = {**shape(cfg), "seeds": SEEDS_4A, "pairs": [list(p) for p in PAIRS_4A],
+                "n": N_SEQS, "seq_len": 256, "inputs": ["tokens", "gaussian"],
+                "inits": ["gpt2init (App. B.1)", "hfinit (released code)"]}
+    return {"table4a": (settings, records, round(secs, 1))}
+
+
+def _table4a_part(cfg, kind: str, folder: Path):
+    """Table 4a's rows of one init and input kind, and the compute seconds of its features."""
+    import numpy as np
+
+    from bornbiased_jax.fingerprint.algorithm1 import paper_test
+    from bornbiased_jax.fingerprint.features import init_features
+    from bornbiased_jax.fingerprint.official import official_test
+    from bornbiased_jax.fingerprint.permutation import permutation_test
+    from bornbiased_jax.probes.inputs import probe_inputs
+
+    records = []
+    xs = probe_inputs(kind, cfg, N_SEQS, 256)
+    F = dict(init_features(cfg, SEEDS_4A, xs, group=len(SEEDS_4A), progress=True,
+                           state=folder,
+                           state_identity={"probe": "features/normed", "probe_seed": 0},
+                           allow_version_change=ALLOW_VERSIONS))
+    for a, b in PAIRS_4A:
+        p = paper_test(F[a], F[b], rng=np.random.default_rng(0))
+        o = official_test(F[a], F[b])
+        r = {"model": cfg.name, "input": kind, "pair": f"s{a} vs s{b}",
+             **{f"paper/{k}": v for k, v in p.p_values.items()},
+             "paper/S": p.n_dims, "paper/mean_tau": p.statistic,
+             "official/two_phi_bar": o.p, "official/S": o.n_dims,
+             "official/mean_tau": o.statistic}
+        if kind == "tokens":  # the permutation test refuses Gaussian inputs
+            pt = permutation_test(F[a], F[b])
+            r["permutation/exact"] = pt.p
+            r["permutation/z"] = pt.details["z"]
+        records.append(r)
+    return records, _seconds(folder)
+
+
+RUNNERS = {
+    "table1a": lambda st, su: run_table1("table1a", "gpt2-rope-nano", (64, 256, 1024), st, su),
+    "table1b": lambda st, su: run_table1("table1b", "llama2-nano", (64, 256, 1024), st, su),
+    "table2": run_table2,
+    "table4a": run_table4a,
+    "table1c": lambda st, su: run_table1("table1c", "gpt2-rope-1.2b", (64,), st, su,
+                                         SPECS["table1c"].memory_budget_gb),
+}
+STUDY = {"table1a": "initialisation", "table1b": "initialisation", "table1c": "initialisation",
+         "figure1": "initialisation", "figure2_finding22": "initialisation",
+         "table2_figure3": "initialisation", "figure7": "initialisation",
+         "table4a": "seedprint"}
+ALLOW_VERSIONS = False
+
+
+def save(records_root: Path, name: str, settings: dict, records, seconds: float,
+         command: str, t0: float) -> Path:
+    """One paper-scale record: the run description (settings with the shape, N, T and seeds;
+    the compute seconds summed over every attempt; this attempt's wall time) and the records."""
+    import json
+
+    from bornbiased_jax import files
+    from experiments.artifacts import plain
+
+    run = files.run_record(command, time.time() - t0, experiment=name, scale="paper",
+                           settings=settings, compute_seconds=seconds)
+    f = Path(records_root) / STUDY[name] / f"{name}.json"
+    files.write_text(f, json.dumps({"run": run, "records": plain(records)},
+                                   separators=(",", ":")) + "\n")
+    return f
