@@ -347,3 +347,37 @@ def test_table2_parts_are_kept_and_read_back_not_recomputed(tmp_path, monkeypatc
         PS.run_table2(tmp_path / "state", tmp_path / "kept")
     monkeypatch.setattr(PS, "ALLOW_VERSIONS", True)
     assert PS.run_table2(tmp_path / "state", tmp_path / "kept") == first
+
+
+def test_progress_counts_kept_parts_once(tmp_path):
+    """A kept part of table2 counts in --list's progress with its FLOPs and saved seconds,
+    and the scratch state it was computed from is not counted a second time."""
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+    from experiments.campaign import paper_pieces as PS
+
+    cfg = get_preset("gpt2-rope-tiny")
+    ident = {"model": dataclasses.asdict(cfg), "seeds": [42], "input": "gaussian",
+             "seq_len": 8, "num_seqs": 10, "probe": "last_token", "probe_seed": 0}
+    PS._kept(tmp_path / campaign.SUMMARIES / "table2", "attn_mlp", ident,
+             lambda: ({"row": {}}, 600.0))
+    store = resume.ChunkStore(tmp_path / campaign.STATE / "table2" / "attn_mlp", {
+        "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [42],
+        "inputs": {"shape": [10, 8]}})
+    store.set_plan({"seed_chunk": 1, "seq_chunk": 10})
+    store.save((0, 0), {"a": np.zeros(1)}, seconds=600.0)
+    one = 10 * forward_flops(cfg, 8, last_only=True)
+    assert campaign._progress(tmp_path, "table2") == {"flops": one, "seconds": 600.0}
+    # the part in progress (not yet kept) counts from its chunks
+    store = resume.ChunkStore(tmp_path / campaign.STATE / "table2" / "attn_only", {
+        "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [42],
+        "inputs": {"shape": [10, 8]}})
+    store.set_plan({"seed_chunk": 1, "seq_chunk": 5})
+    store.save((0, 0), {"a": np.zeros(1)}, seconds=300.0)
+    got = campaign._progress(tmp_path, "table2")
+    assert got == {"flops": one + one // 2, "seconds": 900.0}
+    assert campaign.measured_rate(tmp_path) == pytest.approx(got["flops"] / 900.0)
+    assert "| paper-table2 |" in campaign.status_markdown(tmp_path)

@@ -326,21 +326,28 @@ def _run_group(argv: list[str], log_file, env: dict, timeout_s: float) -> int | 
         return None
 
 
-def state_progress(folder: Path) -> dict:
+def _model_config(model: dict):
+    from bornbiased_jax.config import ModelConfig
+
+    return ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in model.items()})
+
+
+def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
     """What the resumable states under ``folder`` hold: model FLOPs and compute seconds of
     their finished chunks (each chunk's seeds x sequences x ``flops.forward_flops`` of its
-    model at its length, the LM head at the last position)."""
-    from bornbiased_jax.config import ModelConfig
+    model at its length, the LM head at the last position). A state whose folder ``skip``
+    names is left out."""
     from bornbiased_jax.flops import forward_flops
 
     done_flops, seconds = 0, 0.0
     for f in sorted(Path(folder).glob("**/state.json")):
+        if skip(f.parent):
+            continue
         st = json.loads(f.read_text())
         ident, plan = st["identity"], st.get("plan")
         if plan is None:
             continue
-        cfg = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v
-                             for k, v in ident["model"].items()})
+        cfg = _model_config(ident["model"])
         N, T = ident["inputs"]["shape"][:2]
         S = len(ident.get("seeds", [0]))
         per_seq = forward_flops(cfg, T, last_only=True)
@@ -352,11 +359,36 @@ def state_progress(folder: Path) -> dict:
     return {"flops": done_flops, "seconds": seconds}
 
 
+def kept_progress(folder: Path) -> dict:
+    """Model FLOPs and compute seconds of the finished parts kept under ``folder`` (the
+    ``<part>.json`` files of ``paper_pieces._kept``: each part's seeds x sequences x
+    ``flops.forward_flops`` of its model at its length, and its saved seconds)."""
+    from bornbiased_jax.flops import forward_flops
+
+    done_flops, seconds = 0, 0.0
+    for f in sorted(Path(folder).glob("**/*.json")):
+        saved = json.loads(f.read_text())
+        ident = saved.get("identity") if isinstance(saved, dict) else None
+        if not isinstance(ident, dict) or "result" not in saved or "model" not in ident:
+            continue
+        N = ident.get("num_seqs", ident.get("n"))
+        cfg = _model_config(ident["model"])
+        done_flops += (len(ident["seeds"]) * N
+                       * forward_flops(cfg, ident["seq_len"], last_only=True))
+        seconds += saved["seconds"]
+    return {"flops": done_flops, "seconds": seconds}
+
+
 def _progress(root: Path, piece: str = "") -> dict:
-    """:func:`state_progress` of a piece's (or every piece's) scratch state and committed
-    per-block sums together."""
-    a, b = (state_progress(Path(root) / sub / piece) for sub in (STATE, SUMMARIES))
-    return {k: a[k] + b[k] for k in a}
+    """A piece's (or every piece's) progress: its scratch states' chunks (less those of parts
+    already kept), its committed per-block sums and its kept parts, together."""
+    state, kept = Path(root) / STATE / piece, Path(root) / SUMMARIES / piece
+
+    def is_kept(d: Path) -> bool:
+        return Path(f"{kept / d.relative_to(state)}.json").exists()
+
+    parts = (state_progress(state, skip=is_kept), state_progress(kept), kept_progress(kept))
+    return {k: sum(p[k] for p in parts) for k in parts[0]}
 
 
 def measured_rate(root: Path = ROOT) -> float | None:
