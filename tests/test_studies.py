@@ -82,6 +82,10 @@ def test_figure1a_multiple_of_the_uniform_top1():
     base = float(I.uniform_rank_frequency(1000, 50_304, 1)[0])
     c = I.figure1a_claim(rec(60, -50))
     assert c.verdict == V.REPRODUCED and f"{60 / base:.1f}x the uniform top-1" in c.ours
+    # the paper's 58.5x fixes no frequency: the row names both readings and judges no size
+    assert "7.03% at N = 2,000, 2.37% at N = 10,000" in c.why and "6.00%" in c.ours
+    assert I.paper_figure1a_frequency(2_000, 50_257) * 2_000 == pytest.approx(
+        58.5 * I.uniform_rank_frequency(2_000, 50_257, 1)[0])
     assert I.figure1a_claim(rec(int(5 * base), -3)).verdict == V.PARTLY
     assert I.figure1a_claim(rec(3, -1)).verdict == V.DIFFERS
 
