@@ -61,11 +61,24 @@ def write(args: argparse.Namespace, name: str, settings: dict, records, table_md
     print(f"wrote {args.out}/{name}.json, .md, .png ({saved['run']['wall_seconds']} s)")
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _in_repo(arg: str) -> str:
+    """An absolute path inside the repository as a path relative to its root (a record's
+    command then reads the same on every machine); any other argument as it is."""
+    key, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    if value.startswith("/") and Path(value).resolve().is_relative_to(REPO):
+        value = str(Path(value).resolve().relative_to(REPO))
+    return f"{key}{eq}{value}"
+
+
 def command_line(script: str, argv=None) -> str:
     """``python -m experiments.<script>`` with the script's arguments (``argv``, default this
-    process's)."""
-    return shlex.join(["python", "-m", f"experiments.{script}",
-                       *(sys.argv[1:] if argv is None else argv)])
+    process's), paths inside the repository relative to its root (the commands run from
+    there)."""
+    args = sys.argv[1:] if argv is None else argv
+    return shlex.join(["python", "-m", f"experiments.{script}", *map(_in_repo, args)])
 
 
 def user_errors_exit(name: str):

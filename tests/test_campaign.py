@@ -381,3 +381,15 @@ def test_progress_counts_kept_parts_once(tmp_path):
     assert got == {"flops": one + one // 2, "seconds": 900.0}
     assert campaign.measured_rate(tmp_path) == pytest.approx(got["flops"] / 900.0)
     assert "| paper-table2 |" in campaign.status_markdown(tmp_path)
+
+
+def test_a_records_command_names_repository_paths_relative_to_its_root():
+    """The campaign passes absolute folders; a record's command names those inside the
+    repository relative to its root (it runs from there) and leaves others as they are."""
+    from experiments._common import REPO, command_line
+
+    got = command_line("paper_scale", ["table1a", "--state", str(REPO / "results/campaign/state"),
+                                       f"--records={REPO / 'results/records/paper'}",
+                                       "--summaries", "/elsewhere/summaries"])
+    assert got == ("python -m experiments.paper_scale table1a --state results/campaign/state "
+                   "--records=results/records/paper --summaries /elsewhere/summaries")
