@@ -381,6 +381,16 @@ def test_progress_counts_kept_parts_once(tmp_path):
     assert got == {"flops": one + one // 2, "seconds": 900.0}
     assert campaign.measured_rate(tmp_path) == pytest.approx(got["flops"] / 900.0)
     assert "| paper-table2 |" in campaign.status_markdown(tmp_path)
+    # table4a's features keep their chunks one folder below the part's (group-0/)
+    name = "llama2-tiny-tokens"
+    ident4 = {"model": dataclasses.asdict(cfg), "seeds": [42, 123], "seq_len": 8, "n": 10}
+    PS._kept(tmp_path / campaign.SUMMARIES / "table4a", name, ident4, lambda: ([], 60.0))
+    store = resume.ChunkStore(tmp_path / campaign.STATE / "table4a" / name / "group-0", {
+        "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [42, 123],
+        "inputs": {"shape": [10, 8]}})
+    store.set_plan({"seed_chunk": 2, "seq_chunk": 10})
+    store.save((0, 0), {"a": np.zeros(1)}, seconds=60.0)
+    assert campaign._progress(tmp_path, "table4a") == {"flops": 2 * one, "seconds": 60.0}
 
 
 def test_a_records_command_names_repository_paths_relative_to_its_root():

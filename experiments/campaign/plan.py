@@ -384,8 +384,10 @@ def _progress(root: Path, piece: str = "") -> dict:
     already kept), its committed per-block sums and its kept parts, together."""
     state, kept = Path(root) / STATE / piece, Path(root) / SUMMARIES / piece
 
-    def is_kept(d: Path) -> bool:
-        return Path(f"{kept / d.relative_to(state)}.json").exists()
+    def is_kept(d: Path) -> bool:  # a part's state may sit below its folder (group-0/)
+        rel = d.relative_to(state)
+        return any(Path(f"{kept / a}.json").exists() for a in (rel, *rel.parents)
+                   if a != Path("."))
 
     parts = (state_progress(state, skip=is_kept), state_progress(kept), kept_progress(kept))
     return {k: sum(p[k] for p in parts) for k in parts[0]}
