@@ -13,8 +13,8 @@ Pieces and the records they write (under ``--records``, default results/records/
 
   table1a   GPT-2+RoPE nano (12L, 12H, 768d), seeds 42, 43, T = 64, 256, 1,024, N = 2,000:
             initialisation/table1a.json; its seed-42, T = 64 row gives Figure 1a
-            (figure1.json; the paper states neither the seed nor T nor, for sure, the N of
-            its 58.5x: ``initialisation.claims.paper_figure1a_frequency``), and its
+            (figure1.json; the paper states neither the seed nor T of its 58.5x:
+            ``initialisation.claims.paper_figure1a_frequencies``), and its
             per-block last-token states at T = 1,024 give Figure 2 (figure2_finding22.json)
   table1b   LLaMA-2 nano, the same: initialisation/table1b.json
   table2    full / attention-only / MLP-only GPT-2+RoPE nano, seed 42, Gaussian inputs,
