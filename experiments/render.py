@@ -158,8 +158,10 @@ def initialisation_section(records: dict) -> str | None:
     if side is not None:
         lines += ["", "Table 1 at the paper's shapes, the paper's rows beside ours (N = 2,000; "
                   "our token ids differ from the paper's because another random number "
-                  "generator draws the weights: frequencies and p-values are comparable, ids "
-                  "are not; '-': not measured yet):", "", side]
+                  "generator draws the weights: ids are not comparable; frequencies are, and "
+                  "so are p-values up to the vocabulary: the paper's GPT-2 rows fit |V| = 50,304, "
+                  "nanoGPT's padded one, ours use 50,257; '-': not measured yet):", "", side, "",
+                  initialisation_paper.table1_frequency_note(paper)]
     lines += ["", "p-values below ~1e-20 only say 'decisively significant'; their magnitude is "
               "not meaningful (the z-test's normal tail is far outside its accuracy there). "
               "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "

@@ -65,9 +65,14 @@ def test_finding12_length_and_scale():
     # the scale part undecided at 1 %: its own numbers only partly support Finding 1.2
     paper_big = _t1([("gpt2-rope-1.2b", s, 64, 2, k) for s, k in ((42, 79), (43, 104))], n=2000)
     c = IP.finding12_claim(nano, paper_big)
-    assert c.verdict == V.PARTLY and "scale: undecided" in c.why
+    assert c.verdict == V.PARTLY and "scale: holds for 1 of 2" in c.why
     c = IP.finding12_claim(nano)  # no 1.2B record yet: the length part alone
     assert c.verdict == V.PARTLY and "scale: not measured" in c.why
+    # one seed's rise significant, the other's not (37 -> 52 of 2,000, Fisher p 0.066): partly
+    half = _t1([("gpt2-rope-nano", s, T, 1, k) for s, T, k in
+                ((42, 64, 37), (42, 1024, 52), (43, 64, 41), (43, 1024, 94))], n=2000)
+    c = IP.finding12_claim(half)
+    assert c.verdict == V.PARTLY and "length: holds for 1 of 2" in c.why
     flat = _t1([("gpt2-rope-nano", s, T, 1, 52) for s in (42, 43) for T in (64, 1024)], n=2000)
     assert IP.finding12_claim(flat).verdict == V.UNDERPOWERED  # nothing decided either way
     down = _t1([("gpt2-rope-nano", s, T, 1, k) for s, T, k in
@@ -121,7 +126,8 @@ def _paper_t1(preset, freqs, layers=12):
     """A paper-scale Table 1 record: {(seed, T): top-1 count of 2,000}."""
     rec = _t1([(preset, s, T, 100 + s, k) for (s, T), k in freqs.items()], n=2000)
     rec["run"] = {"settings": {"layers": layers, "heads": 12, "d_model": 768,
-                               "seq_lens": sorted({T for _, T in freqs}), "num_seqs": 2000}}
+                               "seq_lens": sorted({T for _, T in freqs}), "num_seqs": 2000,
+                               "seeds": sorted({s for s, _ in freqs})}}
     return rec
 
 
@@ -137,9 +143,17 @@ def test_paper_scale_rows_come_from_their_records_or_say_which_piece_measures_th
     t1 = rows["Table 1 / Finding 1"]
     assert t1.verdict == V.REPRODUCED
     assert t1.claim == ("Table 1 / Finding 1 [paper scale: 12L, 12H, d = 768, N = 2,000, "
-                        "T = 64-1,024]")
+                        "T = 64-1,024, 2 models (seeds 42, 43)]")
     assert rows["Finding 1.2"].verdict == V.PARTLY  # length holds; Table 1(c) not measured
     assert rows["Finding 1.3"].verdict == V.REPRODUCED  # ids 142 vs 143
+    note = IP.table1_frequency_note({"table1a": a})  # the paper's own counts of 2,000
+    assert note.startswith("RoPE GPT-2 nano (12L, 12H, 768d): ours below the paper's in 0 of 4 "
+                           "rows (100%-100% of it), our 95 % interval excluding the paper's "
+                           "value in 0")
+    low = _paper_t1("gpt2-rope-nano", {(42, 64): 20, (43, 1024): 30})  # 1.0 %, 1.5 %
+    assert "below the paper's in 2 of 2 rows (22%-38% of it), our 95 % interval excluding the " \
+        "paper's value in 2" in IP.table1_frequency_note({"table1a": low})
+    assert IP.table1_frequency_note({}) is None
     side = IP.table1_side_by_side({"table1a": a})
     assert "| RoPE GPT-2 nano (12L, 12H, 768d) | 42 | 64 | 6336 | 2.60% | 4.55e-137 | 142 | 2.60% [" \
         in side
