@@ -92,6 +92,29 @@ def test_finding13_needs_decisive_seeds():
     assert IP.finding13_claim([weak]).verdict == V.UNTESTABLE
 
 
+def test_finding13_counts_tokens_within_noise_of_the_top_as_favourites():
+    """A seed whose top-1 is tied with (or within noise of) a runner-up has both as
+    contenders: sharing either with the other seed is a shared favourite."""
+    def rec(seed, T, ids, counts):
+        return {"preset": "gpt2-rope-nano", "seed": seed, "seq_len": T, "top1_id": ids[0],
+                "top1_freq": counts[0] / 2000, "num_seqs": 2000, "vocab_size": 50_257,
+                "log10_p": bonferroni_log10_p(counts[0], 2000, 50_257), "top_ids": ids,
+                "top_counts": counts}
+    assert IP.contenders(rec(42, 64, [7, 8, 9], [41, 41, 20])) == {7, 8}
+    assert IP.contenders(rec(42, 64, [7, 8, 9], [41, 36, 20])) == {7, 8}  # 41 vs 36: noise
+    assert IP.contenders(rec(43, 64, [5, 8, 9], [94, 42, 28])) == {5}
+    apart = {"records": [rec(42, 64, [7, 8, 9], [41, 41, 20]), rec(43, 64, [5, 6, 1], [94, 42, 28]),
+                         rec(42, 256, [8, 7, 2], [52, 50, 30]), rec(43, 256, [5, 6, 1], [90, 40, 28])]}
+    c = IP.finding13_claim([apart])
+    assert c.verdict == V.REPRODUCED and "seed 42: 7/8" in c.ours
+    assert "a favourite at every length: gpt2-rope-nano seed 42, gpt2-rope-nano seed 43" in c.why
+    assert "within noise of a runner-up" in c.why and "gpt2-rope-nano seed 42" in c.why
+    # seed 43's favourite is seed 42's tied runner-up: the favourite is not tied to the seed
+    shared = {"records": [rec(42, 64, [7, 5, 9], [41, 41, 20]), rec(43, 64, [5, 6, 1], [94, 42, 28])]}
+    c = IP.finding13_claim([shared])
+    assert c.verdict == V.DIFFERS and "gpt2-rope-nano T=64" in c.why
+
+
 def _f8(short, long_, attn_shift=0.0, sd=0.01, n=(200, 24)):
     def c(m, shift=0.0):
         return {"mean": [x + (shift if i else 0) for i, x in enumerate(m)],

@@ -57,6 +57,7 @@ class TokenPreference:
     log10_p: float
     distinct_tokens: int
     top_counts: list[int]  # the TOP_COUNTS largest counts, descending (Figure 1a)
+    top_ids: list[int] = dataclasses.field(default_factory=list)  # their token ids (ties: id)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -67,13 +68,13 @@ def summarize(preds: np.ndarray, vocab_size: int, **meta) -> TokenPreference:
     preds = np.asarray(preds).ravel()
     n = preds.size
     counts = np.bincount(preds, minlength=vocab_size)
-    top1 = int(np.argmax(counts))  # ties: the smallest id
+    order = np.lexsort((np.arange(counts.size), -counts))[:TOP_COUNTS]  # ties: the smaller id
+    top1 = int(order[0])
     k = int(counts[top1])
-    top = np.sort(counts)[::-1][:TOP_COUNTS]
     return TokenPreference(
         vocab_size=vocab_size, num_seqs=n, top1_id=top1, top1_count=k, top1_freq=k / n,
         log10_p=bonferroni_log10_p(k, n, vocab_size), distinct_tokens=int((counts > 0).sum()),
-        top_counts=[int(c) for c in top], **meta)
+        top_counts=[int(counts[i]) for i in order], top_ids=[int(i) for i in order], **meta)
 
 
 def token_preference(cfg: ModelConfig, seeds: Iterable[int], seq_lens: Sequence[int],
