@@ -19,6 +19,7 @@ from pathlib import Path
 from bornbiased_jax import precision
 from bornbiased_jax.commands.arguments import add_precision_argument
 from experiments import artifacts
+from experiments.artifacts import repo_relative
 from experiments.render import RECORDS
 
 
@@ -61,24 +62,12 @@ def write(args: argparse.Namespace, name: str, settings: dict, records, table_md
     print(f"wrote {args.out}/{name}.json, .md, .png ({saved['run']['wall_seconds']} s)")
 
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _in_repo(arg: str) -> str:
-    """An absolute path inside the repository as a path relative to its root (a record's
-    command then reads the same on every machine); any other argument as it is."""
-    key, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
-    if value.startswith("/") and Path(value).resolve().is_relative_to(REPO):
-        value = str(Path(value).resolve().relative_to(REPO))
-    return f"{key}{eq}{value}"
-
-
 def command_line(script: str, argv=None) -> str:
     """``python -m experiments.<script>`` with the script's arguments (``argv``, default this
     process's), paths inside the repository relative to its root (the commands run from
     there)."""
     args = sys.argv[1:] if argv is None else argv
-    return shlex.join(["python", "-m", f"experiments.{script}", *map(_in_repo, args)])
+    return shlex.join(["python", "-m", f"experiments.{script}", *map(repo_relative, args)])
 
 
 def user_errors_exit(name: str):

@@ -49,3 +49,16 @@ def plain(x):
     if isinstance(x, (np.floating, np.integer)):
         return x.item()
     return x
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def repo_relative(arg: str) -> str:
+    """A command-line argument naming an absolute path inside the repository, as a path
+    relative to its root (a record's command then reads the same on every machine; the
+    commands run from the root); ``--key=value`` forms too; any other argument as it is."""
+    key, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    if value.startswith("/") and Path(value).resolve().is_relative_to(REPO):
+        value = str(Path(value).resolve().relative_to(REPO))
+    return f"{key}{eq}{value}"

@@ -23,6 +23,9 @@ Pieces and the records they write (under ``--records``, default results/records/
             inputs, HF init and GPT-2-scaled init: seedprint/table4a.json
   table1c   GPT-2+RoPE 1.2B (24L, 32H, 2048d), seeds 42, 43, T = 64, N = 2,000:
             initialisation/table1c.json
+  table1a-seeds  GPT-2+RoPE nano, 20 more seeds (44-63), T = 64, N = 2,000:
+            initialisation/table1a_seeds.json, the spread between networks against which
+            the paper's Table 1(a) frequencies (and our seeds 42, 43) are ranked
 
 N = 2,000 is what the paper's Table 1 p-values imply (the text says 10,000; `bornbiased
 theory` recomputes them). Our token ids differ from the paper's (another RNG); frequencies and
@@ -72,7 +75,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.list or args.piece is None:
         for s in pieces.SPECS.values():
-            print(f"{s.name:8s} {campaign.paper_scale_flops(s) / 1e15:6.2f} PFLOP  {s.about}")
+            print(f"{s.name:13s} {campaign.paper_scale_flops(s) / 1e15:6.2f} PFLOP  {s.about}")
         return 0
     pieces.ALLOW_VERSIONS = args.resume_across_versions
     from bornbiased_jax.errors import UserError

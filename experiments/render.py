@@ -17,6 +17,7 @@ from pathlib import Path
 from bornbiased_jax import files
 from experiments import EXPERIMENTS, STUDY_OF
 from experiments.campaign import gpu_window
+from experiments.campaign.plan import PAPER_RECORDS
 from experiments.initialisation import claims as initialisation
 from experiments.initialisation import paper_claims as initialisation_paper
 from experiments import lineage_bench
@@ -44,10 +45,7 @@ def record_path(root: Path, name: str) -> Path:
     return Path(root) / STUDY_OF[name] / f"{name}.json"
 
 
-PAPER_SCALE = {"table1a": "initialisation", "table1b": "initialisation",
-               "table1c": "initialisation", "figure1": "initialisation",
-               "figure2_finding22": "initialisation", "table2_figure3": "initialisation",
-               "figure7": "initialisation", "table4a": "seedprint"}
+PAPER_SCALE = PAPER_RECORDS  # paper-scale record name -> its study folder
 
 
 def load_records(root: Path = RECORDS) -> dict[str, dict]:
@@ -152,7 +150,7 @@ def initialisation_section(records: dict) -> str | None:
         if prefix in at_paper:
             lines.append("| " + " | ".join(at_paper.pop(prefix).cells()) + " |")
         if prefix == "Table 1 / Finding 1":
-            for extra in ("Finding 1.2", "Finding 1.3"):
+            for extra in ("Table 1(a) seed spread", "Finding 1.2", "Finding 1.3"):
                 lines.append("| " + " | ".join(at_paper.pop(extra).cells()) + " |")
     side = initialisation_paper.table1_side_by_side(paper)
     if side is not None:

@@ -396,10 +396,37 @@ def test_progress_counts_kept_parts_once(tmp_path):
 def test_a_records_command_names_repository_paths_relative_to_its_root():
     """The campaign passes absolute folders; a record's command names those inside the
     repository relative to its root (it runs from there) and leaves others as they are."""
-    from experiments._common import REPO, command_line
+    from experiments.artifacts import REPO, repo_relative
 
-    got = command_line("paper_scale", ["table1a", "--state", str(REPO / "results/campaign/state"),
-                                       f"--records={REPO / 'results/records/paper'}",
-                                       "--summaries", "/elsewhere/summaries"])
-    assert got == ("python -m experiments.paper_scale table1a --state results/campaign/state "
+    args = ["table1a", "--state", str(REPO / "results/campaign/state"),
+            f"--records={REPO / 'results/records/paper'}", "--summaries", "/elsewhere/summaries"]
+    got = " ".join(map(repo_relative, args))
+    assert got == ("table1a --state results/campaign/state "
                    "--records=results/records/paper --summaries /elsewhere/summaries")
+
+
+def test_the_seed_spread_piece_writes_one_table1_row_per_seed(tmp_path, monkeypatch):
+    """table1a-seeds runs the summarised T = 64 pass of its 20 seeds (kept in --summaries)
+    and writes one Table 1 row per seed with the shape, N, T and seeds in its settings."""
+    import numpy as np
+
+    from experiments.campaign import paper_pieces as PS
+
+    seen = {}
+
+    def fake(cfg, seeds, kind, T, state, budget_gb=None):
+        seen.update(preset=cfg.name, seeds=list(seeds), kind=kind, T=T, state=state)
+        top = np.tile(np.arange(PS.N_SEQS, dtype=np.int32) % 100, (len(seeds), 1))
+        top[:, :60] = 7  # 60 + 19 of 2,000 predict token 7
+        return {"top": top}
+
+    monkeypatch.setattr(PS, "_summarised", fake)
+    out = PS.RUNNERS["table1a-seeds"](tmp_path / "state", tmp_path / "kept")
+    assert seen == {"preset": "gpt2-rope-nano", "seeds": list(range(44, 64)), "kind": "tokens",
+                    "T": 64, "state": tmp_path / "kept" / "T64"}
+    settings, recs, _ = out["table1a_seeds"]
+    assert settings["seeds"] == list(range(44, 64)) and settings["num_seqs"] == 2000
+    assert settings["layers"] == 12 and settings["seq_len"] == 64
+    assert [r.seed for r in recs] == list(range(44, 64))
+    assert all(r.top1_id == 7 and r.top1_count == 79 for r in recs)
+    assert PS.STUDY["table1a_seeds"] == "initialisation"

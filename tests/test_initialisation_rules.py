@@ -115,6 +115,23 @@ def test_finding13_counts_tokens_within_noise_of_the_top_as_favourites():
     assert c.verdict == V.DIFFERS and "gpt2-rope-nano T=64" in c.why
 
 
+def test_the_seed_spread_ranks_the_papers_nano_seeds_among_ours():
+    a = _paper_t1("gpt2-rope-nano", {(42, 64): 37, (43, 64): 41})
+    mixed = _paper_t1("gpt2-rope-nano", {(s, 64): k for s, k in
+                                         zip(range(44, 64), range(30, 90, 3))})
+    c = IP.seed_spread_claim(a, mixed)  # ours 1.5 %-4.35 %: the paper's 2.6 %, 3.0 % inside
+    assert c.verdict == V.REPRODUCED and "our 22 nano seeds at T = 64" in c.ours
+    low = _paper_t1("gpt2-rope-nano", {(s, 64): k for s, k in zip(range(44, 64), range(20, 40))})
+    c = IP.seed_spread_claim(a, low)  # every one of ours below both of the paper's
+    assert c.verdict == V.DIFFERS and "are above 22, 22 of them" in c.ours
+    assert "exact Mann-Whitney p 0.0072" in c.ours and "ours are less biased" in c.why
+    high = _paper_t1("gpt2-rope-nano", {(s, 64): k for s, k in zip(range(44, 64), range(70, 90))})
+    c = IP.seed_spread_claim(_paper_t1("gpt2-rope-nano", {(42, 64): 70, (43, 64): 71}), high)
+    assert c.verdict == V.DIFFERS and "ours are more biased" in c.why
+    rows = IP.paper_scale_claims({"table1a": a})
+    assert "experiments.paper_scale table1a-seeds" in rows["Table 1(a) seed spread"].ours
+
+
 def _f8(short, long_, attn_shift=0.0, sd=0.01, n=(200, 24)):
     def c(m, shift=0.0):
         return {"mean": [x + (shift if i else 0) for i, x in enumerate(m)],
@@ -212,7 +229,9 @@ def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):
     i = next(k for k, x in enumerate(lines) if x.startswith("| Table 1 / Finding 1 |"))
     assert lines[i + 1].startswith("| Table 1 / Finding 1 [paper scale] |")  # table1b missing
     assert "experiments.paper_scale table1b` measures it" in lines[i + 1]
-    assert lines[i + 2].startswith("| Finding 1.2 (longer sequences, larger models: more "
+    assert lines[i + 2].startswith("| Table 1(a) against the spread between seeds [paper "
+                                   "scale] |")  # table1a-seeds missing
+    assert lines[i + 3].startswith("| Finding 1.2 (longer sequences, larger models: more "
                                    "extreme) [paper scale: 12L, 12H, d = 768, N = 2,000")
-    assert "length: undecided (one length measured)" in lines[i + 2]
+    assert "length: undecided (one length measured)" in lines[i + 3]
     assert "the paper's rows beside ours" in text

@@ -98,6 +98,7 @@ def _table1_passes(preset: str, seq_lens) -> tuple:
 
 
 PAPER_N = 2000  # the paper's Table 1 p-values imply N = 2,000 (`bornbiased theory`)
+SPREAD_SEEDS = tuple(range(44, 64))  # Table 1(a)'s seed spread at T = 64, beside seeds 42, 43
 PAPER_SCALE = {s.name: s for s in [
     PaperScale("table1a", "Table 1(a), Figure 1a, Figure 2: GPT-2+RoPE nano, seeds 42/43, "
                "T = 64/256/1,024, N = 2,000", _table1_passes("gpt2-rope-nano", (64, 256, 1024))),
@@ -112,7 +113,18 @@ PAPER_SCALE = {s.name: s for s in [
                tuple(("llama2-nano", "attn_mlp", 256, 4 * PAPER_N) for _ in range(4))),
     PaperScale("table1c", "Table 1(c): GPT-2+RoPE 1.2B, seeds 42/43, T = 64, N = 2,000",
                _table1_passes("gpt2-rope-1.2b", (64,)), memory_budget_gb=16.0),
+    PaperScale("table1a-seeds", "Table 1(a)'s seed spread: GPT-2+RoPE nano, 20 more seeds "
+               f"({SPREAD_SEEDS[0]}-{SPREAD_SEEDS[-1]}), T = 64, N = 2,000",
+               (("gpt2-rope-nano", "attn_mlp", 64, len(SPREAD_SEEDS) * PAPER_N),)),
 ]}
+
+
+# paper-scale record name -> its study's folder under results/records/paper/
+PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
+                 "table1c": "initialisation", "figure1": "initialisation",
+                 "figure2_finding22": "initialisation", "table2_figure3": "initialisation",
+                 "figure7": "initialisation", "table1a_seeds": "initialisation",
+                 "table4a": "seedprint"}
 
 
 def paper_scale_flops(spec: PaperScale) -> int:
