@@ -164,7 +164,9 @@ def seed_spread_claim(a: dict, spread: dict) -> Claim:
     and 43 of Table 1(a) and the 20 seeds of the spread piece), by an exact two-sided
     Mann-Whitney test. Under "the paper's nano networks and ours are draws of one
     distribution" the ranks are exchangeable, so the test is exact; with 2 against 22 values
-    its smallest p is 2/276. Differs when p <= 0.01 (the side named); reproduced otherwise,
+    its smallest p is 2/276. Both sides keep one embedding and LM-head draw for all seeds (the
+    paper's note 2 to Table 1); ours is not the paper's, and the null takes that draw to be
+    immaterial (our seeds vary only the blocks). Differs when p <= 0.01 (the side named); reproduced otherwise,
     with the paper's values' ranks among ours."""
     ours = [r for r in a["records"] if r["seq_len"] == 64] + list(spread["records"])
     f = sorted(r["top1_freq"] for r in ours)
