@@ -158,8 +158,9 @@ def initialisation_section(records: dict) -> str | None:
                   "our token ids differ from the paper's because another random number "
                   "generator draws the weights: ids are not comparable; frequencies are, and "
                   "so are p-values up to the vocabulary: the paper's GPT-2 rows fit |V| = 50,304, "
-                  "nanoGPT's padded one, ours use 50,257; '-': not measured yet):", "", side, "",
-                  initialisation_paper.table1_frequency_note(paper)]
+                  "nanoGPT's padded one, ours use 50,257; '-': not measured yet):", "", side]
+        note = initialisation_paper.table1_frequency_note(paper)
+        lines += ["", note] if note else []
     lines += ["", "p-values below ~1e-20 only say 'decisively significant'; their magnitude is "
               "not meaningful (the z-test's normal tail is far outside its accuracy there). "
               "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "

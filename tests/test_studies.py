@@ -75,10 +75,10 @@ def test_finding22_verdict_from_the_interval_of_unambiguous_models():
 
 
 def test_figure1a_multiple_of_the_uniform_top1():
-    def rec(count, lp, n=1000, v=50_304, preset="gpt2-rope-cpu"):
+    def rec(count, lp, n=1000, v=50_304, preset="gpt2-rope-cpu", T=64):
         return {"run": {}, "records": {"token_preference": {
             "top1_id": 5, "top1_count": count, "num_seqs": n, "vocab_size": v, "log10_p": lp,
-            "preset": preset, "seq_len": 64}}}
+            "preset": preset, "seq_len": T}}}
     base = float(I.uniform_rank_frequency(1000, 50_304, 1)[0])
     c = I.figure1a_claim(rec(60, -50))
     assert c.verdict == V.REPRODUCED and f"{60 / base:.1f}x the uniform top-1" in c.ours
@@ -90,13 +90,18 @@ def test_figure1a_multiple_of_the_uniform_top1():
     assert lo == pytest.approx(0.0585)
     assert hi == pytest.approx(58.5 * I.uniform_rank_frequency(2_000, 50_257, 1)[0] / 2_000)
     # on the paper's model at its N the size is judged: within, below, above
-    nano = dict(n=2_000, v=50_257, preset="gpt2-rope-nano")
+    nano = dict(n=2_000, v=50_257, preset="gpt2-rope-nano", T=1024)
     assert I.figure1a_claim(rec(125, -300, **nano)).verdict == V.REPRODUCED
     c = I.figure1a_claim(rec(37, -90, **nano))  # 1.85 %, 15x: a preference, too small
     assert c.verdict == V.PARTLY and "size below" in c.why
     c = I.figure1a_claim(rec(300, -300, **nano))
     assert c.verdict == V.PARTLY and "size above" in c.why
     assert I.figure1a_claim(rec(3, -1, **nano)).verdict == V.DIFFERS
+    # at another length or N, on the paper's model too, the size is not judged
+    c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}))
+    assert c.verdict == V.REPRODUCED and "not compared at T = 64" in c.why
+    c = I.figure1a_claim(rec(37, -90, **{**nano, "n": 1_000}))
+    assert c.verdict == V.REPRODUCED and "another model or N" in c.why
 
 
 def _t2(att_p, mlp_p, full_p):

@@ -171,3 +171,11 @@ def test_cli_exit_status_from_a_real_process(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "sweep", "--preset",
                            "nope", "--out", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown preset 'nope'" in proc.stderr
+
+
+def test_summarize_keeps_the_top_ids_in_count_order_ties_by_smaller_id():
+    preds = np.array([9, 9, 4, 4, 7, 7, 7, 1])
+    r = summarize(preds, 12, preset="p", seed=0, seq_len=8, input="tokens")
+    assert r.top1_id == 7 and r.top1_count == 3
+    assert r.top_ids[:4] == [7, 4, 9, 1] and r.top_counts[:4] == [3, 2, 2, 1]
+    assert len(r.top_ids) == len(r.top_counts) == 12

@@ -104,6 +104,9 @@ PAPER_SCALE = {s.name: s for s in [
                "T = 64/256/1,024, N = 2,000", _table1_passes("gpt2-rope-nano", (64, 256, 1024))),
     PaperScale("table1b", "Table 1(b): LLaMA-2 nano, seeds 42/43, T = 64/256/1,024, N = 2,000",
                _table1_passes("llama2-nano", (64, 256, 1024))),
+    PaperScale("table1a-seeds", "Table 1(a)'s seed spread: GPT-2+RoPE nano, 20 more seeds "
+               f"({SPREAD_SEEDS[0]}-{SPREAD_SEEDS[-1]}), T = 64, N = 2,000",
+               (("gpt2-rope-nano", "attn_mlp", 64, len(SPREAD_SEEDS) * PAPER_N),)),
     PaperScale("table2", "Table 2, Figures 3 and 7: full / attention-only / MLP-only "
                "GPT-2+RoPE nano, seed 42, Gaussian inputs, T = 1,024, N = 2,000",
                tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
@@ -113,9 +116,6 @@ PAPER_SCALE = {s.name: s for s in [
                tuple(("llama2-nano", "attn_mlp", 256, 4 * PAPER_N) for _ in range(4))),
     PaperScale("table1c", "Table 1(c): GPT-2+RoPE 1.2B, seeds 42/43, T = 64, N = 2,000",
                _table1_passes("gpt2-rope-1.2b", (64,)), memory_budget_gb=16.0),
-    PaperScale("table1a-seeds", "Table 1(a)'s seed spread: GPT-2+RoPE nano, 20 more seeds "
-               f"({SPREAD_SEEDS[0]}-{SPREAD_SEEDS[-1]}), T = 64, N = 2,000",
-               (("gpt2-rope-nano", "attn_mlp", 64, len(SPREAD_SEEDS) * PAPER_N),)),
 ]}
 
 
