@@ -272,8 +272,9 @@ def finding22_claim(d: dict) -> Claim:
         return Claim("Finding 2.2", paper, ours, REPRODUCED,
                      f"the interval contains 76 % and is {width:.2f} wide (the paper's own: "
                      f"{paper_width:.2f})", "Sec. 4")
+    models = f"{u['models']} model" + ("s" if u["models"] != 1 else "")
     return Claim("Finding 2.2", paper, ours, UNDERPOWERED,
-                 f"the interval contains 76 % but is {width:.2f} wide ({u['models']} models), "
+                 f"the interval contains 76 % but is {width:.2f} wide ({models}), "
                  f"the paper's own interval (76 of 100) {paper_width:.2f}: it cannot confirm "
                  f"76 %", "Sec. 4")
 
