@@ -10,8 +10,8 @@ pass, the median and the best block's GFLOP/s and their share of this process's 
 matmul rate (best of 5 before and 5 after reading the files: run it on an idle machine, the
 same kind of machine that ran the blocks). The median block is the figure to quote: a block's
 seconds are wall time, so a block during which the machine was busy with other work (or the
-process was paused) is slower than the pass's rate, never faster. Two cautions: a pass that
-outlasts a session ran on several machines of the same kind (state.json does not record which
+process was paused) is slower than the pass's rate, never faster. Two cautions: a pass resumed
+on later machines ran on several machines of the same kind (state.json does not record which
 block ran where), and the 2048^2 matmul is XLA's CPU dot at one shape, not the hardware's
 peak, so a pass whose matmuls are shaped better can exceed 100 % of it.
 
@@ -54,7 +54,7 @@ def blocks(folder: Path):
         s0, n0 = (int(x[1:]) for x in name[len("chunk-"):-len(".npz")].split("-"))
         n = min(plan["seed_chunk"], S - s0) * min(plan["seq_chunk"], N - n0)
         out.append((n * per_seq, st.get("seconds", {}).get(name, 0.0)))
-    return [(f, s) for f, s in out if s > 0]
+    return out
 
 
 def main() -> None:
@@ -67,18 +67,25 @@ def main() -> None:
 
     rate = matmul_rate()
     rows = []
-    for f in sorted(args.root.rglob("state.json")):
-        b = blocks(f.parent)
+
+    def order(f: Path):  # by folder, lengths in numeric order (T64 before T256 before T1024)
+        parts = f.parent.relative_to(args.root).parts
+        return [(0, int(x[1:])) if x[:1] == "T" and x[1:].isdigit() else (1, x) for x in parts]
+    for f in sorted(args.root.rglob("state.json"), key=order):
+        every = blocks(f.parent)
+        b = [(fl, s) for fl, s in every if s > 0]  # blocks saved without seconds are counted
         if not b:
             continue
         per_block = [fl / s for fl, s in b]
         name = "/".join(f.parent.relative_to(args.root).parts)
-        rows.append((name, len(b), b[0][0], statistics.median(s for _, s in b),
+        rows.append((name, f"{len(b)}" + (f" (+{len(every) - len(b)} untimed)"
+                                          if len(every) > len(b) else ""),
+                     statistics.median(fl for fl, _ in b), statistics.median(s for _, s in b),
                      statistics.median(per_block), max(per_block)))
     rate = max(rate, matmul_rate())
     lines = [f"float32 2048^2 matmul: {rate / 1e9:.0f} GFLOP/s ({jax.devices()[0]}, "
              f"{platform.platform()}, jax {jax.__version__})", "",
-             "| pass | blocks | TFLOP per block | median s per block | median GFLOP/s "
+             "| pass | blocks | median TFLOP per block | median s per block | median GFLOP/s "
              "(of matmul) | best GFLOP/s (of matmul) |", "|---|---:|---:|---:|---:|---:|"]
     for name, n, fl, sec, med, best in rows:
         lines.append(f"| {name} | {n} | {fl / 1e12:.1f} | {sec:.0f} | {med / 1e9:.0f} "

@@ -3,7 +3,7 @@
 Nothing in the initialisation study trains: every row is forward passes of random networks on
 random inputs. Each *piece* below runs the sweep engine with a state folder
 (:mod:`bornbiased_jax.resume`): every finished chunk of sequences is saved at once, so a piece
-stopped at any moment (a session's end, a time limit, SIGKILL) resumes from its last chunk when
+stopped at any moment (the machine going away, a time limit, SIGKILL) resumes from its last chunk when
 the same command runs again, and finishes bitwise equal to an uninterrupted run.
 
     python -m experiments.paper_scale --list                 # pieces, sizes, what is done
@@ -17,15 +17,15 @@ Pieces and the records they write (under ``--records``, default results/records/
             ``initialisation.claims.paper_figure1a_frequencies``), and its
             per-block last-token states at T = 1,024 give Figure 2 (figure2_finding22.json)
   table1b   LLaMA-2 nano, the same: initialisation/table1b.json
+  table1a-seeds  GPT-2+RoPE nano, 20 more seeds (44-63), T = 64, N = 2,000:
+            initialisation/table1a_seeds.json, the spread between networks against which
+            the paper's Table 1(a) frequencies (and our seeds 42, 43) are ranked
   table2    full / attention-only / MLP-only GPT-2+RoPE nano, seed 42, Gaussian inputs,
             T = 1,024, N = 2,000: initialisation/table2_figure3.json and figure7.json
   table4a   LLaMA-2 nano, seeds 42, 123, 1000, 2000, n = 2,000, T = 256, token and Gaussian
             inputs, HF init and GPT-2-scaled init: seedprint/table4a.json
   table1c   GPT-2+RoPE 1.2B (24L, 32H, 2048d), seeds 42, 43, T = 64, N = 2,000:
             initialisation/table1c.json
-  table1a-seeds  GPT-2+RoPE nano, 20 more seeds (44-63), T = 64, N = 2,000:
-            initialisation/table1a_seeds.json, the spread between networks against which
-            the paper's Table 1(a) frequencies (and our seeds 42, 43) are ranked
 
 N = 2,000 is what the paper's Table 1 p-values imply (the text says 10,000; `bornbiased
 theory` recomputes them). Our token ids differ from the paper's (another RNG); frequencies and

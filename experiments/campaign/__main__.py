@@ -6,7 +6,7 @@ finished piece is skipped next time, so every window picks up where the last one
 GPU the GPU pieces run first; on a CPU they are skipped and the paper-scale forward passes of
 Sec. 3-4 run (``experiments/paper_scale.py``): each saves every finished chunk, is stopped when
 the budget ends ('partial') and continues from its last chunk the next time. Start it in the
-background at the start of a session and commit the records it finishes:
+background whenever a machine starts and commit the records it finishes:
 
     nice -n 19 python -m experiments.campaign --budget 36000 > results/campaign/driver.log 2>&1 &
     python -m experiments.campaign --list                 # every piece: state, estimate, progress
