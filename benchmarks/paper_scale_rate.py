@@ -22,39 +22,23 @@ peak, so a pass whose matmuls are shaped better can exceed 100 % of it.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO))  # experiments.campaign.plan counts a block's FLOPs
 
 from sweep_throughput import matmul_rate  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def blocks(folder: Path):
     """(FLOPs, seconds) of each finished block of the pass saved in ``folder``/state.json."""
-    from bornbiased_jax.config import ModelConfig
-    from bornbiased_jax.flops import forward_flops
+    from experiments.campaign.plan import state_chunks
 
-    st = json.loads((folder / "state.json").read_text())
-    ident, plan = st["identity"], st.get("plan")
-    if plan is None:
-        return []
-    cfg = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v
-                         for k, v in ident["model"].items()})
-    N, T = ident["inputs"]["shape"][:2]
-    S = len(ident.get("seeds", [0]))
-    per_seq = forward_flops(cfg, T, last_only=True)
-    out = []
-    for name in st["done"]:
-        s0, n0 = (int(x[1:]) for x in name[len("chunk-"):-len(".npz")].split("-"))
-        n = min(plan["seed_chunk"], S - s0) * min(plan["seq_chunk"], N - n0)
-        out.append((n * per_seq, st.get("seconds", {}).get(name, 0.0)))
-    return out
+    return state_chunks(folder / "state.json")
 
 
 def main() -> None:

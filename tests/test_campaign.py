@@ -430,3 +430,27 @@ def test_the_seed_spread_piece_writes_one_table1_row_per_seed(tmp_path, monkeypa
     assert [r.seed for r in recs] == list(range(44, 64))
     assert all(r.top1_id == 7 and r.top1_count == 79 for r in recs)
     assert PS.STUDY["table1a_seeds"] == "initialisation"
+
+
+def test_state_chunks_count_each_ragged_chunk_and_its_seconds(tmp_path):
+    """A chunk at the edge of the grid holds fewer seeds or sequences: its FLOPs count those
+    alone (3 seeds in chunks of 2, 10 sequences in chunks of 4); a chunk saved without seconds
+    counts 0 s."""
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+
+    cfg = get_preset("gpt2-rope-tiny")
+    ident = {"probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1, 2, 3],
+             "inputs": {"shape": [10, 8]}}
+    store = resume.ChunkStore(tmp_path / "s", ident)
+    store.set_plan({"seed_chunk": 2, "seq_chunk": 4})
+    store.save((0, 0), {"a": np.zeros(1)}, seconds=10.0)
+    store.save((2, 8), {"a": np.zeros(1)}, seconds=3.0)
+    store.save((0, 8), {"a": np.zeros(1)})
+    per_seq = forward_flops(cfg, 8, last_only=True)
+    assert sorted(campaign.state_chunks(tmp_path / "s" / "state.json")) == sorted(
+        [(2 * 4 * per_seq, 10.0), (1 * 2 * per_seq, 3.0), (2 * 2 * per_seq, 0.0)])
+    assert campaign.state_progress(tmp_path) == {"flops": 14 * per_seq, "seconds": 13.0}

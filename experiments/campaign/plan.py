@@ -344,31 +344,36 @@ def _model_config(model: dict):
     return ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in model.items()})
 
 
-def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
-    """What the resumable states under ``folder`` hold: model FLOPs and compute seconds of
-    their finished chunks (each chunk's seeds x sequences x ``flops.forward_flops`` of its
-    model at its length, the LM head at the last position). A state whose folder ``skip``
-    names is left out."""
+def state_chunks(state_file: Path) -> list[tuple[int, float]]:
+    """(model FLOPs, compute seconds) of each finished chunk of the resumable state saved in
+    ``state_file`` (a ``state.json``): the chunk's seeds x sequences x
+    ``flops.forward_flops`` of its model at its length, the LM head at the last position.
+    Empty for a state that has no chunk plan yet; seconds are 0 for a chunk saved without."""
     from bornbiased_jax.flops import forward_flops
 
-    done_flops, seconds = 0, 0.0
-    for f in sorted(Path(folder).glob("**/state.json")):
-        if skip(f.parent):
-            continue
-        st = json.loads(f.read_text())
-        ident, plan = st["identity"], st.get("plan")
-        if plan is None:
-            continue
-        cfg = _model_config(ident["model"])
-        N, T = ident["inputs"]["shape"][:2]
-        S = len(ident.get("seeds", [0]))
-        per_seq = forward_flops(cfg, T, last_only=True)
-        for name in st["done"]:
-            s0, n0 = (int(x[1:]) for x in name[len("chunk-"):-len(".npz")].split("-"))
-            done_flops += (min(plan["seed_chunk"], S - s0) * min(plan["seq_chunk"], N - n0)
-                           * per_seq)
-            seconds += st.get("seconds", {}).get(name, 0.0)
-    return {"flops": done_flops, "seconds": seconds}
+    st = json.loads(Path(state_file).read_text())
+    ident, plan = st["identity"], st.get("plan")
+    if plan is None:
+        return []
+    cfg = _model_config(ident["model"])
+    N, T = ident["inputs"]["shape"][:2]
+    S = len(ident.get("seeds", [0]))
+    per_seq = forward_flops(cfg, T, last_only=True)
+    out = []
+    for name in st["done"]:
+        s0, n0 = (int(x[1:]) for x in name[len("chunk-"):-len(".npz")].split("-"))
+        out.append((min(plan["seed_chunk"], S - s0) * min(plan["seq_chunk"], N - n0) * per_seq,
+                    st.get("seconds", {}).get(name, 0.0)))
+    return out
+
+
+def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
+    """What the resumable states under ``folder`` hold: model FLOPs and compute seconds of
+    their finished chunks (:func:`state_chunks`). A state whose folder ``skip`` names is
+    left out."""
+    chunks = [c for f in sorted(Path(folder).glob("**/state.json")) if not skip(f.parent)
+              for c in state_chunks(f)]
+    return {"flops": sum(fl for fl, _ in chunks), "seconds": sum(s for _, s in chunks)}
 
 
 def kept_progress(folder: Path) -> dict:
