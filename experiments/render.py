@@ -154,10 +154,12 @@ def initialisation_section(records: dict) -> str | None:
                 lines.append("| " + " | ".join(at_paper.pop(extra).cells()) + " |")
     side = initialisation_paper.table1_side_by_side(paper)
     if side is not None:
-        lines += ["", "Table 1 at the paper's shapes, the paper's rows beside ours (N = 2,000; "
-                  "our token ids differ from the paper's because another random number "
-                  "generator draws the weights: ids are not comparable; frequencies are, and "
-                  "so are p-values up to the vocabulary: the paper's GPT-2 rows fit |V| = 50,304, "
+        lines += ["", "Table 1 at the paper's shapes, the paper's rows beside ours (the paper's "
+                  "p-values are those of N = 2,000 for GPT-2 and N = 10,000 for LLaMA-2, whose "
+                  "rows are counts of 6-9; ours at each N we measured, a line per N; our token "
+                  "ids differ from the paper's because another random number generator draws "
+                  "the weights: ids are not comparable; frequencies are at the paper's N, and so "
+                  "are p-values up to the vocabulary: the paper's GPT-2 rows fit |V| = 50,304, "
                   "nanoGPT's padded one, ours use 50,257; '-': not measured yet):", "", side]
         note = initialisation_paper.table1_frequency_note(paper)
         lines += ["", note] if note else []

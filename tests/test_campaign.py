@@ -212,7 +212,7 @@ def test_rows_come_from_finished_pieces_only(tmp_path):
     _finish(tmp_path, plan[-1].name, {"token_preference.json": {"run": {}, "records": recs}})
     (row,) = campaign.claims(tmp_path, plan)
     assert row.claim == "Table 1 / Finding 1 at paper scale, N = 10,000 (NVIDIA H100 80GB HBM3)"
-    assert row.verdict == REPRODUCED and "N = 10000, T = [64, 256, 1024]" in row.ours
+    assert row.verdict == REPRODUCED and "GPT-2 (N = 10,000, T = [64, 256, 1024])" in row.ours
 
 
 def test_precision_rows_name_every_setting_and_failures(tmp_path):
@@ -415,7 +415,8 @@ def test_the_seed_spread_piece_writes_one_table1_row_per_seed(tmp_path, monkeypa
     seen = {}
 
     def fake(cfg, seeds, kind, T, state, budget_gb=None):
-        seen.update(preset=cfg.name, seeds=list(seeds), kind=kind, T=T, state=state)
+        seen.update(preset=cfg.name, seeds=list(seeds), kind=kind, T=T, state=state,
+                    shared_embedding=cfg.shared_embedding)
         top = np.tile(np.arange(PS.N_SEQS, dtype=np.int32) % 100, (len(seeds), 1))
         top[:, :60] = 7  # 60 + 19 of 2,000 predict token 7
         return {"top": top}
@@ -423,10 +424,11 @@ def test_the_seed_spread_piece_writes_one_table1_row_per_seed(tmp_path, monkeypa
     monkeypatch.setattr(PS, "_summarised", fake)
     out = PS.RUNNERS["table1a-seeds"](tmp_path / "state", tmp_path / "kept")
     assert seen == {"preset": "gpt2-rope-nano", "seeds": list(range(44, 64)), "kind": "tokens",
-                    "T": 64, "state": tmp_path / "kept" / "T64"}
+                    "T": 64, "state": tmp_path / "kept" / "T64", "shared_embedding": False}
     settings, recs, _ = out["table1a_seeds"]
     assert settings["seeds"] == list(range(44, 64)) and settings["num_seqs"] == 2000
     assert settings["layers"] == 12 and settings["seq_len"] == 64
+    assert settings["shared_embedding"] is False  # each seed its own embedding draw
     assert [r.seed for r in recs] == list(range(44, 64))
     assert all(r.top1_id == 7 and r.top1_count == 79 for r in recs)
     assert PS.STUDY["table1a_seeds"] == "initialisation"
@@ -454,3 +456,59 @@ def test_state_chunks_count_each_ragged_chunk_and_its_seconds(tmp_path):
     assert sorted(campaign.state_chunks(tmp_path / "s" / "state.json")) == sorted(
         [(2 * 4 * per_seq, 10.0), (1 * 2 * per_seq, 3.0), (2 * 2 * per_seq, 0.0)])
     assert campaign.state_progress(tmp_path) == {"flops": 14 * per_seq, "seconds": 13.0}
+
+
+def test_table1b_at_the_papers_n_runs_the_llama_passes_on_10000_sequences(tmp_path,
+                                                                         monkeypatch):
+    """table1b-n10k: Table 1(b)'s LLaMA-2 rows at N = 10,000, the N their p-values imply,
+    T = 64 and 256, kept as per-block sums; the record says N = 10,000."""
+    import numpy as np
+
+    from experiments.campaign import paper_pieces as PS
+
+    seen = []
+
+    def fake(cfg, seeds, kind, T, state, budget_gb=None, n=PS.N_SEQS):
+        seen.append((cfg.name, list(seeds), T, n, state))
+        top = np.tile(np.arange(n, dtype=np.int32) % 5000, (len(seeds), 1))
+        return {"top": top}
+
+    monkeypatch.setattr(PS, "_summarised", fake)
+    out = PS.RUNNERS["table1b-n10k"](tmp_path / "state", tmp_path / "kept")
+    assert seen == [("llama2-nano", [42, 43], T, 10_000, tmp_path / "kept" / f"T{T}")
+                    for T in (64, 256)]
+    settings, recs, _ = out["table1b_n10k"]
+    assert settings["num_seqs"] == 10_000 and settings["seq_lens"] == [64, 256]
+    assert [(r.seed, r.seq_len, r.num_seqs) for r in recs] == [
+        (42, 64, 10_000), (43, 64, 10_000), (42, 256, 10_000), (43, 256, 10_000)]
+    assert PS.STUDY["table1b_n10k"] == "initialisation"
+    spec = campaign.PAPER_SCALE["table1b-n10k"]
+    assert [p[2:] for p in spec.passes] == [(64, 20_000), (256, 20_000)]
+
+
+def test_paper_scale_runs_its_piece_in_full_float32_and_records_it(tmp_path, monkeypatch):
+    """A paper-scale piece asks for full float32 matrix products unless told otherwise (TF32
+    on a GPU would move near-tied arg-maxes) and its record says which it used; a bad piece
+    name is refused by the parser."""
+    import json
+
+    from bornbiased_jax import precision
+    from experiments import paper_scale
+    from experiments.campaign import paper_pieces as PS
+
+    monkeypatch.delenv(precision.ENV, raising=False)
+    seen = {}
+
+    def fake(state, summaries):
+        seen["precision"] = precision.current()
+        return {"table1b_n10k": ({"layers": 12}, [{"seed": 42}], 1.5)}
+
+    monkeypatch.setitem(PS.RUNNERS, "table1b-n10k", fake)
+    with precision.scoped("default"):  # what the process had: the piece must change it
+        rc = paper_scale.main(["table1b-n10k", "--state", str(tmp_path / "s"), "--summaries",
+                               str(tmp_path / "k"), "--records", str(tmp_path / "r")])
+    assert rc == 0 and seen["precision"] == "highest"
+    rec = json.loads((tmp_path / "r" / "initialisation" / "table1b_n10k.json").read_text())
+    assert rec["run"]["matmul_precision"] == "highest" and rec["records"] == [{"seed": 42}]
+    with pytest.raises(SystemExit):
+        paper_scale.main(["table9"])

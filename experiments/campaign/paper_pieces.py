@@ -46,8 +46,10 @@ def _profile(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None
 BLOCK = 250  # sequences per saved block of a summarised pass (8 blocks of N = 2,000)
 
 
-def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None):
-    """The last-token probe of ``seeds`` on the N = 2,000 probe set of ``kind`` at length T,
+def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None,
+                n: int = N_SEQS):
+    """The last-token probe of ``seeds`` on the first ``n`` (N = 2,000 unless given) sequences
+    of the probe set of ``kind`` at length T (in 8 blocks, or blocks of ``BLOCK`` if more),
     kept as per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
     sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
     committed as it grows, so the pass resumes on any machine from its last block. Returns
@@ -60,10 +62,10 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
                                                    mean_similarity_from_sums)
     from bornbiased_jax.probes.inputs import probe_inputs
 
-    xs = probe_inputs(kind, cfg, N_SEQS, T)
+    xs = probe_inputs(kind, cfg, n, T)
     budget = int(budget_gb * 2**30) if budget_gb else None
     parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
-                            block=BLOCK, state=state, progress=True, memory_budget=budget,
+                            block=max(BLOCK, n // 8), state=state, progress=True, memory_budget=budget,
                             desc=f"{cfg.name} {kind} T={T}",
                             state_identity={"probe": "last_token_sums", "probe_seed": 0},
                             allow_version_change=ALLOW_VERSIONS)
@@ -119,8 +121,9 @@ def _seconds(*folders: Path) -> float:
 
 
 def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
-               budget_gb=None) -> dict:
-    """Table 1 rows of ``preset`` (seeds 42, 43); for table1a also Figure 1a and Figure 2.
+               budget_gb=None, num_seqs: int = N_SEQS) -> dict:
+    """Table 1 rows of ``preset`` (seeds 42, 43) on ``num_seqs`` sequences; for table1a also
+    Figure 1a and Figure 2.
 
     Every pass is kept as committed per-block sums in ``summaries`` except table1a's T = 64
     one, whose seed-42 last-block states Figure 1a's similarity (its sd and z) needs whole; it
@@ -138,13 +141,15 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
     whole = {min(seq_lens)} if name == "table1a" else set()
     folders = [(state if T in whole else summaries) / f"T{T}" for T in seq_lens]
     for T, folder in zip(seq_lens, folders):
-        run = _profile if T in whole else _summarised
-        prof = profiles[T] = run(cfg, seeds, "tokens", T, folder, budget_gb)
+        prof = profiles[T] = (_profile(cfg, seeds, "tokens", T, folder, budget_gb)
+                              if T in whole else
+                              _summarised(cfg, seeds, "tokens", T, folder, budget_gb,
+                                          n=num_seqs))
         for i, s in enumerate(seeds):
             recs.append(summarize(prof["top"][i], cfg.vocab_size, preset=cfg.name, seed=s,
                                   seq_len=T, input="tokens"))
-    settings = {**shape(cfg), "seeds": seeds, "seq_lens": list(seq_lens), "num_seqs": N_SEQS,
-                "input": "tokens", "probe_seed": 0}
+    settings = {**shape(cfg), "seeds": seeds, "seq_lens": list(seq_lens),
+                "num_seqs": num_seqs, "input": "tokens", "probe_seed": 0}
     out[name] = (settings, recs, _seconds(*folders))
     if name == "table1a":
         t1, t2 = min(seq_lens), max(seq_lens)  # Figure 1a: T = 64; Figure 2: T = 1,024
@@ -268,23 +273,28 @@ def _table4a_part(cfg, kind: str, folder: Path):
 def run_table1a_seeds(state: Path, summaries: Path) -> dict:
     """Table 1(a)'s top-1 frequency over 20 more nano seeds at T = 64 (N = 2,000, the same
     probe sequences), kept as per-block sums: the spread between networks that two seeds per
-    model cannot show, against which the paper's and our seeds 42 and 43 are compared."""
+    model cannot show, against which the paper's and our seeds 42 and 43 are compared. Each
+    seed draws its own embedding and LM head (``shared_embedding`` off): the paper's networks
+    and ours differ in that draw too, so the spread must include it."""
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.probes.token_preference import summarize
 
-    cfg, seeds, T = get_preset("gpt2-rope-nano"), list(campaign.SPREAD_SEEDS), 64
+    cfg = dataclasses.replace(get_preset("gpt2-rope-nano"), shared_embedding=False)
+    seeds, T = list(campaign.SPREAD_SEEDS), 64
     folder = summaries / f"T{T}"
     prof = _summarised(cfg, seeds, "tokens", T, folder)
     recs = [summarize(prof["top"][i], cfg.vocab_size, preset=cfg.name, seed=s, seq_len=T,
                       input="tokens") for i, s in enumerate(seeds)]
     settings = {**shape(cfg), "seeds": seeds, "seq_len": T, "num_seqs": N_SEQS,
-                "input": "tokens", "probe_seed": 0}
+                "input": "tokens", "probe_seed": 0, "shared_embedding": False}
     return {"table1a_seeds": (settings, recs, _seconds(folder))}
 
 
 RUNNERS = {
     "table1a": lambda st, su: run_table1("table1a", "gpt2-rope-nano", (64, 256, 1024), st, su),
     "table1b": lambda st, su: run_table1("table1b", "llama2-nano", (64, 256, 1024), st, su),
+    "table1b-n10k": lambda st, su: run_table1("table1b_n10k", "llama2-nano", (64, 256), st, su,
+                                              num_seqs=campaign.PAPER_N_LLAMA),
     "table2": run_table2,
     "table4a": run_table4a,
     "table1c": lambda st, su: run_table1("table1c", "gpt2-rope-1.2b", (64,), st, su,

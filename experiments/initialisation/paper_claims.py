@@ -16,6 +16,11 @@ from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_in
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 
 
+def _count(r: dict) -> int:
+    """A Table 1 record's top-1 count (older records keep only the frequency)."""
+    return int(r["top1_count"]) if "top1_count" in r else round(r["top1_freq"] * r["num_seqs"])
+
+
 def _proportion_p(k1: int, n1: int, k2: int, n2: int) -> float:
     """One-sided p of "the second proportion is larger" (Fisher's exact test)."""
     return float(stats.fisher_exact([[k2, n2 - k2], [k1, n1 - k1]],
@@ -29,14 +34,18 @@ def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
     seed the 1.2B model's frequency above the nano model's at the same T (same test). A part
     holds when all its comparisons are significant, fails when one goes significantly the other
     way (p <= 0.01 reversed), holds in part when some but not all are significant (none
-    reversed), and is undecided when none is. Reproduced when every part holds (the scale part
+    reversed), and is undecided when none is (or nothing was compared). The scale part holds
+    in full only when the 1.2B model is compared at every nano length ("at the same input
+    length"); compared at some lengths only it holds "at T = ... only", which gives partly. Reproduced when every part holds (the scale part
     needs (c)); differs when one fails; partly when a part holds, wholly or in part, and the
     other does not or is missing; underpowered when none is decided."""
     def compare(pairs):
+        if not pairs:
+            return "undecided (no comparison)", []
         ok, bad, text = [], [], []
         for a, b in pairs:
-            k1, n1 = round(a["top1_freq"] * a["num_seqs"]), a["num_seqs"]
-            k2, n2 = round(b["top1_freq"] * b["num_seqs"]), b["num_seqs"]
+            k1, n1 = _count(a), a["num_seqs"]
+            k2, n2 = _count(b), b["num_seqs"]
             up, down = _proportion_p(k1, n1, k2, n2), _proportion_p(k2, n2, k1, n1)
             ok.append(up <= ALPHA)
             bad.append(down <= ALPHA)
@@ -51,18 +60,23 @@ def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
     by = {(r["seed"], r["seq_len"]): r for r in recs}
     seeds = sorted({r["seed"] for r in recs})
     if len(Ts) > 1:
-        pairs = [(by[(s, Ts[0])], by[(s, Ts[-1])]) for s in seeds]
-        parts["length"], t = compare(pairs)
+        both = [s for s in seeds if (s, Ts[0]) in by and (s, Ts[-1]) in by]
+        parts["length"], t = compare([(by[(s, Ts[0])], by[(s, Ts[-1])]) for s in both])
         texts.append(f"T = {Ts[0]} -> {Ts[-1]}: " + "; ".join(
-            f"seed {s}: {x}" for s, x in zip(seeds, t)))
+            f"seed {s}: {x}" for s, x in zip(both, t)))
     else:
         parts["length"] = "undecided (one length measured)"
     if big is not None:
         bb = {(r["seed"], r["seq_len"]): r for r in big["records"]}
-        common = [(s, T) for (s, T) in bb if (s, T) in by]
+        common = sorted((s, T) for (s, T) in bb if (s, T) in by)
         parts["scale"], t = compare([(by[k], bb[k]) for k in common])
         texts.append("nano -> 1.2B: " + "; ".join(
             f"seed {s} T={T}: {x}" for (s, T), x in zip(common, t)))
+        missing_T = sorted(set(Ts) - {T for _, T in common})
+        if missing_T and parts["scale"] == "holds":  # the paper: "at the same input length"
+            parts["scale"] = (f"holds at T = {', '.join(f'{T:,}' for T in sorted({T for _, T in common}))}"
+                              f" only (1.2B not measured at T = "
+                              f"{', '.join(f'{T:,}' for T in missing_T)})")
     states = list(parts.values())
     if "fails" in states:
         verdict = DIFFERS
@@ -103,9 +117,11 @@ def finding13_claim(tables: list[dict]) -> Claim:
     records: at every (model, T) where both seeds' preferences are decisive (Bonferroni
     p < 1e-10), the seeds' :func:`contenders` (their top-1 and the tokens within noise of it)
     must be disjoint. Reproduced when they are everywhere; differs when some such pair shares
-    a contender; untestable when no pair is decisive. The note counts the seeds with a token
-    among their contenders at every length (the paper's 1.2B seeds keep one favourite; its
-    nano seed 42 does not) and names the seeds whose top-1 is within noise of a runner-up."""
+    a contender; untestable when no pair is decisive. The note counts, among the seeds
+    measured at two or more lengths, those with a token among their contenders at every
+    length and those whose top-1 itself stays the same (the paper's 1.2B seeds keep one
+    top-1; its nano seed 42 does not), and names the seeds whose top-1 is within noise of a
+    runner-up."""
     recs = [r for t in tables for r in t["records"]]
     groups: dict = {}
     for r in recs:
@@ -116,22 +132,30 @@ def finding13_claim(tables: list[dict]) -> Claim:
     decided = {k: v for k, v in decided.items() if k not in open_}
     same = [k for k, v in decided.items()
             if any(contenders(x) & contenders(y) for i, x in enumerate(v) for y in v[i + 1:])]
-    keep, close = {}, set()
+    keep, close, lengths, tops = {}, set(), {}, {}
     for r in recs:
         c = contenders(r)
         key = (r["preset"], r["seed"])
         keep[key] = set() if c is None else keep.get(key, c) & c
+        lengths.setdefault(key, set()).add(r["seq_len"])
+        tops.setdefault(key, set()).add(r["top1_id"])
         if c is None or len(c) > 1:
             close.add(key)
-    kept = sorted(f"{p} seed {s}" for (p, s), ids in keep.items() if ids)
+    several = [k for k in keep if len(lengths[k]) > 1]  # one length shows no persistence
+    kept = sorted(f"{p} seed {s}" for p, s in several if keep[(p, s)])
+    same_top = sorted(f"{p} seed {s}" for p, s in several if len(tops[(p, s)]) == 1)
+    single = sorted(f"{p} seed {s}" for p, s in keep if len(lengths[(p, s)]) == 1)
 
     def fav(r):
         c = contenders(r)
         return str(r["top1_id"]) if len(c) == 1 else "/".join(map(str, sorted(c)))
     ours = "; ".join(f"{p} T={T}: " + ", ".join(f"seed {r['seed']}: {fav(r)}" for r in v)
                      for (p, T), v in sorted(decided.items()))
-    note = (f"a favourite at every length: {', '.join(kept) if kept else 'no seed'} of "
-            f"{len(keep)} (model, seed) pairs; "
+    note = (f"a favourite at every length (a token among the contenders at each): "
+            f"{', '.join(kept) if kept else 'no seed'} of {len(several)} (model, seed) pairs "
+            f"measured at several lengths; the same top-1 at every length: "
+            f"{', '.join(same_top) if same_top else 'no seed'}; "
+            + (f"one length only: {', '.join(single)}; " if single else "")
             + (f"top-1 within noise of a runner-up (a/b: tokens not significantly apart, "
                f"binomial 5 %) for {', '.join(f'{p} seed {s}' for p, s in sorted(close))} at "
                f"some length; " if close else "")
@@ -160,36 +184,44 @@ PAPER_TABLE1 = {
     ("c", 42, 64): (23062, 0.0395, "2.57e-224"), ("c", 42, 256): (23062, 0.062, "0.00"),
     ("c", 42, 1024): (23062, 0.0635, "0.00"), ("c", 43, 64): (20694, 0.052, "6.75e-309"),
     ("c", 43, 256): (20694, 0.0745, "0.00"), ("c", 43, 1024): (20694, 0.102, "0.00")}
-TABLE1_PARTS = {"a": ("table1a", "RoPE GPT-2 nano (12L, 12H, 768d)"),
-                "b": ("table1b", "LLaMA-2 nano (12L, 12H, 768d)"),
-                "c": ("table1c", "RoPE GPT-2 1.2B (24L, 32H, 2048d)")}
+# part -> (its records, label, the N the paper's rows are counts of: README's Notes on the paper)
+TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
+                "b": (("table1b", "table1b_n10k"), "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
+                "c": (("table1c",), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
 # piece of experiments/paper_scale.py -> the records it writes
 
 
 def seed_spread_claim(a: dict, spread: dict) -> Claim:
     """Table 1(a)'s frequencies against the spread between networks: the paper's two T = 64
-    top-1 frequencies (seeds 42, 43: 2.60 %, 3.00 %) ranked among ours at T = 64 (seeds 42
-    and 43 of Table 1(a) and the 20 seeds of the spread piece) by a two-sided Mann-Whitney
-    test (scipy's exact method, which ignores ties). Its null: the paper's nano networks and
-    ours are draws of one distribution. With 2 against 22 values only full separation (both
-    of the paper's values beyond all of ours, p = 2/276) reaches p <= 0.01, which ties cannot
-    produce. Differs when p <= 0.01, naming the side; reproduced otherwise ("within our
-    spread": the test rejects only on full separation). What the test cannot separate from
-    the networks themselves: each side keeps one embedding and LM-head draw for all its seeds
-    (the paper's note 2 to Table 1) and ours is not the paper's; the vocabularies (|V| =
-    50,304 in the paper's p-values, 50,257 here); and our 22 seeds share one set of probe
-    sequences."""
-    ours = [r for r in a["records"] if r["seq_len"] == 64] + list(spread["records"])
+    top-1 frequencies (seeds 42, 43: 2.60 %, 3.00 %) ranked among the spread piece's networks
+    at T = 64 by a two-sided Mann-Whitney test (scipy's exact method, which ignores ties). The
+    spread's networks each draw their own embedding and LM head (settings
+    ``shared_embedding`` false), since the paper's networks and ours differ in that draw
+    too; our Table 1(a) seeds 42 and 43, which share one embedding, are ranked beside them,
+    not tested. Its null: the paper's nano networks are draws of the distribution the spread
+    samples. With 2 against 20 values only full separation (both of the paper's values
+    beyond all of ours, p = 2/231) reaches p <= 0.01, which ties cannot produce. Differs when
+    p <= 0.01, naming the side; reproduced otherwise ("within our spread"). Not separated
+    from the networks: the paper's two share one embedding draw (so they are not two
+    independent draws); the vocabularies (|V| = 50,304 in the paper's p-values, 50,257
+    here); our networks share one set of probe sequences."""
+    ours = list(spread["records"])
     f = sorted(r["top1_freq"] for r in ours)
     paper = [freq for (part, _, T), (_, freq, _) in PAPER_TABLE1.items()
              if part == "a" and T == 64]
     p = float(stats.mannwhitneyu(paper, f, alternative="two-sided", method="exact").pvalue)
     above = [sum(x < q for x in f) for q in paper]
-    text = (f"our {len(f)} nano seeds at T = 64: top-1 {f[0]:.2%}-{f[-1]:.2%} (median "
-            f"{statistics.median(f):.2%}); the paper's {', '.join(f'{q:.2%}' for q in paper)} "
-            f"are above {', '.join(map(str, above))} of them (Mann-Whitney p {p:.2g})")
-    caveat = ("each side's one embedding and LM-head draw, |V| 50,304 vs 50,257 and our shared "
-              "probe sequences are not separated from the networks")
+    own = sorted((r["seed"], r["top1_freq"]) for r in a["records"] if r["seq_len"] == 64)
+    shared = spread["run"]["settings"].get("shared_embedding", True)
+    draws = "one shared embedding draw" if shared else "their own embedding draws"
+    text = (f"our {len(f)} nano networks ({draws}) at T = 64: top-1 {f[0]:.2%}-{f[-1]:.2%} "
+            f"(median {statistics.median(f):.2%}); the paper's "
+            f"{', '.join(f'{q:.2%}' for q in paper)} are above {', '.join(map(str, above))} of "
+            f"them (Mann-Whitney p {p:.2g}); our Table 1(a) "
+            + ", ".join(f"seed {s} ({q:.2%}) above {sum(x < q for x in f)}" for s, q in own))
+    caveat = ("the paper's two networks share one embedding draw; |V| 50,304 vs 50,257 and our "
+              "shared probe sequences are not separated from the networks"
+              + ("; our networks also share one embedding draw" if shared else ""))
     name, claim = ("Table 1(a) against the spread between seeds",
                    "seeds 42, 43 at T = 64: 2.60 %, 3.00 %")
     if p <= ALPHA:
@@ -197,7 +229,7 @@ def seed_spread_claim(a: dict, spread: dict) -> Claim:
         return Claim(name, claim, text, DIFFERS, f"the paper's nano networks sit {side} all of "
                      f"ours at T = 64: ours are {'less' if side == 'above' else 'more'} biased "
                      f"({caveat})", "Sec. 3")
-    return Claim(name, claim, text, REPRODUCED, "the paper's values are within our seeds' "
+    return Claim(name, claim, text, REPRODUCED, "the paper's values are within our networks' "
                  "spread (the test rejects only when both lie beyond all of ours; " + caveat
                  + ")", "Sec. 3")
 
@@ -217,10 +249,11 @@ def paper_scale_label(rec: dict) -> str:
     Ts = s.get("seq_lens") or [s.get("seq_len")]
     T = f"{min(Ts):,}-{max(Ts):,}" if len(Ts) > 1 else f"{Ts[0]:,}"
     n = s.get("num_seqs", s.get("n"))
+    n = "/".join(f"{x:,}" for x in n) if isinstance(n, list) else f"{n:,}"
     seeds = s.get("seeds") or ([s["seed"]] if "seed" in s else [])
     models = ("" if not seeds else f", seed {seeds[0]}" if len(seeds) == 1 else
               f", {len(seeds)} models (seeds {_seed_list(seeds)})")
-    return (f"paper scale: {s['layers']}L, {s['heads']}H, d = {s['d_model']}, N = {n:,}, "
+    return (f"paper scale: {s['layers']}L, {s['heads']}H, d = {s['d_model']}, N = {n}, "
             f"T = {T}{models}")
 
 
@@ -246,9 +279,18 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
 
     out = {}
     a, b, c = (paper.get(n) for n in ("table1a", "table1b", "table1c"))
-    out["Table 1 / Finding 1"] = (
-        named(table1_claim({"records": a["records"] + b["records"]}), a) if a and b else
-        missing("Table 1 / Finding 1", *[n for n, r in (("table1a", a), ("table1b", b)) if not r]))
+    b10 = paper.get("table1b_n10k")
+    llama = [r for t in (b, b10) if t for r in t["records"]]
+    if a and llama:
+        t1 = table1_claim({"records": a["records"] + llama})
+        if not b10:
+            t1.why += " (`python -m experiments.paper_scale table1b-n10k` measures it)"
+        ns = sorted({r["num_seqs"] for r in a["records"] + llama})
+        out["Table 1 / Finding 1"] = named(t1, {"run": {"settings": {
+            **a["run"]["settings"], "num_seqs": ns if len(ns) > 1 else ns[0]}}})
+    else:
+        out["Table 1 / Finding 1"] = missing("Table 1 / Finding 1", *(
+            [] if a else ["table1a"]) + ([] if llama else ["table1b", "table1b-n10k"]))
     out["Finding 1.2"] = (named(finding12_claim(a, c), a) if a else
                           missing("Finding 1.2", "table1a", "table1c"))
     out["Finding 1.3"] = (named(finding13_claim([r for r in (a, c) if r]), a) if a else
@@ -273,41 +315,51 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
 
 def table1_side_by_side(paper: dict) -> str | None:
     """Table 1's rows, the paper's beside ours at the paper's shapes (None before any paper-scale
-    Table 1 record). Token ids are not comparable (another random number generator draws the
-    weights); frequencies and p-values are."""
-    have = {part: paper[name] for part, (name, _) in TABLE1_PARTS.items() if name in paper}
-    if not have:
+    Table 1 record); a paper row measured at several N has a line per N. Token ids are not
+    comparable (another random number generator draws the weights); frequencies and p-values
+    are, at the N of the paper's rows."""
+    have = {part: [r for n in names if n in paper for r in paper[n]["records"]]
+            for part, (names, _, _) in TABLE1_PARTS.items()}
+    if not any(have.values()):
         return None
     lines = ["| model | seed | T | paper: top-1 id | paper: freq. | paper: p | ours: top-1 id | "
              "ours: freq. [95 % CI] | ours: p | ours: N |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (part, seed, T), (pid, pf, pp) in PAPER_TABLE1.items():
-        rec = next((r for r in have.get(part, {"records": []})["records"]
-                    if r["seed"] == seed and r["seq_len"] == T), None)
-        if rec is None:
-            mine = "- | - | - | -"
-        else:
+        recs = [r for r in have[part] if r["seed"] == seed and r["seq_len"] == T]
+        mine = []
+        for rec in sorted(recs, key=lambda r: r["num_seqs"]):
             lo, hi = _freq_interval(rec)
-            mine = (f"{rec['top1_id']} | {rec['top1_freq']:.2%} [{lo:.2%}, {hi:.2%}] | "
-                    f"{format_log10_p(rec['log10_p'])} | {rec['num_seqs']:,}")
-        lines.append(f"| {TABLE1_PARTS[part][1]} | {seed} | {T:,} | {pid} | {pf:.2%} | {pp} | "
-                     f"{mine} |")
+            mine.append(f"{rec['top1_id']} | {rec['top1_freq']:.2%} [{lo:.2%}, {hi:.2%}] | "
+                        f"{format_log10_p(rec['log10_p'])} | {rec['num_seqs']:,}")
+        for m in mine or ["- | - | - | -"]:
+            lines.append(f"| {TABLE1_PARTS[part][1]} | {seed} | {T:,} | {pid} | {pf:.2%} | "
+                         f"{pp} | {m} |")
     return "\n".join(lines)
 
 
 def table1_frequency_note(paper: dict) -> str | None:
-    """How our paper-scale Table 1 frequencies sit against the paper's, per measured part:
-    rows below / above, the range of ours over the paper's, and how many of our intervals
-    exclude the paper's value. Not a verdict: each interval covers the sampling of sequences
-    for one network, and our networks are not the paper's (another random number generator),
-    so two seeds per model cannot separate a systematic difference from seed-to-seed
-    variation."""
+    """How our paper-scale Table 1 frequencies sit against the paper's, per measured part, at
+    the N the paper's rows are counts of (2,000 for GPT-2, 10,000 for LLaMA-2): rows below /
+    above, the range of ours over the paper's, and how many of our intervals exclude the
+    paper's value. A part measured at another N only is named as not comparable: a top-1
+    frequency of nearly uniform predictions depends on N (the paper's LLaMA-2 rows are 6-9 of
+    10,000; at N = 2,000 the top-1 of uniform draws over 32,000 tokens is already 2-3). Not a
+    verdict: each interval covers the sampling of sequences for one network, and our
+    networks are not the paper's (another random number generator), so two seeds per model
+    cannot separate a systematic difference from seed-to-seed variation."""
     parts = []
-    for part, (name, label) in TABLE1_PARTS.items():
-        recs = {(r["seed"], r["seq_len"]): r for r in paper.get(name, {"records": []})["records"]}
+    for part, (names, label, n_paper) in TABLE1_PARTS.items():
+        every = [r for n in names if n in paper for r in paper[n]["records"]]
+        recs = {(r["seed"], r["seq_len"]): r for r in every if r["num_seqs"] == n_paper}
         pairs = [(recs[(s, T)], f) for (q, s, T), (_, f, _) in PAPER_TABLE1.items()
                  if q == part and (s, T) in recs]
         if not pairs:
+            if every:
+                parts.append(f"{label}: measured at N = "
+                             f"{', '.join(f'{n:,}' for n in sorted({r['num_seqs'] for r in every}))}"
+                             f" only, not comparable in frequency with the paper's rows at "
+                             f"N = {n_paper:,}")
             continue
         below = sum(r["top1_freq"] < f for r, f in pairs)
         ratio = [r["top1_freq"] / f for r, f in pairs]
@@ -315,11 +367,10 @@ def table1_frequency_note(paper: dict) -> str | None:
                    zip((_freq_interval(r) for r, _ in pairs), pairs))
         parts.append(f"{label}: ours below the paper's in {below} of {len(pairs)} rows "
                      f"({min(ratio):.0%}-{max(ratio):.0%} of it), our 95 % interval excluding "
-                     f"the paper's value in {excl}")
+                     f"the paper's value in {excl} (N = {n_paper:,})")
     if not parts:
         return None
     return ("; ".join(parts) + ". Each interval covers the sampling of sequences for one "
             "network; ours are other networks than the paper's, so two seeds per model cannot "
             "tell a systematic difference from seed-to-seed variation (the row 'Table 1(a) "
-            "against the spread between seeds' tests that at T = 64, up to the embedding draw "
-            "and vocabulary each side shares across its seeds).")
+            "against the spread between seeds' tests that at T = 64).")
