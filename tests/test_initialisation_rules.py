@@ -297,15 +297,22 @@ def test_paper_scale_rows_come_from_their_records_or_say_which_piece_measures_th
 def test_table4a_at_paper_scale():
     from experiments.seedprint import claims as seedprint
 
-    def rec(p):
-        return {"run": {}, "records": [
+    def rec(p, S=(5, 5, 5, 5)):
+        return {"run": {"settings": {"layers": 12, "heads": 12, "d_model": 768, "n": 2000,
+                                     "seq_len": 256}}, "records": [
             {"model": "llama2-nano-gpt2init", "input": "gaussian", "pair": f"pair {i}",
-             "paper/t_mean": p, "paper/u_mean": 0.5, "official/two_phi_bar": 0.4}
-            for i in range(4)]}
+             "paper/t_mean": p, "paper/u_mean": 0.5, "official/two_phi_bar": 0.4,
+             "paper/S": S[i]} for i in range(4)]}
     (ok,) = seedprint.table4a_paper_scale_claims(rec(0.3))
     assert ok.verdict == V.REPRODUCED and "gaussian inputs" in ok.claim
+    assert ok.claim.startswith("Table 4a [paper scale: 12L, 12H, d = 768, n = 2,000, T = 256]")
     (bad,) = seedprint.table4a_paper_scale_claims(rec(1e-5))
     assert bad.verdict == V.DIFFERS and "4 of 4 unrelated pairs" in bad.why
+    # an empty S is no test (p = 1 by convention): counted apart, never as a pass
+    (some,) = seedprint.table4a_paper_scale_claims(rec(1.0, S=(0, 0, 5, 5)))
+    assert some.verdict == V.REPRODUCED and "S empty for 2 of 4 pairs" in some.why
+    (empty,) = seedprint.table4a_paper_scale_claims(rec(1.0, S=(0, 0, 0, 0)))
+    assert empty.verdict == V.UNTESTABLE and "S empty for 4 of 4 pairs" in empty.why
     (none,) = seedprint.table4a_paper_scale_claims(None)
     assert none.verdict == V.UNTESTABLE and "paper_scale table4a" in none.ours
 

@@ -112,16 +112,21 @@ def test_figure1a_multiple_of_the_uniform_top1():
     assert c.verdict == V.REPRODUCED and "another model or N" in c.why
 
 
-def _t2(att_p, mlp_p, full_p):
-    rows = [("full model", 0.2, full_p), ("self-attention-only", 1e-4, att_p),
-            ("MLP-only", 0.15, mlp_p)]
-    return {"run": {}, "records": [{"mode": m, "avg_sim": a, "log10_p": -30 if a > 0.01 else
-                                    -0.1, "z": 1.0, "top1_freq": 0.01, "top1_log10_p": p}
-                                   for m, a, p in rows]}
+def _t2(att_p, mlp_p, full_p, full_freq=0.03, n=2000):
+    rows = [("full model", 0.2, full_p, full_freq), ("self-attention-only", 1e-4, att_p, 0.002),
+            ("MLP-only", 0.15, mlp_p, 0.01)]
+    return {"run": {"settings": {"num_seqs": n}} if n else {}, "records": [
+        {"mode": m, "avg_sim": a, "log10_p": -30 if a > 0.01 else -0.1, "z": 1.0,
+         "top1_freq": f, "top1_log10_p": p} for m, a, p, f in rows]}
 
 
 def test_figure3_attention_only_flat_others_preferred():
-    assert I.figure3_claim(_t2(-0.0, -5, -8)).verdict == V.REPRODUCED
+    c = I.figure3_claim(_t2(-0.0, -5, -8))  # full 60 vs MLP-only 20 of 2,000
+    assert c.verdict == V.REPRODUCED and "full above MLP-only: Fisher p" in c.ours
+    # "far exceeding": the full model's top-1 not significantly above MLP-only's (22 vs 20)
+    c = I.figure3_claim(_t2(-0.0, -5, -8, full_freq=0.011))
+    assert c.verdict == V.PARTLY and "not significantly above" in c.why
+    assert I.figure3_claim(_t2(-0.0, -5, -8, n=None)).verdict == V.PARTLY  # no N: untested
     c = I.figure3_claim(_t2(-4, -5, -8))
     assert c.verdict == V.DIFFERS and "attention-only preference significant" in c.why
     c = I.figure3_claim(_t2(0, -1, -8))
@@ -181,17 +186,29 @@ def test_depth_and_ablation_rules_could_fail():
     assert I.figure2_claim(f2([[0.0, 0.2, 0.1], [0.0, 0.2, 0.1]])).verdict == V.DIFFERS
     assert I.figure2_claim(f2([[0.3, 0.2, 0.25]])).verdict == V.DIFFERS  # block 1 < embeddings
 
-    def f7(full, mlp, att):
-        return {"run": {}, "records": {k: [{"mean": x} for x in v] for k, v in
-                                       (("full", full), ("MLP-only", mlp),
-                                        ("attention-only", att))}}
+    def f7(full, mlp, att, att_p=None, n=2000, sd=0.06):
+        att_p = att_p or [-0.1] * len(att)
+        recs = {k: [{"block": i, "mean": x, "sd": sd, "log10_p": -30.0} for i, x in enumerate(v)]
+                for k, v in (("full", full), ("MLP-only", mlp))}
+        recs["attention-only"] = [{"block": i, "mean": x, "sd": sd, "log10_p": q}
+                                  for i, (x, q) in enumerate(zip(att, att_p))]
+        return {"run": {"settings": {"num_seqs": n}}, "records": recs}
     ok = f7([0, 0.1, 0.2, 0.3], [0, 0.1, 0.15, 0.2], [0, 1e-3, -2e-3, 5e-4])
-    assert I.figure7_claim(ok).verdict == V.REPRODUCED
-    assert "block 2: full 0.200 vs MLP-only 0.150" in I.figure7_claim(ok).ours
-    for bad in (f7([0, 0.1, 0.2, 0.3], [0, 0.1, 0.15, 0.2], [0, 0.05, 0.0, 0.0]),  # attn moves
+    c = I.figure7_claim(ok)
+    assert c.verdict == V.REPRODUCED and "block 2: full - MLP-only +0.0500 (2 SE 0.0076)" in c.why
+    assert "block 2: full 0.200 vs MLP-only 0.150" in c.ours
+    for bad in (f7([0, 0.1, 0.2, 0.3], [0, 0.1, 0.15, 0.2], [0, 0.05, 0.0, 0.0],
+                   att_p=[-0.1, -40.0, -0.1, -0.1]),  # attention-only has a direction
                 f7([0, 0.1, 0.1, 0.3], [0, 0.1, 0.15, 0.2], [0, 0, 0, 0]),  # full below at 2
                 f7([0, 0.1, 0.2, 0.1], [0, 0.1, 0.15, 0.2], [0, 0, 0, 0])):  # and at the end
         assert I.figure7_claim(bad).verdict == V.DIFFERS
+    # a block's p of 0.005 is not significant after Bonferroni over 4 blocks (0.0025)
+    c = I.figure7_claim(f7([0, 0.1, 0.2, 0.3], [0, 0.1, 0.15, 0.2], [0, 0, 0, 0],
+                           att_p=[-0.1, -2.3, -0.1, -0.1]))
+    assert c.verdict == V.REPRODUCED and "no block's p <= 0.01/4" in c.why
+    # full above MLP-only by less than 2 SE at N = 100: underpowered, not reproduced
+    c = I.figure7_claim(f7([0, 0.1, 0.16, 0.3], [0, 0.1, 0.15, 0.2], [0, 0, 0, 0], n=100))
+    assert c.verdict == V.UNDERPOWERED and "within 2 SE" in c.why
 
     def f10(token, dim):
         return {"run": {}, "records": {"token_log10_p": token, "dim_log10_p": dim}}

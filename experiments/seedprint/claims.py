@@ -66,20 +66,27 @@ def table4a_claims(d: dict) -> list[Claim]:
 
 def table4a_paper_scale_claims(d: dict | None) -> list[Claim]:
     """Table 4a at the paper's width and depth (experiments/paper_scale.py table4a): per init
-    and input kind, the four unrelated pairs' p-values. Reproduced when no pair gets a paper t or
-    U p <= 0.01 (the paper's "all > 0.01"); differs otherwise, naming how many; the released
-    code's test and the exact permutation test (token inputs) are reported beside. Untestable
-    (not measured yet) without the record."""
-    name = "Table 4a [paper scale: 12L, 12H, d = 768, n = 2,000, T = 256]"
+    and input kind, the four unrelated pairs' p-values. A pair whose identity-dimension set S
+    is empty has no test (Algorithm 1 gives p = 1 by convention) and is counted apart.
+    Reproduced when no tested pair gets a paper t or U p <= 0.01 (the paper's "all > 0.01");
+    differs otherwise, naming how many; untestable when every pair's S is empty, or without
+    the record (not measured yet). The released code's test and the exact permutation test
+    (token inputs) are reported beside. The paper states neither n nor T for Table 4a; the
+    row names ours."""
     paper = "t 0.357, 0.678, 0.363, 0.434; U 0.532, 0.565, 0.335, 0.481 (all > 0.01)"
     if d is None:
-        return [Claim(name, paper, "no record yet; `python -m experiments.paper_scale table4a` "
-                      "measures it (resumable)", UNTESTABLE, "not measured yet", "Table 4a")]
+        return [Claim("Table 4a [paper scale]", paper, "no record yet; `python -m "
+                      "experiments.paper_scale table4a` measures it (resumable)", UNTESTABLE,
+                      "not measured yet", "Table 4a")]
+    st = d.get("run", {}).get("settings", {})
+    name = (f"Table 4a [paper scale: {st.get('layers', '?')}L, {st.get('heads', '?')}H, "
+            f"d = {st.get('d_model', '?')}, n = {st.get('n', 0):,}, T = {st.get('seq_len', '?')}]")
     out = []
     recs = d["records"]
     for model, kind in dict.fromkeys((r["model"], r["input"]) for r in recs):
         rs = [r for r in recs if r["model"] == model and r["input"] == kind]
-        bad = sum(r["paper/t_mean"] <= ALPHA or r["paper/u_mean"] <= ALPHA for r in rs)
+        tested = [r for r in rs if r.get("paper/S", 1) > 0]
+        bad = sum(r["paper/t_mean"] <= ALPHA or r["paper/u_mean"] <= ALPHA for r in tested)
         off = sum(r["official/two_phi_bar"] <= ALPHA for r in rs)
         ours = (f"paper t {', '.join(fmt_p(r['paper/t_mean']) for r in rs)}; U "
                 f"{', '.join(fmt_p(r['paper/u_mean']) for r in rs)}; official "
@@ -87,11 +94,16 @@ def table4a_paper_scale_claims(d: dict | None) -> list[Claim]:
         if all("permutation/exact" in r for r in rs):
             ours += ("; permutation (exact) "
                      + ", ".join(fmt_p(r["permutation/exact"]) for r in rs))
-        why = ("" if bad == 0 else f"the paper's tests call {bad} of {len(rs)} unrelated pairs "
-               f"related at this shape") + (f"; the released code's test {off} of {len(rs)}"
-                                            if off else "")
-        out.append(Claim(f"{name}, {model}, {kind} inputs", paper, ours,
-                         REPRODUCED if bad == 0 else DIFFERS, why.strip("; "), "Table 4a"))
+        why = [f"the paper's tests call {bad} of {len(tested)} unrelated pairs related at "
+               f"this shape"] if bad else []
+        if len(tested) < len(rs):
+            why.append(f"S empty for {len(rs) - len(tested)} of {len(rs)} pairs (no test; "
+                       f"p = 1 by convention)")
+        if off:
+            why.append(f"the released code's test {off} of {len(rs)}")
+        verdict = UNTESTABLE if not tested else REPRODUCED if bad == 0 else DIFFERS
+        out.append(Claim(f"{name}, {model}, {kind} inputs", paper, ours, verdict,
+                         "; ".join(why), "Table 4a"))
     return out
 
 
