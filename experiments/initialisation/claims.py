@@ -289,46 +289,51 @@ def figure1a_claim(d: dict, size_records: list[dict] | None = None) -> Claim:
 
 
 def finding22_claim(d: dict) -> Claim:
-    """Finding 2.2 from the models whose favourite token is unambiguous (it beats the runner-up
-    in a two-sided binomial test at 5 %): their match rate's 95 % Clopper-Pearson interval
-    against the paper's 76 %. Differs when the interval excludes 76 %; reproduced when it
-    contains 76 % and is no wider than the paper's own interval (76 of 100 models, width 0.18);
-    consistent, underpowered when it contains 76 % but is wider. Untestable without an
-    unambiguous model. A mismatch on a model whose favourite is a coin flip among tied tokens
-    says nothing about the claim."""
+    """Finding 2.2: the paper's 76 % is the match rate over all of its 100 models, so ours over
+    all our models is compared with it by a two-sided Fisher exact test of the two samples
+    (ours against 76 of 100, so the paper's own sampling error counts). Differs when p <= 0.01;
+    reproduced when not and we measured as many models as the paper (100); consistent,
+    underpowered with fewer (our 95 % Clopper-Pearson interval is then reported against the
+    paper's, 0.18 wide). Untestable without a model.
+    The rate over models whose favourite is unambiguous (it beats the runner-up in a two-sided
+    binomial test at 5 %) is reported beside: a mismatch where the favourite is a coin flip
+    among near-tied tokens says little about the alignment."""
     r = d["records"]
     per = r["per_seed"]
     n_seqs = d["run"]["settings"]["num_seqs"]
     paper = "76 % of 100 models"
+    a, u = r["summary"]["all"], r["summary"]["unambiguous"]
+    if not a["models"]:
+        return Claim("Finding 2.2", paper, "no model", UNTESTABLE, "no model measured", "Sec. 4")
     counts = (f"favourites rest on {min(p['favourite_count'] for p in per)}-"
               f"{max(p['favourite_count'] for p in per)} of {n_seqs} predictions")
     margins = (f"margins over the runner-up {min(p['margin'] for p in per)}-"
                f"{max(p['margin'] for p in per)}")
-    a, u = r["summary"]["all"], r["summary"]["unambiguous"]
-    ours = (f"all models: {a['matches']}/{a['models']} (95 % CI {a['ci95'][0]:.0%}-"
-            f"{a['ci95'][1]:.0%}); models with an unambiguous favourite: ")
-    if not u["models"]:
-        return Claim("Finding 2.2", paper, ours + f"none ({counts}, {margins})", UNTESTABLE,
-                     "no model's favourite stands out at this N", "Sec. 4")
-    lo, hi = u["ci95"]
-    ours += (f"{u['matches']}/{u['models']} (95 % CI {lo:.0%}-{hi:.0%}); {counts}, {margins} "
-             f"(N = {n_seqs})")
-    target = FINDING22_PAPER[0] / FINDING22_PAPER[1]
+    lo, hi = a["ci95"]
+    ours = (f"all models: {a['matches']}/{a['models']} (95 % CI {lo:.0%}-{hi:.0%}); models "
+            f"with an unambiguous favourite: " + (
+                f"{u['matches']}/{u['models']} (95 % CI {u['ci95'][0]:.0%}-"
+                f"{u['ci95'][1]:.0%})" if u["models"] else "none")
+            + f"; {counts}, {margins} (N = {n_seqs})")
+    k0, n0 = FINDING22_PAPER
+    pv = float(stats.fisher_exact([[a["matches"], a["models"] - a["matches"]],
+                                   [k0, n0 - k0]]).pvalue)
+    test = f"Fisher exact p {pv:.2g} against 76 of 100"
     width, paper_width = hi - lo, paper_interval_width()
-    if not lo <= target <= hi:
+    if pv <= ALPHA:
         final_cos = float(np.mean([p["block_mean_cos"][-1] for p in per]))
+        side = "below" if a["matches"] / a["models"] < k0 / n0 else "above"
         return Claim("Finding 2.2", paper, ours, DIFFERS,
-                     f"the interval excludes 76 %; final-block cosine {final_cos:.2f} at CPU "
-                     f"scale (paper's nano model: 0.46, Table 2)", "Sec. 4")
-    if width <= paper_width:
+                     f"our match rate is {side} the paper's ({test}); final-block cosine "
+                     f"{final_cos:.2f} (paper's nano model: 0.46, Table 2)", "Sec. 4")
+    if a["models"] >= n0:
         return Claim("Finding 2.2", paper, ours, REPRODUCED,
-                     f"the interval contains 76 % and is {width:.2f} wide (the paper's own: "
+                     f"{test}; our interval is {width:.2f} wide (the paper's own: "
                      f"{paper_width:.2f})", "Sec. 4")
-    models = f"{u['models']} model" + ("s" if u["models"] != 1 else "")
+    models = f"{a['models']} model" + ("s" if a["models"] != 1 else "")
     return Claim("Finding 2.2", paper, ours, UNDERPOWERED,
-                 f"the interval contains 76 % but is {width:.2f} wide ({models}), "
-                 f"the paper's own interval (76 of 100) {paper_width:.2f}: it cannot confirm "
-                 f"76 %", "Sec. 4")
+                 f"{test}, but our interval is {width:.2f} wide ({models}), the paper's own "
+                 f"(76 of 100) {paper_width:.2f}: it cannot confirm 76 %", "Sec. 4")
 
 
 def figure2_claim(d: dict) -> Claim:
