@@ -512,3 +512,34 @@ def test_paper_scale_runs_its_piece_in_full_float32_and_records_it(tmp_path, mon
     assert rec["run"]["matmul_precision"] == "highest" and rec["records"] == [{"seed": 42}]
     with pytest.raises(SystemExit):
         paper_scale.main(["table9"])
+
+
+def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
+    """A pass is estimated at the rate its own sequence length achieved (chunks and kept parts
+    at that length), not at the campaign's overall rate; a length with no chunk yet falls back
+    to the overall rate."""
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+    from experiments.campaign import paper_pieces as PS
+
+    cfg = get_preset("gpt2-rope-tiny")
+    for T, secs in ((8, 10.0), (16, 80.0)):
+        store = resume.ChunkStore(tmp_path / campaign.STATE / "x" / f"T{T}", {
+            "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1],
+            "inputs": {"shape": [4, T]}})
+        store.set_plan({"seed_chunk": 1, "seq_chunk": 4})
+        store.save((0, 0), {"a": np.zeros(1)}, seconds=secs)
+    ident = {"model": dataclasses.asdict(cfg), "seeds": [1], "seq_len": 16, "num_seqs": 4}
+    PS._kept(tmp_path / campaign.SUMMARIES / "y", "part", ident, lambda: ({}, 80.0))
+    f8, f16 = (4 * forward_flops(cfg, T, last_only=True) for T in (8, 16))
+    rates = campaign.rates_by_length(tmp_path)
+    assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0})
+    spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 40),
+                                          ("gpt2-rope-tiny", "attn_mlp", 16, 8),
+                                          ("gpt2-rope-tiny", "attn_mlp", 32, 4)))
+    f32 = 4 * forward_flops(cfg, 32, last_only=True)
+    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
+        10 * 10.0 + 2 * 80.0 + f32 / 1e9)

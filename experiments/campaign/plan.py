@@ -137,19 +137,22 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
                  "table4a": "seedprint"}
 
 
-def paper_scale_flops(spec: PaperScale) -> int:
-    """Model FLOPs of a piece's forward passes (``bornbiased_jax.flops``, the LM head at the
-    last position only, as the probes run it)."""
+def pass_flops(one_pass: tuple) -> int:
+    """Model FLOPs of one forward pass (preset, block, T, sequences) of a piece
+    (``bornbiased_jax.flops``, the LM head at the last position only, as the probes run it)."""
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.flops import forward_flops
 
-    total = 0
-    for preset, block, T, n in spec.passes:
-        cfg = get_preset(preset)
-        if block != "attn_mlp":
-            cfg = cfg.ablate(block=block)
-        total += n * forward_flops(cfg, T, last_only=True)
-    return total
+    preset, block, T, n = one_pass
+    cfg = get_preset(preset)
+    if block != "attn_mlp":
+        cfg = cfg.ablate(block=block)
+    return n * forward_flops(cfg, T, last_only=True)
+
+
+def paper_scale_flops(spec: PaperScale) -> int:
+    """Model FLOPs of a piece's forward passes (:func:`pass_flops`)."""
+    return sum(pass_flops(p) for p in spec.passes)
 
 
 def _sweep_piece(preset: str, T: int, N: int, seeds: str, timeout_s: int) -> Piece:
@@ -386,13 +389,13 @@ def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
     return {"flops": sum(fl for fl, _ in chunks), "seconds": sum(s for _, s in chunks)}
 
 
-def kept_progress(folder: Path) -> dict:
-    """Model FLOPs and compute seconds of the finished parts kept under ``folder`` (the
-    ``<part>.json`` files of ``paper_pieces._kept``: each part's seeds x sequences x
-    ``flops.forward_flops`` of its model at its length, and its saved seconds)."""
+def kept_parts(folder: Path) -> list[tuple[int, int, float]]:
+    """(sequence length, model FLOPs, compute seconds) of each finished part kept under
+    ``folder`` (the ``<part>.json`` files of ``paper_pieces._kept``: the part's seeds x
+    sequences x ``flops.forward_flops`` of its model at its length, and its saved seconds)."""
     from bornbiased_jax.flops import forward_flops
 
-    done_flops, seconds = 0, 0.0
+    out = []
     for f in sorted(Path(folder).glob("**/*.json")):
         saved = json.loads(f.read_text())
         ident = saved.get("identity") if isinstance(saved, dict) else None
@@ -400,10 +403,43 @@ def kept_progress(folder: Path) -> dict:
             continue
         N = ident.get("num_seqs", ident.get("n"))
         cfg = _model_config(ident["model"])
-        done_flops += (len(ident["seeds"]) * N
-                       * forward_flops(cfg, ident["seq_len"], last_only=True))
-        seconds += saved["seconds"]
-    return {"flops": done_flops, "seconds": seconds}
+        out.append((ident["seq_len"], len(ident["seeds"]) * N
+                    * forward_flops(cfg, ident["seq_len"], last_only=True), saved["seconds"]))
+    return out
+
+
+def kept_progress(folder: Path) -> dict:
+    """Model FLOPs and compute seconds of the finished parts kept under ``folder``
+    (:func:`kept_parts`)."""
+    parts = kept_parts(folder)
+    return {"flops": sum(fl for _, fl, _ in parts), "seconds": sum(s for _, _, s in parts)}
+
+
+def rates_by_length(root: Path = ROOT) -> dict[int, float]:
+    """{sequence length: FLOP/s} achieved by every saved chunk and kept part under ``root``'s
+    state and summaries folders (a block's seconds are wall time: a busy machine lowers it)."""
+    acc: dict[int, list] = {}
+    for folder in (Path(root) / STATE, Path(root) / SUMMARIES):
+        for f in sorted(folder.glob("**/state.json")):
+            T = json.loads(f.read_text())["identity"]["inputs"]["shape"][1]
+            for fl, sec in state_chunks(f):
+                if sec > 0:
+                    a = acc.setdefault(T, [0, 0.0])
+                    a[0] += fl
+                    a[1] += sec
+        for T, fl, sec in kept_parts(folder):
+            if sec > 0:
+                a = acc.setdefault(T, [0, 0.0])
+                a[0] += fl
+                a[1] += sec
+    return {T: fl / sec for T, (fl, sec) in sorted(acc.items())}
+
+
+def paper_scale_seconds(spec: "PaperScale", rates: dict[int, float],
+                        overall: float) -> float:
+    """A piece's estimated compute seconds: each pass's FLOPs at the rate measured at its
+    length (:func:`rates_by_length`), or at ``overall`` where none was measured."""
+    return sum(pass_flops(p) / rates.get(p[2], overall) for p in spec.passes)
 
 
 def _progress(root: Path, piece: str = "") -> dict:
@@ -427,6 +463,14 @@ def measured_rate(root: Path = ROOT) -> float | None:
     return prog["flops"] / prog["seconds"] if prog["seconds"] > 0 else None
 
 
+def _rates_text(spec: PaperScale, by_T: dict[int, float], overall: float) -> str:
+    """'220 GFLOP/s (T = 64), 184 GFLOP/s (T = 256)': the rates a piece's estimate uses."""
+    Ts = sorted({p[2] for p in spec.passes})
+    return ", ".join(f"{by_T.get(T, overall) / 1e9:.0f} GFLOP/s (T = {T:,}"
+                     + ("" if T in by_T else ": no chunk yet, the overall rate") + ")"
+                     for T in Ts)
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
@@ -434,11 +478,13 @@ def _hours(seconds: float) -> str:
 def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None, *,
                     live: bool = True) -> str:
     """One line per piece: step, state, last attempt's device and wall time; with ``live``,
-    for the paper-scale pieces also the estimated time (their FLOPs at the rate measured so
-    far) and what their saved chunks hold (share of the FLOPs, compute time), which depend on
-    the uncommitted state folder."""
+    for the paper-scale pieces also the estimated time (each pass's FLOPs at the rate measured
+    so far at its sequence length, or overall where its length has no chunk yet) and what
+    their saved chunks hold (share of the FLOPs, compute time), which depend on the
+    uncommitted state folder."""
     ledger = load_ledger(root)
     rate = measured_rate(root) if live else None
+    by_T = rates_by_length(root) if rate else {}
     lines = ["| piece | step | what | state | last attempt |"
              + (" estimated | measured |" if live else ""),
              "|---|---|---|---|---|" + ("---|---|" if live else "")]
@@ -453,8 +499,9 @@ def status_markdown(root: Path = ROOT, plan: Sequence[Piece] | None = None, *,
         spec = PAPER_SCALE.get(p.name.removeprefix("paper-"))
         if spec is not None:
             total = paper_scale_flops(spec)
-            est = (f"{total / 1e15:.2f} PFLOP; {_hours(total / rate)} at "
-                   f"{rate / 1e9:.0f} GFLOP/s" if rate else f"{total / 1e15:.2f} PFLOP")
+            est = (f"{total / 1e15:.2f} PFLOP; {_hours(paper_scale_seconds(spec, by_T, rate))} "
+                   f"at {_rates_text(spec, by_T, rate)}" if rate else
+                   f"{total / 1e15:.2f} PFLOP")
             prog = _progress(Path(root), spec.name)
             if prog["seconds"]:
                 meas = (f"{min(1.0, prog['flops'] / total):.0%} done in "
