@@ -30,7 +30,9 @@ soon as it is made, and the family's vocabulary (base-s42's tokenizer) beside it
 run folders (~60 MB per checkpoint, not committed): a later run keeps the saved arms measured
 with the same settings, training config and evaluation tokens, trains the others with the
 committed vocabulary, and measures afresh every run finished in --runs-dir (``--fresh``: keep
-nothing saved). One arm takes ~1.5 hours on 2 CPU cores; ``--arms amplification`` trains one.
+nothing saved). One arm's training took 2,661-6,143 s on 2 CPU cores (each arm's
+``run.train_seconds`` in that record; the gate's run, 4,147 s of training, took 4,207 s with its
+measurement: the record's ``run.wall_seconds``); ``--arms amplification`` trains one.
 
 ``--scale paper`` (for GPUs) trains and measures the arms of ``family.SINKS_PAPER``: Table 13's
 llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 steps of

@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
                     "uniformly random sequences with the randomly initialised model, and test "
                     "the most frequent prediction against the uniform null (Bonferroni binomial "
                     "test). Prints Table 1; writes token_preference.json, token_preference.md "
-                    "and figure1a.png into --out. Defaults (CPU, about a minute on 2 cores): "
+                    "and figure1a.png into --out. Defaults (CPU; one to two and a half minutes "
+                    "observed on a 2-core CPU, not a committed record): "
                     f"{CPU}. --scale paper: {PAPER}. Explicit flags override both.")
     p.add_argument("--preset", nargs="+", help="model preset(s), e.g. gpt2-rope-cpu llama2-nano")
     p.add_argument("--model", action="append", metavar="SPEC",

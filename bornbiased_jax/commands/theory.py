@@ -13,7 +13,9 @@ def add_parser(sub) -> None:
                     "value +- standard error at finite width, and a verdict (holds / corrected "
                     "/ beyond the paper). A simulation agrees when it lies within 4 SE plus the "
                     "stated finite-width allowance; the command exits with status 1 if any does "
-                    "not. Takes a few minutes on 2 CPU cores (about 1 with --fast).")
+                    "not. The rows took about a minute on a 2-core CPU (58 s without --fast: "
+                    "run.wall_seconds in results/records/theory/theory.json); --plots adds "
+                    "the figures' own simulations.")
     p.add_argument("--json", type=Path, help="also write the records to this JSON file (the "
                    "record RESULTS.md's theory section is rendered from: "
                    "results/records/theory/theory.json)")

@@ -70,9 +70,11 @@ def add_parser(sub) -> None:
                    help="how a step trains several seeds: 'vmap' batches every matrix product "
                         "over them; 'map' runs them one after another inside the one compiled "
                         "step (unbatched products, one seed's working set at a time); 'auto' "
-                        "(default): map on a CPU, where it measured as fast as one run per "
-                        "seed and vmap about 0.7 of that, vmap on accelerators; may change "
-                        "between resumes")
+                        "(default): map on a CPU, where one program of 4 or 16 seeds trained "
+                        "them 1.23-1.27x as fast as as many single-seed runs one after another "
+                        "and vmap 0.67-0.74x (2 cores; "
+                        "benchmarks/results/train_seeds_cpu.md), vmap on accelerators; may "
+                        "change between resumes")
     p.add_argument("--bf16", action="store_true", help="bfloat16 forward/backward")
     p.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
                    help="learning rate after the linear warmup: cosine to --min-lr (Table 14), "
