@@ -107,9 +107,10 @@ def seeds_along(mesh: Mesh) -> int:
 
 def resolve_seed_batching(seed_batching: str, mesh: Mesh) -> str:
     """'vmap' or 'map' for ``seed_batching`` on ``mesh``: 'auto' is 'map' on a CPU (measured
-    on 2 cores: one program then trains S seeds as fast as S runs one after another, where
-    'vmap''s batched products ran at ~0.7 of it; benchmarks/train_throughput.py) and 'vmap'
-    on accelerators; 'map' needs the seeds on one device along the mesh's 'seeds' axis."""
+    on 2 cores: one program of 4 or 16 seeds trained them 1.23-1.27x as fast as as many
+    single-seed runs one after another, 'vmap' 0.67-0.74x; benchmarks/results/
+    train_seeds_cpu.md) and 'vmap' on accelerators; 'map' needs the seeds on one device along
+    the mesh's 'seeds' axis."""
     if seed_batching not in SEED_BATCHING:
         raise UserError(f"unknown seed batching {seed_batching!r}; choose one of "
                         f"{SEED_BATCHING}")
