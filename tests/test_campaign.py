@@ -536,10 +536,20 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     PS._kept(tmp_path / campaign.SUMMARIES / "y", "part", ident, lambda: ({}, 80.0))
     f8, f16 = (4 * forward_flops(cfg, T, last_only=True) for T in (8, 16))
     rates = campaign.rates_by_length(tmp_path)
-    assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0})
+    name = cfg.name
+    assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0, (name, 8): f8 / 10.0,
+                                   (name, 16): 2 * f16 / 160.0})
     spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 40),
                                           ("gpt2-rope-tiny", "attn_mlp", 16, 8),
                                           ("gpt2-rope-tiny", "attn_mlp", 32, 4)))
     f32 = 4 * forward_flops(cfg, 32, last_only=True)
     assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
         10 * 10.0 + 2 * 80.0 + f32 / 1e9)
+    # another model at a measured length: that length's pooled rate, not the overall one
+    other = campaign.PaperScale("w", "w", (("llama2-tiny", "attn_mlp", 8, 4),))
+    f8l = 4 * forward_flops(get_preset("llama2-tiny"), 8, last_only=True)
+    assert campaign.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
+        f8l / (f8 / 10.0))
+    text = campaign._rates_text(spec, rates, 1e9)
+    assert f"({name}, T = 8)" in text and "T = 32: no chunk yet, the overall rate" in text
+    assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)

@@ -64,8 +64,11 @@ def test_finding22_compares_the_all_model_rate_with_76_of_100():
     # 76 of 100: as precise as the paper: reproduced
     c = I.finding22_claim(_f22([True] * 76 + [False] * 24, [True] * 100))
     assert c.verdict == V.REPRODUCED and "Fisher exact p 1 against 76 of 100" in c.why
-    # 60 of 100 (p 0.02): within the two samples' error at 1 %, whatever the unambiguous rate
+    # 60 of 100 (p 0.02): not different by the two samples at 1 %, but our interval (50-70 %)
+    # excludes 76 %: neither confirmed nor contradicted
     c = I.finding22_claim(_f22([True] * 60 + [False] * 40, [True] * 60 + [False] * 40))
+    assert c.verdict == V.UNDERPOWERED and "interval excludes 76 %" in c.why
+    c = I.finding22_claim(_f22([True] * 70 + [False] * 30, [True] * 100))  # 70 %: 60-79 %
     assert c.verdict == V.REPRODUCED
     # 50 of 100 (p 2e-4): below the paper's, even if every unambiguous model matched
     c = I.finding22_claim(_f22([True] * 50 + [False] * 50, [True] * 50 + [False] * 50))
@@ -112,13 +115,19 @@ def test_figure1a_multiple_of_the_uniform_top1():
     c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), [t1024(42, 52), t1024(43, 94)])
     # two networks below: not decided (their intervals cover sequences, not networks)
     assert c.verdict == V.UNDERPOWERED and "size not decided" in c.why
-    assert "seed 42 1.95%-3.40%, seed 43 3.81%-5.72%" in c.why and "rank p 1/3" in c.why
-    # 99 networks all below: the paper's one beyond all of them has probability 1/100
-    many = [t1024(s, 60) for s in range(99)]
+    assert "seed 42 1.95%-3.40%, seed 43 3.81%-5.72%" in c.why and "rank p 2/3" in c.why
+    # 199 networks all below: the paper's one beyond all of them, on a side the data chose,
+    # has probability 2/200
+    many = [t1024(s, 60) for s in range(199)]
     c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), many)
     assert c.verdict == V.PARTLY and "size below" in c.why and "rank p 0.01" in c.why
-    c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), many[:98])
+    c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), many[:198])
     assert c.verdict == V.UNDERPOWERED
+    # one network below the range, one above: not "met"
+    c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), [t1024(42, 40), t1024(43, 180)])
+    assert c.verdict == V.UNDERPOWERED and "on both sides of it" in c.why
+    c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), [t1024(42, 300), t1024(43, 320)])
+    assert "lies above it" in c.why and "below it too" not in c.why
     c = I.figure1a_claim(rec(37, -90, **{**nano, "T": 64}), [t1024(42, 52), t1024(43, 125)])
     assert c.verdict == V.REPRODUCED and "met by ours at T = 1,024" in c.why
     c = I.figure1a_claim(rec(37, -90, **{**nano, "n": 1_000}))
@@ -139,7 +148,9 @@ def test_figure3_attention_only_flat_others_preferred():
     # "far exceeding": the full model's top-1 not significantly above MLP-only's (22 vs 20)
     c = I.figure3_claim(_t2(-0.0, -5, -8, full_freq=0.011))
     assert c.verdict == V.PARTLY and "not significantly above" in c.why
-    assert I.figure3_claim(_t2(-0.0, -5, -8, n=None)).verdict == V.PARTLY  # no N: untested
+    assert I.figure3_claim(_t2(-0.0, -5, -8, n=None)).verdict == V.UNDERPOWERED  # no N
+    c = I.figure3_claim(_t2(-0.0, -5, -8, full_freq=0.002))  # full 4 vs MLP-only 20 of 2,000
+    assert c.verdict == V.DIFFERS and "full model's top-1 below MLP-only's" in c.why
     c = I.figure3_claim(_t2(-4, -5, -8))
     assert c.verdict == V.DIFFERS and "attention-only preference significant" in c.why
     c = I.figure3_claim(_t2(0, -1, -8))

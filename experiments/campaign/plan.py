@@ -137,17 +137,21 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
                  "table4a": "seedprint"}
 
 
+def _pass_config(one_pass: tuple):
+    from bornbiased_jax.config import get_preset
+
+    preset, block, _, _ = one_pass
+    cfg = get_preset(preset)
+    return cfg if block == "attn_mlp" else cfg.ablate(block=block)
+
+
 def pass_flops(one_pass: tuple) -> int:
     """Model FLOPs of one forward pass (preset, block, T, sequences) of a piece
     (``bornbiased_jax.flops``, the LM head at the last position only, as the probes run it)."""
-    from bornbiased_jax.config import get_preset
     from bornbiased_jax.flops import forward_flops
 
-    preset, block, T, n = one_pass
-    cfg = get_preset(preset)
-    if block != "attn_mlp":
-        cfg = cfg.ablate(block=block)
-    return n * forward_flops(cfg, T, last_only=True)
+    _, _, T, n = one_pass
+    return n * forward_flops(_pass_config(one_pass), T, last_only=True)
 
 
 def paper_scale_flops(spec: PaperScale) -> int:
@@ -389,8 +393,8 @@ def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
     return {"flops": sum(fl for fl, _ in chunks), "seconds": sum(s for _, s in chunks)}
 
 
-def kept_parts(folder: Path) -> list[tuple[int, int, float]]:
-    """(sequence length, model FLOPs, compute seconds) of each finished part kept under
+def kept_parts(folder: Path) -> list[tuple[str, int, int, float]]:
+    """(model name, sequence length, model FLOPs, compute seconds) of each finished part kept under
     ``folder`` (the ``<part>.json`` files of ``paper_pieces._kept``: the part's seeds x
     sequences x ``flops.forward_flops`` of its model at its length, and its saved seconds)."""
     from bornbiased_jax.flops import forward_flops
@@ -403,7 +407,7 @@ def kept_parts(folder: Path) -> list[tuple[int, int, float]]:
             continue
         N = ident.get("num_seqs", ident.get("n"))
         cfg = _model_config(ident["model"])
-        out.append((ident["seq_len"], len(ident["seeds"]) * N
+        out.append((cfg.name, ident["seq_len"], len(ident["seeds"]) * N
                     * forward_flops(cfg, ident["seq_len"], last_only=True), saved["seconds"]))
     return out
 
@@ -412,34 +416,43 @@ def kept_progress(folder: Path) -> dict:
     """Model FLOPs and compute seconds of the finished parts kept under ``folder``
     (:func:`kept_parts`)."""
     parts = kept_parts(folder)
-    return {"flops": sum(fl for _, fl, _ in parts), "seconds": sum(s for _, _, s in parts)}
+    return {"flops": sum(p[2] for p in parts), "seconds": sum(p[3] for p in parts)}
 
 
-def rates_by_length(root: Path = ROOT) -> dict[int, float]:
-    """{sequence length: FLOP/s} achieved by every saved chunk and kept part under ``root``'s
-    state and summaries folders (a block's seconds are wall time: a busy machine lowers it)."""
-    acc: dict[int, list] = {}
-    for folder in (Path(root) / STATE, Path(root) / SUMMARIES):
-        for f in sorted(folder.glob("**/state.json")):
-            T = json.loads(f.read_text())["identity"]["inputs"]["shape"][1]
-            for fl, sec in state_chunks(f):
-                if sec > 0:
-                    a = acc.setdefault(T, [0, 0.0])
-                    a[0] += fl
-                    a[1] += sec
-        for T, fl, sec in kept_parts(folder):
-            if sec > 0:
-                a = acc.setdefault(T, [0, 0.0])
+def rates_by_length(root: Path = ROOT) -> dict:
+    """FLOP/s achieved by every saved chunk and kept part under ``root``'s state and summaries
+    folders, keyed both (model name, sequence length) and sequence length alone (every model
+    at that length pooled). A block's seconds are wall time: a busy machine lowers the rate."""
+    acc: dict = {}
+
+    def add(name: str, T: int, fl: int, sec: float) -> None:
+        if sec > 0:
+            for key in ((name, T), T):
+                a = acc.setdefault(key, [0, 0.0])
                 a[0] += fl
                 a[1] += sec
-    return {T: fl / sec for T, (fl, sec) in sorted(acc.items())}
+
+    for folder in (Path(root) / STATE, Path(root) / SUMMARIES):
+        for f in sorted(folder.glob("**/state.json")):
+            ident = json.loads(f.read_text())["identity"]
+            for fl, sec in state_chunks(f):
+                add(ident["model"]["name"], ident["inputs"]["shape"][1], fl, sec)
+        for name, T, fl, sec in kept_parts(folder):
+            add(name, T, fl, sec)
+    return {k: fl / sec for k, (fl, sec) in acc.items()}
 
 
-def paper_scale_seconds(spec: "PaperScale", rates: dict[int, float],
-                        overall: float) -> float:
-    """A piece's estimated compute seconds: each pass's FLOPs at the rate measured at its
-    length (:func:`rates_by_length`), or at ``overall`` where none was measured."""
-    return sum(pass_flops(p) / rates.get(p[2], overall) for p in spec.passes)
+def _pass_rate(one_pass: tuple, rates: dict, overall: float) -> float:
+    """The rate measured for this pass's model at its length, else for its length, else
+    ``overall``."""
+    T = one_pass[2]
+    return rates.get((_pass_config(one_pass).name, T), rates.get(T, overall))
+
+
+def paper_scale_seconds(spec: "PaperScale", rates: dict, overall: float) -> float:
+    """A piece's estimated compute seconds: each pass's FLOPs at the rate measured for its
+    model at its length (:func:`rates_by_length`), else at its length, else ``overall``."""
+    return sum(pass_flops(p) / _pass_rate(p, rates, overall) for p in spec.passes)
 
 
 def _progress(root: Path, piece: str = "") -> dict:
@@ -463,12 +476,17 @@ def measured_rate(root: Path = ROOT) -> float | None:
     return prog["flops"] / prog["seconds"] if prog["seconds"] > 0 else None
 
 
-def _rates_text(spec: PaperScale, by_T: dict[int, float], overall: float) -> str:
-    """'220 GFLOP/s (T = 64), 184 GFLOP/s (T = 256)': the rates a piece's estimate uses."""
-    Ts = sorted({p[2] for p in spec.passes})
-    return ", ".join(f"{by_T.get(T, overall) / 1e9:.0f} GFLOP/s (T = {T:,}"
-                     + ("" if T in by_T else ": no chunk yet, the overall rate") + ")"
-                     for T in Ts)
+def _rates_text(spec: PaperScale, rates: dict, overall: float) -> str:
+    """'220 GFLOP/s (llama2-nano, T = 64), ...': the rate each pass's estimate uses and what
+    it was measured on."""
+    out = []
+    for p in dict.fromkeys((p[0], p[1], p[2], 0) for p in spec.passes):
+        name, T = _pass_config(p).name, p[2]
+        what = (f"{name}, T = {T:,}" if (name, T) in rates else
+                f"T = {T:,}, other models" if T in rates else
+                f"{name}, T = {T:,}: no chunk yet, the overall rate")
+        out.append(f"{_pass_rate(p, rates, overall) / 1e9:.0f} GFLOP/s ({what})")
+    return ", ".join(dict.fromkeys(out))
 
 
 def _hours(seconds: float) -> str:

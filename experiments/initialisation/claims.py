@@ -67,15 +67,17 @@ def seed_specificity(recs: list[dict], alpha: float = ALPHA) -> str:
     differ. Nothing is claimed where some seed's preference is not significant."""
     groups: dict = {}
     for r in recs:
-        groups.setdefault((r["preset"], r["seq_len"]), []).append(r)
+        groups.setdefault((r["preset"], r["seq_len"], r["num_seqs"]), []).append(r)
+    several_n = len({(p, T) for p, T, _ in groups}) < len(groups)
     differ, same, untested = [], [], 0
-    for (preset, T), rs in groups.items():
+    for (preset, T, n), rs in groups.items():
         if len(rs) < 2 or any(r["log10_p"] > np.log10(alpha) for r in rs):
             untested += 1
             continue
         ids = ", ".join(f"seed {r['seed']}: {r['top1_id']}" for r in rs)
+        where = f"{preset} T={T}" + (f" N={n:,}" if several_n else "")
         (differ if len({r["top1_id"] for r in rs}) == len(rs) else same).append(
-            f"{preset} T={T} ({ids})")
+            f"{where} ({ids})")
     if not differ and not same:
         return (f"seed-specificity not testable: at no model and length is every seed's "
                 f"preference significant (p <= {alpha})")
@@ -112,47 +114,54 @@ def _freq_interval(r: dict) -> tuple[float, float]:
 
 
 def llama_significance(llama: list[dict]) -> tuple[str | None, str]:
-    """Finding 1.1's LLaMA-2 part: "a non-random preference" in every Table 1(b) row (the
-    paper's p-values 1.9e-6 to 3.16e-2 at N = 10,000). Judged on the LLaMA-2 rows measured at
-    N >= 10,000 only: the paper's rows are top-1 counts of 6-9 of 10,000, so at N = 2,000 its
-    preferred token would be predicted 1.2-1.8 times, below the top-1 of uniform draws (about
-    3 of 2,000 over 32,000 tokens). Returns (state, text): 'holds' when every such row has a
-    Bonferroni p < 0.05, 'fails' when none has, 'holds in k of n' between; state None (with
-    the reason) when no row reaches that N."""
+    """Finding 1.1's LLaMA-2 part: "a non-random preference" (the paper's Table 1(b): p-values
+    1.9e-6 to 3.16e-2 at N = 10,000). Judged on the LLaMA-2 rows measured at N >= 10,000 only:
+    the paper's rows are top-1 counts of 6-9 of 10,000, so at N = 2,000 its preferred token
+    would be predicted 1.2-1.8 times, below the top-1 of uniform draws (about 3 of 2,000 over
+    32,000 tokens). The rows' Bonferroni p-values are pooled by Fisher's method (conservative:
+    a Bonferroni p is not uniform under the null): one row at the paper's weakest (6 of 10,000,
+    p 0.032) passes on its own only about half the time even for a network as biased as the
+    paper's, so requiring every row to pass would reject the paper's own table. Returns
+    (state, text): 'holds' when the pooled p < 0.05, 'fails' otherwise, with the count of rows
+    significant on their own; state None (with the reason) when no row reaches that N."""
     at = [r for r in llama if r["num_seqs"] >= PAPER_N_LLAMA]
     if not at:
         return None, (f"LLaMA-2's significance is untestable below N = {PAPER_N_LLAMA:,} (the "
                       f"paper's rows are 6-9 of {PAPER_N_LLAMA:,}: 1.2-1.8 of N = 2,000)")
     cut = np.log10(LLAMA_ALPHA)
     sig = [r for r in at if r["log10_p"] < cut]
-    state = ("holds" if len(sig) == len(at) else "fails" if not sig else
-             f"holds in {len(sig)} of {len(at)}")
+    pooled = float(stats.combine_pvalues([min(1.0, 10 ** r["log10_p"]) for r in at],
+                                         method="fisher").pvalue)
+    state = "holds" if pooled < LLAMA_ALPHA else "fails"
     rows = ", ".join(f"seed {r['seed']} T={r['seq_len']} "
                      f"{r.get('top1_count', round(r['top1_freq'] * r['num_seqs']))}/{r['num_seqs']:,} "
                      f"p {format_log10_p(r['log10_p'])}" for r in at)
-    return state, (f"LLaMA-2 preference significant (Bonferroni p < {LLAMA_ALPHA}) at "
-                   f"N = {PAPER_N_LLAMA:,}: {state} ({rows})")
+    return state, (f"LLaMA-2 preference at N = {PAPER_N_LLAMA:,} (Bonferroni p of each row, "
+                   f"pooled by Fisher's method, < {LLAMA_ALPHA}): {state}, pooled p "
+                   f"{pooled:.2g}; {len(sig)} of {len(at)} rows significant on their own "
+                   f"({rows})")
 
 
 def _range(rows: list[dict], name: str) -> str:
     by_n: dict = {}
     for r in rows:
         by_n.setdefault(r["num_seqs"], []).append(r)
-    def span(lo: str, hi: str) -> str:
-        return lo if lo == hi else f"{lo}-{hi}"
+    def span(lo: str, hi: str, sep: str = "-") -> str:
+        return lo if lo == hi else f"{lo}{sep}{hi}"
     return "; ".join(
         f"{name} (N = {n:,}, T = {sorted({r['seq_len'] for r in v})}): top-1 "
         + span(f"{min(r['top1_freq'] for r in v):.2%}", f"{max(r['top1_freq'] for r in v):.2%}")
         + ", p " + span(format_log10_p(min(r["log10_p"] for r in v)),
-                        format_log10_p(max(r["log10_p"] for r in v)))
+                        format_log10_p(max(r["log10_p"] for r in v)), " to ")
         for n, v in sorted(by_n.items()))
 
 
-def table1_claim(d: dict) -> Claim:
+def table1_claim(d: dict, llama_hint: str = "") -> Claim:
     """Table 1 judged at the paper's N, whatever N measured it. The paper's GPT-2 p-values
     (< 1e-136) belong to N = 2,000; a p-value grows with N, so a fixed threshold at another N
-    judges N, not the model. Instead each row's top-1 frequency (which does not depend on N)
-    is carried to N = 2,000 with its 95 % Clopper-Pearson interval:
+    judges N, not the model. Instead each GPT-2 row's top-1 frequency (which, for a preference
+    well above the uniform top-1, does not depend on N) is carried to N = 2,000 with its 95 %
+    Clopper-Pearson interval:
 
       * a GPT-2 row is *decisive* when its interval's lower end is at or above f* = k*/2,000,
         where k* is the smallest top-1 count with Bonferroni p < 1e-10 at N = 2,000; *weak*
@@ -164,10 +173,11 @@ def table1_claim(d: dict) -> Claim:
         rows, 10,000.
 
     Differs when some GPT-2 row is weak or the order is reversed; consistent, underpowered
-    when a GPT-2 row or the order is undecided (N too small to decide); otherwise reproduced
-    when every LLaMA-2 row at N = 10,000 is significant, partly when some or none is, or
-    when no LLaMA-2 row reaches N = 10,000. The note says what the seeds show
-    (:func:`seed_specificity`)."""
+    when a GPT-2 row or the order is undecided (N too small to decide), or when they hold but
+    no LLaMA-2 row reaches N = 10,000; otherwise reproduced when LLaMA-2's pooled preference
+    holds, partly when it fails. The note says what the seeds show
+    (:func:`seed_specificity`). ``llama_hint`` follows the LLaMA-2 part when it is untestable
+    (the command that measures it)."""
     recs = d["records"]
     g = [r for r in recs if r["preset"].startswith("gpt2")]
     l_ = [r for r in recs if r["preset"].startswith("llama2")]
@@ -183,6 +193,8 @@ def table1_claim(d: dict) -> Claim:
     order_ok = max(hi for _, _, hi in li) < min(lo for _, lo, _ in gi)
     order_reversed = max(lo for _, lo, _ in li) > min(hi for _, _, hi in gi)
     llama_state, llama_text = llama_significance(l_)
+    if llama_state is None and llama_hint:
+        llama_text += f" ({llama_hint})"
     rule = (f"a Bonferroni p < 1e-10 at the paper's N = {PAPER_N:,} needs a top-1 frequency of "
             f"{f_star:.2%} ({k_star} of {PAPER_N:,})")
     why = []
@@ -201,7 +213,7 @@ def table1_claim(d: dict) -> Claim:
         if not order_ok:
             why.append("the LLaMA-2 and GPT-2 frequency intervals overlap")
     else:
-        verdict = REPRODUCED if llama_state == "holds" else PARTLY
+        verdict = {"holds": REPRODUCED, "fails": PARTLY, None: UNDERPOWERED}[llama_state]
         why.append("every GPT-2 row's interval is above it and every LLaMA-2 row below")
     why.insert(0, rule)
     why.append(llama_text)
@@ -242,8 +254,10 @@ def figure1a_claim(d: dict, size_records: list[dict] | None = None) -> Claim:
     spread: partly (the preference, not its size) when every one of n networks' 95 %
     Clopper-Pearson intervals misses the frequencies the paper's 58.5x can mean
     (:func:`paper_figure1a_frequencies`) on the same side and n is large enough for the
-    paper's one network to lie beyond all of them by chance with probability 1/(n + 1) <=
-    0.01 (n >= 99); with fewer networks on one side, consistent, underpowered. Elsewhere
+    paper's one network to lie beyond all of them, on a side the data chose, by chance with
+    probability 2/(n + 1) <= 0.01 (n >= 199); with fewer networks beyond it on one side, or
+    networks on both sides, consistent, underpowered. (Our Table 1(a) seeds share one
+    embedding draw, so they are not exchangeable with the paper's network either.) Elsewhere
     (another model, N or length) the size is not compared: Table 1's rows compare
     frequencies length by length."""
     r = d["records"]["token_preference"]
@@ -282,7 +296,9 @@ def figure1a_claim(d: dict, size_records: list[dict] | None = None) -> Claim:
         below, above = all(b < f_lo for _, _, b in ci), all(a > f_hi for _, a, _ in ci)
         at = f"at T = {PAPER_FIGURE1A_T:,} ({ours_t})"
         side = "below" if below else "above"
-        rank_p = 1 / (len(ci) + 1)  # the paper's network beyond all of ours, if exchangeable
+        # the paper's network beyond all of ours on a side the data chose, if exchangeable
+        rank_p = 2 / (len(ci) + 1)
+        need = int(np.ceil(2 / ALPHA)) - 1
         if (below or above) and rank_p <= ALPHA:
             why = (why + "; " if why else "") + (
                 f"size {side}: {meaning}; every 95 % interval of our {len(ci)} networks {at} "
@@ -292,12 +308,17 @@ def figure1a_claim(d: dict, size_records: list[dict] | None = None) -> Claim:
             why = (why + "; " if why else "") + (
                 f"size not decided: {meaning}; every 95 % interval of ours {at} lies {side} "
                 f"it, but each covers one network's sequences, and {len(ci)} networks cannot "
-                f"place one of the paper's outside their spread (rank p 1/{len(ci) + 1}; p <= "
-                f"{ALPHA} needs {int(round(1 / ALPHA)) - 1}); the paper's own Table 1(a) seed "
-                f"42 at T = {PAPER_FIGURE1A_T:,} (5.20 %) is below it too")
+                f"place one of the paper's outside their spread (two-sided rank p "
+                f"2/{len(ci) + 1}; p <= {ALPHA} needs {need} networks)"
+                + (f"; the paper's own Table 1(a) seed 42 at T = {PAPER_FIGURE1A_T:,} "
+                   f"(5.20 %) is below it too" if below else ""))
             verdict = UNDERPOWERED if verdict == REPRODUCED else verdict
-        else:
+        elif any(a <= f_hi and b >= f_lo for _, a, b in ci):
             why = (why + "; " if why else "") + f"size: {meaning}, met by ours {at}"
+        else:
+            why = (why + "; " if why else "") + (
+                f"size not decided: {meaning}; ours {at} lie on both sides of it")
+            verdict = UNDERPOWERED if verdict == REPRODUCED else verdict
     return Claim("Figure 1a", f"the top-1 token {PAPER_FIGURE1A}x the uniform top-1 (nano, "
                  f"N = {PAPER_FIGURE1A_N:,})", ours, verdict, why, "Sec. 3")
 
@@ -306,9 +327,10 @@ def finding22_claim(d: dict) -> Claim:
     """Finding 2.2: the paper's 76 % is the match rate over all of its 100 models, so ours over
     all our models is compared with it by a two-sided Fisher exact test of the two samples
     (ours against 76 of 100, so the paper's own sampling error counts). Differs when p <= 0.01;
-    reproduced when not and we measured as many models as the paper (100); consistent,
-    underpowered with fewer (our 95 % Clopper-Pearson interval is then reported against the
-    paper's, 0.18 wide). Untestable without a model.
+    reproduced when not, our 95 % Clopper-Pearson interval contains 76 % and we measured as
+    many models as the paper (100); consistent, underpowered otherwise (fewer models, or an
+    interval that excludes 76 % while the two-sample test does not reject). Untestable
+    without a model.
     The rate over models whose favourite is unambiguous (it beats the runner-up in a two-sided
     binomial test at 5 %) is reported beside: a mismatch where the favourite is a coin flip
     among near-tied tokens says little about the alignment."""
@@ -340,11 +362,15 @@ def finding22_claim(d: dict) -> Claim:
         return Claim("Finding 2.2", paper, ours, DIFFERS,
                      f"our match rate is {side} the paper's ({test}); final-block cosine "
                      f"{final_cos:.2f} (paper's nano model: 0.46, Table 2)", "Sec. 4")
-    if a["models"] >= n0:
+    if a["models"] >= n0 and lo <= k0 / n0 <= hi:
         return Claim("Finding 2.2", paper, ours, REPRODUCED,
                      f"{test}; our interval is {width:.2f} wide (the paper's own: "
                      f"{paper_width:.2f})", "Sec. 4")
     models = f"{a['models']} model" + ("s" if a["models"] != 1 else "")
+    if not lo <= k0 / n0 <= hi:
+        return Claim("Finding 2.2", paper, ours, UNDERPOWERED,
+                     f"{test}: not different by the two samples, but our interval excludes "
+                     f"76 % ({models}): neither confirmed nor contradicted", "Sec. 4")
     return Claim("Finding 2.2", paper, ours, UNDERPOWERED,
                  f"{test}, but our interval is {width:.2f} wide ({models}), the paper's own "
                  f"(76 of 100) {paper_width:.2f}: it cannot confirm 76 %", "Sec. 4")
@@ -380,7 +406,9 @@ def figure3_claim(d: dict) -> Claim:
     uniform sampling); the full and MLP-only models' are (p <= 0.01); and the full model's
     "far exceeding" the others: its top-1 count above MLP-only's (one-sided Fisher exact
     p <= 0.01 on the record's N). Reproduced when all three hold; partly when the first two do
-    and the full model is not significantly above; differs otherwise."""
+    and the full model is not significantly above; differs when one of the first two fails or
+    the full model is significantly below MLP-only; consistent, underpowered when the record
+    has no N to compare them."""
     m = {r["mode"]: r for r in d["records"]}
     lim = np.log10(ALPHA)
     flat = m["self-attention-only"]["top1_log10_p"] > lim
@@ -389,23 +417,28 @@ def figure3_claim(d: dict) -> Claim:
                      f"{format_log10_p(m[k]['top1_log10_p'])})"
                      for k in ("full model", "MLP-only", "self-attention-only"))
     n = d.get("run", {}).get("settings", {}).get("num_seqs")
-    exceed = None
+    exceed = reverse = None
     if n:
         kf, km = (round(m[k]["top1_freq"] * n) for k in ("full model", "MLP-only"))
-        exceed = float(stats.fisher_exact([[kf, n - kf], [km, n - km]],
-                                          alternative="greater").pvalue)
+        table = [[kf, n - kf], [km, n - km]]
+        exceed = float(stats.fisher_exact(table, alternative="greater").pvalue)
+        reverse = float(stats.fisher_exact(table, alternative="less").pvalue)
         ours += f"; full above MLP-only: Fisher p {exceed:.2g} (N = {n:,})"
     why = (["attention-only preference significant"] if not flat else []) + \
         [f"{k} not significant" for k in ("full model", "MLP-only") if k not in strong]
+    if reverse is not None and reverse <= ALPHA:
+        why.append(f"the full model's top-1 below MLP-only's (Fisher p {reverse:.2g})")
     if why:
         verdict = DIFFERS
     elif exceed is not None and exceed <= ALPHA:
         verdict = REPRODUCED
-    else:
+    elif exceed is not None:
         verdict = PARTLY
         why.append("the full model's top-1 not significantly above MLP-only's ('far "
-                   "exceeding')" if exceed is not None else "no N recorded to compare the "
-                   "full model's top-1 with MLP-only's")
+                   "exceeding')")
+    else:
+        verdict = UNDERPOWERED
+        why.append("no N recorded to compare the full model's top-1 with MLP-only's")
     return Claim("Figure 3 / Finding 3.1", "attention-only flat (as uniform sampling); MLP-only "
                  "and full strong preference, the full model's far exceeding", ours
                  + f" (Bonferroni binomial, alpha {ALPHA})", verdict, "; ".join(why), "Sec. 4.1")
