@@ -486,32 +486,43 @@ def test_table1b_at_the_papers_n_runs_the_llama_passes_on_10000_sequences(tmp_pa
     assert [p[2:] for p in spec.passes] == [(64, 20_000), (256, 20_000)]
 
 
-def test_paper_scale_runs_its_piece_in_full_float32_and_records_it(tmp_path, monkeypatch):
+FAKE_PIECE = """
+import json, runpy, sys
+from bornbiased_jax import precision
+from experiments.campaign import paper_pieces as PS
+seen = sys.argv.pop(1)
+def fake(state, summaries):
+    open(seen, "w").write(precision.current())
+    return {"table1b_n10k": ({"layers": 12}, [{"seed": 42}], 1.5)}
+PS.RUNNERS["table1b-n10k"] = fake
+sys.argv[0] = "paper_scale"
+runpy.run_module("experiments.paper_scale", run_name="__main__")
+"""
+
+
+def test_paper_scale_runs_its_piece_in_full_float32_and_records_it(tmp_path):
     """A paper-scale piece asks for full float32 matrix products unless told otherwise (TF32
     on a GPU would move near-tied arg-maxes) and its record says which it used; a bad piece
-    name is refused by the parser."""
+    name is refused by the parser. Run in a fresh process with no precision in the
+    environment, where JAX's own setting is "default"."""
     import json
+    import os
 
     from bornbiased_jax import precision
-    from experiments import paper_scale
-    from experiments.campaign import paper_pieces as PS
 
-    monkeypatch.delenv(precision.ENV, raising=False)
-    seen = {}
-
-    def fake(state, summaries):
-        seen["precision"] = precision.current()
-        return {"table1b_n10k": ({"layers": 12}, [{"seed": 42}], 1.5)}
-
-    monkeypatch.setitem(PS.RUNNERS, "table1b-n10k", fake)
-    with precision.scoped("default"):  # what the process had: the piece must change it
-        rc = paper_scale.main(["table1b-n10k", "--state", str(tmp_path / "s"), "--summaries",
-                               str(tmp_path / "k"), "--records", str(tmp_path / "r")])
-    assert rc == 0 and seen["precision"] == "highest"
+    env = {k: v for k, v in os.environ.items() if k != precision.ENV}
+    seen = tmp_path / "precision.txt"
+    run = subprocess.run([sys.executable, "-c", FAKE_PIECE, str(seen), "table1b-n10k",
+                          "--state", str(tmp_path / "s"), "--summaries", str(tmp_path / "k"),
+                          "--records", str(tmp_path / "r")], cwd=campaign.REPO, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert seen.read_text() == "highest"
     rec = json.loads((tmp_path / "r" / "initialisation" / "table1b_n10k.json").read_text())
     assert rec["run"]["matmul_precision"] == "highest" and rec["records"] == [{"seed": 42}]
-    with pytest.raises(SystemExit):
-        paper_scale.main(["table9"])
+    bad = subprocess.run([sys.executable, "-m", "experiments.paper_scale", "table9"],
+                         cwd=campaign.REPO, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice: 'table9'" in bad.stderr
 
 
 def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
