@@ -564,3 +564,21 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     text = campaign._rates_text(spec, rates, 1e9)
     assert f"({name}, T = 8)" in text and "T = 32: no chunk yet, the overall rate" in text
     assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)
+
+
+def test_a_pass_at_another_precision_on_a_gpu_has_another_identity(monkeypatch):
+    """Chunks computed in TF32 (or a dot algorithm) on a GPU are never resumed as full
+    float32 ones, nor the reverse: the precision enters a pass's identity there. Full float32
+    adds nothing, so a CPU's states keep their identity on a GPU in full float32."""
+    import jax
+
+    from bornbiased_jax import precision
+    from experiments.campaign import paper_pieces as PS
+
+    base = {"probe": "last_token_sums", "probe_seed": 0}
+    with precision.scoped("default"):
+        assert PS.probe_identity("last_token_sums") == base  # a CPU: always full float32
+        monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+        assert PS.probe_identity("last_token_sums") == {**base, "matmul_precision": "default"}
+    with precision.scoped("highest"):
+        assert PS.probe_identity("last_token_sums") == base

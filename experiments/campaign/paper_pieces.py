@@ -28,6 +28,23 @@ def shape(cfg) -> dict:
             "d_model": cfg.d_model, "d_ff": cfg.d_ff, "vocab_size": cfg.vocab_size}
 
 
+def probe_identity(probe: str) -> dict:
+    """What fixes a pass's numbers besides its model and inputs: the probe, its seed and, where
+    matrix products are not full float32 (TF32 or a multi-pass dot algorithm on a GPU), the
+    precision, so that chunks computed at one precision are never resumed at another. Full
+    float32 (every setting on a CPU, "highest" anywhere) adds nothing, so states written on a
+    CPU and resumed on a GPU in full float32 keep their identity."""
+    import jax
+
+    from bornbiased_jax import precision
+
+    out = {"probe": probe, "probe_seed": 0}
+    name = precision.current()
+    if jax.default_backend() != "cpu" and name != "highest":
+        out["matmul_precision"] = name
+    return out
+
+
 # ------------------------------------------------------------------------------- the pieces
 def _profile(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None):
     """The last-token probe (per-block states, final normed state, arg-max token) of ``seeds``
@@ -39,7 +56,7 @@ def _profile(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None
     budget = int(budget_gb * 2**30) if budget_gb else None
     return inter_sequence_profile(cfg, seeds, xs, progress=True, memory_budget=budget,
                                   desc=f"{cfg.name} {kind} T={T}", state=state,
-                                  state_identity={"probe": "last_token", "probe_seed": 0},
+                                  state_identity=probe_identity("last_token"),
                                   allow_version_change=ALLOW_VERSIONS)
 
 
@@ -67,7 +84,7 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
     parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
                             block=max(BLOCK, n // 8), state=state, progress=True, memory_budget=budget,
                             desc=f"{cfg.name} {kind} T={T}",
-                            state_identity={"probe": "last_token_sums", "probe_seed": 0},
+                            state_identity=probe_identity("last_token_sums"),
                             allow_version_change=ALLOW_VERSIONS)
     n = sum(int(p["n"]) for p in parts)
     blocks = sum(p["unit_blocks"] for p in parts)
@@ -200,8 +217,7 @@ def run_table2(state: Path, summaries: Path) -> dict:
             return {"row": row, "figure7": blocks}, _seconds(folder)
 
         identity = {"model": dataclasses.asdict(cfg), "seeds": [42], "input": "gaussian",
-                    "seq_len": 1024, "num_seqs": N_SEQS, "probe": "last_token",
-                    "probe_seed": 0}
+                    "seq_len": 1024, "num_seqs": N_SEQS, **probe_identity("last_token")}
         part, seconds = _kept(summaries, block, identity, compute)
         rows.append(part["row"])
         rows7[labels7[label]] = part["figure7"]
@@ -225,7 +241,7 @@ def run_table4a(state: Path, summaries: Path) -> dict:
             name = f"{cfg.name}-{kind}"
             identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
                         "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
-                        "n": N_SEQS, "probe": "features/normed", "probe_seed": 0}
+                        "n": N_SEQS, **probe_identity("features/normed")}
             part, seconds = _kept(summaries, name, identity,
                                   lambda cfg=cfg, kind=kind, folder=state / name:
                                   _table4a_part(cfg, kind, folder))
@@ -252,7 +268,7 @@ def _table4a_part(cfg, kind: str, folder: Path):
     xs = probe_inputs(kind, cfg, N_SEQS, 256)
     F = dict(init_features(cfg, SEEDS_4A, xs, group=len(SEEDS_4A), progress=True,
                            state=folder,
-                           state_identity={"probe": "features/normed", "probe_seed": 0},
+                           state_identity=probe_identity("features/normed"),
                            allow_version_change=ALLOW_VERSIONS))
     for a, b in PAIRS_4A:
         p = paper_test(F[a], F[b], rng=np.random.default_rng(0))
