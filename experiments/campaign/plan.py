@@ -103,6 +103,7 @@ def _table1_passes(preset: str, seq_lens, n: int) -> tuple:
 PAPER_N = 2000
 PAPER_N_LLAMA = 10_000
 SPREAD_SEEDS = tuple(range(44, 64))  # Table 1(a)'s seed spread at T = 64, beside seeds 42, 43
+# Run in this order: the shorter pieces first, so that a session's hours finish records.
 PAPER_SCALE = {s.name: s for s in [
     PaperScale("table1a", "Table 1(a), Figure 1a, Figure 2: GPT-2+RoPE nano, seeds 42/43, "
                "T = 64/256/1,024, N = 2,000",
@@ -116,15 +117,15 @@ PAPER_SCALE = {s.name: s for s in [
                f"({SPREAD_SEEDS[0]}-{SPREAD_SEEDS[-1]}) with their own embedding draws, "
                "T = 64, N = 2,000",
                (("gpt2-rope-nano", "attn_mlp", 64, len(SPREAD_SEEDS) * PAPER_N),)),
+    PaperScale("table1c", "Table 1(c): GPT-2+RoPE 1.2B, seeds 42/43, T = 64, N = 2,000",
+               _table1_passes("gpt2-rope-1.2b", (64,), PAPER_N), memory_budget_gb=16.0),
+    PaperScale("table4a", "Table 4a: LLaMA-2 nano inits 42/123/1000/2000, n = 2,000, T = 256, "
+               "token and Gaussian inputs, HF and GPT-2-scaled init",
+               tuple(("llama2-nano", "attn_mlp", 256, 4 * PAPER_N) for _ in range(4))),
     PaperScale("table2", "Table 2, Figures 3 and 7: full / attention-only / MLP-only "
                "GPT-2+RoPE nano, seed 42, Gaussian inputs, T = 1,024, N = 2,000",
                tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
                      for b in ("attn_mlp", "attn_only", "mlp_only"))),
-    PaperScale("table4a", "Table 4a: LLaMA-2 nano inits 42/123/1000/2000, n = 2,000, T = 256, "
-               "token and Gaussian inputs, HF and GPT-2-scaled init",
-               tuple(("llama2-nano", "attn_mlp", 256, 4 * PAPER_N) for _ in range(4))),
-    PaperScale("table1c", "Table 1(c): GPT-2+RoPE 1.2B, seeds 42/43, T = 64, N = 2,000",
-               _table1_passes("gpt2-rope-1.2b", (64,), PAPER_N), memory_budget_gb=16.0),
 ]}
 
 
