@@ -100,6 +100,18 @@ def mean_se(xs) -> tuple[float, float]:
     return m, math.sqrt(math.fsum((v - m) ** 2 for v in x) / (n - 1) / n)
 
 
+def jackknife_se(leave_one_out) -> np.ndarray:
+    """The delete-one-group jackknife standard error of a statistic from its B >= 2
+    leave-one-group-out values (axis 0): sqrt((B - 1) / B * sum_b (theta_(b) - mean)^2)
+    (Efron and Stein; for a smooth statistic of independent groups, such as a mean pairwise
+    cosine over blocks of independent sequences). Other axes are kept."""
+    loo = np.asarray(leave_one_out, dtype=np.float64)
+    B = loo.shape[0]
+    if B < 2:
+        raise ValueError(f"a jackknife needs at least two groups, got {B}")
+    return np.sqrt((B - 1) / B * ((loo - loo.mean(0)) ** 2).sum(0))
+
+
 def t_quantile(df: int, q: float = 0.975) -> float:
     """Student's t quantile on ``df`` >= 1 degrees of freedom (0.975: a two-sided 95 %
     interval's multiple of the standard error)."""

@@ -582,3 +582,24 @@ def test_a_pass_at_another_precision_on_a_gpu_has_another_identity(monkeypatch):
         assert PS.probe_identity("last_token_sums") == {**base, "matmul_precision": "default"}
     with precision.scoped("highest"):
         assert PS.probe_identity("last_token_sums") == base
+
+
+def test_a_summarised_pass_keeps_the_leave_one_block_out_cosines(tmp_path):
+    """A summarised pass (per-block sums, as the paper-scale pieces keep them) returns, beside
+    each seed's mean pairwise cosine per block, the same cosine leaving out each saved block of
+    sequences: (B, S, L+1), whose jackknife is Figure 2's paper-scale standard error."""
+    import numpy as np
+
+    from bornbiased_jax.config import get_preset
+    from experiments.campaign import paper_pieces as PS
+
+    cfg = get_preset("gpt2-rope-tiny")
+    prof = PS._summarised(cfg, [1, 2], "tokens", 8, tmp_path / "T8", n=500)
+    loo = prof["block_mean_loo"]
+    assert loo.shape == (2, 2, cfg.n_layers + 1)  # two blocks of 250 sequences
+    assert prof["block_mean"].shape == (2, cfg.n_layers + 1)
+    from bornbiased_jax.probes.contraction import mean_similarity_from_sums
+    for b, other in ((0, 250), (1, 0)):  # leaving one block out leaves the other's sequences
+        kept = np.load(tmp_path / "T8" / f"chunk-s0-n{other}.npz")
+        np.testing.assert_allclose(loo[b], mean_similarity_from_sums(kept["unit_blocks"], 250),
+                                   rtol=1e-12)

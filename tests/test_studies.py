@@ -202,13 +202,38 @@ def test_rules_turn_against_results_that_contradict_the_claims():
 def test_depth_and_ablation_rules_could_fail():
     """Figures 2, 7, 8 and 10: each rule reproduces on records shaped like the claim and turns
     against records that contradict it, naming nothing it did not check."""
-    def f2(means):
-        return {"run": {}, "records": {"per_seed": [{"block_mean_cos": m} for m in means]}}
-    rising = f2([[0.0, 0.07, 0.2], [0.0, 0.08, 0.25]])
-    c = I.figure2_claim(rising)
-    assert c.verdict == V.REPRODUCED and c.ours.endswith("0.000, 0.075, 0.225")
-    assert I.figure2_claim(f2([[0.0, 0.2, 0.1], [0.0, 0.2, 0.1]])).verdict == V.DIFFERS
-    assert I.figure2_claim(f2([[0.3, 0.2, 0.25]])).verdict == V.DIFFERS  # block 1 < embeddings
+    def f2(means, loo_spread=None):
+        """Records of Figure 2; with ``loo_spread``, 8 leave-one-block-out curves per model,
+        its block 1 and last block moved by +-loo_spread (alternately) around its curve."""
+        rows = []
+        for m in means:
+            row = {"block_mean_cos": m}
+            if loo_spread is not None:
+                signs = np.array([1.0, -1.0] * 4)[:, None] * np.array([0.0, 1.0, -1.0])
+                row["block_mean_cos_loo"] = (np.array(m) + loo_spread * signs).tolist()
+            rows.append(row)
+        return {"run": {}, "records": {"per_seed": rows}}
+    # two networks, no standard error: the steps cannot be tested
+    c = I.figure2_claim(f2([[0.0, 0.07, 0.2], [0.0, 0.08, 0.25]]))
+    assert c.verdict == V.UNDERPOWERED and c.ours.endswith("0.000, 0.075, 0.225")
+    assert "no standard error" in c.why
+    # ... with a within-network jackknife: reproduced, differs, or an interval holding 0
+    c = I.figure2_claim(f2([[0.0, 0.07, 0.2], [0.0, 0.08, 0.25]], loo_spread=1e-3))
+    assert c.verdict == V.REPRODUCED and "jackknife within each of the 2 networks" in c.why
+    assert "14 df" in c.why
+    assert I.figure2_claim(f2([[0.0, 0.2, 0.1]] * 2, loo_spread=1e-3)).verdict == V.DIFFERS
+    c = I.figure2_claim(f2([[0.0, 0.07, 0.2], [0.0, 0.08, 0.25]], loo_spread=0.05))
+    assert c.verdict == V.UNDERPOWERED and "holds 0" in c.why
+    # from 10 models the spread between them decides
+    rng = np.random.default_rng(0)
+    many = [[0.0, 0.07 + e, 0.2 + f] for e, f in rng.normal(0, 0.01, (12, 2))]
+    c = I.figure2_claim(f2(many))
+    assert c.verdict == V.REPRODUCED and "spread between 12 models" in c.why
+    flat = [[0.0, 0.07 + e, 0.07 + f] for e, f in rng.normal(0, 0.01, (12, 2))]
+    assert I.figure2_claim(f2(flat)).verdict == V.UNDERPOWERED
+    falling = [[0.3 + e, 0.2, 0.25 + f] for e, f in rng.normal(0, 0.01, (12, 2))]
+    c = I.figure2_claim(f2(falling))  # block 1 below the embeddings
+    assert c.verdict == V.DIFFERS and "falls from embeddings -> block 1" in c.why
 
     def f7(full, mlp, att, att_p=None, n=2000, sd=0.06):
         att_p = att_p or [-0.1] * len(att)

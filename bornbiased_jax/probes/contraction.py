@@ -125,6 +125,20 @@ def mean_similarity_from_sums(unit_sum: np.ndarray, n: int) -> np.ndarray:
     return ((s * s).sum(-1) - n) / (n * (n - 1))
 
 
+def mean_similarity_leave_one_out(unit_sums, ns) -> np.ndarray:
+    """The mean pairwise cosine (:func:`mean_similarity_from_sums`) of all the blocks' vectors
+    but block b's, for each of the B blocks whose unit-vector sums ``unit_sums`` (B, ..., d)
+    and sizes ``ns`` (B,) are given: (B, ...), the values a delete-one-block jackknife
+    (``bornbiased_jax.stats.jackknife_se``) turns into a standard error."""
+    s = np.asarray(unit_sums, np.float64)
+    ns = [int(n) for n in ns]
+    if len(ns) != s.shape[0] or len(ns) < 2:
+        raise ValueError(f"need one size per block and at least two blocks, got {len(ns)} "
+                         f"sizes for {s.shape[0]} blocks")
+    total, n = s.sum(0), sum(ns)
+    return np.stack([mean_similarity_from_sums(total - s[b], n - ns[b]) for b in range(len(ns))])
+
+
 def contraction_direction(normed_Nd: np.ndarray) -> np.ndarray:
     """Finding 2.2: the mean of the normalised final last-token representations."""
     U = np.asarray(normed_Nd, np.float64)

@@ -70,13 +70,15 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
     kept as per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
     sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
     committed as it grows, so the pass resumes on any machine from its last block. Returns
-    ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block and
-    ``direction`` (S, d), Finding 2.2's mean unit final state."""
+    ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block, ``block_mean_loo``
+    (B, S, L+1) the same leaving out each saved block of sequences in turn (a jackknife's
+    inputs) and ``direction`` (S, d), Finding 2.2's mean unit final state."""
     import numpy as np
 
     from bornbiased_jax.blockwise import blockwise_sweep
     from bornbiased_jax.probes.contraction import (last_token_probe, last_token_sums,
-                                                   mean_similarity_from_sums)
+                                                   mean_similarity_from_sums,
+                                                   mean_similarity_leave_one_out)
     from bornbiased_jax.probes.inputs import probe_inputs
 
     xs = probe_inputs(kind, cfg, n, T)
@@ -90,7 +92,10 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
     blocks = sum(p["unit_blocks"] for p in parts)
     normed = sum(p["unit_normed"] for p in parts)
     return {"top": np.concatenate([p["top"] for p in parts], axis=1),
-            "block_mean": mean_similarity_from_sums(blocks, n), "direction": normed / n}
+            "block_mean": mean_similarity_from_sums(blocks, n),
+            "block_mean_loo": mean_similarity_leave_one_out([p["unit_blocks"] for p in parts],
+                                                            [p["n"] for p in parts]),
+            "direction": normed / n}
 
 
 def _kept(folder: Path, part: str, identity: dict, compute):
@@ -182,7 +187,8 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
         for i, s in enumerate(seeds):
             d_top = direction_top_token(prof["direction"][i], W_U)
             rows.append({"seed": s, **favourite_stats(prof["top"][i], cfg.vocab_size, d_top),
-                         "block_mean_cos": [float(m) for m in prof["block_mean"][i]]})
+                         "block_mean_cos": [float(m) for m in prof["block_mean"][i]],
+                         "block_mean_cos_loo": prof["block_mean_loo"][:, i].tolist()})
         out["figure2_finding22"] = (
             {**shape(cfg), "seeds": seeds, "seq_len": t2, "num_seqs": N_SEQS},
             {"per_seed": rows, "summary": match_summary(rows)}, _seconds(folders[-1]))

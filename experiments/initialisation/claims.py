@@ -12,7 +12,7 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax.stats import (bonferroni_log10_p, clopper_pearson, format_log10_p,
-                                  uniform_rank_frequency)
+                                  jackknife_se, seed_mean, t_quantile, uniform_rank_frequency)
 from bornbiased_jax.verdicts import (CORRECTED, DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE, Claim)
 
@@ -376,13 +376,66 @@ def finding22_claim(d: dict) -> Claim:
                  f"(76 of 100) {paper_width:.2f}: it cannot confirm 76 %", "Sec. 4")
 
 
+FIGURE2_BETWEEN_MODELS = 10  # from this many models, Figure 2's SE is the spread between them
+
+
 def figure2_claim(d: dict) -> Claim:
-    """Reproduced when the seed-mean last-token cosine rises from the embeddings to block 1 and
-    from block 1 to the last block."""
-    m = np.array([p["block_mean_cos"] for p in d["records"]["per_seed"]]).mean(0)
+    """Figure 2 (Finding 2.1), the last-token cosine growing with depth, by its two steps on
+    the mean over the record's models: embeddings -> block 1 and block 1 -> the last block,
+    each with a two-sided 95 % t interval:
+
+      * from ``FIGURE2_BETWEEN_MODELS`` models on, the standard error of a step's mean is the
+        spread of that step between the models (sd / sqrt(S), S - 1 degrees of freedom): a
+        statement about random networks of the preset;
+      * with fewer models, it is the delete-one-block jackknife within each network (the
+        records' ``block_mean_cos_loo``, leave-one-block-out cosines; variances summed over the
+        models, over S^2; sum of B_s - 1 degrees of freedom): a statement about these networks.
+
+    Reproduced when both steps' intervals lie above 0; differs when one lies below 0;
+    consistent, underpowered when an interval holds 0 or no standard error can be formed."""
+    per = d["records"]["per_seed"]
+    curves = np.array([p["block_mean_cos"] for p in per], dtype=np.float64)  # (S, L+1)
+    S, last = curves.shape[0], curves.shape[1] - 1
+    m = curves.mean(0)
+
+    def steps(c):  # (..., L+1) -> (..., 2)
+        return np.stack([c[..., 1] - c[..., 0], c[..., last] - c[..., 1]], axis=-1)
+
+    if S >= FIGURE2_BETWEEN_MODELS:
+        fits = [seed_mean(steps(curves)[:, j]) for j in range(2)]
+        est = [f.mean for f in fits]
+        half = [f.half_width for f in fits]
+        source = f"95 % t intervals from the spread between {S} models"
+    elif all("block_mean_cos_loo" in p for p in per):
+        loo = [np.asarray(p["block_mean_cos_loo"], dtype=np.float64) for p in per]
+        var = sum(jackknife_se(steps(x)) ** 2 for x in loo) / S**2
+        df = sum(x.shape[0] - 1 for x in loo)
+        est = list(steps(m))
+        half = list(t_quantile(df) * np.sqrt(var))
+        source = (f"95 % t intervals from a delete-one-block jackknife within each of the {S} "
+                  f"networks ({'/'.join(str(x.shape[0]) for x in loo)} blocks, {df} df): "
+                  "these networks, not the preset's spread")
+    else:
+        est, half, source = list(steps(m)), [float("nan")] * 2, None
+    names = ("embeddings -> block 1", f"block 1 -> block {last}")
+    ours = "mean over seeds per block: " + ", ".join(f"{x:.3f}" for x in m)
+    if source is None:
+        why = (f"no standard error: {S} model(s), fewer than {FIGURE2_BETWEEN_MODELS}, and no "
+               "leave-one-block-out cosines in the record; steps "
+               + ", ".join(f"{n} {e:+.4f}" for n, e in zip(names, est)))
+        return Claim("Figure 2 / Finding 2.1", "last-token cosine grows with depth (nano, T = 1024)",
+                     ours, UNDERPOWERED, why, section="Sec. 4")
+    text = "; ".join(f"{n} {e:+.4f} ± {h:.4f}" for n, e, h in zip(names, est, half))
+    up = all(e - h > 0 for e, h in zip(est, half))
+    down = [n for n, e, h in zip(names, est, half) if e + h < 0]
+    verdict = DIFFERS if down else REPRODUCED if up else UNDERPOWERED
+    why = f"steps {text} ({source})"
+    if down:
+        why = f"the cosine falls from {' and '.join(down)}; " + why
+    elif not up:
+        why = "a step's interval holds 0; " + why
     return Claim("Figure 2 / Finding 2.1", "last-token cosine grows with depth (nano, T = 1024)",
-                 "mean over seeds per block: " + ", ".join(f"{x:.3f}" for x in m),
-                 _ok(m[-1] > m[1] > m[0]), section="Sec. 4")
+                 ours, verdict, why, section="Sec. 4")
 
 
 def table2_claim(d: dict) -> Claim:
