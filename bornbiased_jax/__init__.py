@@ -22,4 +22,4 @@
                 (``bornbiased``)
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

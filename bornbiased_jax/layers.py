@@ -154,6 +154,43 @@ def output_transform(cfg: ModelConfig, o_QHK: jax.Array, offset: int = 0,
     raise AssertionError(kind)
 
 
+# Queries per block when the attention's output alone is needed. At T = 1,024 on a CPU the
+# (H, T, T) scores of a sequence outgrow the caches, and the softmax's passes over them cost
+# more than the matrix products; blocks of queries, each over the keys it can see (about half
+# the pairs), keep them small (benchmarks/attention_blocks.py; its figures in
+# benchmarks/results/attention_blocks_cpu.md).
+QUERY_BLOCK = 64
+
+
+def causal_softmax(q_QNGK: jax.Array, k_TNK: jax.Array, dtype: Any) -> jax.Array:
+    """A (H, Q, T) = softmax(q k^T / sqrt(K)) over the keys at or before each query, in
+    float32 and then cast to ``dtype`` (the attention input's; sqrt(K) is taken in it too); the
+    Q queries are the last Q of the T positions."""
+    Q, N, G, K = q_QNGK.shape
+    T = k_TNK.shape[0]
+    scores_NGQT = jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK) / jnp.sqrt(K).astype(dtype)
+    causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
+    scores_HQT = jnp.where(causal_QT[None], scores_NGQT.reshape(N * G, Q, T).astype(jnp.float32),
+                           -jnp.inf)
+    return jax.nn.softmax(scores_HQT, axis=-1).astype(dtype)
+
+
+def blocked_causal_attention(q_TNGK: jax.Array, k_TNK: jax.Array, v_TNK: jax.Array,
+                             block: int, dtype: Any) -> jax.Array:
+    """o (T, N, G, K) = sum_j A_ij v_j with A = :func:`causal_softmax`, computed ``block``
+    queries at a time: queries [s, e) against keys [0, e) (the keys from e on, masked for all
+    of them, are left out; those after each query within [0, e) are masked). Every row's
+    softmax is over the same unmasked keys as the whole matrix's, so the result equals the
+    unblocked one up to float rounding; nothing (H, T, T) is formed."""
+    T, N, G, K = q_TNGK.shape
+    out = []
+    for s in range(0, T, block):
+        e = min(T, s + block)
+        A_HQT = causal_softmax(q_TNGK[s:e], k_TNK[:e], dtype)
+        out.append(jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, G, e - s, e), v_TNK[:e]))
+    return jnp.concatenate(out, axis=0)
+
+
 class Attention(nn.Module):
     """Causal multi-head self-attention with grouped K/V heads, or the paper's Attn0.
 
@@ -170,7 +207,10 @@ class Attention(nn.Module):
 
     When the ``intermediates`` collection is mutable, ``__call__`` sows the probabilities
     ``attention_probs`` A (H, Q, T) and the per-head outputs ``head_outputs`` o (Q, H, K)
-    after the transform and gate, i.e. what enters W_O. Otherwise nothing is stored.
+    after the transform and gate, i.e. what enters W_O. Otherwise nothing is stored, and a
+    sequence longer than ``QUERY_BLOCK`` is attended ``QUERY_BLOCK`` queries at a time
+    (:func:`blocked_causal_attention`: the same o_i up to float rounding, without forming A),
+    unless ``last_only`` (one query: the whole row is formed).
     """
 
     cfg: ModelConfig
@@ -193,12 +233,12 @@ class Attention(nn.Module):
         if cfg.attn_output_gate:
             self.gate_proj = dense(HK, s, cfg.attn_output_gate_bias, dt, "gate_proj")
 
-    def weights(self, x_Td: jax.Array, rope: Rope = None,
-                last_only: bool = False) -> tuple[jax.Array, jax.Array]:
-        """Softmax attention weights A (H, Q, T) and values v (T, N, K)."""
+    def qkv(self, x_Td: jax.Array, rope: Rope = None,
+            last_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Queries q (Q, N, G, K) grouped by the K/V head they read, keys k and values v
+        (T, N, K), RoPE applied to q and k."""
         cfg = self.cfg
         T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
-        G = H // N
         xq_Qd = x_Td[-1:] if last_only else x_Td
         Q = xq_Qd.shape[0]
         q_QHK = self.q_proj(xq_Qd).reshape(Q, H, K)
@@ -208,12 +248,13 @@ class Attention(nn.Module):
             cos_TK, sin_TK = rope
             q_QHK = apply_rope(q_QHK, cos_TK[T - Q:], sin_TK[T - Q:])
             k_TNK = apply_rope(k_TNK, cos_TK, sin_TK)
-        q_QNGK = q_QHK.reshape(Q, N, G, K)  # queries grouped by the K/V head they read
-        scores_NGQT = jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK) / jnp.sqrt(K).astype(x_Td.dtype)
-        causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
-        scores_HQT = jnp.where(causal_QT[None], scores_NGQT.reshape(H, Q, T).astype(jnp.float32),
-                               -jnp.inf)
-        return jax.nn.softmax(scores_HQT, axis=-1).astype(x_Td.dtype), v_TNK
+        return q_QHK.reshape(Q, N, H // N, K), k_TNK, v_TNK
+
+    def weights(self, x_Td: jax.Array, rope: Rope = None,
+                last_only: bool = False) -> tuple[jax.Array, jax.Array]:
+        """Softmax attention weights A (H, Q, T) and values v (T, N, K)."""
+        q_QNGK, k_TNK, v_TNK = self.qkv(x_Td, rope, last_only)
+        return causal_softmax(q_QNGK, k_TNK, x_Td.dtype), v_TNK
 
     def __call__(self, x_Td: jax.Array, rope: Rope = None, last_only: bool = False) -> jax.Array:
         """(T, d) -> (Q, d): Q = T, or 1 when ``last_only`` (the last position's output only)."""
@@ -226,17 +267,21 @@ class Attention(nn.Module):
             i_T = jnp.arange(1, T + 1, dtype=x_Td.dtype)
             out_Td = jnp.cumsum(x_Td, axis=0) / i_T[:, None]
             return out_Td[-1:] if last_only else out_Td
-        A_HQT, v_TNK = self.weights(x_Td, rope, last_only)
-        H, Q, _ = A_HQT.shape
-        N, K = cfg.resolved_n_kv_heads, cfg.resolved_head_dim
-        o_QNGK = jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, H // N, Q, T), v_TNK)
+        H, N, K = cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
+        if last_only or T <= QUERY_BLOCK or self.is_mutable_collection("intermediates"):
+            A_HQT, v_TNK = self.weights(x_Td, rope, last_only)
+            Q = A_HQT.shape[1]
+            o_QNGK = jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, H // N, Q, T), v_TNK)
+            self.sow("intermediates", "attention_probs", A_HQT)
+        else:  # the same sums, QUERY_BLOCK queries at a time over the keys they can see
+            Q = T
+            o_QNGK = blocked_causal_attention(*self.qkv(x_Td, rope), QUERY_BLOCK, x_Td.dtype)
         gamma_HK = self.head_norm() if cfg.attn_output_transform == "headwise_rmsnorm" else None
         o_QHK = output_transform(cfg, o_QNGK.reshape(Q, H, K), T - Q, gamma_HK)  # Sec. 6.2.1
         if cfg.attn_output_gate:  # not from the paper: a sigmoid gate per head and channel
             xq_Qd = x_Td[-1:] if last_only else x_Td
             g_QHK = jax.nn.sigmoid(self.gate_proj(xq_Qd).astype(jnp.float32)).reshape(Q, H, K)
             o_QHK = (o_QHK * g_QHK).astype(o_QHK.dtype)
-        self.sow("intermediates", "attention_probs", A_HQT)
         self.sow("intermediates", "head_outputs", o_QHK)
         return self.o_proj(o_QHK.reshape(Q, H * K))
 

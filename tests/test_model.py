@@ -400,3 +400,43 @@ def test_returned_attention_is_what_the_layers_used():
         model.forward(p, cfg.ablate(attention="attn0_causal", n_kv_heads=H,
                                   attn_output_transform="none"), tok,
                       return_attention=True)
+
+
+@pytest.mark.parametrize("name,changes", [
+    ("gpt2-rope-tiny", {}), ("llama2-tiny", {}),
+    ("qwen2-tiny", {}),  # grouped K/V heads (4 query heads read 2)
+    ("qwen2-tiny", {"attn_output_transform": "sqrt_i"}),  # positions of later blocks
+    ("llama2-tiny", {"attn_output_transform": "headwise_rmsnorm", "attn_output_gate": True}),
+])
+def test_blockwise_attention_is_the_whole_matrix_attention(name, changes, monkeypatch):
+    """Without attention maps to keep, a layer attends QUERY_BLOCK queries at a time (queries
+    [s, e) over keys [0, e)); its outputs, every block's hidden state and the gradients equal
+    those of the whole (H, T, T) softmax to float32 rounding. T = 50 with blocks of 16 leaves
+    a ragged last block."""
+    cfg = dataclasses.replace(get_preset(name), **changes)
+    p = _init(cfg, seed_key(5))
+    tok = jax.random.randint(jax.random.key(6), (50,), 0, cfg.vocab_size)
+
+    calls, blocked_attention = [], layers.blocked_causal_attention
+    monkeypatch.setattr(layers, "blocked_causal_attention",
+                        lambda *a: calls.append(a[3]) or blocked_attention(*a))
+
+    def run(block):
+        monkeypatch.setattr(layers, "QUERY_BLOCK", block)
+        f = jax.jit(lambda p: model.forward(p, cfg, tok, return_hidden=True))  # traced anew
+        g = jax.jit(jax.grad(lambda p: model.forward(p, cfg, tok).logits.std()))
+        return f(p), g(p)
+
+    (whole, g_whole), n_whole = run(10**6), len(calls)
+    blocked, g_blocked = run(16)
+    assert n_whole == 0 and calls == [16] * (2 * cfg.n_layers)  # forward and gradient traces
+    np.testing.assert_allclose(blocked.hidden, whole.hidden, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(blocked.logits, whole.logits, rtol=1e-5, atol=1e-6)
+    for path, g in leaves(g_blocked).items():
+        np.testing.assert_allclose(g, leaves(g_whole)[path], rtol=1e-4, atol=1e-7,
+                                   err_msg=jax.tree_util.keystr(path))
+    # ... and with the maps asked for, the whole matrix is formed and returned as before
+    monkeypatch.setattr(layers, "QUERY_BLOCK", 16)
+    maps = model.forward(p, cfg, tok, return_attention=True)
+    assert maps.attention.shape == (cfg.n_layers, cfg.n_heads, 50, 50)
+    np.testing.assert_allclose(maps.logits, whole.logits, rtol=1e-5, atol=1e-6)
