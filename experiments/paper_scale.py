@@ -33,8 +33,9 @@ Pieces and the records they write (under ``--records``, default results/records/
 N = 2,000 is what the paper's Table 1 p-values imply for its GPT-2 rows (the text says
 10,000; `bornbiased theory` recomputes them); its LLaMA-2 rows are counts of 6-9 of 10,000,
 which at N = 2,000 would be 1.2-1.8 sequences, below the top-1 of uniform draws, hence
-table1b-n10k (T = 1,024 at N = 10,000, about 10 h here, is left to a GPU). Our token ids differ from the paper's (another RNG); frequencies and
-p-values are comparable. Table 1's passes (all but table1a's T = 64, whose seed-42 states
+table1b-n10k (T = 1,024 at N = 10,000, about 10 h here at the rate its N = 2,000 pass ran
+with the whole attention matrix, is left to a GPU). Our token ids differ from the paper's
+(another RNG); frequencies and p-values are comparable. Table 1's passes (all but table1a's T = 64, whose seed-42 states
 Figure 1a needs whole: minutes of work) keep only per-block sums (``bornbiased_jax.blockwise``:
 the arg-max tokens and the sums of unit last-token states, about 170 kB per block of 250
 sequences) in ``--summaries`` (default results/campaign/summaries/, committed as it grows, so
