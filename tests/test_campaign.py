@@ -458,6 +458,31 @@ def test_state_chunks_count_each_ragged_chunk_and_its_seconds(tmp_path):
     assert campaign.state_progress(tmp_path) == {"flops": 14 * per_seq, "seconds": 13.0}
 
 
+def test_a_pieces_compute_seconds_sum_its_chunks_wherever_their_state_sits(tmp_path):
+    """A sweep keeps its state.json in its folder; the SeedPrint feature pass (table4a) one
+    per seed group below it (group-0/, group-1/): a piece's compute seconds sum every chunk
+    of both, and an empty or missing folder counts 0 s."""
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from experiments.campaign import paper_pieces as PS
+
+    cfg = get_preset("gpt2-rope-tiny")
+    ident = {"probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1, 2],
+             "inputs": {"shape": [10, 8]}}
+    for folder, secs in (("sweep", (10.0, 2.5)), ("part/group-0", (7.0,)),
+                         ("part/group-1", (1.25, 0.5))):
+        store = resume.ChunkStore(tmp_path / folder, ident)
+        store.set_plan({"seed_chunk": 2, "seq_chunk": 5})
+        for i, s in enumerate(secs):
+            store.save((0, 5 * i), {"a": np.zeros(1)}, seconds=s)
+    assert PS._seconds(tmp_path / "sweep") == 12.5
+    assert PS._seconds(tmp_path / "part") == 8.8  # 7 + 1.25 + 0.5, rounded to 0.1 s
+    assert PS._seconds(tmp_path / "sweep", tmp_path / "part") == 21.2
+    assert PS._seconds(tmp_path / "missing") == 0.0
+
+
 def test_table1b_at_the_papers_n_runs_the_llama_passes_on_10000_sequences(tmp_path,
                                                                          monkeypatch):
     """table1b-n10k: Table 1(b)'s LLaMA-2 rows at N = 10,000, the N their p-values imply,

@@ -131,14 +131,16 @@ def _kept(folder: Path, part: str, identity: dict, compute):
 
 
 def _seconds(*folders: Path) -> float:
-    """Compute seconds saved in the state folders (every attempt's chunks)."""
+    """Compute seconds saved in the state folders (every attempt's chunks): a sweep keeps its
+    state.json in the folder itself, the SeedPrint feature pass one per seed group in
+    ``group-*/``."""
     import json
 
     total = 0.0
     for f in folders:
-        st = Path(f) / "state.json"
-        if st.exists():
-            total += sum(json.loads(st.read_text()).get("seconds", {}).values())
+        for st in [Path(f) / "state.json", *sorted(Path(f).glob("group-*/state.json"))]:
+            if st.exists():
+                total += sum(json.loads(st.read_text()).get("seconds", {}).values())
     return round(total, 1)
 
 
