@@ -88,3 +88,26 @@ def test_pool_statistics_on_a_planted_pair():
     sub = SP.pairs_of(12, 10, np.random.default_rng(1))
     assert len(sub) == 10 and sub == sorted(sub) and set(sub) <= set(SM.all_pairs(12))
 
+
+
+def test_seedprint_pools_draw_each_seeds_own_embedding_unless_told():
+    """Unrelated models in a SeedPrint pool are whole independent initialisations: each seed
+    draws its own embedding (a shared draw would feed every model the same token vectors, a
+    dependence the lineage tests detect). Only the Gaussian-input calibration pools share it
+    (Gaussian inputs and normed outputs never touch the embedding)."""
+    import jax
+
+    from bornbiased_jax import keys, model
+    from experiments.seedprint import calibration as CAL
+    from experiments.seedprint.pools import cpu_model, nano_model
+
+    for scaled in (True, False):
+        for cfg in (cpu_model(scaled), nano_model(scaled)):
+            assert not cfg.shared_embedding
+            a, b = (np.asarray(jax.random.key_data(model.embed_key(cfg, keys.seed_key(s))))
+                    for s in (42, 2000))
+            assert not np.array_equal(a, b)
+        assert nano_model(scaled, shared_embedding=True).shared_embedding
+    s = {**CAL.CPU, "inputs": ["gaussian", "tokens"]}
+    shared = [p for p in CAL.pools(s) if p.cfg.shared_embedding]
+    assert shared and all(p.kind == "gaussian" for p in shared)

@@ -68,7 +68,7 @@ def pools(s: dict) -> list[Pool]:
     out = [Pool(cpu_model(scaled, shared_embedding=False), kind, s["n"], s["seq_len"],
                 s["models"], s["paper_pairs"])
            for scaled in (True, False) for kind in s["inputs"]]
-    out += [Pool(dataclasses.replace(nano_model(scaled), shared_embedding=True), "gaussian",
+    out += [Pool(nano_model(scaled, shared_embedding=True), "gaussian",
                  s["nano_n"], s["nano_seq_len"], s["nano_models"], None)
             for scaled in (False, True)]
     return out

@@ -40,11 +40,15 @@ def cpu_model(scaled: bool, shared_embedding: bool = False):
                                scale_residual_init=scaled, shared_embedding=shared_embedding)
 
 
-def nano_model(scaled: bool):
-    """The paper's 12-layer, 12-head, d = 768 LLaMA shape (``llama2-nano``)."""
+def nano_model(scaled: bool, shared_embedding: bool = False):
+    """The paper's 12-layer, 12-head, d = 768 LLaMA shape (``llama2-nano``). Like
+    :func:`cpu_model`, each seed draws its own embedding by default, as a seed's whole
+    initialisation does in the paper: with token inputs, models that share one embedding
+    draw see the same input vectors, a dependence between "unrelated" models that every
+    lineage test rightly detects (the preset shares it, for Table 1's probes)."""
     tag = "gpt2init" if scaled else "hfinit"
     return dataclasses.replace(get_preset("llama2-nano"), name=f"llama2-nano-{tag}",
-                               scale_residual_init=scaled)
+                               scale_residual_init=scaled, shared_embedding=shared_embedding)
 
 
 def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path | None = None,
