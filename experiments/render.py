@@ -385,5 +385,13 @@ def _bench_readme(record: dict) -> str:
     return bench.readme_table(record)
 
 
-# README's generated blocks: name -> (experiment, block from its record)
-README_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_readme)}
+def _table4a_paper_readme(paper: dict) -> str:
+    from experiments.seedprint import claims as seedprint
+
+    return seedprint.table4a_paper_scale_readme(paper)
+
+
+# README's generated blocks: name -> (experiment, block from its record; "paper": the
+# paper-scale records, {name: record})
+README_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_readme),
+                 "table4a-paper": ("paper", _table4a_paper_readme)}

@@ -330,6 +330,45 @@ def test_table4a_at_paper_scale():
     assert none.verdict == V.UNTESTABLE and "paper_scale table4a" in none.ours
 
 
+def test_readme_says_what_table4a_at_paper_scale_shows_about_the_confound():
+    """README's Table 4a block follows the counts: the Gaussian-input confound "reaches" the
+    paper's shape for an init whose Gaussian pairs are called related and token pairs not;
+    token-input rejections are named; an init with none says how little four pairs bound."""
+    from experiments.seedprint import claims as seedprint
+
+    def rows(model, kind, p):
+        return [{"model": model, "input": kind, "pair": f"pair {i}", "paper/t_mean": p[i],
+                 "paper/u_mean": 0.5, "official/two_phi_bar": p[i], "paper/S": 5,
+                 **({"permutation/exact": 0.3} if kind == "tokens" else {})}
+                for i in range(4)]
+
+    def rec(g_gauss, g_tok, h_gauss, h_tok):
+        return {"table4a": {"run": {"settings": {"layers": 12, "heads": 12, "d_model": 768,
+                                                 "n": 2000, "seq_len": 256}},
+                            "records": rows("llama2-nano-gpt2init", "tokens", g_tok)
+                            + rows("llama2-nano-gpt2init", "gaussian", g_gauss)
+                            + rows("llama2-nano-hfinit", "tokens", h_tok)
+                            + rows("llama2-nano-hfinit", "gaussian", h_gauss)}}
+
+    clean, rej = [0.3] * 4, [1e-4, 1e-5, 0.2, 1e-3]
+    text = seedprint.table4a_paper_scale_readme(rec(rej, clean, clean, clean))
+    assert "(12 blocks, 12 heads, d = 768; n = 2,000, T = 256;" in text
+    assert "| GPT-2-scaled (App. B.1) | gaussian | 3/4 | 3/4 | - |" in text
+    assert "| HF default (released code) | tokens | 0/4 | 0/4 | 0/4 |" in text
+    assert "confound reaches the paper's own shape with the GPT-2-scaled (App. B.1) init" in text
+    assert "with the HF default (released code) init no unrelated pair is called related " \
+        "with either input kind, which at 4 pairs bounds the rate only below 0.60" in text
+    assert "not only" not in text
+    both = seedprint.table4a_paper_scale_readme(rec(rej, rej, clean, [0.3, 0.3, 0.3, 0.001]))
+    assert "reaches" not in both
+    assert "token inputs the paper's test calls unrelated pairs related too (GPT-2-scaled " \
+        "(App. B.1): 3 of 4, HF default (released code): 1 of 4)" in both
+    none = seedprint.table4a_paper_scale_readme(rec(clean, clean, clean, clean))
+    assert "reaches" not in none and "the GPT-2-scaled (App. B.1) and the HF default " \
+        "(released code) init no unrelated pair" in none
+    assert "no record yet" in seedprint.table4a_paper_scale_readme({})
+
+
 def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):
     from experiments import render
 
