@@ -2,6 +2,7 @@
 ledger, and RESULTS.md rows from finished pieces (on CPU, with small stand-in commands)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bornbiased_jax import cli
+from bornbiased_jax import __version__, cli
 from bornbiased_jax.errors import UserError
 from experiments.campaign import plan as campaign
 from experiments.campaign.plan import Piece
@@ -572,9 +573,11 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     PS._kept(tmp_path / campaign.SUMMARIES / "y", "part", ident, lambda: ({}, 80.0))
     f8, f16 = (4 * forward_flops(cfg, T, last_only=True) for T in (8, 16))
     rates = campaign.rates_by_length(tmp_path)
-    name = cfg.name
+    name, v = cfg.name, __version__
     assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0, (name, 8): f8 / 10.0,
-                                   (name, 16): 2 * f16 / 160.0})
+                                   (name, 16): 2 * f16 / 160.0, (name, 8, v): f8 / 10.0,
+                                   (None, 8, v): f8 / 10.0, (name, 16, v): 2 * f16 / 160.0,
+                                   (None, 16, v): 2 * f16 / 160.0})
     spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 40),
                                           ("gpt2-rope-tiny", "attn_mlp", 16, 8),
                                           ("gpt2-rope-tiny", "attn_mlp", 32, 4)))
@@ -587,8 +590,43 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     assert campaign.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
         f8l / (f8 / 10.0))
     text = campaign._rates_text(spec, rates, 1e9)
-    assert f"({name}, T = 8)" in text and "T = 32: no chunk yet, the overall rate" in text
-    assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)
+    assert f"({name}, T = 8, this version)" in text
+    assert "T = 32: no chunk yet, the overall rate" in text
+    assert "(other models, T = 8, this version)" in campaign._rates_text(other, rates, 1e9)
+
+
+def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
+    """Code changes change speed (blockwise attention in 0.2.0): a pass is estimated at the
+    rate its model reached at its length under this version; chunks of an older version count
+    only where this version has none at that length."""
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+
+    cfg = get_preset("gpt2-rope-tiny")
+    for folder, secs, old in (("old", 40.0, True), ("new", 10.0, False)):
+        store = resume.ChunkStore(tmp_path / campaign.STATE / folder, {
+            "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1],
+            "inputs": {"shape": [4, 8]}})
+        store.set_plan({"seed_chunk": 1, "seq_chunk": 4})
+        store.save((0, 0), {"a": np.zeros(1)}, seconds=secs)
+        if old:  # as if computed by an earlier release
+            st = json.loads((tmp_path / campaign.STATE / folder / "state.json").read_text())
+            st["versions"] = [{**st["versions"][-1], "bornbiased_jax": "0.1.0"}]
+            (tmp_path / campaign.STATE / folder / "state.json").write_text(json.dumps(st))
+    f8 = 4 * forward_flops(cfg, 8, last_only=True)
+    rates = campaign.rates_by_length(tmp_path)
+    assert rates[(cfg.name, 8)] == pytest.approx(2 * f8 / 50.0)  # pooled over versions
+    assert rates[(cfg.name, 8, "0.1.0")] == pytest.approx(f8 / 40.0)
+    spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 4),))
+    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(10.0)
+    # without this version's chunk, the older version's measurement (pooled) is used
+    shutil.rmtree(tmp_path / campaign.STATE / "new")
+    rates = campaign.rates_by_length(tmp_path)
+    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(40.0)
+    assert f"({cfg.name}, T = 8)" in campaign._rates_text(spec, rates, 1e9)
 
 
 def test_a_pass_at_another_precision_on_a_gpu_has_another_identity(monkeypatch):

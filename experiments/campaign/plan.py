@@ -394,10 +394,11 @@ def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
     return {"flops": sum(fl for fl, _ in chunks), "seconds": sum(s for _, s in chunks)}
 
 
-def kept_parts(folder: Path) -> list[tuple[str, int, int, float]]:
-    """(model name, sequence length, model FLOPs, compute seconds) of each finished part kept under
-    ``folder`` (the ``<part>.json`` files of ``paper_pieces._kept``: the part's seeds x
-    sequences x ``flops.forward_flops`` of its model at its length, and its saved seconds)."""
+def kept_parts(folder: Path) -> list[tuple[str, int, str | None, int, float]]:
+    """(model name, sequence length, library version, model FLOPs, compute seconds) of each
+    finished part kept under ``folder`` (the ``<part>.json`` files of ``paper_pieces._kept``:
+    the part's seeds x sequences x ``flops.forward_flops`` of its model at its length, the
+    version it was computed under and its saved seconds)."""
     from bornbiased_jax.flops import forward_flops
 
     out = []
@@ -408,7 +409,8 @@ def kept_parts(folder: Path) -> list[tuple[str, int, int, float]]:
             continue
         N = ident.get("num_seqs", ident.get("n"))
         cfg = _model_config(ident["model"])
-        out.append((cfg.name, ident["seq_len"], len(ident["seeds"]) * N
+        out.append((cfg.name, ident["seq_len"], _code_version(saved.get("versions")),
+                    len(ident["seeds"]) * N
                     * forward_flops(cfg, ident["seq_len"], last_only=True), saved["seconds"]))
     return out
 
@@ -417,42 +419,65 @@ def kept_progress(folder: Path) -> dict:
     """Model FLOPs and compute seconds of the finished parts kept under ``folder``
     (:func:`kept_parts`)."""
     parts = kept_parts(folder)
-    return {"flops": sum(p[2] for p in parts), "seconds": sum(p[3] for p in parts)}
+    return {"flops": sum(p[3] for p in parts), "seconds": sum(p[4] for p in parts)}
+
+
+def _code_version(versions) -> str | None:
+    """The bornbiased_jax version a saved state or kept part was last computed under (a state
+    keeps the list of every attempt's versions, a kept part one dict)."""
+    if isinstance(versions, list):
+        versions = versions[-1] if versions else {}
+    return (versions or {}).get("bornbiased_jax")
 
 
 def rates_by_length(root: Path = ROOT) -> dict:
     """FLOP/s achieved by every saved chunk and kept part under ``root``'s state and summaries
-    folders, keyed both (model name, sequence length) and sequence length alone (every model
-    at that length pooled). A block's seconds are wall time: a busy machine lowers the rate."""
+    folders, keyed (model name, sequence length) and sequence length alone (every model at
+    that length pooled), and both again with the library version that computed them
+    ((name, T, version) and (None, T, version)): a code change (blockwise attention at
+    T > 64 in 0.2.0) changes the speed. A block's seconds are wall time: a busy machine
+    lowers the rate."""
     acc: dict = {}
 
-    def add(name: str, T: int, fl: int, sec: float) -> None:
+    def add(name: str, T: int, version, fl: int, sec: float) -> None:
         if sec > 0:
-            for key in ((name, T), T):
+            for key in ((name, T), T, (name, T, version), (None, T, version)):
                 a = acc.setdefault(key, [0, 0.0])
                 a[0] += fl
                 a[1] += sec
 
     for folder in (Path(root) / STATE, Path(root) / SUMMARIES):
         for f in sorted(folder.glob("**/state.json")):
-            ident = json.loads(f.read_text())["identity"]
+            st = json.loads(f.read_text())
+            ident, version = st["identity"], _code_version(st.get("versions"))
             for fl, sec in state_chunks(f):
-                add(ident["model"]["name"], ident["inputs"]["shape"][1], fl, sec)
-        for name, T, fl, sec in kept_parts(folder):
-            add(name, T, fl, sec)
+                add(ident["model"]["name"], ident["inputs"]["shape"][1], version, fl, sec)
+        for name, T, version, fl, sec in kept_parts(folder):
+            add(name, T, version, fl, sec)
     return {k: fl / sec for k, (fl, sec) in acc.items()}
 
 
+def _rate_key(one_pass: tuple, rates: dict):
+    """The key of ``rates`` a pass is estimated at: its model at its length under this
+    library version, any model at its length under this version, then the same under any
+    version; None (the overall rate) when its length has no chunk at all."""
+    from bornbiased_jax import __version__
+
+    name, T = _pass_config(one_pass).name, one_pass[2]
+    return next((k for k in ((name, T, __version__), (None, T, __version__), (name, T), T)
+                 if k in rates), None)
+
+
 def _pass_rate(one_pass: tuple, rates: dict, overall: float) -> float:
-    """The rate measured for this pass's model at its length, else for its length, else
-    ``overall``."""
-    T = one_pass[2]
-    return rates.get((_pass_config(one_pass).name, T), rates.get(T, overall))
+    """The rate measured for this pass (:func:`_rate_key`), else ``overall``."""
+    key = _rate_key(one_pass, rates)
+    return overall if key is None else rates[key]
 
 
 def paper_scale_seconds(spec: "PaperScale", rates: dict, overall: float) -> float:
     """A piece's estimated compute seconds: each pass's FLOPs at the rate measured for its
-    model at its length (:func:`rates_by_length`), else at its length, else ``overall``."""
+    model at its length under this library version (:func:`rates_by_length`), else at its
+    length under this version, else the same under any version, else ``overall``."""
     return sum(pass_flops(p) / _pass_rate(p, rates, overall) for p in spec.passes)
 
 
@@ -483,9 +508,11 @@ def _rates_text(spec: PaperScale, rates: dict, overall: float) -> str:
     out = []
     for p in dict.fromkeys((p[0], p[1], p[2], 0) for p in spec.passes):
         name, T = _pass_config(p).name, p[2]
-        what = (f"{name}, T = {T:,}" if (name, T) in rates else
-                f"T = {T:,}, other models" if T in rates else
-                f"{name}, T = {T:,}: no chunk yet, the overall rate")
+        key = _rate_key(p, rates)
+        what = (f"{name}, T = {T:,}: no chunk yet, the overall rate" if key is None else
+                f"{name if key[0] else 'other models'}, T = {T:,}, this version"
+                if isinstance(key, tuple) and len(key) == 3 else
+                f"{name}, T = {T:,}" if key == (name, T) else f"T = {T:,}, other models")
         out.append(f"{_pass_rate(p, rates, overall) / 1e9:.0f} GFLOP/s ({what})")
     return ", ".join(dict.fromkeys(out))
 
