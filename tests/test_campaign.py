@@ -484,6 +484,30 @@ def test_a_pieces_compute_seconds_sum_its_chunks_wherever_their_state_sits(tmp_p
     assert PS._seconds(tmp_path / "missing") == 0.0
 
 
+def test_table4a_at_the_nano_shape_gives_each_seed_its_own_embedding(tmp_path, monkeypatch):
+    """Table 4a's four parts (GPT-2-scaled and HF init, token and Gaussian inputs) compare
+    unrelated seeds: each seed draws its own embedding, in the parts' identities and in the
+    record's settings (a shared draw would feed every model the same token vectors)."""
+    from experiments.campaign import paper_pieces as PS
+
+    seen = []
+
+    def fake(cfg, kind, folder):
+        seen.append((cfg.name, kind, cfg.shared_embedding, cfg.n_layers, cfg.d_model))
+        return [{"model": cfg.name, "input": kind}], 1.0
+
+    monkeypatch.setattr(PS, "_table4a_part", fake)
+    out = PS.RUNNERS["table4a"](tmp_path / "state", tmp_path / "kept")
+    assert sorted(seen) == sorted((f"llama2-nano-{i}", k, False, 12, 768)
+                                  for i in ("gpt2init", "hfinit") for k in ("tokens", "gaussian"))
+    settings, recs, secs = out["table4a"]
+    assert settings["shared_embedding"] is False and settings["n"] == 2000
+    assert len(recs) == 4 and secs == 4.0
+    kept = [json.loads(f.read_text()) for f in sorted((tmp_path / "kept").glob("*.json"))]
+    assert len(kept) == 4 and all(k["identity"]["model"]["shared_embedding"] is False
+                                  for k in kept)
+
+
 def test_table1b_at_the_papers_n_runs_the_llama_passes_on_10000_sequences(tmp_path,
                                                                          monkeypatch):
     """table1b-n10k: Table 1(b)'s LLaMA-2 rows at N = 10,000, the N their p-values imply,

@@ -331,42 +331,76 @@ def test_table4a_at_paper_scale():
 
 
 def test_readme_says_what_table4a_at_paper_scale_shows_about_the_confound():
-    """README's Table 4a block follows the counts: the Gaussian-input confound "reaches" the
-    paper's shape for an init whose Gaussian pairs are called related and token pairs not;
-    token-input rejections are named; an init with none says how little four pairs bound."""
-    from experiments.seedprint import claims as seedprint
+    """README's Table 4a block follows the counts of the paper's test (t or U <= 0.01 on a
+    non-empty S): a count is more than chance when a test at its level (2 alpha per pair)
+    reaches it with probability < 0.05 (2 or more of 4). The confound "reaches" the paper's
+    shape only for an init with such a Gaussian count and a tested token count within chance;
+    the other outcomes are said as they are; untested pairs are never counted as passes."""
+    from experiments.seedprint import docs as seedprint
 
-    def rows(model, kind, p):
+    def rows(model, kind, p, S=5):
         return [{"model": model, "input": kind, "pair": f"pair {i}", "paper/t_mean": p[i],
-                 "paper/u_mean": 0.5, "official/two_phi_bar": p[i], "paper/S": 5,
+                 "paper/u_mean": 0.5, "official/two_phi_bar": p[i], "paper/S": S,
                  **({"permutation/exact": 0.3} if kind == "tokens" else {})}
                 for i in range(4)]
 
-    def rec(g_gauss, g_tok, h_gauss, h_tok):
+    def rec(g_gauss, g_tok, h_gauss, h_tok, S_tok=5, shared=False):
         return {"table4a": {"run": {"settings": {"layers": 12, "heads": 12, "d_model": 768,
-                                                 "n": 2000, "seq_len": 256}},
-                            "records": rows("llama2-nano-gpt2init", "tokens", g_tok)
+                                                 "n": 2000, "seq_len": 256,
+                                                 "shared_embedding": shared}},
+                            "records": rows("llama2-nano-gpt2init", "tokens", g_tok, S_tok)
                             + rows("llama2-nano-gpt2init", "gaussian", g_gauss)
                             + rows("llama2-nano-hfinit", "tokens", h_tok)
                             + rows("llama2-nano-hfinit", "gaussian", h_gauss)}}
 
-    clean, rej = [0.3] * 4, [1e-4, 1e-5, 0.2, 1e-3]
-    text = seedprint.table4a_paper_scale_readme(rec(rej, clean, clean, clean))
-    assert "(12 blocks, 12 heads, d = 768; n = 2,000, T = 256;" in text
-    assert "| GPT-2-scaled (App. B.1) | gaussian | 3/4 | 3/4 | - |" in text
-    assert "| HF default (released code) | tokens | 0/4 | 0/4 | 0/4 |" in text
-    assert "confound reaches the paper's own shape with the GPT-2-scaled (App. B.1) init" in text
-    assert "with the HF default (released code) init no unrelated pair is called related " \
-        "with either input kind, which at 4 pairs bounds the rate only below 0.60" in text
-    assert "not only" not in text
-    both = seedprint.table4a_paper_scale_readme(rec(rej, rej, clean, [0.3, 0.3, 0.3, 0.001]))
+    G, H = "GPT-2-scaled (App. B.1)", "HF default (released code)"
+    clean, one, three = [0.3] * 4, [0.3, 0.3, 0.3, 1e-3], [1e-4, 1e-5, 0.2, 1e-3]
+    text = seedprint.table4a_paper_scale_readme(rec(three, clean, clean, clean))
+    assert "(12 blocks, 12 heads, d = 768; n = 2,000, T = 256; each seed its own embedding " \
+        "draw;" in text
+    assert f"| {G} | gaussian | 3/4 | 3/4 | - |" in text
+    assert f"| {H} | tokens | 0/4 | 0/4 | 0/4 |" in text
+    assert (f"with the {G} init the paper's test calls 3 of 4 Gaussian-input pairs and 0 of 4 "
+            "token-input pairs related (P = 3.2e-05 for the Gaussian count if the test held "
+            "its level): the Gaussian-input confound reaches the paper's own shape") in text
+    assert (f"with the {H} init the paper's test calls 0 of 4 Gaussian-input pairs and 0 of 4 "
+            "token-input pairs related, no more than a test at its level could by chance (0 "
+            "of 4 bounds the Gaussian rate only below 0.60 (95 %); 0 of 4 bounds the token "
+            "rate only below 0.60 (95 %)): the confound is not shown") in text
+    # one rejection of four is within chance (P(>= 1) = 1 - 0.98^4 = 0.078): never "reaches"
+    single = seedprint.table4a_paper_scale_readme(rec(one, clean, clean, clean))
+    assert "reaches" not in single and f"{G} init the paper's test calls 1 of 4 Gaussian" in single
+    # token inputs failing: named as such, whether or not the Gaussian count is in excess
+    both = seedprint.table4a_paper_scale_readme(rec(three, three, clean, [1e-3, 1e-4, .3, .3]))
     assert "reaches" not in both
-    assert "token inputs the paper's test calls unrelated pairs related too (GPT-2-scaled " \
-        "(App. B.1): 3 of 4, HF default (released code): 1 of 4)" in both
-    none = seedprint.table4a_paper_scale_readme(rec(clean, clean, clean, clean))
-    assert "reaches" not in none and "the GPT-2-scaled (App. B.1) and the HF default " \
-        "(released code) init no unrelated pair" in none
+    assert "it fails with token inputs too, so the shared Gaussian inputs are not the only " \
+        "cause" in both
+    assert f"with the {H} init the paper's test calls 0 of 4 Gaussian-input pairs and 2 of 4 " \
+        "token-input pairs related (P = 0.0023 for the token count if the test held its " \
+        "level): token inputs, not Gaussian ones, are where it fails" in both
+    # untested token pairs (S empty) neither pass nor let the Gaussian excess "reach"
+    empty = seedprint.table4a_paper_scale_readme(rec(three, clean, clean, clean, S_tok=0))
+    assert f"| {G} | tokens | untested (S empty for 4) | 0/4 | 0/4 |" in empty
+    assert "reaches" not in empty and "no tested token-input pair (S empty for all 4)" in empty
+    assert "without tested token-input pairs the two kinds cannot be told apart" in empty
+    assert "one embedding draw shared by every seed" in seedprint.table4a_paper_scale_readme(
+        rec(clean, clean, clean, clean, shared=True))
     assert "no record yet" in seedprint.table4a_paper_scale_readme({})
+    assert "holds no pairs" in seedprint.table4a_paper_scale_readme(
+        {"table4a": {"run": {"settings": {}}, "records": []}})
+
+
+def test_readme_block_of_table4a_says_it_is_missing_without_paper_records():
+    """Without any paper-scale record the README block names the command that measures it
+    (not a record or module that does not exist)."""
+    from experiments import render
+    from experiments.seedprint import docs as SD
+
+    page = "a\n<!-- table4a-paper:begin -->\nold\n<!-- table4a-paper:end -->\nb\n"
+    blocks = {"table4a-paper": render.README_BLOCKS["table4a-paper"]}
+    out = SD.render(page, {}, blocks, "README.md")
+    assert "`python -m experiments.paper_scale table4a` measures it" in out
+    assert "paper.json" not in out and out.startswith("a\n") and out.endswith("b\n")
 
 
 def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):

@@ -258,7 +258,8 @@ def run_table4a(state: Path, summaries: Path) -> dict:
     cfg = nano_model(True)
     settings = {**shape(cfg), "seeds": SEEDS_4A, "pairs": [list(p) for p in PAIRS_4A],
                 "n": N_SEQS, "seq_len": 256, "inputs": ["tokens", "gaussian"],
-                "inits": ["gpt2init (App. B.1)", "hfinit (released code)"]}
+                "inits": ["gpt2init (App. B.1)", "hfinit (released code)"],
+                "shared_embedding": cfg.shared_embedding}
     return {"table4a": (settings, records, round(secs, 1))}
 
 

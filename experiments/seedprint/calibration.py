@@ -64,7 +64,8 @@ class Pool:
 def pools(s: dict) -> list[Pool]:
     """The study's pools in order: the d = 128 model (GPT-2-scaled, then HF init) with each
     input kind, then the paper's d = 768 shape (HF, then GPT-2-scaled init) with Gaussian inputs
-    (the embeddings shared: Gaussian inputs and normed outputs never touch them)."""
+    (the embeddings shared: in these RoPE models with an untied head, Gaussian inputs and
+    normed outputs never touch them; learned absolute positions would)."""
     out = [Pool(cpu_model(scaled, shared_embedding=False), kind, s["n"], s["seq_len"],
                 s["models"], s["paper_pairs"])
            for scaled in (True, False) for kind in s["inputs"]]

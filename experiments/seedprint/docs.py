@@ -2,7 +2,8 @@
 (so the page cannot drift from RESULTS.md): why the calibrated test's default statistic is
 ``spearman_all`` (``seedprint_power``'s record) and how the permutation test's Spearman and
 Pearson versions compare on trained lineages, and what the renaming-robust aligned test does on
-the same pools (``seedprint_trained``'s). Each block sits between
+the same pools (``seedprint_trained``'s); and README's statement of what Table 4a at the
+paper's shape shows of the Gaussian-input confound (:func:`table4a_paper_scale_readme`). Each block sits between
 ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page; :func:`render` rewrites them (a
 block whose record is missing then says so)."""
 
@@ -130,6 +131,116 @@ def aligned_measured(trained: dict) -> str:
     return "\n".join(lines)
 
 
+INIT_NAMES = {"gpt2init": "GPT-2-scaled (App. B.1)", "hfinit": "HF default (released code)"}
+
+
+def _init_name(model: str) -> str:
+    return next((v for k, v in INIT_NAMES.items() if model.endswith(k)), model)
+
+
+EXCESS = 0.05  # a rejection count is "more than chance" below this binomial tail
+
+
+def _table4a_cell(rs: list[dict]) -> dict:
+    """One init and input kind of Table 4a: pairs called related by the paper's test (t or U
+    p <= alpha, on a non-empty S), the tested pairs, the released code's and the permutation
+    test's counts, and P(at least that many) if the test held its level (each pair at most
+    2 alpha: two p-values, a union bound)."""
+    import math
+
+    from bornbiased_jax.stats import log_binom_sf
+
+    tested = [r for r in rs if r.get("paper/S", 1) > 0]
+    k = sum(r["paper/t_mean"] <= ALPHA or r["paper/u_mean"] <= ALPHA for r in tested)
+    return {"k": k, "n": len(tested), "rows": len(rs),
+            "official": sum(r["official/two_phi_bar"] <= ALPHA for r in rs),
+            "permutation": (sum(r["permutation/exact"] <= ALPHA for r in rs)
+                            if rs and all("permutation/exact" in r for r in rs) else None),
+            "tail": math.exp(log_binom_sf(k, len(tested), min(1.0, 2 * ALPHA)))
+            if tested else 1.0}
+
+
+def _init_sentence(model: str, g: dict | None, t: dict | None) -> str:
+    """What one init's Gaussian-input (``g``) and token-input (``t``) counts show."""
+    from bornbiased_jax.stats import clopper_pearson
+
+    def said(c, kind):
+        if c is None:
+            return f"no {kind}-input pairs"
+        if c["n"] == 0:
+            return f"no tested {kind}-input pair (S empty for all {c['rows']})"
+        return f"{c['k']} of {c['n']} {kind}-input pairs"
+
+    def excess(c):
+        return c is not None and c["n"] > 0 and c["tail"] < EXCESS
+
+    head = (f"with the {_init_name(model)} init the paper's test calls {said(g, 'Gaussian')} "
+            f"and {said(t, 'token')} related")
+    tails = ", ".join(f"P = {c['tail']:.2g} for the {kind} count" for c, kind in
+                      ((g, "Gaussian"), (t, "token")) if excess(c))
+    if excess(g) and t is not None and t["n"] > 0 and not excess(t):
+        return (f"{head} ({tails} if the test held its level): the Gaussian-input confound "
+                "reaches the paper's own shape")
+    if excess(g) and excess(t):
+        return (f"{head} ({tails} if the test held its level): it fails with token inputs "
+                "too, so the shared Gaussian inputs are not the only cause")
+    if excess(t):
+        return (f"{head} ({tails} if the test held its level): token inputs, not Gaussian "
+                "ones, are where it fails")
+    if excess(g):
+        return (f"{head} ({tails} if the test held its level), but without tested token-input "
+                "pairs the two kinds cannot be told apart")
+    bound = [f"{c['k']} of {c['n']} bounds the {kind} rate only below "
+             f"{clopper_pearson(c['k'], c['n'])[1]:.2f} (95 %)"
+             for c, kind in ((g, "Gaussian"), (t, "token")) if c is not None and c["n"] > 0]
+    return (f"{head}, no more than a test at its level could by chance"
+            + (f" ({'; '.join(bound)})" if bound else "")
+            + ": the confound is not shown at this n and T")
+
+
+def table4a_paper_scale_readme(paper: dict) -> str:
+    """README's statement of what Table 4a at the paper's width and depth shows about the
+    Gaussian-input confound, from the paper-scale records (``paper``: {name: record}). Per
+    init and input kind: how many of the four unrelated pairs each test calls related at
+    alpha = 0.01 (the paper's test: t or U p <= 0.01 on a non-empty S; a pair with an empty S
+    is not tested). A count is more than chance when a test at its level (each pair at most
+    2 alpha) would reach it with probability below 0.05 (with four pairs: 2 or more). The
+    confound "reaches" the paper's shape for an init whose Gaussian-input count is more than
+    chance while its token-input count (tested) is not; the other outcomes are said as they
+    are, a count within chance with the Clopper-Pearson bound its pairs allow."""
+    d = (paper or {}).get("table4a")
+    if d is None:
+        return ("Table 4a at the paper's width and depth (12 blocks, d = 768; n = 2,000, "
+                "T = 256) has no record yet: `python -m experiments.paper_scale table4a` "
+                "measures it (resumable).")
+    st, recs = d["run"]["settings"], d["records"]
+    if not recs:
+        return "The Table 4a [paper scale] record holds no pairs."
+    embedding = {False: "; each seed its own embedding draw",
+                 True: "; one embedding draw shared by every seed"}.get(
+                     st.get("shared_embedding"), "")
+    lines = [f"Table 4a at the paper's width and depth ({st['layers']} blocks, {st['heads']} "
+             f"heads, d = {st['d_model']}; n = {st['n']:,}, T = {st['seq_len']}{embedding}; "
+             "generated from results/records/paper/seedprint/table4a.json) on the paper's "
+             "unrelated pairs, pairs called related at alpha = 0.01:", "",
+             "| init | inputs | paper's test (t or U) | released code | permutation (exact) |",
+             "|---|---|---:|---:|---:|"]
+    cells = {}
+    for model, kind in dict.fromkeys((r["model"], r["input"]) for r in recs):
+        c = cells[model, kind] = _table4a_cell(
+            [r for r in recs if r["model"] == model and r["input"] == kind])
+        paper_col = f"{c['k']}/{c['n']}" if c["n"] else f"untested (S empty for {c['rows']})"
+        perm = "-" if c["permutation"] is None else f"{c['permutation']}/{c['rows']}"
+        lines.append(f"| {_init_name(model)} | {kind} | {paper_col} | "
+                     f"{c['official']}/{c['rows']} | {perm} |")
+    inits = list(dict.fromkeys(m for m, _ in cells))
+    said = [_init_sentence(m, cells.get((m, "gaussian")), cells.get((m, "tokens")))
+            for m in inits]
+    lines += ["", "So " + "; ".join(said) + ". The paper's n = 10,000 and T = 1,024 remain "
+              "GPU settings."]
+    return "\n".join(lines)
+
+
 BLOCKS = {"statistic-choice": ("seedprint_power", statistic_choice),
           "permutation-statistic": ("seedprint_trained", pearson_vs_spearman),
           "aligned-measured": ("seedprint_trained", aligned_measured)}
@@ -138,9 +249,10 @@ BLOCKS = {"statistic-choice": ("seedprint_power", statistic_choice),
 def render(text: str, records: dict, blocks: dict | None = None, page: str = DOCS) -> str:
     """``text`` (the page) with every block of ``blocks`` (default: this page's) regenerated
     from ``records``, or saying that its record is missing; a UserError unless the page has
-    each block exactly once."""
+    each block exactly once. A block whose experiment is None gets every record (and says
+    itself what is missing)."""
     for name, (exp, fn) in (BLOCKS if blocks is None else blocks).items():
-        body = fn(records[exp]) if exp in records else (
+        body = fn(records) if exp is None else fn(records[exp]) if exp in records else (
             f"Not measured yet: no record results/records/seedprint/{exp}.json "
             f"(`python -m experiments.{exp}` measures it).")
         text, n = re.subn(rf"<!-- {name}:begin -->.*?<!-- {name}:end -->",
