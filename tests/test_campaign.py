@@ -690,3 +690,7 @@ def test_a_summarised_pass_keeps_the_leave_one_block_out_cosines(tmp_path):
         kept = np.load(tmp_path / "T8" / f"chunk-s0-n{other}.npz")
         np.testing.assert_allclose(loo[b], mean_similarity_from_sums(kept["unit_blocks"], 250),
                                    rtol=1e-12)
+    # unequal blocks would make the delete-one-block jackknife approximate: refused
+    with pytest.raises(UserError, match="600 sequences do not split into equal blocks of 250"):
+        PS._summarised(cfg, [1, 2], "tokens", 8, tmp_path / "T8b", n=600)
+    assert not (tmp_path / "T8b").exists()

@@ -66,8 +66,9 @@ BLOCK = 250  # sequences per saved block of a summarised pass (8 blocks of N = 2
 def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None,
                 n: int = N_SEQS):
     """The last-token probe of ``seeds`` on the first ``n`` (N = 2,000 unless given) sequences
-    of the probe set of ``kind`` at length T (in 8 blocks, or blocks of ``BLOCK`` if more),
-    kept as per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
+    of the probe set of ``kind`` at length T (in 8 blocks, or blocks of ``BLOCK`` if more;
+    N must split into equal ones, as the jackknife of ``block_mean_loo`` assumes), kept as
+    per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
     sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
     committed as it grows, so the pass resumes on any machine from its last block. Returns
     ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block, ``block_mean_loo``
@@ -81,10 +82,17 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
                                                    mean_similarity_leave_one_out)
     from bornbiased_jax.probes.inputs import probe_inputs
 
+    from bornbiased_jax.errors import UserError
+
+    block = max(BLOCK, n // 8)
+    if n % block:  # the delete-one-block jackknife (stats.jackknife_se) needs equal blocks
+        raise UserError(f"{n:,} sequences do not split into equal blocks of {block:,} "
+                        f"(max({BLOCK}, N // 8)); the leave-one-block-out standard errors "
+                        f"need equal blocks: use a multiple of {block:,}")
     xs = probe_inputs(kind, cfg, n, T)
     budget = int(budget_gb * 2**30) if budget_gb else None
     parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
-                            block=max(BLOCK, n // 8), state=state, progress=True, memory_budget=budget,
+                            block=block, state=state, progress=True, memory_budget=budget,
                             desc=f"{cfg.name} {kind} T={T}",
                             state_identity=probe_identity("last_token_sums"),
                             allow_version_change=ALLOW_VERSIONS)
