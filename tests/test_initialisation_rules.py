@@ -321,6 +321,7 @@ def test_table4a_at_paper_scale():
     assert ok.claim.startswith("Table 4a [paper scale: 12L, 12H, d = 768, n = 2,000, T = 256]")
     (bad,) = seedprint.table4a_paper_scale_claims(rec(1e-5))
     assert bad.verdict == V.DIFFERS and "4 of 4 unrelated pairs" in bad.why
+    assert "(a test at its level, 2 alpha per pair, does so with P = 1.6e-07)" in bad.why
     # an empty S is no test (p = 1 by convention): counted apart, never as a pass
     (some,) = seedprint.table4a_paper_scale_claims(rec(1.0, S=(0, 0, 5, 5)))
     assert some.verdict == V.REPRODUCED and "S empty for 2 of 4 pairs" in some.why

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from bornbiased_jax.errors import UserError
+from experiments.seedprint.claims import EXCESS, table4a_cell
 
 ALPHA = 0.01  # the paper's significance level (fingerprint.result.ALPHA)
 DOCS = "docs/seedprint.md"
@@ -138,28 +139,6 @@ def _init_name(model: str) -> str:
     return next((v for k, v in INIT_NAMES.items() if model.endswith(k)), model)
 
 
-EXCESS = 0.05  # a rejection count is "more than chance" below this binomial tail
-
-
-def _table4a_cell(rs: list[dict]) -> dict:
-    """One init and input kind of Table 4a: pairs called related by the paper's test (t or U
-    p <= alpha, on a non-empty S), the tested pairs, the released code's and the permutation
-    test's counts, and P(at least that many) if the test held its level (each pair at most
-    2 alpha: two p-values, a union bound)."""
-    import math
-
-    from bornbiased_jax.stats import log_binom_sf
-
-    tested = [r for r in rs if r.get("paper/S", 1) > 0]
-    k = sum(r["paper/t_mean"] <= ALPHA or r["paper/u_mean"] <= ALPHA for r in tested)
-    return {"k": k, "n": len(tested), "rows": len(rs),
-            "official": sum(r["official/two_phi_bar"] <= ALPHA for r in rs),
-            "permutation": (sum(r["permutation/exact"] <= ALPHA for r in rs)
-                            if rs and all("permutation/exact" in r for r in rs) else None),
-            "tail": math.exp(log_binom_sf(k, len(tested), min(1.0, 2 * ALPHA)))
-            if tested else 1.0}
-
-
 def _init_sentence(model: str, g: dict | None, t: dict | None) -> str:
     """What one init's Gaussian-input (``g``) and token-input (``t``) counts show."""
     from bornbiased_jax.stats import clopper_pearson
@@ -227,7 +206,7 @@ def table4a_paper_scale_readme(paper: dict) -> str:
              "|---|---|---:|---:|---:|"]
     cells = {}
     for model, kind in dict.fromkeys((r["model"], r["input"]) for r in recs):
-        c = cells[model, kind] = _table4a_cell(
+        c = cells[model, kind] = table4a_cell(
             [r for r in recs if r["model"] == model and r["input"] == kind])
         paper_col = f"{c['k']}/{c['n']}" if c["n"] else f"untested (S empty for {c['rows']})"
         perm = "-" if c["permutation"] is None else f"{c['permutation']}/{c['rows']}"
