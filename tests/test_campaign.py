@@ -614,43 +614,59 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     assert campaign.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
         f8l / (f8 / 10.0))
     text = campaign._rates_text(spec, rates, 1e9)
-    assert f"({name}, T = 8, this version)" in text
+    assert f"({name}, T = 8)" in text
     assert "T = 32: no chunk yet, the overall rate" in text
-    assert "(other models, T = 8, this version)" in campaign._rates_text(other, rates, 1e9)
+    assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)
 
 
 def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
-    """Code changes change speed (blockwise attention in 0.2.0): a pass is estimated at the
-    rate its model reached at its length under this version; chunks of an older version count
-    only where this version has none at that length."""
+    """Code changes change speed (blockwise attention in 0.2.0): a pass is estimated at its
+    own model's rate at its length under this version, else under other versions, before any
+    other model's; a state resumed across versions counts under no version."""
     import dataclasses
 
     from bornbiased_jax import resume
     from bornbiased_jax.config import get_preset
     from bornbiased_jax.flops import forward_flops
 
-    cfg = get_preset("gpt2-rope-tiny")
-    for folder, secs, old in (("old", 40.0, True), ("new", 10.0, False)):
+    def chunk(cfg, folder, secs, versions=None):
         store = resume.ChunkStore(tmp_path / campaign.STATE / folder, {
             "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1],
             "inputs": {"shape": [4, 8]}})
         store.set_plan({"seed_chunk": 1, "seq_chunk": 4})
         store.save((0, 0), {"a": np.zeros(1)}, seconds=secs)
-        if old:  # as if computed by an earlier release
-            st = json.loads((tmp_path / campaign.STATE / folder / "state.json").read_text())
-            st["versions"] = [{**st["versions"][-1], "bornbiased_jax": "0.1.0"}]
-            (tmp_path / campaign.STATE / folder / "state.json").write_text(json.dumps(st))
-    f8 = 4 * forward_flops(cfg, 8, last_only=True)
+        if versions:  # as if computed (or resumed) under these releases
+            f = tmp_path / campaign.STATE / folder / "state.json"
+            st = json.loads(f.read_text())
+            st["versions"] = [{**st["versions"][-1], "bornbiased_jax": v} for v in versions]
+            f.write_text(json.dumps(st))
+
+    gpt, llama = get_preset("gpt2-rope-tiny"), get_preset("llama2-tiny")
+    chunk(gpt, "old", 40.0, ["0.1.0"])
+    chunk(gpt, "new", 10.0)
+    chunk(llama, "llama", 5.0)
+    f8 = 4 * forward_flops(gpt, 8, last_only=True)
     rates = campaign.rates_by_length(tmp_path)
-    assert rates[(cfg.name, 8)] == pytest.approx(2 * f8 / 50.0)  # pooled over versions
-    assert rates[(cfg.name, 8, "0.1.0")] == pytest.approx(f8 / 40.0)
+    assert rates[(gpt.name, 8)] == pytest.approx(2 * f8 / 50.0)  # pooled over versions
+    assert rates[(gpt.name, 8, "0.1.0")] == pytest.approx(f8 / 40.0)
     spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 4),))
     assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(10.0)
-    # without this version's chunk, the older version's measurement (pooled) is used
+    # without this version's chunk of its model: its own model's older rate, not llama's
     shutil.rmtree(tmp_path / campaign.STATE / "new")
     rates = campaign.rates_by_length(tmp_path)
     assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(40.0)
-    assert f"({cfg.name}, T = 8)" in campaign._rates_text(spec, rates, 1e9)
+    assert f"({gpt.name}, T = 8, other versions)" in campaign._rates_text(spec, rates, 1e9)
+    # a model with no chunk at that length: another model's rate under this version first
+    other = campaign.PaperScale("w", "w", (("gpt2-rope-nano", "attn_mlp", 8, 4),))
+    nano = 4 * forward_flops(get_preset("gpt2-rope-nano"), 8, last_only=True)
+    l8 = 4 * forward_flops(llama, 8, last_only=True)
+    assert campaign.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
+        nano / (l8 / 5.0))
+    assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)
+    # a state resumed across versions does not say which computed each chunk: no version
+    chunk(gpt, "mixed", 20.0, ["0.1.0", __version__])
+    rates = campaign.rates_by_length(tmp_path)
+    assert (gpt.name, 8, __version__) not in rates and (gpt.name, 8, None) in rates
 
 
 def test_a_pass_at_another_precision_on_a_gpu_has_another_identity(monkeypatch):
@@ -691,6 +707,9 @@ def test_a_summarised_pass_keeps_the_leave_one_block_out_cosines(tmp_path):
         np.testing.assert_allclose(loo[b], mean_similarity_from_sums(kept["unit_blocks"], 250),
                                    rtol=1e-12)
     # unequal blocks would make the delete-one-block jackknife approximate: refused
-    with pytest.raises(UserError, match="600 sequences do not split into equal blocks of 250"):
-        PS._summarised(cfg, [1, 2], "tokens", 8, tmp_path / "T8b", n=600)
+    for n in (600, 250, 10_001):
+        with pytest.raises(UserError, match=f"{n:,} sequences do not split into two or more "
+                                            "equal blocks.*a multiple of 250 from 500 to "
+                                            "2,000, or a multiple of 8 above"):
+            PS._summarised(cfg, [1, 2], "tokens", 8, tmp_path / "T8b", n=n)
     assert not (tmp_path / "T8b").exists()

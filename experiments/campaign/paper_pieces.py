@@ -85,10 +85,11 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
     from bornbiased_jax.errors import UserError
 
     block = max(BLOCK, n // 8)
-    if n % block:  # the delete-one-block jackknife (stats.jackknife_se) needs equal blocks
-        raise UserError(f"{n:,} sequences do not split into equal blocks of {block:,} "
-                        f"(max({BLOCK}, N // 8)); the leave-one-block-out standard errors "
-                        f"need equal blocks: use a multiple of {block:,}")
+    if n % block or n // block < 2:  # the delete-one-block jackknife needs >= 2 equal blocks
+        raise UserError(f"{n:,} sequences do not split into two or more equal blocks of "
+                        f"{block:,} (max({BLOCK}, N // 8)), as the leave-one-block-out standard "
+                        f"errors need: use N a multiple of {BLOCK} from {2 * BLOCK} to "
+                        f"{8 * BLOCK:,}, or a multiple of 8 above")
     xs = probe_inputs(kind, cfg, n, T)
     budget = int(budget_gb * 2**30) if budget_gb else None
     parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,

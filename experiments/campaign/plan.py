@@ -423,11 +423,13 @@ def kept_progress(folder: Path) -> dict:
 
 
 def _code_version(versions) -> str | None:
-    """The bornbiased_jax version a saved state or kept part was last computed under (a state
-    keeps the list of every attempt's versions, a kept part one dict)."""
-    if isinstance(versions, list):
-        versions = versions[-1] if versions else {}
-    return (versions or {}).get("bornbiased_jax")
+    """The bornbiased_jax version a saved state or kept part was computed under (a state keeps
+    the list of every attempt's versions, a kept part one dict); None when a state was resumed
+    across versions (its chunks do not say which version computed each) or says nothing."""
+    if isinstance(versions, dict):
+        versions = [versions]
+    found = {v.get("bornbiased_jax") for v in versions or []}
+    return found.pop() if len(found) == 1 else None
 
 
 def rates_by_length(root: Path = ROOT) -> dict:
@@ -459,12 +461,12 @@ def rates_by_length(root: Path = ROOT) -> dict:
 
 def _rate_key(one_pass: tuple, rates: dict):
     """The key of ``rates`` a pass is estimated at: its model at its length under this
-    library version, any model at its length under this version, then the same under any
-    version; None (the overall rate) when its length has no chunk at all."""
+    library version, else under any version, else any model at its length under this
+    version, else under any; None (the overall rate) when its length has no chunk at all."""
     from bornbiased_jax import __version__
 
     name, T = _pass_config(one_pass).name, one_pass[2]
-    return next((k for k in ((name, T, __version__), (None, T, __version__), (name, T), T)
+    return next((k for k in ((name, T, __version__), (name, T), (None, T, __version__), T)
                  if k in rates), None)
 
 
@@ -509,10 +511,13 @@ def _rates_text(spec: PaperScale, rates: dict, overall: float) -> str:
     for p in dict.fromkeys((p[0], p[1], p[2], 0) for p in spec.passes):
         name, T = _pass_config(p).name, p[2]
         key = _rate_key(p, rates)
-        what = (f"{name}, T = {T:,}: no chunk yet, the overall rate" if key is None else
-                f"{name if key[0] else 'other models'}, T = {T:,}, this version"
-                if isinstance(key, tuple) and len(key) == 3 else
-                f"{name}, T = {T:,}" if key == (name, T) else f"T = {T:,}, other models")
+        if key is None:
+            what = f"{name}, T = {T:,}: no chunk yet, the overall rate"
+        elif key == T:
+            what = f"T = {T:,}, other models, other versions"
+        else:
+            what = (f"{name}, T = {T:,}" if key[0] == name else f"T = {T:,}, other models") + (
+                "" if len(key) == 3 else ", other versions")
         out.append(f"{_pass_rate(p, rates, overall) / 1e9:.0f} GFLOP/s ({what})")
     return ", ".join(dict.fromkeys(out))
 

@@ -3,9 +3,9 @@
 ``spearman_all`` (``seedprint_power``'s record) and how the permutation test's Spearman and
 Pearson versions compare on trained lineages, and what the renaming-robust aligned test does on
 the same pools (``seedprint_trained``'s); and README's statement of what Table 4a at the
-paper's shape shows of the Gaussian-input confound (:func:`table4a_paper_scale_readme`). Each block sits between
-``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page; :func:`render` rewrites them (a
-block whose record is missing then says so)."""
+paper's shape shows of the Gaussian-input confound (:func:`table4a_paper_scale_readme`).
+Each block sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page;
+:func:`render` rewrites them (a block whose record is missing then says so)."""
 
 from __future__ import annotations
 
@@ -140,7 +140,8 @@ def _init_name(model: str) -> str:
 
 
 def _init_sentence(model: str, g: dict | None, t: dict | None) -> str:
-    """What one init's Gaussian-input (``g``) and token-input (``t``) counts show."""
+    """What one init's Gaussian-input (``g``) and token-input (``t``) counts show (cells of
+    :func:`claims.table4a_cell`; None when the record has no pairs of that kind)."""
     from bornbiased_jax.stats import clopper_pearson
 
     def said(c, kind):
@@ -150,31 +151,32 @@ def _init_sentence(model: str, g: dict | None, t: dict | None) -> str:
             return f"no tested {kind}-input pair (S empty for all {c['rows']})"
         return f"{c['k']} of {c['n']} {kind}-input pairs"
 
+    def tested(c):
+        return c is not None and c["n"] > 0
+
     def excess(c):
-        return c is not None and c["n"] > 0 and c["tail"] < EXCESS
+        return tested(c) and c["bound"] < EXCESS
 
     head = (f"with the {_init_name(model)} init the paper's test calls {said(g, 'Gaussian')} "
             f"and {said(t, 'token')} related")
-    tails = ", ".join(f"P = {c['tail']:.2g} for the {kind} count" for c, kind in
-                      ((g, "Gaussian"), (t, "token")) if excess(c))
-    if excess(g) and t is not None and t["n"] > 0 and not excess(t):
-        return (f"{head} ({tails} if the test held its level): the Gaussian-input confound "
-                "reaches the paper's own shape")
+    if not tested(g) and not tested(t):
+        return f"{head}: no pair was tested"
+    bounds = "; ".join(f"P <= {c['bound']:.2g} for the {kind} count" for c, kind in
+                       ((g, "Gaussian"), (t, "token")) if excess(c))
+    level = f" ({bounds}, were the test at its level)"
+    if excess(g) and tested(t) and not excess(t):
+        return f"{head}{level}: the Gaussian-input confound reaches the paper's own shape"
     if excess(g) and excess(t):
-        return (f"{head} ({tails} if the test held its level): it fails with token inputs "
-                "too, so the shared Gaussian inputs are not the only cause")
-    if excess(t):
-        return (f"{head} ({tails} if the test held its level): token inputs, not Gaussian "
-                "ones, are where it fails")
-    if excess(g):
-        return (f"{head} ({tails} if the test held its level), but without tested token-input "
-                "pairs the two kinds cannot be told apart")
-    bound = [f"{c['k']} of {c['n']} bounds the {kind} rate only below "
-             f"{clopper_pearson(c['k'], c['n'])[1]:.2f} (95 %)"
-             for c, kind in ((g, "Gaussian"), (t, "token")) if c is not None and c["n"] > 0]
-    return (f"{head}, no more than a test at its level could by chance"
-            + (f" ({'; '.join(bound)})" if bound else "")
-            + ": the confound is not shown at this n and T")
+        return f"{head}{level}: it fails with both input kinds, not only with Gaussian inputs"
+    if excess(t) and tested(g):
+        return f"{head}{level}: it fails with token inputs and not beyond chance with Gaussian ones"
+    if excess(g) or excess(t):
+        return f"{head}{level}; without tested pairs of the other kind the kinds cannot be compared"
+    upper = [f"{c['k']} of {c['n']} {kind} pairs leave rates up to "
+             f"{clopper_pearson(c['k'], c['n'])[1]:.2f} possible"
+             for c, kind in ((g, "Gaussian"), (t, "token")) if tested(c)]
+    return (f"{head}, no more than a test at its level could by chance: the confound is not "
+            f"shown at this n and T ({'; '.join(upper)}, 95 % upper bounds)")
 
 
 def table4a_paper_scale_readme(paper: dict) -> str:
@@ -183,7 +185,8 @@ def table4a_paper_scale_readme(paper: dict) -> str:
     init and input kind: how many of the four unrelated pairs each test calls related at
     alpha = 0.01 (the paper's test: t or U p <= 0.01 on a non-empty S; a pair with an empty S
     is not tested). A count is more than chance when a test at its level (each pair at most
-    2 alpha) would reach it with probability below 0.05 (with four pairs: 2 or more). The
+    2 alpha) could reach it only with probability below 0.05 by Markov's bound, which holds
+    for pairs that share models (with four pairs: 2 or more; ``claims.table4a_cell``). The
     confound "reaches" the paper's shape for an init whose Gaussian-input count is more than
     chance while its token-input count (tested) is not; the other outcomes are said as they
     are, a count within chance with the Clopper-Pearson bound its pairs allow."""
