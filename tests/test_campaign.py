@@ -597,10 +597,10 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     PS._kept(tmp_path / campaign.SUMMARIES / "y", "part", ident, lambda: ({}, 80.0))
     f8, f16 = (4 * forward_flops(cfg, T, last_only=True) for T in (8, 16))
     rates = campaign.rates_by_length(tmp_path)
-    name, v = cfg.name, __version__
-    assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0, (name, 8): f8 / 10.0,
-                                   (name, 16): 2 * f16 / 160.0, (name, 8, v): f8 / 10.0,
-                                   (None, 8, v): f8 / 10.0, (name, 16, v): 2 * f16 / 160.0,
+    name, arch, v = cfg.name, campaign.architecture(cfg), __version__
+    assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0, (arch, 8): f8 / 10.0,
+                                   (arch, 16): 2 * f16 / 160.0, (arch, 8, v): f8 / 10.0,
+                                   (None, 8, v): f8 / 10.0, (arch, 16, v): 2 * f16 / 160.0,
                                    (None, 16, v): 2 * f16 / 160.0})
     spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 40),
                                           ("gpt2-rope-tiny", "attn_mlp", 16, 8),
@@ -647,8 +647,9 @@ def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
     chunk(llama, "llama", 5.0)
     f8 = 4 * forward_flops(gpt, 8, last_only=True)
     rates = campaign.rates_by_length(tmp_path)
-    assert rates[(gpt.name, 8)] == pytest.approx(2 * f8 / 50.0)  # pooled over versions
-    assert rates[(gpt.name, 8, "0.1.0")] == pytest.approx(f8 / 40.0)
+    arch = campaign.architecture(gpt)
+    assert rates[(arch, 8)] == pytest.approx(2 * f8 / 50.0)  # pooled over versions
+    assert rates[(arch, 8, "0.1.0")] == pytest.approx(f8 / 40.0)
     spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 4),))
     assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(10.0)
     # without this version's chunk of its model: its own model's older rate, not llama's
@@ -666,7 +667,42 @@ def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
     # a state resumed across versions does not say which computed each chunk: no version
     chunk(gpt, "mixed", 20.0, ["0.1.0", __version__])
     rates = campaign.rates_by_length(tmp_path)
-    assert (gpt.name, 8, __version__) not in rates and (gpt.name, 8, None) in rates
+    assert (arch, 8, __version__) not in rates and (arch, 8, None) in rates
+
+
+def test_estimates_count_a_model_by_its_architecture_not_its_name(tmp_path):
+    """Speed depends on what a pass computes, not on the initial values: chunks of a renamed,
+    re-initialised copy of a preset (as Table 4a's ``llama2-nano-gpt2init`` and ``-hfinit``)
+    give the rate of a pass of that preset; another architecture's do not count as its own."""
+    import dataclasses
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.flops import forward_flops
+
+    llama = get_preset("llama2-tiny")
+    for scaled, secs in ((True, 10.0), (False, 30.0)):
+        cfg = dataclasses.replace(llama, name=f"llama2-tiny-{scaled}", init_std=0.01,
+                                  scale_residual_init=scaled, shared_embedding=False)
+        store = resume.ChunkStore(tmp_path / campaign.STATE / cfg.name, {
+            "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [1],
+            "inputs": {"shape": [4, 8]}})
+        store.set_plan({"seed_chunk": 1, "seq_chunk": 4})
+        store.save((0, 0), {"a": np.zeros(1)}, seconds=secs)
+    wider = dataclasses.replace(llama, name="llama2-tiny", d_ff=2 * llama.d_ff)
+    store = resume.ChunkStore(tmp_path / campaign.STATE / "wider", {
+        "probe": "p", "model": dataclasses.asdict(wider), "seeds": [1],
+        "inputs": {"shape": [4, 8]}})
+    store.set_plan({"seed_chunk": 1, "seq_chunk": 4})
+    store.save((0, 0), {"a": np.zeros(1)}, seconds=1.0)
+    rates = campaign.rates_by_length(tmp_path)
+    spec = campaign.PaperScale("z", "z", (("llama2-tiny", "attn_mlp", 8, 8),))
+    assert campaign._rate_key(spec.passes[0], rates) == (campaign.architecture(llama), 8,
+                                                         __version__)
+    f8 = 4 * forward_flops(llama, 8, last_only=True)
+    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
+        2 * f8 / (2 * f8 / 40.0))
+    assert "(llama2-tiny, T = 8)" in campaign._rates_text(spec, rates, 1e9)
 
 
 def test_a_pass_at_another_precision_on_a_gpu_has_another_identity(monkeypatch):

@@ -394,8 +394,8 @@ def state_progress(folder: Path, *, skip=lambda d: False) -> dict:
     return {"flops": sum(fl for fl, _ in chunks), "seconds": sum(s for _, s in chunks)}
 
 
-def kept_parts(folder: Path) -> list[tuple[str, int, str | None, int, float]]:
-    """(model name, sequence length, library version, model FLOPs, compute seconds) of each
+def kept_parts(folder: Path) -> list[tuple]:
+    """(model config, sequence length, library version, model FLOPs, compute seconds) of each
     finished part kept under ``folder`` (the ``<part>.json`` files of ``paper_pieces._kept``:
     the part's seeds x sequences x ``flops.forward_flops`` of its model at its length, the
     version it was computed under and its saved seconds)."""
@@ -409,7 +409,7 @@ def kept_parts(folder: Path) -> list[tuple[str, int, str | None, int, float]]:
             continue
         N = ident.get("num_seqs", ident.get("n"))
         cfg = _model_config(ident["model"])
-        out.append((cfg.name, ident["seq_len"], _code_version(saved.get("versions")),
+        out.append((cfg, ident["seq_len"], _code_version(saved.get("versions")),
                     len(ident["seeds"]) * N
                     * forward_flops(cfg, ident["seq_len"], last_only=True), saved["seconds"]))
     return out
@@ -432,18 +432,27 @@ def _code_version(versions) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def architecture(cfg):
+    """``cfg`` less what only sets the initial values (name, init scales, embedding sharing):
+    what a forward pass computes, and so its speed. Table 4a's ``llama2-nano-gpt2init`` and
+    ``llama2-nano-hfinit`` share the ``llama2-nano`` preset's architecture."""
+    return dataclasses.replace(cfg, name="", init_std=0.02, scale_residual_init=False,
+                               shared_embedding=False, embed_seed=0)
+
+
 def rates_by_length(root: Path = ROOT) -> dict:
     """FLOP/s achieved by every saved chunk and kept part under ``root``'s state and summaries
-    folders, keyed (model name, sequence length) and sequence length alone (every model at
-    that length pooled), and both again with the library version that computed them
-    ((name, T, version) and (None, T, version)): a code change (blockwise attention at
-    T > 64 in 0.2.0) changes the speed. A block's seconds are wall time: a busy machine
-    lowers the rate."""
+    folders, keyed (model architecture (:func:`architecture`), sequence length) and sequence
+    length alone (every model at that length pooled), and both again with the library
+    version that computed them ((architecture, T, version) and (None, T, version)): a code
+    change (blockwise attention at T > 64 in 0.2.0) changes the speed. A block's seconds are
+    wall time: a busy machine lowers the rate."""
     acc: dict = {}
 
-    def add(name: str, T: int, version, fl: int, sec: float) -> None:
+    def add(cfg, T: int, version, fl: int, sec: float) -> None:
         if sec > 0:
-            for key in ((name, T), T, (name, T, version), (None, T, version)):
+            arch = architecture(cfg)
+            for key in ((arch, T), T, (arch, T, version), (None, T, version)):
                 a = acc.setdefault(key, [0, 0.0])
                 a[0] += fl
                 a[1] += sec
@@ -453,9 +462,10 @@ def rates_by_length(root: Path = ROOT) -> dict:
             st = json.loads(f.read_text())
             ident, version = st["identity"], _code_version(st.get("versions"))
             for fl, sec in state_chunks(f):
-                add(ident["model"]["name"], ident["inputs"]["shape"][1], version, fl, sec)
-        for name, T, version, fl, sec in kept_parts(folder):
-            add(name, T, version, fl, sec)
+                add(_model_config(ident["model"]), ident["inputs"]["shape"][1], version, fl,
+                    sec)
+        for cfg, T, version, fl, sec in kept_parts(folder):
+            add(cfg, T, version, fl, sec)
     return {k: fl / sec for k, (fl, sec) in acc.items()}
 
 
@@ -465,8 +475,8 @@ def _rate_key(one_pass: tuple, rates: dict):
     version, else under any; None (the overall rate) when its length has no chunk at all."""
     from bornbiased_jax import __version__
 
-    name, T = _pass_config(one_pass).name, one_pass[2]
-    return next((k for k in ((name, T, __version__), (name, T), (None, T, __version__), T)
+    arch, T = architecture(_pass_config(one_pass)), one_pass[2]
+    return next((k for k in ((arch, T, __version__), (arch, T), (None, T, __version__), T)
                  if k in rates), None)
 
 
@@ -516,7 +526,7 @@ def _rates_text(spec: PaperScale, rates: dict, overall: float) -> str:
         elif key == T:
             what = f"T = {T:,}, other models, other versions"
         else:
-            what = (f"{name}, T = {T:,}" if key[0] == name else f"T = {T:,}, other models") + (
+            what = (f"{name}, T = {T:,}" if key[0] is not None else f"T = {T:,}, other models") + (
                 "" if len(key) == 3 else ", other versions")
         out.append(f"{_pass_rate(p, rates, overall) / 1e9:.0f} GFLOP/s ({what})")
     return ", ".join(dict.fromkeys(out))
