@@ -1,8 +1,9 @@
 """bornbiased-jax: transformers at random initialisation, seed by seed.
 
   models        ``config`` (presets), ``keys`` (seeds and key streams), ``layers`` and ``model``
-                (the decoder), ``hf`` (Hugging Face checkpoints in and out), ``sources`` (one
-                spec string for any model: a preset and seed, a training run, an HF folder)
+                (the decoder), ``hf`` (Hugging Face checkpoints in and out, GGUF files in),
+                ``sources`` (one spec string for any model: a preset and seed, a training run,
+                an HF folder, a GGUF file), ``generate`` (greedy decoding, for parity checks)
   probes        ``sweep`` (many seeds x many sequences) and ``sweep_plan`` (how a sweep is
                 cut to fit memory), ``resume`` (a long probe's saved chunks, so that it
                 resumes where it stopped), ``blockwise`` (a long sweep kept as small per-block

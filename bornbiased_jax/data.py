@@ -190,7 +190,16 @@ def train_tokenizer(docs: Sequence[str], vocab_size: int, bos: bool = False):
 
 
 def load_tokenizer(path: str | Path):
+    """The ``tokenizers.Tokenizer`` of a tokenizer.json, or of a GGUF model file (the one its
+    metadata describes, ``hf.gguf.load_gguf_tokenizer``)."""
     from tokenizers import Tokenizer
+
+    from bornbiased_jax.hf.gguf import is_gguf
+
+    if Path(path).is_file() and is_gguf(path):
+        from bornbiased_jax.hf.gguf import load_gguf_tokenizer
+
+        return load_gguf_tokenizer(path)
 
     try:
         return Tokenizer.from_file(str(path))
@@ -198,15 +207,27 @@ def load_tokenizer(path: str | Path):
         raise UserError(f"cannot load tokenizer {str(path)!r}: {e}") from None
 
 
+def model_tokenizer_file(model_folder: str | Path | None) -> Path | None:
+    """Where a model's own tokenizer is: a GGUF file is its own, a run or HF folder's is its
+    tokenizer.json (which may not exist); None for no folder."""
+    if model_folder is None:
+        return None
+    from bornbiased_jax.hf.gguf import is_gguf
+
+    p = Path(model_folder)
+    return p if p.is_file() and is_gguf(p) else p / "tokenizer.json"
+
+
 def evaluation_tokenizer(docs: Sequence[str], max_vocab: int, *, path: str | Path | None = None,
                          model_folder: Path | None = None, bpe_vocab: int = 4096,
                          bos: bool = False):
     """The tokenizer to read evaluation text ``docs`` with, and a note saying which: the
     tokenizer.json at ``path`` if given, else ``model_folder``'s own tokenizer.json if it has one
-    (a training run's), else a byte-level BPE of min(``bpe_vocab``, ``max_vocab``) tokens trained
-    on ``docs`` themselves (with the ``BOS`` token when ``bos``). A ``UserError`` if it has more
-    tokens than ``max_vocab``, the model's vocabulary."""
-    own = Path(model_folder) / "tokenizer.json" if model_folder is not None else None
+    (a training run's; a GGUF file's own, ``model_folder`` being that file), else a byte-level
+    BPE of min(``bpe_vocab``, ``max_vocab``) tokens trained on ``docs`` themselves (with the
+    ``BOS`` token when ``bos``). A ``UserError`` if it has more tokens than ``max_vocab``, the
+    model's vocabulary."""
+    own = model_tokenizer_file(model_folder)
     if path:
         tok, note = load_tokenizer(path), f"tokenizer {path}"
     elif own is not None and own.is_file():

@@ -12,7 +12,10 @@
                         for a run continued from another model (``train --init-from``), that
                         model; such a run's ``seed`` is its source's;
   ``PATH``              a Hugging Face model folder (it holds ``config.json``), imported by
-                        ``bornbiased_jax.hf.load_hf``.
+                        ``bornbiased_jax.hf.load_hf``;
+  ``FILE.gguf``         a llama.cpp GGUF file (LLaMA or Qwen2, float or quantized weights,
+                        dequantized), imported by ``bornbiased_jax.hf.gguf.load_gguf``; its
+                        tokenizer is the file's own.
 
 A preset's embedding group is shared across seeds (``ModelConfig.shared_embedding``, the
 Table-1 protocol of App. B.2) unless ``load_source(..., shared_embedding=False)``: so
@@ -45,14 +48,14 @@ from bornbiased_jax.training.checkpoints import load_checkpoint_params, run_step
 SPEC_HELP = ("a model source is 'preset:NAME@SEED' (a fresh initialisation), a 'bornbiased "
              "train' run folder 'PATH' or 'PATH@STEP' (STEP 0: the run's initialisation; "
              "'PATH#SEED[@STEP]' picks one seed of a many-seed run), or a Hugging Face model "
-             "folder (a directory with config.json)")
+             "folder (a directory with config.json), or a llama.cpp GGUF file 'FILE.gguf'")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class LoadedModel:
     """A model ready to run: config, parameters, and where it came from.
 
-    kind: 'preset', 'run' or 'hf'. seed: the initialisation seed when known (presets and runs),
+    kind: 'preset', 'run', 'hf' or 'gguf'. seed: the initialisation seed when known (presets and runs),
     else None. step: the training step of a run's checkpoint (0: its initialisation), else None.
     """
 
@@ -62,7 +65,9 @@ class LoadedModel:
     kind: str
     seed: int | None
     step: int | None
-    folder: Path | None = None  # the run or HF folder (its tokenizer.json, if any, is there)
+    # the run or HF folder (its tokenizer.json, if any, is there), or the GGUF file (which
+    # holds its tokenizer)
+    folder: Path | None = None
     continued: bool = False  # step 0 of a run continued from a trained model (train --init-from)
 
     @property
@@ -87,6 +92,8 @@ def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) 
     if spec.startswith("preset:"):
         return _load_preset(spec, shared_embedding, dtype)
     path, seed, step = split_run_spec(spec)
+    if _is_gguf_spec(spec, path, seed, step):
+        return _load_gguf(path, dtype)
     if run_folder.is_run(path):
         return _load_run(path, step, seed, dtype)
     if seed is not None and path.is_dir():
@@ -115,7 +122,11 @@ def source_config(spec: str) -> ModelConfig:
             raise UserError(f"cannot read {spec!r}: write 'preset:NAME@SEED', e.g. "
                             f"'preset:llama2-tiny@42'")
         return get_preset(m.group(1))
-    path, _, _ = split_run_spec(spec)
+    path, seed, step = split_run_spec(spec)
+    if _is_gguf_spec(spec, path, seed, step):
+        from bornbiased_jax.hf.gguf import check_gguf
+
+        return check_gguf(path)
     if run_folder.is_run(path):
         return run_folder.run_config(path)[0]
     if (path / "config.json").is_file():
@@ -214,7 +225,9 @@ def check_source(spec: str) -> ModelConfig:
         check_seed(int(seed))
         return cfg
     path, seed, step = split_run_spec(spec)
-    if run_folder.is_run(path):
+    if _is_gguf_spec(spec, path, seed, step):
+        pass  # source_config checked everything but the tensors' bytes
+    elif run_folder.is_run(path):
         _run_selection(path, seed, step)
     elif not any(path.glob("*.safetensors")):
         raise UserError(f"the Hugging Face folder {str(path)!r} has config.json but no "
@@ -270,6 +283,27 @@ def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedMo
 def _seed_list(seeds: tuple[int, ...]) -> str:
     return ", ".join(map(str, seeds)) if len(seeds) <= 8 else (
         f"{len(seeds)} seeds from {seeds[0]} to {seeds[-1]}")
+
+
+def _is_gguf_spec(spec: str, path: Path, seed: int | None, step: int | None) -> bool:
+    """True when ``spec`` names a GGUF file (by its name or its first bytes); a UserError for
+    a seed or step selector on one, which has neither."""
+    from bornbiased_jax.hf.gguf import is_gguf
+
+    if not (path.suffix.lower() == ".gguf" or (path.is_file() and is_gguf(path))):
+        return False
+    if seed is not None or step is not None:
+        extra = "".join(f for f, v in ((f"#{seed}", seed), (f"@{step}", step)) if v is not None)
+        raise UserError(f"{str(path)!r} is a GGUF model file, which has no seeds or training "
+                        f"steps; drop {extra!r}")
+    return True
+
+
+def _load_gguf(path: Path, dtype) -> LoadedModel:
+    from bornbiased_jax.hf.gguf import load_gguf
+
+    cfg, params = load_gguf(path, dtype)
+    return LoadedModel(cfg, params, cfg.name, "gguf", None, None, path)
 
 
 def _load_hf(path: Path, dtype) -> LoadedModel:

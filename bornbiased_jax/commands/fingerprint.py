@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
                     "'bornbiased train' builds them) unless --shared-embedding. Defaults: "
                     f"{CPU}; --scale paper: {PAPER} (for a GPU).")
     p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin): "
-                   "preset:NAME@SEED, a train run PATH[@STEP] or PATH#SEED[@STEP], an HF folder")
+                   "preset:NAME@SEED, a train run PATH[@STEP] or PATH#SEED[@STEP], an HF "
+                   "folder or a GGUF file")
     p.add_argument("suspects", metavar="SUSPECT", nargs="+",
                    help="model source(s) of the suspect(s), or a folder of Hugging Face model "
                         "folders (each a suspect). With several, BASE's features are computed "
@@ -167,7 +168,7 @@ def run(args) -> int:
             init_note = str(e)
         if init_spec is None and init_note is None:
             init_note = (f"the initialisation of {args.base} is not known (it is, or was "
-                         f"continued from, an HF folder)")
+                         f"continued from, an HF folder or a GGUF file)")
     tests = chosen_tests(args.test, init_spec is not None)
     input_kind = args.input or ("tokens" if {"aligned", "permutation"} & set(tests)
                                 else "gaussian")

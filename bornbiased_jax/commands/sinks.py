@@ -32,8 +32,8 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL",
                    help="a model source: preset:NAME@SEED (a fresh initialisation), a "
                         "bornbiased train run folder PATH[@STEP] or PATH#SEED[@STEP] (its "
-                        "tokenizer.json is used), "
-                        "or a Hugging Face folder (config.json + safetensors)")
+                        "tokenizer.json is used), a Hugging Face folder (config.json + "
+                        "safetensors) or a GGUF file (its own tokenizer is used)")
     p.add_argument("--setting", choices=sorted(SINK_SETTINGS), default="paper",
                    help="reporting defaults: " + "; ".join(
                        f"{k}: eps {v[0]}, T = {' '.join(map(str, v[1]))}, {v[2]} sequences"

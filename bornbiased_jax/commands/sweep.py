@@ -29,8 +29,8 @@ def add_parser(sub) -> None:
     p.add_argument("--model", action="append", metavar="SPEC",
                    help="also (or instead) run on a model source, repeatable: 'preset:NAME@SEED', "
                         "a 'bornbiased train' run folder PATH or PATH@STEP (one seed of a "
-                        "many-seed run: PATH#SEED[@STEP]), or a Hugging Face "
-                        "folder; without --preset only these models run")
+                        "many-seed run: PATH#SEED[@STEP]), a Hugging Face "
+                        "folder or a GGUF file; without --preset only these models run")
     p.add_argument("--seeds", type=seeds_arg, help="model seeds: '42,43', '0:256', '1,5:8'")
     p.add_argument("--seq-len", type=positive, nargs="+", help="sequence length(s) T")
     p.add_argument("--num-seqs", type=positive, help="random sequences N per (seed, T)")

@@ -94,7 +94,7 @@ def add_parser(sub) -> None:
     p.add_argument("--init-from", metavar="SOURCE",
                    help="start from this model's parameters instead of a seed's initialisation: "
                         "a training run 'PATH@STEP' (one seed of a many-seed run: "
-                        "'PATH#SEED@STEP') or a Hugging Face folder (continued "
+                        "'PATH#SEED@STEP'), a Hugging Face folder or a GGUF file (continued "
                         "pretraining on another corpus); the architecture and tokenizer are the "
                         "source's, and optimiser, step and schedule start fresh")
     p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",

@@ -1,5 +1,6 @@
 """Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA), Qwen2 and
-GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE).
+GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE); llama.cpp GGUF
+files of LLaMA and Qwen2 in (:mod:`.gguf`, float and quantized weights, dequantized).
 
     cfg, params = load_hf("path/to/Llama-2-7b-hf", dtype=jnp.bfloat16)
     out = model.forward(params, cfg, tokens_T, return_hidden=True)
@@ -38,8 +39,8 @@ from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_
 from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, HEAD_ALIAS, LM_HEAD, is_buffer,
                                      tensor_specs, to_hf, to_ours)
 
-__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "config_from_hf", "config_to_hf",
-           "hf_architecture", "ARCHITECTURES"]
+__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "config_from_hf",
+           "config_to_hf", "hf_architecture", "ARCHITECTURES"]
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 _LIST = 8  # how many names an error message lists before "and N more"
@@ -272,3 +273,10 @@ def load_hf_tokenizer(path: str | os.PathLike):
         return Tokenizer.from_file(str(f))
     except Exception as e:  # tokenizers raises a bare Exception on malformed files
         raise UserError(f"{f}: not a tokenizers JSON file ({e})") from None
+
+
+def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
+    """(config, params) of a llama.cpp GGUF file; see :func:`bornbiased_jax.hf.gguf.load_gguf`."""
+    from bornbiased_jax.hf.gguf import load_gguf as _load
+
+    return _load(path, dtype)

@@ -161,8 +161,8 @@ def _check_same_data(blocks: data.TokenBlocks) -> None:
 
 
 def _source_tokenizer(src) -> str:
-    """The tokenizer.json in a source model's folder."""
-    f = None if src.folder is None else run_folder.tokenizer_path(src.folder)
+    """The tokenizer.json in a source model's folder (a GGUF source: the file itself)."""
+    f = data.model_tokenizer_file(src.folder)
     if f is None or not f.is_file():
         raise UserError(f"the source model {src.label!r} has no tokenizer.json in its folder; "
                         f"pass --tokenizer with the tokenizer it was trained with")

@@ -1,0 +1,355 @@
+"""llama.cpp GGUF files as models: the architecture from the metadata, the weights dequantized
+to float32 (or bfloat16), and the file's own tokenizer.
+
+    cfg, params = load_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")
+    tok = load_gguf_tokenizer("SmolLM2-135M-Instruct.Q4_1.gguf")   # a tokenizers.Tokenizer
+    save_hf(cfg, params, "exports/smollm2")                        # opens with transformers
+
+The file is read with llama.cpp's own Python package ``gguf`` (``GGUFReader`` maps the file;
+``gguf.quants.dequantize`` is llama.cpp's reference dequantizer), one tensor at a time, so a
+7B Q4 file needs the host memory of its float copy and no more. A GGUF is mapped onto the HF
+LLaMA / Qwen2 layout (:mod:`.names`) and goes through the same checks and converters as an
+HF folder:
+
+  * the metadata (``general.architecture`` and ``{arch}.*`` keys) becomes an HF ``config.json``
+    dict (:func:`read_gguf_config`) and so a :class:`ModelConfig` (``configs.config_from_hf``);
+  * llama.cpp's converter reorders the rows of every LLaMA Q and K projection (its RoPE rotates
+    adjacent pairs, HF's rotates halves: ``convert_hf_to_gguf.py``'s ``permute``); they are put
+    back here (:func:`unpermute_rope_rows`). Qwen2 files are written unpermuted. A model loaded
+    with the rows left permuted still runs, and badly: the parity test against transformers
+    catches it;
+  * a file without ``output.weight`` has a tied head (``tie_embeddings``).
+
+Weight types: :data:`SUPPORTED_TYPES` (float, the legacy block quants and the K-quants);
+anything else (the IQ/TQ codebook types, MXFP4, ...) is refused naming the tensor and type.
+Architectures: llama and qwen2; anything else is refused naming ``general.architecture``.
+
+The tokenizer (:func:`load_gguf_tokenizer`) is rebuilt from ``tokenizer.ggml.*``: byte-level
+BPE (``tokenizer.ggml.model`` = ``gpt2``) with the pre-tokenizer that ``tokenizer.ggml.pre``
+names in llama.cpp (:data:`PRE_TOKENIZERS`); control tokens (``<|im_start|>``, ...) are
+matched whole. SentencePiece vocabularies (``llama``) are refused: give ``--tokenizer``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
+
+__all__ = ["load_gguf", "load_gguf_tokenizer", "read_gguf_config", "gguf_metadata",
+           "is_gguf", "SUPPORTED_TYPES", "SUPPORTED_ARCHITECTURES", "unpermute_rope_rows"]
+
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
+# Types dequantized by gguf.quants (llama.cpp's reference code): F32 and F16 are read as they
+# are, the others block by block.
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
+                   "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
+MAGIC = b"GGUF"
+_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+# llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by ``tokenizer.ggml.pre``. "gpt2" is
+# GPT-2's own split (tokenizers' ByteLevel with use_regex); the others split first with their
+# regex. SmolLM's splits every digit alone, then as GPT-2.
+_GPT2 = None
+_LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+          r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PRE_TOKENIZERS = {"gpt2": (False, _GPT2), "default": (False, _GPT2),
+                  "smollm": (True, _GPT2), "starcoder": (True, _GPT2),
+                  "llama3": (False, _LLAMA3), "llama-v3": (False, _LLAMA3),
+                  "llama-bpe": (False, _LLAMA3), "smaug-bpe": (False, _LLAMA3),
+                  "qwen2": (False, _QWEN2), "deepseek-r1-qwen": (False, _QWEN2)}
+
+_CONTROL = 3  # llama.cpp's token type of special tokens (<|im_start|>, <|endoftext|>, ...)
+
+
+def is_gguf(path: str | os.PathLike) -> bool:
+    """True for a file whose name ends in .gguf or whose first bytes are the GGUF magic."""
+    p = Path(path)
+    if p.suffix.lower() == ".gguf":
+        return True
+    try:
+        with open(p, "rb") as f:
+            return p.is_file() and f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def _reader(path: str | os.PathLike):
+    """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{p}: no such file; give a llama.cpp .gguf model file")
+    with open(p, "rb") as f:
+        magic = f.read(4)
+    if magic != MAGIC:
+        raise UserError(f"{p}: not a GGUF file (it begins {magic!r}, a GGUF begins {MAGIC!r})")
+    try:
+        import gguf
+    except ImportError:
+        raise UserError(f"{p}: reading GGUF files needs llama.cpp's 'gguf' package "
+                        f"(pip install gguf)") from None
+    try:
+        return gguf.GGUFReader(str(p), "r")
+    except Exception as e:  # truncated or corrupt: struct, value, index or mmap errors
+        raise UserError(f"{p}: not a readable GGUF file ({type(e).__name__}: {e}); the file is "
+                        f"truncated or corrupt, download or convert it again") from None
+
+
+def _field(reader, key: str, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        return default
+    value = f.contents()
+    return value
+
+
+def gguf_metadata(path: str | os.PathLike) -> dict:
+    """Every metadata key of the file but the tokenizer's long arrays (tokens, merges, types,
+    scores), with its value; for a look at a file and for chat templates."""
+    reader = _reader(path)
+    long = {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type",
+            "tokenizer.ggml.scores"}
+    return {k: (f"<{len(f.data)} entries>" if k in long else f.contents())
+            for k, f in reader.fields.items() if not k.startswith("GGUF.")}
+
+
+def _model_name(p: Path) -> str:
+    return p.name[:-len(".gguf")] if p.name.lower().endswith(".gguf") else p.name
+
+
+def _tensor_names(reader) -> dict:
+    return {t.name: t for t in reader.tensors}
+
+
+def read_gguf_config(path: str | os.PathLike, reader=None) -> dict:
+    """The HF ``config.json`` dict the file's metadata describes (``model_type`` llama or
+    qwen2), for ``configs.config_from_hf``; a UserError naming the key for what has no
+    counterpart here (another architecture, scaled or partial RoPE, experts)."""
+    reader = reader or _reader(path)
+    arch = _field(reader, "general.architecture")
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise UserError(f"{path}: general.architecture={arch!r} is not supported; supported: "
+                        f"{', '.join(SUPPORTED_ARCHITECTURES)}")
+
+    def need(key):
+        v = _field(reader, f"{arch}.{key}")
+        if v is None:
+            raise UserError(f"{path}: metadata key {arch}.{key} is missing; a {arch} GGUF "
+                            f"needs it")
+        return v
+
+    for key in ("expert_count", "expert_used_count"):
+        if _field(reader, f"{arch}.{key}", 0):
+            raise UserError(f"{path}: {arch}.{key}={_field(reader, f'{arch}.{key}')} is not "
+                            f"supported: mixture-of-experts models are not implemented")
+    scaling = _field(reader, f"{arch}.rope.scaling.type", "none")
+    if scaling not in ("none", None):
+        raise UserError(f"{path}: {arch}.rope.scaling.type={scaling!r} is not supported: only "
+                        f"unscaled RoPE is implemented; scaled variants change the angles")
+    d, n_heads = int(need("embedding_length")), int(need("attention.head_count"))
+    n_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_heads))
+    head_dim = int(_field(reader, f"{arch}.attention.key_length", d // n_heads))
+    if int(_field(reader, f"{arch}.attention.value_length", head_dim)) != head_dim:
+        raise UserError(f"{path}: {arch}.attention.value_length differs from key_length; "
+                        f"heads here have one head_dim")
+    rot = int(_field(reader, f"{arch}.rope.dimension_count", head_dim))
+    if rot != head_dim:
+        raise UserError(f"{path}: {arch}.rope.dimension_count={rot} is not supported: RoPE "
+                        f"rotates every dimension of a head here ({head_dim})")
+    tensors = _tensor_names(reader)
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    vocab = _field(reader, f"{arch}.vocab_size") or (len(tokens.data) if tokens else None)
+    if vocab is None:
+        vocab = int(tensors["token_embd.weight"].shape[1]) if "token_embd.weight" in tensors \
+            else None
+    if vocab is None:
+        raise UserError(f"{path}: no vocabulary size ({arch}.vocab_size, tokenizer.ggml.tokens "
+                        f"or token_embd.weight)")
+    hf = {"model_type": arch, "vocab_size": int(vocab), "hidden_size": d,
+          "num_hidden_layers": int(need("block_count")), "num_attention_heads": n_heads,
+          "num_key_value_heads": n_kv, "head_dim": head_dim,
+          "intermediate_size": int(need("feed_forward_length")),
+          "max_position_embeddings": int(_field(reader, f"{arch}.context_length", 2048)),
+          "rms_norm_eps": float(need("attention.layer_norm_rms_epsilon")),
+          "rope_theta": float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
+          "hidden_act": "silu", "tie_word_embeddings": "output.weight" not in tensors}
+    if arch == "llama":
+        hf["attention_bias"] = "blk.0.attn_q.bias" in tensors
+        hf["mlp_bias"] = "blk.0.ffn_up.bias" in tensors
+    return hf
+
+
+def unpermute_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """Undo llama.cpp's ``permute`` of a LLaMA Q or K projection (rows, or a bias): within
+    each of ``n_heads`` heads its rows [x_0, y_0, x_1, y_1, ...] (pairs rotated together) go
+    back to HF's [x_0, x_1, ..., y_0, y_1, ...] (halves rotated together)."""
+    half = w.shape[0] // n_heads // 2
+    return w.reshape(n_heads, half, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def permute_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """llama.cpp's ``permute`` (the inverse of :func:`unpermute_rope_rows`), for writing
+    GGUF files in tests."""
+    half = w.shape[0] // n_heads // 2
+    return w.reshape(n_heads, 2, half, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _gguf_name(hf_name: str) -> str:
+    """The GGUF tensor name of an HF LLaMA/Qwen2 tensor name."""
+    fixed = {"model.embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight",
+             "model.norm.weight": "output_norm.weight"}
+    if hf_name in fixed:
+        return fixed[hf_name]
+    _, _, i, *rest = hf_name.split(".")
+    rest = ".".join(rest)
+    for hf, gg in (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm"),
+                   ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+                   ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
+                   ("mlp.gate_proj", "ffn_gate"), ("mlp.up_proj", "ffn_up"),
+                   ("mlp.down_proj", "ffn_down")):
+        if rest.startswith(hf + "."):
+            return f"blk.{i}.{gg}{rest[len(hf):]}"
+    raise AssertionError(f"no GGUF name for {hf_name}")
+
+
+def _dequantized(path, t) -> np.ndarray:
+    """float32 numpy array of GGUF tensor ``t`` in torch's (out, in) order."""
+    from gguf import quants
+
+    kind = t.tensor_type.name
+    if kind not in SUPPORTED_TYPES:
+        raise UserError(f"{path}: tensor {t.name} has type {kind}, which is not supported; "
+                        f"supported types: {', '.join(SUPPORTED_TYPES)}")
+    shape = tuple(int(n) for n in reversed(t.shape))
+    try:
+        a = (np.asarray(t.data, np.float32) if kind in ("F32", "F16")
+             else quants.dequantize(np.asarray(t.data), t.tensor_type))
+        return np.asarray(a, np.float32).reshape(shape)
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{path}: tensor {t.name} ({kind}, shape {shape}) does not decode "
+                        f"({e}); the file is truncated or corrupt") from None
+
+
+def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
+    """(config, params) of the GGUF file ``path``, as :func:`bornbiased_jax.hf.load_hf` gives
+    them for an HF folder: the config named after the file (``shared_embedding=False``) and
+    the parameter dict of ``model.init``'s structure, in ``dtype`` (float32 or bfloat16)."""
+    from bornbiased_jax.hf import _check_name_map, _dtype_name, _listed, _nest
+    from bornbiased_jax.hf.configs import config_from_hf
+    from bornbiased_jax.hf.names import tensor_specs, to_ours
+
+    p = Path(path)
+    jdtype = _DTYPES[_dtype_name(dtype)]
+    reader = _reader(p)
+    hf = read_gguf_config(p, reader)
+    try:
+        cfg = config_from_hf(hf, name=_model_name(p))
+    except UserError as e:
+        raise UserError(f"{p}: {e}") from None
+    kind = hf["model_type"]
+    specs = tensor_specs(cfg, kind)
+    _check_name_map(cfg, specs)
+    tensors = _tensor_names(reader)
+    want = {_gguf_name(s.hf_name): s for s in specs}
+    missing = [n for n in want if n not in tensors]
+    if missing:
+        raise UserError(f"{p}: tensor(s) missing from the file: {_listed(missing)}; the {kind} "
+                        f"model its metadata describes needs them")
+    extra = [n for n in tensors if n not in want]
+    if extra:
+        raise UserError(f"{p}: unexpected tensor(s) in the file: {_listed(extra)}; the {kind} "
+                        f"model its metadata describes has no such parameters (rope_freqs "
+                        f"means scaled RoPE, which is not implemented)")
+    for n, s in want.items():  # shapes and types before any tensor is decoded
+        shape = tuple(int(x) for x in reversed(tensors[n].shape))
+        if shape != s.hf_shape:
+            raise UserError(f"{p}: tensor {n} has shape {shape}, expected {s.hf_shape} for the "
+                            f"{kind} model its metadata describes")
+        if tensors[n].tensor_type.name not in SUPPORTED_TYPES:
+            raise UserError(f"{p}: tensor {n} has type {tensors[n].tensor_type.name}, which is "
+                            f"not supported; supported types: {', '.join(SUPPORTED_TYPES)}")
+    flat = {}
+    for n, s in want.items():  # one tensor at a time: decoded, sent, converted
+        a = _dequantized(p, tensors[n])
+        if kind == "llama" and (".attn_q." in n or ".attn_k." in n):
+            a = unpermute_rope_rows(a, cfg.n_heads if ".attn_q." in n
+                                    else cfg.resolved_n_kv_heads)
+        for path_, out in zip(s.paths, to_ours(s, jnp.asarray(a))):
+            flat[path_] = out.astype(jdtype)
+    return cfg, _nest(flat)
+
+
+def load_gguf_tokenizer(path: str | os.PathLike):
+    """The ``tokenizers.Tokenizer`` the file's ``tokenizer.ggml.*`` metadata describes (see the
+    module docstring), or a UserError naming the key it cannot serve."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    reader = _reader(path)
+    kind = _field(reader, "tokenizer.ggml.model")
+    if kind is None:
+        raise UserError(f"{path}: the file has no tokenizer (tokenizer.ggml.model); give "
+                        f"--tokenizer tokenizer.json")
+    if kind != "gpt2":
+        raise UserError(f"{path}: tokenizer.ggml.model={kind!r} is not supported: only "
+                        f"byte-level BPE vocabularies ('gpt2') are rebuilt here; give "
+                        f"--tokenizer tokenizer.json")
+    pre = _field(reader, "tokenizer.ggml.pre", "default")
+    if pre not in PRE_TOKENIZERS:
+        raise UserError(f"{path}: tokenizer.ggml.pre={pre!r} is not supported; supported: "
+                        f"{', '.join(sorted(PRE_TOKENIZERS))}; give --tokenizer tokenizer.json")
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
+    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
+    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges,
+                               fuse_unk=False))
+    digits, split = PRE_TOKENIZERS[pre]
+    steps = [pre_tokenizers.Digits(individual_digits=True)] if digits else []
+    steps += ([pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)] if split is None
+              else [pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(steps)
+    tok.decoder = decoders.ByteLevel()
+    control = [AddedToken(t, special=True, normalized=False)
+               for t, k in zip(tokens, types) if int(k) == _CONTROL]
+    tok.add_special_tokens(control)
+    return tok
+
+
+def _bos_eos(reader) -> tuple[int | None, int | None]:
+    return (_field(reader, "tokenizer.ggml.bos_token_id"),
+            _field(reader, "tokenizer.ggml.eos_token_id"))
+
+
+def special_token_ids(path: str | os.PathLike) -> dict:
+    """``{"bos": id, "eos": id}`` as the file states them (None where it does not)."""
+    bos, eos = _bos_eos(_reader(path))
+    return {"bos": None if bos is None else int(bos), "eos": None if eos is None else int(eos)}
+
+
+def check_gguf(path: str | os.PathLike) -> ModelConfig:
+    """The config of the file, and every check :func:`load_gguf` makes before it decodes a
+    tensor (architecture, tensors, shapes, types), without decoding one."""
+    p = Path(path)
+    reader = _reader(p)
+    from bornbiased_jax.hf.configs import config_from_hf
+
+    hf = read_gguf_config(p, reader)
+    try:
+        cfg = config_from_hf(hf, name=_model_name(p))
+    except UserError as e:
+        raise UserError(f"{p}: {e}") from None
+    unsupported = sorted({(t.name, t.tensor_type.name) for t in reader.tensors
+                          if t.tensor_type.name not in SUPPORTED_TYPES})
+    if unsupported:
+        n, k = unsupported[0]
+        raise UserError(f"{p}: tensor {n} has type {k}, which is not supported; supported "
+                        f"types: {', '.join(SUPPORTED_TYPES)}")
+    return cfg
+
