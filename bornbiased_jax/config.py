@@ -308,12 +308,27 @@ def _qwen2(size: str) -> ModelConfig:
         norm_eps=1e-6)
 
 
+def _smollm2_135m() -> ModelConfig:
+    """SmolLM2-135M's architecture (HuggingFaceTB; the LLaMA decoder of its config.json and
+    GGUF metadata): 30 blocks, d = 576, 9 query / 3 K/V heads of 64, SwiGLU 1,536, RoPE base
+    1e5, RMSNorm eps 1e-5, vocabulary 49,152, tied embeddings, context 8,192. Its own init is
+    not in the released files; this preset takes HF's default (std 0.02, no residual scaling),
+    so ``preset:smollm2-135m@SEED`` is an unrelated model of the released one's shape."""
+    return ModelConfig(
+        name="smollm2-135m", vocab_size=49_152, d_model=576, n_layers=30, n_heads=9,
+        n_kv_heads=3, d_ff=1536, max_seq_len=8192, activation="silu", gated_mlp=True,
+        norm="rmsnorm", position="rope", rope_theta=100_000.0, linear_bias=False,
+        qkv_bias=False, tie_embeddings=True, norm_eps=1e-5, scale_residual_init=False)
+
+
 _FAMILIES = {"gpt2-rope": _gpt2_rope, "llama2": _llama2, "qwen2": _qwen2}
 PRESETS: dict[str, ModelConfig] = {
-    f"{fam}-{size}": make(size)
-    for fam, make in _FAMILIES.items()
-    for size in _SIZES
-    if not (size == "1.2b" and fam != "gpt2-rope")
+    **{f"{fam}-{size}": make(size)
+       for fam, make in _FAMILIES.items()
+       for size in _SIZES
+       if not (size == "1.2b" and fam != "gpt2-rope")},
+    # released models' shapes (the models themselves load from their files)
+    "smollm2-135m": _smollm2_135m(),
 }
 
 
