@@ -202,3 +202,22 @@ def test_cli_refuses_a_bad_gguf_and_writes_nothing(tmp_path):
     assert r.returncode != 0
     assert "truncated or corrupt" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_fingerprint_refuses_a_gguf_suspect_of_another_vocabulary(tmp_path):
+    import dataclasses as dc
+
+    from bornbiased_jax.hf import config_from_hf
+    from bornbiased_jax.keys import seed_key
+
+    base = write_gguf(tmp_path / "base.gguf", FIXTURES / "llama_gqa")
+    cfg = dc.replace(config_from_hf(FIXTURES / "llama_gqa"), vocab_size=256)
+    other = save_hf(cfg, model.init(cfg, seed_key(0)), tmp_path / "v256")
+    suspect = write_gguf(tmp_path / "v256.gguf", other)
+    out = tmp_path / "fp"
+    r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", str(base),
+                        str(suspect), "--n", "8", "--seq-len", "8", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "vocabularies differ (128 vs 256)" in r.stderr
+    assert not out.exists()

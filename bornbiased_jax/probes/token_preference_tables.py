@@ -27,7 +27,8 @@ def table1_markdown(records: Sequence[TokenPreference]) -> str:
                   "|---:|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
             base = uniform_rank_frequency(r.num_seqs, r.vocab_size, 1)[0]
-            lines.append(f"| {r.seed} | {r.seq_len} | {r.top1_id} | {100 * r.top1_freq:.2f}% | "
+            seed = "-" if r.seed is None else r.seed  # an imported model: no seed known
+            lines.append(f"| {seed} | {r.seq_len} | {r.top1_id} | {100 * r.top1_freq:.2f}% | "
                          f"{r.top1_count / base:.1f} | {format_log10_p(r.log10_p)} | "
                          f"{r.log10_p:.1f} |")
         lines.append("")
