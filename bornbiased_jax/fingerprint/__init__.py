@@ -27,11 +27,12 @@ REEF, PCS and ICS, each a similarity with the 0.8 threshold.
 ``memory_plan`` has checked, from the configs alone, that both models fit on the device and
 estimated the work.
 
-``edits`` and ``obfuscation`` are what a lineage test must see through: the edits a downstream
-user or a thief applies (LoRA merges, int8/int4 weight quantization, magnitude and 2:4 pruning,
-averages and task arithmetic of fine-tunes) and function-preserving re-parametrisations
-(residual-basis, MLP hidden-unit and attention-head permutations, compensated norm-gain
-rescaling).
+``edits``, ``obfuscation`` and ``rotation`` are what a lineage test must see through: the edits
+a downstream user or a thief applies (LoRA merges, int8/int4 weight quantization, QuaRot-style
+rotated int4, magnitude and 2:4 pruning, averages and task arithmetic of fine-tunes) and
+function-preserving re-parametrisations (residual-basis, MLP hidden-unit and attention-head
+permutations, compensated norm-gain rescaling; residual rotations and sign flips, signed MLP
+unit scales, per-head V/O maps).
 """
 
 from bornbiased_jax.fingerprint.algorithm1 import paper_test

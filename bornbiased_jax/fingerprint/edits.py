@@ -6,11 +6,13 @@ modified. Kernels are (in, out) as everywhere in the project.
   LoRA          :func:`init_lora`, :func:`lora_merge` (W' = W + s A B, A (in, r), B (r, out)),
                 :func:`lora_trainable_mask` (train the adapters with the base frozen);
   quantization  :func:`quantize_int8`, :func:`quantize_int4`: weight-only round trips
-                (quantize, then dequantize to float32);
+                (quantize, then dequantize to float32); :func:`quarot_int4`: a randomized
+                Hadamard rotation of the residual stream, then int4 (QuaRot's weight path);
   pruning       :func:`prune_magnitude` (unstructured), :func:`prune_2_4` (2:4 structured);
   merging       :func:`average`, :func:`task_arithmetic`;
   obfuscation   function-preserving re-parametrisations (:mod:`.obfuscation`): the
-                residual-basis permutation, MLP hidden units, attention heads, norm gains.
+                residual-basis permutation, MLP hidden units, attention heads, norm gains;
+                (:mod:`.rotation`) residual rotations and sign flips, MLP unit scales, V/O maps.
 
 Which parameters an edit touches. Every leaf of the tree is named by
 :func:`parameter_role`, which raises a ``UserError`` naming a path it does not know, so a new
@@ -261,6 +263,21 @@ def quantize_int4(params: dict, group_size: int = 128, *, embeddings: bool = Fal
         raise UserError(f"group_size must be a positive integer (e.g. 32 or 128), "
                         f"got {group_size!r}")
     return _on_matrices(params, embeddings, lambda w, _: _fake_quant(w, 7, int(group_size)))
+
+
+def quarot_int4(params: dict, cfg: ModelConfig, key: jax.Array, group_size: int = 128
+                ) -> tuple[ModelConfig, dict]:
+    """QuaRot-style weight quantization, an honest edit: the residual stream rotated by a
+    randomized Hadamard matrix (``rotation.randomized_hadamard``, gains folded, a tied head
+    untied: ``rotation.rotate_residual``), then every block matrix through :func:`quantize_int4`.
+    Returns (config, params): the config is untied when ``cfg`` was tied. QuaRot's online
+    Hadamard rotations of activations (inside the MLP and attention) change no weight of this
+    decoder and are not modelled; its effect on lineage tests is the residual rotation's."""
+    from bornbiased_jax.fingerprint.rotation import randomized_hadamard, rotate_residual
+
+    cfg_r, rotated = rotate_residual(params, cfg, randomized_hadamard(cfg.d_model, key),
+                                     untie=True)
+    return cfg_r, quantize_int4(rotated, group_size)
 
 
 # --- magnitude pruning ----------------------------------------------------------------------------
