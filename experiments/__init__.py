@@ -25,6 +25,8 @@ RESULTS.md from them.
   * ``sinks``: Sec. 6.2 (Figure 12, Table 7): ``claims``, ``measure``, ``at_init`` (the
     rescalings at initialisation), ``regime`` and ``regime_measure`` (where sinks form at CPU
     scale), ``arms`` and ``arms_measure`` (the arms trained with several seeds there);
+  * ``real_model``: SmolLM2-135M-Instruct, the first model this toolkit did not make (a GGUF):
+    attention sinks, token preference and Table 6's question on it (``measure``, ``claims``);
   * ``campaign``: paper-scale work in resumable pieces (``plan``: pieces, ledger, driver;
     ``paper_pieces``: the Sec. 3-4 pieces' passes and what they keep, run by
     ``paper_scale.py``; ``gpu_window``: the first GPU window's logs; ``__main__``: the
@@ -45,5 +47,6 @@ EXPERIMENTS = {
                 "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs"],
     "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
     "lineage_bench": ["lineage_bench"],
+    "real_model": ["smollm2_sinks", "smollm2_token_preference", "smollm2_lineage"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

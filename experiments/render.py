@@ -23,13 +23,15 @@ from experiments.initialisation import paper_claims as initialisation_paper
 from experiments import lineage_bench
 from experiments.lineage import claims as lineage
 from experiments.seedprint import claims as seedprint
+from experiments.real_model import claims as real_model
 from experiments.sinks import claims as sinks
 from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2",
-            "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "gpu", "gpu_campaign"]
+            "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
+            "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
             "seedprint": "python -m experiments.seedprint_results --run",
@@ -38,7 +40,8 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "lineage_bench": "python -m experiments.lineage_bench",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
-            "sinks_arms": "python -m experiments.sinks_arms"}
+            "sinks_arms": "python -m experiments.sinks_arms",
+            "real_model": "python -m experiments.real_model"}
 
 
 def record_path(root: Path, name: str) -> Path:
@@ -304,6 +307,10 @@ def sinks_section(records: dict) -> str | None:
     return sinks.section(records["figure12_table7"], records.get("sinks_init"))
 
 
+def real_model_section(records: dict) -> str | None:
+    return real_model.section(records, real_model.COMMAND)
+
+
 TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "theory": "The paper's propositions: closed forms beside simulations (Secs. 3-5, "
                     "App. A)",
@@ -314,6 +321,7 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
           "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, "
                         "several seeds)",
+          "real_model": real_model.TITLE,
           "gpu": "On a GPU: the first window",
           "gpu_campaign": "The GPU campaign (paper scale, piece by piece)"}
 
@@ -346,6 +354,7 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
             "lineage_qwen2": lineage_qwen2_section, "lineage_bench": lineage_bench_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
+            "real_model": real_model_section,
             "gpu": lambda _: gpu_window.section(gpu_root),
             "gpu_campaign": lambda _: campaign.section(campaign_root)}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]

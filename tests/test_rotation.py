@@ -16,7 +16,7 @@ from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import edits
-from bornbiased_jax.fingerprint.edits import _map
+from bornbiased_jax.fingerprint.tree import _map
 from bornbiased_jax.fingerprint.obfuscation import permute_heads
 from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, hadamard, mix_value_heads,
                                                  random_orthogonal, randomized_hadamard,

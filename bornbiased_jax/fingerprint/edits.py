@@ -43,7 +43,6 @@ The function-preserving obfuscations are :mod:`bornbiased_jax.fingerprint.obfusc
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable, Iterable, Sequence
 
 import jax
@@ -52,64 +51,15 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint.rotation import randomized_hadamard, rotate_residual
+from bornbiased_jax.fingerprint.tree import Path, _leaves, _map
+from bornbiased_jax.fingerprint.tree import parameter_role  # noqa: F401  (part of this API)
 from bornbiased_jax.keys import fold_in_name
 
-Path = tuple[str, ...]
-
-_ATTN_PROJ = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj")  # gate: the output gate
-_MLP_PROJ = ("gate_proj", "up_proj", "down_proj")
-_KNOWN = ("embed/embedding, pos_embed/embedding, lm_head/kernel, final_norm/{scale,bias}, "
-          "layers_<i>/{attn_norm,mlp_norm}/{scale,bias}, layers_<i>/attn/head_norm/scale, "
-          "layers_<i>/attn/{q,k,v,o,gate}_proj/{kernel,bias}, "
-          "layers_<i>/mlp/{gate,up,down}_proj/{kernel,bias}")
 # The LoRA targets: the usual seven; "attn/gate_proj" (the optional output gate) on request.
 LORA_TARGETS = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj",
                 "mlp/gate_proj", "mlp/up_proj", "mlp/down_proj")
 _LORA_ALLOWED = LORA_TARGETS + ("attn/gate_proj",)
-
-
-# --- the parameter tree -------------------------------------------------------------------------
-def parameter_role(path: Sequence[str]) -> str:
-    """'embedding', 'head' (lm_head/kernel), 'norm', 'head_norm', 'kernel' or 'bias' (of a
-    block's projection) for a parameter path; a ``UserError`` naming any other path."""
-    p = tuple(path)
-    if p in (("embed", "embedding"), ("pos_embed", "embedding")):
-        return "embedding"
-    if p == ("lm_head", "kernel"):
-        return "head"
-    if len(p) == 2 and p[0] == "final_norm" and p[1] in ("scale", "bias"):
-        return "norm"
-    if len(p) >= 3 and re.fullmatch(r"layers_\d+", p[0]):
-        if len(p) == 3 and p[1] in ("attn_norm", "mlp_norm") and p[2] in ("scale", "bias"):
-            return "norm"
-        if len(p) == 4 and p[1:] == ("attn", "head_norm", "scale"):
-            return "head_norm"
-        if len(p) == 4 and p[3] in ("kernel", "bias") and (
-                (p[1] == "attn" and p[2] in _ATTN_PROJ) or (p[1] == "mlp" and p[2] in _MLP_PROJ)):
-            return p[3]
-    raise UserError(f"no edit rule for parameter {'/'.join(p)}; the edits know {_KNOWN}")
-
-
-def _map(params: dict, fn: Callable[[Path, str, Any], Any]) -> dict:
-    """A new nested dict with ``fn(path, role, leaf)`` at every leaf (as a jax.Array)."""
-    def walk(tree, path):
-        if hasattr(tree, "items"):
-            return {k: walk(v, path + (str(k),)) for k, v in tree.items()}
-        return jnp.asarray(fn(path, parameter_role(path), tree))
-    return walk(params, ())
-
-
-def _leaves(params: dict, path: Path = ()) -> Iterable[tuple[Path, str, Any]]:
-    """(path, role, leaf) of every leaf, in tree order."""
-    for k, v in params.items():
-        if hasattr(v, "items"):
-            yield from _leaves(v, path + (str(k),))
-        else:
-            yield path + (str(k),), parameter_role(path + (str(k),)), v
-
-
-def _layer(path: Path) -> int:
-    return int(path[0].removeprefix("layers_"))
 
 
 def _input_axis(role: str, embeddings: bool) -> int | None:
@@ -273,8 +223,6 @@ def quarot_int4(params: dict, cfg: ModelConfig, key: jax.Array, group_size: int 
     Returns (config, params): the config is untied when ``cfg`` was tied. QuaRot's online
     Hadamard rotations of activations (inside the MLP and attention) change no weight of this
     decoder and are not modelled; its effect on lineage tests is the residual rotation's."""
-    from bornbiased_jax.fingerprint.rotation import randomized_hadamard, rotate_residual
-
     cfg_r, rotated = rotate_residual(params, cfg, randomized_hadamard(cfg.d_model, key),
                                      untie=True)
     return cfg_r, quantize_int4(rotated, group_size)

@@ -30,7 +30,7 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.edits import _layer, _map
+from bornbiased_jax.fingerprint.tree import _layer, _map
 from bornbiased_jax.fingerprint.permutation import permute_residual
 from bornbiased_jax.keys import fold_in_name
 

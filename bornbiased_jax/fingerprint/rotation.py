@@ -39,7 +39,7 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.edits import _layer, _map
+from bornbiased_jax.fingerprint.tree import _layer, _map
 from bornbiased_jax.fingerprint.permutation import residual_axis
 
 # {block norm: the projections whose kernels read its output}

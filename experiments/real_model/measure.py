@@ -1,0 +1,214 @@
+"""The steps of the real-model study, each resumable, each writing its record when it finishes.
+
+  sinks       ``bornbiased sinks MODEL`` (its defaults: Sec. 6.2.1's eps 0.25, T = 32..512,
+              100 windows per length of the Python standard library's sources, the file's own
+              tokenizer, no BOS: SmolLM2 adds none);
+  sweep       ``bornbiased sweep --model MODEL --num-seqs 2000 --seq-len 64 256`` (Table 1's
+              protocol: uniform random token ids, the argmax at the last position);
+  suspects    the descendants made here from the GGUF (:data:`DESCENDANTS`) and a same-shape
+              model trained from scratch on the fine-tunes' text (:data:`SCRATCH`), each saved
+              as an HF folder under ``runs/smollm2/suspects/`` (``save_hf``, atomic), so a
+              stopped step rebuilds only what is missing;
+  lineage     ``bornbiased fingerprint MODEL runs/smollm2/suspects preset:smollm2-135m@1
+              preset:smollm2-135m@2 --test T`` for T in :data:`TESTS`.
+
+Every command runs as a subprocess of this interpreter's ``bornbiased_jax.cli``, exactly as a
+user types it; its output folder under ``results/experiments/real_model/`` is kept, and a step
+whose output already exists is not run again (delete the folder to re-measure). Records name
+the model by its file name and sha256, and suspects by their name, never by a path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path("results/experiments/real_model")
+SUSPECTS = Path("runs/smollm2/suspects")
+SWEEP_ARGS = ["--num-seqs", "2000", "--seq-len", "64", "256"]
+FINGERPRINT = dict(n=1000, seq_len=32)
+TESTS = ("auto", "paper", "official")
+UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
+# The fine-tunes' text: Vim's help files (technical prose outside SmolLM2's usual web/code/math
+# mixture), read with the model's own tokenizer into blocks of T + 1 tokens.
+TUNE = dict(steps=150, batch=8, seq_len=64, corpus_mb=2.0, data_seed=0)
+FULL_LR, LORA_LR, LORA_RANK, SCRATCH_LR, SCRATCH_SEED = 5e-5, 1e-3, 8, 1e-3, 3
+# name -> what it is (the weight-derived descendants of the base)
+DESCENDANTS = {
+    "lora": f"rank-{LORA_RANK} LoRA on every projection, {TUNE['steps']} steps on Vim's help "
+            f"(lr {LORA_LR}), merged",
+    "full-ft": f"full fine-tune, {TUNE['steps']} steps on Vim's help (lr {FULL_LR})",
+    "int8": "weight-only int8, one scale per output channel",
+    "int4-g32": "weight-only int4, groups of 32 input rows",
+    "prune-50": "unstructured magnitude pruning to 50 % sparsity",
+    "renamed": "every permutation-type renaming at once (norm gains, heads, MLP units, residual "
+               "basis: fingerprint.obfuscation.obfuscate)",
+    "signs-units": "residual sign flips and signed per-unit SwiGLU scales (rotation module)",
+    "rotated": "the residual stream rotated by a Haar-random orthogonal matrix, gains folded, "
+               "head untied",
+    "quarot-int4": "QuaRot-style: randomized Hadamard rotation, then int4 (groups of 32)",
+}
+SCRATCH = {"scratch": f"a fresh init of the base's shape (HF's default init, seed "
+                      f"{SCRATCH_SEED}: smollm2-135m@{SCRATCH_SEED}) trained {TUNE['steps']} steps on "
+                      f"the same text (lr {SCRATCH_LR}): same shape and data, no weight lineage"}
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_cli(args: list[str], log: Path) -> float:
+    """Run ``bornbiased ARGS`` (this interpreter's CLI) with its output in ``log``; its wall
+    seconds, or a RuntimeError quoting the log's tail if it failed."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    with open(log, "w") as f:
+        rc = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", *args], stdout=f,
+                            stderr=subprocess.STDOUT).returncode
+    if rc:
+        raise RuntimeError(f"bornbiased {' '.join(args)} failed ({rc}): "
+                           f"{log.read_text()[-2000:]}")
+    return time.time() - t0
+
+
+def shown(args: list[str], model: Path) -> str:
+    """The command as a user types it, the model named by its file name."""
+    return "bornbiased " + " ".join(model.name if a == str(model) else a for a in args)
+
+
+def sinks(model: Path, out: Path = OUT) -> dict:
+    folder = out / "sinks"
+    args = ["sinks", str(model), "--out", str(folder)]
+    if not (folder / "sinks.json").is_file():
+        run_cli(args, out / "sinks.log")
+    res = json.loads((folder / "sinks.json").read_text())
+    return {"command": shown(args, model), "wall_seconds": res["run"].get("wall_seconds"),
+            "settings": {k: res["run"].get(k) for k in ("setting", "corpus", "tokenizer",
+                                                        "bos_prepended", "data_seed")},
+            "results": res["results"]}
+
+
+def sweep(model: Path, out: Path = OUT) -> dict:
+    folder = out / "sweep"
+    args = ["sweep", "--model", str(model), *SWEEP_ARGS, "--state", str(out / "sweep-state"),
+            "--out", str(folder)]
+    if not (folder / "token_preference.json").is_file():
+        run_cli(args, out / "sweep.log")
+    res = json.loads((folder / "token_preference.json").read_text())
+    from bornbiased_jax.hf.gguf import load_gguf_tokenizer
+
+    tok = load_gguf_tokenizer(model)
+    text = {str(r["top1_id"]): tok.decode([r["top1_id"]]) for r in res["records"]}
+    return {"command": shown(args, model), "wall_seconds": res["run"].get("wall_seconds"),
+            "records": res["records"], "token_text": text}
+
+
+def _tune_blocks(tok) -> np.ndarray:
+    from bornbiased_jax import data
+    from bornbiased_jax.defaults import VIM_DOCS
+
+    docs = data.load_nonempty_corpus(sorted(glob.glob(VIM_DOCS)) or [VIM_DOCS],
+                                     max_bytes=int(TUNE["corpus_mb"] * 2**20))
+    ids = np.concatenate([np.asarray(tok.encode(d).ids, np.int32) for d in docs])
+    T1 = TUNE["seq_len"] + 1
+    return ids[: len(ids) // T1 * T1].reshape(-1, T1)
+
+
+def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
+    """Every suspect of :data:`DESCENDANTS` and :data:`SCRATCH` as an HF folder in ``folder``
+    (those present are kept); {name: {"what", "build_seconds"}} from ``folder``/suspects.json."""
+    import jax
+
+    from bornbiased_jax import files
+    from bornbiased_jax.fingerprint import edits as E
+    from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
+    from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, random_orthogonal,
+                                                     rotate_residual, scale_mlp_units)
+    from bornbiased_jax.hf import save_hf
+    from bornbiased_jax.hf.gguf import load_gguf, load_gguf_tokenizer
+    from bornbiased_jax import model as decoder
+    from bornbiased_jax.keys import seed_key
+    from experiments.lineage_bench.tune import tune
+
+    manifest_path = folder / "suspects.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    cfg, base = load_gguf(model)
+    blocks = None
+    key = jax.random.key(0)
+    for name, what in {**DESCENDANTS, **SCRATCH}.items():
+        if (folder / name / "config.json").is_file() and name in manifest:
+            continue
+        log(f"building suspect {name}: {what}")
+        t0 = time.time()
+        c, k = cfg, jax.random.fold_in(key, len(name) * 1000 + sum(map(ord, name)))
+        if name in ("lora", "full-ft", "scratch") and blocks is None:
+            blocks = _tune_blocks(load_gguf_tokenizer(model))
+        tune_kw = dict(steps=TUNE["steps"], batch=TUNE["batch"], data_seed=TUNE["data_seed"])
+        if name == "lora":
+            p = tune(base, cfg, blocks, mode="lora", lr=LORA_LR, rank=LORA_RANK, **tune_kw)
+        elif name == "full-ft":
+            p = tune(base, cfg, blocks, mode="full", lr=FULL_LR, **tune_kw)
+        elif name == "scratch":  # the base's shape, HF's default init (the preset's)
+            init = decoder.init(dataclasses.replace(cfg, scale_residual_init=False),
+                              seed_key(SCRATCH_SEED))
+            p = tune(init, cfg, blocks, mode="full", lr=SCRATCH_LR, **tune_kw)
+        elif name == "int8":
+            p = E.quantize_int8(base)
+        elif name == "int4-g32":
+            p = E.quantize_int4(base, 32)
+        elif name == "prune-50":
+            p = E.prune_magnitude(base, 0.5)
+        elif name == "renamed":
+            p = obfuscate(base, cfg, k)
+        elif name == "signs-units":
+            rng = np.random.default_rng(1)
+            L, F = cfg.n_layers, cfg.d_ff
+            perm = np.stack([rng.permutation(F) for _ in range(L)])
+            scale = np.exp(rng.normal(0, 0.5, (L, F))) * rng.choice([-1, 1], (L, F))
+            p = flip_residual_signs(base, cfg, rng.choice([-1, 1], cfg.d_model))
+            p = scale_mlp_units(permute_mlp_hidden(p, cfg, perm), cfg, scale)
+        elif name == "rotated":
+            c, p = rotate_residual(base, cfg, random_orthogonal(cfg.d_model, k), untie=True)
+        elif name == "quarot-int4":
+            c, p = E.quarot_int4(base, cfg, k, group_size=32)
+        else:
+            raise AssertionError(name)
+        save_hf(c, jax.tree.map(lambda a: np.asarray(a, np.float32), p), folder / name,
+                overwrite=True)
+        manifest[name] = {"what": what, "build_seconds": round(time.time() - t0, 1)}
+        files.write_text(manifest_path, json.dumps(manifest, indent=1))
+    return manifest
+
+
+def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
+            unrelated: tuple[str, ...] = UNRELATED_PRESETS) -> dict:
+    """``bornbiased fingerprint`` per test of :data:`TESTS` on every suspect; {test: the
+    command, its wall seconds and every pair's p-values and verdicts}."""
+    by_test = {}
+    for test in TESTS:
+        folder = out / f"fingerprint-{test}"
+        args = ["fingerprint", str(model), str(suspects), *unrelated, "--test", test,
+                "--n", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
+                "--no-progress", "--out", str(folder)]
+        if not (folder / "summary.json").is_file():
+            run_cli(args, out / f"fingerprint-{test}.log")
+        s = json.loads((folder / "summary.json").read_text())
+        by_test[test] = {
+            "command": shown(args, model), "wall_seconds": s["wall_seconds"],
+            "settings": s["settings"],
+            "pairs": [{"suspect": Path(r["spec"]).name if not r["spec"].startswith("preset:")
+                       else r["spec"], "p": r["p"], "related": r["related"],
+                       "verdict_test": r["verdict_test"]} for r in s["suspects"]]}
+    return by_test

@@ -1,0 +1,107 @@
+"""The real-model study (experiments/real_model): its verdict rules on hand-made records that
+make them pass and fail, its section, and its suspect builder end to end on a tiny GGUF."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gguf_files import write_gguf
+
+from bornbiased_jax.hf import load_hf
+from bornbiased_jax.verdicts import BEYOND, DIFFERS, PARTLY, REPRODUCED, UNTESTABLE
+from experiments.real_model import claims, measure
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf"
+
+
+def _sink_result(T, rate, se, L=3, H=2, eps=0.25):
+    alpha = [[0.9 if (l + h) % 2 else 0.05 for h in range(H)] for l in range(L)]
+    alpha[0] = [0.05] * H  # layer 0 has no sink head
+    return {"T": T, "n_seqs": 100, "eps": eps, "sink_rate": rate, "sink_rate_se": se,
+            "sink_rate_of_mean_alpha": rate, "alpha_floor": 1 / T, "alpha_LH": alpha}
+
+
+def _sinks(rates):
+    return {"records": {"settings": {"corpus": ["python-stdlib"]}, "results": [
+        _sink_result(T, r, se) for T, (r, se) in zip((32, 64, 128), rates)]}}
+
+
+def test_sink_rule_passes_fails_and_splits():
+    assert claims.sinks_claims(_sinks([(0.8, 0.01)] * 3))[0].verdict == REPRODUCED
+    assert claims.sinks_claims(_sinks([(0.8, 0.01), (0.12, 0.02), (0.5, 0.01)]))[0].verdict \
+        == PARTLY  # 0.12 - 1.96 x 0.02 < 0.10
+    assert claims.sinks_claims(_sinks([(0.05, 0.01)] * 3))[0].verdict == DIFFERS
+    where = claims.sinks_claims(_sinks([(0.8, 0.01)] * 3))[1]
+    assert "in 2 of 3 layers (none in layers 0)" in where.ours
+
+
+def test_token_preference_rule():
+    rec = {"records": {"records": [
+        {"seq_len": 64, "top1_id": 198, "top1_freq": 0.1, "num_seqs": 2000, "log10_p": -50.0},
+        {"seq_len": 256, "top1_id": 7, "top1_freq": 0.002, "num_seqs": 2000, "log10_p": 0.0}],
+        "token_text": {"198": "\n"}}}
+    a, b = claims.token_preference_claims(rec)
+    assert a.verdict == b.verdict == BEYOND
+    assert a.why.startswith("a preference") and b.why.startswith("no preference detected")
+    assert "'\\n'" in a.ours
+
+
+def _pairs(p_of: dict, test="permutation"):
+    return [{"suspect": n, "p": {test: p}, "related": {test: p < 0.01}, "verdict_test": test}
+            for n, p in p_of.items()]
+
+
+def _lineage(p_of):
+    return {"records": {"suspects": {}, "tests": {"auto": {
+        "command": "bornbiased fingerprint M S", "wall_seconds": 120.0,
+        "settings": {"n": 1000, "seq_len": 32, "input": "tokens"}, "pairs": _pairs(p_of)}}}}
+
+
+def test_lineage_rule_passes_fails_and_splits():
+    honest = {n: 1e-4 for n in claims.HONEST}
+    unrelated = {n: 0.4 for n in claims.UNRELATED}
+    renamed = {n: 0.5 for n in claims.RENAMED}
+    rows = claims.lineage_claims(_lineage({**honest, **unrelated, **renamed}))
+    assert rows[0].verdict == UNTESTABLE and "no 7B weights" in rows[0].why
+    assert rows[1].verdict == REPRODUCED and "renamed or rotated copies found 0 of 4" in rows[1].ours
+    flagged = claims.lineage_claims(_lineage({**honest, **unrelated, "scratch": 1e-3}))[1]
+    assert flagged.verdict == PARTLY and "unrelated called related 1 of 3" in flagged.ours
+    missed = claims.lineage_claims(_lineage({**honest, "int8": 0.3, **unrelated}))[1]
+    assert missed.verdict == PARTLY and "missed: int8" in missed.ours
+    none = claims.lineage_claims(_lineage({**{n: 0.5 for n in claims.HONEST}, **unrelated}))[1]
+    assert none.verdict == DIFFERS
+    table = claims.pairs_table(_lineage({**honest, **unrelated}))
+    assert "| int8 | honest edit | 0.0001 * |" in table
+
+
+def test_section_says_what_is_missing():
+    text = claims.section({"smollm2_sinks": {"records": {
+        **_sinks([(0.8, 0.01)] * 3)["records"], "command": "bornbiased sinks M.gguf",
+        "wall_seconds": 100.0}}}, claims.COMMAND)
+    assert "Not measured yet: smollm2_lineage" in text and "`bornbiased sinks M.gguf` (100 s)" \
+        in text
+
+
+def test_suspects_are_built_as_hf_folders_and_resumed(tmp_path, monkeypatch):
+    model = write_gguf(tmp_path / "tiny.gguf", FIXTURES / "llama_gqa", "Q8_0")
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(measure, "_tune_blocks", lambda tok: rng.integers(0, 128, (16, 9)))
+    monkeypatch.setitem(measure.TUNE, "steps", 2)
+    monkeypatch.setitem(measure.TUNE, "batch", 4)
+    from bornbiased_jax.hf import gguf as gguf_module
+
+    monkeypatch.setattr(gguf_module, "load_gguf_tokenizer", lambda m: None)
+    folder = tmp_path / "suspects"
+    manifest = measure.build_suspects(model, folder, log=lambda *_: None)
+    assert set(manifest) == set(measure.DESCENDANTS) | set(measure.SCRATCH)
+    cfg_rot, _ = load_hf(folder / "rotated")
+    cfg_int8, _ = load_hf(folder / "int8")
+    assert not cfg_rot.tie_embeddings and cfg_int8.n_layers == 2
+    stamp = (folder / "int8" / "model.safetensors").stat().st_mtime_ns
+    again = measure.build_suspects(model, folder, log=lambda *_: None)  # nothing rebuilt
+    assert again == manifest
+    assert (folder / "int8" / "model.safetensors").stat().st_mtime_ns == stamp
+    assert json.loads((folder / "suspects.json").read_text()) == manifest
