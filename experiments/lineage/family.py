@@ -173,6 +173,21 @@ LINEAGE_QWEN2_PAPER = LINEAGE_PAPER._replace(
 LINEAGE_ARCHS = {"llama2": (DEFAULT, LINEAGE_PAPER), "qwen2": (LINEAGE_QWEN2, LINEAGE_QWEN2_PAPER)}
 
 
+def with_hf_init(fam: Family) -> Family:
+    """``fam`` initialised as the lineage models' released code initialises them (HF's default:
+    every weight N(0, 0.02), no 1/sqrt(2L) on W_O and W_down) instead of App. B.1's GPT-2-scaled
+    residual init, everything else equal. Continuations start from their base's checkpoint, so
+    only the pretraining config changes."""
+    pre = fam.pretrain
+    return fam._replace(pretrain=dataclasses.replace(
+        pre, model_set=pre.model_set + ("scale_residual_init=false",)))
+
+
+# The init each family can be trained with: "gpt2" (App. B.1, the default) or "hf" (the released
+# code's); the HF-init family lives in runs/family[-ARCH]-hfinit.
+INITS = ("gpt2", "hf")
+
+
 def with_corpora(fam: Family, corpora: dict) -> Family:
     """``fam`` with some corpora replaced (name -> list of paths or ``hf:`` specs); an unknown
     corpus name is an error."""
