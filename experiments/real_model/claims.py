@@ -52,7 +52,8 @@ def sinks_claims(rec: dict) -> list[Claim]:
     n = res[0]["n_seqs"]
     why = (f"rule: 95 % lower bound of the per-sequence sink rate (eps {res[0]['eps']}) above "
            f"{SIGNIFICANT_RATE} at every length; it holds at {sum(ok)} of {len(ok)} lengths "
-           f"({n} windows each; {r['settings'].get('corpus')}, no BOS)")
+           f"({n} windows each of {', '.join(r['settings'].get('corpus') or ['?'])}, "
+           f"{'with' if r['settings'].get('bos_prepended') else 'no'} BOS)")
     rows = [Claim(f"Attention sinks in a trained model (Sec. 6.2's premise, Gu et al.; "
                   f"Figure 12's baseline) [{MODEL}]",
                   "a 'consistently significant' sink rate at every length (Figure 12; no "

@@ -83,6 +83,18 @@ def run_cli(args: list[str], log: Path) -> float:
     return time.time() - t0
 
 
+def scrubbed(obj, model: Path):
+    """``obj`` (JSON data) with every mention of the model's path replaced by its file name, so
+    that a record names no folder of the machine that wrote it."""
+    if isinstance(obj, str):
+        return obj.replace(str(model), model.name)
+    if isinstance(obj, dict):
+        return {k: scrubbed(v, model) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrubbed(v, model) for v in obj]
+    return obj
+
+
 def shown(args: list[str], model: Path) -> str:
     """The command as a user types it, the model named by its file name."""
     return "bornbiased " + " ".join(model.name if a == str(model) else a for a in args)
@@ -93,7 +105,7 @@ def sinks(model: Path, out: Path = OUT) -> dict:
     args = ["sinks", str(model), "--out", str(folder)]
     if not (folder / "sinks.json").is_file():
         run_cli(args, out / "sinks.log")
-    res = json.loads((folder / "sinks.json").read_text())
+    res = scrubbed(json.loads((folder / "sinks.json").read_text()), model)
     return {"command": shown(args, model), "wall_seconds": res["run"].get("wall_seconds"),
             "settings": {k: res["run"].get(k) for k in ("setting", "corpus", "tokenizer",
                                                         "bos_prepended", "data_seed")},
@@ -106,7 +118,7 @@ def sweep(model: Path, out: Path = OUT) -> dict:
             "--out", str(folder)]
     if not (folder / "token_preference.json").is_file():
         run_cli(args, out / "sweep.log")
-    res = json.loads((folder / "token_preference.json").read_text())
+    res = scrubbed(json.loads((folder / "token_preference.json").read_text()), model)
     from bornbiased_jax.hf.gguf import load_gguf_tokenizer
 
     tok = load_gguf_tokenizer(model)
