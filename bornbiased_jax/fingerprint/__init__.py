@@ -13,7 +13,11 @@ each:
                     approximate for Gaussian inputs, logits outputs and a tied head with
                     per-seed embeddings);
   ``permutation``   the residual-basis permutation test, exact for any pair of models (beyond
-                    the paper).
+                    the paper);
+  ``matched``       ``matched_test``, gated-MLP unit matching: gate and up views of every unit
+                    matched across the two models, agreements against the rencontres law;
+                    unchanged by every renaming and rotation, exact when one model is an
+                    initialisation (beyond the paper).
 
 ``identity_dims`` holds what they share: the top-m / bottom-k dimensions, the identity
 dimensions S, per-dimension Kendall and Spearman correlations. ``result`` is a test's outcome

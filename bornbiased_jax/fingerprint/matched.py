@@ -1,0 +1,200 @@
+"""The matched test: a lineage test for any pair of gated-MLP models that no function-preserving
+renaming evades, residual rotations included (beyond the paper).
+
+Why MLP units. In a SwiGLU block, silu(x W_gate) * (x W_up) W_down, the residual stream admits
+any rotation once the norm gains are folded (``rotation.rotate_residual``), heads admit per-head
+V/O maps, but the hidden units admit only permutations, plus a scale or sign on each unit's up
+column that W_down compensates (``rotation.scale_mlp_units``). The pre-activations x_l W_gate and
+x_l W_up, on the normed MLP input x_l of layer l, are unchanged by residual permutations,
+rotations, sign flips, norm-gain rescaling and head maps; a unit permutation relabels them, and
+|Pearson r| absorbs the per-unit scale and sign.
+
+Statistic. Both models read the same random token ids; the first :data:`DROP` positions of
+every sequence (where sinks carry stereotyped activations that unrelated models share) are
+dropped. For each layer l and view v in {gate, up}, C^v_ij = |corr(Z^v_A[:, i], Z^v_B[:, j])|
+over the R remaining positions, and m_v matches A's units to B's (the Hungarian assignment
+maximising the summed |r|). K_l = #{i : m_gate(i) = m_up(i)}: the units whose gate and up views
+pick the same partner. A copy, renamed or not, has K_l near F; independent models near 1.
+
+Null. Re-pair A's up units with its gate units by a uniform permutation sigma: then
+K_l(sigma) = #{i : m_gate(i) = m_up(sigma(i))}, the number of fixed points of a uniform
+permutation composed with a fixed one, whose law is the rencontres distribution:
+P(K = j) = (1 / j!) sum_{i <= F - j} (-1)^i / i!, mean 1, variance 1 (:func:`rencontres_log_sf`,
+exact, in log space). At initialisation gate and up columns are drawn independently, so the
+re-pairing leaves A's law unchanged: when A (or B) is an initialisation, p_l = P(K >= K_l) is
+exact. The re-pairing is not function-preserving, so no renaming absorbs it, and no forward
+pass is needed for it. Layers combine by Fisher's method (each p_l is super-uniform given the
+earlier layers, which MLP l does not feed).
+
+Two trained models. Training couples a unit's gate and up columns, so the re-pairing no longer
+keeps A's law, and the test rests on an assumption that must be measured: independent models
+share no more than eps F doubly-matched units per layer (``eps``; p_l = P(K >= K_l - ceil(eps
+F)), eps = 0 by default). docs/seedprint.md says where it has and has not been measured.
+
+Cost: one forward pass per model (capturing the MLP pre-activations), 2L correlation matrices
+F x F and 2L assignments; no null forward pass. Non-gated MLPs (GPT-2-style presets) are refused:
+their single view gives nothing to agree with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import optimize, special
+
+from bornbiased_jax import model
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
+
+DROP = 4  # positions dropped at the start of every sequence
+HUNGARIAN_MAX = 4096  # above this width, each unit takes its best partner (argmax of |r|)
+
+
+def check_applicable(cfg: ModelConfig, what: str = "the model") -> None:
+    if not (cfg.has_mlp and cfg.gated_mlp):
+        raise UserError(f"the matched test needs a gated (SwiGLU) MLP, whose gate and up views "
+                        f"of each unit it compares; {what} ({cfg.name}) has "
+                        + ("no MLP" if not cfg.has_mlp else f"a non-gated {cfg.activation} MLP")
+                        + ": use --test permutation")
+
+
+def _is_mlp_view(mdl, method: str) -> bool:
+    from bornbiased_jax.layers import MLP
+
+    return method == "__call__" and mdl.name in ("gate_proj", "up_proj") and isinstance(
+        mdl.parent, MLP)
+
+
+def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
+                   batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per layer, (gate, up) pre-activations (R, F), R = N (T - drop), of the model on the
+    token ids ``tokens_NT``, standardised per unit (a constant unit gives zeros), float32."""
+    check_applicable(cfg)
+    tokens = np.asarray(tokens_NT)
+    if tokens.ndim != 2 or tokens.shape[1] <= drop:
+        raise UserError(f"the matched test needs (N, T) token ids with T > {drop}, got shape "
+                        f"{tokens.shape}")
+    decoder = model.Decoder(cfg)
+
+    @jax.jit
+    def views(p, t_BT):
+        def one(t):
+            _, state = decoder.apply({"params": p}, t, None, False, False,
+                                     capture_intermediates=_is_mlp_view)
+            inter = state["intermediates"]
+            return [(inter[f"layers_{l}"]["mlp"]["gate_proj"]["__call__"][0][drop:],
+                     inter[f"layers_{l}"]["mlp"]["up_proj"]["__call__"][0][drop:])
+                    for l in range(cfg.n_layers)]
+        return jax.vmap(one)(t_BT)
+
+    parts = [views(params, jnp.asarray(tokens[i:i + batch]))
+             for i in range(0, len(tokens), batch)]
+    out = []
+    for l in range(cfg.n_layers):
+        pair = []
+        for v in range(2):
+            z = np.concatenate([np.asarray(p[l][v], np.float64).reshape(-1, cfg.d_ff)
+                                for p in parts])
+            z -= z.mean(0)
+            sd = z.std(0)
+            pair.append((z / np.where(sd > 0, sd, 1.0)).astype(np.float32))
+        out.append(tuple(pair))
+    return out
+
+
+def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:
+    """m[i]: B's unit matched to A's unit i by |Pearson r| of standardised views (R, F): the
+    Hungarian assignment up to :data:`HUNGARIAN_MAX` units, each unit's argmax above."""
+    c = np.abs(za.T.astype(np.float64) @ zb.astype(np.float64)) / len(za)
+    if c.shape[0] <= HUNGARIAN_MAX:
+        rows, cols = optimize.linear_sum_assignment(c, maximize=True)
+        m = np.empty(c.shape[0], np.int64)
+        m[rows] = cols
+        return m
+    return c.argmax(1)
+
+
+def rencontres_log_sf(F: int, k: int) -> float:
+    """log P(K >= k) for K the number of fixed points of a uniform permutation of F items."""
+    if k <= 0:
+        return 0.0
+    if k > F:
+        return -math.inf
+    j = np.arange(k, F + 1)
+    # P(K = j) = D(F - j) / (j! (F - j)!), D(m) / m! = sum_{i <= m} (-1)^i / i! (> 0 unless m = 1)
+    m = F - j
+    frac = np.array([sum((-1) ** i / math.factorial(i) for i in range(mm + 1)) if mm < 20
+                     else math.exp(-1) for mm in m])
+    ok = frac > 0
+    logs = np.log(frac[ok]) - special.gammaln(j[ok] + 1)
+    return float(special.logsumexp(logs)) if ok.any() else -math.inf
+
+
+def fisher_log_p(log_p_L: np.ndarray) -> float:
+    """log of Fisher's combined p of L p-values given as logs: X = -2 sum log p_l ~ chi^2 with
+    2L degrees of freedom, whose survival function is exactly
+    exp(-X/2) sum_{i < L} (X/2)^i / i!, evaluated in log space (no underflow)."""
+    half = -float(np.sum(log_p_L))
+    if not np.isfinite(half):
+        return -math.inf
+    if half == 0:
+        return 0.0
+    i = np.arange(len(log_p_L))
+    return min(0.0, -half + float(special.logsumexp(i * math.log(half) - special.gammaln(i + 1))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Agreement:
+    """Per layer: K_l (units whose gate and up matchings agree) of F units."""
+
+    K_L: np.ndarray
+    F: int
+
+
+def agreement(pre_a, pre_b) -> Agreement:
+    """K_l for every layer from two models' :func:`preactivations` (same inputs)."""
+    if len(pre_a) != len(pre_b):
+        raise UserError(f"the models have {len(pre_a)} and {len(pre_b)} MLP layers; the "
+                        f"matched test compares layer l with layer l")
+    K, F = [], None
+    for (ga, ua), (gb, ub) in zip(pre_a, pre_b):
+        if ga.shape != gb.shape:
+            raise UserError(f"MLP views of shape {ga.shape} and {gb.shape}: the matched test "
+                            f"needs the same inputs and the same MLP width in both models")
+        F = ga.shape[1]
+        K.append(int(np.sum(matching(ga, gb) == matching(ua, ub))))
+    return Agreement(np.asarray(K), int(F))
+
+
+def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, eps: float = 0.0,
+                 exact: bool = False) -> LineageResult:
+    """The matched test of H0 "B is independent of A" from the two models' pre-activations.
+
+    ``eps``: the share of units per layer that independent trained models may share in both
+    views (see the module docstring); ``exact``: say in the result that one model is an
+    initialisation, where the p-value is exact (eps must then be 0)."""
+    check_alpha(alpha)
+    if not (0 <= eps < 1):
+        raise UserError(f"eps = {eps!r} must lie in [0, 1)")
+    ag = agreement(pre_a, pre_b)
+    u = math.ceil(eps * ag.F)
+    log_p_L = np.array([rencontres_log_sf(ag.F, int(k) - u) for k in ag.K_L])
+    log_p = fisher_log_p(log_p_L)
+    p = math.exp(log_p) if log_p > -745 else 0.0
+    a_L = ag.K_L / ag.F
+    note = ("exact: one model is an initialisation" if exact and eps == 0 else
+            f"for two trained models the p-value assumes independent models share at most "
+            f"eps = {eps:g} of each layer's units in both views (measured: docs/seedprint.md)")
+    return LineageResult(
+        test="matched", p_values={"fisher": p}, alpha=alpha, n=int(len(pre_a[0][0])),
+        d_out=ag.F, dims=np.arange(len(ag.K_L)), taus=a_L, corr_kind="unit_agreement",
+        statistic=float(a_L.mean()), null=np.array([]),
+        details={"K_per_layer": ag.K_L.tolist(), "units": ag.F, "eps": eps, "slack": u,
+                 "log10_p": log_p / math.log(10),
+                 "log10_p_per_layer": (log_p_L / math.log(10)).round(3).tolist()},
+        note=note)

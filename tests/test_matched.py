@@ -1,0 +1,138 @@
+"""The matched test (``fingerprint.matched``): its null law (rencontres) exactly and by
+simulation, Fisher's combination in log space, its level on independent initialisations, its
+statistic unchanged by every renaming and rotation, its power on edited copies, and refusals."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats
+
+from bornbiased_jax import model
+from bornbiased_jax.config import get_preset
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import matched as M
+from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
+from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, mix_value_heads,
+                                                 random_orthogonal, randomized_hadamard,
+                                                 rotate_residual, scale_mlp_units)
+from bornbiased_jax.keys import seed_key
+
+CFG = get_preset("llama2-tiny")  # every parameter seed-dependent below (fresh keys per seed)
+TOKENS = np.asarray(jax.random.randint(jax.random.key(5), (32, 20), 0, CFG.vocab_size))
+
+
+def _pre(params, cfg=CFG):
+    return M.preactivations(params, cfg, TOKENS)
+
+
+def _init(seed: int, cfg=CFG):
+    import dataclasses
+
+    cfg = dataclasses.replace(cfg, shared_embedding=False)
+    return model.init(cfg, seed_key(seed))
+
+
+def test_rencontres_law_exactly_and_by_simulation():
+    for F in (2, 5, 10, 176):
+        pmf = [math.exp(M.rencontres_log_sf(F, k)) - math.exp(M.rencontres_log_sf(F, k + 1))
+               for k in range(F + 1)]
+        mean = sum(k * p for k, p in enumerate(pmf))
+        var = sum(k * k * p for k, p in enumerate(pmf)) - mean ** 2
+        assert abs(sum(pmf) - 1) < 1e-12 and abs(mean - 1) < 1e-12 and abs(var - 1) < 1e-9
+    assert M.rencontres_log_sf(10, 10) == pytest.approx(-math.lgamma(11))  # the identity only
+    assert M.rencontres_log_sf(10, 9) == M.rencontres_log_sf(10, 10)  # 9 fixed points: none
+    n, F = 100_000, 30
+    rng = np.random.default_rng(0)
+    fixed = (rng.permuted(np.tile(np.arange(F), (n, 1)), axis=1) == np.arange(F)).sum(1)
+    for k in range(1, 5):
+        p = math.exp(M.rencontres_log_sf(F, k))
+        se = math.sqrt(p * (1 - p) / n)
+        assert abs(np.mean(fixed >= k) - p) < 4 * se, k
+
+
+def test_fisher_in_log_space():
+    for lp in ([math.log(0.5), math.log(0.2)], [math.log(0.01)] * 5, [-10.0] * 30):
+        x = -2 * sum(lp)
+        assert M.fisher_log_p(np.array(lp)) == pytest.approx(stats.chi2.logsf(x, 2 * len(lp)))
+    assert -3e5 < M.fisher_log_p(np.full(30, -9000.0)) < -2e5  # where chi2.logsf gives -inf
+    assert M.fisher_log_p(np.zeros(4)) == 0.0
+
+
+def test_level_on_independent_initialisations():
+    """One model an initialisation: K_l is exactly rencontres (mean 1, variance 1) and p is
+    super-uniform. 16 disjoint pairs of fresh llama2-tiny inits (32 K values, 2 layers each):
+    the mean of K lies within 4 standard errors (4 / sqrt(32) = 0.71) of 1, and the 16 Fisher
+    p-values pass a Kolmogorov-Smirnov test against the uniform at level 0.001 (a check of
+    gross miscalibration at this sample size; the level at alpha = 0.01 needs far more pairs,
+    docs/seedprint.md)."""
+    pres = [_pre(_init(s)) for s in range(32)]
+    ks, ps = [], []
+    for a in range(16):
+        r = M.matched_test(pres[a], pres[a + 16], exact=True)
+        ks += r.details["K_per_layer"]
+        ps.append(r.p)
+        assert r.note.startswith("exact")
+    assert abs(np.mean(ks) - 1) < 4 / math.sqrt(len(ks)), ks
+    assert stats.kstest(ps, "uniform").pvalue > 1e-3, ps
+
+
+def _fine_tuned(params, seed: int, scale: float = 0.3):
+    """A stand-in for a fine-tune: every weight moved by scale x its own std of noise."""
+    rng = np.random.default_rng(seed)
+    return jax.tree.map(lambda a: np.asarray(a) + scale * np.asarray(a).std()
+                        * rng.standard_normal(np.shape(a)).astype(np.float32), params)
+
+
+def test_statistic_unchanged_by_every_renaming_and_rotation():
+    base = _init(0)
+    child = _fine_tuned(base, 1, scale=1.2)  # far enough that some units are lost
+    pre_a = _pre(base)
+    k0 = M.agreement(pre_a, _pre(child)).K_L
+    assert 0.5 * CFG.d_ff < k0.min() < CFG.d_ff  # a fine-tune keeps most units
+    rng = np.random.default_rng(2)
+    L, F, d = CFG.n_layers, CFG.d_ff, CFG.d_model
+    N, G, K = CFG.resolved_n_kv_heads, CFG.n_groups, CFG.resolved_head_dim
+    renamings = {
+        "obfuscate": lambda p: obfuscate(p, CFG, jax.random.key(3)),
+        "rotation": lambda p: rotate_residual(p, CFG, random_orthogonal(d, jax.random.key(4)))[1],
+        "hadamard": lambda p: rotate_residual(p, CFG, randomized_hadamard(d, jax.random.key(5)))[1],
+        "signs": lambda p: flip_residual_signs(p, CFG, rng.choice([-1, 1], d)),
+        "units": lambda p: scale_mlp_units(permute_mlp_hidden(
+            p, CFG, np.stack([rng.permutation(F) for _ in range(L)])), CFG,
+            np.exp(rng.normal(0, 1, (L, F))) * rng.choice([-1, 1], (L, F))),
+        "v/o": lambda p: mix_value_heads(p, CFG, np.linalg.qr(
+            rng.standard_normal((L, N, K, K)))[0] * rng.uniform(0.5, 2, (L, N, 1, K))),
+    }
+    for name, rename in renamings.items():
+        k = M.agreement(pre_a, _pre(rename(child))).K_L
+        assert np.array_equal(k, k0), (name, k, k0)
+    assert G >= 1
+
+
+def test_copies_found_and_strangers_not():
+    base = _init(0)
+    pre_a = _pre(base)
+    rotated_ft = _fine_tuned(rotate_residual(obfuscate(base, CFG, jax.random.key(1)), CFG,
+                                             random_orthogonal(CFG.d_model,
+                                                               jax.random.key(2)))[1], 3)
+    r = M.matched_test(pre_a, _pre(rotated_ft))
+    assert r.same_lineage and r.details["log10_p"] < -100
+    stranger = M.matched_test(pre_a, _pre(_init(7)), exact=True)
+    assert not stranger.same_lineage
+
+
+def test_refusals():
+    gpt2 = get_preset("gpt2-rope-tiny")
+    with pytest.raises(UserError, match="needs a gated \\(SwiGLU\\) MLP.*non-gated gelu MLP"):
+        M.preactivations(model.init(gpt2, seed_key(0)), gpt2, TOKENS)
+    with pytest.raises(UserError, match="T > 4"):
+        M.preactivations(_init(0), CFG, TOKENS[:, :4])
+    wide = CFG.ablate(d_ff=192)
+    with pytest.raises(UserError, match="same MLP width"):
+        M.agreement(_pre(_init(0)), _pre(model.init(wide, seed_key(1)), wide))
+    with pytest.raises(UserError, match="eps"):
+        M.matched_test(_pre(_init(0)), _pre(_init(1)), eps=1.5)
