@@ -33,7 +33,7 @@ CALIBRATED_STATISTIC = "spearman_all"
 CALIBRATED_NULL_MODELS = 200
 
 # fingerprint/permutation.py: the residual-basis permutation test
-PERMUTATION_STATISTICS = ("spearman", "pearson")
+PERMUTATION_STATISTICS = ("spearman", "pearson", "spearman_abs")
 PERMUTATION_STATISTIC = "spearman"
 PERMUTATION_DRAWS = 9999
 

@@ -136,3 +136,28 @@ def test_refusals():
         M.agreement(_pre(_init(0)), _pre(model.init(wide, seed_key(1)), wide))
     with pytest.raises(UserError, match="eps"):
         M.matched_test(_pre(_init(0)), _pre(_init(1)), eps=1.5)
+
+
+def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
+    """BASE an HF folder (initialisation unknown): the permutation leg misses a rotated copy,
+    the matched leg finds it and a rotated, fine-tuned one; a stranger is not called related."""
+    from bornbiased_jax.fingerprint.compare import Settings, compare
+    from bornbiased_jax.hf import save_hf
+    from bornbiased_jax.sources import load_source
+
+    base_params = _fine_tuned(_init(0), 9, scale=0.5)  # not an initialisation
+    rotated_cfg, rotated = rotate_residual(base_params, CFG, random_orthogonal(
+        CFG.d_model, jax.random.key(2)))
+    folders = {"base": save_hf(CFG, base_params, tmp_path / "base"),
+               "rotated": save_hf(rotated_cfg, rotated, tmp_path / "rotated"),
+               "rotated-ft": save_hf(rotated_cfg, _fine_tuned(rotated, 4), tmp_path / "rft"),
+               "stranger": save_hf(CFG, _init(11), tmp_path / "stranger")}
+    src = {k: load_source(str(v)) for k, v in folders.items()}
+    assert not src["base"].is_init
+    s = Settings(tests=("permutation", "matched"), n=64, seq_len=16)
+    for name, related in (("rotated", True), ("rotated-ft", True), ("stranger", False)):
+        res = compare(src["base"], src[name], s)["results"]
+        assert res["any_pair"].same_lineage == related, (name, res["any_pair"].details)
+        if related:
+            assert res["any_pair"].details["decided_by"] == "matched"
+            assert not res["permutation"].same_lineage  # what the exact leg alone misses

@@ -61,11 +61,12 @@ def add_parser(sub) -> None:
                         "(it exists, its width and vocabulary fit) before any work starts. "
                         "--out then holds summary.json and summary.md (one row per suspect) and "
                         "pairs/<k>-<name>/ with each pair's fingerprint.json, .md and .png")
-    p.add_argument("--test", choices=["auto", "aligned", "permutation", "paper", "official",
-                                       "calibrated", "all"], default="auto",
+    p.add_argument("--test", choices=["auto", "aligned", "permutation", "matched", "paper",
+                                      "official", "calibrated", "all"], default="auto",
                    help="which test(s): 'auto' (default) runs aligned and permutation when "
                         "BASE's initialisation is known (a preset, a train run, a run "
-                        "continued from one), else permutation alone, saying why; 'all' runs "
+                        "continued from one), else permutation and matched (gated MLPs), "
+                        "whose any-pair verdict takes each at alpha/2, saying why; 'all' runs "
                         "every test that applies")
     p.add_argument("--input", choices=["gaussian", "tokens"], default=None,
                    help="uniform random token ids (the default when the aligned or "
@@ -107,15 +108,18 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def chosen_tests(choice: str, init_known: bool) -> tuple[str, ...]:
-    """The tests ``--test choice`` runs: 'auto' is the recommended ones that apply (aligned only
-    where BASE's initialisation is known), 'all' every test that applies."""
-    from bornbiased_jax.fingerprint.compare import RECOMMENDED, TESTS
+def chosen_tests(choice: str, init_known: bool, gated: bool = True) -> tuple[str, ...]:
+    """The tests ``--test choice`` runs: 'auto' is the aligned and permutation tests where
+    BASE's initialisation is known, else the permutation and (for gated MLPs) matched tests,
+    whose any-pair verdict combines them; 'all' every test that applies."""
+    from bornbiased_jax.fingerprint.compare import TESTS
 
     if choice == "auto":
-        return tuple(t for t in RECOMMENDED if init_known or t != "aligned")
+        return (("aligned", "permutation") if init_known
+                else ("permutation", "matched") if gated else ("permutation",))
     if choice == "all":
-        return tuple(t for t in TESTS if init_known or t != "aligned")
+        return tuple(t for t in TESTS if (init_known or t != "aligned")
+                     and (gated or t != "matched"))
     return (choice,)
 
 
@@ -169,7 +173,10 @@ def run(args) -> int:
         if init_spec is None and init_note is None:
             init_note = (f"the initialisation of {args.base} is not known (it is, or was "
                          f"continued from, an HF folder or a GGUF file)")
-    tests = chosen_tests(args.test, init_spec is not None)
+    from bornbiased_jax.sources import source_config
+
+    base_gated = source_config(args.base).gated_mlp
+    tests = chosen_tests(args.test, init_spec is not None, base_gated)
     input_kind = args.input or ("tokens" if {"aligned", "permutation"} & set(tests)
                                 else "gaussian")
     settings = Settings(
@@ -222,8 +229,13 @@ def run(args) -> int:
     memory_plan.check(plan)  # before anything is loaded
     notes = []
     if args.test in ("auto", "all") and init_spec is None:
-        notes.append(f"{init_note}: the aligned test cannot run, and the verdict uses the "
-                     f"permutation test, which a copy with a renamed residual basis evades")
+        notes.append(f"{init_note}: the aligned test cannot run, and the verdict is " + (
+            "the any-pair verdict: the permutation test (exact; a renamed or rotated copy "
+            "evades it) and the matched test (robust to renamings and rotations; exact when "
+            "one model is an initialisation, else resting on an assumption, "
+            "docs/seedprint.md), each at alpha/2" if "matched" in tests else
+            "the permutation test's, which a copy with a renamed residual basis evades (the "
+            "matched test needs a gated MLP)"))
         print(f"note: {notes[-1]}", flush=True)
     dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
     base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)

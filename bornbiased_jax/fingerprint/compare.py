@@ -14,22 +14,27 @@ from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS, SEED_LIMIT
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import identity_dims as D
+from bornbiased_jax.fingerprint import matched as M
 from bornbiased_jax.fingerprint import permutation as P
 from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.result import ALPHA, check_alpha
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
 from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
 
-TESTS = ("paper", "official", "calibrated", "aligned", "permutation")
+TESTS = ("paper", "official", "calibrated", "aligned", "permutation", "matched")
 # The tests a verdict line uses, the first that ran: 'aligned' (the calibrated test with the
 # spearman_aligned statistic, from the BASE's *initialisation*): exact, and it sees through a
 # renamed basis (the lineage benchmark: it alone held its level and found every weight-lineage
 # copy); it needs BASE's initialisation. Else 'permutation': exact for any pair, two forward
 # passes, but a renamed copy evades it. The others are there to compare with the paper.
-RECOMMENDED = ("aligned", "permutation")
+# Between them, 'any_pair' (computed, not chosen: :func:`any_pair`) when both the permutation and
+# the matched test ran: each leg at alpha / 2, so the exact leg keeps its level and the matched
+# leg (robust to renamings and rotations) adds its power.
+RECOMMENDED = ("aligned", "any_pair", "permutation")
+MATCHED_SEQS = 128  # sequences whose MLP pre-activations the matched test keeps (T - 4 rows each)
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
 # accidentally among the null models.
@@ -59,6 +64,8 @@ class Settings:
     trials: int = 10
     probe_seed: int = 0
     alpha: float = ALPHA
+    matched_seqs: int = MATCHED_SEQS
+    matched_eps: float = 0.0
 
     def __post_init__(self):
         bad = [t for t in self.tests if t not in TESTS]
@@ -98,6 +105,13 @@ class Settings:
                     f"{1 / (self.null_models + 1):.3g}, so it could never reject; use "
                     f"--null-models >= 1/alpha - 1 = {need} (the default is "
                     f"{CALIBRATED_NULL_MODELS})")
+        if "matched" in self.tests:
+            if self.input != "tokens":
+                raise UserError("the matched test needs token inputs (--input tokens): both "
+                                "models must read the same ids for their units to be compared")
+            _check_int("matched_seqs", self.matched_seqs, 1)
+            if not 0 <= self.matched_eps < 1:
+                raise UserError(f"matched_eps = {self.matched_eps!r} must lie in [0, 1)")
         if "permutation" in self.tests:
             P.check_applicable(self.input, self.output)
             P.check_draws(self.permutations, self.alpha)
@@ -152,6 +166,18 @@ def check_pair(base_cfg, suspect_cfg, settings: Settings, suspect: str = "SUSPEC
     for name, size in (("m", s.m), ("k", s.k)):
         if size is not None:
             D.check_size(name, size, d_out)
+    if "matched" in s.tests:
+        M.check_applicable(base_cfg, "BASE")
+        M.check_applicable(suspect_cfg, suspect)
+        if (base_cfg.n_layers, base_cfg.d_ff) != (suspect_cfg.n_layers, suspect_cfg.d_ff):
+            raise UserError(f"{suspect}: the matched test compares MLP layer l's units with "
+                            f"layer l's, so both models need the same depth and MLP width "
+                            f"(BASE {base_cfg.n_layers} x {base_cfg.d_ff}, suspect "
+                            f"{suspect_cfg.n_layers} x {suspect_cfg.d_ff}); use --test "
+                            f"permutation")
+        if s.seq_len <= M.DROP:
+            raise UserError(f"the matched test drops the first {M.DROP} positions of every "
+                            f"sequence: --seq-len must exceed {M.DROP}")
     if s.seq_len > min(base_cfg.max_seq_len, suspect_cfg.max_seq_len):
         raise UserError(f"{suspect}: sequence length {s.seq_len} exceeds a model's context "
                         f"({base_cfg.max_seq_len}, {suspect_cfg.max_seq_len})")
@@ -206,6 +232,8 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
             F_0 = model_features(model, xs, s.output, progress=progress)
             init_label, init_seed = model.label, model.seed
             del model
+    pre_A = (M.preactivations(base.params, base.cfg, xs[:s.matched_seqs])
+             if "matched" in s.tests else None)
     nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
     for load in suspects:
         suspect = load()
@@ -243,6 +271,28 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
             results["permutation"] = P.permutation_test(
                 F_A, F_B, statistic=s.permutation_statistic, permutations=s.permutations,
                 alpha=s.alpha, rng=np.random.default_rng(s.probe_seed))
+        if "matched" in s.tests:
+            pre_B = M.preactivations(suspect.params, suspect.cfg, xs[:s.matched_seqs])
+            results["matched"] = M.matched_test(pre_A, pre_B, alpha=s.alpha, eps=s.matched_eps,
+                                                exact=base.is_init or suspect.is_init)
+            del pre_B
+        if "permutation" in results and "matched" in results:
+            results["any_pair"] = any_pair(results["permutation"], results["matched"])
         yield {"results": results, "features": (F_A, F_B), "notes": [], "d_out": d_out,
                "n": s.n, "seq_len": s.seq_len, "suspect": suspect.label}
         del suspect, F_B
+
+
+def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
+    """The verdict for a pair whose initialisation is unknown: the permutation test (exact,
+    evaded by renamings) and the matched test (robust to renamings and rotations) each at
+    alpha / 2, so p = min(1, 2 min(p_perm, p_matched)) (Bonferroni); ``details['decided_by']``
+    names the leg with the smaller p."""
+    legs = {"permutation": perm.p, "matched": matched.p}
+    leg = min(legs, key=legs.get)
+    p = min(1.0, 2 * legs[leg])
+    return LineageResult(
+        "any_pair", {"bonferroni": p}, perm.alpha, perm.n, perm.d_out, np.arange(0),
+        np.arange(0.0), "none", p, np.arange(0.0),
+        {"decided_by": leg, "p_permutation": perm.p, "p_matched": matched.p},
+        "each leg at alpha / 2; " + (matched.note or ""))

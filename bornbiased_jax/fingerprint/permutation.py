@@ -40,7 +40,10 @@ Statistics (``STATISTICS``; measured power does not separate them at CPU scale, 
 default is the one robust to outliers, docs/seedprint.md):
   'spearman' - C is Spearman's rho (ranks standardised per column): robust to the few
                outsized coordinates trained models grow;
-  'pearson'  - C is Pearson's r.
+  'pearson'  - C is Pearson's r;
+  'spearman_abs' - C is |Spearman's rho|: blind to residual sign flips (a function-preserving
+               renaming of RMSNorm models, ``rotation.flip_residual_signs``), still exact (the
+               null permutes the same matrix).
 The null's exact mean and variance over all d! permutations (Hoeffding's combinatorial
 theorem) give a z and a normal-tail p ('normal'), an approximation that can go below the exact
 p's floor 1/(K + 1); the exact p is primary.
@@ -100,13 +103,14 @@ def cross_correlation(F_A: np.ndarray, F_B: np.ndarray, statistic: str = DEFAULT
                         f"{STATISTICS}")
     n, _ = D.check_features(F_A, F_B)
     zA, zB = standardised(F_A, statistic), standardised(F_B, statistic)
-    return (zA.T @ zB) / n
+    C = (zA.T @ zB) / n
+    return np.abs(C) if statistic.endswith("_abs") else C
 
 
 def standardised(F_nd: np.ndarray, statistic: str = DEFAULT_STATISTIC) -> np.ndarray:
     """Columns standardised to mean 0, variance 1 (of their ranks for 'spearman'), float64:
     C = z_A^T z_B / n."""
-    if statistic == "spearman":
+    if statistic in ("spearman", "spearman_abs"):
         return D.RankedFeatures.of(F_nd).z_nd.astype(np.float64)
     return _standardise(F_nd)
 

@@ -16,7 +16,8 @@ P_LABELS = {"t_mean": "t, mean of trials", "u_mean": "U, mean of trials",
             "t_pooled": "t, pooled null", "u_pooled": "U, pooled null",
             "two_phi_bar": "2 Phi-bar(z) (code)", "one_sided": "Phi-bar(z)",
             "exact": "exact", "gaussian_tail": "Gaussian tail",
-            "normal": "normal tail (Hoeffding)"}
+            "normal": "normal tail (Hoeffding)", "fisher": "Fisher over layers",
+            "bonferroni": "Bonferroni of permutation and matched"}
 
 
 def rows(results: Mapping[str, LineageResult]) -> list[dict]:
@@ -91,6 +92,8 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
               else f"no evidence that {suspect} is related to {base}")
     rec = (recommended,) if isinstance(recommended, str) else tuple(recommended)
     why = "" if name in rec else f"; the recommended {' or '.join(rec)} test did not run"
+    if name == "any_pair":
+        why += f"; decided by the {r.details['decided_by']} leg"
     return (f"verdict ({name} test, {P_LABELS.get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}")
 
