@@ -315,7 +315,8 @@ def test_refused_combinations(many, corpus, tmp_path, capsys):
                "5", "--eval-every", "2", "--eval-batches", "1", "--log-every", "1"])
     assert rc == 2 and "'seeds': ([5, 7], [5, 8])" in capsys.readouterr().err
     # more seeds than the budget holds: refused before anything is written
-    rc = main([*base, "--out", str(tmp_path / "b"), "--seeds", "0:2", "--memory-budget", "0.0001"])
+    rc = main([*base, "--out", str(tmp_path / "b"), "--seeds", "0:2",
+               "--memory-budget-gib", "0.0001"])
     assert rc == 2 and "at most" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()
 
