@@ -70,9 +70,9 @@ def main() -> None:
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seeds", help="seed counts to compare with one run per seed, e.g. 1,4,16")
     p.add_argument("--memory-budget", type=float, metavar="GIB",
-                   help="per-device memory budget of the many-seed runs (train --memory-budget)")
+                   help="per-device memory budget of the many-seed runs (train --memory-budget-gib)")
     p.add_argument("--seed-group", type=int,
-                   help="seeds per device at once in the many-seed runs (train --seed-group)")
+                   help="seeds per device at once in the many-seed runs (train --seed-chunk)")
     p.add_argument("--seed-batching", choices=["auto", "vmap", "map"], default="auto",
                    help="how the many-seed runs batch their seeds (train --seed-batching)")
     args = p.parse_args()

@@ -5,12 +5,14 @@
   bornbiased train    pretraining with Orbax checkpoints, resumable and deterministic
   bornbiased fingerprint  SeedPrint: does one model descend from another's initialisation?
   bornbiased sinks    attention-sink rate on real text (Sec. 6.2.1)
+  bornbiased presets  the model presets and their sizes
 
 Each subcommand's module adds its parser and the ``run(args)`` it dispatches to
 (``commands/sweep.py``, ``commands/theory.py``, ``commands/train.py``,
-``commands/fingerprint.py``, ``commands/sinks.py``). Building the parsers imports no JAX, SciPy
-or Matplotlib, so ``--help`` answers at once; a command imports what it runs. Bad input (a
-``UserError``) ends a command with its message and exit status 2.
+``commands/fingerprint.py``, ``commands/sinks.py``, ``commands/presets.py``); the layout of
+their ``--help`` and the flags they share are ``commands/arguments.py``'s. Building the parsers
+imports no JAX, SciPy or Matplotlib, so ``--help`` answers at once; a command imports what it
+runs. Bad input (a ``UserError``) ends a command with its message and exit status 2.
 
 sweep, fingerprint and train also run as one process per host (``--coordinator``,
 ``--num-processes``, ``--process-id``, or a cluster JAX detects): see ``distributed.py``.
@@ -22,8 +24,8 @@ import argparse
 import sys
 
 from bornbiased_jax import precision
-from bornbiased_jax.commands import fingerprint, sinks, sweep, theory, train
-from bornbiased_jax.commands.arguments import add_precision_argument
+from bornbiased_jax.commands import fingerprint, presets, sinks, sweep, theory, train
+from bornbiased_jax.commands.arguments import HelpFormatter
 from bornbiased_jax.errors import UserError
 
 MULTI_PROCESS = ("sweep", "train", "fingerprint")  # the commands that may span processes
@@ -44,20 +46,21 @@ def _join_processes(args) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="bornbiased", description="Transformers at random initialisation, seed by seed.")
-    sub = parser.add_subparsers(dest="command", required=True)
+        prog="bornbiased", formatter_class=HelpFormatter,
+        description="Transformers at random initialisation, seed by seed: the commands of "
+                    "bornbiased-jax, a reproduction of 'Transformers Are Born Biased'.",
+        epilog="'bornbiased COMMAND --help' shows a command's flags and examples. A model "
+               "source (SOURCE) is preset:NAME@SEED, a 'bornbiased train' run folder "
+               "PATH[@STEP] or PATH#SEED[@STEP], a Hugging Face folder or a GGUF file.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                title="commands")
     sweep.add_parser(sub)
     theory.add_parser(sub)
     train.add_parser(sub)
     fingerprint.add_parser(sub)
     sinks.add_parser(sub)
-    for name, p in sub.choices.items():
-        add_precision_argument(p, _precision_default(name))
+    presets.add_parser(sub)
     return parser
-
-
-def _precision_default(command: str) -> str:
-    return precision.TRAIN_DEFAULT if command == "train" else precision.PROBE_DEFAULT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in MULTI_PROCESS:  # before anything starts a backend
             _join_processes(args)
+        if not hasattr(args, "matmul_precision"):  # a command that computes nothing in JAX
+            return args.run(args)
         with precision.scoped(precision.for_command(args.matmul_precision,
-                                                    _precision_default(args.command))):
+                                                    args.precision_default)):
             return args.run(args)
     except UserError as e:  # bad input; anything else is a bug and keeps its traceback
         print(f"bornbiased: error: {e}", file=sys.stderr)

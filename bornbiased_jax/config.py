@@ -322,6 +322,8 @@ def _smollm2_135m() -> ModelConfig:
 
 
 _FAMILIES = {"gpt2-rope": _gpt2_rope, "llama2": _llama2, "qwen2": _qwen2}
+PRESET_FAMILIES = tuple(_FAMILIES)  # a preset is FAMILY-SIZE, or a released model's shape
+PRESET_SIZES = tuple(_SIZES)
 PRESETS: dict[str, ModelConfig] = {
     **{f"{fam}-{size}": make(size)
        for fam, make in _FAMILIES.items()

@@ -99,11 +99,12 @@ def test_unwritable_outputs_fail_before_any_work(tmp_path, capsys, monkeypatch):
         assert "cannot write --out" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", ["--memory-budget-gib", "--memory-budget-gb"])  # and former
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "x"])
-def test_memory_budget_must_be_positive(value, capsys):
+def test_memory_budget_must_be_positive(value, flag, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["sweep", "--memory-budget-gb", value])
-    assert e.value.code == 2 and "--memory-budget-gb" in capsys.readouterr().err
+        cli.main(["sweep", flag, value])
+    assert e.value.code == 2 and flag in capsys.readouterr().err
 
 
 def test_internal_errors_keep_their_traceback(monkeypatch):

@@ -205,9 +205,9 @@ def test_refused_before_loading_when_the_models_do_not_fit(hf_folders, tmp_path,
         raise AssertionError("loaded a model although the plan refused the run")
 
     monkeypatch.setattr(sources, "load_source", no_load)
-    weights_gb = 2 * param_count(independent("llama2-tiny")) * 4 / 1e9
+    weights_gib = 2 * param_count(independent("llama2-tiny")) * 4 / 2**30
     out = tmp_path / "fp"
     rc = main(["fingerprint", str(hf_folders / "base"), str(hf_folders / "tuned"),
-               "--device-memory-gb", str(weights_gb), "--out", str(out)])
+               "--memory-budget-gib", str(weights_gib), "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "--dtype bfloat16 halves it" in err and not out.exists()

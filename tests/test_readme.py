@@ -33,3 +33,22 @@ def test_docs_seed_family_command_is_the_librarys():
                  if "runs/seed-family/seeds-0-32" in b)
     quoted = shlex.split(block.replace("\\\n", " "))
     assert shlex.split(seed_family.command()) == quoted
+
+
+def test_citation_and_license_match_the_package():
+    """CITATION.cff cites this version of the package (and the paper, by its title), and
+    LICENSE is the Apache License 2.0 that pyproject.toml names."""
+    import tomllib
+
+    root = README.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    cff = (root / "CITATION.cff").read_text()
+    assert re.search(r"^cff-version: 1\.2\.0$", cff, re.M)
+    assert re.search(rf'^title: "{project["name"]}"$', cff, re.M)
+    assert re.search(rf'^version: "{re.escape(project["version"])}"$', cff, re.M)
+    assert re.search(rf"^license: {project['license']}$", cff, re.M)
+    assert "Transformers Are Born Biased" in cff
+    license_text = (root / "LICENSE").read_text()
+    assert project["license"] == "Apache-2.0"
+    assert "Apache License\n                           Version 2.0, January 2004" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text

@@ -203,7 +203,7 @@ def test_seed_groups_follow_the_memory_budget(many):
     assert (probe.seeds_along, probe.group_size, probe.n_groups) == (2, 2, 1)
     assert seed_group_size(4, 2, state_b, step_b, state_b + 2 * step_b) == 2
     assert seed_group_size(4, 2, state_b, step_b, state_b + 2 * step_b - 1) == 1
-    assert seed_group_size(4, 2, state_b, step_b, 1 << 40, most=1) == 1  # --seed-group 1
+    assert seed_group_size(4, 2, state_b, step_b, 1 << 40, most=1) == 1  # --seed-chunk 1
     with pytest.raises(UserError, match=r"4 seeds do not fit .* at most \d+ seeds fit"):
         seed_group_size(4, 2, state_b, step_b, state_b + step_b - 1)
     plan, step_one = plan_seed_groups(m.cfg, tc, m.optimizer, mesh, shard,
@@ -315,7 +315,8 @@ def test_refused_combinations(many, corpus, tmp_path, capsys):
                "5", "--eval-every", "2", "--eval-batches", "1", "--log-every", "1"])
     assert rc == 2 and "'seeds': ([5, 7], [5, 8])" in capsys.readouterr().err
     # more seeds than the budget holds: refused before anything is written
-    rc = main([*base, "--out", str(tmp_path / "b"), "--seeds", "0:2", "--memory-budget", "0.0001"])
+    rc = main([*base, "--out", str(tmp_path / "b"), "--seeds", "0:2",
+               "--memory-budget-gib", "0.0001"])
     assert rc == 2 and "at most" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()
 

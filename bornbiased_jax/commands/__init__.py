@@ -8,7 +8,9 @@ answers at once; ``run`` imports what the command needs.
   train        pretraining with Orbax checkpoints, one seed or many on the same batches
   fingerprint  SeedPrint: does one model descend from another's initialisation?
   sinks        attention-sink rate on real text (Sec. 6.2.1)
-  arguments    argument types and the multi-process flags several commands share
+  presets      the model presets and their shapes (no JAX at all)
+  arguments    argument types, the help layout (groups, defaults as values, examples) and the
+               precision, memory-budget and multi-process flags several commands share
 
 The entry point is ``bornbiased_jax/cli.py``.
 """

@@ -1,8 +1,16 @@
-"""Argument types and flags that several subcommands share; light enough for ``--help``."""
+"""Argument types, flags and help layout that several subcommands share; light enough for
+``--help``.
+
+Every command's parser is made by :func:`command_parser` (its help formatter, its examples) and
+takes its precision flags from :func:`add_precision_argument` and, where it can span processes,
+its multi-process flags from :func:`add_multiprocess_arguments`. A renamed flag keeps its old
+spelling as a hidden alias (:func:`add_alias`), so that scripts written for it keep working.
+"""
 
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from bornbiased_jax import precision
 from bornbiased_jax.defaults import INIT_TIMEOUT_S, SEED_LIMIT, SEED_RANGE
@@ -60,6 +68,69 @@ def positive_float(text: str) -> float:
     return v
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps each paragraph of a description or epilog on its own and keeps indented lines
+    (the examples) as written; appends ``(default: VALUE)`` to a flag's help when the flag has
+    a default that the help does not already state (lists as space-separated values)."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = []
+        for block in text.strip("\n").split("\n\n"):
+            lines = block.split("\n")
+            if any(line.startswith("  ") for line in lines):  # examples: as written
+                paragraphs.append("\n".join(indent + line for line in lines))
+            else:
+                paragraphs.append(textwrap.fill(" ".join(block.split()), width,
+                                                initial_indent=indent, subsequent_indent=indent))
+        return "\n\n".join(paragraphs)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if text is argparse.SUPPRESS or "(default" in text or "%(default)" in text:
+            return text
+        value = shown_default(action.default)
+        return text if value is None else f"{text} (default: {value.replace('%', '%%')})"
+
+
+def shown_default(value) -> str | None:
+    """How a flag's default reads in ``--help``: None for no default (None, False, an empty
+    list), else the value as it would be typed ('0 1 2' for a list, 'results/sweep' for a
+    path)."""
+    if value is None or value is False or value is argparse.SUPPRESS:
+        return None
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value)) if value else None
+    return str(value)
+
+
+def command_parser(sub, name: str, *, help: str, description: str,
+                   examples: list[str] = ()) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name``: ``help`` is its line in ``bornbiased --help``,
+    ``description`` opens its ``--help`` and ``examples`` (command lines, each with an optional
+    ``  # comment``) close it."""
+    epilog = ("examples:\n" + "\n".join(f"  {e}" for e in examples)) if examples else None
+    return sub.add_parser(name, help=help, description=description, epilog=epilog,
+                          formatter_class=HelpFormatter)
+
+
+def add_alias(parser_or_group, old: str, new: str, **kwargs) -> None:
+    """``old``, a hidden alias of the flag ``new`` (same destination; absent from ``--help``):
+    ``kwargs`` repeat the new flag's type, choices and action, so the old spelling parses as
+    before."""
+    parser_or_group.add_argument(old, dest=new.lstrip("-").replace("-", "_"),
+                                 help=argparse.SUPPRESS, **kwargs)
+
+
+def memory_budget_argument(parser_or_group, help: str, old: str | None = None) -> None:
+    """``--memory-budget-gib GIB``, the one spelling of a per-device memory budget (in GiB,
+    2**30 bytes) across commands; ``old``: the command's former spelling, kept as a hidden
+    alias when it meant the same unit."""
+    parser_or_group.add_argument("--memory-budget-gib", type=positive_float, metavar="GIB",
+                                 help=help)
+    if old:
+        add_alias(parser_or_group, old, "--memory-budget-gib", type=positive_float)
+
+
 def add_multiprocess_arguments(parser) -> None:
     """The multi-process flags shared by ``sweep``, ``fingerprint`` and ``train``
     (``distributed.resolve`` and ``distributed.initialize`` read them)."""
@@ -70,19 +141,32 @@ def add_multiprocess_arguments(parser) -> None:
         "docs/multihost.md.")
     g.add_argument("--coordinator", metavar="HOST:PORT",
                    help="address of process 0, where the others connect")
-    g.add_argument("--num-processes", type=int, metavar="N", help="number of processes")
-    g.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1")
+    g.add_argument("--num-processes", type=int, metavar="N",
+                   help="number of processes in the run")
+    g.add_argument("--process-id", type=int, metavar="I", help="this process's rank, 0..N-1")
     g.add_argument("--init-timeout", type=float, default=INIT_TIMEOUT_S, metavar="S",
-                   help=f"seconds to wait for the coordinator and every process "
-                        f"(default {INIT_TIMEOUT_S})")
+                   help="seconds to wait for the coordinator and every process")
+
+
+def precision_group(p: argparse.ArgumentParser):
+    """The parser's "precision" argument group (made on first use), where ``--matmul-precision``
+    and a command's dtype flags go."""
+    for g in p._action_groups:
+        if g.title == "precision":
+            return g
+    return p.add_argument_group("precision")
 
 
 def add_precision_argument(p: argparse.ArgumentParser, default: str) -> None:
-    """``--matmul-precision``, for every command and experiment script; ``default``: the
-    precision used when neither the flag nor ``$JAX_DEFAULT_MATMUL_PRECISION`` names one."""
-    p.add_argument("--matmul-precision", choices=precision.PRECISIONS, default=None,
-                   help=f"float32 matrix products: highest = full float32, default = the "
-                        f"backend's choice (TF32 on NVIDIA GPUs), bf16x3/x6/x9 and tf32x3 = "
-                        f"JAX's multi-pass dot algorithms; on CPUs all that run are float32 "
-                        f"(default: ${precision.ENV} if set, else {default}; see "
-                        f"bornbiased_jax/precision.py)")
+    """``--matmul-precision``, for every command and experiment script, in the parser's
+    "precision" group; ``default``: the precision used when neither the flag nor
+    ``$JAX_DEFAULT_MATMUL_PRECISION`` names one (the parser records it as
+    ``precision_default``)."""
+    precision_group(p).add_argument(
+        "--matmul-precision", choices=precision.PRECISIONS, default=None, metavar="NAME",
+        help=f"float32 matrix products: {', '.join(precision.PRECISIONS)}; highest is full "
+             f"float32, default the backend's choice (TF32 on NVIDIA GPUs), the rest JAX's "
+             f"multi-pass dot algorithms; CPUs compute float32 whatever is chosen "
+             f"(bornbiased_jax/precision.py) (default: ${precision.ENV} if set, else "
+             f"'{default}')")
+    p.set_defaults(precision_default=default)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import time
 from pathlib import Path
 
-from bornbiased_jax.commands.arguments import add_multiprocess_arguments, positive
+from bornbiased_jax import precision
+from bornbiased_jax.commands.arguments import (add_multiprocess_arguments, add_precision_argument,
+                                               command_parser, memory_budget_argument, positive,
+                                               positive_float, precision_group)
 from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, CALIBRATED_STATISTIC,
                                      CALIBRATED_STATISTICS, PERMUTATION_DRAWS,
                                      PERMUTATION_STATISTIC, PERMUTATION_STATISTICS)
@@ -18,92 +22,92 @@ PAPER = dict(n=10_000, seq_len=1024)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "fingerprint", help="SeedPrint: does SUSPECT (or each of several) descend from BASE?",
-        description="Feed the same random inputs to two models, take the final hidden state at "
-                    "the last position (after the final norm), and test H0 'SUSPECT was trained "
-                    "independently of BASE'. The default, --test auto, runs the recommended "
-                    "tests, and the verdict line uses the first of them that ran. 'aligned' "
-                    "(beyond the paper; it needs BASE's initialisation, which a preset is and a "
-                    "train run names at step 0; auto runs it whenever BASE is one of those): "
-                    "SUSPECT's output coordinates are matched one-to-one to those of BASE's "
-                    "initialisation (Hungarian assignment on |Spearman|) and the mean matched "
-                    "correlation is ranked among K fresh initialisations of BASE's "
-                    "architecture. Exact for any SUSPECT, and a copy whose residual basis was "
-                    "renamed (a one-line, function-preserving edit) is still found; the lineage "
-                    "benchmark measured it holding its level and finding every weight-derived "
-                    "copy. 'permutation' (beyond the paper; auto's test when BASE is an HF "
-                    "folder, whose initialisation is unknown): the matched-coordinate Spearman "
-                    "correlation of BASE and SUSPECT ranked among K permutations of BASE's "
-                    "residual basis; exact for ANY pair, two trained models included, two "
-                    "forward passes, but a renamed copy evades it (no evidence, not a false "
-                    "accusation). Both need token inputs and residual features (normed or "
-                    "prenorm, not logits: vocabulary ids are not exchangeable). For comparison "
-                    "with the paper: 'paper' (Algorithm 1: top-m identity dimensions, Kendall "
-                    "tau, a null of two Gaussian matrices, one-sided Student t and Mann-Whitney "
-                    "U, p averaged over 10 null draws and pooled), 'official' (the authors' "
-                    "released code: bottom-k dimensions, softmax/10, analytic z, p = 2 "
-                    "Phi-bar(z)) and 'calibrated' (the statistic against K fresh "
-                    "initialisations of BASE's architecture: exact only when BASE is an "
-                    "initialisation). docs/seedprint.md gives every test's measured "
-                    "false-positive rate and the edits each survives. Prints a table and the "
-                    "verdict; writes fingerprint.json, fingerprint.md and fingerprint.png into "
-                    "--out. Presets are built with every parameter seed-dependent (as "
-                    "'bornbiased train' builds them) unless --shared-embedding. Defaults: "
-                    f"{CPU}; --scale paper: {PAPER} (for a GPU).")
-    p.add_argument("base", metavar="BASE", help="model source of the base (the claimed origin): "
-                   "preset:NAME@SEED, a train run PATH[@STEP] or PATH#SEED[@STEP], an HF "
-                   "folder or a GGUF file")
+    p = command_parser(
+        sub, "fingerprint", help="SeedPrint: does SUSPECT (or each of several) descend from BASE?",
+        description="SeedPrint: feed the same random inputs to BASE and each SUSPECT and test "
+                    "whether SUSPECT descends from BASE (or from BASE's initialisation); prints "
+                    "a table and the verdict and writes fingerprint.json, fingerprint.md and "
+                    "fingerprint.png into --out. The tests, what each assumes, their measured "
+                    "error rates and the edits each survives: docs/seedprint.md.",
+        examples=["bornbiased fingerprint 'runs/s#42@0' 'runs/s#42'    # its own initialisation",
+                  "bornbiased fingerprint 'runs/s#42' 'runs/s#123'     # an unrelated model",
+                  "bornbiased fingerprint 'runs/s#42' 'runs/s#42@60' hf_models/ --out "
+                  "results/audit",
+                  "bornbiased fingerprint /data/Llama-2-7b-hf /data/vicuna-7b --dtype bfloat16"])
+    p.add_argument("base", metavar="BASE",
+                   help="a model source, the base (the claimed origin): preset:NAME@SEED, a "
+                        "train run PATH[@STEP] or PATH#SEED[@STEP], an HF folder or a GGUF file")
     p.add_argument("suspects", metavar="SUSPECT", nargs="+",
-                   help="model source(s) of the suspect(s), or a folder of Hugging Face model "
-                        "folders (each a suspect). With several, BASE's features are computed "
-                        "once and each suspect costs one forward pass; every suspect is checked "
-                        "(it exists, its width and vocabulary fit) before any work starts. "
-                        "--out then holds summary.json and summary.md (one row per suspect) and "
-                        "pairs/<k>-<name>/ with each pair's fingerprint.json, .md and .png")
+                   help="a model source (or several), the suspect(s), or a folder of Hugging "
+                        "Face model folders (each a suspect). With several, BASE's features are "
+                        "computed once and each suspect costs one forward pass; every suspect "
+                        "is checked (it exists, its width and vocabulary fit) before any work "
+                        "starts. --out then holds summary.json and summary.md (one row per "
+                        "suspect) and pairs/<k>-<name>/ with each pair's fingerprint.json, .md "
+                        "and .png")
     p.add_argument("--test", choices=["auto", "aligned", "permutation", "matched", "paper",
                                       "official", "calibrated", "all"], default="auto",
-                   help="which test(s): 'auto' (default) runs aligned and permutation when "
-                        "BASE's initialisation is known (a preset, a train run, a run "
-                        "continued from one), else permutation and matched (gated MLPs), "
-                        "whose any-pair verdict takes each at alpha/2, saying why; 'all' runs "
-                        "every test that applies")
+                   help="which test(s): 'auto' runs aligned and permutation when BASE's "
+                        "initialisation is known (a preset, a train run, a run continued from "
+                        "one), else permutation and matched (gated MLPs), whose any-pair "
+                        "verdict takes each at alpha/2, saying why; 'all' runs every test "
+                        "that applies")
+    p.add_argument("--out", type=Path, default=Path("results/fingerprint"), metavar="DIR",
+                   help="folder for fingerprint.json, .md and .png (with several suspects: "
+                        "summary.json, summary.md and pairs/)")
+    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
+                   help=f"which defaults of --n and --seq-len apply: cpu (n {CPU['n']}, T "
+                        f"{CPU['seq_len']}) or paper (n {PAPER['n']}, T {PAPER['seq_len']}, "
+                        f"for a GPU)")
+    p.add_argument("--n", type=int, metavar="N",
+                   help=f"number of random input sequences, at least 3 (default: {CPU['n']}; "
+                        f"with --scale paper: {PAPER['n']})")
+    p.add_argument("--seq-len", type=positive, metavar="T",
+                   help=f"length T of each input sequence (default: {CPU['seq_len']}; with "
+                        f"--scale paper: {PAPER['seq_len']})")
     p.add_argument("--input", choices=["gaussian", "tokens"], default=None,
                    help="uniform random token ids (the default when the aligned or "
                         "permutation test runs), or Gaussian input embeddings with BASE's "
                         "embedding mean and std (Algorithm 1; the default otherwise)")
     p.add_argument("--output", choices=["normed", "prenorm", "logits"], default="normed",
-                   help="g(x): final hidden state after the final norm (default), before it, or "
-                        "the logits")
-    p.add_argument("--n", type=int, help="number of random input sequences (>= 3)")
-    p.add_argument("--seq-len", type=positive, help="length T of each input sequence")
-    p.add_argument("--m", type=positive, help="paper test: top-m size (default 0.52 d_out)")
-    p.add_argument("--k", type=positive, help="official test: bottom-k size (default 0.52 d_out)")
-    p.add_argument("--null-models", type=positive, default=CALIBRATED_NULL_MODELS,
-                   help="calibrated and aligned tests: fresh initialisations K "
-                        f"(default {CALIBRATED_NULL_MODELS})")
-    p.add_argument("--statistic", choices=CALIBRATED_STATISTICS, default=None,
-                   help=f"calibrated test's statistic (default: {CALIBRATED_STATISTIC})")
-    p.add_argument("--permutations", type=positive, default=PERMUTATION_DRAWS,
-                   help="permutation test: random permutations K, at least 1/alpha - 1 "
-                        f"(default {PERMUTATION_DRAWS})")
-    p.add_argument("--permutation-statistic", choices=PERMUTATION_STATISTICS,
-                   default=PERMUTATION_STATISTIC,
-                   help=f"permutation test's statistic (default: {PERMUTATION_STATISTIC})")
-    p.add_argument("--probe-seed", type=int, default=0, help="seed of the random inputs")
+                   help="the feature g(x): the final hidden state at the last position after "
+                        "the final norm, before it, or the logits")
+    p.add_argument("--probe-seed", type=int, default=0, metavar="SEED",
+                   help="seed of the random inputs")
     p.add_argument("--shared-embedding", action="store_true",
-                   help="presets share one embedding across seeds (the Table-1 protocol)")
-    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
-                   help="parameter dtype of both models (bfloat16 halves their memory: two 7B "
-                        "models take 27 GB, Table 6's setting on one 80 GB GPU). Before "
-                        "loading, a plan (parameters, memory held, forward FLOPs, time "
-                        "estimate) is printed, and the run is refused if both models will not "
-                        "fit on the device")
-    p.add_argument("--device-memory-gb", type=float, default=None,
-                   help="plan for this much device memory instead of the device's own")
-    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu")
-    p.add_argument("--out", type=Path, default=Path("results/fingerprint"), help="output folder")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+                   help="presets share one embedding across seeds (the Table-1 protocol); "
+                        "without it every parameter of a preset is seed-dependent, as "
+                        "'bornbiased train' builds them")
+    memory_budget_argument(
+        p, "plan for this much memory per device, in GiB, instead of the device's own: the "
+           "run is refused before loading when the two models' weights leave less than a "
+           "fifth of it for the forward pass")
+    p.add_argument("--device-memory-gb", type=positive_float, help=argparse.SUPPRESS)
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+    tests = p.add_argument_group("test settings", "Each applies to the tests named; "
+                                 "docs/seedprint.md describes them.")
+    tests.add_argument("--m", type=positive, metavar="M",
+                       help="paper test: top-m size (default: 0.52 d_out)")
+    tests.add_argument("--k", type=positive, metavar="K",
+                       help="official test: bottom-k size (default: 0.52 d_out)")
+    tests.add_argument("--null-models", type=positive, default=CALIBRATED_NULL_MODELS,
+                       metavar="K", help="calibrated and aligned tests: fresh initialisations K")
+    tests.add_argument("--statistic", choices=CALIBRATED_STATISTICS, default=None,
+                       metavar="NAME",
+                       help=f"calibrated test's statistic: {', '.join(CALIBRATED_STATISTICS)} "
+                            f"(default: {CALIBRATED_STATISTIC})")
+    tests.add_argument("--permutations", type=positive, default=PERMUTATION_DRAWS, metavar="K",
+                       help="permutation test: random permutations K, at least 1/alpha - 1")
+    tests.add_argument("--permutation-statistic", choices=PERMUTATION_STATISTICS,
+                       default=PERMUTATION_STATISTIC, help="permutation test's statistic")
+
+    precision_group(p).add_argument(
+        "--dtype", choices=["float32", "bfloat16"], default="float32",
+        help="parameter dtype of both models (bfloat16 halves their memory: two 7B models "
+             "take 27 GB, Table 6's setting on one 80 GB GPU); a plan (parameters, memory "
+             "held, forward FLOPs, time estimate) is printed before loading")
+    add_precision_argument(p, precision.PROBE_DEFAULT)
     add_multiprocess_arguments(p)
     p.set_defaults(run=run)
 
@@ -143,6 +147,20 @@ def expand_suspects(specs: list[str]) -> list[str]:
         else:
             out.append(spec)
     return out
+
+
+def planned_device(gib: float | None, gb: float | None = None) -> tuple[str, int] | None:
+    """The (description, bytes) the memory plan assumes instead of the device's own:
+    ``--memory-budget-gib`` (GiB, 2**30 bytes) or the former ``--device-memory-gb`` (GB, 10**9
+    bytes, still read); None for the device's own."""
+    if gib is not None and gb is not None:
+        raise UserError("give --memory-budget-gib alone (--device-memory-gb is its former "
+                        "spelling, in GB)")
+    if gib is not None:
+        return f"a device of {gib:g} GiB (--memory-budget-gib)", int(gib * 2**30)
+    if gb is not None:
+        return f"a device of {gb:g} GB (--device-memory-gb)", int(gb * 1e9)
+    return None
 
 
 def _pair_folder(k: int, label: str) -> str:
@@ -191,12 +209,7 @@ def run(args) -> int:
     from bornbiased_jax.sources import check_source
 
     t0 = time.time()
-    device = None
-    if args.device_memory_gb is not None:
-        if not args.device_memory_gb > 0:
-            raise UserError(f"--device-memory-gb {args.device_memory_gb} must be positive")
-        device = (f"a device of {args.device_memory_gb:g} GB (--device-memory-gb)",
-                  int(args.device_memory_gb * 1e9))
+    device = planned_device(args.memory_budget_gib, args.device_memory_gb)
     suspects = expand_suspects(args.suspects)
     base_cfg = check_source(args.base)
     if "aligned" in tests and init_spec is None:

@@ -7,40 +7,44 @@ import dataclasses
 import time
 from pathlib import Path
 
-from bornbiased_jax.commands.arguments import positive
+from bornbiased_jax import precision
+from bornbiased_jax.commands.arguments import add_precision_argument, command_parser, positive
 from bornbiased_jax.defaults import SINK_EPS, SINK_SETTINGS
 from bornbiased_jax.errors import UserError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "sinks", help="attention-sink rate of a model on real text (Sec. 6.2.1, Figure 12)",
+    p = command_parser(
+        sub, "sinks", help="attention-sink rate of a model on real text (Sec. 6.2.1, Figure 12)",
         description="Measure attention sinks: alpha^1 = (1/T) sum_i A[i, 1] per layer and head "
                     "(including i = 1, so alpha^1 >= 1/T; it is Gu et al.'s alpha_1, the mass "
                     "key 1 receives averaged over the T - k + 1 queries that see key k), a sink "
                     "head if alpha^1 > eps, the sink rate as the share of sink heads; per "
                     "sequence then averaged (Gu et al.'s per-sample thresholding), and with "
-                    "alpha averaged first. --setting picks the reporting defaults: 'paper' "
-                    "(Sec. 6.2.1: eps 0.25, T = 32..512, 100 sequences) or 'gu' (Gu et al., ICLR "
-                    "2025: eps 0.3, T = 64, 100 sequences); --eps, --lengths and --num-seqs "
-                    "override them. Text windows of each length come from --corpus, tokenised "
-                    "with --tokenizer or, for a fresh preset, with a byte-level BPE trained on "
-                    "that corpus; a Bigram-Backcopy corpus (bbm:PATH[:triggers=K]) gives "
-                    "generated sequences instead. The output says whether the windows carry a "
-                    "BOS token. Writes sinks.json, sinks.md, sinks_rate_vs_length.png and "
-                    "sinks_heatmaps.png into --out.")
-    p.add_argument("model", metavar="MODEL",
+                    "alpha averaged first.\n\n"
+                    "Text windows of each length come from --corpus, tokenised with --tokenizer "
+                    "or, for a fresh preset, with a byte-level BPE trained on that corpus; a "
+                    "Bigram-Backcopy corpus (bbm:PATH[:triggers=K]) gives generated sequences "
+                    "instead. The output says whether the windows carry a BOS token. Writes "
+                    "sinks.json, sinks.md, sinks_rate_vs_length.png and sinks_heatmaps.png into "
+                    "--out. docs/sinks.md has the study.",
+        examples=["bornbiased sinks preset:llama2-cpu@0                 # at initialisation",
+                  "bornbiased sinks runs/amp --setting gu                # a training run",
+                  "bornbiased sinks runs/bbm --setting gu --all-keys     # a Bigram-Backcopy run",
+                  "bornbiased sinks model.gguf --lengths 64 256 --num-seqs 50"])
+    p.add_argument("model", metavar="SOURCE",
                    help="a model source: preset:NAME@SEED (a fresh initialisation), a "
                         "bornbiased train run folder PATH[@STEP] or PATH#SEED[@STEP] (its "
                         "tokenizer.json is used), a Hugging Face folder (config.json + "
                         "safetensors) or a GGUF file (its own tokenizer is used)")
     p.add_argument("--setting", choices=sorted(SINK_SETTINGS), default="paper",
-                   help="reporting defaults: " + "; ".join(
+                   help="reporting defaults of --eps, --lengths and --num-seqs: " + "; ".join(
                        f"{k}: eps {v[0]}, T = {' '.join(map(str, v[1]))}, {v[2]} sequences"
-                       for k, v in sorted(SINK_SETTINGS.items())) + " (default %(default)s)")
-    p.add_argument("--lengths", type=positive, nargs="+",
+                       for k, v in sorted(SINK_SETTINGS.items()))
+                   + " (gu: Gu et al., ICLR 2025; paper: Sec. 6.2.1)")
+    p.add_argument("--lengths", type=positive, nargs="+", metavar="T",
                    help="sequence lengths T (default: the setting's)")
-    p.add_argument("--num-seqs", type=positive,
+    p.add_argument("--num-seqs", type=positive, metavar="N",
                    help="sequences per length (default: the setting's)")
     p.add_argument("--eps", type=float,
                    help=f"sink threshold in (0, 1) (default: the setting's; paper {SINK_EPS}, "
@@ -49,27 +53,34 @@ def add_parser(sub) -> None:
                    help="also report alpha_k = (1/(T-k+1)) sum_{i>=k} A[i, k] for every key k "
                         "(per layer and head, averaged over sequences: 'alpha_k_LHT' in "
                         "sinks.json)")
-    p.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
+    p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model setting on top of a preset (repeatable), e.g. "
+                        "attn_output_transform=sqrt_i")
+    p.add_argument("--out", type=Path, default=Path("results/sinks"), metavar="DIR",
+                   help="folder for sinks.json, sinks.md and the two figures")
+
+    w = p.add_argument_group("text windows")
+    w.add_argument("--corpus", nargs="+", metavar="CORPUS",
+                   help="text files or folders, 'python-stdlib', or 'bbm:PATH[:triggers=K]' "
+                        "(default: a Bigram-Backcopy run's own task, else 'python-stdlib')")
+    w.add_argument("--corpus-max-mb", type=float, default=4.0, metavar="MIB",
+                   help="MiB of corpus text read at most")
+    w.add_argument("--tokenizer", metavar="FILE",
+                   help="a tokenizer.json (default: the run's or the GGUF file's, else a BPE "
+                        "trained on the corpus)")
+    w.add_argument("--bpe-vocab", type=positive, default=4096, metavar="N",
+                   help="vocabulary of the BPE trained when no tokenizer is given (at most the "
+                        "model's)")
+    w.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                    help="prepend the tokenizer's BOS token to every window (BOS + T-1 text "
                         "tokens); default: a train run's own setting (run.json), else no BOS. "
                         "Bigram-Backcopy windows always begin with <s>")
-    p.add_argument("--bos-token", metavar="TOKEN",
+    w.add_argument("--bos-token", metavar="TOKEN",
                    help="the string of the tokenizer's BOS token (default: the run's, else "
                         "'<|bos|>', which a BPE trained here with --bos has)")
-    p.add_argument("--corpus", nargs="+",
-                   help="text files or folders, 'python-stdlib', or 'bbm:PATH[:triggers=K]' "
-                        "(default: a Bigram-Backcopy run's own task, else 'python-stdlib')")
-    p.add_argument("--corpus-max-mb", type=float, default=4.0, help="text read, at most")
-    p.add_argument("--tokenizer", help="a tokenizer.json (default: train a BPE on the corpus)")
-    p.add_argument("--bpe-vocab", type=positive, default=4096,
-                   help="vocabulary of the BPE trained when no tokenizer is given (at most the "
-                        "model's)")
-    p.add_argument("--data-seed", type=int, default=0,
+    w.add_argument("--data-seed", type=int, default=0, metavar="SEED",
                    help="seed of the window choice (of the generated sequences for bbm:)")
-    p.add_argument("--model-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a model setting on top of the preset (repeatable), e.g. "
-                        "attn_output_transform=sqrt_i")
-    p.add_argument("--out", type=Path, default=Path("results/sinks"), help="output folder")
+    add_precision_argument(p, precision.PROBE_DEFAULT)
     p.set_defaults(run=run)
 
 

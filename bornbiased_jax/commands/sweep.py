@@ -6,8 +6,10 @@ import dataclasses
 import time
 from pathlib import Path
 
-from bornbiased_jax.commands.arguments import (add_multiprocess_arguments, positive,
-                                               positive_float, seeds_arg)
+from bornbiased_jax import precision
+from bornbiased_jax.commands.arguments import (add_alias, add_multiprocess_arguments,
+                                               add_precision_argument, command_parser,
+                                               memory_budget_argument, positive, seeds_arg)
 from bornbiased_jax.errors import UserError
 
 PAPER = dict(presets=["gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b"],
@@ -15,41 +17,71 @@ PAPER = dict(presets=["gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b"],
 CPU = dict(presets=["gpt2-rope-cpu"], seeds=[0, 1, 2], seq_lens=[64], num_seqs=1000)
 
 
+def _shown(value, sep: str = " ") -> str:
+    """A default as it would be typed: '64 256', not '[64, 256]'."""
+    return sep.join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _defaults(key: str, sep: str = " ") -> str:
+    """'(default: CPU's; with --scale paper: PAPER's)' for one of the settings --scale picks."""
+    return (f"(default: {_shown(CPU[key], sep)}; with --scale paper: "
+            f"{_shown(PAPER[key], sep)})")
+
+
+def preset_names() -> str:
+    """The preset names, a family's sizes in braces: 'gpt2-rope-{tiny,cpu,...}, ...'."""
+    from bornbiased_jax.config import PRESET_FAMILIES, PRESETS
+
+    parts, rest = [], set(PRESETS)
+    for fam in PRESET_FAMILIES:
+        sizes = [n[len(fam) + 1:] for n in PRESETS if n.startswith(fam + "-")]
+        rest -= {f"{fam}-{s}" for s in sizes}
+        parts.append(f"{fam}-{{{','.join(sizes)}}}")
+    return ", ".join(parts + sorted(rest))
+
+
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "sweep", help="token preference of random initialisations (Table 1, Figure 1a)",
+    p = command_parser(
+        sub, "sweep", help="token preference of random initialisations (Table 1, Figure 1a)",
         description="For each preset, seed and sequence length: predict the next token of N "
                     "uniformly random sequences with the randomly initialised model, and test "
                     "the most frequent prediction against the uniform null (Bonferroni binomial "
                     "test). Prints Table 1; writes token_preference.json, token_preference.md "
-                    "and figure1a.png into --out. Defaults (CPU; one to two and a half minutes "
-                    "observed on a 2-core CPU, not a committed record): "
-                    f"{CPU}. --scale paper: {PAPER}. Explicit flags override both.")
-    p.add_argument("--preset", nargs="+", help="model preset(s), e.g. gpt2-rope-cpu llama2-nano")
-    p.add_argument("--model", action="append", metavar="SPEC",
+                    "and figure1a.png into --out.\n\n"
+                    "--scale picks the defaults of --preset, --seeds, --seq-len and --num-seqs: "
+                    "cpu (one to two and a half minutes observed on a 2-core CPU, not a "
+                    "committed record) or paper (Table 1's settings, for a GPU); explicit flags "
+                    "override them.",
+        examples=["bornbiased sweep                                   # the CPU defaults",
+                  "bornbiased sweep --preset llama2-cpu --seeds 0:8 --seq-len 64 256",
+                  "bornbiased sweep --model runs/seeds#3 --num-seqs 2000",
+                  "bornbiased sweep --scale paper --out results/table1   # Table 1, on a GPU",
+                  "bornbiased presets                                 # the presets' sizes"])
+    p.add_argument("--preset", nargs="+", metavar="NAME",
+                   help=f"model preset(s): {preset_names()}; 'bornbiased presets' lists their "
+                        f"sizes {_defaults('presets')}")
+    p.add_argument("--model", action="append", metavar="SOURCE",
                    help="also (or instead) run on a model source, repeatable: 'preset:NAME@SEED', "
                         "a 'bornbiased train' run folder PATH or PATH@STEP (one seed of a "
-                        "many-seed run: PATH#SEED[@STEP]), a Hugging Face "
-                        "folder or a GGUF file; without --preset only these models run")
-    p.add_argument("--seeds", type=seeds_arg, help="model seeds: '42,43', '0:256', '1,5:8'")
-    p.add_argument("--seq-len", type=positive, nargs="+", help="sequence length(s) T")
-    p.add_argument("--num-seqs", type=positive, help="random sequences N per (seed, T)")
+                        "many-seed run: PATH#SEED[@STEP]), a Hugging Face folder or a GGUF "
+                        "file; without --preset only these models run")
+    p.add_argument("--seeds", type=seeds_arg, metavar="SEEDS",
+                   help="initialisation seeds of the presets, as a list or ranges: '42,43', "
+                        f"'0:256', '1,5:8' {_defaults('seeds', ',')}")
+    p.add_argument("--seq-len", type=positive, nargs="+", metavar="T",
+                   help=f"sequence length(s) T {_defaults('seq_lens')}")
+    p.add_argument("--num-seqs", type=positive, metavar="N",
+                   help=f"random sequences N per seed and length {_defaults('num_seqs')}")
+    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
+                   help="which defaults apply: cpu (a first run on a laptop) or paper (Table "
+                        "1's settings, which need a GPU)")
     p.add_argument("--input", choices=["tokens", "gaussian"], default="tokens",
                    help="uniform random token ids, or Gaussian input embeddings (Sec. 4.1)")
-    p.add_argument("--probe-seed", type=int, default=0, help="seed of the probe sequences")
-    p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
-                   help="'paper' runs Table 1's settings (needs a GPU)")
-    p.add_argument("--out", type=Path, default=Path("results/sweep"), help="output folder")
-    p.add_argument("--strategy", choices=["auto", "vmap", "map", "loop"], default="auto",
-                   help="how seeds are batched (auto: lax.map on CPU, vmap on accelerators)")
-    p.add_argument("--seed-chunk", type=positive,
-                   help="seeds per compiled call (with vmap their parameters exist at once)")
-    p.add_argument("--seq-chunk", type=positive, help="sequences per compiled call")
-    p.add_argument("--seq-batch", type=positive,
-                   help="sequences through the model together inside a call (default on CPU: "
-                        "about 1,024 tokens, to stay in cache; elsewhere the whole chunk)")
-    p.add_argument("--memory-budget-gb", type=positive_float,
-                   help="per-device memory budget in GiB (> 0) from which chunk sizes are planned")
+    p.add_argument("--probe-seed", type=int, default=0, metavar="SEED",
+                   help="seed of the random probe sequences (the same for every model)")
+    p.add_argument("--out", type=Path, default=Path("results/sweep"), metavar="DIR",
+                   help="folder for token_preference.json, token_preference.md and "
+                        "figure1a.png")
     p.add_argument("--state", type=Path, metavar="DIR",
                    help="save every finished chunk of sequences into DIR (one sub-folder per "
                         "preset and length) so that a stopped run resumes: run the same command "
@@ -58,8 +90,32 @@ def add_parser(sub) -> None:
                         "naming what differs (presets only; --model sources run whole)")
     p.add_argument("--resume-across-versions", action="store_true",
                    help="with --state: resume chunks saved by other JAX/NumPy/package versions")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars (which show "
-                   "chunks done and an ETA)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bars (chunks done and an ETA)")
+
+    engine = p.add_argument_group(
+        "sweep engine", "How the work is split into compiled calls; each is planned from the "
+        "device and the memory budget when not given.")
+    engine.add_argument("--seed-batching", choices=["auto", "vmap", "map", "loop"],
+                        default="auto",
+                        help="how seeds are batched: vmap (all at once), map (lax.map, one "
+                             "after another inside a compiled call) or loop (a Python loop of "
+                             "one compiled call per seed); "
+                             "auto is map on a CPU and vmap on accelerators")
+    add_alias(engine, "--strategy", "--seed-batching",
+              choices=["auto", "vmap", "map", "loop"])
+    engine.add_argument("--seed-chunk", type=positive, metavar="N",
+                        help="seeds per compiled call (with vmap their parameters exist at once)")
+    engine.add_argument("--seq-chunk", type=positive, metavar="N",
+                        help="sequences per compiled call")
+    engine.add_argument("--seq-batch", type=positive, metavar="N",
+                        help="sequences through the model together inside a call (default on "
+                             "CPU: about 1,024 tokens, to stay in cache; elsewhere the whole "
+                             "chunk)")
+    memory_budget_argument(
+        engine, "per-device memory (GiB) from which the chunk sizes are planned (default: 40%% "
+        "of an accelerator's memory, 2 GiB on a CPU)", old="--memory-budget-gb")
+    add_precision_argument(p, precision.PROBE_DEFAULT)
     add_multiprocess_arguments(p)
     p.set_defaults(run=run)
 
@@ -86,13 +142,13 @@ def run(args) -> int:
             if T > cfg.max_seq_len:
                 raise UserError(f"--seq-len {T} exceeds the maximum context "
                                 f"{cfg.max_seq_len} of {what}")
-    budget = int(args.memory_budget_gb * 2**30) if args.memory_budget_gb else None
+    budget = int(args.memory_budget_gib * 2**30) if args.memory_budget_gib else None
     t0 = time.time()
     records = []
     for cfg in configs:
         records += token_preference(
             cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
-            progress=not args.no_progress, strategy=args.strategy, seed_chunk=args.seed_chunk,
+            progress=not args.no_progress, strategy=args.seed_batching, seed_chunk=args.seed_chunk,
             seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget,
             state=args.state, allow_version_change=args.resume_across_versions)
     records += token_preference_of_models(

@@ -15,16 +15,23 @@ import json
 from pathlib import Path
 
 from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset
-from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
+from bornbiased_jax.defaults import BOS_TOKEN, SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 
 SCHEDULES = ("cosine", "linear", "constant")
 SEED_BATCHING = ("auto", "vmap", "map")  # how a step trains several seeds (training.step)
 
 
+def _field(default, doc: str):
+    """A TrainConfig field with its one-sentence ``doc``: ``bornbiased train --help`` shows it as
+    the flag's help (:func:`field_help`), so each setting is described once, here."""
+    return dataclasses.field(default=default, metadata={"help": doc})
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Table 14 defaults where they apply; sizes for a CPU run.
+    """Table 14 defaults where they apply; sizes for a CPU run. Each field's doc (its
+    ``metadata["help"]``, :func:`field_help`) says what it sets.
 
     ``batch_size`` is the global batch in sequences per optimiser step, split into
     ``grad_accum`` micro-batches (Table 14: 128 = 2 x 2 GPUs x 32). ``steps`` is the length of
@@ -46,39 +53,73 @@ class TrainConfig:
     document start (``data.make_blocks``); runs recorded before these existed had neither.
     ``schedule`` "constant" keeps ``lr`` after the warmup (``min_lr`` unused)."""
 
-    preset: str = "llama2-cpu"
-    seq_len: int = 128
-    batch_size: int = 16
-    grad_accum: int = 1
-    steps: int = 200
-    lr: float = 6e-4
-    min_lr: float = 6e-5
-    warmup: int = 20
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    b1: float = 0.9
-    b2: float = 0.95
-    bf16: bool = False
-    schedule: str = "cosine"
-    seed: int = 0
-    data_seed: int = 0
-    vocab_size: int = 4096
-    val_fraction: float = 0.05
-    corpus_max_mb: float = 8.0
-    eval_every: int = 25
-    eval_batches: int = 4
-    log_every: int = 5
-    save_every: int = 50
-    keep_last: int = 3
-    keep_every: int | None = None
-    stop_at: int | None = None
-    model_set: tuple[str, ...] = ()
-    init_from: str | None = None
-    fsdp: bool = False
-    seeds: tuple[int, ...] = ()
-    bos: bool = False
-    bos_token: str | None = None
-    doc_aligned: bool = False
+    preset: str = _field("llama2-cpu", "model preset to train (the architecture; the "
+                         "vocabulary comes from the tokenizer); 'bornbiased presets' lists them")
+    seq_len: int = _field(128, "tokens per training window, the context length T")
+    batch_size: int = _field(16, "global batch in sequences per optimiser step, split into "
+                             "--grad-accum micro-batches (Table 14: 128 = 2 x 2 GPUs x 32)")
+    grad_accum: int = _field(1, "micro-batches per optimiser step (gradient accumulation); it "
+                             "must divide --batch-size")
+    steps: int = _field(200, "length of the learning-rate schedule in optimiser steps, where "
+                        "training stops unless --stop-at says earlier; cannot change on resume")
+    lr: float = _field(6e-4, "peak learning rate of AdamW, reached at the end of the warmup")
+    min_lr: float = _field(6e-5, "learning rate at the end of the cosine or linear decay "
+                           "(unused with --schedule constant)")
+    warmup: int = _field(20, "steps of linear warmup to --lr, in [0, --steps)")
+    weight_decay: float = _field(0.1, "AdamW's decoupled weight decay")
+    grad_clip: float = _field(1.0, "global gradient-norm clipping threshold (Table 14)")
+    b1: float = _field(0.9, "AdamW's beta1 (Table 14)")
+    b2: float = _field(0.95, "AdamW's beta2 (Table 14)")
+    bf16: bool = _field(False, "compute the forward and backward passes in bfloat16 (the "
+                        "parameters and optimiser state stay float32)")
+    schedule: str = _field("cosine", "learning rate after the linear warmup: cosine to "
+                           "--min-lr (Table 14), linear to --min-lr, or constant at --lr")
+    seed: int = _field(0, "initialisation seed of the model's parameters (a single-seed run; "
+                       "--seeds trains several)")
+    data_seed: int = _field(0, "seed of the batch order: runs with the same data seed see the "
+                            "same batches in the same order, whatever their initialisation "
+                            "seeds")
+    vocab_size: int = _field(4096, "vocabulary of the byte-level BPE trained on the corpus "
+                             "when no --tokenizer is given")
+    val_fraction: float = _field(0.05, "share of the corpus held out for validation (the last "
+                                 "documents, in sorted path order)")
+    corpus_max_mb: float = _field(8.0, "MiB of corpus text read at most (a Bigram-Backcopy "
+                                  "task: MiB of training sequences at one token per byte)")
+    eval_every: int = _field(25, "steps between validation-loss evaluations")
+    eval_batches: int = _field(4, "validation batches of --batch-size sequences per evaluation")
+    log_every: int = _field(5, "steps between training-loss records in metrics.jsonl")
+    save_every: int = _field(50, "steps between Orbax checkpoints")
+    keep_last: int = _field(3, "how many of the latest checkpoints are kept")
+    keep_every: int | None = _field(None, "also keep every checkpoint whose step is a multiple "
+                                    "of this (default: only the --keep-last latest)")
+    stop_at: int | None = _field(None, "stop after this step (default: --steps); the "
+                                 "learning-rate schedule still spans --steps, so a later run "
+                                 "with a larger --stop-at (or none) continues it exactly")
+    model_set: tuple[str, ...] = _field((), "a model setting on top of the preset "
+                                        "(repeatable), e.g. attn_output_transform=sqrt_i or "
+                                        "attn_output_gate=true; recorded in run.json")
+    init_from: str | None = _field(None, "start from this model source's parameters instead "
+                                   "of a seed's initialisation: a training run PATH@STEP (one "
+                                   "seed of a many-seed run: PATH#SEED@STEP), a Hugging Face "
+                                   "folder or a GGUF file (continued pretraining on another "
+                                   "corpus); the architecture and tokenizer are the source's, "
+                                   "and optimiser, step and schedule start fresh")
+    fsdp: bool = _field(False, "shard parameters and Adam moments over the devices (FSDP) "
+                        "instead of copying them to each")
+    seeds: tuple[int, ...] = _field((), "train one model per initialisation seed in one "
+                                    "program, all on the same batches: '0:32', '1,5:8' "
+                                    "(instead of --seed; not with --init-from); seed K of the "
+                                    "run is the model source OUT#K or OUT#K@STEP")
+    bos: bool = _field(False, "put a beginning-of-sequence token at position 0 of every "
+                       "training and validation window (BOS + T-1 text tokens as the model's "
+                       f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'")
+    bos_token: str | None = _field(None, "with --bos and a given --tokenizer: the string of "
+                                   f"that tokenizer's BOS token, e.g. '<s>' "
+                                   f"(default: '{BOS_TOKEN}')")
+    doc_aligned: bool = _field(False, "start every window at a document start (one window per "
+                               "document, running on into the next documents when it is "
+                               "shorter) instead of cutting the joined token stream into "
+                               "consecutive windows")
 
     def __post_init__(self):
         pos = ["seq_len", "batch_size", "grad_accum", "steps", "vocab_size", "eval_every",
@@ -145,6 +186,11 @@ class TrainConfig:
     # ``fsdp`` changes where the state lives, not what it is (as the number of devices does).
     RESUMABLE = ("stop_at", "eval_every", "eval_batches", "log_every", "save_every",
                  "keep_last", "keep_every", "fsdp")
+
+
+def field_help(name: str) -> str:
+    """The doc of TrainConfig's field ``name``: the help of its ``bornbiased train`` flag."""
+    return TrainConfig.__dataclass_fields__[name].metadata["help"]
 
 
 # TrainConfig fields that ``bornbiased train`` has no flag for (Table 14's values are kept)

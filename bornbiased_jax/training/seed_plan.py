@@ -25,7 +25,7 @@ from bornbiased_jax.training.step import (abstract_state, batch_sharding, make_t
 def default_memory_budget(devices) -> int:
     """Bytes of one device that training may plan for: 90 % of an accelerator's memory (the
     bytes XLA's allocator may use); on a CPU a quarter of the host's memory, shared by this
-    process's CPU devices (``--memory-budget`` sets it)."""
+    process's CPU devices (``--memory-budget-gib`` sets it)."""
     dev = devices[0]
     stats = dev.memory_stats() if dev.platform != "cpu" else None
     if stats and "bytes_limit" in stats:
@@ -76,7 +76,7 @@ def plan_seed_groups(cfg, tc, optimizer, mesh, state_sharding, budget: int | Non
     for groups of one seed per device, and XLA's memory analysis of it gives the whole state
     (every seed's parameters and moments, resident throughout) and one seed's working set of
     a step (its activations, gradients and their scratch) per device; :func:`seed_group_size`
-    chooses the group, of at most ``most`` seeds per device when given (``--seed-group``). With
+    chooses the group, of at most ``most`` seeds per device when given (``--seed-chunk``). With
     ``seed_batching`` 'map' (``step.resolve_seed_batching``; 'auto' on a CPU) a group's seeds
     run one after another inside the step, so a group needs one seed's working set at a time:
     the group is the largest (of at most ``most``) whose compiled step, by XLA's memory
@@ -140,7 +140,7 @@ def seed_group_size(n_seeds: int, along: int, state_bytes: int, seed_step_bytes:
             f"device: their state takes {state_bytes / 2**30:.3f} GiB per device and a step's "
             f"working set {step / 2**30:.3f} GiB per seed; at most {fit} seeds fit (over "
             f"{along} device(s) along 'seeds'). Train fewer seeds per run, or raise "
-            f"--memory-budget")
+            f"--memory-budget-gib")
     return max(d for d in range(1, min(per, most or per) + 1)
                if per % d == 0 and state_bytes + d * step <= budget)
 
