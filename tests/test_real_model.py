@@ -75,6 +75,12 @@ def test_lineage_rule_passes_fails_and_splits():
     assert none.verdict == DIFFERS
     table = claims.pairs_table(_lineage({**honest, **unrelated}))
     assert "| int8 | honest edit | 0.0001 * |" in table
+    both = _lineage({**honest, **unrelated})  # one run measuring two tests: a row for each
+    for p in both["records"]["tests"]["auto"]["pairs"]:
+        p["p"]["matched"] = 1e-9
+    rows = claims.lineage_claims(both)
+    assert [r.claim.split("by the ")[1].split(" ")[0] for r in rows[1:]] == ["permutation",
+                                                                             "matched"]
 
 
 def test_section_says_what_is_missing():

@@ -28,10 +28,13 @@ Z95 = 1.959964
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
 UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")
-TEST_NAMES = {"permutation": "permutation (exact, token inputs; the default verdict for two "
-                             "released checkpoints)",
+TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 each: "
+                          "fingerprint's default for two released checkpoints)",
+              "permutation": "permutation (exact, token inputs)",
+              "matched": "matched (gated-MLP units, robust to renamings and rotations)",
               "paper": "paper (Algorithm 1, Gaussian inputs)",
               "official": "official (the authors' released code)"}
+ORDER = ("any_pair", "permutation", "matched", "paper", "official")
 MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
 
 
@@ -122,6 +125,17 @@ def _tested(pairs: list[dict], names, test: str) -> list[str]:
     return [n for n in names if n in by and test in by[n]["p"]]
 
 
+def _test_runs(r: dict) -> list[tuple[str, dict]]:
+    """(test, the fingerprint run that measured it) for every test with p-values, in
+    :data:`ORDER` (one run may measure several tests: auto gives permutation, matched and their
+    any-pair verdict)."""
+    found = {}
+    for run in r["tests"].values():
+        for t in dict.fromkeys(k for p in run["pairs"] for k in p["p"]):
+            found.setdefault(t, run)
+    return sorted(found.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99)
+
+
 def lineage_claims(rec: dict) -> list[Claim]:
     r = rec["records"]
     rows = [Claim("Table 6: SeedPrint finds five released 7B descendants of Llama-2-7B "
@@ -129,9 +143,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
                   UNTESTABLE, "no 7B weights on this machine (nothing is downloaded from the "
                   "hub here) and a 7B forward pass on 2 CPU cores takes hours per pair; the "
                   "rows below ask the same question of a 135M model", "6.1.2")]
-    for key, run in r["tests"].items():
+    for test, run in _test_runs(r):
         pairs = run["pairs"]
-        test = pairs[0]["verdict_test"] if pairs else key
         honest = _tested(pairs, HONEST, test)
         found = _found(pairs, HONEST, test)
         flagged = _found(pairs, UNRELATED, test)
@@ -164,19 +177,19 @@ def lineage_claims(rec: dict) -> list[Claim]:
 def pairs_table(rec: dict) -> str:
     """Every suspect's p-value under every test."""
     r = rec["records"]
-    tests = list(r["tests"])
-    names = list(dict.fromkeys(p["suspect"] for t in tests for p in r["tests"][t]["pairs"]))
+    runs = _test_runs(r)
+    tests = [t for t, _ in runs]
+    names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
     what = r.get("suspects", {})
-    lines = ["| suspect | kind | " + " | ".join(
-        r["tests"][t]["pairs"][0]["verdict_test"] if r["tests"][t]["pairs"] else t
-        for t in tests) + " |", "|---|---|" + "---:|" * len(tests)]
+    lines = ["| suspect | kind | " + " | ".join(tests) + " |",
+             "|---|---|" + "---:|" * len(tests)]
     for n in names:
         kind = ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
                 else "unrelated" if n in UNRELATED else "?")
         cells = []
-        for t in tests:
-            p = next((x for x in r["tests"][t]["pairs"] if x["suspect"] == n), None)
-            v = None if p is None else p["p"].get(p["verdict_test"])
+        for t, run in runs:
+            p = next((x for x in run["pairs"] if x["suspect"] == n), None)
+            v = None if p is None else p["p"].get(t)
             cells.append("-" if v is None else f"{v:.2g}" + (" *" if v < ALPHA else ""))
         desc = what.get(n, {}).get("what", "a fresh initialisation" if n.startswith("preset:")
                                    else "")
