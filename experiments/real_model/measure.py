@@ -34,7 +34,7 @@ import numpy as np
 OUT = Path("results/experiments/real_model")
 SUSPECTS = Path("runs/smollm2/suspects")
 SWEEP_ARGS = ["--num-seqs", "2000", "--seq-len", "64", "256"]
-FINGERPRINT = dict(n=1000, seq_len=32)
+FINGERPRINT = dict(n=500, seq_len=32)
 TESTS = ("auto", "paper", "official")
 UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
 # The fine-tunes' text: Vim's help files (technical prose outside SmolLM2's usual web/code/math
