@@ -10,6 +10,7 @@ B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tab
     python -m experiments.lineage --arch qwen2     # the Qwen-style repeat, runs/family-qwen2
     python -m experiments.lineage --no-train       # finished runs only
     python -m experiments.lineage --no-run         # rebuild RESULTS.md from the records
+    python -m experiments.lineage --init hf --train-only   # the HF-init family, runs/family-hfinit
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
@@ -30,6 +31,7 @@ from pathlib import Path
 from experiments._common import (add_precision_flag, add_records_flag, command_line,
                                  records_root, use_precision, user_errors_exit)
 from experiments.lineage_common import corpus_flag
+from bornbiased_jax.errors import UserError
 
 from experiments.lineage import family
 from experiments import render
@@ -56,6 +58,13 @@ def main(argv=None) -> None:
     add_records_flag(p)
     corpus_flag(p)
     p.add_argument("--no-train", action="store_true", help="use finished runs only")
+    p.add_argument("--init", choices=family.INITS, default="gpt2",
+                   help="the family's initialisation: gpt2 (App. B.1's GPT-2-scaled residual "
+                        "init, the default) or hf (the released code's HF default, no residual "
+                        "scaling; runs in runs/family[-ARCH]-hfinit); with hf only --train-only "
+                        "is implemented: its tables have no records of their own yet")
+    p.add_argument("--train-only", action="store_true",
+                   help="train or resume the family's runs, measure nothing")
     add_precision_flag(p)  # one precision for the study's training and probes
     p.add_argument("--no-run", action="store_true", help="only rebuild RESULTS.md from the records")
     args = p.parse_args(argv)
@@ -63,8 +72,19 @@ def main(argv=None) -> None:
     records = args.records or records_root(args.scale)
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or default_runs_dir(args.scale, args.arch))
-    s["runs_dir"] = str(runs)  # the folder measured, in every record's settings
     fam = scale_family(args.scale, args.corpus, args.arch)
+    if args.init == "hf":
+        if not args.train_only:
+            raise UserError("--init hf: only --train-only is implemented (its tables would "
+                            "overwrite the GPT-2-init family's records)")
+        fam = family.with_hf_init(fam)
+        runs = Path(args.runs_dir or f"{default_runs_dir(args.scale, args.arch)}-hfinit")
+    if args.train_only:
+        for name in RUNS:
+            print(f"training/resuming {name} ...", flush=True)
+            family.ensure(name, runs, progress=True, fam=fam)
+        return
+    s["runs_dir"] = str(runs)  # the folder measured, in every record's settings
     if not args.no_run:
         if not args.no_train:
             for name in RUNS:

@@ -1,0 +1,28 @@
+"""The HF-init lineage family: the lineage models' released init, the rest unchanged."""
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from bornbiased_jax.config import apply_overrides, get_preset
+from experiments.lineage import family
+
+
+def test_hf_init_family_changes_only_the_residual_scaling():
+    fam = family.with_hf_init(family.DEFAULT)
+    pre, base = fam.pretrain, family.DEFAULT.pretrain
+    assert pre.model_set == base.model_set + ("scale_residual_init=false",)
+    assert dataclasses.replace(pre, model_set=base.model_set) == base
+    assert fam.cont == family.DEFAULT.cont and fam.corpora == family.DEFAULT.corpora
+    cfg = apply_overrides(get_preset(pre.preset), pre.model_set)
+    assert cfg.residual_std == cfg.init_std == 0.02
+    gpt2 = apply_overrides(get_preset(base.preset), base.model_set)
+    assert gpt2.residual_std == pytest.approx(0.02 / (2 * gpt2.n_layers) ** 0.5)
+
+
+def test_hf_init_measures_nothing_until_its_records_exist():
+    r = subprocess.run([sys.executable, "-m", "experiments.lineage", "--init", "hf"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "only --train-only is implemented" in r.stderr
