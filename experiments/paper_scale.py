@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     from bornbiased_jax.errors import UserError
 
     from experiments._common import command_line, use_precision
+    from experiments.artifacts import portable
 
     use_precision(args)  # full float32 unless asked: TF32 on a GPU would move near-tied arg-maxes
 
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
     cmd = command_line("paper_scale", argv)
     for name, (settings, records, seconds) in out.items():
         f = pieces.save(args.records, name, settings, records, seconds, cmd, t0)
-        print(f"wrote {f} ({seconds:.0f} s of compute)")
+        print(f"wrote {portable(str(f))} ({seconds:.0f} s of compute)")
     return 0
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from bornbiased_jax import files
 from experiments import EXPERIMENTS, STUDY_OF
+# where a record lives and its one writer (artifacts'), also named here for the scripts
+from experiments.artifacts import legend, record_path, save_record  # noqa: F401
 from experiments.campaign import gpu_window
 from experiments.campaign.plan import PAPER_RECORDS
 from experiments.initialisation import claims as initialisation
@@ -44,10 +46,6 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "real_model": "python -m experiments.real_model"}
 
 
-def record_path(root: Path, name: str) -> Path:
-    return Path(root) / STUDY_OF[name] / f"{name}.json"
-
-
 PAPER_SCALE = PAPER_RECORDS  # paper-scale record name -> its study folder
 
 
@@ -68,21 +66,6 @@ def load_records(root: Path = RECORDS) -> dict[str, dict]:
     if paper:
         out["paper"] = paper
     return out
-
-
-def save_record(root: Path, name: str, record: dict) -> Path:
-    """Write one experiment's record, compact, atomically: its ``run`` info and ``records``
-    without the keys that start with '_' (per-pair arrays drawn only in figures)."""
-    def strip(x):
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if not str(k).startswith("_")}
-        if isinstance(x, list):
-            return [strip(v) for v in x]
-        return x
-
-    text = json.dumps({"run": record.get("run", {}), "records": strip(record["records"])},
-                      separators=(",", ":"))
-    return files.write_text(record_path(root, name), text + "\n")
 
 
 def import_records(folder: Path, root: Path = RECORDS) -> list[str]:
@@ -281,15 +264,17 @@ def sinks_arms_section(records: dict) -> str | None:
     rec = records["sinks_arms"]
     arms = rec["records"]["arms"]
     base = arms["baseline"]
+    shown = sinks_arms.shown_command(base["command"])
+    where = legend(shown)
     return "\n".join([
         f"## {TITLES['sinks_arms']}", "",
         f"Generated from results/records/sinks/sinks_arms.json (`{COMMANDS['sinks_arms']}`; "
         f"run on {_run_line(records, ['sinks_arms'])}). The baseline trains seeds "
         f"{', '.join(str(s['seed']) for s in base['seeds'])} in "
         f"{len(base.get('groups', [1]))} `train --seeds` run(s), all on the same batches in "
-        f"the same order: `{sinks_arms.shown_command(base['command'])}` (a later group differs "
-        "only in `--seeds`; `<stdlib>`: the Python standard library's folder); each "
-        "arm adds its `--model-set` (experiments/sinks/arms.py). Sink rates per "
+        f"the same order: `{shown}` (a later group differs only in `--seeds`"
+        + (f"; {where}" if where else "") + "); each arm adds its `--model-set` "
+        "(experiments/sinks/arms.py). Sink rates per "
         f"sample on {base['num_seqs']} evaluation draws per length; held-out NLL on "
         f"{base['num_seqs']} draws of {min(COPY_T, base['settings']['seq_len']) + 1} "
         "characters. Every number is a "

@@ -45,6 +45,9 @@ def test_runs_in_order_records_every_attempt_and_skips_what_is_finished(tmp_path
         ("first", "done"), ("slow", "timeout"), ("broken", "failed"), ("after-first", "done")]
     assert attempts[1]["exit_status"] is None and attempts[2]["exit_status"] == 3
     assert attempts[0]["command"][-1] == "{out}" and attempts[0]["env"] == {"CAMPAIGN_TEST": "yes"}
+    # the ledger and the log name no folder of this machine: the interpreter is {python}
+    assert attempts[0]["command"][0] == "{python}"
+    assert not any(sys.executable in m or str(tmp_path) in m for m in logs)
     assert (tmp_path / "first" / "out.txt").read_text() == "yes"  # the environment reached it
     # the time limit stopped the piece's whole process group, its own child included
     assert _gone(int((tmp_path / "slow" / "child.pid").read_text()))

@@ -156,8 +156,7 @@ def test_gate_says_where_the_baseline_has_sinks():
 
 def test_shown_command_drops_the_machines_paths():
     """RESULTS.md shows a recorded command without the recording machine's interpreter and
-    standard-library paths; the record keeps them (the committed one has such a path, which
-    the rendered section must not show)."""
+    standard-library paths, also for a record saved before its paths were made portable."""
     from experiments import render
 
     cmd = ("/root/.pyenv/versions/3.11.7/bin/python3.11 -m experiments.sinks_arms --corpus "

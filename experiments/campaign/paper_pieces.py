@@ -342,15 +342,16 @@ ALLOW_VERSIONS = False
 def save(records_root: Path, name: str, settings: dict, records, seconds: float,
          command: str, t0: float) -> Path:
     """One paper-scale record: the run description (settings with the shape, N, T and seeds;
-    the compute seconds summed over every attempt; this attempt's wall time) and the records."""
+    the compute seconds summed over every attempt; this attempt's wall time) and the records,
+    their paths :func:`~experiments.artifacts.portable`."""
     import json
 
     from bornbiased_jax import files
-    from experiments.artifacts import plain
+    from experiments.artifacts import plain, portable
 
     run = files.run_record(command, time.time() - t0, experiment=name, scale="paper",
                            settings=settings, compute_seconds=seconds)
     f = Path(records_root) / STUDY[name] / f"{name}.json"
-    files.write_text(f, json.dumps({"run": run, "records": plain(records)},
+    files.write_text(f, json.dumps(portable({"run": run, "records": plain(records)}),
                                    separators=(",", ":")) + "\n")
     return f

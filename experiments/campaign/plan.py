@@ -49,6 +49,7 @@ from typing import Callable, Sequence
 
 from bornbiased_jax import files, precision
 from bornbiased_jax.errors import UserError
+from experiments.artifacts import portable
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "campaign"
@@ -310,12 +311,12 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
         out.mkdir(parents=True, exist_ok=True)
         argv = _argv(piece, out.resolve(), python, (root / STATE).resolve(),
                      Path(records).resolve())
-        log(f"{piece.name}: {' '.join(argv)}")
+        log(f"{piece.name}: {' '.join(portable(argv))}")
         attempt = dict(piece=piece.name, state="running", exit_status=None, device=device,
                        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        wall_s=None, timeout_s=round(limit),
-                       command=argv[:1] + [_placeholders(a, out, root, records)
-                                           for a in argv[1:]], env=env)
+                       command=[_placeholders(a, out, root, records, python) for a in argv],
+                       env=env)
         entry = ledger.setdefault(piece.name, {"attempts": []})
         entry["state"] = "running"
         entry["attempts"].append(attempt)
@@ -333,13 +334,16 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
     return attempts
 
 
-def _placeholders(arg: str, out: Path, root: Path, records: Path) -> str:
-    """``arg`` with the piece's folders written back as placeholders (the ledger stays valid
-    when the campaign folder is copied elsewhere)."""
+def _placeholders(arg: str, out: Path, root: Path, records: Path, python: str) -> str:
+    """``arg`` with the interpreter and the piece's folders written back as placeholders (the
+    ledger stays valid when the campaign folder is copied elsewhere) and any other path of
+    this machine :func:`~experiments.artifacts.portable`."""
+    if arg == python:
+        return "{python}"
     for path, name in ((out, "{out}"), (Path(root) / STATE, "{state}"),
                        (Path(root) / SUMMARIES, "{summaries}"), (records, "{records}")):
         arg = arg.replace(str(Path(path).resolve()), name)
-    return arg
+    return portable(arg)
 
 
 def _run_group(argv: list[str], log_file, env: dict, timeout_s: float) -> int | None:

@@ -10,6 +10,7 @@ import math
 from bornbiased_jax.stats import clopper_pearson, fmt_p, kendall_null_sd
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNTESTABLE, Claim
 from bornbiased_jax.verdicts import table as claims_table
+from experiments.artifacts import legend
 
 ALPHA = 0.01
 THRESHOLD = 0.8  # a baseline similarity at or above it says "same lineage"
@@ -284,6 +285,8 @@ def section(records: dict, arch: str = "llama2") -> str:
     s = info["settings"]
     fam = records[runs_name]["records"]["family"]
     corpora = fam["corpora"]
+    named = f"base = {corpora['base']}, prose = {corpora['prose']}, code = {corpora['code']}"
+    where = legend(named)
     command = "python -m experiments.lineage" + ("" if arch == "llama2" else f" --arch {arch}")
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
@@ -292,8 +295,7 @@ def section(records: dict, arch: str = "llama2") -> str:
              f"data seed (the same batches in the same order), {fam['steps']} steps of "
              f"{fam['batch_size']} x {fam['seq_len']} tokens; the seed-1000 and seed-123 bases "
              f"continued on a prose corpus (TinyStories' role) and a code corpus (The Stack's "
-             f"role). Corpora: base = {corpora['base']}, prose = {corpora['prose']}, code = "
-             f"{corpora['code']}.", "",
+             f"role). Corpora: {named}" + (f" ({where})" if where else "") + ".", "",
              f"SeedPrint: n = {s.get('n')} random inputs of T = {s.get('seq_len')} "
              f"({', '.join(s.get('inputs', []))}); 'paper' = Algorithm 1 (top-m, m = 0.52 "
              f"d_out; t and U: mean of {s.get('trials')} Gaussian-null draws), 'official' = the "

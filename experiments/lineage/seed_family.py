@@ -35,6 +35,7 @@ from bornbiased_jax.training import loop as train
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
 from bornbiased_jax.training.config import TrainConfig, train_command
+from experiments.artifacts import portable
 from experiments.lineage import family
 
 SEEDS = tuple(range(32))
@@ -101,7 +102,8 @@ def sources(runs_dir: Path = RUNS_DIR, step: int | None = None) -> list[str]:
 
 def write_record(folder: Path, path: Path = RECORD, continued: list[Path] = ()) -> dict:
     """The committed record of a finished run (and its continuations): settings, command and
-    summary. Continuations already in the record are kept when ``continued`` is empty."""
+    summary, their paths :func:`~experiments.artifacts.portable`. Continuations already in the
+    record are kept when ``continued`` is empty."""
     info = run_folder.read_run_info(folder)
     record = {"run": {"experiment": "seed_family", "command": command(folder.parent),
                       "folder": str(folder), "train_config": info["train_config"],
@@ -117,5 +119,6 @@ def write_record(folder: Path, path: Path = RECORD, continued: list[Path] = ()) 
         old = json.loads(Path(path).read_text())
         if "continued" in old:
             record["continued"] = old["continued"]
+    record = portable(record)
     files.write_json(path, record)
     return record

@@ -25,9 +25,9 @@ it but never decide a verdict.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from bornbiased_jax.stats import SeedMean, paired_mean, seed_mean
+from experiments.artifacts import portable
 from experiments.lineage.family import SINK_ARMS
 from experiments.sinks.claims import (CONVERGENCE_CLAIMS, NEAR_ZERO, PAPER_TABLE7,
                                           SINK_CLAIMS)
@@ -151,17 +151,12 @@ def lengths(arm: dict) -> list[int]:
     return [r["T"] for r in _last(arm["seeds"][0])["paper"]]
 
 
-# A path into the Python standard library (the corpus ``bbm:<stdlib>/textwrap.py``) and an
-# interpreter's path, as one machine wrote them into a recorded command line.
-_STDLIB_PATH = re.compile(r"(?<![\w.])/[^\s:'\"`]*?/lib/python3(?:\.\d+)?/")
-_INTERPRETER = re.compile(r"(?<![\w.])/[^\s'\"`]*/bin/python[\d.]*(?=\s|$)")
-
-
 def shown_command(command: str) -> str:
-    """A recorded command line as RESULTS.md shows it, without the recording machine's paths:
-    an interpreter's absolute path becomes ``python`` and the standard library's folder
-    ``<stdlib>`` (the record keeps the command as it ran)."""
-    return _INTERPRETER.sub("python", _STDLIB_PATH.sub("<stdlib>/", command))
+    """A recorded command line as RESULTS.md shows it, without the recording machine's paths
+    (:func:`experiments.artifacts.portable`: an interpreter's absolute path becomes ``python``
+    and the standard library's folder ``<stdlib>``), for records saved before their paths
+    were."""
+    return portable(command)
 
 
 # ------------------------------------------------------------------------------- claims --
