@@ -188,7 +188,9 @@ def test_the_seed_spread_ranks_the_papers_nano_seeds_among_ours():
     a = _paper_t1("gpt2-rope-nano", {(42, 64): 37, (43, 64): 41})
     mixed = spread(range(30, 90, 3))
     c = IP.seed_spread_claim(a, mixed)  # ours 1.5 %-4.35 %: the paper's 2.6 %, 3.0 % inside
-    assert c.verdict == V.REPRODUCED
+    # ... but 20 networks cannot reject (smallest attainable p 2/21): only "not excluded"
+    assert c.verdict == V.UNDERPOWERED
+    assert "smallest attainable p is 2/21 = 0.095 > 0.01 (it can reject from 199" in c.why
     assert "our 20 nano networks (their own embedding draws) at T = 64" in c.ours
     assert "our Table 1(a) seed 42 (1.85%) above 3, seed 43 (2.05%) above 4" in c.ours
     low = spread(range(20, 40))
@@ -203,7 +205,11 @@ def test_the_seed_spread_ranks_the_papers_nano_seeds_among_ours():
     # one of ours above the paper's 2.60 % (p 0.017): not full separation, no rejection
     one_up = spread([53] + list(range(20, 39)))
     c = IP.seed_spread_claim(a, one_up)
-    assert c.verdict == V.REPRODUCED and "are above 19, 20 of them" in c.ours
+    assert c.verdict == V.UNDERPOWERED and "are above 19, 20 of them" in c.ours
+    # 199 networks whose spread holds the paper's two: the test could have failed, and did not
+    wide = spread([30 + i % 60 for i in range(199)])
+    c = IP.seed_spread_claim(a, wide)
+    assert c.verdict == V.REPRODUCED and "smallest attainable p 2/200 = 0.01 <= 0.01" in c.why
     high = spread(range(70, 90))
     c = IP.seed_spread_claim(_paper_t1("gpt2-rope-nano", {(42, 64): 70, (43, 64): 71}), high)
     assert c.verdict == V.UNDERPOWERED and "(ours more biased)" in c.why
