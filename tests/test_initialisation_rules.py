@@ -313,6 +313,48 @@ def test_paper_scale_rows_come_from_their_records_or_say_which_piece_measures_th
     assert IP.table1_side_by_side({}) is None
 
 
+def test_table1_at_paper_scale_judges_the_pattern_and_the_magnitudes():
+    """The paper-scale Table 1 row has two parts: the pattern (GPT-2 decisive, LLaMA-2 weak but
+    preferring) and the magnitudes (each of our rows' 95 % interval against the paper's
+    frequency). The pattern holding with every GPT-2 interval below the paper's value gives
+    partly reproduced, with the numbers in the row; the paper's own counts reproduce it."""
+    b10 = {"run": {}, "records": _llama({(42, 64): 6, (43, 64): 9, (42, 256): 7, (43, 256): 6})}
+
+    def row(gpt2, llama=b10):
+        recs = {"table1a": _paper_t1("gpt2-rope-nano", gpt2)}
+        if llama is not None:
+            recs["table1b_n10k"] = llama
+        return IP.paper_scale_claims(recs)["Table 1 / Finding 1"]
+
+    own = {(42, 64): 52, (43, 64): 60, (42, 1024): 104, (43, 1024): 135}  # the paper's counts
+    c = row(own)
+    assert c.verdict == V.REPRODUCED and c.why.startswith("pattern: holds; magnitudes: match")
+    # decisive, but every row below the paper's (1.50 %-4.00 % vs 2.60 %-6.75 %)
+    low = {(42, 64): 30, (43, 64): 35, (42, 1024): 60, (43, 1024): 80}
+    c = row(low)
+    assert c.verdict == V.PARTLY and c.why.startswith("pattern: holds; magnitudes: differ")
+    assert ("RoPE GPT-2 nano (12L, 12H, 768d) differ: ours 58%-59% of the paper's in its 4 rows "
+            "at N = 2,000 (ours 1.50%-4.00%, the paper's 2.60%-6.75%), our 95 % interval below "
+            "the paper's value in 4, above it in 0") in c.why
+    assert "LLaMA-2 nano (12L, 12H, 768d) match" in c.why
+    high = {k: 2 * v for k, v in own.items()}  # every row above: differ too
+    assert row(high).verdict == V.PARTLY and "above it in 4" in row(high).why
+    # one row of four below, the others on the paper's value: not decided
+    mixed = {**own, (42, 64): 30}
+    c = row(mixed)
+    assert c.verdict == V.UNDERPOWERED and "magnitudes: not decided (mixed)" in c.why
+    # the magnitudes differ and the pattern is not decided (LLaMA-2 not at N = 10,000): differs
+    b = _paper_t1("llama2-nano", {(42, 64): 1, (43, 64): 2})
+    c = IP.paper_scale_claims({"table1a": _paper_t1("gpt2-rope-nano", low),
+                               "table1b": b})["Table 1 / Finding 1"]
+    assert c.verdict == V.DIFFERS and c.why.startswith("pattern: not decided; magnitudes: "
+                                                       "differ")
+    assert "LLaMA-2 nano (12L, 12H, 768d): no row at the paper's N = 10,000" in c.why
+    # a weak GPT-2 row fails the pattern whatever the magnitudes
+    weak = {**own, (42, 64): 1}
+    assert row(weak).verdict == V.DIFFERS
+
+
 def test_table4a_at_paper_scale():
     from experiments.seedprint import claims as seedprint
 
