@@ -370,6 +370,18 @@ def test_table4a_at_paper_scale():
     (bad,) = seedprint.table4a_paper_scale_claims(rec(1e-5))
     assert bad.verdict == V.DIFFERS and "4 of 4 unrelated pairs" in bad.why
     assert "a test at its level, 2 alpha per pair, does so with P <= 0.02" in bad.why
+    # one pair of four called related: a test at its level does so with P <= 0.08, not below
+    # 0.05: within chance, not "differs"
+    one = rec(0.3)
+    one["records"][0]["paper/t_mean"] = 1e-5
+    (c,) = seedprint.table4a_paper_scale_claims(one)
+    assert c.verdict == V.UNDERPOWERED and "1 of 4 unrelated pairs" in c.why
+    assert "does so with P <= 0.08, not below 0.05: within chance" in c.why
+    # two of four: P <= 0.04, beyond chance at 0.05: differs
+    one["records"][1]["paper/u_mean"] = 1e-3
+    (c,) = seedprint.table4a_paper_scale_claims(one)
+    assert c.verdict == V.DIFFERS and "2 of 4 unrelated pairs" in c.why
+    assert "P <= 0.04" in c.why and "within chance" not in c.why
     # an empty S is no test (p = 1 by convention): counted apart, never as a pass
     (some,) = seedprint.table4a_paper_scale_claims(rec(1.0, S=(0, 0, 5, 5)))
     assert some.verdict == V.REPRODUCED and "S empty for 2 of 4 pairs" in some.why

@@ -308,10 +308,13 @@ def test_seedprint_figure13_and_table4a_rules():
     assert c.verdict == V.REPRODUCED and c.why == ""
     c, = S.table4a_claims(t4a([1e-9, 0.5, 1e-3, 0.9], [0.1, 0.4, 0.3, 0.2]))
     assert c.verdict == V.DIFFERS
-    assert c.why == "the paper's tests call 2 of 4 unrelated pairs related; the calibrated test " \
+    assert c.why == "the paper's tests call 2 of 4 unrelated pairs related (a test at its " \
+                    "level, 2 alpha per pair, does so with P <= 0.04); the calibrated test " \
                     "does not"
     c, = S.table4a_claims(t4a([1e-9] * 4, [0.01, 0.4, 0.3, 0.2]))
     assert c.why.endswith("the calibrated test 1 of 4")
+    c, = S.table4a_claims(t4a([1e-9, 0.5, 0.2, 0.9], [0.1, 0.4, 0.3, 0.2]))  # 1 of 4: chance
+    assert c.verdict == V.UNDERPOWERED and "P <= 0.08, not below 0.05: within chance" in c.why
 
 
 def test_theory_rows_from_the_saved_record():
