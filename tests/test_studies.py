@@ -601,8 +601,10 @@ def test_sink_verdict_rules():
                   "gate": _sink_arm([(0.3, 0.05)] * 2, nll_shift=+0.3)})
     assert v["Baseline develops sinks (validity gate)"] == V.REPRODUCED
     assert v["attenuation: sinks"] == V.REPRODUCED  # 0 +- 0 < 0.05 at every length
-    assert v["convergence, headwise_rmsnorm"] == V.REPRODUCED  # 0.3 below by >> 2 SE
-    assert v["Table 7 perplexity, attenuation"] == V.REPRODUCED
+    # 0.3 below by >> 2 SE, and within 2 SE or better: but window-level SEs of one run per
+    # arm cannot confirm an arm's effect (seed-to-seed variation is not in them)
+    assert v["convergence, headwise_rmsnorm"] == V.UNDERPOWERED
+    assert v["Table 7 perplexity, attenuation"] == V.UNDERPOWERED
     assert v["Table 7 perplexity, gate"] == V.BEYOND and v["gate: sinks"] == V.BEYOND
     v = verdicts({"baseline": sinks_everywhere,
                   "attenuation": _sink_arm([(0.2, 0.05)] * 2, nll_shift=+0.3)})
