@@ -221,6 +221,91 @@ def test_the_seed_spread_ranks_the_papers_nano_seeds_among_ours():
     assert row.claim.endswith("T = 64, 22 models (seeds 42-63)]")
 
 
+def _fig3(att_count, mlp_count=28, full_count=59, n=2000):
+    """A Table 2 / Figure 3 record at N = n with these top-1 counts (Bonferroni p against
+    uniform sampling over 50,257 tokens)."""
+    rows = [("full model", full_count), ("self-attention-only", att_count),
+            ("MLP-only", mlp_count)]
+    return {"run": {"settings": {"layers": 12, "heads": 12, "d_model": 768, "seq_len": 1024,
+                                 "num_seqs": n, "seed": 42}}, "records": [
+        {"mode": m, "avg_sim": 0.1, "log10_p": -30, "z": 1.0, "top1_freq": k / n,
+         "top1_log10_p": bonferroni_log10_p(k, n, 50_257)} for m, k in rows]}
+
+
+def _null(counts, n=2000):
+    return {"run": {"settings": {"num_seqs": n}}, "records": {"top1_counts": list(counts),
+                                                             "num_seqs": n}}
+
+
+def test_figure3_judges_flat_through_the_models_own_unembedding():
+    """Figure 3's "attention-only flat": against uniform sampling a random unembedding is
+    anticonservative (6 of 2,000 has Bonferroni p 2.7e-7), so a significant count is not
+    decided without the simulated null; with it, the count is judged by its p under the null
+    (add-one, R >= 99) and the row gives the null's quantiles beside the full model's count."""
+    assert bonferroni_log10_p(6, 2000, 50_257) < -6
+    c = I.figure3_claim(_fig3(6))  # no null: not decided
+    assert c.verdict == V.UNDERPOWERED and "anticonservative" in c.why
+    wide = [2] * 60 + [3] * 80 + [4] * 40 + [5] * 12 + [6] * 8  # R = 200
+    c = I.figure3_claim(_fig3(6), _null(wide))
+    # 6 is reached by 8 of 200 null replicates: p 9/201 = 0.045 > 0.01: flat
+    assert c.verdict == V.REPRODUCED
+    assert "self-attention-only 6 (p 0.045)" in c.ours
+    assert "median 3, 95 % 5, 99 % 6, max 6 over R = 200" in c.ours
+    assert "full model 59 (p 0.005, 20x the null's median)" in c.ours
+    assert c.why.startswith("attention-only flat through its own unembedding: 6 of 2,000")
+    narrow = [2] * 120 + [3] * 80  # the count beyond every replicate: p 1/201
+    c = I.figure3_claim(_fig3(6), _null(narrow))
+    assert c.verdict == V.DIFFERS
+    assert ("attention-only not flat: 6 of 2,000 is beyond the unembedding's null (p 0.005; "
+            "the null's median 2), against the full model's 59") in c.why
+    # MLP-only within the null: a strong part fails
+    c = I.figure3_claim(_fig3(3, mlp_count=5), _null(wide))
+    assert c.verdict == V.DIFFERS and "MLP-only not beyond the null" in c.why
+    # too few replicates for p <= 0.01, or another N: the null is not used
+    c = I.figure3_claim(_fig3(6), _null(narrow[:50]))
+    assert c.verdict == V.UNDERPOWERED and "not usable here (R = 50" in c.why
+    c = I.figure3_claim(_fig3(6), _null(narrow, n=600))
+    assert c.verdict == V.UNDERPOWERED and "not usable" in c.why
+    # the paper-scale row reads the null record beside Table 2's
+    rows = IP.paper_scale_claims({"table2_figure3": _fig3(6), "figure3_null": _null(narrow)})
+    assert rows["Figure 3 / Finding 3.1"].verdict == V.DIFFERS
+    rows = IP.paper_scale_claims({"table2_figure3": _fig3(6)})
+    assert rows["Figure 3 / Finding 3.1"].verdict == V.UNDERPOWERED
+    assert "experiments.initialisation.unembedding_null" in rows["Figure 3 / Finding 3.1"].why
+
+
+def test_the_unembedding_null_simulates_top1_counts_through_the_final_norm():
+    import numpy as np
+
+    from experiments.initialisation import unembedding_null as U
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(3.0, 2.0, (5, 8))
+    h = U.final_states(z, np.ones(8), np.zeros(8), 1e-5)
+    assert np.allclose(h.mean(1), 0) and np.allclose((h * h).mean(1), 1, atol=1e-5)
+    g, b = np.arange(1.0, 9.0), np.full(8, 0.5)
+    assert np.allclose(U.final_states(z, g, b, 1e-5), h * g + b)
+    # one token: it is every arg-max; two opposite tokens: a coin flip per state
+    counts, pooled = U.top1_null_counts(np.ones((8, 1)), np.ones(8), np.zeros(8), 50, 4, rng,
+                                        chunk=7)
+    assert counts.tolist() == [50] * 4 and pooled.tolist() == [200]
+    w = rng.normal(size=(8, 1))
+    w -= w.mean()  # a direction the final norm keeps
+    counts, pooled = U.top1_null_counts(np.hstack([w, -w]), np.ones(8), np.zeros(8), 400, 50,
+                                        np.random.default_rng(1), chunk=333)
+    assert pooled.sum() == 400 * 50 and all(200 <= c <= 260 for c in counts)
+    # a bias that points at one token makes it win every time
+    counts, _ = U.top1_null_counts(np.hstack([w, -w]), np.ones(8), 100 * w[:, 0], 30, 3,
+                                   np.random.default_rng(2))
+    assert counts.tolist() == [30] * 3
+    # reproducible from its generator, whatever the batch size
+    W = rng.normal(size=(8, 20))
+    a = U.top1_null_counts(W, np.ones(8), np.zeros(8), 25, 6, np.random.default_rng(5))
+    b = U.top1_null_counts(W, np.ones(8), np.zeros(8), 25, 6, np.random.default_rng(5),
+                           chunk=25)
+    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+
+
 def _f8(short, long_, attn_shift=0.0, sd=0.01, n=(200, 24)):
     def c(m, shift=0.0):
         return {"mean": [x + (shift if i else 0) for i, x in enumerate(m)],

@@ -295,6 +295,21 @@ def _with_seeds(rec: dict, other: dict) -> dict:
     return {"run": {"settings": {**s, "seeds": seeds}}}
 
 
+def _figure3_row(paper: dict):
+    """Figure 3's rule with the null simulated through the model's own unembedding
+    (``figure3_null``), or saying which command simulates it when its record is missing."""
+    null = paper.get("figure3_null")
+
+    def row(d: dict) -> Claim:
+        c = figure3_claim(d, null)
+        if null is None:
+            c.why = ((c.why + "; ") if c.why else "") + (
+                "`python -m experiments.initialisation.unembedding_null` simulates the null "
+                "through the model's own unembedding")
+        return c
+    return row
+
+
 def paper_scale_claims(paper: dict) -> dict[str, Claim]:
     """{CPU claim name: its paper-scale row} from the paper-scale records ({name: record});
     a row whose records are missing is untestable and names the piece that measures it.
@@ -337,7 +352,7 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             ("figure2_finding22", "Finding 2.2", finding22_claim, "table1a"),
             ("figure2_finding22", "Figure 2 / Finding 2.1", figure2_claim, "table1a"),
             ("table2_figure3", "Table 2 / Findings 3.1-3.2", table2_claim, "table2"),
-            ("table2_figure3", "Figure 3 / Finding 3.1", figure3_claim, "table2"),
+            ("table2_figure3", "Figure 3 / Finding 3.1", _figure3_row(paper), "table2"),
             ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2")):
         out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
             missing(claim, piece)
