@@ -249,7 +249,7 @@ def test_figure3_judges_flat_through_the_models_own_unembedding():
     c = I.figure3_claim(_fig3(6), _null(wide))
     # 6 is reached by 8 of 200 null replicates: p 9/201 = 0.045 > 0.01: flat
     assert c.verdict == V.REPRODUCED
-    assert "self-attention-only 6 (p 0.045)" in c.ours
+    assert "self-attention-only 6 (p 0.045, 2x the null's median)" in c.ours
     assert "median 3, 95 % 5, 99 % 6, max 6 over R = 200" in c.ours
     assert "full model 59 (p 0.005, 20x the null's median)" in c.ours
     assert c.why.startswith("attention-only flat through its own unembedding: 6 of 2,000")
@@ -257,7 +257,8 @@ def test_figure3_judges_flat_through_the_models_own_unembedding():
     c = I.figure3_claim(_fig3(6), _null(narrow))
     assert c.verdict == V.DIFFERS
     assert ("attention-only not flat: 6 of 2,000 is beyond the unembedding's null (p 0.005; "
-            "the null's median 2), against the full model's 59") in c.why
+            "the null's median 2), against the full model's 59; MLP-only and the full model "
+            "beyond it") in c.why
     # MLP-only within the null: a strong part fails
     c = I.figure3_claim(_fig3(3, mlp_count=5), _null(wide))
     assert c.verdict == V.DIFFERS and "MLP-only not beyond the null" in c.why

@@ -544,10 +544,9 @@ def figure3_claim(d: dict, null: dict | None = None) -> Claim:
         p = {x: unembedding_null_p(k[x], null) for x in modes}
         med = float(np.median(null["records"]["top1_counts"]))
         ours += (f"; against the model's own unembedding (isotropic final states, the null's "
-                 f"top-1 of {n:,}: {_null_text(null)}): self-attention-only {k[modes[2]]} "
-                 f"(p {p[modes[2]]:.2g}), MLP-only {k[modes[1]]} (p {p[modes[1]]:.2g}), full "
-                 f"model {k[modes[0]]} (p {p[modes[0]]:.2g}, {k[modes[0]] / med:.0f}x the "
-                 f"null's median)")
+                 f"top-1 of {n:,}: {_null_text(null)}): "
+                 + ", ".join(f"{x} {k[x]} (p {p[x]:.2g}, {k[x] / med:.2g}x the null's median)"
+                             for x in reversed(modes)))
         flat = p[modes[2]] > ALPHA
         strong = [x for x in modes[:2] if p[x] <= ALPHA]
         if not flat:
@@ -560,6 +559,8 @@ def figure3_claim(d: dict, null: dict | None = None) -> Claim:
                        f"{med:g}), the full model's {k[modes[0]]}")
         why += [f"{x} not beyond the null (p {p[x]:.2g})" for x in modes[:2]
                 if x not in strong]
+        if not flat and len(strong) == 2:
+            why.append("MLP-only and the full model beyond it")
         failed = not flat or len(strong) < 2
     else:
         flat = m[modes[2]]["top1_log10_p"] > lim
