@@ -13,7 +13,8 @@ RESULTS.md from them.
 
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10; ``paper_claims``: the rows at the
     paper's own shapes, from ``experiments/paper_scale.py``'s records under
-    results/records/paper/);
+    results/records/paper/; ``unembedding_null``: Figure 3's null through the model's own
+    unembedding, simulated);
   * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
     theory``);
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the

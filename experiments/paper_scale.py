@@ -25,6 +25,9 @@ Pieces and the records they write (under ``--records``, default results/records/
             42, 43) are ranked
   table2    full / attention-only / MLP-only GPT-2+RoPE nano, seed 42, Gaussian inputs,
             T = 1,024, N = 2,000: initialisation/table2_figure3.json and figure7.json
+            (Figure 3's null, the top-1 counts of isotropic final states through the same
+            model's final norm and unembedding, is no forward pass and no piece: `python -m
+            experiments.initialisation.unembedding_null` writes initialisation/figure3_null.json)
   table4a   LLaMA-2 nano, seeds 42, 123, 1000, 2000, n = 2,000, T = 256, token and Gaussian
             inputs, HF init and GPT-2-scaled init: seedprint/table4a.json
   table1c   GPT-2+RoPE 1.2B (24L, 32H, 2048d), seeds 42, 43, T = 64, N = 2,000:

@@ -280,7 +280,9 @@ def sinks_arms_section(records: dict) -> str | None:
         "characters. Every number is a "
         "mean over seeds ± its standard error [95 % t interval on n - 1 degrees of freedom]; "
         "differences from the baseline are paired seed by seed; window-level standard errors "
-        "decide nothing here.", "",
+        "decide nothing here, and alone they confirm nothing in the one-run-per-arm sink "
+        "study above either (there an arm that agrees with the paper by them is consistent, "
+        "underpowered).", "",
         table(sinks_arms.claims(rec)), "",
         "Every arm (final checkpoint):", "",
         sinks_arms.markdown(rec["records"]).rstrip("\n")])

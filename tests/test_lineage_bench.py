@@ -91,6 +91,33 @@ def test_rules_fail_on_misses_and_on_false_positives():
     assert CL.robust(MT.summarise(rows), "aligned") == []
 
 
+def test_rows_say_what_the_paper_test_and_intrinsic_are_here():
+    """The 'paper' row runs Algorithm 1's test on token inputs, and says so; the Intrinsic row
+    says when its score is degenerate: every score a multiple of 1/4 (each of its four
+    correlations -1, 0 or +1, as with std profiles of 2 blocks), and not otherwise."""
+    rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)  # Intrinsic 0.9 / 0.5: continuous
+    by = {c.claim: c for c in CL.claims(MT.summarise(rows), rows)}
+    paper = by["Lineage benchmark: paper (Algorithm 1's test, token inputs)"]
+    assert "not on the algorithm's isotropic Gaussian embeddings" in paper.why
+    assert CL.intrinsic_degenerate(rows) is None
+    assert "degenerate" not in by["Lineage benchmark: Intrinsic >= 0.8"].why
+    for r in rows:  # two-point correlations: every score -1, -0.5, 0, 0.5 or 1
+        r["intrinsic"] = 1.0 if (r["base"] + r["seed"]) % 3 else 0.5
+    c = {c.claim: c for c in CL.claims(MT.summarise(rows), rows)}[
+        "Lineage benchmark: Intrinsic >= 0.8"]
+    assert "degenerate on these bases: each of its four correlations rests on 2 points" in c.why
+    n_weight = len(EDITS) - len(KNOWLEDGE_ONLY)
+    half, n_pos, n_neg = 2 * n_weight, 4 * n_weight, 12 * n_weight  # seeds 0, 3: 0.5
+    assert (f"(positives 1: {half}/{n_pos}, 0.5: {half}/{n_pos}; negatives 1: "
+            f"{8 * n_weight}/{n_neg}, 0.5: {4 * n_weight}/{n_neg})") in c.why
+    assert CL.claims(MT.summarise(rows))[-2].why.count("degenerate") == 0  # no pairs given
+    record = {"run": {"settings": {"bases": 4}}, "records": {"summary": MT.summarise(rows),
+                                                             "pairs": rows}}
+    table = CL.readme_table(record)
+    assert "degenerate (2 blocks: each correlation rests on 2 points)" in table
+    assert "| paper (Algorithm 1's test, token inputs) |" in table
+
+
 def test_markdown_and_roc_figure_from_rows():
     rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
     md = CL.markdown(MT.summarise(rows))

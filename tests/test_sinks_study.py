@@ -331,8 +331,9 @@ def test_validity_gate_needs_sinks_at_every_length(records):
 
 def test_headwise_rmsnorm_convergence_verdict(records):
     """The companion paper's "significantly accelerates convergence", tested on paired held-out
-    log-ppl: reproduced only when below the baseline by > 2 SE at every checkpoint of the first
-    half of training; arms beyond the paper get their own verdicts."""
+    log-ppl: below the baseline by > 2 SE at every checkpoint of the first half of training is
+    consistent, underpowered at best (window-level SEs of one run per arm cannot confirm it),
+    not below is differs; arms beyond the paper get their own verdicts."""
     import copy
 
     rec, _ = records
@@ -347,7 +348,8 @@ def test_headwise_rmsnorm_convergence_verdict(records):
 
     rng = np.random.default_rng(0)
     noise = lambda n: rng.normal(0.0, 0.01, n)  # noqa: E731
-    for shift, verdict in [(lambda step, n: -0.3 + noise(n), "| reproduced: in this run: below"),
+    for shift, verdict in [(lambda step, n: -0.3 + noise(n),
+                            "| consistent, underpowered: in this run: below"),
                            (lambda step, n: (-0.3 if step == 0 else 0.0) + noise(n),
                             "| differs: in this run: not below"),
                            (lambda step, n: noise(n), "| differs: in this run: not below")]:
@@ -369,8 +371,8 @@ def test_headwise_rmsnorm_convergence_verdict(records):
     # initialisation seed moves it: a control 0.4 below the baseline makes -0.3 seed noise
     r = copy.deepcopy(rec)
     r["arms"]["headwise_rmsnorm"] = arm_with(lambda step, n: -0.3 + noise(n))
-    for ctl_shift, verdict in [(-0.4, "| differs"), (+0.1, "| reproduced"),
-                               (-0.1, "| reproduced")]:
+    for ctl_shift, verdict in [(-0.4, "| differs"), (+0.1, "| consistent, underpowered"),
+                               (-0.1, "| consistent, underpowered")]:
         r["arms"]["control-s7"] = arm_with(lambda step, n: ctl_shift + noise(n))
         row = _row(_section(r, SETTINGS), "convergence, headwise_rmsnorm")
         assert verdict in row and "more than the seed controls' difference" in row

@@ -151,8 +151,10 @@ def test_figure3_attention_only_flat_others_preferred():
     assert I.figure3_claim(_t2(-0.0, -5, -8, n=None)).verdict == V.UNDERPOWERED  # no N
     c = I.figure3_claim(_t2(-0.0, -5, -8, full_freq=0.002))  # full 4 vs MLP-only 20 of 2,000
     assert c.verdict == V.DIFFERS and "full model's top-1 below MLP-only's" in c.why
+    # significant against uniform sampling, which a random unembedding makes anticonservative:
+    # without a simulated null through the model's unembedding, not decided
     c = I.figure3_claim(_t2(-4, -5, -8))
-    assert c.verdict == V.DIFFERS and "attention-only preference significant" in c.why
+    assert c.verdict == V.UNDERPOWERED and "anticonservative" in c.why
     c = I.figure3_claim(_t2(0, -1, -8))
     assert c.verdict == V.DIFFERS and "MLP-only not significant" in c.why
     assert I.table2_claim(_t2(0, -5, -8)).verdict == V.REPRODUCED
@@ -308,10 +310,13 @@ def test_seedprint_figure13_and_table4a_rules():
     assert c.verdict == V.REPRODUCED and c.why == ""
     c, = S.table4a_claims(t4a([1e-9, 0.5, 1e-3, 0.9], [0.1, 0.4, 0.3, 0.2]))
     assert c.verdict == V.DIFFERS
-    assert c.why == "the paper's tests call 2 of 4 unrelated pairs related; the calibrated test " \
+    assert c.why == "the paper's tests call 2 of 4 unrelated pairs related (a test at its " \
+                    "level, 2 alpha per pair, does so with P <= 0.04); the calibrated test " \
                     "does not"
     c, = S.table4a_claims(t4a([1e-9] * 4, [0.01, 0.4, 0.3, 0.2]))
     assert c.why.endswith("the calibrated test 1 of 4")
+    c, = S.table4a_claims(t4a([1e-9, 0.5, 0.2, 0.9], [0.1, 0.4, 0.3, 0.2]))  # 1 of 4: chance
+    assert c.verdict == V.UNDERPOWERED and "P <= 0.08, not below 0.05: within chance" in c.why
 
 
 def test_theory_rows_from_the_saved_record():
@@ -598,8 +603,10 @@ def test_sink_verdict_rules():
                   "gate": _sink_arm([(0.3, 0.05)] * 2, nll_shift=+0.3)})
     assert v["Baseline develops sinks (validity gate)"] == V.REPRODUCED
     assert v["attenuation: sinks"] == V.REPRODUCED  # 0 +- 0 < 0.05 at every length
-    assert v["convergence, headwise_rmsnorm"] == V.REPRODUCED  # 0.3 below by >> 2 SE
-    assert v["Table 7 perplexity, attenuation"] == V.REPRODUCED
+    # 0.3 below by >> 2 SE, and within 2 SE or better: but window-level SEs of one run per
+    # arm cannot confirm an arm's effect (seed-to-seed variation is not in them)
+    assert v["convergence, headwise_rmsnorm"] == V.UNDERPOWERED
+    assert v["Table 7 perplexity, attenuation"] == V.UNDERPOWERED
     assert v["Table 7 perplexity, gate"] == V.BEYOND and v["gate: sinks"] == V.BEYOND
     v = verdicts({"baseline": sinks_everywhere,
                   "attenuation": _sink_arm([(0.2, 0.05)] * 2, nll_shift=+0.3)})

@@ -1,2 +1,4 @@
 """The initialisation study (paper Sec. 3-4): ``claims`` (verdict rules of Table 1 to Figure 10,
-Finding 2.2's statistics) and ``paper_claims`` (the same claims at the paper's own shapes)."""
+Finding 2.2's statistics), ``paper_claims`` (the same claims at the paper's own shapes) and
+``unembedding_null`` (Figure 3's null: top-1 counts of isotropic final states through the
+model's own final norm and unembedding, simulated)."""

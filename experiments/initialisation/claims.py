@@ -479,23 +479,57 @@ def table2_claim(d: dict) -> Claim:
                  _ok(ok), section="Sec. 4.1")
 
 
-def figure3_claim(d: dict) -> Claim:
+def unembedding_null_p(k: int, null: dict) -> float:
+    """P(a top-1 count >= k) under the simulated null of ``null`` (experiments/initialisation/
+    unembedding_null.py: R top-1 counts of N isotropic final states through the model's final
+    norm and unembedding), with the add-one rule (1 + #{null >= k}) / (R + 1): its smallest
+    value is 1 / (R + 1)."""
+    counts = null["records"]["top1_counts"]
+    return (1 + sum(c >= k for c in counts)) / (len(counts) + 1)
+
+
+def _null_text(null: dict) -> str:
+    """'median 3, 95 % 4, 99 % 5, max 6 over R = 200' of the null's top-1 counts."""
+    c = np.asarray(null["records"]["top1_counts"])
+    q = np.quantile(c, [0.5, 0.95, 0.99])
+    return (f"median {q[0]:g}, 95 % {q[1]:g}, 99 % {q[2]:g}, max {c.max()} over R = "
+            f"{len(c)}")
+
+
+def figure3_claim(d: dict, null: dict | None = None) -> Claim:
     """Figure 3 from the same runs as Table 2, by the paper's three statements: the
-    attention-only model's top-1 preference is not significant (Bonferroni p > 0.01, as
-    uniform sampling); the full and MLP-only models' are (p <= 0.01); and the full model's
-    "far exceeding" the others: its top-1 count above MLP-only's (one-sided Fisher exact
-    p <= 0.01 on the record's N). Reproduced when all three hold; partly when the first two do
-    and the full model is not significantly above; differs when one of the first two fails or
-    the full model is significantly below MLP-only; consistent, underpowered when the record
-    has no N to compare them."""
+    attention-only model's top-1 preference is flat ("as uniform sampling"); the full and
+    MLP-only models' are strong; and the full model's "far exceeding" the others: its top-1
+    count above MLP-only's (one-sided Fisher exact p <= 0.01 on the record's N).
+
+    A top-1 count is judged against ``null`` when given: the top-1 counts of N isotropic final
+    states through the model's own final norm and unembedding, simulated R times
+    (:func:`unembedding_null_p`; usable when R >= 99, so that p <= 0.01 is attainable, and
+    N is the record's). Uniform sampling over the vocabulary is not that null: the rows of a
+    random unembedding differ, so even states with no common direction give a top-1 count
+    above the uniform one, and a count significant against uniform sampling (Bonferroni
+    binomial p <= 0.01) may be no more than that. Without a usable null the uniform test
+    decides only what it can: a count not significant against it is flat (a wider null would
+    not make it significant); a significant attention-only count is not decided; the full and
+    MLP-only counts are judged by it, as the row says. With the null: flat when the
+    attention-only count's null p > 0.01, strong when the full and MLP-only counts' are
+    <= 0.01; the row states the attention-only count against the null's quantiles and the
+    full model's count.
+
+    Reproduced when all three hold; partly when the first two do and the full model is not
+    significantly above; differs when the attention-only model is not flat by the null, a
+    strong part fails, or the full model is significantly below MLP-only; consistent,
+    underpowered when the attention-only count is significant against uniform sampling with
+    no usable null, or the record has no N to compare the full and MLP-only counts."""
     m = {r["mode"]: r for r in d["records"]}
+    modes = ("full model", "MLP-only", "self-attention-only")
     lim = np.log10(ALPHA)
-    flat = m["self-attention-only"]["top1_log10_p"] > lim
-    strong = [k for k in ("full model", "MLP-only") if m[k]["top1_log10_p"] <= lim]
-    ours = ", ".join(f"{k}: top-1 {100 * m[k]['top1_freq']:.2f}% (p "
-                     f"{format_log10_p(m[k]['top1_log10_p'])})"
-                     for k in ("full model", "MLP-only", "self-attention-only"))
     n = d.get("run", {}).get("settings", {}).get("num_seqs")
+    R = len(null["records"]["top1_counts"]) if null else 0
+    usable = bool(null) and n is not None and null["records"].get("num_seqs") == n and \
+        1 / (R + 1) <= ALPHA
+    ours = ", ".join(f"{k}: top-1 {100 * m[k]['top1_freq']:.2f}% (p "
+                     f"{format_log10_p(m[k]['top1_log10_p'])})" for k in modes)
     exceed = reverse = None
     if n:
         kf, km = (round(m[k]["top1_freq"] * n) for k in ("full model", "MLP-only"))
@@ -503,12 +537,51 @@ def figure3_claim(d: dict) -> Claim:
         exceed = float(stats.fisher_exact(table, alternative="greater").pvalue)
         reverse = float(stats.fisher_exact(table, alternative="less").pvalue)
         ours += f"; full above MLP-only: Fisher p {exceed:.2g} (N = {n:,})"
-    why = (["attention-only preference significant"] if not flat else []) + \
-        [f"{k} not significant" for k in ("full model", "MLP-only") if k not in strong]
+    ours += f" (Bonferroni binomial against uniform sampling, alpha {ALPHA})"
+    why, undecided = [], []
+    if usable:
+        k = {x: round(m[x]["top1_freq"] * n) for x in modes}
+        p = {x: unembedding_null_p(k[x], null) for x in modes}
+        med = float(np.median(null["records"]["top1_counts"]))
+        ours += (f"; against the model's own unembedding (isotropic final states, the null's "
+                 f"top-1 of {n:,}: {_null_text(null)}): "
+                 + ", ".join(f"{x} {k[x]} (p {p[x]:.2g}, {k[x] / med:.2g}x the null's median)"
+                             for x in reversed(modes)))
+        flat = p[modes[2]] > ALPHA
+        strong = [x for x in modes[:2] if p[x] <= ALPHA]
+        if not flat:
+            why.append(f"attention-only not flat: {k[modes[2]]} of {n:,} is beyond the "
+                       f"unembedding's null (p {p[modes[2]]:.2g}; the null's median "
+                       f"{med:g}), against the full model's {k[modes[0]]}")
+        else:
+            why.append(f"attention-only flat through its own unembedding: {k[modes[2]]} of "
+                       f"{n:,} within the null (p {p[modes[2]]:.2g}; the null's median "
+                       f"{med:g}), the full model's {k[modes[0]]}")
+        why += [f"{x} not beyond the null (p {p[x]:.2g})" for x in modes[:2]
+                if x not in strong]
+        if not flat and len(strong) == 2:
+            why.append("MLP-only and the full model beyond it")
+        failed = not flat or len(strong) < 2
+    else:
+        flat = m[modes[2]]["top1_log10_p"] > lim
+        strong = [x for x in modes[:2] if m[x]["top1_log10_p"] <= lim]
+        if not flat:
+            undecided.append("the attention-only top-1 is significant against uniform sampling, "
+                             "which a random unembedding makes anticonservative, and no "
+                             "simulated null through the model's unembedding is at hand")
+        why += [f"{x} not significant" for x in modes[:2] if x not in strong]
+        failed = len(strong) < 2
+        if null and not usable:
+            why.append(f"the simulated null is not usable here (R = {R}, N "
+                       f"{null['records'].get('num_seqs')} vs the record's {n})")
     if reverse is not None and reverse <= ALPHA:
         why.append(f"the full model's top-1 below MLP-only's (Fisher p {reverse:.2g})")
-    if why:
+        failed = True
+    if failed:
         verdict = DIFFERS
+    elif undecided:
+        verdict = UNDERPOWERED
+        why += undecided
     elif exceed is not None and exceed <= ALPHA:
         verdict = REPRODUCED
     elif exceed is not None:
@@ -519,8 +592,8 @@ def figure3_claim(d: dict) -> Claim:
         verdict = UNDERPOWERED
         why.append("no N recorded to compare the full model's top-1 with MLP-only's")
     return Claim("Figure 3 / Finding 3.1", "attention-only flat (as uniform sampling); MLP-only "
-                 "and full strong preference, the full model's far exceeding", ours
-                 + f" (Bonferroni binomial, alpha {ALPHA})", verdict, "; ".join(why), "Sec. 4.1")
+                 "and full strong preference, the full model's far exceeding", ours,
+                 verdict, "; ".join(why), "Sec. 4.1")
 
 
 def figure4_claim(d: dict) -> Claim:

@@ -210,11 +210,15 @@ def seed_spread_claim(a: dict, spread: dict) -> Claim:
       * the exact Mann-Whitney p (scipy's exact method), which treats the two as independent
         (2/231 at full separation from 20), is reported beside.
 
-    Differs when the rank p <= 0.01, naming the side; consistent, underpowered when only the
-    Mann-Whitney p is (both beyond all of ours, which 20 networks cannot decide); reproduced
-    otherwise ("within our spread"). Not separated from the networks: the vocabularies
-    (|V| = 50,304 in the paper's p-values, 50,257 here); our networks share one set of probe
-    sequences."""
+    The rank test can fail only when its smallest attainable p, 2 / (n + 1) (every one of our n
+    networks on one side of both of the paper's), is at or below 0.01, i.e. from n = 199
+    networks. Differs when the rank p <= 0.01, naming the side; reproduced ("within our
+    spread") when it is not and the test could have rejected; consistent, underpowered
+    otherwise: when the smallest attainable p is above 0.01 (the paper's values are then only
+    "not excluded" by our spread), and when only the Mann-Whitney p is <= 0.01 (both beyond
+    all of ours, which too few networks cannot decide). Not separated from the networks: the
+    vocabularies (|V| = 50,304 in the paper's p-values, 50,257 here); our networks share one
+    set of probe sequences."""
     ours = list(spread["records"])
     f = sorted(r["top1_freq"] for r in ours)
     paper = [freq for (part, _, T), (_, freq, _) in PAPER_TABLE1.items()
@@ -248,8 +252,17 @@ def seed_spread_claim(a: dict, spread: dict) -> Claim:
                      f"independent; they share one embedding draw, and then {len(f)} networks "
                      f"cannot decide it (rank p >= 2/{len(f) + 1}; p <= {ALPHA} needs {need}) "
                      f"({caveat})", "Sec. 3")
+    p_min = 2 / (len(f) + 1)  # every one of ours on one side of both of the paper's
+    if p_min > ALPHA:
+        need = int(math.ceil(2 / ALPHA)) - 1
+        return Claim(name, claim, text, UNDERPOWERED, f"the paper's values are within our "
+                     f"networks' spread, which {len(f)} networks cannot contradict: the rank "
+                     f"test's smallest attainable p is 2/{len(f) + 1} = {p_min:.2g} > {ALPHA} "
+                     f"(it can reject from {need} networks), so 'within' only means 'not "
+                     f"excluded' ({caveat})", "Sec. 3")
     return Claim(name, claim, text, REPRODUCED, "the paper's values are within our networks' "
-                 "spread (" + caveat + ")", "Sec. 3")
+                 f"spread, and the rank test could have rejected (smallest attainable p "
+                 f"2/{len(f) + 1} = {p_min:.2g} <= {ALPHA}) (" + caveat + ")", "Sec. 3")
 
 
 def _seed_list(seeds) -> str:
@@ -282,6 +295,21 @@ def _with_seeds(rec: dict, other: dict) -> dict:
     return {"run": {"settings": {**s, "seeds": seeds}}}
 
 
+def _figure3_row(paper: dict):
+    """Figure 3's rule with the null simulated through the model's own unembedding
+    (``figure3_null``), or saying which command simulates it when its record is missing."""
+    null = paper.get("figure3_null")
+
+    def row(d: dict) -> Claim:
+        c = figure3_claim(d, null)
+        if null is None:
+            c.why = ((c.why + "; ") if c.why else "") + (
+                "`python -m experiments.initialisation.unembedding_null` simulates the null "
+                "through the model's own unembedding")
+        return c
+    return row
+
+
 def paper_scale_claims(paper: dict) -> dict[str, Claim]:
     """{CPU claim name: its paper-scale row} from the paper-scale records ({name: record});
     a row whose records are missing is untestable and names the piece that measures it.
@@ -303,6 +331,7 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
         t1 = table1_claim({"records": a["records"] + llama}, llama_hint=(
             "" if b10 else "`python -m experiments.paper_scale table1b-n10k` measures it"))
         ns = sorted({r["num_seqs"] for r in a["records"] + llama})
+        t1 = table1_paper_claim(paper, t1)
         out["Table 1 / Finding 1"] = named(t1, {"run": {"settings": {
             **a["run"]["settings"], "num_seqs": ns if len(ns) > 1 else ns[0]}}})
     else:
@@ -323,7 +352,7 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             ("figure2_finding22", "Finding 2.2", finding22_claim, "table1a"),
             ("figure2_finding22", "Figure 2 / Finding 2.1", figure2_claim, "table1a"),
             ("table2_figure3", "Table 2 / Findings 3.1-3.2", table2_claim, "table2"),
-            ("table2_figure3", "Figure 3 / Finding 3.1", figure3_claim, "table2"),
+            ("table2_figure3", "Figure 3 / Finding 3.1", _figure3_row(paper), "table2"),
             ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2")):
         out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
             missing(claim, piece)
@@ -355,6 +384,83 @@ def table1_side_by_side(paper: dict) -> str | None:
     return "\n".join(lines)
 
 
+def _paper_pairs(paper: dict, part: str) -> tuple[list[dict], list[tuple[dict, float]]]:
+    """(every record of Table 1 part ``part``, [(our record, the paper's frequency)] for the
+    paper's rows we measured at the N the paper's rows are counts of)."""
+    names, _, n_paper = TABLE1_PARTS[part]
+    every = [r for n in names if n in paper for r in paper[n]["records"]]
+    recs = {(r["seed"], r["seq_len"]): r for r in every if r["num_seqs"] == n_paper}
+    return every, [(recs[(s, T)], f) for (q, s, T), (_, f, _) in PAPER_TABLE1.items()
+                   if q == part and (s, T) in recs]
+
+
+def table1_magnitudes(paper: dict, parts: tuple[str, ...] = ("a", "b")) -> tuple[str, str]:
+    """Table 1's magnitudes, row by row, at the N the paper's rows are counts of: each of our
+    rows' 95 % Clopper-Pearson interval (one network's sequences) against the paper's
+    frequency of the same part, seed and T. A part's magnitudes *differ* when every compared
+    row's interval excludes the paper's value on the same side; *match* when none does;
+    are *mixed* otherwise. Returns (state, text): 'differ' when some part differs, 'match'
+    when every part with compared rows matches, 'mixed' otherwise, 'not compared' when no
+    row is at the paper's N. Our networks are not the paper's (another random number
+    generator draws them), so a difference is one between these networks; whether it exceeds
+    the spread between networks is the seed-spread row's test."""
+    states, texts = [], []
+    for part in parts:
+        _, label, n_paper = TABLE1_PARTS[part]
+        _, pairs = _paper_pairs(paper, part)
+        if not pairs:
+            texts.append(f"{label}: no row at the paper's N = {n_paper:,}")
+            continue
+        ci = [_freq_interval(r) for r, _ in pairs]
+        below = sum(hi < f for (lo, hi), (_, f) in zip(ci, pairs))
+        above = sum(lo > f for (lo, hi), (_, f) in zip(ci, pairs))
+        ratio = [r["top1_freq"] / f for r, f in pairs]
+        n = len(pairs)
+        state = ("differ" if below == n or above == n else
+                 "match" if below + above == 0 else "mixed")
+        states.append(state)
+        texts.append(f"{label} {state}: ours {min(ratio):.0%}-{max(ratio):.0%} of the paper's "
+                     f"in its {n} rows at N = {n_paper:,} (ours "
+                     f"{min(r['top1_freq'] for r, _ in pairs):.2%}-"
+                     f"{max(r['top1_freq'] for r, _ in pairs):.2%}, the paper's "
+                     f"{min(f for _, f in pairs):.2%}-{max(f for _, f in pairs):.2%}), our 95 % "
+                     f"interval below the paper's value in {below}, above it in {above}")
+    state = ("not compared" if not states else "differ" if "differ" in states else
+             "match" if all(x == "match" for x in states) else "mixed")
+    return state, "; ".join(texts)
+
+
+def table1_paper_claim(paper: dict, t1: Claim) -> Claim:
+    """Table 1 at the paper's shapes as two parts: the pattern (``t1``,
+    :func:`~experiments.initialisation.claims.table1_claim`: GPT-2 decisive, LLaMA-2 weak but
+    preferring, the order between them) and the magnitudes (:func:`table1_magnitudes`: our
+    rows' frequencies against the paper's, row by row). Reproduced when the pattern is
+    reproduced and the magnitudes match; partly when one of them holds and the other does
+    not (the pattern reproduced or partly, the magnitudes differ; or the pattern partly);
+    differs when the pattern differs, or the magnitudes differ while the pattern is not
+    decided; consistent, underpowered when the pattern is reproduced but the magnitudes are
+    mixed or not compared, or the pattern is undecided and the magnitudes do not differ."""
+    state, text = table1_magnitudes(paper)
+    pattern = t1.verdict
+    if pattern == DIFFERS:
+        verdict = DIFFERS
+    elif state == "differ":
+        verdict = PARTLY if pattern in (REPRODUCED, PARTLY) else DIFFERS
+    elif pattern == REPRODUCED:
+        verdict = REPRODUCED if state == "match" else UNDERPOWERED
+    else:
+        verdict = pattern
+    head = {REPRODUCED: "pattern: holds", PARTLY: "pattern: holds in part",
+            DIFFERS: "pattern: fails", UNDERPOWERED: "pattern: not decided"}[pattern]
+    mags = {"differ": "magnitudes: differ", "match": "magnitudes: match",
+            "mixed": "magnitudes: not decided (mixed)",
+            "not compared": "magnitudes: not compared"}[state]
+    why = (f"{head}; {mags} ({text}; our networks are not the paper's: the seed-spread row "
+           f"tests whether the difference exceeds the spread between networks); "
+           f"the pattern's rule: {t1.why}")
+    return Claim(t1.claim, t1.paper, t1.ours, verdict, why, t1.section)
+
+
 def table1_frequency_note(paper: dict) -> str | None:
     """How our paper-scale Table 1 frequencies sit against the paper's, per measured part, at
     the N the paper's rows are counts of (2,000 for GPT-2, 10,000 for LLaMA-2): rows below /
@@ -367,10 +473,7 @@ def table1_frequency_note(paper: dict) -> str | None:
     cannot separate a systematic difference from seed-to-seed variation."""
     parts = []
     for part, (names, label, n_paper) in TABLE1_PARTS.items():
-        every = [r for n in names if n in paper for r in paper[n]["records"]]
-        recs = {(r["seed"], r["seq_len"]): r for r in every if r["num_seqs"] == n_paper}
-        pairs = [(recs[(s, T)], f) for (q, s, T), (_, f, _) in PAPER_TABLE1.items()
-                 if q == part and (s, T) in recs]
+        every, pairs = _paper_pairs(paper, part)
         if not pairs:
             if every:
                 parts.append(f"{label}: measured at N = "
