@@ -38,7 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-SUBSTITUTIONS = {"$M": "model.gguf", "$i": "0"}  # the shell variables the docs use
+# the shell variables the docs use
+SUBSTITUTIONS = {"$M": "model.gguf", "$i": "0", "$STDLIB": "/usr/lib/python3.11"}
 OPERATORS = {";", "&", "&&", "|", "||"}
 
 
