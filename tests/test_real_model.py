@@ -96,6 +96,7 @@ def test_suspects_are_built_as_hf_folders_and_resumed(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     monkeypatch.setattr(measure, "_tune_blocks", lambda tok: rng.integers(0, 128, (16, 9)))
     monkeypatch.setitem(measure.TUNE, "steps", 2)
+    monkeypatch.setattr(measure, "FULL_STEPS", 2)
     monkeypatch.setitem(measure.TUNE, "batch", 4)
     from bornbiased_jax.hf import gguf as gguf_module
 
