@@ -54,6 +54,8 @@ def main(argv=None) -> None:
     p.add_argument("--records", type=Path, default=render.RECORDS,
                    help="records folder (default results/records)")
     p.add_argument("--results", type=Path, default=Path("RESULTS.md"))
+    p.add_argument("--lengths", type=int, nargs="+", default=list(measure.SWEEP_LENGTHS),
+                   help="the sweep step's lengths T (default: 64 256)")
     p.add_argument("--no-run", action="store_true", help="only rebuild RESULTS.md")
     args = p.parse_args(argv)
     if not args.no_run:
@@ -68,7 +70,7 @@ def main(argv=None) -> None:
                       {"model": info, **measure.sinks(args.model)}, t0)
             elif step == "sweep":
                 _save(args.records, "smollm2_token_preference",
-                      {"model": info, **measure.sweep(args.model)}, t0)
+                      {"model": info, **measure.sweep(args.model, lengths=args.lengths)}, t0)
             elif step == "suspects":
                 measure.build_suspects(args.model)
             elif step == "lineage":

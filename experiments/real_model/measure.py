@@ -3,8 +3,9 @@
   sinks       ``bornbiased sinks MODEL`` (its defaults: Sec. 6.2.1's eps 0.25, T = 32..512,
               100 windows per length of the Python standard library's sources, the file's own
               tokenizer, no BOS: SmolLM2 adds none);
-  sweep       ``bornbiased sweep --model MODEL --num-seqs 2000 --seq-len 64 256`` (Table 1's
-              protocol: uniform random token ids, the argmax at the last position);
+  sweep       ``bornbiased sweep --model MODEL --num-seqs 2000 --seq-len T`` for T = 64 and
+              256 (Table 1's protocol: uniform random token ids, the argmax at the last
+              position), one command per length, sharing one resumable state folder;
   suspects    the descendants made here from the GGUF (:data:`DESCENDANTS`) and a same-shape
               model trained from scratch on the fine-tunes' text (:data:`SCRATCH`), each saved
               as an HF folder under ``runs/smollm2/suspects/`` (``save_hf``, atomic), so a
@@ -33,7 +34,7 @@ import numpy as np
 
 OUT = Path("results/experiments/real_model")
 SUSPECTS = Path("runs/smollm2/suspects")
-SWEEP_ARGS = ["--num-seqs", "2000", "--seq-len", "64", "256"]
+SWEEP_N, SWEEP_LENGTHS = 2000, (64, 256)
 FINGERPRINT = dict(n=500, seq_len=32)
 TESTS = ("auto", "paper", "official")
 UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
@@ -116,19 +117,26 @@ def sinks(model: Path, out: Path = OUT) -> dict:
             "results": res["results"]}
 
 
-def sweep(model: Path, out: Path = OUT) -> dict:
-    folder = out / "sweep"
-    args = ["sweep", "--model", str(model), *SWEEP_ARGS, "--state", str(out / "sweep-state"),
-            "--out", str(folder)]
-    if not (folder / "token_preference.json").is_file():
-        run_cli(args, out / "sweep.log")
-    res = scrubbed(json.loads((folder / "token_preference.json").read_text()), model)
+def sweep(model: Path, out: Path = OUT, lengths=SWEEP_LENGTHS) -> dict:
+    """Table 1's protocol on the model, one command per length T (all sharing one resumable
+    state folder); the record holds every length asked for."""
     from bornbiased_jax.hf.gguf import load_gguf_tokenizer
 
+    records, commands, wall = [], [], 0.0
+    for T in lengths:
+        folder = out / f"sweep-T{T}"
+        args = ["sweep", "--model", str(model), "--num-seqs", str(SWEEP_N), "--seq-len", str(T),
+                "--state", str(out / "sweep-state"), "--out", str(folder)]
+        if not (folder / "token_preference.json").is_file():
+            run_cli(args, out / f"sweep-T{T}.log")
+        res = scrubbed(json.loads((folder / "token_preference.json").read_text()), model)
+        records += res["records"]
+        commands.append(shown(args, model))
+        wall += res["run"].get("wall_seconds") or 0.0
     tok = load_gguf_tokenizer(model)
-    text = {str(r["top1_id"]): tok.decode([r["top1_id"]]) for r in res["records"]}
-    return {"command": shown(args, model), "wall_seconds": res["run"].get("wall_seconds"),
-            "records": res["records"], "token_text": text}
+    text = {str(r["top1_id"]): tok.decode([r["top1_id"]]) for r in records}
+    return {"command": "; ".join(commands), "wall_seconds": wall, "records": records,
+            "token_text": text}
 
 
 def _tune_blocks(tok) -> np.ndarray:
