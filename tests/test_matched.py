@@ -161,3 +161,21 @@ def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
         if related:
             assert res["any_pair"].details["decided_by"] == "matched"
             assert not res["permutation"].same_lineage  # what the exact leg alone misses
+
+
+@pytest.mark.parametrize("base, suspect, message", [
+    ("preset:gpt2-rope-tiny@0", "preset:gpt2-rope-tiny@1", "needs a gated \\(SwiGLU\\) MLP"),
+    ("preset:llama2-tiny@0", "preset:qwen2-tiny@1", "same depth and MLP width"),
+])
+def test_cli_refuses_what_the_matched_test_cannot_serve(tmp_path, base, suspect, message):
+    import re
+    import subprocess
+    import sys
+
+    out = tmp_path / "fp"
+    r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", base, suspect,
+                        "--test", "matched", "--n", "8", "--seq-len", "8", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert re.search(message, r.stderr), r.stderr
+    assert not out.exists()

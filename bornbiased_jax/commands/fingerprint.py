@@ -66,8 +66,8 @@ def add_parser(sub) -> None:
                    help=f"length T of each input sequence (default: {CPU['seq_len']}; with "
                         f"--scale paper: {PAPER['seq_len']})")
     p.add_argument("--input", choices=["gaussian", "tokens"], default=None,
-                   help="uniform random token ids (the default when the aligned or "
-                        "permutation test runs), or Gaussian input embeddings with BASE's "
+                   help="uniform random token ids (the default when the aligned, permutation "
+                        "or matched test runs), or Gaussian input embeddings with BASE's "
                         "embedding mean and std (Algorithm 1; the default otherwise)")
     p.add_argument("--output", choices=["normed", "prenorm", "logits"], default="normed",
                    help="the feature g(x): the final hidden state at the last position after "
@@ -195,7 +195,7 @@ def run(args) -> int:
 
     base_gated = source_config(args.base).gated_mlp
     tests = chosen_tests(args.test, init_spec is not None, base_gated)
-    input_kind = args.input or ("tokens" if {"aligned", "permutation"} & set(tests)
+    input_kind = args.input or ("tokens" if {"aligned", "permutation", "matched"} & set(tests)
                                 else "gaussian")
     settings = Settings(
         tests=tests, input=input_kind, n=n,
