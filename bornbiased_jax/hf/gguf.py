@@ -42,7 +42,8 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 
 __all__ = ["load_gguf", "load_gguf_tokenizer", "read_gguf_config", "gguf_metadata",
-           "is_gguf", "SUPPORTED_TYPES", "SUPPORTED_ARCHITECTURES", "unpermute_rope_rows"]
+           "check_gguf", "is_gguf", "SUPPORTED_TYPES", "SUPPORTED_ARCHITECTURES",
+           "unpermute_rope_rows"]
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
 # Types dequantized by gguf.quants (llama.cpp's reference code): F32 and F16 are read as they
@@ -104,10 +105,7 @@ def _reader(path: str | os.PathLike):
 
 def _field(reader, key: str, default=None):
     f = reader.fields.get(key)
-    if f is None:
-        return default
-    value = f.contents()
-    return value
+    return default if f is None else f.contents()
 
 
 def gguf_metadata(path: str | os.PathLike) -> dict:
@@ -237,16 +235,13 @@ def _dequantized(path, t) -> np.ndarray:
                         f"({e}); the file is truncated or corrupt") from None
 
 
-def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
-    """(config, params) of the GGUF file ``path``, as :func:`bornbiased_jax.hf.load_hf` gives
-    them for an HF folder: the config named after the file (``shared_embedding=False``) and
-    the parameter dict of ``model.init``'s structure, in ``dtype`` (float32 or bfloat16)."""
-    from bornbiased_jax.hf import _check_name_map, _dtype_name, _listed, _nest
+def _checked(p: Path):
+    """(reader, config, model_type, {GGUF name: TensorSpec}) of the file, after every check
+    that needs no tensor decoded: the metadata, the tensor names, shapes and types."""
+    from bornbiased_jax.hf import _check_name_map, _listed
     from bornbiased_jax.hf.configs import config_from_hf
-    from bornbiased_jax.hf.names import tensor_specs, to_ours
+    from bornbiased_jax.hf.names import tensor_specs
 
-    p = Path(path)
-    jdtype = _DTYPES[_dtype_name(dtype)]
     reader = _reader(p)
     hf = read_gguf_config(p, reader)
     try:
@@ -267,7 +262,7 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
         raise UserError(f"{p}: unexpected tensor(s) in the file: {_listed(extra)}; the {kind} "
                         f"model its metadata describes has no such parameters (rope_freqs "
                         f"means scaled RoPE, which is not implemented)")
-    for n, s in want.items():  # shapes and types before any tensor is decoded
+    for n, s in want.items():
         shape = tuple(int(x) for x in reversed(tensors[n].shape))
         if shape != s.hf_shape:
             raise UserError(f"{p}: tensor {n} has shape {shape}, expected {s.hf_shape} for the "
@@ -275,9 +270,22 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
         if tensors[n].tensor_type.name not in SUPPORTED_TYPES:
             raise UserError(f"{p}: tensor {n} has type {tensors[n].tensor_type.name}, which is "
                             f"not supported; supported types: {', '.join(SUPPORTED_TYPES)}")
+    return reader, cfg, kind, {n: (tensors[n], s) for n, s in want.items()}
+
+
+def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
+    """(config, params) of the GGUF file ``path``, as :func:`bornbiased_jax.hf.load_hf` gives
+    them for an HF folder: the config named after the file (``shared_embedding=False``) and
+    the parameter dict of ``model.init``'s structure, in ``dtype`` (float32 or bfloat16)."""
+    from bornbiased_jax.hf import _dtype_name, _nest
+    from bornbiased_jax.hf.names import to_ours
+
+    p = Path(path)
+    jdtype = _DTYPES[_dtype_name(dtype)]
+    _, cfg, kind, want = _checked(p)
     flat = {}
-    for n, s in want.items():  # one tensor at a time: decoded, sent, converted
-        a = _dequantized(p, tensors[n])
+    for n, (t, s) in want.items():  # one tensor at a time: decoded, sent, converted
+        a = _dequantized(p, t)
         if kind == "llama" and (".attn_q." in n or ".attn_k." in n):
             a = unpermute_rope_rows(a, cfg.n_heads if ".attn_q." in n
                                     else cfg.resolved_n_kv_heads)
@@ -322,34 +330,7 @@ def load_gguf_tokenizer(path: str | os.PathLike):
     return tok
 
 
-def _bos_eos(reader) -> tuple[int | None, int | None]:
-    return (_field(reader, "tokenizer.ggml.bos_token_id"),
-            _field(reader, "tokenizer.ggml.eos_token_id"))
-
-
-def special_token_ids(path: str | os.PathLike) -> dict:
-    """``{"bos": id, "eos": id}`` as the file states them (None where it does not)."""
-    bos, eos = _bos_eos(_reader(path))
-    return {"bos": None if bos is None else int(bos), "eos": None if eos is None else int(eos)}
-
-
 def check_gguf(path: str | os.PathLike) -> ModelConfig:
-    """The config of the file, and every check :func:`load_gguf` makes before it decodes a
-    tensor (architecture, tensors, shapes, types), without decoding one."""
-    p = Path(path)
-    reader = _reader(p)
-    from bornbiased_jax.hf.configs import config_from_hf
-
-    hf = read_gguf_config(p, reader)
-    try:
-        cfg = config_from_hf(hf, name=_model_name(p))
-    except UserError as e:
-        raise UserError(f"{p}: {e}") from None
-    unsupported = sorted({(t.name, t.tensor_type.name) for t in reader.tensors
-                          if t.tensor_type.name not in SUPPORTED_TYPES})
-    if unsupported:
-        n, k = unsupported[0]
-        raise UserError(f"{p}: tensor {n} has type {k}, which is not supported; supported "
-                        f"types: {', '.join(SUPPORTED_TYPES)}")
-    return cfg
-
+    """The config of the file, after every check :func:`load_gguf` makes before it decodes a
+    tensor (metadata, tensor names, shapes and types), without decoding one."""
+    return _checked(Path(path))[1]
