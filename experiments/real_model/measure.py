@@ -40,10 +40,11 @@ TESTS = ("auto", "paper", "official")
 UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
 # The fine-tunes' text: Vim's help files (technical prose outside SmolLM2's usual web/code/math
 # mixture), read with the model's own tokenizer into blocks of T + 1 tokens.
-TUNE = dict(steps=150, batch=8, seq_len=64, corpus_mb=2.0, data_seed=0)
-# The full fine-tune and the from-scratch model take fewer steps (each AdamW step of all 135M
-# parameters costs ~17 s on this 2-core CPU beside other work)
-FULL_STEPS = 50
+# Short runs: a training step of the 135M model takes several seconds on a 2-core CPU, so each
+# tune is 30 AdamW steps of 8 x 64 tokens (~15k tokens) -- enough to move every weight, far
+# less than a released fine-tune; --scale paper on a GPU is where longer ones belong.
+TUNE = dict(steps=30, batch=8, seq_len=64, corpus_mb=2.0, data_seed=0)
+FULL_STEPS = TUNE["steps"]
 FULL_LR, LORA_LR, LORA_RANK, SCRATCH_LR, SCRATCH_SEED = 5e-5, 1e-3, 8, 1e-3, 3
 # name -> what it is (the weight-derived descendants of the base)
 DESCENDANTS = {
