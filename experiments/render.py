@@ -154,7 +154,7 @@ def initialisation_section(records: dict) -> str | None:
               "Figure 8's Attn0 curve keeps the blocks' pre-LayerNorm, which re-normalises each "
               "position between layers; Prop. 5's exact values (no normalisation) are in "
               "`bornbiased theory`. Closed-form checks of Props. 2, 4, 5 and Eq. 2 are in the "
-              "next section (README, *Notes on the paper*)."]
+              "next section (docs/paper-notes.md, *Notes on the paper*)."]
     return "\n".join(lines)
 
 
@@ -354,16 +354,16 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
 def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS,
           gpu_root: Path = GPU_ROOT) -> str:
     """Rewrite ``results`` from the records under ``root`` and the GPU outputs under
-    ``gpu_root``, and the measured blocks of docs/seedprint.md and README.md beside
-    ``results`` where those pages exist (:mod:`experiments.seedprint.docs`,
-    :data:`README_BLOCKS`); every text is made before any is written. Return RESULTS.md's
-    new text."""
+    ``gpu_root``, and the measured blocks of docs/seedprint.md beside ``results`` where that
+    page exists (:mod:`experiments.seedprint.docs`, and :data:`DOC_BLOCKS` from other
+    studies' records); every text is made before any is written. Return RESULTS.md's new
+    text."""
     from experiments.seedprint import docs as seedprint_docs
 
     records = load_records(root)
     text = render(records, gpu_root)
     pages = {}  # path -> (old text, new text), all made before anything is written
-    for rel, blocks in ((seedprint_docs.DOCS, None), ("README.md", README_BLOCKS)):
+    for rel, blocks in ((seedprint_docs.DOCS, {**seedprint_docs.BLOCKS, **DOC_BLOCKS}),):
         path = Path(results).parent / rel
         if path.exists():
             old = path.read_text()
@@ -375,19 +375,20 @@ def write(results: Path = Path("RESULTS.md"), root: Path = RECORDS,
     return text
 
 
-def _bench_readme(record: dict) -> str:
+def _bench_summary(record: dict) -> str:
     from experiments.lineage_bench import claims as bench
 
-    return bench.readme_table(record)
+    return bench.summary_table(record)
 
 
-def _table4a_paper_readme(records: dict) -> str:
+def _table4a_paper(records: dict) -> str:
     from experiments.seedprint import docs as seedprint_docs
 
-    return seedprint_docs.table4a_paper_scale_readme(records.get("paper", {}))
+    return seedprint_docs.table4a_paper_scale_block(records.get("paper", {}))
 
 
-# README's generated blocks: name -> (experiment, block from its record), or (None, block
-# from every record) for a block that says itself what is missing
-README_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_readme),
-                 "table4a-paper": (None, _table4a_paper_readme)}
+# docs/seedprint.md's generated blocks made from other studies' records (its own are
+# experiments.seedprint.docs.BLOCKS): name -> (experiment, block from its record), or (None,
+# block from every record) for a block that says itself what is missing
+DOC_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_summary),
+              "table4a-paper": (None, _table4a_paper)}

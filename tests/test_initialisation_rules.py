@@ -477,8 +477,8 @@ def test_table4a_at_paper_scale():
     assert none.verdict == V.UNTESTABLE and "paper_scale table4a" in none.ours
 
 
-def test_readme_says_what_table4a_at_paper_scale_shows_about_the_confound():
-    """README's Table 4a block follows the counts of the paper's test (t or U <= 0.01 on a
+def test_docs_say_what_table4a_at_paper_scale_shows_about_the_confound():
+    """docs/seedprint.md's Table 4a block follows the counts of the paper's test (t or U <= 0.01 on a
     non-empty S): a count is more than chance when a test at its level (2 alpha per pair)
     could reach it only with P < 0.05 by Markov's bound (the pairs share models): 2 or more
     of 4. The confound "reaches" the paper's shape only for an init with such a Gaussian count
@@ -504,7 +504,7 @@ def test_readme_says_what_table4a_at_paper_scale_shows_about_the_confound():
     G, H = "GPT-2-scaled (App. B.1)", "HF default (released code)"
     clean, one, three = [0.3] * 4, [0.3, 0.3, 0.3, 1e-3], [1e-4, 1e-5, 0.2, 1e-3]
     two = [1e-3, 1e-4, 0.3, 0.3]
-    text = seedprint.table4a_paper_scale_readme(rec(three, clean, clean, clean))
+    text = seedprint.table4a_paper_scale_block(rec(three, clean, clean, clean))
     assert "(12 blocks, 12 heads, d = 768; n = 2,000, T = 256; each seed its own embedding " \
         "draw;" in text
     assert f"| {G} | gaussian | 3/4 | 3/4 | - |" in text
@@ -518,45 +518,45 @@ def test_readme_says_what_table4a_at_paper_scale_shows_about_the_confound():
             "0.60 possible; 0 of 4 token pairs leave rates up to 0.60 possible, 95 % upper "
             "bounds)") in text
     # one rejection of four is within chance (P <= 4 x 0.02 / 1 = 0.08): never "reaches"
-    single = seedprint.table4a_paper_scale_readme(rec(one, clean, clean, clean))
+    single = seedprint.table4a_paper_scale_block(rec(one, clean, clean, clean))
     assert "reaches" not in single and f"{G} init the paper's test calls 1 of 4 Gaussian" in single
-    assert "reaches" in seedprint.table4a_paper_scale_readme(rec(two, clean, clean, clean))
+    assert "reaches" in seedprint.table4a_paper_scale_block(rec(two, clean, clean, clean))
     # token inputs failing: named as such, whether or not the Gaussian count is in excess
-    both = seedprint.table4a_paper_scale_readme(rec(three, three, clean, two))
+    both = seedprint.table4a_paper_scale_block(rec(three, three, clean, two))
     assert "reaches" not in both
     assert "it fails with both input kinds, not only with Gaussian inputs" in both
     assert (f"with the {H} init the paper's test calls 0 of 4 Gaussian-input pairs and 2 of 4 "
             "token-input pairs related (P <= 0.04 for the token count, were the test at its "
             "level): it fails with token inputs and not beyond chance with Gaussian ones") in both
     # untested pairs (S empty) neither pass nor let an excess of the other kind "reach"
-    empty = seedprint.table4a_paper_scale_readme(rec(three, clean, clean, clean, S_tok=0))
+    empty = seedprint.table4a_paper_scale_block(rec(three, clean, clean, clean, S_tok=0))
     assert f"| {G} | tokens | untested (S empty for 4) | 0/4 | 0/4 |" in empty
     assert "reaches" not in empty and "no tested token-input pair (S empty for all 4)" in empty
     assert "without tested pairs of the other kind the kinds cannot be compared" in empty
-    tok_only = seedprint.table4a_paper_scale_readme(rec(clean, three, clean, clean, S_gauss=0))
+    tok_only = seedprint.table4a_paper_scale_block(rec(clean, three, clean, clean, S_gauss=0))
     assert "not beyond chance with Gaussian" not in tok_only
     assert "without tested pairs of the other kind" in tok_only
-    none = seedprint.table4a_paper_scale_readme(rec(clean, clean, clean, clean, S_tok=0,
+    none = seedprint.table4a_paper_scale_block(rec(clean, clean, clean, clean, S_tok=0,
                                                     S_gauss=0))
     assert f"{G} init the paper's test calls no tested Gaussian-input pair (S empty for all " \
         "4) and no tested token-input pair (S empty for all 4) related: no pair was tested" \
         in none
-    assert "one embedding draw shared by every seed" in seedprint.table4a_paper_scale_readme(
+    assert "one embedding draw shared by every seed" in seedprint.table4a_paper_scale_block(
         rec(clean, clean, clean, clean, shared=True))
-    assert "no record yet" in seedprint.table4a_paper_scale_readme({})
-    assert "holds no pairs" in seedprint.table4a_paper_scale_readme(
+    assert "no record yet" in seedprint.table4a_paper_scale_block({})
+    assert "holds no pairs" in seedprint.table4a_paper_scale_block(
         {"table4a": {"run": {"settings": {}}, "records": []}})
 
 
-def test_readme_block_of_table4a_says_it_is_missing_without_paper_records():
-    """Without any paper-scale record the README block names the command that measures it
+def test_docs_block_of_table4a_says_it_is_missing_without_paper_records():
+    """Without any paper-scale record the docs/seedprint.md block names the command that measures it
     (not a record or module that does not exist)."""
     from experiments import render
     from experiments.seedprint import docs as SD
 
     page = "a\n<!-- table4a-paper:begin -->\nold\n<!-- table4a-paper:end -->\nb\n"
-    blocks = {"table4a-paper": render.README_BLOCKS["table4a-paper"]}
-    out = SD.render(page, {}, blocks, "README.md")
+    blocks = {"table4a-paper": render.DOC_BLOCKS["table4a-paper"]}
+    out = SD.render(page, {}, blocks)
     assert "`python -m experiments.paper_scale table4a` measures it" in out
     assert "paper.json" not in out and out.startswith("a\n") and out.endswith("b\n")
 

@@ -113,7 +113,7 @@ def test_rows_say_what_the_paper_test_and_intrinsic_are_here():
     assert CL.claims(MT.summarise(rows))[-2].why.count("degenerate") == 0  # no pairs given
     record = {"run": {"settings": {"bases": 4}}, "records": {"summary": MT.summarise(rows),
                                                              "pairs": rows}}
-    table = CL.readme_table(record)
+    table = CL.summary_table(record)
     assert "degenerate (2 blocks: each correlation rests on 2 points)" in table
     assert "| paper (Algorithm 1's test, token inputs) |" in table
 

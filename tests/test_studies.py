@@ -803,19 +803,22 @@ def test_seedprint_docs_numbers_are_the_committed_records():
         SD.render(page.replace("<!-- statistic-choice:begin -->", ""), records)
 
 
-def test_readme_blocks_are_the_committed_records():
-    """README.md's generated blocks (the lineage benchmark's table) are exactly what the
-    committed records give."""
+def test_seedprint_docs_blocks_of_other_studies_are_the_committed_records():
+    """docs/seedprint.md's blocks made from other studies' records (the lineage benchmark's
+    table, Table 4a at the paper's shape) are exactly what the committed records give, and
+    rendering the page rewrites them (with its own blocks) in place."""
     from pathlib import Path
 
     from experiments.seedprint import docs as SD
 
     repo = Path(render.__file__).resolve().parents[1]
-    page = (repo / "README.md").read_text()
+    page = (repo / SD.DOCS).read_text()
     records = render.load_records(repo / render.RECORDS)
-    assert all(exp is None or exp in records for exp, _ in render.README_BLOCKS.values())
-    assert SD.render(page, records, render.README_BLOCKS, "README.md") == page
+    assert all(exp is None or exp in records for exp, _ in render.DOC_BLOCKS.values())
+    assert SD.render(page, records, render.DOC_BLOCKS) == page
+    assert SD.render(page, records, {**SD.BLOCKS, **render.DOC_BLOCKS}) == page
     assert "| aligned, base's init (exact, default) | 0/672 |" in page
+    assert "<!-- table4a-paper:begin -->\nTable 4a at the paper's width and depth" in page
 
 
 def test_statistic_choice_names_the_statistics_the_numbers_favour():

@@ -187,7 +187,8 @@ PAPER_TABLE1 = {
     ("c", 42, 64): (23062, 0.0395, "2.57e-224"), ("c", 42, 256): (23062, 0.062, "0.00"),
     ("c", 42, 1024): (23062, 0.0635, "0.00"), ("c", 43, 64): (20694, 0.052, "6.75e-309"),
     ("c", 43, 256): (20694, 0.0745, "0.00"), ("c", 43, 1024): (20694, 0.102, "0.00")}
-# part -> (its records, label, the N the paper's rows are counts of: README's Notes on the paper)
+# part -> (its records, label, the N the paper's rows are counts of: docs/paper-notes.md, *Notes
+# on the paper*)
 TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
                 "b": (("table1b", "table1b_n10k"), "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
                 "c": (("table1c",), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}

@@ -184,8 +184,8 @@ def section(record: dict, command: str, run_line: str) -> str:
     return "\n".join(lines)
 
 
-def readme_table(record: dict) -> str:
-    """README's summary of the benchmark: per test its FPR, what it finds, AUC, TPR at 1 % FPR
+def summary_table(record: dict) -> str:
+    """docs/seedprint.md's summary of the benchmark: per test its FPR, what it finds, AUC, TPR at 1 % FPR
     and whether it is valid and robust here (generated from the record by
     ``experiments.render.write``)."""
     summary = record["records"]["summary"]

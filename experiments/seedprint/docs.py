@@ -2,8 +2,10 @@
 (so the page cannot drift from RESULTS.md): why the calibrated test's default statistic is
 ``spearman_all`` (``seedprint_power``'s record) and how the permutation test's Spearman and
 Pearson versions compare on trained lineages, and what the renaming-robust aligned test does on
-the same pools (``seedprint_trained``'s); and README's statement of what Table 4a at the
-paper's shape shows of the Gaussian-input confound (:func:`table4a_paper_scale_readme`).
+the same pools (``seedprint_trained``'s); and the statement of what Table 4a at the paper's
+shape shows of the Gaussian-input confound (:func:`table4a_paper_scale_block`). The page also
+shows the lineage benchmark's summary (``experiments.render.DOC_BLOCKS`` names the blocks made
+from other studies' records).
 Each block sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the page;
 :func:`render` rewrites them (a block whose record is missing then says so)."""
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 
 from bornbiased_jax.errors import UserError
+from experiments import STUDY_OF
 from experiments.seedprint.claims import EXCESS, table4a_cell
 
 ALPHA = 0.01  # the paper's significance level (fingerprint.result.ALPHA)
@@ -179,8 +182,8 @@ def _init_sentence(model: str, g: dict | None, t: dict | None) -> str:
             f"shown at this n and T ({'; '.join(upper)}, 95 % upper bounds)")
 
 
-def table4a_paper_scale_readme(paper: dict) -> str:
-    """README's statement of what Table 4a at the paper's width and depth shows about the
+def table4a_paper_scale_block(paper: dict) -> str:
+    """docs/seedprint.md's statement of what Table 4a at the paper's width and depth shows about the
     Gaussian-input confound, from the paper-scale records (``paper``: {name: record}). Per
     init and input kind: how many of the four unrelated pairs each test calls related at
     alpha = 0.01 (the paper's test: t or U p <= 0.01 on a non-empty S; a pair with an empty S
@@ -235,8 +238,8 @@ def render(text: str, records: dict, blocks: dict | None = None, page: str = DOC
     itself what is missing)."""
     for name, (exp, fn) in (BLOCKS if blocks is None else blocks).items():
         body = fn(records) if exp is None else fn(records[exp]) if exp in records else (
-            f"Not measured yet: no record results/records/seedprint/{exp}.json "
-            f"(`python -m experiments.{exp}` measures it).")
+            f"Not measured yet: no record results/records/{STUDY_OF.get(exp, 'seedprint')}/"
+            f"{exp}.json (`python -m experiments.{exp}` measures it).")
         text, n = re.subn(rf"<!-- {name}:begin -->.*?<!-- {name}:end -->",
                           lambda m: f"<!-- {name}:begin -->\n{body}\n<!-- {name}:end -->",
                           text, flags=re.S)
