@@ -34,7 +34,10 @@ TESTS = ("paper", "official", "calibrated", "aligned", "permutation", "matched")
 # the matched test ran: each leg at alpha / 2, so the exact leg keeps its level and the matched
 # leg (robust to renamings and rotations) adds its power.
 RECOMMENDED = ("aligned", "any_pair", "permutation")
-MATCHED_SEQS = 128  # sequences whose MLP pre-activations the matched test keeps (T - 4 rows each)
+# The matched test reads the first MATCHED_SEQS sequences up to position MATCHED_MAX_T (its
+# pre-activations of BASE are kept: rows x F x 2L values; capturing them stores every layer's
+# attention map too, so long sequences would cost T^2 memory per head for no gain in rows)
+MATCHED_SEQS, MATCHED_MAX_T = 128, 68
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
 # accidentally among the null models.
@@ -232,7 +235,8 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
             F_0 = model_features(model, xs, s.output, progress=progress)
             init_label, init_seed = model.label, model.seed
             del model
-    pre_A = (M.preactivations(base.params, base.cfg, xs[:s.matched_seqs])
+    matched_xs = xs[:s.matched_seqs, :MATCHED_MAX_T] if "matched" in s.tests else None
+    pre_A = (M.preactivations(base.params, base.cfg, matched_xs)
              if "matched" in s.tests else None)
     nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
     for load in suspects:
@@ -272,7 +276,7 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                 F_A, F_B, statistic=s.permutation_statistic, permutations=s.permutations,
                 alpha=s.alpha, rng=np.random.default_rng(s.probe_seed))
         if "matched" in s.tests:
-            pre_B = M.preactivations(suspect.params, suspect.cfg, xs[:s.matched_seqs])
+            pre_B = M.preactivations(suspect.params, suspect.cfg, matched_xs)
             results["matched"] = M.matched_test(pre_A, pre_B, alpha=s.alpha, eps=s.matched_eps,
                                                 exact=base.is_init or suspect.is_init)
             del pre_B
