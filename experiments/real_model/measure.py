@@ -28,6 +28,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ import numpy as np
 OUT = Path("results/experiments/real_model")
 SUSPECTS = Path("runs/smollm2/suspects")
 SWEEP_N, SWEEP_LENGTHS = 2000, (64, 256)
-FINGERPRINT = dict(n=500, seq_len=32)
+FINGERPRINT = dict(n=200, seq_len=32)
 TESTS = ("auto", "paper", "official")
 UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
 # The fine-tunes' text: Vim's help files (technical prose outside SmolLM2's usual web/code/math
@@ -221,16 +222,23 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
 
 def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
             unrelated: tuple[str, ...] = UNRELATED_PRESETS) -> dict:
-    """``bornbiased fingerprint`` per test of :data:`TESTS` on every suspect; {test: the
-    command, its wall seconds and every pair's p-values and verdicts}."""
-    by_test = {}
+    """``bornbiased fingerprint`` per test of :data:`TESTS` on every suspect (the commands run
+    side by side: each is mostly one core's work); {test: the command, its wall seconds and
+    every pair's p-values and verdicts}."""
+    commands = {}
     for test in TESTS:
         folder = out / f"fingerprint-{test}"
-        args = ["fingerprint", str(model), str(suspects), *unrelated, "--test", test,
-                "--n", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
-                "--no-progress", "--out", str(folder)]
-        if not (folder / "summary.json").is_file():
-            run_cli(args, out / f"fingerprint-{test}.log")
+        commands[test] = (folder, [
+            "fingerprint", str(model), str(suspects), *unrelated, "--test", test,
+            "--n", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
+            "--no-progress", "--out", str(folder)])
+    todo = {t: c for t, c in commands.items() if not (c[0] / "summary.json").is_file()}
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        for f in [pool.submit(run_cli, args, out / f"fingerprint-{t}.log")
+                  for t, (_, args) in todo.items()]:
+            f.result()
+    by_test = {}
+    for test, (folder, args) in commands.items():
         s = json.loads((folder / "summary.json").read_text())
         by_test[test] = {
             "command": shown(args, model), "wall_seconds": s["wall_seconds"],
