@@ -578,3 +578,41 @@ def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):
                                    "extreme) [paper scale: 12L, 12H, d = 768, N = 2,000")
     assert "length: undecided (one length measured)" in lines[i + 3]
     assert "the paper's rows beside ours" in text
+
+
+def _f7(mlp, n=2000, with_mlp=True):
+    """A paper-scale Figure 7 record whose MLP-only curve has these per-block means."""
+    curve = [{"block": i, "mean": m, "sd": 0.05, "log10_p": -30} for i, m in enumerate(mlp)]
+    flat = [{"block": i, "mean": 0.0, "sd": 0.036, "log10_p": -0.3} for i in range(len(mlp))]
+    recs = {"full": curve, "attention-only": flat}
+    if with_mlp:
+        recs["MLP-only"] = curve
+    return {"run": {"settings": {"preset": "gpt2-rope-nano", "layers": 12, "heads": 12,
+                                 "d_model": 768, "seed": 42, "seq_len": 1024, "num_seqs": n,
+                                 "input": "gaussian"}}, "records": recs}
+
+
+def test_figure4_at_paper_scale_is_the_mlp_only_curve_of_figure7():
+    """Figure 4's paper-scale row reads the MLP-only curve of the paper-scale Figure 7 record
+    (the same pass) by the CPU row's rule: no block after the first lower by more than 0.01,
+    the last above block 1. A dip of 0.0008 passes and is named; one of 0.02 fails; a record
+    without the MLP-only curve is untestable and names the piece that measures it."""
+    rising = [0.0, 0.10, 0.15, 0.18, 0.19, 0.20, 0.21, 0.22, 0.22, 0.2355, 0.2347, 0.245, 0.249]
+    c = IP.paper_scale_claims({"figure7": _f7(rising)})["Figure 4 / Finding 4"]
+    assert c.claim == ("Figure 4 / Finding 4 [paper scale: 12L, 12H, d = 768, N = 2,000, "
+                       "T = 1,024, seed 42]")
+    assert c.verdict == V.REPRODUCED
+    assert "the smallest -0.0008 (block 9 -> 10; the rule allows -0.01)" in c.why
+    assert "the MLP-only curve of the Figure 7 record" in c.why
+    dip = rising[:6] + [0.18] + rising[7:]  # block 5 -> 6 falls by 0.02
+    c = IP.paper_scale_claims({"figure7": _f7(dip)})["Figure 4 / Finding 4"]
+    assert c.verdict == V.DIFFERS and "the smallest -0.0200 (block 5 -> 6" in c.why
+    c = I.figure4_from_figure7(_f7(rising, with_mlp=False))
+    assert c.verdict == V.UNTESTABLE and "experiments.paper_scale table2` measures" in c.ours
+    c = IP.paper_scale_claims({})["Figure 4 / Finding 4"]
+    assert c.verdict == V.UNTESTABLE and "experiments.paper_scale table2` measures" in c.ours
+    # the CPU rule itself: small dips that end below block 1 fail it
+    assert I.figure4_claim({"records": [{"mean": x} for x in (0, 0.1, 0.095, 0.105)]}
+                           ).verdict == V.REPRODUCED
+    assert I.figure4_claim({"records": [{"mean": x} for x in (0, 0.1, 0.095, 0.092)]}
+                           ).verdict == V.DIFFERS
