@@ -616,3 +616,40 @@ def test_figure4_at_paper_scale_is_the_mlp_only_curve_of_figure7():
                            ).verdict == V.REPRODUCED
     assert I.figure4_claim({"records": [{"mean": x} for x in (0, 0.1, 0.095, 0.092)]}
                            ).verdict == V.DIFFERS
+
+
+def test_finding2_is_judged_from_its_parts():
+    """Finding 2 ("combining Findings 2.1 and 2.2"): reproduced only when both parts are;
+    partly when one holds and the other does not; differs when neither holds; a part neither
+    confirmed nor contradicted leaves it consistent, underpowered. A part's verdict is its
+    paper-scale row's where measured, else its CPU row's."""
+    def c(v, name="x"):
+        return V.Claim(name, "-", "-", v)
+
+    def f2(v21, v22, cpu21=None, cpu22=None):
+        return I.finding2_claim({"Figure 2 / Finding 2.1": (cpu21, c(v21) if v21 else None),
+                                 "Finding 2.2": (cpu22, c(v22) if v22 else None)})
+
+    r = f2(V.REPRODUCED, V.REPRODUCED)
+    assert r.verdict == V.REPRODUCED and r.why.startswith("holds: Finding 2.1, Finding 2.2")
+    r = f2(V.REPRODUCED, V.DIFFERS)
+    assert r.verdict == V.PARTLY
+    assert r.why.startswith("holds: Finding 2.1; does not hold: Finding 2.2")
+    assert f2(V.PARTLY, V.REPRODUCED).verdict == V.PARTLY
+    assert f2(V.PARTLY, V.DIFFERS).verdict == V.PARTLY
+    assert f2(V.DIFFERS, V.DIFFERS).verdict == V.DIFFERS
+    assert f2(V.DIFFERS, V.UNDERPOWERED).verdict == V.DIFFERS
+    r = f2(V.REPRODUCED, V.UNDERPOWERED)
+    assert r.verdict == V.UNDERPOWERED
+    assert r.why.startswith("holds: Finding 2.1; not decided: Finding 2.2")
+    assert f2(V.REPRODUCED, V.UNTESTABLE).verdict == V.UNTESTABLE
+    assert f2(None, None).verdict == V.UNTESTABLE
+    # the paper-scale row decides where measured; the CPU row stands in where it is not
+    r = f2(V.REPRODUCED, V.UNTESTABLE, cpu22=c(V.UNDERPOWERED))
+    assert r.verdict == V.UNDERPOWERED
+    assert "Finding 2.2: consistent, underpowered (CPU scale; paper scale: untestable)" in r.ours
+    r = f2(V.REPRODUCED, V.UNDERPOWERED, cpu22=c(V.REPRODUCED))
+    assert r.verdict == V.UNDERPOWERED
+    assert "Finding 2.2: consistent, underpowered (paper scale; CPU scale: reproduced)" in r.ours
+    r = f2(None, V.REPRODUCED, cpu21=c(V.DIFFERS))
+    assert r.verdict == V.PARTLY and "Finding 2.1: differs (CPU scale)" in r.ours

@@ -530,8 +530,10 @@ def test_render_says_what_is_not_measured(tmp_path):
             "| untestable: not measured yet |") in init
     assert "| Figure 2 / Finding 2.1 | - | no record" in init  # one row per claim
     rows = [ln for ln in init.splitlines() if ln.startswith("| ") and "verdict" not in ln]
-    # one row per CPU claim, and one per paper-scale claim (not measured yet here)
-    assert len(rows) == len(I.CLAIMS) + len(IP.paper_scale_claims({}))
+    # one row per CPU claim, one per paper-scale claim (not measured yet here), and Finding 2
+    # as a whole (from its parts' rows)
+    assert len(rows) == len(I.CLAIMS) + len(IP.paper_scale_claims({})) + 1
+    assert "| Finding 2 (Findings 2.1 and 2.2 combined) |" in init
     assert sec["lineage"] == ("## " + render.TITLES["lineage"] + "\n\nNot measured yet: "
                               "`python -m experiments.lineage` measures it (its records go to "
                               "results/records/).")

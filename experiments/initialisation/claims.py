@@ -464,6 +464,72 @@ def figure2_claim(d: dict) -> Claim:
                  section="Sec. 4")
 
 
+# Finding 2 ("Combining Findings 2.1 and 2.2, ..."): its parts, by their rows' claim names
+FINDING2_PARTS = {"Figure 2 / Finding 2.1": "Finding 2.1", "Finding 2.2": "Finding 2.2"}
+_HELD, _FAILED = {REPRODUCED}, {DIFFERS, PARTLY}
+
+
+def finding2_claim(parts: dict[str, tuple[Claim | None, Claim | None]]) -> Claim:
+    """Finding 2, "the extreme next-token prediction preference stems from the inter-sequence
+    representation contraction", which the paper draws by "combining Findings 2.1 and 2.2",
+    judged from those parts' rows: ``parts`` maps each of :data:`FINDING2_PARTS` to (its
+    CPU-scale row, its paper-scale row), either None when absent. A part's verdict is its
+    paper-scale row's where that row is measured (not untestable): the paper states both parts
+    at its own shape; otherwise its CPU-scale row's.
+
+    Reproduced when every part is reproduced; partly when some part holds (reproduced, or
+    partly reproduced itself) and another does not (differs or partly reproduced); differs when
+    some part differs and none holds even in part; untestable when a part is untestable and
+    none fails; consistent, underpowered otherwise (no part fails, and some part is
+    consistent, underpowered: not confirmed, not contradicted). The row names each part's
+    verdict and scale. The causal "stems from" is the paper's reading of the two parts: it is
+    tested no further than Finding 2.2's alignment of the favourite token with the
+    contraction direction."""
+    verdicts, ours = {}, []
+    for key, label in FINDING2_PARTS.items():
+        cpu, paper = parts.get(key, (None, None))
+        measured = [(scale, c) for scale, c in (("paper scale", paper), ("CPU scale", cpu))
+                    if c is not None and c.verdict != UNTESTABLE]
+        scale, used = measured[0] if measured else ("not measured", None)
+        verdicts[label] = used.verdict if used else UNTESTABLE
+        other = [f"{sc}: {c.verdict}" for sc, c in (("CPU scale", cpu), ("paper scale", paper))
+                 if c is not None and c is not used]
+        ours.append(f"{label}: {verdicts[label]} ({scale}" + (f"; {', '.join(other)}"
+                                                             if other else "") + ")")
+    held = [k for k, v in verdicts.items() if v in _HELD]
+    failed = [k for k, v in verdicts.items() if v in _FAILED]
+    partly = [k for k, v in verdicts.items() if v == PARTLY]
+    untested = [k for k, v in verdicts.items() if v == UNTESTABLE]
+    undecided = [k for k, v in verdicts.items() if v not in _HELD | _FAILED | {UNTESTABLE}]
+    if len(held) == len(verdicts):
+        verdict = REPRODUCED
+    elif failed and (held or partly):
+        verdict = PARTLY
+    elif failed:
+        verdict = DIFFERS
+    elif untested:
+        verdict = UNTESTABLE
+    else:
+        verdict = UNDERPOWERED
+    why = []
+    if held:
+        why.append(f"holds: {', '.join(held)}")
+    if failed:
+        why.append(f"does not hold: {', '.join(failed)}" + (
+            f" ({', '.join(partly)} in part)" if partly else ""))
+    if undecided:
+        why.append(f"not decided: {', '.join(undecided)}")
+    if untested:
+        why.append(f"not measured: {', '.join(untested)}")
+    why.append("the rule: reproduced only when every part is; partly when one holds and "
+               "another does not; a part neither confirmed nor contradicted leaves the whole "
+               "consistent, underpowered; 'stems from' is the paper's reading of the two parts, "
+               "tested no further than Finding 2.2's alignment")
+    return Claim("Finding 2 (Findings 2.1 and 2.2 combined)", "the extreme next-token "
+                 "preference stems from the inter-sequence contraction", "; ".join(ours),
+                 verdict, "; ".join(why), "Sec. 4")
+
+
 def table2_claim(d: dict) -> Claim:
     """Reproduced when full > MLP-only > 0.05, |attention-only| < 0.01 with p > 0.01."""
     m = {r["mode"]: r for r in d["records"]}
