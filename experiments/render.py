@@ -132,7 +132,7 @@ def initialisation_section(records: dict) -> str | None:
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     at_paper = initialisation_paper.paper_scale_claims(paper)
     finding2 = {}  # Finding 2's parts: (CPU row, paper-scale row)
-    for name, prefix, fn in initialisation.CLAIMS:
+    for name, prefix, fn in initialisation.claim_specs(records):
         cpu = fn(records[name]) if name in records else not_measured(name, prefix)
         lines += ["| " + " | ".join(c.cells()) + " |" for c in
                   (cpu if isinstance(cpu, list) else [cpu])]

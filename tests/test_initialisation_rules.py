@@ -653,3 +653,47 @@ def test_finding2_is_judged_from_its_parts():
     assert "Finding 2.2: consistent, underpowered (paper scale; CPU scale: reproduced)" in r.ours
     r = f2(None, V.REPRODUCED, cpu21=c(V.DIFFERS))
     assert r.verdict == V.PARTLY and "Finding 2.1: differs (CPU scale)" in r.ours
+
+
+def test_render_adds_finding2_after_its_parts_and_figure3s_cpu_null(tmp_path):
+    """RESULTS.md's Finding 2 row follows its parts' rows; the CPU-scale Figure 3 row reads the
+    CPU null record (figure3_null) when there is one, else names the command that simulates
+    it."""
+    from experiments import render
+
+    f3 = _fig3(3, mlp_count=4, full_count=7, n=600)
+    text = render.render({"table2_figure3": f3}, tmp_path / "gpu", tmp_path / "campaign")
+    lines = text.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.startswith("| Figure 2 / Finding 2.1 ["))
+    assert lines[i + 1].startswith("| Finding 2 (Findings 2.1 and 2.2 combined) |")
+    assert "| untestable: not measured: Finding 2.1, Finding 2.2;" in lines[i + 1]
+    row = next(x for x in lines if x.startswith("| Figure 3 / Finding 3.1 |"))
+    assert "`python -m experiments.figure3_null` simulates the null" in row
+    null = _null([2] * 150 + [3] * 45 + [4] * 5, n=600)
+    text = render.render({"table2_figure3": f3, "figure3_null": null}, tmp_path / "gpu",
+                         tmp_path / "campaign")
+    row = next(x for x in text.splitlines() if x.startswith("| Figure 3 / Finding 3.1 |"))
+    assert "against the model's own unembedding" in row and "figure3_null`" not in row
+    assert "| differs: attention-only flat through its own unembedding: 3 of 600" in row
+    assert "MLP-only not beyond the null (p 0.03)" in row
+
+
+def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
+    """The CPU-scale null (experiments/figure3_null.py) is for the model and N of the committed
+    CPU-scale Table 2 / Figure 3 record (else the rule would not use it), and ``simulate``
+    builds that model's three block types and returns R counts of N."""
+    import json
+    from pathlib import Path
+
+    from experiments.initialisation import unembedding_null as U
+
+    root = Path(__file__).resolve().parents[1] / "results/records/initialisation"
+    s = json.loads((root / "table2_figure3.json").read_text())["run"]["settings"]
+    assert {k: U.CPU[k] for k in ("preset", "seed", "num_seqs")} == \
+        {k: s[k] for k in ("preset", "seed", "num_seqs")}
+    null = json.loads((root / "figure3_null.json").read_text())
+    assert null["records"]["num_seqs"] == s["num_seqs"] and null["records"]["reps"] >= 99
+    settings, rec = U.simulate(dict(U.CPU, num_seqs=20, reps=3))
+    assert (settings["layers"], settings["d_model"], settings["num_seqs"]) == (6, 512, 20)
+    assert len(rec["top1_counts"]) == 3 and all(1 <= c <= 20 for c in rec["top1_counts"])
+    assert rec["shared_by"] == list(U.BLOCKS)

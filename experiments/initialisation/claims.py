@@ -662,6 +662,19 @@ def figure3_claim(d: dict, null: dict | None = None) -> Claim:
                  verdict, "; ".join(why), "Sec. 4.1")
 
 
+def figure3_row(null: dict | None, command: str):
+    """Figure 3's rule (:func:`figure3_claim`) with ``null`` (a figure3_null record, or None),
+    as a function of the Table 2 / Figure 3 record; without a null the row adds that
+    ``command`` simulates the null through the model's own unembedding."""
+    def row(d: dict) -> Claim:
+        c = figure3_claim(d, null)
+        if null is None:
+            c.why = ((c.why + "; ") if c.why else "") + (
+                f"`{command}` simulates the null through the model's own unembedding")
+        return c
+    return row
+
+
 FIGURE4_DROP = 0.01  # Figure 4's "steadily increases": no block lowers the mean by more
 
 
@@ -909,3 +922,10 @@ CLAIMS = [("table1", "Table 1 / Finding 1", table1_claim), ("figure1", "Figure 1
           ("figure9", "Figure 9 / Eq. 2", figure9_claim),
           ("figure10", "Figure 10 / Finding 1 (extended)", figure10_claim)]
 
+
+def claim_specs(records: dict) -> list:
+    """:data:`CLAIMS` with the rules that read a second record given it: Figure 3's the
+    simulated null through the CPU-scale model's unembedding (the ``figure3_null`` record,
+    experiments/figure3_null.py), when there is one."""
+    f3 = figure3_row(records.get("figure3_null"), "python -m experiments.figure3_null")
+    return [(name, prefix, f3 if fn is figure3_claim else fn) for name, prefix, fn in CLAIMS]
