@@ -38,9 +38,9 @@ from __future__ import annotations
 
 # study -> the experiments whose records it reads (experiments/<name>.py writes <name>.json)
 EXPERIMENTS = {
-    "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3", "figure4",
-                       "figure7", "figure5", "figure6", "table3", "figure8", "figure9",
-                       "figure10"],
+    "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3",
+                       "figure3_null", "figure4", "figure7", "figure5", "figure6", "table3",
+                       "figure8", "figure9", "figure10"],
     "theory": ["theory"],
     "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
                   "seedprint_trained", "seedprint_confound"],

@@ -131,13 +131,22 @@ def initialisation_section(records: dict) -> str | None:
              "(shape, N, T, seeds) and wall time.", "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     at_paper = initialisation_paper.paper_scale_claims(paper)
-    for name, prefix, fn in initialisation.CLAIMS:
-        lines += _rows([(name, prefix, fn)], records)
-        if prefix in at_paper:
-            lines.append("| " + " | ".join(at_paper.pop(prefix).cells()) + " |")
+    finding2 = {}  # Finding 2's parts: (CPU row, paper-scale row)
+    for name, prefix, fn in initialisation.claim_specs(records):
+        cpu = fn(records[name]) if name in records else not_measured(name, prefix)
+        lines += ["| " + " | ".join(c.cells()) + " |" for c in
+                  (cpu if isinstance(cpu, list) else [cpu])]
+        at = at_paper.pop(prefix, None)
+        if at is not None:
+            lines.append("| " + " | ".join(at.cells()) + " |")
         if prefix == "Table 1 / Finding 1":
             for extra in ("Table 1(a) seed spread", "Finding 1.2", "Finding 1.3"):
                 lines.append("| " + " | ".join(at_paper.pop(extra).cells()) + " |")
+        if prefix in initialisation.FINDING2_PARTS:
+            finding2[prefix] = (cpu, at)
+            if len(finding2) == len(initialisation.FINDING2_PARTS):
+                lines.append("| " + " | ".join(
+                    initialisation.finding2_claim(finding2).cells()) + " |")
     side = initialisation_paper.table1_side_by_side(paper)
     if side is not None:
         lines += ["", "Table 1 at the paper's shapes, the paper's rows beside ours (the paper's "

@@ -1,15 +1,15 @@
 """Regenerate every Sec. 3-4 artifact, then RESULTS.md: for each claim of every study the paper's
 value, ours and a verdict, computed from the committed records (results/records/<study>/).
 
-    python -m experiments.run_all                  # CPU scale, about 71 minutes on 2 cores (below)
+    python -m experiments.run_all                  # CPU scale, about 75 minutes on 2 cores (below)
     python -m experiments.run_all --scale paper    # on a GPU
     python -m experiments.run_all --no-run         # only rebuild RESULTS.md from the records
     python -m experiments.run_all --no-run --import results/experiments
                                                    # first copy saved <name>/<name>.json records
 
 Each script runs as ``python -m experiments.<name>`` from the repository root and writes its
-record to results/records/<study>/<name>.json. At CPU scale the twelve records' run.wall_seconds
-under results/records/initialisation/ sum to 4,242 s (Figure 2 + Finding 2.2: 2,070 s of it),
+record to results/records/<study>/<name>.json. At CPU scale the thirteen records' run.wall_seconds
+under results/records/initialisation/ sum to 4,487 s (Figure 2 + Finding 2.2: 2,070 s of it),
 measured on a shared 2-core CPU. RESULTS.md is written by one renderer,
 :mod:`experiments.render`, from the pure claim functions of experiments/
 (each verdict's rule is in its docstring) and from the GPU runs' outputs under results/gpu/; a

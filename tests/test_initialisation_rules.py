@@ -578,3 +578,122 @@ def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):
                                    "extreme) [paper scale: 12L, 12H, d = 768, N = 2,000")
     assert "length: undecided (one length measured)" in lines[i + 3]
     assert "the paper's rows beside ours" in text
+
+
+def _f7(mlp, n=2000, with_mlp=True):
+    """A paper-scale Figure 7 record whose MLP-only curve has these per-block means."""
+    curve = [{"block": i, "mean": m, "sd": 0.05, "log10_p": -30} for i, m in enumerate(mlp)]
+    flat = [{"block": i, "mean": 0.0, "sd": 0.036, "log10_p": -0.3} for i in range(len(mlp))]
+    recs = {"full": curve, "attention-only": flat}
+    if with_mlp:
+        recs["MLP-only"] = curve
+    return {"run": {"settings": {"preset": "gpt2-rope-nano", "layers": 12, "heads": 12,
+                                 "d_model": 768, "seed": 42, "seq_len": 1024, "num_seqs": n,
+                                 "input": "gaussian"}}, "records": recs}
+
+
+def test_figure4_at_paper_scale_is_the_mlp_only_curve_of_figure7():
+    """Figure 4's paper-scale row reads the MLP-only curve of the paper-scale Figure 7 record
+    (the same pass) by the CPU row's rule: no block after the first lower by more than 0.01,
+    the last above block 1. A dip of 0.0008 passes and is named; one of 0.02 fails; a record
+    without the MLP-only curve is untestable and names the piece that measures it."""
+    rising = [0.0, 0.10, 0.15, 0.18, 0.19, 0.20, 0.21, 0.22, 0.22, 0.2355, 0.2347, 0.245, 0.249]
+    c = IP.paper_scale_claims({"figure7": _f7(rising)})["Figure 4 / Finding 4"]
+    assert c.claim == ("Figure 4 / Finding 4 [paper scale: 12L, 12H, d = 768, N = 2,000, "
+                       "T = 1,024, seed 42]")
+    assert c.verdict == V.REPRODUCED
+    assert "the smallest -0.0008 (block 9 -> 10; the rule allows -0.01)" in c.why
+    assert "the MLP-only curve of the Figure 7 record" in c.why
+    dip = rising[:6] + [0.18] + rising[7:]  # block 5 -> 6 falls by 0.02
+    c = IP.paper_scale_claims({"figure7": _f7(dip)})["Figure 4 / Finding 4"]
+    assert c.verdict == V.DIFFERS and "the smallest -0.0200 (block 5 -> 6" in c.why
+    c = I.figure4_from_figure7(_f7(rising, with_mlp=False))
+    assert c.verdict == V.UNTESTABLE and "experiments.paper_scale table2` measures" in c.ours
+    c = IP.paper_scale_claims({})["Figure 4 / Finding 4"]
+    assert c.verdict == V.UNTESTABLE and "experiments.paper_scale table2` measures" in c.ours
+    # the CPU rule itself: small dips that end below block 1 fail it
+    assert I.figure4_claim({"records": [{"mean": x} for x in (0, 0.1, 0.095, 0.105)]}
+                           ).verdict == V.REPRODUCED
+    assert I.figure4_claim({"records": [{"mean": x} for x in (0, 0.1, 0.095, 0.092)]}
+                           ).verdict == V.DIFFERS
+
+
+def test_finding2_is_judged_from_its_parts():
+    """Finding 2 ("combining Findings 2.1 and 2.2"): reproduced only when both parts are;
+    partly when one holds and the other does not; differs when neither holds; a part neither
+    confirmed nor contradicted leaves it consistent, underpowered. A part's verdict is its
+    paper-scale row's where measured, else its CPU row's."""
+    def c(v, name="x"):
+        return V.Claim(name, "-", "-", v)
+
+    def f2(v21, v22, cpu21=None, cpu22=None):
+        return I.finding2_claim({"Figure 2 / Finding 2.1": (cpu21, c(v21) if v21 else None),
+                                 "Finding 2.2": (cpu22, c(v22) if v22 else None)})
+
+    r = f2(V.REPRODUCED, V.REPRODUCED)
+    assert r.verdict == V.REPRODUCED and r.why.startswith("holds: Finding 2.1, Finding 2.2")
+    r = f2(V.REPRODUCED, V.DIFFERS)
+    assert r.verdict == V.PARTLY
+    assert r.why.startswith("holds: Finding 2.1; does not hold: Finding 2.2")
+    assert f2(V.PARTLY, V.REPRODUCED).verdict == V.PARTLY
+    assert f2(V.PARTLY, V.DIFFERS).verdict == V.PARTLY
+    assert f2(V.DIFFERS, V.DIFFERS).verdict == V.DIFFERS
+    assert f2(V.DIFFERS, V.UNDERPOWERED).verdict == V.DIFFERS
+    r = f2(V.REPRODUCED, V.UNDERPOWERED)
+    assert r.verdict == V.UNDERPOWERED
+    assert r.why.startswith("holds: Finding 2.1; not decided: Finding 2.2")
+    assert f2(V.REPRODUCED, V.UNTESTABLE).verdict == V.UNTESTABLE
+    assert f2(None, None).verdict == V.UNTESTABLE
+    # the paper-scale row decides where measured; the CPU row stands in where it is not
+    r = f2(V.REPRODUCED, V.UNTESTABLE, cpu22=c(V.UNDERPOWERED))
+    assert r.verdict == V.UNDERPOWERED
+    assert "Finding 2.2: consistent, underpowered (CPU scale; paper scale: untestable)" in r.ours
+    r = f2(V.REPRODUCED, V.UNDERPOWERED, cpu22=c(V.REPRODUCED))
+    assert r.verdict == V.UNDERPOWERED
+    assert "Finding 2.2: consistent, underpowered (paper scale; CPU scale: reproduced)" in r.ours
+    r = f2(None, V.REPRODUCED, cpu21=c(V.DIFFERS))
+    assert r.verdict == V.PARTLY and "Finding 2.1: differs (CPU scale)" in r.ours
+
+
+def test_render_adds_finding2_after_its_parts_and_figure3s_cpu_null(tmp_path):
+    """RESULTS.md's Finding 2 row follows its parts' rows; the CPU-scale Figure 3 row reads the
+    CPU null record (figure3_null) when there is one, else names the command that simulates
+    it."""
+    from experiments import render
+
+    f3 = _fig3(3, mlp_count=4, full_count=7, n=600)
+    text = render.render({"table2_figure3": f3}, tmp_path / "gpu", tmp_path / "campaign")
+    lines = text.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.startswith("| Figure 2 / Finding 2.1 ["))
+    assert lines[i + 1].startswith("| Finding 2 (Findings 2.1 and 2.2 combined) |")
+    assert "| untestable: not measured: Finding 2.1, Finding 2.2;" in lines[i + 1]
+    row = next(x for x in lines if x.startswith("| Figure 3 / Finding 3.1 |"))
+    assert "`python -m experiments.figure3_null` simulates the null" in row
+    null = _null([2] * 150 + [3] * 45 + [4] * 5, n=600)
+    text = render.render({"table2_figure3": f3, "figure3_null": null}, tmp_path / "gpu",
+                         tmp_path / "campaign")
+    row = next(x for x in text.splitlines() if x.startswith("| Figure 3 / Finding 3.1 |"))
+    assert "against the model's own unembedding" in row and "figure3_null`" not in row
+    assert "| differs: attention-only flat through its own unembedding: 3 of 600" in row
+    assert "MLP-only not beyond the null (p 0.03)" in row
+
+
+def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
+    """The CPU-scale null (experiments/figure3_null.py) is for the model and N of the committed
+    CPU-scale Table 2 / Figure 3 record (else the rule would not use it), and ``simulate``
+    builds that model's three block types and returns R counts of N."""
+    import json
+    from pathlib import Path
+
+    from experiments.initialisation import unembedding_null as U
+
+    root = Path(__file__).resolve().parents[1] / "results/records/initialisation"
+    s = json.loads((root / "table2_figure3.json").read_text())["run"]["settings"]
+    assert {k: U.CPU[k] for k in ("preset", "seed", "num_seqs")} == \
+        {k: s[k] for k in ("preset", "seed", "num_seqs")}
+    null = json.loads((root / "figure3_null.json").read_text())
+    assert null["records"]["num_seqs"] == s["num_seqs"] and null["records"]["reps"] >= 99
+    settings, rec = U.simulate(dict(U.CPU, num_seqs=20, reps=3))
+    assert (settings["layers"], settings["d_model"], settings["num_seqs"]) == (6, 512, 20)
+    assert len(rec["top1_counts"]) == 3 and all(1 <= c <= 20 for c in rec["top1_counts"])
+    assert rec["shared_by"] == list(U.BLOCKS)

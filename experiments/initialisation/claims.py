@@ -464,6 +464,72 @@ def figure2_claim(d: dict) -> Claim:
                  section="Sec. 4")
 
 
+# Finding 2 ("Combining Findings 2.1 and 2.2, ..."): its parts, by their rows' claim names
+FINDING2_PARTS = {"Figure 2 / Finding 2.1": "Finding 2.1", "Finding 2.2": "Finding 2.2"}
+_HELD, _FAILED = {REPRODUCED}, {DIFFERS, PARTLY}
+
+
+def finding2_claim(parts: dict[str, tuple[Claim | None, Claim | None]]) -> Claim:
+    """Finding 2, "the extreme next-token prediction preference stems from the inter-sequence
+    representation contraction", which the paper draws by "combining Findings 2.1 and 2.2",
+    judged from those parts' rows: ``parts`` maps each of :data:`FINDING2_PARTS` to (its
+    CPU-scale row, its paper-scale row), either None when absent. A part's verdict is its
+    paper-scale row's where that row is measured (not untestable): the paper states both parts
+    at its own shape; otherwise its CPU-scale row's.
+
+    Reproduced when every part is reproduced; partly when some part holds (reproduced, or
+    partly reproduced itself) and another does not (differs or partly reproduced); differs when
+    some part differs and none holds even in part; untestable when a part is untestable and
+    none fails; consistent, underpowered otherwise (no part fails, and some part is
+    consistent, underpowered: not confirmed, not contradicted). The row names each part's
+    verdict and scale. The causal "stems from" is the paper's reading of the two parts: it is
+    tested no further than Finding 2.2's alignment of the favourite token with the
+    contraction direction."""
+    verdicts, ours = {}, []
+    for key, label in FINDING2_PARTS.items():
+        cpu, paper = parts.get(key, (None, None))
+        measured = [(scale, c) for scale, c in (("paper scale", paper), ("CPU scale", cpu))
+                    if c is not None and c.verdict != UNTESTABLE]
+        scale, used = measured[0] if measured else ("not measured", None)
+        verdicts[label] = used.verdict if used else UNTESTABLE
+        other = [f"{sc}: {c.verdict}" for sc, c in (("CPU scale", cpu), ("paper scale", paper))
+                 if c is not None and c is not used]
+        ours.append(f"{label}: {verdicts[label]} ({scale}" + (f"; {', '.join(other)}"
+                                                             if other else "") + ")")
+    held = [k for k, v in verdicts.items() if v in _HELD]
+    failed = [k for k, v in verdicts.items() if v in _FAILED]
+    partly = [k for k, v in verdicts.items() if v == PARTLY]
+    untested = [k for k, v in verdicts.items() if v == UNTESTABLE]
+    undecided = [k for k, v in verdicts.items() if v not in _HELD | _FAILED | {UNTESTABLE}]
+    if len(held) == len(verdicts):
+        verdict = REPRODUCED
+    elif failed and (held or partly):
+        verdict = PARTLY
+    elif failed:
+        verdict = DIFFERS
+    elif untested:
+        verdict = UNTESTABLE
+    else:
+        verdict = UNDERPOWERED
+    why = []
+    if held:
+        why.append(f"holds: {', '.join(held)}")
+    if failed:
+        why.append(f"does not hold: {', '.join(failed)}" + (
+            f" ({', '.join(partly)} in part)" if partly else ""))
+    if undecided:
+        why.append(f"not decided: {', '.join(undecided)}")
+    if untested:
+        why.append(f"not measured: {', '.join(untested)}")
+    why.append("the rule: reproduced only when every part is; partly when one holds and "
+               "another does not; a part neither confirmed nor contradicted leaves the whole "
+               "consistent, underpowered; 'stems from' is the paper's reading of the two parts, "
+               "tested no further than Finding 2.2's alignment")
+    return Claim("Finding 2 (Findings 2.1 and 2.2 combined)", "the extreme next-token "
+                 "preference stems from the inter-sequence contraction", "; ".join(ours),
+                 verdict, "; ".join(why), "Sec. 4")
+
+
 def table2_claim(d: dict) -> Claim:
     """Reproduced when full > MLP-only > 0.05, |attention-only| < 0.01 with p > 0.01."""
     m = {r["mode"]: r for r in d["records"]}
@@ -596,13 +662,56 @@ def figure3_claim(d: dict, null: dict | None = None) -> Claim:
                  verdict, "; ".join(why), "Sec. 4.1")
 
 
+def figure3_row(null: dict | None, command: str):
+    """Figure 3's rule (:func:`figure3_claim`) with ``null`` (a figure3_null record, or None),
+    as a function of the Table 2 / Figure 3 record; without a null the row adds that
+    ``command`` simulates the null through the model's own unembedding."""
+    def row(d: dict) -> Claim:
+        c = figure3_claim(d, null)
+        if null is None:
+            c.why = ((c.why + "; ") if c.why else "") + (
+                f"`{command}` simulates the null through the model's own unembedding")
+        return c
+    return row
+
+
+FIGURE4_DROP = 0.01  # Figure 4's "steadily increases": no block lowers the mean by more
+
+
 def figure4_claim(d: dict) -> Claim:
     """Reproduced when no block after the first lowers the MLP-only cosine by more than 0.01 and
-    the last block is above block 1."""
+    the last block is above block 1; differs otherwise. ``d["records"]`` is the per-block curve
+    ({"mean": ...} per block, block 0 the inputs). The row gives the smallest step after block
+    1 and where it is."""
     mlp = [b["mean"] for b in d["records"]]
-    ok = bool(np.all(np.diff(mlp[1:]) > -0.01)) and mlp[-1] > mlp[1]
+    steps = np.diff(mlp[1:])
+    ok = bool(np.all(steps > -FIGURE4_DROP)) and mlp[-1] > mlp[1]
+    why = ""
+    if len(steps):
+        i = int(np.argmin(steps))
+        why = (f"{int((steps > 0).sum())} of {len(steps)} steps after block 1 rise; the "
+               f"smallest {steps[i]:+.4f} (block {i + 1} -> {i + 2}; the rule allows "
+               f"-{FIGURE4_DROP}); last block - block 1 {mlp[-1] - mlp[1]:+.4f}")
     return Claim("Figure 4 / Finding 4", "MLP-only similarity increases block by block",
-                 ", ".join(f"{x:.3f}" for x in mlp), _ok(ok), section="Sec. 4.2")
+                 ", ".join(f"{x:.3f}" for x in mlp), _ok(ok), why, section="Sec. 4.2")
+
+
+def figure4_from_figure7(d: dict) -> Claim:
+    """Figure 4 from a Figure 7 record: its MLP-only curve is Figure 4's measurement (the
+    MLP-only model, Gaussian inputs with the embedding's statistics, the mean pairwise cosine
+    of last-token states after each block; experiments/figure4.py and figure7.py run the same
+    pass at the same settings), judged by :func:`figure4_claim`'s rule. A record without the
+    MLP-only curve or its per-block means is untestable, naming what is missing."""
+    curve = d.get("records", {}).get("MLP-only")
+    if not curve or not all("mean" in b for b in curve):
+        return Claim("Figure 4 / Finding 4", "MLP-only similarity increases block by block",
+                     "the Figure 7 record has no MLP-only per-block means; `python -m "
+                     "experiments.paper_scale table2` measures them", UNTESTABLE,
+                     "no MLP-only curve in the record", "Sec. 4.2")
+    c = figure4_claim({"run": d.get("run", {}), "records": curve})
+    c.why = (c.why + "; " if c.why else "") + ("the MLP-only curve of the Figure 7 record (the "
+                                               "same model, inputs, N and T as Figure 4's)")
+    return c
 
 
 def figure6_claim(d: dict, rel_tol: float = 0.05) -> Claim:
@@ -813,3 +922,10 @@ CLAIMS = [("table1", "Table 1 / Finding 1", table1_claim), ("figure1", "Figure 1
           ("figure9", "Figure 9 / Eq. 2", figure9_claim),
           ("figure10", "Figure 10 / Finding 1 (extended)", figure10_claim)]
 
+
+def claim_specs(records: dict) -> list:
+    """:data:`CLAIMS` with the rules that read a second record given it: Figure 3's the
+    simulated null through the CPU-scale model's unembedding (the ``figure3_null`` record,
+    experiments/figure3_null.py), when there is one."""
+    f3 = figure3_row(records.get("figure3_null"), "python -m experiments.figure3_null")
+    return [(name, prefix, f3 if fn is figure3_claim else fn) for name, prefix, fn in CLAIMS]

@@ -12,7 +12,8 @@ from scipy import stats
 from bornbiased_jax.stats import format_log10_p
 from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
                                                    figure1a_claim, figure2_claim,
-                                                   figure3_claim, figure7_claim,
+                                                   figure3_row, figure4_from_figure7,
+                                                   figure7_claim,
                                                    finding22_claim, table1_claim, table2_claim)
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 
@@ -299,16 +300,8 @@ def _with_seeds(rec: dict, other: dict) -> dict:
 def _figure3_row(paper: dict):
     """Figure 3's rule with the null simulated through the model's own unembedding
     (``figure3_null``), or saying which command simulates it when its record is missing."""
-    null = paper.get("figure3_null")
-
-    def row(d: dict) -> Claim:
-        c = figure3_claim(d, null)
-        if null is None:
-            c.why = ((c.why + "; ") if c.why else "") + (
-                "`python -m experiments.initialisation.unembedding_null` simulates the null "
-                "through the model's own unembedding")
-        return c
-    return row
+    return figure3_row(paper.get("figure3_null"),
+                       "python -m experiments.initialisation.unembedding_null")
 
 
 def paper_scale_claims(paper: dict) -> dict[str, Claim]:
@@ -354,6 +347,7 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             ("figure2_finding22", "Figure 2 / Finding 2.1", figure2_claim, "table1a"),
             ("table2_figure3", "Table 2 / Findings 3.1-3.2", table2_claim, "table2"),
             ("table2_figure3", "Figure 3 / Finding 3.1", _figure3_row(paper), "table2"),
+            ("figure7", "Figure 4 / Finding 4", figure4_from_figure7, "table2"),
             ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2")):
         out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
             missing(claim, piece)

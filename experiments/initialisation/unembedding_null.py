@@ -12,12 +12,17 @@ multiply by its gain, add its bias: 1 and 0 at initialisation), multiplies by W_
 tied) and counts the most frequent arg-max token.
 
     python -m experiments.initialisation.unembedding_null          # the paper-scale record
+    python -m experiments.figure3_null                            # the CPU-scale record
 
-writes results/records/paper/initialisation/figure3_null.json for the model of the paper-scale
-Table 2 / Figure 3 record (GPT-2+RoPE nano, seed 42, N = 2,000: the three block types share its
-embedding draw and final norm, which the script checks), R = 200 replicates: 400,000 arg-maxes
-over 50,257 tokens in batched matrix products, 1,006 s for the committed record on 2 shared CPU
-cores (its run.wall_seconds).
+The first writes results/records/paper/initialisation/figure3_null.json for the model of the
+paper-scale Table 2 / Figure 3 record (GPT-2+RoPE nano, seed 42, N = 2,000: the three block types
+share its embedding draw and final norm, which :func:`simulate` checks), R = 200 replicates:
+400,000 arg-maxes over 50,257 tokens in batched matrix products, 1,006 s for the committed
+record on 2 shared CPU cores (its run.wall_seconds). The second (experiments/figure3_null.py,
+``--scale cpu``, as the other CPU-scale experiments) writes
+results/records/initialisation/figure3_null.json for the CPU-scale record's model
+(:data:`CPU`: GPT-2+RoPE cpu, seed 42, N = 600), R = 200: 120,000 arg-maxes over 50,257
+tokens at d = 512.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import numpy as np
 
 NAME = "figure3_null"
 PAPER = dict(preset="gpt2-rope-nano", seed=42, num_seqs=2000, reps=200, rng_seed=0)
+# the CPU-scale Table 2 / Figure 3 record's model and N (experiments/table2_figure3.py's CPU)
+CPU = dict(preset="gpt2-rope-cpu", seed=42, num_seqs=600, reps=200, rng_seed=0)
 BLOCKS = ("attn_mlp", "attn_only", "mlp_only")  # Figure 3's three models
 
 
@@ -77,19 +84,15 @@ def _model(preset: str, block: str, seed: int):
     return cfg, params
 
 
-def main(argv=None) -> int:
+def simulate(s: dict) -> tuple[dict, dict]:
+    """(settings, records) of the null for settings ``s`` (:data:`PAPER` or :data:`CPU`, or
+    another ``reps``): the model's three block types are built at ``s["seed"]``, checked to
+    share the unembedding and the final norm, and :func:`top1_null_counts` runs through them.
+    The records hold the R top-1 counts, N, R, the 20 tokens most often the arg-max over
+    every replicate, and the final norm's gain, bias and epsilon."""
+    from bornbiased_jax import model
     from experiments.campaign import paper_pieces
 
-    p = argparse.ArgumentParser(prog="python -m experiments.initialisation.unembedding_null",
-                                description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=PAPER["reps"])
-    p.add_argument("--records", type=Path, default=paper_pieces.RECORDS)
-    args = p.parse_args(argv)
-    t0 = time.time()
-    from bornbiased_jax import model
-
-    s = dict(PAPER, reps=args.reps)
     unemb, norms = {}, {}
     for block in BLOCKS:
         cfg, params = _model(s["preset"], block, s["seed"])
@@ -121,11 +124,31 @@ def main(argv=None) -> int:
                 "tie_embeddings": used.tie_embeddings,
                 "shared_embedding": used.shared_embedding, "embed_seed": used.embed_seed,
                 "states": "z ~ N(0, I_d) through the final LayerNorm"}
+    return settings, rec
+
+
+def summary(rec: dict) -> str:
+    """'top-1 count of 2,000 null arg-maxes over 200 replicates: median 3, 95 % 3, ...'."""
+    counts = np.asarray(rec["top1_counts"])
+    q = np.quantile(counts, [0.5, 0.95, 0.99])
+    return (f"top-1 count of {rec['num_seqs']:,} null arg-maxes over {rec['reps']} replicates: "
+            f"median {q[0]:g}, 95 % {q[1]:g}, 99 % {q[2]:g}, max {counts.max()}")
+
+
+def main(argv=None) -> int:
+    from experiments.campaign import paper_pieces
+
+    p = argparse.ArgumentParser(prog="python -m experiments.initialisation.unembedding_null",
+                                description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--reps", type=int, default=PAPER["reps"])
+    p.add_argument("--records", type=Path, default=paper_pieces.RECORDS)
+    args = p.parse_args(argv)
+    t0 = time.time()
+    settings, rec = simulate(dict(PAPER, reps=args.reps))
     f = paper_pieces.save(args.records, NAME, settings, rec, round(time.time() - t0, 1),
                           "python -m experiments.initialisation.unembedding_null", t0)
-    q = np.quantile(counts, [0.5, 0.95, 0.99])
-    print(f"top-1 count of {s['num_seqs']:,} null arg-maxes over {s['reps']} replicates: "
-          f"median {q[0]:g}, 95 % {q[1]:g}, 99 % {q[2]:g}, max {counts.max()}; wrote {f}")
+    print(f"{summary(rec)}; wrote {f}")
     return 0
 
 
