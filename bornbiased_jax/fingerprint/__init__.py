@@ -30,9 +30,10 @@ dimensions S, per-dimension Kendall and Spearman correlations. ``result`` is a t
 REEF, PCS and ICS, each a similarity with the 0.8 threshold.
 
 ``features`` computes F for fresh initialisations (the sweep engine) and for loaded models;
-``compare`` runs the chosen tests on two model sources (``bornbiased fingerprint``), after
-``memory_plan`` has checked, from the configs alone, that both models fit on the device and
-estimated the work.
+``compare`` runs the chosen tests on two model sources; ``audit`` decides, from the sources
+alone, what ``bornbiased fingerprint`` runs (the tests, BASE's initialisation, the settings),
+after ``memory_plan`` has checked, from the configs alone, that both models fit on the device
+and estimated the work.
 
 ``edits``, ``obfuscation`` and ``rotation`` are what a lineage test must see through: the edits
 a downstream user or a thief applies (LoRA merges, int8/int4 weight quantization, QuaRot-style
