@@ -60,6 +60,9 @@ def test_every_entry_is_well_formed():
         for ref in (e.run, e.check, e.check_pair):
             assert ref is None or callable(registry._resolve(ref)), (e.name, ref)
     registry.p_labels()  # one label per p-value name across the tests
+    from bornbiased_jax.fingerprint.compare import RECOMMENDED
+
+    assert set(RECOMMENDED) <= set(registry.names()) | {"any_pair"}  # the verdict's tests
 
 
 @pytest.mark.parametrize("name", registry.names())
