@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import re
 import time
 from pathlib import Path
 
@@ -16,6 +14,8 @@ from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, CALIBRATED_STATISTI
                                      CALIBRATED_STATISTICS, PERMUTATION_DRAWS,
                                      PERMUTATION_STATISTIC, PERMUTATION_STATISTICS)
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import registry
+from bornbiased_jax.fingerprint.audit import expand_suspects, planned_device  # noqa: F401
 
 CPU = dict(n=2000, seq_len=64)
 PAPER = dict(n=10_000, seq_len=1024)
@@ -45,8 +45,7 @@ def add_parser(sub) -> None:
                         "starts. --out then holds summary.json and summary.md (one row per "
                         "suspect) and pairs/<k>-<name>/ with each pair's fingerprint.json, .md "
                         "and .png")
-    p.add_argument("--test", choices=["auto", "aligned", "permutation", "matched", "paper",
-                                      "official", "calibrated", "all"], default="auto",
+    p.add_argument("--test", choices=registry.choices(), default="auto",
                    help="which test(s): 'auto' runs aligned and permutation when BASE's "
                         "initialisation is known (a preset, a train run, a run continued from "
                         "one), else permutation and matched (gated MLPs), whose any-pair "
@@ -113,196 +112,50 @@ def add_parser(sub) -> None:
 
 
 def chosen_tests(choice: str, init_known: bool, gated: bool = True) -> tuple[str, ...]:
-    """The tests ``--test choice`` runs: 'auto' is the aligned and permutation tests where
-    BASE's initialisation is known, else the permutation and (for gated MLPs) matched tests,
-    whose any-pair verdict combines them; 'all' every test that applies."""
-    from bornbiased_jax.fingerprint.compare import TESTS
-
-    if choice == "auto":
-        return (("aligned", "permutation") if init_known
-                else ("permutation", "matched") if gated else ("permutation",))
-    if choice == "all":
-        return tuple(t for t in TESTS if (init_known or t != "aligned")
-                     and (gated or t != "matched"))
-    return (choice,)
-
-
-def expand_suspects(specs: list[str]) -> list[str]:
-    """The suspects' model sources: each spec as given, except a folder that is neither a model
-    (config.json) nor a train run (run.json) but holds model folders, which stands for each of
-    them (sorted by name). Such a folder without any model is a UserError naming it."""
-    from bornbiased_jax.training import run_folder
-
-    out = []
-    for spec in specs:
-        path = Path(spec)
-        if path.is_dir() and not (path / "config.json").is_file() and not run_folder.is_run(path):
-            models = sorted(str(d) for d in path.iterdir()
-                            if d.is_dir() and ((d / "config.json").is_file()
-                                               or run_folder.is_run(d)))
-            if not models:
-                raise UserError(f"suspect folder {spec!r} holds no model: neither config.json "
-                                f"nor run.json, and no sub-folder with one")
-            out += models
-        else:
-            out.append(spec)
-    return out
-
-
-def planned_device(gib: float | None, gb: float | None = None) -> tuple[str, int] | None:
-    """The (description, bytes) the memory plan assumes instead of the device's own:
-    ``--memory-budget-gib`` (GiB, 2**30 bytes) or the former ``--device-memory-gb`` (GB, 10**9
-    bytes, still read); None for the device's own."""
-    if gib is not None and gb is not None:
-        raise UserError("give --memory-budget-gib alone (--device-memory-gb is its former "
-                        "spelling, in GB)")
-    if gib is not None:
-        return f"a device of {gib:g} GiB (--memory-budget-gib)", int(gib * 2**30)
-    if gb is not None:
-        return f"a device of {gb:g} GB (--device-memory-gb)", int(gb * 1e9)
-    return None
-
-
-def _pair_folder(k: int, label: str) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:60] or "model"
-    return f"{k:02d}-{safe}"
+    """The tests ``--test choice`` runs (``registry.chosen``): 'auto' is the aligned and
+    permutation tests where BASE's initialisation is known, else the permutation and (for gated
+    MLPs) matched tests, whose any-pair verdict combines them; 'all' every test that applies."""
+    return registry.chosen(choice, init_known, gated)
 
 
 def run(args) -> int:
     from bornbiased_jax import distributed, files
-    from bornbiased_jax.fingerprint import tables
-    from bornbiased_jax.fingerprint.compare import (RECOMMENDED, Settings, check_pair,
-                                                    compare_many)
-    from bornbiased_jax.sources import initialisation_spec, load_source
+    from bornbiased_jax.fingerprint import audit
 
     files.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = PAPER if args.scale == "paper" else CPU
     n = args.n if args.n is not None else scale["n"]
     if n < 3:
         raise UserError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
-    init_spec, init_note = None, None
-    if args.test in ("auto", "all", "aligned"):  # where BASE's initialisation is, if known
-        try:
-            init_spec = initialisation_spec(args.base)
-        except UserError as e:
-            if args.test == "aligned":
-                raise UserError(f"the aligned test needs BASE's initialisation: {e}") from None
-            init_note = str(e)
-        if init_spec is None and init_note is None:
-            init_note = (f"the initialisation of {args.base} is not known (it is, or was "
-                         f"continued from, an HF folder or a GGUF file)")
-    from bornbiased_jax.sources import source_config
-
-    base_gated = source_config(args.base).gated_mlp
-    tests = chosen_tests(args.test, init_spec is not None, base_gated)
-    input_kind = args.input or ("tokens" if {"aligned", "permutation", "matched"} & set(tests)
-                                else "gaussian")
-    settings = Settings(
-        tests=tests, input=input_kind, n=n,
-        seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m, k=args.k,
-        null_models=args.null_models, statistic=args.statistic or CALIBRATED_STATISTIC,
-        probe_seed=args.probe_seed, permutations=args.permutations,
-        permutation_statistic=args.permutation_statistic)
-    import jax.numpy as jnp
-
+    a = audit.plan(args.base, args.suspects, args.test, input=args.input, dtype=args.dtype,
+                   memory_budget_gib=args.memory_budget_gib,
+                   device_memory_gb=args.device_memory_gb, n=n,
+                   seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m,
+                   k=args.k, null_models=args.null_models,
+                   statistic=args.statistic or CALIBRATED_STATISTIC, probe_seed=args.probe_seed,
+                   permutations=args.permutations,
+                   permutation_statistic=args.permutation_statistic)
     from bornbiased_jax.fingerprint import memory_plan
-    from bornbiased_jax.sources import check_source
 
-    t0 = time.time()
-    device = planned_device(args.memory_budget_gib, args.device_memory_gb)
-    suspects = expand_suspects(args.suspects)
-    base_cfg = check_source(args.base)
-    if "aligned" in tests and init_spec is None:
-        raise UserError(f"the aligned test compares SUSPECT with BASE's initialisation: "
-                        f"{init_note}; give BASE as preset:NAME@SEED or a train run, or use "
-                        f"--test permutation")
-    if "aligned" in tests and init_spec != args.base:
-        try:
-            check_source(init_spec)
-        except UserError as e:
-            raise UserError(f"BASE's initialisation {init_spec!r} (the aligned test's): "
-                            f"{e}") from None
-    configs = []
-    for spec in suspects:  # every suspect is checked before anything is loaded
-        try:
-            cfg = check_source(spec)
-        except UserError as e:
-            raise UserError(f"suspect {spec!r}: {e}") from None
-        check_pair(base_cfg, cfg, settings, f"suspect {spec!r}")
-        configs.append(cfg)
-    # BASE's initialisation is read apart (in float32, like the null initialisations, so that
-    # it is exchangeable with them) unless BASE is that very initialisation in float32.
-    reads_init = "aligned" in tests and (init_spec != args.base.strip()
-                                         or args.dtype != "float32")
-    plan = memory_plan.make_plan(
-        base_cfg, max(configs, key=memory_plan.param_count), settings.n, settings.seq_len,
-        args.dtype, device, reads_init=reads_init,
-        null_models=settings.null_models if {"aligned", "calibrated"} & set(tests) else 0)
-    print(plan.describe(), flush=True)
-    memory_plan.check(plan)  # before anything is loaded
-    notes = []
-    if args.test in ("auto", "all") and init_spec is None:
-        notes.append(f"{init_note}: the aligned test cannot run, and the verdict is " + (
-            "the any-pair verdict: the permutation test (exact; a renamed or rotated copy "
-            "evades it) and the matched test (robust to renamings and rotations; exact when "
-            "one model is an initialisation, else resting on an assumption, "
-            "docs/seedprint.md), each at alpha/2" if "matched" in tests else
-            "the permutation test's, which a copy with a renamed residual basis evades (the "
-            "matched test needs a gated MLP)"))
-        print(f"note: {notes[-1]}", flush=True)
-    dtype = jnp.bfloat16 if args.dtype == "bfloat16" else jnp.float32
-    base = load_source(args.base, shared_embedding=args.shared_embedding, dtype=dtype)
-    loaders = [lambda spec=spec: load_source(spec, shared_embedding=args.shared_embedding,
-                                             dtype=dtype) for spec in suspects]
-    init = None
-    if "aligned" in tests and (not base.is_init or args.dtype != "float32"):
-        # read, its features taken, then released before the first suspect is loaded
-        init = lambda: load_source(init_spec, shared_embedding=args.shared_embedding,
-                                   dtype=jnp.float32)
-    several = len(suspects) > 1
-    summary = []
-    for k, out in enumerate(compare_many(base, loaders, settings, init=init,
-                                         progress=not args.no_progress)):
-        results, label = out["results"], out["suspect"]
+    print(a.memory.describe(), flush=True)
+    memory_plan.check(a.memory)  # before anything is loaded
+    for note in a.notes:
+        print(f"note: {note}", flush=True)
+    rows, base = [], None
+    for k, out in enumerate(a.comparisons(shared_embedding=args.shared_embedding,
+                                          progress=not args.no_progress)):
+        base = out["base"]
         if not distributed.is_writer():  # every process computed; process 0 writes
             continue
-        wall = time.time() - t0
-        run_info = files.run_record(args.command_line, wall, base=base.label, suspect=label,
-                                    settings=dataclasses.asdict(settings), d_out=out["d_out"],
-                                    dtype=args.dtype, plan=dataclasses.asdict(plan),
-                                    notes=notes)
-        title = (f"{label} vs base {base.label}: n = {settings.n}, T = {settings.seq_len}, "
-                 f"{settings.input} inputs, {settings.output} outputs")
-        verdict = tables.verdict_line(results, RECOMMENDED, base.label, label)
-        folder = args.out / "pairs" / _pair_folder(k, label) if several else args.out
-        outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict,
-                                        "results": {t: r.to_json() for t, r in results.items()}},
-                   "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
-                                     f"{verdict}\n\n"
-                                     + "".join(f"Note: {x}\n\n" for x in notes)
-                                     + f"{wall:.0f} s on {run_info['devices'][0]}.\n",
-                   "fingerprint.png": tables.figure(results, title)}
-        files.write_artifacts(folder, outputs)
-        print(title)
-        print(tables.table_text(results))
-        for name, r in results.items():
-            if r.note:
-                print(f"note ({name}): {r.note}")
-        print(verdict, flush=True)
-        summary.append({"suspect": label, "spec": suspects[k], "verdict": verdict,
-                        "verdict_test": tables.deciding_test(results, RECOMMENDED),
-                        "folder": str(folder.relative_to(args.out)) if several else ".",
-                        "p": {t: r.p for t, r in results.items()},
-                        "related": {t: bool(r.same_lineage) for t, r in results.items()}})
-    wall = time.time() - t0
+        report = a.pair_report(k, out, args.out, args.command_line)
+        files.write_artifacts(report["folder"], report["files"])
+        print(report["text"], flush=True)
+        rows.append(report["row"])
     if not distributed.is_writer():
         return 0
-    if several:
-        files.write_artifacts(args.out, {
-            "summary.json": {"base": base.label, "settings": dataclasses.asdict(settings),
-                             "recommended": RECOMMENDED, "wall_seconds": round(wall, 1),
-                             "suspects": summary},
-            "summary.md": tables.summary_markdown(summary, base.label, RECOMMENDED)})
-        print(tables.summary_markdown(summary, base.label, RECOMMENDED))
-    print(f"wrote {args.out} ({wall:.0f} s)")
+    if len(a.suspects) > 1:
+        summary = a.summary_files(base, rows)
+        files.write_artifacts(args.out, summary)
+        print(summary["summary.md"])
+    print(f"wrote {args.out} ({time.time() - a.t0:.0f} s)")
     return 0

@@ -19,6 +19,9 @@ each:
                     unchanged by every renaming and rotation, exact when one model is an
                     initialisation (beyond the paper).
 
+``registry`` lists them, one entry each (what a test needs, how it runs, its level), for every
+consumer: ``compare``, the command line, ``tables``, ``rejection`` and the lineage benchmark.
+
 ``identity_dims`` holds what they share: the top-m / bottom-k dimensions, the identity
 dimensions S, per-dimension Kendall and Spearman correlations. ``result`` is a test's outcome
 (``LineageResult``), ``tables`` its tables and figure.
@@ -27,9 +30,10 @@ dimensions S, per-dimension Kendall and Spearman correlations. ``result`` is a t
 REEF, PCS and ICS, each a similarity with the 0.8 threshold.
 
 ``features`` computes F for fresh initialisations (the sweep engine) and for loaded models;
-``compare`` runs the chosen tests on two model sources (``bornbiased fingerprint``), after
-``memory_plan`` has checked, from the configs alone, that both models fit on the device and
-estimated the work.
+``compare`` runs the chosen tests on two model sources; ``audit`` decides, from the sources
+alone, what ``bornbiased fingerprint`` runs (the tests, BASE's initialisation, the settings),
+after ``memory_plan`` has checked, from the configs alone, that both models fit on the device
+and estimated the work.
 
 ``edits``, ``obfuscation`` and ``rotation`` are what a lineage test must see through: the edits
 a downstream user or a thief applies (LoRA merges, int8/int4 weight quantization, QuaRot-style
@@ -39,11 +43,19 @@ permutations, compensated norm-gain rescaling; residual rotations and sign flips
 unit scales, per-head V/O maps). ``tree`` names the role of every parameter they touch.
 """
 
-from bornbiased_jax.fingerprint.algorithm1 import paper_test
-from bornbiased_jax.fingerprint.baselines import BaselineResult
-from bornbiased_jax.fingerprint.calibrated import calibrated_test, exchangeable_p
-from bornbiased_jax.fingerprint.official import official_test
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult
+import importlib
+
+# Imported when first used, so that importing a light submodule (``registry``, which the
+# command line's --help reads) does not import SciPy.
+_EXPORTS = {"paper_test": "algorithm1", "BaselineResult": "baselines",
+            "calibrated_test": "calibrated", "exchangeable_p": "calibrated",
+            "official_test": "official", "ALPHA": "result", "LineageResult": "result"}
 
 __all__ = ["ALPHA", "BaselineResult", "LineageResult", "calibrated_test", "exchangeable_p",
            "official_test", "paper_test"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

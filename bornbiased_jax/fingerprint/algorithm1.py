@@ -112,3 +112,10 @@ def paper_test(F_A: np.ndarray, F_B: np.ndarray, m: int | None = None, *,
     return LineageResult("paper", p_values, alpha, n, d_out, S, taus, "kendall_tau",
                          float(taus.mean()) if len(taus) else np.nan, pooled, details,
                          "; ".join(notes))
+
+
+def from_context(ctx) -> LineageResult:
+    """The paper test of one pair that ``compare`` prepared (``registry.Context``)."""
+    s = ctx.settings
+    return paper_test(ctx.F_A, ctx.F_B, s.m, trials=s.trials, alpha=s.alpha,
+                      rng=np.random.default_rng(s.probe_seed))

@@ -49,7 +49,7 @@ from scipy import optimize, special
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
 
 DROP = 4  # positions dropped at the start of every sequence
 HUNGARIAN_MAX = 4096  # above this width, each unit takes its best partner (argmax of |r|)
@@ -198,3 +198,37 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, eps: float = 0.0,
                  "log10_p": log_p / math.log(10),
                  "log10_p_per_layer": (log_p_L / math.log(10)).round(3).tolist()},
         note=note)
+
+
+def check_settings(s) -> None:
+    """A UserError when the matched test cannot run with ``s`` (``compare.Settings``)."""
+    if s.input != "tokens":
+        raise UserError("the matched test needs token inputs (--input tokens): both "
+                        "models must read the same ids for their units to be compared")
+    check_int("matched_seqs", s.matched_seqs, 1)
+    if not 0 <= s.matched_eps < 1:
+        raise UserError(f"matched_eps = {s.matched_eps!r} must lie in [0, 1)")
+
+
+def check_pair(base_cfg: ModelConfig, suspect_cfg: ModelConfig, s, suspect: str) -> None:
+    """A UserError naming ``suspect`` when the matched test cannot compare these two
+    configurations under ``s`` (``compare.Settings``)."""
+    check_applicable(base_cfg, "BASE")
+    check_applicable(suspect_cfg, suspect)
+    if (base_cfg.n_layers, base_cfg.d_ff) != (suspect_cfg.n_layers, suspect_cfg.d_ff):
+        raise UserError(f"{suspect}: the matched test compares MLP layer l's units with "
+                        f"layer l's, so both models need the same depth and MLP width "
+                        f"(BASE {base_cfg.n_layers} x {base_cfg.d_ff}, suspect "
+                        f"{suspect_cfg.n_layers} x {suspect_cfg.d_ff}); use --test "
+                        f"permutation")
+    if s.seq_len <= DROP:
+        raise UserError(f"the matched test drops the first {DROP} positions of every "
+                        f"sequence: --seq-len must exceed {DROP}")
+
+
+def from_context(ctx) -> LineageResult:
+    """The matched test of one pair that ``compare`` prepared (``registry.Context``): exact
+    when either model is an initialisation."""
+    s = ctx.settings
+    return matched_test(ctx.pre_A, ctx.pre_B, alpha=s.alpha, eps=s.matched_eps,
+                        exact=ctx.base.is_init or ctx.suspect.is_init)

@@ -66,3 +66,9 @@ def official_test(F_A: np.ndarray, F_B: np.ndarray, k: int | None = None, *,
                          d_out, S, taus, "kendall_tau",
                          float(taus.mean()) if len(taus) else np.nan, np.zeros(0), details,
                          "; ".join(notes))
+
+
+def from_context(ctx) -> LineageResult:
+    """The released code's test of one pair that ``compare`` prepared
+    (``registry.Context``)."""
+    return official_test(ctx.F_A, ctx.F_B, ctx.settings.k, alpha=ctx.settings.alpha)

@@ -199,6 +199,23 @@ def test_of_correlation(C: np.ndarray, n: int, *, statistic: str = DEFAULT_STATI
                          details, "")
 
 
+
+def check_settings(s) -> None:
+    """A UserError when the permutation test cannot run with ``s`` (``compare.Settings``)."""
+    check_applicable(s.input, s.output)
+    check_draws(s.permutations, s.alpha)
+    if s.permutation_statistic not in STATISTICS:
+        raise UserError(f"unknown permutation statistic {s.permutation_statistic!r}; "
+                        f"choose one of {STATISTICS}")
+
+
+def from_context(ctx) -> LineageResult:
+    """The permutation test of one pair that ``compare`` prepared (``registry.Context``)."""
+    s = ctx.settings
+    return permutation_test(ctx.F_A, ctx.F_B, statistic=s.permutation_statistic,
+                            permutations=s.permutations, alpha=s.alpha,
+                            rng=np.random.default_rng(s.probe_seed))
+
 # --- building piA: which axis of each parameter lies in the residual basis ---------------------
 
 # (parameter path suffix, axis in the residual basis); None: no residual axis. Every leaf of a

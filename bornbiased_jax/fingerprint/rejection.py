@@ -33,14 +33,17 @@ import numpy as np
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint import permutation as P
+from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.fingerprint.algorithm1 import TRIALS, null_taus, paper_test
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.stats import clopper_pearson
 
 TESTS = ("paper", "official", "calibrated", "permutation")
-# Also measured: the permutation test with Pearson's r (the statistic is chosen by power), and
-# the calibrated test with the aligned statistic (robust to a renamed basis).
-VARIANTS = TESTS + ("permutation_pearson", "aligned")
+# Every registered test's variants (``registry.Entry.rejection``): beside the four, the
+# permutation test with Pearson's r (the statistic is chosen by power) and the calibrated test
+# with the aligned statistic (robust to a renamed basis); in the order of the records written
+# so far, a variant registered since then after them.
+VARIANTS = registry.columns("rejection", first=TESTS + ("permutation_pearson", "aligned"))
 ALPHAS = (0.01, 0.05)
 
 

@@ -17,7 +17,7 @@ class LineageResult:
     """One test of H0 "the suspect does not descend from the base's initialisation".
 
     Attributes:
-      test: 'paper', 'official', 'calibrated', 'permutation' or 'aligned'.
+      test: the name of a registered test (``fingerprint.registry``), or 'any_pair'.
       p_values: named p-values; the first is the test's primary one. Every p is a number in
         [0, 1]: a test that cannot be run (e.g. no identity dimensions) reports p = 1 and says
         why in ``note``.
@@ -103,3 +103,13 @@ def clip_p(p: float) -> float:
     """A p-value as a float in [0, 1] (NaN means 'no test': 1)."""
     p = float(p)
     return 1.0 if not math.isfinite(p) else min(1.0, max(0.0, p))
+
+
+def check_int(name: str, value, lo: int, why: str = "", hi: int | None = None) -> None:
+    """A UserError unless ``value`` is an integer in [lo, hi] (hi None: no upper bound)."""
+    ok = (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+          and lo <= value and (hi is None or value <= hi))
+    if not ok:
+        rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise UserError(f"{name} = {value!r} must be an integer {rng}"
+                        + (f" ({why})" if why else ""))

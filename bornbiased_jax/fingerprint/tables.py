@@ -9,23 +9,37 @@ import numpy as np
 
 from bornbiased_jax import plots
 from bornbiased_jax.stats import kendall_null_sd
+from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.fingerprint.result import LineageResult
 from bornbiased_jax.stats import fmt_p
 
-P_LABELS = {"t_mean": "t, mean of trials", "u_mean": "U, mean of trials",
-            "t_pooled": "t, pooled null", "u_pooled": "U, pooled null",
-            "two_phi_bar": "2 Phi-bar(z) (code)", "one_sided": "Phi-bar(z)",
-            "exact": "exact", "gaussian_tail": "Gaussian tail",
-            "normal": "normal tail (Hoeffding)", "fisher": "Fisher over layers",
-            "bonferroni": "Bonferroni of permutation and matched"}
+# the labels of the p-values that are not a registered test's own
+_P_LABELS = {"bonferroni": "Bonferroni of permutation and matched"}
+
+
+def p_labels() -> dict[str, str]:
+    """The tables' label of every p-value: the registered tests' (``Entry.p_labels``) and
+    the any-pair verdict's."""
+    return {**registry.p_labels(), **_P_LABELS}
+
+
+class _Details(dict):
+    def __missing__(self, key):
+        return None
+
+
+def _legend(text: str, r: LineageResult) -> str:
+    """A registry legend with ``r``'s details (a missing one reads None)."""
+    return text.format_map(_Details(r.details))
 
 
 def rows(results: Mapping[str, LineageResult]) -> list[dict]:
     """One row per (test, p-value variant)."""
+    labels = p_labels()
     out = []
     for name, r in results.items():
         for key, p in r.p_values.items():
-            out.append({"test": name, "variant": P_LABELS.get(key, key), "p": p,
+            out.append({"test": name, "variant": labels.get(key, key), "p": p,
                         "n_dims": r.n_dims, "statistic": r.statistic,
                         "verdict": "same lineage" if p <= r.alpha else "unrelated"})
     return out
@@ -47,21 +61,14 @@ def table_markdown(results: Mapping[str, LineageResult]) -> str:
     legend = ("\n|S|: identity dimensions (the calibrated test's '_all' statistics, the aligned "
               "and the permutation test use all d_out). mean corr: mean Kendall tau on S "
               "(paper, official)")
-    if "calibrated" in results:
-        legend += (", the calibrated statistic "
-                   f"({results['calibrated'].details.get('statistic_name')})")
-    if "aligned" in results:
-        legend += (", the mean |Spearman| of SUSPECT's coordinates matched one-to-one to those "
-                   "of BASE's initialisation "
-                   f"({results['aligned'].details.get('base_initialisation')}; aligned)")
-    if "permutation" in results:
-        legend += (", the mean matched-coordinate correlation "
-                   f"({results['permutation'].details.get('statistic_name')}; permutation)")
+    entries = [e for e in registry.ENTRIES if e.name in results]
+    for e in entries:
+        if e.legend:
+            legend += ", " + _legend(e.legend, results[e.name])
     legend += "."
-    if "paper" in results:
-        trials = results["paper"].details.get("trials")
-        legend += (" The paper's 'mean of trials' is the arithmetic mean of the p-values of "
-                   f"{trials} Gaussian null draws (Sec. 6.1.2), not itself a p-value.")
+    for e in entries:
+        if e.legend_note:
+            legend += " " + _legend(e.legend_note, results[e.name])
     return "\n".join(lines) + legend + ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + "\n"
 
 
@@ -94,7 +101,7 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
     why = "" if name in rec else f"; the recommended {' or '.join(rec)} test did not run"
     if name == "any_pair":
         why += f"; decided by the {r.details['decided_by']} leg"
-    return (f"verdict ({name} test, {P_LABELS.get(key, key)} p = {fmt_p(r.p)}, "
+    return (f"verdict ({name} test, {p_labels().get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}")
 
 
@@ -117,9 +124,9 @@ def figure(results: Mapping[str, LineageResult], title: str = ""):
     """One panel per test: the observed correlations against that test's null."""
     fig, axes = plots.figure(1, len(results), figsize=(4.6 * len(results), 3.6), squeeze=False)
     for ax, (name, r) in zip(axes[0], results.items()):
-        if name in ("calibrated", "permutation"):
+        what = registry.entry(name).null_label if name in registry.names() else ""
+        if what:
             null = np.asarray(r.null)
-            what = "fresh inits" if name == "calibrated" else "permutations of BASE"
             ax.hist(null, bins=min(40, max(5, null.size // 5)), density=True, color="0.7",
                     label=f"null: {null.size} {what}")
             ax.axvline(r.statistic, color="tab:red", lw=2, label="base vs suspect")

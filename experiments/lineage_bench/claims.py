@@ -21,15 +21,13 @@ Intrinsic baseline is degenerate on bases of two blocks (:func:`intrinsic_degene
 from __future__ import annotations
 
 from bornbiased_jax import plots
+from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.verdicts import BEYOND, Claim
 from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY, TITLE
 
-LABELS = {"permutation": "permutation (exact)", "aligned": "aligned, trained base",
-          "aligned_init": "aligned, base's init (exact, default)",
-          "calibrated": "calibrated (spearman_all)",
-          "paper": "paper (Algorithm 1's test, token inputs)", "official": "released code", "pcs": "PCS >= 0.8",
-          "ics": "ICS >= 0.8", "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8"}
+LABELS = {**registry.bench_labels(), "pcs": "PCS >= 0.8", "ics": "ICS >= 0.8",
+          "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8"}
 WEIGHT_EDITS = tuple(e for e in EDITS if e not in KNOWLEDGE_ONLY)
 
 

@@ -1,0 +1,263 @@
+"""``bornbiased fingerprint BASE SUSPECT...`` as a library: what runs, decided from the model
+sources before anything is loaded, then the comparisons and the files they leave.
+
+:func:`plan` makes every decision once: where BASE's initialisation is (so whether the tests
+that need it can run, and whether it is read beside BASE: :func:`base_initialisation`), which
+tests ``--test`` names (``registry.chosen``), the settings, every suspect checked, the memory
+plan and the notes. :meth:`Audit.comparisons` loads the models and yields ``compare_many``'s
+result per suspect; :meth:`Audit.pair_report` and :meth:`Audit.summary_files` are what the
+command prints and writes.
+
+Importing this module imports no JAX, SciPy or Matplotlib (the command line's ``--help``
+imports it); its functions import what they run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import registry
+
+# for a choice of --test that may run a test needing BASE's initialisation, when it is unknown
+UNKNOWN = ("the initialisation of {base} is not known (it is, or was continued from, an HF "
+           "folder or a GGUF file)")
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseInit:
+    """Where BASE's initialisation is, for the tests that need it (``registry.INIT``): its
+    model source ``spec`` (None: not known, ``note`` says why; or not looked up, when no test
+    that ``--test`` may run needs it)."""
+
+    spec: str | None = None
+    note: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.spec is not None
+
+
+def _may_need_init(choice: str) -> list[str]:
+    """The tests ``--test choice`` may run that need BASE's initialisation."""
+    candidates = registry.ENTRIES if choice in ("auto", "all") else [registry.entry(choice)]
+    return [e.name for e in candidates if registry.INIT in e.needs]
+
+
+def base_initialisation(base: str, choice: str) -> BaseInit:
+    """Where BASE's initialisation is (``sources.initialisation_spec``), looked up when
+    ``--test choice`` may run a test that needs it: for a test named alone, a source that
+    cannot say (a continued run whose origin is missing) is a UserError; for 'auto' and 'all'
+    it is a stated fallback (``note``), as is an initialisation that is not known."""
+    from bornbiased_jax.sources import initialisation_spec
+
+    if not _may_need_init(choice):
+        return BaseInit()
+    try:
+        spec = initialisation_spec(base)
+    except UserError as e:
+        if choice not in ("auto", "all"):
+            raise UserError(f"the {choice} test needs BASE's initialisation: {e}") from None
+        return BaseInit(None, str(e))
+    return BaseInit(spec, None if spec is not None else UNKNOWN.format(base=base))
+
+
+def expand_suspects(specs: Sequence[str]) -> list[str]:
+    """The suspects' model sources: each spec as given, except a folder that is neither a model
+    (config.json) nor a train run (run.json) but holds model folders, which stands for each of
+    them (sorted by name). Such a folder without any model is a UserError naming it."""
+    from bornbiased_jax.training import run_folder
+
+    out = []
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir() and not (path / "config.json").is_file() and not run_folder.is_run(path):
+            models = sorted(str(d) for d in path.iterdir()
+                            if d.is_dir() and ((d / "config.json").is_file()
+                                               or run_folder.is_run(d)))
+            if not models:
+                raise UserError(f"suspect folder {spec!r} holds no model: neither config.json "
+                                f"nor run.json, and no sub-folder with one")
+            out += models
+        else:
+            out.append(spec)
+    return out
+
+
+def planned_device(gib: float | None, gb: float | None = None) -> tuple[str, int] | None:
+    """The (description, bytes) the memory plan assumes instead of the device's own:
+    ``--memory-budget-gib`` (GiB, 2**30 bytes) or the former ``--device-memory-gb`` (GB, 10**9
+    bytes, still read); None for the device's own."""
+    if gib is not None and gb is not None:
+        raise UserError("give --memory-budget-gib alone (--device-memory-gb is its former "
+                        "spelling, in GB)")
+    if gib is not None:
+        return f"a device of {gib:g} GiB (--memory-budget-gib)", int(gib * 2**30)
+    if gb is not None:
+        return f"a device of {gb:g} GB (--device-memory-gb)", int(gb * 1e9)
+    return None
+
+
+def default_input(tests: Sequence[str]) -> str:
+    """``--input``'s default for ``tests``: token ids where the aligned, permutation or matched
+    test runs, else Gaussian embeddings (Algorithm 1's)."""
+    return "tokens" if {"aligned", "permutation", "matched"} & set(tests) else "gaussian"
+
+
+def _pair_folder(k: int, label: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:60] or "model"
+    return f"{k:02d}-{safe}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Audit:
+    """What :func:`plan` decided: BASE and the suspects' sources, the tests and settings,
+    BASE's initialisation (``reads_init``: read apart, in float32, beside BASE), the configs,
+    the memory plan (``memory_plan.Plan``), the notes, the dtype, and when planning ended
+    (``t0``, the start of the wall time the records give)."""
+
+    base: str
+    suspects: list[str]
+    tests: tuple[str, ...]
+    settings: Any  # compare.Settings
+    init: BaseInit
+    reads_init: bool
+    memory: Any
+    notes: list[str]
+    dtype: str
+    t0: float
+
+    def comparisons(self, *, shared_embedding: bool = False,
+                    progress: bool = True) -> Iterator[dict]:
+        """Loads BASE (and, where read apart, its initialisation, whose features are taken
+        and which is released before the first suspect is loaded), then yields
+        ``compare_many``'s result for each suspect, loaded in turn, with 'base': BASE's
+        label."""
+        import jax.numpy as jnp
+
+        from bornbiased_jax import sources
+        from bornbiased_jax.fingerprint.compare import compare_many
+
+        dtype = jnp.bfloat16 if self.dtype == "bfloat16" else jnp.float32
+        base = sources.load_source(self.base, shared_embedding=shared_embedding, dtype=dtype)
+        loaders = [lambda spec=spec: sources.load_source(spec, shared_embedding=shared_embedding,
+                                                         dtype=dtype) for spec in self.suspects]
+        init = None
+        if self.reads_init:
+            init = lambda: sources.load_source(self.init.spec, shared_embedding=shared_embedding,
+                                               dtype=jnp.float32)
+        for out in compare_many(base, loaders, self.settings, init=init, progress=progress):
+            yield {**out, "base": base.label}
+
+    def pair_report(self, k: int, out: dict, out_dir: Path, command_line: str) -> dict:
+        """The record of the k-th suspect's comparison ``out`` (from :meth:`comparisons`):
+        'folder' (``out_dir``, or its pairs/<k>-<name>/ with several suspects), 'files'
+        (fingerprint.json, .md and .png), 'text' (what the command prints) and 'row' (its
+        line of the summary)."""
+        from bornbiased_jax import files
+        from bornbiased_jax.fingerprint import tables
+        from bornbiased_jax.fingerprint.compare import RECOMMENDED
+
+        s, results, label, base = self.settings, out["results"], out["suspect"], out["base"]
+        several = len(self.suspects) > 1
+        wall = time.time() - self.t0
+        run_info = files.run_record(command_line, wall, base=base, suspect=label,
+                                    settings=dataclasses.asdict(s), d_out=out["d_out"],
+                                    dtype=self.dtype, plan=dataclasses.asdict(self.memory),
+                                    notes=self.notes)
+        title = (f"{label} vs base {base}: n = {s.n}, T = {s.seq_len}, {s.input} inputs, "
+                 f"{s.output} outputs")
+        verdict = tables.verdict_line(results, RECOMMENDED, base, label)
+        folder = out_dir / "pairs" / _pair_folder(k, label) if several else out_dir
+        outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict,
+                                        "results": {t: r.to_json() for t, r in results.items()}},
+                   "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
+                                     f"{verdict}\n\n"
+                                     + "".join(f"Note: {x}\n\n" for x in self.notes)
+                                     + f"{wall:.0f} s on {run_info['devices'][0]}.\n",
+                   "fingerprint.png": tables.figure(results, title)}
+        text = "\n".join([title, tables.table_text(results)]
+                         + [f"note ({name}): {r.note}" for name, r in results.items() if r.note]
+                         + [verdict])
+        row = {"suspect": label, "spec": self.suspects[k], "verdict": verdict,
+               "verdict_test": tables.deciding_test(results, RECOMMENDED),
+               "folder": str(folder.relative_to(out_dir)) if several else ".",
+               "p": {t: r.p for t, r in results.items()},
+               "related": {t: bool(r.same_lineage) for t, r in results.items()}}
+        return {"folder": folder, "files": outputs, "text": text, "row": row}
+
+    def summary_files(self, base: str, rows: list[dict]) -> dict:
+        """summary.json and summary.md of several suspects' :meth:`pair_report` rows."""
+        from bornbiased_jax.fingerprint import tables
+        from bornbiased_jax.fingerprint.compare import RECOMMENDED
+
+        wall = time.time() - self.t0
+        return {"summary.json": {"base": base, "settings": dataclasses.asdict(self.settings),
+                                 "recommended": RECOMMENDED, "wall_seconds": round(wall, 1),
+                                 "suspects": rows},
+                "summary.md": tables.summary_markdown(rows, base, RECOMMENDED)}
+
+
+def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str | None = None,
+         dtype: str = "float32", memory_budget_gib: float | None = None,
+         device_memory_gb: float | None = None, **settings) -> Audit:
+    """Everything ``bornbiased fingerprint`` decides before it loads a model, each once, and
+    every refusal it can make from the sources alone (a UserError): BASE's initialisation
+    (:func:`base_initialisation`), the tests ``--test choice`` runs on this BASE, the
+    ``compare.Settings`` (``input`` None: :func:`default_input`; ``settings``: the other
+    fields), the suspects (:func:`expand_suspects`, each checked against BASE), the memory
+    plan (``memory_plan.make_plan`` for the device of :func:`planned_device`) and the notes
+    saying why a recommended test cannot run."""
+    from bornbiased_jax.fingerprint import memory_plan
+    from bornbiased_jax.fingerprint.compare import Settings, check_pair
+    from bornbiased_jax.sources import check_source, source_config
+
+    init = base_initialisation(base, choice)
+    tests = registry.chosen(choice, init.known, source_config(base).gated_mlp)
+    needs = registry.needs(tests)
+    s = Settings(tests=tests, input=input or default_input(tests), **settings)
+    t0 = time.time()
+    device = planned_device(memory_budget_gib, device_memory_gb)
+    suspects = expand_suspects(suspects)
+    base_cfg = check_source(base)
+    init_tests = [e.name for e in registry.selected(tests) if registry.INIT in e.needs]
+    if init_tests and not init.known:
+        raise UserError(f"the {init_tests[0]} test compares SUSPECT with BASE's initialisation: "
+                        f"{init.note}; give BASE as preset:NAME@SEED or a train run, or use "
+                        f"--test permutation")
+    if init_tests and init.spec != base.strip():
+        try:
+            check_source(init.spec)
+        except UserError as e:
+            raise UserError(f"BASE's initialisation {init.spec!r} (the {init_tests[0]} "
+                            f"test's): {e}") from None
+    configs = []
+    for spec in suspects:  # every suspect is checked before anything is loaded
+        try:
+            cfg = check_source(spec)
+        except UserError as e:
+            raise UserError(f"suspect {spec!r}: {e}") from None
+        check_pair(base_cfg, cfg, s, f"suspect {spec!r}")
+        configs.append(cfg)
+    # BASE's initialisation is read apart (in float32, like the null initialisations, so that
+    # it is exchangeable with them) unless BASE is that very initialisation in float32.
+    reads_init = bool(init_tests) and (init.spec != base.strip() or dtype != "float32")
+    memory = memory_plan.make_plan(
+        base_cfg, max(configs, key=memory_plan.param_count), s.n, s.seq_len, dtype, device,
+        reads_init=reads_init, null_models=s.null_models if registry.NULLS in needs else 0)
+    notes = []
+    if choice in ("auto", "all") and not init.known and _may_need_init(choice):
+        notes.append(f"{init.note}: the {' and '.join(_may_need_init(choice))} test cannot "
+                     f"run, and the verdict is " + (
+                         "the any-pair verdict: the permutation test (exact; a renamed or "
+                         "rotated copy evades it) and the matched test (robust to renamings "
+                         "and rotations; exact when one model is an initialisation, else "
+                         "resting on an assumption, docs/seedprint.md), each at alpha/2"
+                         if "matched" in tests else
+                         "the permutation test's, which a copy with a renamed residual basis "
+                         "evades (the matched test needs a gated MLP)"))
+    return Audit(base, suspects, tests, s, init, reads_init, memory, notes, dtype, t0)
