@@ -189,3 +189,30 @@ def test_the_sweep_command_resumes_and_refuses_other_settings(tmp_path):
                         "--out", str(tmp_path / "c")], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "seeds: [1, 2] (saved) vs [1, 3] (now)" in r.stderr
     assert not (tmp_path / "c").exists()
+
+
+def test_removing_states_leaves_other_files_and_waits_for_a_running_one(tmp_path):
+    a = resume.ChunkStore(tmp_path / "s" / "a", {"probe": "x"})
+    a.save((0, 0), np.arange(2))
+    b = resume.ChunkStore(tmp_path / "s" / "b", {"probe": "x"})
+    b.save((0, 0), np.arange(2))
+    (tmp_path / "s" / "keep.txt").write_text("x")
+    with pytest.raises(UserError, match="another process is running"):
+        resume.remove(tmp_path / "s")  # a is still open
+    assert (tmp_path / "s" / "b" / resume.STATE).exists()  # all or nothing
+    a.close()
+    b.close()
+    assert sorted(p.name for p in resume.remove(tmp_path / "s")) == ["a", "b"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["keep.txt"]
+    assert resume.remove(tmp_path / "nothing") == []
+
+
+def test_opening_a_new_state_creates_nothing_until_its_first_write(tmp_path):
+    store = resume.ChunkStore(tmp_path / "new", {"probe": "x"})
+    assert not (tmp_path / "new").exists()
+    store.save((0, 4), np.arange(3))
+    assert (tmp_path / "new" / "chunk-s0-n4.npz").exists() and store.computed == 1
+    store.close()
+    again = resume.ChunkStore(tmp_path / "new", {"probe": "x"})
+    np.testing.assert_array_equal(again.load((0, 4)), np.arange(3))
+    assert again.read == 1 and again.computed == 0
