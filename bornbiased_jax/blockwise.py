@@ -50,19 +50,15 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
 
     if not isinstance(block, int) or block < 1:
         raise UserError(f"block must be a positive number of sequences, got {block!r}")
-    if not state_identity or "probe" not in state_identity:
-        raise ValueError("blockwise_sweep needs state_identity={'probe': name, ...}")
-    if jax.process_count() > 1:
-        raise UserError("a blockwise sweep's state folder is for one process")
     seeds = seed_list(seeds)
     inputs, N, T = _check_inputs(cfg, inputs)
     devices = jax.devices()
-    store = resume.ChunkStore(state, {
-        **state_identity, "model": dataclasses.asdict(cfg), "seeds": list(seeds),
+    store = resume.open_store(state, {
+        **(state_identity or {}), "model": dataclasses.asdict(cfg), "seeds": list(seeds),
         "inputs": resume.inputs_identity(inputs), "block": block,
         "memory_budget": memory_budget,
         "devices": {"platform": devices[0].platform, "count": len(devices)}},
-        allow_version_change=allow_version_change)
+        caller="a blockwise sweep", allow_version_change=allow_version_change)
     if store.plan is None:
         n0 = min(block, N)
         sweep_plan = plan_sweep(cfg, len(seeds), n0, T, devices=tuple(devices), probe=probe,

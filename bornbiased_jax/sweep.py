@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
+import itertools
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -145,7 +145,7 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
           seq_chunk: int | None = None, map_batch: int | None = None,
           seq_batch: int | None = None,
           memory_budget: int | None = None, devices: Sequence[jax.Device] | None = None,
-          progress: bool = False, desc: str = "sweep", state: str | Path | None = None,
+          progress: bool = False, desc: str = "sweep", state=None,
           state_identity: dict | None = None, allow_version_change: bool = False):
     """Run ``probe`` for every seed on every input sequence.
 
@@ -157,7 +157,8 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
       state: a folder where each finished call's outputs are saved at once
         (:mod:`bornbiased_jax.resume`); the same call with the same folder resumes from the
         finished chunks with the saved plan, bitwise the uninterrupted result. A folder that
-        holds another run's state is refused, naming the differences.
+        holds another run's state is refused, naming the differences. Or the store that
+        :func:`sweep_state` opened for the same arguments (a ValueError if they differ).
       state_identity: with ``state``, what the engine cannot see for itself: at least
         ``{"probe": name}`` (a probe is code; its name stands for it), and anything else that
         fixes the outputs.
@@ -168,11 +169,13 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
     keys = seed_keys(seeds)
     inputs, N, T = _check_inputs(cfg, inputs)
     devices = list(devices or jax.devices())
-    requested = dict(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
-                     map_batch=map_batch, seq_batch=seq_batch, memory_budget=memory_budget)
-    store = (_open_state(state, state_identity, allow_version_change, cfg=cfg, seeds=seeds,
-                         inputs=inputs, devices=devices, requested=requested)
-             if state is not None else None)
+    requested = _requested(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
+                           map_batch=map_batch, seq_batch=seq_batch,
+                           memory_budget=memory_budget)
+    store = None
+    if state is not None:
+        store = _store(state, _sweep_identity(state_identity, cfg, seeds, inputs, devices,
+                                              requested), "a sweep", allow_version_change)
     if store is not None and store.plan is not None:
         plan = SweepPlan(**store.plan)  # resume with the plan the first chunks were run with
     else:
@@ -184,66 +187,124 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
     if store is not None:
         store.set_plan(dataclasses.asdict(plan))
     compiled = None  # compiled on the first chunk that is not already saved
-    S = len(seeds)
-    out = _Outputs((S, N))
-    n_chunks = math.ceil(S / plan.seed_chunk) * math.ceil(N / plan.seq_chunk)
-    done0 = store.n_done if store is not None else 0
-    with tqdm(total=n_chunks, initial=done0, desc=desc, disable=not progress,
-              unit="chunk") as bar:
-        for s0 in range(0, S, plan.seed_chunk):
-            # The last chunks of seeds and of sequences are padded with copies of their last
-            # key / row, so every call has one shape (one compilation); padding is dropped.
-            k = _pad_rows(keys[s0:s0 + plan.seed_chunk], plan.seed_chunk)
-            n_real = min(plan.seed_chunk, S - s0)
-            for n0 in range(0, N, plan.seq_chunk):
-                n_rows = min(plan.seq_chunk, N - n0)
-                index = (slice(s0, s0 + n_real), slice(n0, n0 + n_rows))
-                if store is not None and store.done((s0, n0)):
-                    out.put(index, store.load((s0, n0)), padded=False)
-                    continue
-                t0 = time.perf_counter()
-                if compiled is None:
-                    compiled = _compiled(cfg, probe, plan, tuple(devices))
-                xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
-                res = distributed.to_host(compiled.run(k, xs))
-                out.put(index, res)
-                if store is not None:
-                    store.save((s0, n0), out.get(index), time.perf_counter() - t0)
-                bar.update(1)
-            _release_freed_memory()
-    return out.tree
+
+    def compute(s0: int, n0: int):
+        # The last chunks of seeds and of sequences are padded with copies of their last
+        # key / row, so every call has one shape (one compilation); padding is dropped.
+        nonlocal compiled
+        if compiled is None:
+            compiled = _compiled(cfg, probe, plan, tuple(devices))
+        k = _pad_rows(keys[s0:s0 + plan.seed_chunk], plan.seed_chunk)
+        xs = _pad_rows(jnp.asarray(inputs[n0:min(n0 + plan.seq_chunk, N)]), plan.seq_chunk)
+        return distributed.to_host(compiled.run(k, xs))
+
+    return _run_chunks(compute, (len(seeds), N), (plan.seed_chunk, plan.seq_chunk), store,
+                       progress=progress, desc=desc)
 
 
-def _open_state(folder, identity: dict | None, allow_version_change: bool, *, cfg, seeds,
-                inputs, devices, requested):
-    """The sweep's :class:`~bornbiased_jax.resume.ChunkStore` in ``folder``: its identity is
-    the model configuration, the seeds, the inputs, the requested plan settings, the devices'
-    kind and number, and the caller's ``identity`` (which must name the probe)."""
+def sweep_state(state: str | Path, cfg: ModelConfig, seeds: Sequence[int], inputs, *,
+                state_identity: dict, devices: Sequence[jax.Device] | None = None,
+                allow_version_change: bool = False, **plan_settings):
+    """The :class:`~bornbiased_jax.resume.ChunkStore` that ``sweep(probe, cfg, seeds, inputs,
+    state=state, state_identity=state_identity, **plan_settings)`` would open, opened now: a
+    command opens all of its states before any work (a state of other settings is refused
+    before anything is computed) and passes each to :func:`sweep` as ``state``.
+    ``plan_settings``: sweep's ``strategy``, ``seed_chunk``, ``seq_chunk``, ``map_batch``,
+    ``seq_batch``, ``memory_budget``."""
+    seeds = seed_list(seeds)
+    inputs, _, _ = _check_inputs(cfg, inputs)
+    ident = _sweep_identity(state_identity, cfg, seeds, inputs, list(devices or jax.devices()),
+                            _requested(**plan_settings))
+    return _store(state, ident, "a sweep", allow_version_change)
+
+
+def _requested(strategy: str = "auto", seed_chunk: int | None = None,
+               seq_chunk: int | None = None, map_batch: int | None = None,
+               seq_batch: int | None = None, memory_budget: int | None = None) -> dict:
+    """A sweep's requested plan settings, as :func:`plan_sweep` takes them and a sweep's state
+    records them."""
+    return dict(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
+                map_batch=map_batch, seq_batch=seq_batch, memory_budget=memory_budget)
+
+
+def _sweep_identity(identity: dict | None, cfg, seeds, inputs, devices, requested) -> dict:
+    """A sweep state's identity: the caller's ``identity`` (which must name the probe), the
+    model configuration, the seeds, the inputs, the requested plan settings, and the devices'
+    kind and number."""
     from bornbiased_jax import resume
 
-    if jax.process_count() > 1:
-        raise UserError("a probe state folder is for one process; with several processes run "
-                        "without one")
-    if not identity or "probe" not in identity:
-        raise ValueError("a sweep with a state folder needs state_identity={'probe': name, ...}")
-    return resume.ChunkStore(folder, {
-        **identity, "model": dataclasses.asdict(cfg), "seeds": list(seeds),
-        "inputs": resume.inputs_identity(inputs), "requested_plan": requested,
-        "devices": {"platform": devices[0].platform, "count": len(devices),
-                    "processes": jax.process_count()}},
-        allow_version_change=allow_version_change)
+    return {**(identity or {}), "model": dataclasses.asdict(cfg), "seeds": list(seeds),
+            "inputs": resume.inputs_identity(inputs), "requested_plan": requested,
+            "devices": {"platform": devices[0].platform, "count": len(devices),
+                        "processes": jax.process_count()}}
+
+
+def _probe_identity(identity: dict | None, cfg, params, inputs, device, requested) -> dict:
+    """A :func:`run_probe` state's identity: as a sweep's, with the parameters' SHA-256 in
+    place of the seeds (so a state never resumes with another model)."""
+    from bornbiased_jax import resume
+
+    return {**(identity or {}), "model": dataclasses.asdict(cfg),
+            "params_sha256": params_sha256(params), "inputs": resume.inputs_identity(inputs),
+            "requested_plan": requested, "devices": {"platform": device.platform, "count": 1}}
+
+
+def _store(state, identity: dict, caller: str, allow_version_change: bool):
+    """The state of one engine run: ``state`` opened with ``identity``
+    (:func:`bornbiased_jax.resume.open_store`), or ``state`` itself when it is a store already
+    opened with that identity (a ValueError naming the differences otherwise)."""
+    from bornbiased_jax import resume
+
+    if not isinstance(state, resume.ChunkStore):
+        return resume.open_store(state, identity, caller=caller,
+                                 allow_version_change=allow_version_change)
+    want = resume.plain({**identity, **resume.precision_identity()})
+    diff = resume.differences(state.identity, want)
+    if diff:
+        raise ValueError(f"the state opened in {state.folder} is not this run's: "
+                         + "; ".join(diff))
+    return state
+
+
+def _run_chunks(compute, lead: tuple[int, ...], sizes: tuple[int, ...], store, *,
+                progress: bool, desc: str):
+    """The chunk loop of :func:`sweep` (``lead`` = (S, N)) and :func:`run_probe` (``lead`` =
+    (N,)): the leading axes cut into chunks of ``sizes``, in order (seeds outer), each read
+    back from ``store`` when it is saved there, else computed by ``compute(*first indices)``
+    (a result padded to ``sizes``) and saved at once under ``(first seed, first sequence)``
+    (first seed 0 for one model). Freed heap pages go back to the OS after each seed chunk.
+    Returns the outputs' tree with leading shape ``lead``."""
+    out = _Outputs(lead)
+    starts = list(itertools.product(*(range(0, n, c) for n, c in zip(lead, sizes))))
+    with tqdm(total=len(starts), initial=store.n_done if store is not None else 0, desc=desc,
+              disable=not progress, unit="chunk") as bar:
+        for i, start in enumerate(starts):
+            index = tuple(slice(a, min(a + c, n)) for a, c, n in zip(start, sizes, lead))
+            key = (0,) * (2 - len(start)) + start
+            if store is not None and store.done(key):
+                out.put(index, store.load(key), padded=False)
+            else:
+                t0 = time.perf_counter()
+                out.put(index, compute(*start))
+                if store is not None:
+                    store.save(key, out.get(index), time.perf_counter() - t0)
+                bar.update(1)
+            if len(lead) == 2 and (i + 1 == len(starts) or starts[i + 1][0] != start[0]):
+                _release_freed_memory()
+    return out.tree
 
 
 def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
               seq_chunk: int | None = None, seq_batch: int | None = None,
               memory_budget: int | None = None, progress: bool = False, desc: str = "probe",
-              state: str | Path | None = None, state_identity: dict | None = None,
+              state=None, state_identity: dict | None = None,
               allow_version_change: bool = False):
     """Run ``probe`` on every input sequence for ONE given parameter set (a trained checkpoint,
     an imported model; fresh initialisations of many seeds are :func:`sweep`'s).
 
     ``state``, ``state_identity``: as for :func:`sweep` (the parameters' SHA-256 is part of the
-    identity, so a state never resumes with another model).
+    identity, so a state never resumes with another model; an opened store is
+    :func:`probe_state`'s).
 
     The same per-model call as a sweep's (``features`` in batches of ``seq_batch`` sequences,
     a ``SplitProbe``'s head once per call), planned by :func:`plan_sweep` for one model on
@@ -259,46 +320,39 @@ def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
     """
     inputs, N, T = _check_inputs(cfg, inputs)
     device = jax.local_devices()[0]
-    plan = plan_sweep(cfg, 1, N, T, strategy="loop", seed_chunk=1, seq_chunk=seq_chunk,
-                      seq_batch=seq_batch, memory_budget=memory_budget, devices=[device],
-                      probe=probe, row_shape=tuple(inputs.shape[1:]),
-                      row_dtype=jnp.asarray(inputs[:1]).dtype)
+    requested = dict(seq_chunk=seq_chunk, seq_batch=seq_batch, memory_budget=memory_budget)
     store = None
     if state is not None:
-        from bornbiased_jax import resume
-
-        if not state_identity or "probe" not in state_identity:
-            raise ValueError("run_probe with a state folder needs state_identity={'probe': "
-                             "name, ...}")
-        store = resume.ChunkStore(state, {
-            **state_identity, "model": dataclasses.asdict(cfg),
-            "params_sha256": params_sha256(params), "inputs": resume.inputs_identity(inputs),
-            "requested_plan": dict(seq_chunk=seq_chunk, seq_batch=seq_batch,
-                                   memory_budget=memory_budget),
-            "devices": {"platform": device.platform, "count": 1}},
-            allow_version_change=allow_version_change)
-        if store.plan is not None:
-            plan = SweepPlan(**store.plan)
+        store = _store(state, _probe_identity(state_identity, cfg, params, inputs, device,
+                                              requested), "run_probe", allow_version_change)
+    if store is not None and store.plan is not None:
+        plan = SweepPlan(**store.plan)
+    else:
+        plan = plan_sweep(cfg, 1, N, T, strategy="loop", seed_chunk=1, devices=[device],
+                          probe=probe, row_shape=tuple(inputs.shape[1:]),
+                          row_dtype=jnp.asarray(inputs[:1]).dtype, **requested)
+    if store is not None:
         store.set_plan(dataclasses.asdict(plan))
     fn = _compiled_one(probe, plan.seq_batch)
-    out = _Outputs((N,))
-    n_chunks = math.ceil(N / plan.seq_chunk)
-    done0 = store.n_done if store is not None else 0
-    with tqdm(total=n_chunks, initial=done0, desc=desc, disable=not progress,
-              unit="chunk") as bar:
-        for n0 in range(0, N, plan.seq_chunk):
-            n_rows = min(plan.seq_chunk, N - n0)
-            index = (slice(n0, n0 + n_rows),)
-            if store is not None and store.done((0, n0)):
-                out.put(index, store.load((0, n0)), padded=False)
-                continue
-            t0 = time.perf_counter()
-            xs = _pad_rows(jnp.asarray(inputs[n0:n0 + n_rows]), plan.seq_chunk)
-            out.put(index, jax.device_get(fn(params, {}, xs)))
-            if store is not None:
-                store.save((0, n0), out.get(index), time.perf_counter() - t0)
-            bar.update(1)
-    return out.tree
+
+    def compute(n0: int):
+        xs = _pad_rows(jnp.asarray(inputs[n0:min(n0 + plan.seq_chunk, N)]), plan.seq_chunk)
+        return jax.device_get(fn(params, {}, xs))
+
+    return _run_chunks(compute, (N,), (plan.seq_chunk,), store, progress=progress, desc=desc)
+
+
+def probe_state(state: str | Path, cfg: ModelConfig, params: dict, inputs, *,
+                state_identity: dict, allow_version_change: bool = False,
+                seq_chunk: int | None = None, seq_batch: int | None = None,
+                memory_budget: int | None = None):
+    """The store that :func:`run_probe` with these arguments would open, opened now (see
+    :func:`sweep_state`)."""
+    inputs, _, _ = _check_inputs(cfg, inputs)
+    requested = dict(seq_chunk=seq_chunk, seq_batch=seq_batch, memory_budget=memory_budget)
+    ident = _probe_identity(state_identity, cfg, params, inputs, jax.local_devices()[0],
+                            requested)
+    return _store(state, ident, "run_probe", allow_version_change)
 
 
 def params_sha256(params) -> str:

@@ -85,7 +85,8 @@ def test_unwritable_outputs_fail_before_any_work(tmp_path, capsys, monkeypatch):
     assert "--plots" in capsys.readouterr().err
     import bornbiased_jax.probes.token_preference as tp
 
-    monkeypatch.setattr(tp, "token_preference", no_work)
+    monkeypatch.setattr(tp.Pass, "run", lambda *a, **kw: no_work())
+    monkeypatch.setattr(tp, "open_states", lambda *a, **kw: no_work())  # nor its state
     assert cli.main(["sweep", "--preset", "gpt2-rope-tiny", "--out", str(a_file / "o")]) == 2
     assert "cannot write --out" in capsys.readouterr().err
     rc = cli.main(["train", "--corpus", str(tmp_path), "--out", str(a_file / "run")])

@@ -189,3 +189,212 @@ def test_the_sweep_command_resumes_and_refuses_other_settings(tmp_path):
                         "--out", str(tmp_path / "c")], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "seeds: [1, 2] (saved) vs [1, 3] (now)" in r.stderr
     assert not (tmp_path / "c").exists()
+
+
+# ------------------------------------------------------------- the sweep command's own state
+# 3 seeds x 48 sequences of length 8 in calls of four sequences (12 chunks or more, as the
+# plan cuts the seeds over the test session's four devices).
+COMMAND = ["sweep", "--preset", "gpt2-rope-tiny", "--seeds", "0:3", "--seq-len", "8",
+           "--num-seqs", "48", "--seq-chunk", "4", "--seed-chunk", "1", "--no-progress"]
+# A smaller one: 2 seeds x 12 sequences per length.
+SMALL = ["sweep", "--preset", "gpt2-rope-tiny", "--seeds", "1,2", "--num-seqs", "12",
+         "--seq-chunk", "4", "--seed-chunk", "1", "--no-progress"]
+
+
+def _total(folder: Path) -> int:
+    """The chunks of the sweep or probe whose state is ``folder``, from its saved plan."""
+    saved = json.loads((folder / resume.STATE).read_text())
+    S = len(saved["identity"].get("seeds", [0]))
+    N = saved["identity"]["inputs"]["shape"][0]
+    return -(-S // saved["plan"]["seed_chunk"]) * -(-N // saved["plan"]["seq_chunk"])
+
+
+def _result(out: Path) -> dict:
+    return json.loads((out / "token_preference.json").read_text())
+
+
+def _chunks(folder: Path) -> dict:
+    out = {}
+    for f in sorted(folder.glob("chunk-*.npz")):
+        with np.load(f, allow_pickle=False) as z:
+            out[f.name] = {k: z[k] for k in z.files}
+    return out
+
+
+def test_a_stopped_sweep_command_resumes_when_the_same_command_runs_again(tmp_path):
+    """No --state: the command keeps its state in OUT/state. Killed (SIGKILL) at a random
+    moment after its first chunk, the same command computes only the missing chunks and writes
+    the records of an uninterrupted run, from bitwise the same chunks."""
+    out = tmp_path / "out"
+    state = out / "state" / "gpt2-rope-tiny-T8"
+    argv = [sys.executable, "-m", "bornbiased_jax.cli", *COMMAND, "--out", str(out)]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    while not list(state.glob("chunk-*.npz")) and proc.poll() is None \
+            and time.monotonic() - t0 < 300:
+        time.sleep(0.005)
+    # a random moment after the first chunk file: after a random number of saved chunks (of
+    # at least 12), at a random point of the next chunk's computation or saving
+    target = rng.randint(1, 8)
+    while _done(state) < target and proc.poll() is None:
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0.0, 0.02))
+    assert proc.poll() is None, "the sweep ended before it could be stopped"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    saved = _done(state)
+    total = _total(state)
+    assert total >= 12 and saved < total and not (out / "token_preference.json").exists()
+
+    again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    got = _result(out)
+    assert got["run"]["state"] == {"folder": str(out / "state"), "kept": True,
+                                   "chunks_computed": total - saved, "chunks_read": saved}
+    assert (f"state kept in {out / 'state'}: {total - saved} chunks computed, {saved} read "
+            f"back") in again.stdout
+    assert _done(state) == total
+
+    ref = tmp_path / "ref"  # uninterrupted, in the same environment
+    subprocess.run([*argv[:-1], str(ref)], cwd=REPO, env=env, capture_output=True, check=True)
+    want = _result(ref)
+    assert want["run"]["state"]["chunks_computed"] == total
+    assert got["records"] == want["records"]
+    a, b = _chunks(state), _chunks(ref / "state" / "gpt2-rope-tiny-T8")
+    assert sorted(a) == sorted(b) and len(a) == total
+    for name in a:
+        for k in a[name]:
+            np.testing.assert_array_equal(a[name][k], b[name][k])  # bitwise
+    print(f"killed after {saved} of {total} chunks; the resumed run computed "
+          f"{total - saved} and read {saved} back")
+
+
+def test_the_same_command_again_reads_everything_back_and_fresh_recomputes_it(tmp_path,
+                                                                               monkeypatch):
+    from bornbiased_jax import cli
+    from bornbiased_jax import sweep as engine
+
+    out = tmp_path / "out"
+    assert cli.main([*SMALL, "--seq-len", "8", "16", "--out", str(out)]) == 0
+    first = _result(out)
+    t8, t16 = (_total(out / "state" / f"gpt2-rope-tiny-T{T}") for T in (8, 16))
+    assert first["run"]["state"]["chunks_computed"] == t8 + t16 >= 6
+    mine = out / "state" / "notes.txt"
+    mine.write_text("not a probe state")
+
+    real = engine._compiled
+    monkeypatch.setattr(engine, "_compiled", lambda *a: pytest.fail("recomputed a saved chunk"))
+    assert cli.main([*SMALL, "--seq-len", "8", "16", "--out", str(out)]) == 0
+    again = _result(out)
+    assert (again["run"]["state"]["chunks_computed"],
+            again["run"]["state"]["chunks_read"]) == (0, t8 + t16)
+    assert again["records"] == first["records"]
+
+    monkeypatch.setattr(engine, "_compiled", real)
+    assert cli.main([*SMALL, "--seq-len", "8", "--out", str(out), "--fresh"]) == 0
+    fresh = _result(out)
+    assert fresh["run"]["state"]["chunks_computed"] == t8
+    assert fresh["run"]["state"]["chunks_read"] == 0
+    assert fresh["records"] == first["records"][:2]  # the T = 8 records
+    assert not (out / "state" / "gpt2-rope-tiny-T16").exists()  # the old state is deleted
+    assert mine.read_text() == "not a probe state"  # other files are left alone
+
+
+def test_a_run_that_adds_lengths_or_models_computes_only_those(tmp_path):
+    """Each preset, --model source and length has its own sub-folder: the parts that match
+    are resumed, the new ones computed (a loaded model through run_probe, resumable too)."""
+    from bornbiased_jax import cli
+
+    out = tmp_path / "out"
+    model = ["--model", "preset:llama2-tiny@0"]
+    assert cli.main([*SMALL, "--seq-len", "8", *model, "--out", str(out)]) == 0
+    first = _result(out)
+    folders = sorted((out / "state").iterdir())
+    t8 = sum(_total(f) for f in folders)
+    assert first["run"]["state"]["chunks_computed"] == t8
+    assert _total(folders[1]) == 3  # the model: 12 sequences in chunks of 4
+    assert cli.main([*SMALL, "--seq-len", "8", "16", *model, "--out", str(out)]) == 0
+    second = _result(out)
+    t16 = sum(_total(f) for f in (out / "state").iterdir()) - t8
+    assert (second["run"]["state"]["chunks_computed"],
+            second["run"]["state"]["chunks_read"]) == (t16, t8)
+    key = lambda r: (r["preset"], r["seed"], r["seq_len"])  # noqa: E731
+    by = {key(r): r for r in second["records"]}
+    assert all(by[key(r)] == r for r in first["records"])
+    names = sorted(p.name for p in (out / "state").iterdir())
+    assert names[:2] == ["gpt2-rope-tiny-T16", "gpt2-rope-tiny-T8"]
+    assert [n.startswith("model-llama2-tiny_0-") for n in names[2:]] == [True, True]
+
+
+def test_a_changed_setting_is_refused_before_any_work_naming_it_and_fresh(tmp_path, capsys):
+    from bornbiased_jax import cli
+
+    out = tmp_path / "out"
+    assert cli.main([*SMALL, "--seq-len", "16", "--out", str(out)]) == 0
+    before = (out / "token_preference.json").read_bytes()
+    capsys.readouterr()
+    # T = 8 has no state yet and would be computed first: the refusal comes before it.
+    changed = [*SMALL, "--seq-len", "8", "16", "--out", str(out)]
+    changed[changed.index("1,2")] = "1,3"
+    assert cli.main(changed) == 2
+    err = capsys.readouterr().err
+    assert "gpt2-rope-tiny-T16: seeds: [1, 2] (saved) vs [1, 3] (now)" in err
+    assert "--fresh" in err and str(out / "state") in err
+    assert not (out / "state" / "gpt2-rope-tiny-T8").exists()  # nothing computed or created
+    assert (out / "token_preference.json").read_bytes() == before
+
+    # other versions: refused unless --resume-across-versions, naming it and --fresh
+    f = out / "state" / "gpt2-rope-tiny-T16" / resume.STATE
+    saved = json.loads(f.read_text())
+    saved["versions"][-1]["jax"] = "0.0.1"
+    f.write_text(json.dumps(saved))
+    same = [*SMALL, "--seq-len", "16", "--out", str(out)]
+    assert cli.main(same) == 2
+    err = capsys.readouterr().err
+    assert 'gpt2-rope-tiny-T16: jax: "0.0.1" (saved)' in err
+    assert "--resume-across-versions" in err and "--fresh" in err
+    assert cli.main([*same, "--resume-across-versions"]) == 0
+    assert _result(out)["run"]["state"]["chunks_computed"] == 0
+
+
+def test_the_help_says_where_the_state_is_what_fresh_does_and_that_it_is_kept():
+    """The sweep's help describes the behaviour the tests above check."""
+    from bornbiased_jax.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    text = " ".join(sub.choices["sweep"].format_help().split())
+    assert "(default: OUT/state, inside --out)" in text
+    assert "The state is kept when the run ends" in text
+    assert "same command run again after a stop resumes" in text
+    assert "is refused before any work, naming what differs; --fresh starts over" in text
+    assert "a run of several processes keeps none" in text
+    assert "--fresh start over: delete the probe states in the state folder" in text
+
+
+def test_removing_states_leaves_other_files_and_waits_for_a_running_one(tmp_path):
+    a = resume.ChunkStore(tmp_path / "s" / "a", {"probe": "x"})
+    a.save((0, 0), np.arange(2))
+    b = resume.ChunkStore(tmp_path / "s" / "b", {"probe": "x"})
+    b.save((0, 0), np.arange(2))
+    (tmp_path / "s" / "keep.txt").write_text("x")
+    with pytest.raises(UserError, match="another process is running"):
+        resume.remove(tmp_path / "s")  # a is still open
+    assert (tmp_path / "s" / "b" / resume.STATE).exists()  # all or nothing
+    a.close()
+    b.close()
+    assert sorted(p.name for p in resume.remove(tmp_path / "s")) == ["a", "b"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["keep.txt"]
+    assert resume.remove(tmp_path / "nothing") == []
+
+
+def test_opening_a_new_state_creates_nothing_until_its_first_write(tmp_path):
+    store = resume.ChunkStore(tmp_path / "new", {"probe": "x"})
+    assert not (tmp_path / "new").exists()
+    store.save((0, 4), np.arange(3))
+    assert (tmp_path / "new" / "chunk-s0-n4.npz").exists() and store.computed == 1
+    store.close()
+    again = resume.ChunkStore(tmp_path / "new", {"probe": "x"})
+    np.testing.assert_array_equal(again.load((0, 4)), np.arange(3))
+    assert again.read == 1 and again.computed == 0

@@ -47,7 +47,8 @@ def add_parser(sub) -> None:
                     "uniformly random sequences with the randomly initialised model, and test "
                     "the most frequent prediction against the uniform null (Bonferroni binomial "
                     "test). Prints Table 1; writes token_preference.json, token_preference.md "
-                    "and figure1a.png into --out.\n\n"
+                    "and figure1a.png into --out, and keeps the run's resumable state in "
+                    "OUT/state (--state).\n\n"
                     "--scale picks the defaults of --preset, --seeds, --seq-len and --num-seqs: "
                     "cpu (one to two and a half minutes observed on a 2-core CPU, not a "
                     "committed record) or paper (Table 1's settings, for a GPU); explicit flags "
@@ -55,6 +56,7 @@ def add_parser(sub) -> None:
         examples=["bornbiased sweep                                   # the CPU defaults",
                   "bornbiased sweep --preset llama2-cpu --seeds 0:8 --seq-len 64 256",
                   "bornbiased sweep --model runs/seeds#3 --num-seqs 2000",
+                  "bornbiased sweep --seeds 0:8 --fresh     # start over: delete OUT/state first",
                   "bornbiased sweep --scale paper --out results/table1   # Table 1, on a GPU",
                   "bornbiased presets                                 # the presets' sizes"])
     p.add_argument("--preset", nargs="+", metavar="NAME",
@@ -81,15 +83,28 @@ def add_parser(sub) -> None:
                    help="seed of the random probe sequences (the same for every model)")
     p.add_argument("--out", type=Path, default=Path("results/sweep"), metavar="DIR",
                    help="folder for token_preference.json, token_preference.md and "
-                        "figure1a.png")
+                        "figure1a.png, and for the run's state (OUT/state) unless --state")
     p.add_argument("--state", type=Path, metavar="DIR",
-                   help="save every finished chunk of sequences into DIR (one sub-folder per "
-                        "preset and length) so that a stopped run resumes: run the same command "
-                        "with the same --state again and it continues from the last finished "
-                        "chunk, bitwise the uninterrupted result; other settings are refused, "
-                        "naming what differs (presets only; --model sources run whole)")
+                   help="the folder of the run's resumable state (default: OUT/state, inside "
+                        "--out): every finished chunk of sequences is saved there at once, one "
+                        "sub-folder per preset or --model source and length, so that the same "
+                        "command run again after a stop resumes from the finished chunks, "
+                        "bitwise the uninterrupted result. The state is kept when the run "
+                        "ends: its chunks are the predicted token ids, 4 bytes per seed and "
+                        "sequence, so keeping them costs little, and the same command again "
+                        "reads them back instead of computing them, while one that adds "
+                        "presets, sources or lengths computes only those. A state saved with "
+                        "other settings (seeds, --num-seqs, --input, --probe-seed, the engine "
+                        "flags, --matmul-precision on an accelerator, another model behind a "
+                        "source, other JAX/NumPy/package versions) is refused before any work, "
+                        "naming what differs; --fresh starts over. A state is for one process: "
+                        "a run of several processes keeps none (and refuses --state)")
+    p.add_argument("--fresh", action="store_true",
+                   help="start over: delete the probe states in the state folder (OUT/state or "
+                        "--state DIR; other files there are left alone) before running")
     p.add_argument("--resume-across-versions", action="store_true",
-                   help="with --state: resume chunks saved by other JAX/NumPy/package versions")
+                   help="resume chunks saved by other JAX/NumPy/package versions (the result "
+                        "is then no longer bitwise an uninterrupted run's)")
     p.add_argument("--no-progress", action="store_true",
                    help="hide the progress bars (chunks done and an ETA)")
 
@@ -121,11 +136,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from bornbiased_jax import distributed, files
+    from bornbiased_jax import distributed, files, resume
     from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes import token_preference as tp
     from bornbiased_jax.probes import token_preference_tables as tables
-    from bornbiased_jax.probes.token_preference import (token_preference,
-                                                        token_preference_of_models)
     from bornbiased_jax.sources import load_source
 
     defaults = PAPER if args.scale == "paper" else CPU
@@ -143,24 +157,31 @@ def run(args) -> int:
                 raise UserError(f"--seq-len {T} exceeds the maximum context "
                                 f"{cfg.max_seq_len} of {what}")
     budget = int(args.memory_budget_gib * 2**30) if args.memory_budget_gib else None
+    engine = dict(strategy=args.seed_batching, seed_chunk=args.seed_chunk,
+                  seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget)
+    passes = [p for cfg in configs for p in tp.preset_passes(
+        cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed)]
+    passes += tp.model_passes(models, seq_lens, num_seqs, input_kind=args.input,
+                              probe_seed=args.probe_seed)
+    state = _state_folder(args)
+    if state is not None and args.fresh:
+        resume.remove(state)
     t0 = time.time()
-    records = []
-    for cfg in configs:
-        records += token_preference(
-            cfg, seeds, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
-            progress=not args.no_progress, strategy=args.seed_batching, seed_chunk=args.seed_chunk,
-            seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget,
-            state=args.state, allow_version_change=args.resume_across_versions)
-    records += token_preference_of_models(
-        models, seq_lens, num_seqs, input_kind=args.input, probe_seed=args.probe_seed,
-        seq_chunk=args.seq_chunk, seq_batch=args.seq_batch, memory_budget=budget,
-        progress=not args.no_progress)
+    stores = _open_states(passes, state, engine, args) if state is not None else None
+    try:
+        records = [r for i, p in enumerate(passes)
+                   for r in p.run(engine, stores[i] if stores else None,
+                                  progress=not args.no_progress)]
+    finally:
+        tp.close_states(stores)
     wall = time.time() - t0
     if not distributed.is_writer():  # every process computed; process 0 writes
         return 0
     table = tables.table1_markdown(records)
+    kept = _state_record(state, stores)
     run_info = files.run_record(args.command_line, wall, scale=args.scale, configs=[
-        dataclasses.asdict(c) for c in configs + [m.cfg for m in models]])
+        dataclasses.asdict(c) for c in configs + [m.cfg for m in models]],
+        **({"state": kept} if kept else {}))
     outputs = {"token_preference.json": {"run": run_info,
                                          "records": [r.to_json() for r in records]},
                "token_preference.md": f"# Token preference at initialisation\n\n{table}\n"
@@ -170,4 +191,60 @@ def run(args) -> int:
     files.write_artifacts(args.out, outputs)
     print(table)
     print(f"wrote {args.out}/{', '.join(outputs)} ({wall:.0f} s)")
+    if kept:
+        print(f"state kept in {kept['folder']}: {kept['chunks_computed']} chunks computed, "
+              f"{kept['chunks_read']} read back from an earlier run. The same command reads "
+              f"them back instead of computing them, one that adds presets, sources or lengths "
+              f"computes only those; --fresh deletes it and starts over")
+    else:
+        print("no state kept: a probe state folder is for one process, and this run had "
+              "several")
     return 0
+
+
+def _state_folder(args) -> Path | None:
+    """The run's state folder: --state, else OUT/state; None with several processes (a state
+    folder is for one process; --state is refused there)."""
+    import jax
+
+    if jax.process_count() > 1:
+        if args.state is not None:
+            raise UserError("--state is for one process; run the sweep of several processes "
+                            "without it (it keeps no state)")
+        return None
+    return args.state if args.state is not None else args.out / "state"
+
+
+def _open_states(passes, state: Path, engine: dict, args) -> list:
+    """Every pass's store, opened before any work; a state saved with other settings or
+    versions is refused here, naming each difference and what to do."""
+    from bornbiased_jax import resume
+    from bornbiased_jax.probes import token_preference as tp
+
+    try:
+        return tp.open_states(passes, state, engine,
+                              allow_version_change=args.resume_across_versions)
+    except resume.StateMismatch as e:
+        diffs = "; ".join(e.differences)
+        if e.kind == "versions":
+            raise UserError(
+                f"the state in {state} was saved by other versions: {diffs}. Add "
+                f"--resume-across-versions to resume it anyway (the result is then no longer "
+                f"bitwise an uninterrupted run's), or --fresh to delete it and start "
+                f"over") from None
+        if e.kind == "format":
+            raise UserError(f"{state} holds no state this version reads: {diffs}. Add --fresh "
+                            f"to delete it and start over") from None
+        raise UserError(
+            f"the state in {state} was saved by a run with other settings; it differs in: "
+            f"{diffs}. Run with the saved settings to resume it, add --fresh to delete it "
+            f"and start over, or give another --state DIR (or --out DIR)") from None
+
+
+def _state_record(state: Path | None, stores) -> dict | None:
+    """Where the run's state is and how many chunks this run computed and read back."""
+    if state is None:
+        return None
+    return {"folder": str(state), "kept": True,
+            "chunks_computed": sum(st.computed for st in stores),
+            "chunks_read": sum(st.read for st in stores)}

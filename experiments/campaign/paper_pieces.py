@@ -31,18 +31,13 @@ def shape(cfg) -> dict:
 def probe_identity(probe: str) -> dict:
     """What fixes a pass's numbers besides its model and inputs: the probe, its seed and, where
     matrix products are not full float32 (TF32 or a multi-pass dot algorithm on a GPU), the
-    precision, so that chunks computed at one precision are never resumed at another. Full
-    float32 (every setting on a CPU, "highest" anywhere) adds nothing, so states written on a
-    CPU and resumed on a GPU in full float32 keep their identity."""
-    import jax
+    precision (``resume.precision_identity``, which the engines also add), so that chunks
+    computed at one precision are never resumed at another. Full float32 (every setting on a
+    CPU, "highest" anywhere) adds nothing, so states written on a CPU and resumed on a GPU in
+    full float32 keep their identity."""
+    from bornbiased_jax import resume
 
-    from bornbiased_jax import precision
-
-    out = {"probe": probe, "probe_seed": 0}
-    name = precision.current()
-    if jax.default_backend() != "cpu" and name != "highest":
-        out["matmul_precision"] = name
-    return out
+    return {"probe": probe, "probe_seed": 0, **resume.precision_identity()}
 
 
 # ------------------------------------------------------------------------------- the pieces
