@@ -231,7 +231,9 @@ def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
         assert (out / f).stat().st_size > 0
     saved = json.loads((out / "fingerprint.json").read_text())
     res = saved["results"]
-    assert list(res) == ["paper", "official", "calibrated", "aligned", "permutation"]
+    # every test that applies (matched: llama2's MLP is gated) and the any-pair combination
+    assert list(res) == ["paper", "official", "calibrated", "aligned", "permutation", "matched",
+                         "any_pair"]
     assert saved["run"]["settings"]["input"] == "tokens"  # the aligned/permutation tests' inputs
     assert saved["verdict"].startswith("verdict (aligned test, exact p = ")
     assert res["permutation"]["details"]["K"] == 9999
