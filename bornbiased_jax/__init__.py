@@ -5,7 +5,8 @@
                 ``sources`` (one spec string for any model: a preset and seed, a training run,
                 an HF folder, a GGUF file), ``generate`` (greedy decoding, for parity checks)
   probes        ``sweep`` (many seeds x many sequences) and ``sweep_plan`` (how a sweep is
-                cut to fit memory), ``resume`` (a long probe's saved chunks, so that it
+                cut to fit memory), ``sweep_identity`` (what a saved state is keyed by), ``resume`` (a
+                long probe's saved chunks, so that it
                 resumes where it stopped), ``blockwise`` (a long sweep kept as small per-block
                 summaries that can be committed), ``probes`` (token preference,
                 contraction, attention sinks, and their tables and figures), ``fingerprint``

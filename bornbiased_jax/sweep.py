@@ -64,6 +64,8 @@ from bornbiased_jax.sweep_plan import (  # noqa: F401  (the engine's public name
     CPU_TOKENS_PER_BATCH, MEASURE_BATCH, STRATEGIES, Probe, SplitProbe, SweepPlan,
     activation_bytes, build_bytes, default_budget, param_bytes, plan_sweep, probe_working_set)
 from bornbiased_jax.sweep_plan import _init_seed_fn, _run_one_fn, _shared_params  # noqa: F401
+from bornbiased_jax.sweep_identity import (_probe_identity, _requested, _store,  # noqa: F401
+                                           _sweep_identity, params_sha256)
 
 
 class _Compiled:
@@ -218,54 +220,6 @@ def sweep_state(state: str | Path, cfg: ModelConfig, seeds: Sequence[int], input
     return _store(state, ident, "a sweep", allow_version_change)
 
 
-def _requested(strategy: str = "auto", seed_chunk: int | None = None,
-               seq_chunk: int | None = None, map_batch: int | None = None,
-               seq_batch: int | None = None, memory_budget: int | None = None) -> dict:
-    """A sweep's requested plan settings, as :func:`plan_sweep` takes them and a sweep's state
-    records them."""
-    return dict(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
-                map_batch=map_batch, seq_batch=seq_batch, memory_budget=memory_budget)
-
-
-def _sweep_identity(identity: dict | None, cfg, seeds, inputs, devices, requested) -> dict:
-    """A sweep state's identity: the caller's ``identity`` (which must name the probe), the
-    model configuration, the seeds, the inputs, the requested plan settings, and the devices'
-    kind and number."""
-    from bornbiased_jax import resume
-
-    return {**(identity or {}), "model": dataclasses.asdict(cfg), "seeds": list(seeds),
-            "inputs": resume.inputs_identity(inputs), "requested_plan": requested,
-            "devices": {"platform": devices[0].platform, "count": len(devices),
-                        "processes": jax.process_count()}}
-
-
-def _probe_identity(identity: dict | None, cfg, params, inputs, device, requested) -> dict:
-    """A :func:`run_probe` state's identity: as a sweep's, with the parameters' SHA-256 in
-    place of the seeds (so a state never resumes with another model)."""
-    from bornbiased_jax import resume
-
-    return {**(identity or {}), "model": dataclasses.asdict(cfg),
-            "params_sha256": params_sha256(params), "inputs": resume.inputs_identity(inputs),
-            "requested_plan": requested, "devices": {"platform": device.platform, "count": 1}}
-
-
-def _store(state, identity: dict, caller: str, allow_version_change: bool):
-    """The state of one engine run: ``state`` opened with ``identity``
-    (:func:`bornbiased_jax.resume.open_store`), or ``state`` itself when it is a store already
-    opened with that identity (a ValueError naming the differences otherwise)."""
-    from bornbiased_jax import resume
-
-    if not isinstance(state, resume.ChunkStore):
-        return resume.open_store(state, identity, caller=caller,
-                                 allow_version_change=allow_version_change)
-    want = resume.plain({**identity, **resume.precision_identity()})
-    diff = resume.differences(state.identity, want)
-    if diff:
-        raise ValueError(f"the state opened in {state.folder} is not this run's: "
-                         + "; ".join(diff))
-    return state
-
-
 def _run_chunks(compute, lead: tuple[int, ...], sizes: tuple[int, ...], store, *,
                 progress: bool, desc: str):
     """The chunk loop of :func:`sweep` (``lead`` = (S, N)) and :func:`run_probe` (``lead`` =
@@ -353,19 +307,6 @@ def probe_state(state: str | Path, cfg: ModelConfig, params: dict, inputs, *,
     ident = _probe_identity(state_identity, cfg, params, inputs, jax.local_devices()[0],
                             requested)
     return _store(state, ident, "run_probe", allow_version_change)
-
-
-def params_sha256(params) -> str:
-    """SHA-256 of a parameter tree's arrays (names, shapes, dtypes and bytes, in path order)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for path, leaf in sorted(jax.tree_util.tree_leaves_with_path(params),
-                             key=lambda pl: jax.tree_util.keystr(pl[0])):
-        a = np.ascontiguousarray(np.asarray(leaf))
-        h.update(f"{jax.tree_util.keystr(path)}|{a.shape}|{a.dtype}|".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=32)

@@ -363,7 +363,8 @@ def test_aligned_test_needs_a_known_initialisation(tmp_path, capsys):
     assert main(["fingerprint", str(tmp_path / "base"), "preset:llama2-tiny@2", *FAST,
                  "--out", str(out)]) == 0
     saved = json.loads((out / "fingerprint.json").read_text())
-    assert list(saved["results"]) == ["permutation"]
+    # the any-pair verdict: the permutation and (gated MLP) matched legs
+    assert list(saved["results"]) == ["permutation", "matched", "any_pair"]
     assert "is not known" in capsys.readouterr().out and "is not known" in saved["run"]["notes"][0]
     assert "Note: the initialisation of" in (out / "fingerprint.md").read_text()
     out2 = tmp_path / "fp2"
