@@ -96,13 +96,17 @@ def test_a_record_keeps_every_value_but_its_paths(tmp_path):
            "records": {"corpus": ["/usr/share/vim/vim90/doc"], "n": 3, "p": 1e-300,
                        "ok": True, "none": None, "base": "/tmp/runs/base-s42@0",
                        "_figure_only": [1, 2]}}
+    # a path beside the checkout is written relative to it (a checkout under /tmp, as a CI
+    # clone may be, makes /tmp/runs such a path); elsewhere /tmp is the <tmp> placeholder
+    beside_or_tmp = ("../runs/base-s42@0" if str(artifacts.REPO.parent) == "/tmp"
+                     else "<tmp>/runs/base-s42@0")
     f = artifacts.save_record(tmp_path, "lineage_runs", rec)
     assert f == tmp_path / "lineage" / "lineage_runs.json"
     saved = json.loads(f.read_text())
     assert saved == {"run": {"command": "python -m experiments.x --out results/o",
                              "wall_seconds": 1.5},
                      "records": {"corpus": ["<vim-docs>"], "n": 3, "p": 1e-300, "ok": True,
-                                 "none": None, "base": "<tmp>/runs/base-s42@0"}}
+                                 "none": None, "base": beside_or_tmp}}
 
 
 def test_legend_names_the_placeholders_a_text_uses():
