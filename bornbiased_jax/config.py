@@ -293,7 +293,7 @@ def _qwen2(size: str) -> ModelConfig:
 
     Copied from the released Qwen2 configs (0.5B, 1.5B, 7B): grouped-query attention, biases
     on Q, K and V only, RoPE base 1,000,000, RMSNorm with eps 1e-6, SwiGLU, vocabulary 151,936.
-    Copied from the paper's Qwen-style model (its code, see notes_s5_s6.md Sec. 2.4):
+    Copied from the paper's Qwen-style model (App. B.3.3 and its released code):
     d_ff = 4d (3,072 at d = 768) and an untied LM head (as Qwen2-7B; the 0.5B and 1.5B
     checkpoints tie it). The paper does not state its K/V head count; we take 2 K/V heads, as
     Qwen2-0.5B (14 query heads) and Qwen2-1.5B (12): 12 / 2 at ``nano`` is Qwen2-1.5B's

@@ -15,7 +15,7 @@ import pytest
 from bornbiased_jax import model
 from bornbiased_jax.config import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import edits
+from bornbiased_jax.fingerprint import derivatives, edits
 from bornbiased_jax.fingerprint.tree import _map
 from bornbiased_jax.fingerprint.obfuscation import permute_heads
 from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, hadamard, mix_value_heads,
@@ -190,3 +190,24 @@ def test_what_cannot_be_preserved_is_refused():
     moved_cfg = dataclasses.replace(gpt2, tie_embeddings=False)
     err = np.abs(_logits(gpt2, p, tokens) - _logits(moved_cfg, moved, tokens)).max()
     assert err > 1e-2
+
+
+@pytest.mark.parametrize("name", sorted(derivatives.DERIVATIVES))
+def test_registered_derivatives_keep_or_change_the_function_as_they_say(name):
+    """Every registered one-model edit runs on a trained-like LLaMA; those marked
+    function-preserving keep the logits to the bound above, the others change some weight."""
+    cfg = get_preset("llama2-tiny")
+    base = _trained_like(cfg, 3)
+    d = derivatives.DERIVATIVES[name]
+    assert d.what
+    cfg2, edited = derivatives.derive(name, base, cfg, jax.random.key(5))
+    if d.function_preserving:
+        _assert_same_function(cfg, base, cfg2, edited)
+    else:
+        assert cfg2.d_model == cfg.d_model and cfg2.n_layers == cfg.n_layers
+        assert _changed(base, edited, ("layers_0", "mlp", "up_proj", "kernel"))
+
+
+def test_an_unknown_derivative_is_refused_naming_the_registered_ones():
+    with pytest.raises(UserError, match="quarot-int4"):
+        derivatives.derive("int3", {}, get_preset("llama2-tiny"), jax.random.key(0))

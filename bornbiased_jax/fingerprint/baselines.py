@@ -52,7 +52,6 @@ from bornbiased_jax.errors import UserError
 
 THRESHOLD = 0.8  # Zhang et al. (REEF); the paper uses it for all four baselines (App. B.3.2)
 EMBEDDING_GROUP = ("embed", "pos_embed", "lm_head")
-METHODS = ("intrinsic", "reef", "pcs", "ics")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -120,23 +120,6 @@ def attn0_intra_similarity(T: int, n_layers: int, *, d: int = 2048, n_seqs: int 
     return _mc(run(x))
 
 
-def softmax_intra_similarity(T: int, n_layers: int, *, d: int = 768, n_heads: int = 12,
-                             n_seqs: int = 16, reps: int = 8, include_diagonal: bool = True,
-                             seed: int = 0) -> MC:
-    """Figure 8's solid lines: standard causal softmax attention blocks (pre-LayerNorm, W_V and
-    W_O included, no residual) on Gaussian sequences with the embedding's std."""
-    cfg = block_config(d=d, n_layers=n_layers, block="attn_only", norm="layernorm",
-                       n_heads=n_heads, max_seq_len=T)
-
-    def fn(params, key):
-        x = cfg.init_std * jax.random.normal(key, (n_seqs, T, d))
-        hid = jax.vmap(lambda s: model.forward(params, cfg, embeds_Td=s, return_hidden=True).hidden)(x)
-        f = lambda h: mean_pairwise_cosine(h, include_diagonal)  # noqa: E731
-        return jax.vmap(jax.vmap(f))(hid).mean(0)
-
-    return _mc(_replicates(cfg, reps, seed, fn))
-
-
 class PositionVariance(NamedTuple):
     variance: MC  # per-position variance of the aggregated output o_i, (T,)
     value_variance: MC  # variance of the values v (scalar)

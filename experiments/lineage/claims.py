@@ -12,8 +12,8 @@ from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNTESTABLE, Cla
 from bornbiased_jax.verdicts import table as claims_table
 from experiments.artifacts import legend
 
-ALPHA = 0.01
-THRESHOLD = 0.8  # a baseline similarity at or above it says "same lineage"
+from bornbiased_jax.fingerprint.baselines import THRESHOLD  # at or above: "same lineage"
+from bornbiased_jax.fingerprint.result import ALPHA
 TITLES = {"figure11": "Figure 11: seed-42 init vs checkpoints",
           "table4b": "Table 4b / 8: init vs own trained model",
           "table4c": "Table 4c: init s_i vs trained s_j", "table5": "Table 5: continued models",

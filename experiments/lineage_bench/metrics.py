@@ -21,16 +21,16 @@ from typing import Sequence
 import numpy as np
 
 from bornbiased_jax.fingerprint import registry
+from bornbiased_jax.fingerprint.baselines import THRESHOLD
+from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 
-ALPHA = 0.01
 # Every registered test's columns (``registry.Entry.bench``; a test without any says why in
 # ``bench_excluded``), in the order of the records written so far, a column registered since
 # then after them.
 TESTS = registry.columns("bench", first=("permutation", "aligned", "aligned_init",
                                          "calibrated", "paper", "official"))
 BASELINES = ("pcs", "ics", "reef", "intrinsic")
-THRESHOLD = 0.8
 
 
 def score(row: dict, test: str) -> float:

@@ -33,7 +33,7 @@ import numpy as np
 
 from bornbiased_jax import files
 from bornbiased_jax.fingerprint import edits as E
-from bornbiased_jax.fingerprint.obfuscation import obfuscate
+from bornbiased_jax.fingerprint.derivatives import DERIVATIVES, derive
 from experiments.lineage_bench import EDITS
 from experiments.lineage_bench.tune import tune
 
@@ -68,24 +68,20 @@ def build(edit: str, base: dict, cfg, *, continued: dict, ft: dict | None, block
     if edit == "lora":
         return tune(base, cfg, blocks, mode="lora", steps=LORA_STEPS, lr=LORA_LR,
                     rank=LORA_RANK, data_seed=seed)
-    if edit == "int8":
-        return E.quantize_int8(base)
-    if edit.startswith("int4-g"):
-        return E.quantize_int4(base, int(edit.removeprefix("int4-g")))
-    if edit == "prune-50":
-        return E.prune_magnitude(base, 0.5)
-    if edit == "prune-2:4":
-        return E.prune_2_4(base)
     if edit == "merge":
         return E.average([ft, continued])
     if edit == "task-sum":
         return E.task_arithmetic(base, [ft, continued], [1.0, 1.0])
-    if edit == "renamed":
-        return obfuscate(base, cfg, jax.random.key(seed))
     if edit == "renamed-ft":
-        renamed = obfuscate(base, cfg, jax.random.key(seed))
+        _, renamed = derive("renamed", base, cfg, jax.random.key(seed))
         return tune(renamed, cfg, blocks, steps=FT_STEPS, lr=FT_LR, data_seed=seed)
     if edit == "distilled":
         return tune(init_of(seed + DISTILL_SEED_OFFSET), cfg, blocks, mode="distill",
                     teacher=base, steps=DISTILL_STEPS, lr=DISTILL_LR, data_seed=seed)
+    if edit in DERIVATIVES:  # the one-model edits, e.g. quantization, pruning, renaming
+        edited_cfg, edited = derive(edit, base, cfg, jax.random.key(seed))
+        if edited_cfg != cfg:
+            raise ValueError(f"edit {edit!r} changes the config (unties the head); the "
+                             f"benchmark's suspects keep the base's")
+        return edited
     raise ValueError(f"unknown edit {edit!r}; the edits are {EDITS}")

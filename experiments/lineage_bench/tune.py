@@ -7,7 +7,9 @@ One loop serves the three (``mode``): the loss is next-token cross-entropy for '
 'lora' only the adapters train (``optax.multi_transform`` with the base set to zero, as
 ``fingerprint.edits.lora_trainable_mask`` prescribes) and the result is the merged model.
 Batches are drawn in a fixed order from ``data_seed``, so an edit is a function of its
-arguments.
+arguments. The optimiser and the next-token loss are the training package's
+(``training.optimizer.make_optimizer`` with a constant rate after the warmup,
+``training.step.loss_fn``): clipping at 1.0, AdamW(0.9, 0.95), weight decay on matrices only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import edits as E
+from bornbiased_jax.training.config import TrainConfig
+from bornbiased_jax.training.optimizer import make_optimizer
+from bornbiased_jax.training.step import loss_fn
 
 MODES = ("full", "lora", "distill")
 
@@ -46,9 +51,8 @@ def tune(params: dict, cfg: ModelConfig, blocks: np.ndarray, *, mode: str = "ful
         raise UserError(f"need at least {batch} blocks of T + 1 tokens, got {blocks.shape}")
     params = jax.tree.map(jnp.asarray, params)
     teacher = None if teacher is None else jax.tree.map(jnp.asarray, teacher)
-    schedule = optax.linear_schedule(0.0, lr, max(1, steps // 10))
-    adamw = optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay)
-    tx = optax.chain(optax.clip_by_global_norm(1.0), adamw)
+    tx = make_optimizer(TrainConfig(steps=steps, lr=lr, warmup=min(max(1, steps // 10), steps - 1),
+                                    schedule="constant", weight_decay=weight_decay))
 
     def logits_of(p, x_BT):
         return jax.vmap(lambda x: model.forward(p, cfg, x).logits)(x_BT)
@@ -71,12 +75,11 @@ def tune(params: dict, cfg: ModelConfig, blocks: np.ndarray, *, mode: str = "ful
             return t
 
     def loss(t, blk_BT1):
-        lg = logits_of(as_model(t), blk_BT1[:, :-1])
-        if mode == "distill":
-            target = jax.nn.log_softmax(logits_of(teacher, blk_BT1[:, :-1]))
-            logq = jax.nn.log_softmax(lg)
-            return jnp.mean(jnp.sum(jnp.exp(target) * (target - logq), axis=-1))
-        return optax.softmax_cross_entropy_with_integer_labels(lg, blk_BT1[:, 1:]).mean()
+        if mode != "distill":
+            return loss_fn(as_model(t), cfg, blk_BT1, bf16=False)
+        target = jax.nn.log_softmax(logits_of(teacher, blk_BT1[:, :-1]))
+        logq = jax.nn.log_softmax(logits_of(as_model(t), blk_BT1[:, :-1]))
+        return jnp.mean(jnp.sum(jnp.exp(target) * (target - logq), axis=-1))
 
     @jax.jit
     def step(t, opt_state, blk):

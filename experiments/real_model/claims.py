@@ -22,7 +22,7 @@ from __future__ import annotations
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNTESTABLE,
                                      Claim, table)
 
-ALPHA = 0.01
+from bornbiased_jax.fingerprint.result import ALPHA
 SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
 Z95 = 1.959964
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")

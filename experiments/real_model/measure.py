@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bornbiased_jax.fingerprint.derivatives import DERIVATIVES
+
 OUT = Path("results/experiments/real_model")
 SUSPECTS = Path("runs/smollm2/suspects")
 SWEEP_N, SWEEP_LENGTHS = 2000, (64, 256)
@@ -47,21 +49,15 @@ UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
 TUNE = dict(steps=30, batch=8, seq_len=64, corpus_mb=2.0, data_seed=0)
 FULL_STEPS = TUNE["steps"]
 FULL_LR, LORA_LR, LORA_RANK, SCRATCH_LR, SCRATCH_SEED = 5e-5, 1e-3, 8, 1e-3, 3
-# name -> what it is (the weight-derived descendants of the base)
-DESCENDANTS = {
+# name -> what it is (the weight-derived descendants of the base): two trained here, the rest
+# one-model derivatives registered in ``fingerprint.derivatives``.
+TRAINED = {
     "lora": f"rank-{LORA_RANK} LoRA on every projection, {TUNE['steps']} steps on Vim's help "
             f"(lr {LORA_LR}), merged",
     "full-ft": f"full fine-tune, {FULL_STEPS} steps on Vim's help (lr {FULL_LR})",
-    "int8": "weight-only int8, one scale per output channel",
-    "int4-g32": "weight-only int4, groups of 32 input rows",
-    "prune-50": "unstructured magnitude pruning to 50 % sparsity",
-    "renamed": "every permutation-type renaming at once (norm gains, heads, MLP units, residual "
-               "basis: fingerprint.obfuscation.obfuscate)",
-    "signs-units": "residual sign flips and signed per-unit SwiGLU scales (rotation module)",
-    "rotated": "the residual stream rotated by a Haar-random orthogonal matrix, gains folded, "
-               "head untied",
-    "quarot-int4": "QuaRot-style: randomized Hadamard rotation, then int4 (groups of 32)",
 }
+DERIVED = ("int8", "int4-g32", "prune-50", "renamed", "signs-units", "rotated", "quarot-int4")
+DESCENDANTS = {**TRAINED, **{name: DERIVATIVES[name].what for name in DERIVED}}
 SCRATCH = {"scratch": f"a fresh init of the base's shape (HF's default init, seed "
                       f"{SCRATCH_SEED}: smollm2-135m@{SCRATCH_SEED}) trained {FULL_STEPS} steps "
                       f"on the same text (lr {SCRATCH_LR}): same shape and data, no weight "
@@ -158,10 +154,7 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
     import jax
 
     from bornbiased_jax import files
-    from bornbiased_jax.fingerprint import edits as E
-    from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
-    from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, random_orthogonal,
-                                                     rotate_residual, scale_mlp_units)
+    from bornbiased_jax.fingerprint.derivatives import derive
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.hf.gguf import load_gguf, load_gguf_tokenizer
     from bornbiased_jax import model as decoder
@@ -192,27 +185,8 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
                               seed_key(SCRATCH_SEED))
             p = tune(init, cfg, blocks, mode="full", lr=SCRATCH_LR,
                      **{**tune_kw, "steps": FULL_STEPS})
-        elif name == "int8":
-            p = E.quantize_int8(base)
-        elif name == "int4-g32":
-            p = E.quantize_int4(base, 32)
-        elif name == "prune-50":
-            p = E.prune_magnitude(base, 0.5)
-        elif name == "renamed":
-            p = obfuscate(base, cfg, k)
-        elif name == "signs-units":
-            rng = np.random.default_rng(1)
-            L, F = cfg.n_layers, cfg.d_ff
-            perm = np.stack([rng.permutation(F) for _ in range(L)])
-            scale = np.exp(rng.normal(0, 0.5, (L, F))) * rng.choice([-1, 1], (L, F))
-            p = flip_residual_signs(base, cfg, rng.choice([-1, 1], cfg.d_model))
-            p = scale_mlp_units(permute_mlp_hidden(p, cfg, perm), cfg, scale)
-        elif name == "rotated":
-            c, p = rotate_residual(base, cfg, random_orthogonal(cfg.d_model, k), untie=True)
-        elif name == "quarot-int4":
-            c, p = E.quarot_int4(base, cfg, k, group_size=32)
         else:
-            raise AssertionError(name)
+            c, p = derive(name, base, cfg, k)
         save_hf(c, jax.tree.map(lambda a: np.asarray(a, np.float32), p), folder / name,
                 overwrite=True)
         manifest[name] = {"what": what, "build_seconds": round(time.time() - t0, 1)}

@@ -8,7 +8,7 @@ from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE, Claim)
 
-ALPHA = 0.01
+from bornbiased_jax.fingerprint.result import ALPHA
 
 INTRO = ("CPU scale: LLaMA-style d = 128 or 256, 4 blocks, and the 12-block d = 768 shape at "
          "small n; each run's settings are in its record. Tests: 'paper' = Algorithm 1 with its "

@@ -26,7 +26,7 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
 from bornbiased_jax.fingerprint.rejection import all_pairs
 
-ALPHA = 0.01
+from bornbiased_jax.fingerprint.result import ALPHA
 
 
 def cpu_model(scaled: bool, shared_embedding: bool = False):
