@@ -40,7 +40,8 @@ a downstream user or a thief applies (LoRA merges, int8/int4 weight quantization
 rotated int4, magnitude and 2:4 pruning, averages and task arithmetic of fine-tunes) and
 function-preserving re-parametrisations (residual-basis, MLP hidden-unit and attention-head
 permutations, compensated norm-gain rescaling; residual rotations and sign flips, signed MLP
-unit scales, per-head V/O maps). ``tree`` names the role of every parameter they touch.
+unit scales, per-head V/O maps). ``derivatives`` registers, by name, those that need one
+model's weights alone. ``tree`` names the role of every parameter they touch.
 """
 
 import importlib
