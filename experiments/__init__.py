@@ -43,7 +43,7 @@ EXPERIMENTS = {
                        "figure8", "figure9", "figure10"],
     "theory": ["theory"],
     "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
-                  "seedprint_trained", "seedprint_confound"],
+                  "seedprint_trained", "seedprint_confound", "seedprint_matched"],
     "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",
                 "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs"],
     "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],

@@ -39,6 +39,7 @@ their single view gives nothing to agree with.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -119,6 +120,7 @@ def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:
     return c.argmax(1)
 
 
+@functools.lru_cache(maxsize=65536)
 def rencontres_log_sf(F: int, k: int) -> float:
     """log P(K >= k) for K the number of fixed points of a uniform permutation of F items."""
     if k <= 0:
