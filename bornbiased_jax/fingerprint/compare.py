@@ -230,14 +230,19 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         del suspect, F_B
 
 
+def any_pair_p(p_permutation: float, p_matched: float) -> tuple[float, str]:
+    """(p, the deciding leg) of the any-pair verdict: min(1, 2 min(p_perm, p_matched))."""
+    legs = {"permutation": p_permutation, "matched": p_matched}
+    leg = min(legs, key=legs.get)
+    return min(1.0, 2 * legs[leg]), leg
+
+
 def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
     """The verdict for a pair whose initialisation is unknown: the permutation test (exact,
     evaded by renamings) and the matched test (robust to renamings and rotations) each at
     alpha / 2, so p = min(1, 2 min(p_perm, p_matched)) (Bonferroni); ``details['decided_by']``
     names the leg with the smaller p."""
-    legs = {"permutation": perm.p, "matched": matched.p}
-    leg = min(legs, key=legs.get)
-    p = min(1.0, 2 * legs[leg])
+    p, leg = any_pair_p(perm.p, matched.p)
     return LineageResult(
         "any_pair", {"bonferroni": p}, perm.alpha, perm.n, perm.d_out, np.arange(0),
         np.arange(0.0), "none", p, np.arange(0.0),

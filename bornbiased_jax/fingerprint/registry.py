@@ -179,9 +179,7 @@ ENTRIES: tuple[Entry, ...] = (
           auto=INIT_UNKNOWN, check=f"{_FG}.matched:check_settings",
           check_pair=f"{_FG}.matched:check_pair",
           p_labels={"fisher": "Fisher over layers"},
-          bench_excluded="the benchmark's bases were measured before the matched test existed; "
-                         "its level for two trained models is not yet measured either "
-                         "(docs/seedprint.md)"),
+          bench={"matched": "matched (eps = 0, trained base)"}),
 )
 
 

@@ -6,6 +6,7 @@ intervals, AUC, TPR at 1 % FPR), ``claims`` (verdict rules, table, ROC figure, R
 section). This module holds only names, so that rendering RESULTS.md imports no JAX."""
 
 EDITS = ("continued", "ft", "lora", "int8", "int4-g32", "int4-g128", "prune-50", "prune-2:4",
-         "merge", "task-sum", "renamed", "renamed-ft", "distilled")
+         "merge", "task-sum", "renamed", "renamed-ft", "signs-units", "rotated", "rotated-ft",
+         "quarot-int4", "distilled")
 KNOWLEDGE_ONLY = ("distilled",)  # descendants in knowledge, not in weights
 TITLE = "Lineage benchmark: every edit, every test (beyond the paper)"

@@ -27,7 +27,9 @@ from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY, TITLE
 
 LABELS = {**registry.bench_labels(), "pcs": "PCS >= 0.8", "ics": "ICS >= 0.8",
-          "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8"}
+          "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8",
+          MT.DEFAULT_UNKNOWN_INIT: "default verdict, BASE's initialisation unknown (any-pair: "
+                                   "permutation and matched, each at alpha / 2)"}
 WEIGHT_EDITS = tuple(e for e in EDITS if e not in KNOWLEDGE_ONLY)
 
 

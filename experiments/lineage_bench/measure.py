@@ -11,6 +11,9 @@ Positives: a base with its own suspects; negatives: a base with every other base
   * 'aligned_init': the aligned test with the base's *initialisation* as base, where its
     p-value is exact (the question a model's owner asks: does the suspect descend from my
     initialisation?);
+  * the matched test (trained base, eps = 0) and 'any_pair', the verdict ``bornbiased
+    fingerprint`` gives when BASE's initialisation is unknown (two HF folders or GGUF files):
+    the permutation and matched tests each at alpha / 2;
   * the four similarity baselines (PCS, ICS, REEF, Intrinsic) with their 0.8 threshold.
 
 Features and built suspects are kept in ``work`` (a folder under runs/, not committed), so a
@@ -31,7 +34,9 @@ from bornbiased_jax.files import progress
 from bornbiased_jax.fingerprint import baselines as BL
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import rejection as SM
-from bornbiased_jax.fingerprint.compare import null_seeds
+from bornbiased_jax.fingerprint import matched as M
+from bornbiased_jax.fingerprint.compare import (MATCHED_MAX_T, MATCHED_SEQS, any_pair_p,
+                                                null_seeds)
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import probe_inputs
@@ -139,6 +144,12 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
     p-value (SeedPrint tests) or similarity (baselines, with 'pcs_same' etc. at 0.8)."""
     rows = []
     prepared = {key: SM.Prepared.of(F[key]) for key in F}
+    cfg = next(iter(models.values())).cfg  # the matched leg reads what `fingerprint` reads
+    tokens = np.asarray(probe_inputs("tokens", cfg, s["n"], s["seq_len"], s["probe_seed"])
+                        )[:MATCHED_SEQS, :MATCHED_MAX_T]
+    pre = {key: M.preactivations(m.params, m.cfg, tokens) for key, m in models.items()
+           if key[0] != "init"}
+    log("  MLP pre-activations of every base and suspect")
     nulls = {key: SM.aligned_null(prepared[key], bank) for key in F if key[0] == "suspect"}
     n = s["n"]
     for b in range(s["bases"]):
@@ -154,6 +165,9 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
                 (prepared[init].spearman.astype(np.float32).T
                  @ prepared[key].spearman.astype(np.float32)) / n)
             row["aligned_init"], _, row["aligned_init_z"] = C.exchangeable_p(s_init, nulls[key])
+            matched = M.matched_test(pre[("base", b, "")], pre[key])
+            row["matched"], row["matched_K"] = matched.p, matched.details["K_per_layer"]
+            row["any_pair"] = any_pair_p(row["permutation"], row["matched"])[0]
             for name, res in (("pcs", BL.pcs(base.params, m.params)),
                               ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),
                               ("reef", BL.reef(H[("base", b, "")], H[key])),

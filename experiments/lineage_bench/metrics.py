@@ -29,7 +29,10 @@ from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 # ``bench_excluded``), in the order of the records written so far, a column registered since
 # then after them.
 TESTS = registry.columns("bench", first=("permutation", "aligned", "aligned_init",
-                                         "calibrated", "paper", "official"))
+                                         "calibrated", "paper", "official")) + ("any_pair",)
+# 'any_pair' is what `bornbiased fingerprint` answers when BASE's initialisation is unknown
+# (two HF folders or GGUF files): the permutation and matched tests each at alpha / 2.
+DEFAULT_UNKNOWN_INIT = "any_pair"
 BASELINES = ("pcs", "ics", "reef", "intrinsic")
 
 

@@ -17,6 +17,11 @@ llama2-tiny seeds trained on identical data in one program); its suspects are
   renamed       every function-preserving obfuscation at once (norm rescaling, head, MLP-unit
                 and residual-basis permutations: ``fingerprint.obfuscation.obfuscate``)
   renamed-ft    the renamed copy fine-tuned as ``ft`` is
+  signs-units   residual sign flips and signed per-unit MLP scales (``fingerprint.rotation``)
+  rotated       the residual stream rotated by a Haar-random orthogonal matrix, norm gains
+                folded (``fingerprint.rotation.rotate_residual``): function-preserving
+  rotated-ft    the rotated copy fine-tuned as ``ft`` is
+  quarot-int4   QuaRot-style: a randomized Hadamard rotation, then int4 (groups of 32)
   distilled     a fresh initialisation (another seed) trained on the base's logits: a
                 knowledge lineage without a weight lineage, reported apart
 
@@ -72,9 +77,9 @@ def build(edit: str, base: dict, cfg, *, continued: dict, ft: dict | None, block
         return E.average([ft, continued])
     if edit == "task-sum":
         return E.task_arithmetic(base, [ft, continued], [1.0, 1.0])
-    if edit == "renamed-ft":
-        _, renamed = derive("renamed", base, cfg, jax.random.key(seed))
-        return tune(renamed, cfg, blocks, steps=FT_STEPS, lr=FT_LR, data_seed=seed)
+    if edit in ("renamed-ft", "rotated-ft"):  # renamed or rotated, then fine-tuned as 'ft'
+        _, edited = derive(edit.removesuffix("-ft"), base, cfg, jax.random.key(seed))
+        return tune(edited, cfg, blocks, steps=FT_STEPS, lr=FT_LR, data_seed=seed)
     if edit == "distilled":
         return tune(init_of(seed + DISTILL_SEED_OFFSET), cfg, blocks, mode="distill",
                     teacher=base, steps=DISTILL_STEPS, lr=DISTILL_LR, data_seed=seed)
