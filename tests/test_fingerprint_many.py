@@ -175,3 +175,31 @@ def test_in_bfloat16_the_aligned_test_reads_the_initialisation_in_float32(tmp_pa
     assert "(with 99 null initialisations in float32)" in capsys.readouterr().out
     res = json.loads((out / "fingerprint.json").read_text())["results"]
     assert res["aligned"]["p_values"]["exact"] == 1 / 100
+
+
+def test_a_stopped_run_resumes_its_missing_pairs(tmp_path, capsys):
+    """The same command again keeps the pairs a stopped run finished (same BASE, suspect,
+    settings, dtype) and computes only the rest, with the uninterrupted run's summary;
+    --fresh, or another setting, recomputes every pair."""
+    import shutil
+
+    out = tmp_path / "fp"
+    cmd = ["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@1",
+           "preset:llama2-tiny@2", "preset:llama2-tiny@3", "--test", "permutation", *FAST,
+           "--out", str(out)]
+    assert main(cmd) == 0
+    full = json.loads((out / "summary.json").read_text())["suspects"]
+    shutil.rmtree(out / full[1]["folder"])  # as if stopped after the first pair
+    shutil.rmtree(out / full[2]["folder"])
+    (out / "summary.json").unlink()
+    capsys.readouterr()
+    assert main(cmd) == 0
+    printed = capsys.readouterr().out
+    assert "resuming: 1 of 3 pairs" in printed
+    assert printed.count(" vs base ") == 2  # only the two missing pairs were computed
+    assert json.loads((out / "summary.json").read_text())["suspects"] == full
+    assert main([*cmd, "--fresh"]) == 0
+    assert "resuming" not in capsys.readouterr().out
+    changed = [a if a != "40" else "41" for a in cmd]  # --n 41: nothing is kept
+    assert main(changed) == 0
+    assert "resuming" not in capsys.readouterr().out

@@ -83,6 +83,10 @@ def add_parser(sub) -> None:
            "fifth of it for the forward pass")
     p.add_argument("--device-memory-gb", type=positive_float, help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--fresh", action="store_true",
+                   help="with several suspects, recompute every pair; by default a pair "
+                        "already in --out/pairs from the same BASE, suspect, settings and "
+                        "dtype (a stopped run of the same command) is kept")
 
     tests = p.add_argument_group("test settings", "Each applies to the tests named; "
                                  "docs/seedprint.md describes them.")
@@ -141,18 +145,25 @@ def run(args) -> int:
     memory_plan.check(a.memory)  # before anything is loaded
     for note in a.notes:
         print(f"note: {note}", flush=True)
-    rows, base = [], None
-    for k, out in enumerate(a.comparisons(shared_embedding=args.shared_embedding,
-                                          progress=not args.no_progress)):
+    done, base = ({}, None) if args.fresh else a.finished(args.out)
+    if done:
+        print(f"resuming: {len(done)} of {len(a.suspects)} pairs already in {args.out}/pairs "
+              f"(same BASE, suspect, settings and dtype) are kept; --fresh recomputes them",
+              flush=True)
+    rows = dict(done)
+    pending = [k for k in range(len(a.suspects)) if k not in done]
+    for k, out in a.comparisons(shared_embedding=args.shared_embedding,
+                                progress=not args.no_progress, only=pending):
         base = out["base"]
         if not distributed.is_writer():  # every process computed; process 0 writes
             continue
         report = a.pair_report(k, out, args.out, args.command_line)
         files.write_artifacts(report["folder"], report["files"])
         print(report["text"], flush=True)
-        rows.append(report["row"])
+        rows[k] = report["row"]
     if not distributed.is_writer():
         return 0
+    rows = [rows[k] for k in sorted(rows)]
     if len(a.suspects) > 1:
         summary = a.summary_files(base, rows)
         files.write_artifacts(args.out, summary)

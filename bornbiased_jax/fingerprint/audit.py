@@ -131,12 +131,38 @@ class Audit:
     dtype: str
     t0: float
 
-    def comparisons(self, *, shared_embedding: bool = False,
-                    progress: bool = True) -> Iterator[dict]:
+    def finished(self, out_dir: Path) -> tuple[dict[int, dict], str | None]:
+        """({k: summary row}, BASE's label) of the suspects whose pair record in ``out_dir`` (from an earlier
+        run of the same command, stopped before the end) was made from the same BASE, suspect
+        source, settings and dtype: a pair's results depend on that pair alone (its inputs,
+        permutations and null seeds are the pair's own), so they are not computed again."""
+        import json
+
+        if len(self.suspects) < 2:
+            return {}, None
+        done, label = {}, None
+        want = dataclasses.asdict(self.settings)
+        for k, spec in enumerate(self.suspects):
+            found = sorted((Path(out_dir) / "pairs").glob(f"{k:02d}-*/fingerprint.json"))
+            if len(found) != 1:
+                continue
+            try:
+                saved = json.loads(found[0].read_text())
+            except (OSError, ValueError):
+                continue
+            run, row = saved.get("run", {}), saved.get("row")
+            if (row and row.get("spec") == spec and run.get("base_spec") == self.base
+                    and run.get("dtype") == self.dtype
+                    and json.loads(json.dumps(want)) == run.get("settings")):
+                done[k], label = row, run.get("base")
+        return done, label
+
+    def comparisons(self, *, shared_embedding: bool = False, progress: bool = True,
+                    only: Sequence[int] | None = None) -> Iterator[tuple[int, dict]]:
         """Loads BASE (and, where read apart, its initialisation, whose features are taken
-        and which is released before the first suspect is loaded), then yields
-        ``compare_many``'s result for each suspect, loaded in turn, with 'base': BASE's
-        label."""
+        and which is released before the first suspect is loaded), then yields (k,
+        ``compare_many``'s result) for each suspect k (those in ``only``, default all), loaded
+        in turn, the result with 'base': BASE's label."""
         import jax.numpy as jnp
 
         from bornbiased_jax import sources
@@ -144,14 +170,16 @@ class Audit:
 
         dtype = jnp.bfloat16 if self.dtype == "bfloat16" else jnp.float32
         base = sources.load_source(self.base, shared_embedding=shared_embedding, dtype=dtype)
-        loaders = [lambda spec=spec: sources.load_source(spec, shared_embedding=shared_embedding,
-                                                         dtype=dtype) for spec in self.suspects]
+        ks = list(range(len(self.suspects))) if only is None else list(only)
+        loaders = [lambda spec=self.suspects[k]: sources.load_source(
+            spec, shared_embedding=shared_embedding, dtype=dtype) for k in ks]
         init = None
         if self.reads_init:
             init = lambda: sources.load_source(self.init.spec, shared_embedding=shared_embedding,
                                                dtype=jnp.float32)
-        for out in compare_many(base, loaders, self.settings, init=init, progress=progress):
-            yield {**out, "base": base.label}
+        for k, out in zip(ks, compare_many(base, loaders, self.settings, init=init,
+                                           progress=progress)):
+            yield k, {**out, "base": base.label}
 
     def pair_report(self, k: int, out: dict, out_dir: Path, command_line: str) -> dict:
         """The record of the k-th suspect's comparison ``out`` (from :meth:`comparisons`):
@@ -165,7 +193,8 @@ class Audit:
         s, results, label, base = self.settings, out["results"], out["suspect"], out["base"]
         several = len(self.suspects) > 1
         wall = time.time() - self.t0
-        run_info = files.run_record(command_line, wall, base=base, suspect=label,
+        run_info = files.run_record(command_line, wall, base=base, base_spec=self.base,
+                                    suspect=label,
                                     settings=dataclasses.asdict(s), d_out=out["d_out"],
                                     dtype=self.dtype, plan=dataclasses.asdict(self.memory),
                                     notes=self.notes)
@@ -173,7 +202,12 @@ class Audit:
                  f"{s.output} outputs")
         verdict = tables.verdict_line(results, RECOMMENDED, base, label)
         folder = out_dir / "pairs" / _pair_folder(k, label) if several else out_dir
-        outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict,
+        row = {"suspect": label, "spec": self.suspects[k], "verdict": verdict,
+               "verdict_test": tables.deciding_test(results, RECOMMENDED),
+               "folder": str(folder.relative_to(out_dir)) if several else ".",
+               "p": {t: r.p for t, r in results.items()},
+               "related": {t: bool(r.same_lineage) for t, r in results.items()}}
+        outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict, "row": row,
                                         "results": {t: r.to_json() for t, r in results.items()}},
                    "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
                                      f"{verdict}\n\n"
@@ -183,11 +217,6 @@ class Audit:
         text = "\n".join([title, tables.table_text(results)]
                          + [f"note ({name}): {r.note}" for name, r in results.items() if r.note]
                          + [verdict])
-        row = {"suspect": label, "spec": self.suspects[k], "verdict": verdict,
-               "verdict_test": tables.deciding_test(results, RECOMMENDED),
-               "folder": str(folder.relative_to(out_dir)) if several else ".",
-               "p": {t: r.p for t, r in results.items()},
-               "related": {t: bool(r.same_lineage) for t, r in results.items()}}
         return {"folder": folder, "files": outputs, "text": text, "row": row}
 
     def summary_files(self, base: str, rows: list[dict]) -> dict:
