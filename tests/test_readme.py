@@ -143,3 +143,16 @@ def test_readme_reproduces_every_study_of_results():
             assert f"(RESULTS.md#{_slug(heading.group(1))})" in text, name
     assert "(RESULTS.md#" + _slug(re.search(r"<!-- gpu_campaign:begin -->\n## (.*)$", results,
                                             re.M).group(1)) + ")" in text
+
+
+def test_quick_start_output_is_the_saved_runs():
+    """The quick start's table and time are those of the saved fresh-clone run
+    (benchmarks/readme_recipes.py), not copied from an unsaved one."""
+    report = (README.parent / "benchmarks" / "results" / "readme_recipes_cpu.md").read_text()
+    m = re.search(r"^## The quick start's table\n\n(.*?)(?:\n\n|\Z)", report, re.S | re.M)
+    assert m, "the saved report has no quick-start table"
+    text = _section("Quick start")
+    for row in m.group(1).strip().splitlines():
+        assert row in text, row
+    seconds = re.search(r"^## Block 0 \(Quick start\): exit 0, (\d+) s$", report, re.M)
+    assert seconds and f"{int(seconds.group(1))} s" in text

@@ -11,6 +11,7 @@ from bornbiased_jax.commands.arguments import (add_multiprocess_arguments, add_p
                                                command_parser, memory_budget_argument, positive,
                                                positive_float, precision_group)
 from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, CALIBRATED_STATISTIC,
+                                     MATCHED_TRAINED_EPS,
                                      CALIBRATED_STATISTICS, PERMUTATION_DRAWS,
                                      PERMUTATION_STATISTIC, PERMUTATION_STATISTICS)
 from bornbiased_jax.errors import UserError
@@ -19,6 +20,17 @@ from bornbiased_jax.fingerprint.audit import expand_suspects, planned_device  # 
 
 CPU = dict(n=2000, seq_len=64)
 PAPER = dict(n=10_000, seq_len=1024)
+
+
+def unit_interval(text: str) -> float:
+    """A number in [0, 1), for --matched-eps."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= x < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1)")
+    return x
 
 
 def add_parser(sub) -> None:
@@ -104,6 +116,12 @@ def add_parser(sub) -> None:
                        help="permutation test: random permutations K, at least 1/alpha - 1")
     tests.add_argument("--permutation-statistic", choices=PERMUTATION_STATISTICS,
                        default=PERMUTATION_STATISTIC, help="permutation test's statistic")
+    tests.add_argument("--matched-eps", type=unit_interval, default=None, metavar="EPS",
+                       help=f"matched test: the share of each layer's MLP units two independent "
+                            f"models may share in both views (default: 0 when either model is an "
+                            f"initialisation, where the test is exact; {MATCHED_TRAINED_EPS:g} "
+                            f"for two trained models, measured on 32 seeds trained on identical "
+                            f"data: docs/seedprint.md)")
 
     precision_group(p).add_argument(
         "--dtype", choices=["float32", "bfloat16"], default="float32",
@@ -138,7 +156,8 @@ def run(args) -> int:
                    k=args.k, null_models=args.null_models,
                    statistic=args.statistic or CALIBRATED_STATISTIC, probe_seed=args.probe_seed,
                    permutations=args.permutations,
-                   permutation_statistic=args.permutation_statistic)
+                   permutation_statistic=args.permutation_statistic,
+                   matched_eps=args.matched_eps)
     from bornbiased_jax.fingerprint import memory_plan
 
     print(a.memory.describe(), flush=True)

@@ -48,9 +48,10 @@ import numpy as np
 
 from bornbiased_jax import data
 from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.defaults import BASELINE_THRESHOLD
 from bornbiased_jax.errors import UserError
 
-THRESHOLD = 0.8  # Zhang et al. (REEF); the paper uses it for all four baselines (App. B.3.2)
+THRESHOLD = BASELINE_THRESHOLD  # Zhang et al. (REEF); the paper uses it for all four (B.3.2)
 EMBEDDING_GROUP = ("embed", "pos_embed", "lm_head")
 
 

@@ -65,7 +65,7 @@ class Settings:
     probe_seed: int = 0
     alpha: float = ALPHA
     matched_seqs: int = MATCHED_SEQS
-    matched_eps: float = 0.0
+    matched_eps: float | None = None  # None: matched.default_eps (0 with an initialisation)
 
     def __post_init__(self):
         known = registry.names()

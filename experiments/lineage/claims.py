@@ -12,7 +12,7 @@ from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNTESTABLE, Cla
 from bornbiased_jax.verdicts import table as claims_table
 from experiments.artifacts import legend
 
-from bornbiased_jax.fingerprint.baselines import THRESHOLD  # at or above: "same lineage"
+from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
 from bornbiased_jax.fingerprint.result import ALPHA
 TITLES = {"figure11": "Figure 11: seed-42 init vs checkpoints",
           "table4b": "Table 4b / 8: init vs own trained model",

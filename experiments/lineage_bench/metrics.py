@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from bornbiased_jax.fingerprint import registry
-from bornbiased_jax.fingerprint.baselines import THRESHOLD
+from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 

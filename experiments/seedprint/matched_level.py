@@ -20,9 +20,10 @@ forward pass:
             continuation of seed k != j): rejection rates at alpha = 0.01 and at alpha / 2 = 0.005
             (the matched leg of the any-pair verdict), with the intervals of
             ``fingerprint.rejection.rate``;
-  fitted    if eps = 0 rejects unrelated trained pairs above alpha, the smallest slack u that
-            brings the rate of the trained pairs among seeds 0-15 to alpha or below, and the
-            rate at that u on the pairs among seeds 16-31 only (held out);
+  fitted    if eps = 0 rejects unrelated trained pairs, the smallest slack u that brings the
+            rate of the trained pairs among seeds 0-15 to a or below at a = alpha and at
+            a = alpha / 2, and the rates at that u on the pairs among seeds 16-31 only (held
+            out); ``fingerprint.matched.TRAINED_EPS`` is u / F;
   power     each initialisation against its own checkpoints, each final model against its
             continuation, and their renamed, rotated and QuaRot-style int4 copies
             (``fingerprint.derivatives``), at eps = 0 and at the fitted slack.
@@ -85,11 +86,13 @@ def mean_K_test(pairs) -> dict:
     return {"mean_K": float(K.mean()), "se": se, "z": z, "p": math.erfc(abs(z) / math.sqrt(2))}
 
 
-def fit_slack(pairs, F: int, alpha: float = ALPHA) -> int:
-    """The smallest slack u >= 0 at which at most a share alpha of ``pairs`` reject at alpha."""
+def fit_slack(pairs, F: int) -> int:
+    """The smallest slack u >= 0 at which at most a share a of ``pairs`` reject at a, for
+    a = alpha (the matched test alone) and a = alpha / 2 (its leg of the any-pair verdict)."""
     worst = max((max(k) for _, _, k in pairs), default=0)
     for u in range(worst + 1):
-        if np.mean([r["matched"] <= alpha for r in _rows(pairs, F, u)]) <= alpha:
+        rows = _rows(pairs, F, u)
+        if all(np.mean([r["matched"] <= a for r in rows]) <= a for a in ALPHAS):
             return u
     return worst
 
