@@ -228,3 +228,19 @@ def test_level_study_rules_fit_the_slack_on_some_seeds_and_judge_it_on_others():
     assert rows[1].why.startswith("eps = 0 does not hold its level")
     assert "held-out rate is not above alpha" in rows[2].why
     assert "| family@250 | trained | 250 |" in ML.markdown(bad)
+
+
+def test_the_default_slack_for_trained_pairs_is_the_one_fitted_on_the_seed_family():
+    """defaults.MATCHED_TRAINED_EPS is the slack the committed seed-family record fitted on
+    seeds 0-15 (experiments/seedprint_matched.py), and that record's held-out rate at it is
+    what RESULTS.md reports."""
+    import json
+    from pathlib import Path
+
+    from bornbiased_jax.defaults import MATCHED_TRAINED_EPS
+
+    record = Path(__file__).resolve().parents[1] / "results/records/seedprint/seedprint_matched.json"
+    fit = json.loads(record.read_text())["records"]["fit"]
+    assert MATCHED_TRAINED_EPS == pytest.approx(fit["eps"], abs=1e-12)
+    assert fit["slack"] == round(MATCHED_TRAINED_EPS * json.loads(record.read_text())[
+        "records"]["units"])

@@ -194,7 +194,7 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, eps: float = 0.0,
     if not (0 <= eps < 1):
         raise UserError(f"eps = {eps!r} must lie in [0, 1)")
     ag = agreement(pre_a, pre_b)
-    u = math.ceil(eps * ag.F)
+    u = math.ceil(eps * ag.F - 1e-9)  # eps = u / F gives u, not u + 1 from rounding
     log_p_L = np.array([rencontres_log_sf(ag.F, int(k) - u) for k in ag.K_L])
     log_p = fisher_log_p(log_p_L)
     p = math.exp(log_p) if log_p > -745 else 0.0
