@@ -27,7 +27,7 @@ def main(argv=None) -> None:
     args, s = parse(NAME, __doc__, ML.CPU, ML.PAPER, extra, argv)
     t0 = time.time()
     with user_errors_exit(NAME):
-        out = ML.measure(s, args.runs_dir)
+        out = ML.measure(s, args.runs_dir, args.out / "cache" / f"agreements-{args.scale}.json")
     write(args, NAME, s, out, ML.markdown(out), ML.figure(out), t0)
 
 

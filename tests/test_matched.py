@@ -228,6 +228,9 @@ def test_level_study_rules_fit_the_slack_on_some_seeds_and_judge_it_on_others():
     assert rows[1].why.startswith("eps = 0 does not hold its level")
     assert "held-out rate is not above alpha" in rows[2].why
     assert "| family@250 | trained | 250 |" in ML.markdown(bad)
+    bad["settings"]["final vs another's continuation"] = {  # a later step than the family's
+        "kind": "trained", "step": 800, "pairs": _pool(rng, 8, 1.0)}
+    ML.figure(ML.summarise(bad))
 
 
 def test_the_default_slack_for_trained_pairs_is_the_one_fitted_on_the_seed_family():

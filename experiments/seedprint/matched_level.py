@@ -102,8 +102,25 @@ def _among(pairs, seeds) -> list:
     return [p for p in pairs if p[0] in s and p[1] in s]
 
 
-def measure(s: dict, runs_dir: Path, log=progress) -> dict:
-    """The study's record: K_l of every pair, the rates, the fitted slack, the power."""
+def measure(s: dict, runs_dir: Path, cache: Path | None = None, log=progress) -> dict:
+    """The study's record: K_l of every pair, the rates, the fitted slack, the power. The
+    agreements are kept in ``cache`` (JSON) and read back by a rerun with the same settings."""
+    import json
+
+    from bornbiased_jax import files
+
+    if cache is not None and cache.is_file():
+        saved = json.loads(cache.read_text())
+        if saved.get("settings_of_run") == s:
+            return summarise(saved["out"])
+    out = agreements(s, runs_dir, log)
+    if cache is not None:
+        files.write_text(cache, json.dumps({"settings_of_run": s, "out": out}))
+    return summarise(out)
+
+
+def agreements(s: dict, runs_dir: Path, log=progress) -> dict:
+    """K_l of every pair of every setting and lineage (:func:`measure`'s raw material)."""
     folder = Path(runs_dir) / SF.NAME
     if not run_folder.finished(folder, SF.RUN):
         raise UserError(f"the 32-seed family is not trained in {folder}; run "
@@ -174,7 +191,7 @@ def measure(s: dict, runs_dir: Path, log=progress) -> dict:
         power[f"final -> its {name} continuation"] = rows_c
         log(f"  {name} copies done")
     out["power"] = power
-    return summarise(out)
+    return out
 
 
 def summarise(out: dict) -> dict:
@@ -253,10 +270,10 @@ def figure(out: dict):
     law = np.exp([M.rencontres_log_sf(F, k) for k in ks]) - np.exp(
         [M.rencontres_log_sf(F, k + 1) for k in ks])
     ax.plot(ks, law, "k:", marker="o", label="rencontres law (exact null)")
-    last = max(st["step"] for st in out["settings"].values() if st["kind"] == "trained")
-    shown = ["family@0", f"family@{last}", "init vs another's final",
-             "final vs another's continuation"]
-    for name in shown:
+    family = [n for n in out["settings"] if n.startswith("family@")]
+    last = max(family, key=lambda n: out["settings"][n]["step"])
+    shown = ["family@0", last, "init vs another's final", "final vs another's continuation"]
+    for name in (n for n in shown if n in out["settings"]):
         K = np.concatenate([k for *_, k in out["settings"][name]["pairs"]])
         ax.plot(ks, [(K == k).mean() for k in ks], marker=".", label=name)
     ax.set_xlabel("K_l: units whose gate and up matchings agree")
