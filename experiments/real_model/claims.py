@@ -170,9 +170,9 @@ def lineage_claims(rec: dict) -> list[Claim]:
             f"rule: all honest edits ({', '.join(HONEST)}) found and no unrelated model "
             f"flagged at alpha {ALPHA}; renamed/rotated copies are beyond the paper; "
             f"n = {run['settings']['n']}, T = {run['settings']['seq_len']}, "
-            f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU (the "
-            f"whole command over its {len(pairs)} pairs, loading included, with the "
-            f"{len(r['tests'])} tests' commands running side by side)"))
+            f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU "
+            f"shared with other jobs (the whole command over its {len(pairs)} pairs, loading "
+            f"included)"))
     return rows
 
 
