@@ -179,7 +179,7 @@ ENTRIES: tuple[Entry, ...] = (
           auto=INIT_UNKNOWN, check=f"{_FG}.matched:check_settings",
           check_pair=f"{_FG}.matched:check_pair",
           p_labels={"fisher": "Fisher over layers"},
-          bench={"matched": "matched (eps = 0, trained base)"}),
+          bench={"matched": "matched (trained base, default slack)"}),
 )
 
 

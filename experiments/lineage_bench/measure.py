@@ -11,9 +11,11 @@ Positives: a base with its own suspects; negatives: a base with every other base
   * 'aligned_init': the aligned test with the base's *initialisation* as base, where its
     p-value is exact (the question a model's owner asks: does the suspect descend from my
     initialisation?);
-  * the matched test (trained base, eps = 0) and 'any_pair', the verdict ``bornbiased
-    fingerprint`` gives when BASE's initialisation is unknown (two HF folders or GGUF files):
-    the permutation and matched tests each at alpha / 2;
+  * the matched test (trained base) at the slack ``bornbiased fingerprint`` uses for two
+    trained models (``matched.default_eps``; at eps = 0 too, kept as 'matched_eps0'), and
+    'any_pair', the verdict ``bornbiased fingerprint`` gives when BASE's initialisation is
+    unknown (two HF folders or GGUF files): the permutation and matched tests each at
+    alpha / 2;
   * the four similarity baselines (PCS, ICS, REEF, Intrinsic) with their 0.8 threshold.
 
 Features and built suspects are kept in ``work`` (a folder under runs/, not committed), so a
@@ -165,8 +167,10 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
                 (prepared[init].spearman.astype(np.float32).T
                  @ prepared[key].spearman.astype(np.float32)) / n)
             row["aligned_init"], _, row["aligned_init_z"] = C.exchangeable_p(s_init, nulls[key])
-            matched = M.matched_test(pre[("base", b, "")], pre[key])
+            matched = M.matched_test(pre[("base", b, "")], pre[key],
+                                     eps=M.default_eps(None, one_is_init=False))
             row["matched"], row["matched_K"] = matched.p, matched.details["K_per_layer"]
+            row["matched_eps0"] = M.matched_test(pre[("base", b, "")], pre[key]).p
             row["any_pair"] = any_pair_p(row["permutation"], row["matched"])[0]
             for name, res in (("pcs", BL.pcs(base.params, m.params)),
                               ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),
