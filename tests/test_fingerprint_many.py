@@ -36,21 +36,22 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(compare, "init_features", counting_inits)
     out = tmp_path / "fp"
     suspects = ["preset:llama2-tiny@1", "preset:llama2-tiny@2", "preset:llama2-tiny@3"]
-    assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST,
-                 "--out", str(out)]) == 0
+    assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST, "--test", "all",
+                 "--null-models", "99", "--out", str(out)]) == 0
     assert len(calls) == 1 + len(suspects)  # the base once, each suspect once
-    assert null_passes == [200]  # the aligned test's K null inits once, for every suspect
+    assert null_passes == [99]  # the K null inits once, for every suspect and test
     summary = json.loads((out / "summary.json").read_text())
     assert [r["suspect"] for r in summary["suspects"]] == [s[len("preset:"):] for s in suspects]
-    for test in ("aligned", "permutation"):
+    for test in ("aligned", "permutation", "matched_init"):
         assert [r["related"][test] for r in summary["suspects"]] == [True, False, False]
-    assert {r["verdict_test"] for r in summary["suspects"]} == {"aligned"}
+    assert {r["verdict_test"] for r in summary["suspects"]} == {"matched_init"}
     for row in summary["suspects"]:
         pair = json.loads((out / row["folder"] / "fingerprint.json").read_text())
         assert pair["verdict"] == row["verdict"] and pair["run"]["suspect"] == row["suspect"]
     md = (out / "summary.md").read_text()
-    assert "| llama2-tiny@1 | 0.00498 | 1.00e-04 | related (aligned) |" in md
-    assert "| llama2-tiny@2 |" in md and "no evidence (aligned)" in md
+    assert "| 0.01 | 0.01 | 1.00e-04 | 0 (underflow) | 0 (underflow) | 0 (underflow) | related " \
+           "(matched_init) |" in md  # calibrated, aligned (K = 99), permutation, matched...
+    assert "| llama2-tiny@2 |" in md and "no evidence (matched_init)" in md
     assert md in capsys.readouterr().out
 
 
@@ -168,7 +169,8 @@ def test_in_bfloat16_the_aligned_test_reads_the_initialisation_in_float32(tmp_pa
     monkeypatch.setattr(sources, "load_source", spy)
     out = tmp_path / "fp"
     assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@1", "--dtype",
-                 "bfloat16", "--null-models", "99", *FAST, "--out", str(out)]) == 0
+                 "bfloat16", "--test", "aligned", "--null-models", "99", *FAST,
+                 "--out", str(out)]) == 0
     assert loads == [("preset:llama2-tiny@1", jnp.bfloat16), ("preset:llama2-tiny@1",
                                                                jnp.float32),
                      ("preset:llama2-tiny@1", jnp.bfloat16)]  # base, its init, the suspect

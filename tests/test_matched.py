@@ -163,6 +163,42 @@ def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
             assert not res["permutation"].same_lineage  # what the exact leg alone misses
 
 
+def test_known_initialisation_verdict_finds_rotated_copies_without_nulls(tmp_path):
+    """BASE a trained model whose initialisation is known: the default verdict is the matched
+    test against that initialisation (eps = 0, exact, no null models); it finds a rotated and
+    a rotated, fine-tuned copy of BASE that the permutation test misses, and calls a stranger
+    unrelated."""
+    from bornbiased_jax.fingerprint import registry
+    from bornbiased_jax.fingerprint.compare import RECOMMENDED, Settings, compare_many
+    from bornbiased_jax.fingerprint.tables import deciding_test
+    from bornbiased_jax.hf import save_hf
+    from bornbiased_jax.sources import load_source
+
+    tests = registry.chosen("auto", init_known=True, gated=True)
+    assert tests == ("permutation", "matched_init") and registry.NULLS not in registry.needs(tests)
+    init = _init(0)
+    base_params = _fine_tuned(init, 9, scale=0.5)
+    rotated_cfg, rotated = rotate_residual(base_params, CFG, random_orthogonal(
+        CFG.d_model, jax.random.key(2)))
+    folders = {"init": save_hf(CFG, init, tmp_path / "init"),
+               "base": save_hf(CFG, base_params, tmp_path / "base"),
+               "rotated": save_hf(rotated_cfg, rotated, tmp_path / "rotated"),
+               "rotated-ft": save_hf(rotated_cfg, _fine_tuned(rotated, 4), tmp_path / "rft"),
+               "stranger": save_hf(CFG, _init(11), tmp_path / "stranger")}
+    names = ["rotated", "rotated-ft", "stranger"]
+    outs = compare_many(load_source(str(folders["base"])),
+                        [lambda n=n: load_source(str(folders[n])) for n in names],
+                        Settings(tests=tests, n=64, seq_len=16),
+                        init=lambda: load_source(str(folders["init"])))
+    for name, out in zip(names, outs):
+        res = out["results"]
+        assert deciding_test(res, RECOMMENDED) == "matched_init"
+        r = res["matched_init"]
+        assert r.details["eps"] == 0 and r.same_lineage == (name != "stranger"), (name, r.details)
+        if name != "stranger":
+            assert not res["permutation"].same_lineage  # what the permutation test misses
+
+
 @pytest.mark.parametrize("base, suspect, message", [
     ("preset:gpt2-rope-tiny@0", "preset:gpt2-rope-tiny@1", "needs a gated \\(SwiGLU\\) MLP"),
     ("preset:llama2-tiny@0", "preset:qwen2-tiny@1", "same depth and MLP width"),

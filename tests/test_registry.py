@@ -45,7 +45,8 @@ def _context(tests):
     return registry.Context(
         settings=s, base=model, suspect=model, xs=None, F_A=F_A, F_B=F_B, d_out=d,
         null_seeds=list(range(99)), F_0=F_A, init_label="init",
-        nulls=[rng.standard_normal((n, d)) for _ in range(99)], pre_A=pre_A, pre_B=pre_B)
+        nulls=[rng.standard_normal((n, d)) for _ in range(99)], pre_A=pre_A, pre_B=pre_B,
+        pre_0=pre_A)
 
 
 def test_every_entry_is_well_formed():
@@ -53,7 +54,7 @@ def test_every_entry_is_well_formed():
     for e in registry.ENTRIES:
         assert e.level in registry.LEVELS, e.name
         assert set(e.needs) <= set(registry.NEEDS), e.name
-        assert e.auto in (None, registry.ALWAYS, registry.INIT_UNKNOWN), e.name
+        assert e.auto in (None, *registry.AUTOS), e.name
         assert e.description and "\n" not in e.description, e.name
         assert e.p_labels, f"{e.name}: the tables need the labels of its p-values"
         assert e.bench or e.bench_excluded, f"{e.name}: a benchmark column, or why none"
@@ -100,18 +101,20 @@ def test_the_studies_list_exactly_the_registered_columns():
 def test_auto_and_all_keep_their_meaning():
     from bornbiased_jax.commands.fingerprint import chosen_tests
 
-    assert chosen_tests("auto", True, True) == ("aligned", "permutation")
+    # a known initialisation: the matched test against it for a gated MLP (exact, no nulls),
+    # the aligned test (its nulls) otherwise
+    assert chosen_tests("auto", True, True) == ("permutation", "matched_init")
     assert chosen_tests("auto", True, False) == ("aligned", "permutation")
     assert chosen_tests("auto", False, True) == ("permutation", "matched")
     assert chosen_tests("auto", False, False) == ("permutation",)
     assert chosen_tests("all", True, True) == registry.names()
     assert chosen_tests("all", False, True) == tuple(n for n in registry.names()
-                                                     if n != "aligned")
+                                                     if n not in ("aligned", "matched_init"))
     assert chosen_tests("all", False, False) == ("paper", "official", "calibrated",
                                                  "permutation")
     assert chosen_tests("paper", False, False) == ("paper",)
-    assert _test_choices() == ["auto", "aligned", "permutation", "matched", "paper",
-                               "official", "calibrated", "all"]
+    assert _test_choices() == ["auto", "aligned", "permutation", "matched", "matched_init",
+                               "paper", "official", "calibrated", "all"]
 
 
 def _dummy(**kw) -> registry.Entry:

@@ -233,9 +233,9 @@ def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
     res = saved["results"]
     # every test that applies (matched: llama2's MLP is gated) and the any-pair combination
     assert list(res) == ["paper", "official", "calibrated", "aligned", "permutation", "matched",
-                         "any_pair"]
+                         "matched_init", "any_pair"]
     assert saved["run"]["settings"]["input"] == "tokens"  # the aligned/permutation tests' inputs
-    assert saved["verdict"].startswith("verdict (aligned test, exact p = ")
+    assert saved["verdict"].startswith("verdict (matched_init test, ")
     assert res["permutation"]["details"]["K"] == 9999
     assert res["calibrated"]["details"]["K"] == res["aligned"]["details"]["K"] == 99
     assert res["aligned"]["details"]["base_initialisation"] == "llama2-tiny@1"
@@ -253,17 +253,35 @@ def test_calibrated_test_with_too_few_null_models_says_it_cannot_reject(tmp_path
     assert "never reject" in res["calibrated"]["note"]  # K = 4 < 99
 
 
-def test_fingerprint_cli_defaults_to_aligned_then_permutation(tmp_path, capsys):
-    """BASE a preset (its own initialisation): auto runs the aligned and the permutation test,
-    and the verdict is the aligned test's. Same model: the aligned statistic is the largest of
-    its K + 1, p = 1/(K+1) exactly; the permutation test's p = 1/(9999+1)."""
+def test_fingerprint_cli_defaults_to_the_matched_test_from_the_initialisation(tmp_path, capsys):
+    """BASE a preset with a gated MLP (its own initialisation): auto runs the permutation test
+    and the matched test against BASE's initialisation, whose verdict it is; no null model is
+    built. Same model: every unit agrees in both views, and the permutation test's p is
+    1/(9999+1)."""
     out = tmp_path / "fp"
     assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@1", *FAST,
                  "--out", str(out)]) == 0
     saved = json.loads((out / "fingerprint.json").read_text())
+    res = saved["results"]
+    assert list(res) == ["permutation", "matched_init"]
+    assert res["permutation"]["p_values"]["exact"] == 1 / 10_000  # same model
+    units = res["matched_init"]["details"]["units"]
+    assert res["matched_init"]["details"]["K_per_layer"] == [units, units]
+    assert res["matched_init"]["details"]["eps"] == 0 and "exact" in res["matched_init"]["note"]
+    assert saved["verdict"].startswith("verdict (matched_init test, ")
+    assert "is related to" in saved["verdict"] and saved["verdict"] in capsys.readouterr().out
+
+
+def test_fingerprint_cli_defaults_to_aligned_for_an_ungated_mlp(tmp_path, capsys):
+    """BASE a preset whose MLP is not gated (GPT-2): the matched test cannot serve it, and auto
+    runs the aligned test (K null initialisations) and the permutation test. Same model: the
+    aligned statistic is the largest of its K + 1, p = 1/(K+1) exactly."""
+    out = tmp_path / "fp"
+    assert main(["fingerprint", "preset:gpt2-rope-tiny@1", "preset:gpt2-rope-tiny@1", *FAST,
+                 "--out", str(out)]) == 0
+    saved = json.loads((out / "fingerprint.json").read_text())
     assert list(saved["results"]) == ["aligned", "permutation"]
     assert saved["results"]["aligned"]["p_values"]["exact"] == 1 / 100
-    assert saved["results"]["permutation"]["p_values"]["exact"] == 1 / 10_000  # same model
     assert saved["verdict"].startswith("verdict (aligned test, exact p = 0.01, ")
     assert "is related to" in saved["verdict"] and saved["verdict"] in capsys.readouterr().out
 
@@ -273,11 +291,12 @@ def test_fingerprint_cli_defaults_to_aligned_then_permutation(tmp_path, capsys):
     (["--test", "permutation", "--output", "logits"], "vocabulary ids are not exchangeable"),
     (["--test", "permutation", "--input", "gaussian"],
      "one forward pass of the base per null draw"),
-    (["--output", "logits"], r"aligned test needs .*residual outputs"),
-    (["--input", "gaussian"], r"aligned test needs token inputs"),
+    (["--test", "aligned", "--output", "logits"], r"aligned test needs .*residual outputs"),
+    (["--test", "aligned", "--input", "gaussian"], r"aligned test needs token inputs"),
+    (["--test", "matched_init", "--input", "gaussian"], r"matched.* token inputs"),
     (["--test", "all", "--input", "gaussian"], r"aligned test needs token inputs"),
     (["--permutations", "98"], r"K >= 1/alpha - 1 = 99"),
-    (["--null-models", "98"], r"too few for the aligned test.*--null-models >= 1/alpha - 1 = 99"),
+    (["--test", "aligned", "--null-models", "98"], r"too few for the aligned test.*--null-models >= 1/alpha - 1 = 99"),
     (["--test", "paper", "--m", "65"], r"m = 65 must be an integer in \[1, d_out = 64\]"),
     (["--test", "official", "--k", "100"], r"k = 100 must be an integer in \[1, d_out = 64\]"),
 ])
@@ -335,9 +354,11 @@ def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_
     (continued / "run.json").write_text(json.dumps(info))
     out = tmp_path / "fp"
     assert main(["fingerprint", f"{continued}@0", str(tmp_path / "renamed"),
-                 str(tmp_path / "other"), *FAST, "--out", str(out)]) == 0
+                 str(tmp_path / "other"), *FAST, "--test", "all", "--out", str(out)]) == 0
     rows = json.loads((out / "summary.json").read_text())["suspects"]
-    assert [r["verdict_test"] for r in rows] == ["aligned", "aligned"]
+    # the verdict: the matched test against that same initialisation (a gated MLP)
+    assert [r["verdict_test"] for r in rows] == ["matched_init", "matched_init"]
+    assert rows[0]["related"]["matched_init"] and not rows[1]["related"]["matched_init"]
     assert rows[0]["p"]["aligned"] == 1 / 100 and rows[0]["related"]["aligned"]
     assert not rows[0]["related"]["permutation"]  # the renaming hides it from this test
     assert not rows[1]["related"]["aligned"]

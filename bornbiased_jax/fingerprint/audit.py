@@ -103,9 +103,10 @@ def planned_device(gib: float | None, gb: float | None = None) -> tuple[str, int
 
 
 def default_input(tests: Sequence[str]) -> str:
-    """``--input``'s default for ``tests``: token ids where the aligned, permutation or matched
-    test runs, else Gaussian embeddings (Algorithm 1's)."""
-    return "tokens" if {"aligned", "permutation", "matched"} & set(tests) else "gaussian"
+    """``--input``'s default for ``tests``: token ids where a test that needs them runs (the
+    aligned, permutation and matched tests), else Gaussian embeddings (Algorithm 1's)."""
+    return ("tokens" if any(registry.TOKENS in e.needs for e in registry.selected(tests))
+            else "gaussian")
 
 
 def _pair_folder(k: int, label: str) -> str:

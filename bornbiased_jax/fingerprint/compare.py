@@ -22,15 +22,16 @@ from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
 
-# The tests a verdict line uses, the first that ran: 'aligned' (the calibrated test with the
-# spearman_aligned statistic, from the BASE's *initialisation*): exact, and it sees through a
-# renamed basis (the lineage benchmark: it alone held its level and found every weight-lineage
-# copy); it needs BASE's initialisation. Else 'permutation': exact for any pair, two forward
+# The tests a verdict line uses, the first that ran. Where BASE's initialisation is known:
+# 'matched_init' for a gated MLP (the matched test of SUSPECT against that initialisation:
+# exact, unchanged by renamings and rotations, no null models), else 'aligned' (the calibrated
+# test with the spearman_aligned statistic from the initialisation, ranked among K fresh ones:
+# exact, sees through a renamed basis but not a rotation). Where it is unknown: 'any_pair'
+# (computed, not chosen: :func:`any_pair`) when both the permutation and the matched test ran,
+# each leg at alpha / 2, so the exact leg keeps its level and the matched leg (robust to
+# renamings and rotations) adds its power; else 'permutation': exact for any pair, two forward
 # passes, but a renamed copy evades it. The others are there to compare with the paper.
-# Between them, 'any_pair' (computed, not chosen: :func:`any_pair`) when both the permutation and
-# the matched test ran: each leg at alpha / 2, so the exact leg keeps its level and the matched
-# leg (robust to renamings and rotations) adds its power.
-RECOMMENDED = ("aligned", "any_pair", "permutation")
+RECOMMENDED = ("matched_init", "aligned", "any_pair", "permutation")
 # The matched test reads the first MATCHED_SEQS sequences up to position MATCHED_MAX_T (its
 # pre-activations of BASE are kept: rows x F x 2L values; capturing them stores every layer's
 # attention map too, so long sequences would cost T^2 memory per head for no gain in rows)
@@ -46,8 +47,8 @@ class Settings:
     """What a comparison runs. ``m``/``k`` default to ``identity_dims.default_size(d_out)``.
 
     The defaults run the permutation test on token inputs: it needs nothing but the two models.
-    The recommended ``tests=RECOMMENDED`` adds the aligned test, which needs the base's
-    initialisation (``compare_many(init=...)``). Algorithm 1 as written uses
+    The tests of the verdict (:data:`RECOMMENDED`) 'matched_init' and 'aligned' need the
+    base's initialisation (``compare_many(init=...)``). Algorithm 1 as written uses
     ``input="gaussian"``."""
 
     tests: tuple[str, ...] = ("permutation",)
@@ -192,19 +193,21 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                         f"or a training run (its step 0 is read), or choose another --test")
     xs = probe_set(base, s)
     F_A = model_features(base, xs, s.output, progress=progress)
-    F_0, init_label, init_seed = None, base.label, base.seed
+    matched_xs = xs[:s.matched_seqs, :MATCHED_MAX_T] if registry.GATED in needs else None
+    pre_A = (M.preactivations(base.params, base.cfg, matched_xs)
+             if registry.GATED in needs else None)
+    F_0, pre_0, init_label, init_seed = None, None, base.label, base.seed
     if registry.INIT in needs:
         if init is None:
-            F_0 = F_A
+            F_0, pre_0 = F_A, pre_A
         else:
             model = init() if callable(init) else init
             check_pair(base.cfg, model.cfg, s, f"BASE's initialisation {model.label}")
             F_0 = model_features(model, xs, s.output, progress=progress)
+            if registry.GATED in needs:
+                pre_0 = M.preactivations(model.params, model.cfg, matched_xs)
             init_label, init_seed = model.label, model.seed
             del model
-    matched_xs = xs[:s.matched_seqs, :MATCHED_MAX_T] if registry.GATED in needs else None
-    pre_A = (M.preactivations(base.params, base.cfg, matched_xs)
-             if registry.GATED in needs else None)
     nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
     for load in suspects:
         suspect = load()
@@ -218,7 +221,7 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         ctx = registry.Context(
             settings=s, base=base, suspect=suspect, xs=xs, F_A=F_A, F_B=F_B, d_out=d_out,
             null_seeds=null_ids, F_0=F_0, init_label=init_label,
-            nulls=nulls.get(tuple(null_ids)), pre_A=pre_A,
+            nulls=nulls.get(tuple(null_ids)), pre_A=pre_A, pre_0=pre_0,
             pre_B=(M.preactivations(suspect.params, suspect.cfg, matched_xs)
                    if registry.GATED in needs else None))
         results = {e.name: e.runner()(ctx) for e in entries}

@@ -250,6 +250,19 @@ def from_context(ctx) -> LineageResult:
                         exact=exact)
 
 
+def init_from_context(ctx) -> LineageResult:
+    """The matched test of SUSPECT against BASE's *initialisation* (``registry.Context``'s
+    ``pre_0``): exact for any SUSPECT (eps = 0; under H0 SUSPECT is independent of that
+    initialisation, whose gate and up rows are independent), unchanged by renamings and
+    rotations of SUSPECT, and with no null models to compute. The test the verdict uses for a
+    gated MLP whose initialisation is known."""
+    s = ctx.settings
+    res = matched_test(ctx.pre_0, ctx.pre_B, alpha=s.alpha, eps=0.0, exact=True)
+    return dataclasses.replace(
+        res, test="matched_init",
+        note=f"exact: SUSPECT against BASE's initialisation {ctx.init_label}")
+
+
 def default_eps(eps: float | None, one_is_init: bool) -> float:
     """``eps`` when given; else 0 when one model is an initialisation (the test is exact),
     :data:`TRAINED_EPS` for two trained models."""

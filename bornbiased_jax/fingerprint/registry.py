@@ -36,6 +36,8 @@ LEVELS = ("exact", "exact when one model is an initialisation", "measured", "non
 # When '--test auto' runs a test (Entry.auto), wherever its needs are met:
 ALWAYS = "always"
 INIT_UNKNOWN = "when BASE's initialisation is unknown"
+UNGATED = "when BASE's MLP is not gated"
+AUTOS = (ALWAYS, INIT_UNKNOWN, UNGATED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +111,8 @@ class Context:
     settings, both models (``LoadedModel``) and their features on the shared inputs ``xs``;
     where its needs ask for them, the features of BASE's initialisation (INIT: ``F_0``, from
     the model ``init_label``), of the null initialisations (NULLS: ``nulls``, seeds
-    ``null_seeds``), and both models' MLP pre-activations (GATED: ``pre_A``, ``pre_B``)."""
+    ``null_seeds``), and both models' MLP pre-activations (GATED: ``pre_A``, ``pre_B``; with
+    INIT too, those of BASE's initialisation: ``pre_0``)."""
 
     settings: Any
     base: Any
@@ -124,6 +127,7 @@ class Context:
     nulls: list | None = None
     pre_A: Any = None
     pre_B: Any = None
+    pre_0: Any = None
 
 
 _FG = "bornbiased_jax.fingerprint"
@@ -155,12 +159,12 @@ ENTRIES: tuple[Entry, ...] = (
           f"{_FG}.calibrated:aligned_from_context", "exact",
           "SUSPECT's coordinates matched one-to-one to those of BASE's initialisation, ranked "
           "among K fresh initialisations: sees through a renamed basis",
-          auto=ALWAYS, check=f"{_FG}.calibrated:check_aligned_settings", p_labels=_EXACT,
+          auto=UNGATED, check=f"{_FG}.calibrated:check_aligned_settings", p_labels=_EXACT,
           legend="the mean |Spearman| of SUSPECT's coordinates matched one-to-one to those of "
                  "BASE's initialisation ({base_initialisation}; aligned)",
           rejection=("aligned",),
           bench={"aligned": "aligned, trained base",
-                 "aligned_init": "aligned, base's init (exact, default)"}),
+                 "aligned_init": "aligned, base's init (exact; default, ungated MLPs)"}),
     Entry("permutation", frozenset({TOKENS, RESIDUAL}), f"{_FG}.permutation:from_context",
           "exact",
           "the mean matched-coordinate correlation ranked among random permutations of BASE's "
@@ -180,6 +184,14 @@ ENTRIES: tuple[Entry, ...] = (
           check_pair=f"{_FG}.matched:check_pair",
           p_labels={"fisher": "Fisher over layers"},
           bench={"matched": "matched (trained base, default slack)"}),
+    Entry("matched_init", frozenset({INIT, TOKENS, GATED}), f"{_FG}.matched:init_from_context",
+          "exact",
+          "the matched test of SUSPECT against BASE's initialisation: exact for any suspect, "
+          "unchanged by renamings and rotations, no null models",
+          auto=ALWAYS, check=f"{_FG}.matched:check_settings",
+          check_pair=f"{_FG}.matched:check_pair",
+          p_labels={"fisher": "Fisher over layers"},
+          bench={"matched_init": "matched, base's init (exact, default)"}),
 )
 
 
@@ -220,7 +232,8 @@ def chosen(choice: str, init_known: bool, gated: bool = True) -> tuple[str, ...]
     (``init_known``) and GATED (``gated``, BASE's MLP)."""
     if choice == "auto":
         return tuple(e.name for e in ENTRIES if e.applies(init_known, gated) and (
-            e.auto == ALWAYS or (e.auto == INIT_UNKNOWN and not init_known)))
+            e.auto == ALWAYS or (e.auto == INIT_UNKNOWN and not init_known)
+            or (e.auto == UNGATED and not gated)))
     if choice == "all":
         return tuple(e.name for e in ENTRIES if e.applies(init_known, gated))
     return (entry(choice).name,)

@@ -16,6 +16,9 @@ Positives: a base with its own suspects; negatives: a base with every other base
     'any_pair', the verdict ``bornbiased fingerprint`` gives when BASE's initialisation is
     unknown (two HF folders or GGUF files): the permutation and matched tests each at
     alpha / 2;
+  * 'matched_init': the matched test with the base's initialisation as base (exact, eps = 0,
+    no null models), the default verdict of ``bornbiased fingerprint`` for a gated MLP whose
+    initialisation is known;
   * the four similarity baselines (PCS, ICS, REEF, Intrinsic) with their 0.8 threshold.
 
 Features and built suspects are kept in ``work`` (a folder under runs/, not committed), so a
@@ -149,9 +152,8 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
     cfg = next(iter(models.values())).cfg  # the matched leg reads what `fingerprint` reads
     tokens = np.asarray(probe_inputs("tokens", cfg, s["n"], s["seq_len"], s["probe_seed"])
                         )[:MATCHED_SEQS, :MATCHED_MAX_T]
-    pre = {key: M.preactivations(m.params, m.cfg, tokens) for key, m in models.items()
-           if key[0] != "init"}
-    log("  MLP pre-activations of every base and suspect")
+    pre = {key: M.preactivations(m.params, m.cfg, tokens) for key, m in models.items()}
+    log("  MLP pre-activations of every initialisation, base and suspect")
     nulls = {key: SM.aligned_null(prepared[key], bank) for key in F if key[0] == "suspect"}
     n = s["n"]
     for b in range(s["bases"]):
@@ -172,6 +174,7 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
             row["matched"], row["matched_K"] = matched.p, matched.details["K_per_layer"]
             row["matched_eps0"] = M.matched_test(pre[("base", b, "")], pre[key]).p
             row["any_pair"] = any_pair_p(row["permutation"], row["matched"])[0]
+            row["matched_init"] = M.matched_test(pre[init], pre[key]).p
             for name, res in (("pcs", BL.pcs(base.params, m.params)),
                               ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),
                               ("reef", BL.reef(H[("base", b, "")], H[key])),
