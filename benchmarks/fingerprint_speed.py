@@ -1,13 +1,20 @@
-"""How long `bornbiased fingerprint BASE SUSPECT` takes, as a user runs it: the whole command
+"""How long `bornbiased fingerprint BASE SUSPECT...` takes, as a user runs it: the whole command
 (a fresh Python process: imports, loading, features, the tests, writing the outputs), for the
-default ('auto': the aligned test, whose K = 200 null initialisations dominate, beside the
-permutation test), for each of those alone and for each of the paper's tests.
+default ('auto': for a gated MLP whose initialisation is known, the permutation test and the
+matched test against BASE's initialisation, no null models), for each test alone, and for one
+BASE against S suspects in one command (the default and the aligned test, whose K = 200 null
+initialisations are built once for all suspects).
 
-Prints one row per test with the median wall time of ``--repeats`` runs (time.perf_counter
-around a subprocess), the command's own reported time, and the machine's load average before
-the runs (timings on a loaded machine are not comparable).
+The command keeps its compiled programs in a persistent XLA cache (``bornbiased_jax.xla_cache``):
+each row starts with an empty cache (the first run: what a new user waits), then times
+``--repeats`` runs with the cache that run left (what every later run waits). Prints per row
+the first run's wall time, the median wall time of the repeats (time.perf_counter around a
+subprocess) and the command's own reported time, and the machine's load average before and
+after the runs (timings on a loaded machine are not comparable); ``--save FILE`` writes the
+same table as Markdown with the command line and the machine.
 
     python benchmarks/fingerprint_speed.py                       # two llama2-tiny inits
+    python benchmarks/fingerprint_speed.py --suspects 20 --save benchmarks/results/fingerprint_speed_cpu.md
     python benchmarks/fingerprint_speed.py --base runs/a --suspect runs/b --repeats 3
 """
 
@@ -15,21 +22,29 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+TESTS = ["auto", "matched_init", "aligned", "permutation", "matched", "paper", "official",
+         "calibrated"]
 
 
-def one_run(base: str, suspect: str, test: str, extra: list[str]) -> tuple[float, float]:
-    """(wall seconds of the process, seconds the command reports)."""
+def one_run(base: str, suspects: list[str], test: str, extra: list[str],
+            cache: str) -> tuple[float, float]:
+    """(wall seconds of the process, seconds the command reports), with the XLA cache in
+    folder ``cache``."""
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", base, suspect,
+        cmd = [sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", base, *suspects,
                "--test", test, "--no-progress", "--out", out, *extra]
+        env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": cache}
         t0 = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
     if done.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
@@ -37,26 +52,68 @@ def one_run(base: str, suspect: str, test: str, extra: list[str]) -> tuple[float
     return wall, float(m.group(1)) if m else float("nan")
 
 
+def many_suspects(suspect: str, count: int) -> list[str]:
+    """``count`` suspects like ``suspect``: a preset's seeds from its own on, else the same
+    source repeated."""
+    m = re.fullmatch(r"(preset:[^@]+)@(\d+)", suspect)
+    if m:
+        return [f"{m.group(1)}@{int(m.group(2)) + i}" for i in range(count)]
+    return [suspect] * count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", default="preset:llama2-tiny@0")
     ap.add_argument("--suspect", default="preset:llama2-tiny@1")
-    ap.add_argument("--tests", nargs="+",
-                    default=["auto", "aligned", "permutation", "paper", "official",
-                             "calibrated"])
+    ap.add_argument("--tests", nargs="+", default=TESTS, help="the one-suspect rows")
+    ap.add_argument("--suspects", type=int, default=0,
+                    help="also time BASE against this many suspects in one command (the "
+                         "default test and aligned)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--save", type=Path, help="write the table as Markdown to this file")
     ap.add_argument("extra", nargs="*", help="more fingerprint flags (after --)")
     args = ap.parse_args()
-    print(f"load average before: {os.getloadavg()[0]:.2f} (1 min); {os.cpu_count()} CPUs")
-    print(f"{'test':<12} {'median wall s':>14} {'reported s':>11}  runs")
-    for test in args.tests:
-        runs = [one_run(args.base, args.suspect, test, args.extra)
-                for _ in range(args.repeats)]
+    load0 = os.getloadavg()[0]
+    print(f"load average before: {load0:.2f} (1 min); {os.cpu_count()} CPUs")
+    print(f"{'test':<12} {'suspects':>8} {'first s':>8} {'median wall s':>14} "
+          f"{'reported s':>11}  runs")
+    rows = []
+    plan = [(t, [args.suspect]) for t in args.tests]
+    if args.suspects:
+        plan += [(t, many_suspects(args.suspect, args.suspects)) for t in ("auto", "aligned")]
+    for test, suspects in plan:
+        with tempfile.TemporaryDirectory() as cache:
+            first = one_run(args.base, suspects, test, args.extra, cache)[0]
+            runs = [one_run(args.base, suspects, test, args.extra, cache)
+                    for _ in range(args.repeats)]
         walls = [w for w, _ in runs]
-        print(f"{test:<12} {statistics.median(walls):>14.1f} "
-              f"{statistics.median(r for _, r in runs):>11.0f}  "
+        row = (test, len(suspects), first, statistics.median(walls),
+               statistics.median(r for _, r in runs), walls)
+        rows.append(row)
+        print(f"{test:<12} {row[1]:>8} {first:>8.1f} {row[3]:>14.1f} {row[4]:>11.0f}  "
               + " ".join(f"{w:.1f}" for w in walls), flush=True)
+    load1 = os.getloadavg()[0]
+    print(f"load average after: {load1:.2f}")
+    if args.save:
+        lines = [
+            "# `bornbiased fingerprint`: wall time of the whole command", "",
+            f"`python {' '.join(sys.argv)}`, on {platform.machine()} with {os.cpu_count()} "
+            f"CPUs ({platform.platform()}), {time.strftime('%Y-%m-%d')}; load average "
+            f"{load0:.2f} before the runs and {load1:.2f} after. BASE `{args.base}`, suspects "
+            f"from `{args.suspect}` on; each run a fresh process. 'first': the first run, "
+            f"with an empty XLA compilation cache; then the median of {args.repeats} runs "
+            f"with the cache it left (the command's persistent cache), their wall times, "
+            f"and the time the command reports (from its plan to its last file).", "",
+            "| --test | suspects | first run s | median wall s | reported s | runs (s) |",
+            "|---|---:|---:|---:|---:|---|"]
+        lines += [f"| {t} | {n} | {f:.1f} | {w:.1f} | {r:.0f} | "
+                  f"{' '.join(f'{x:.1f}' for x in ws)} |" for t, n, f, w, r, ws in rows]
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.save.with_suffix(args.save.suffix + ".tmp")
+        tmp.write_text("\n".join(lines) + "\n")
+        tmp.replace(args.save)
+        print(f"wrote {args.save}")
 
 
 if __name__ == "__main__":

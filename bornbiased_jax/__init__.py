@@ -19,9 +19,9 @@
                 intervals over seeds); the paper's studies and RESULTS.md are the checkout's
                 ``experiments/`` package, which this package never imports
   plumbing      ``files`` (atomic writes, the results writer, run records), ``plots`` (figures
-                without pyplot), ``precision`` (float32 matmul precision), ``errors``
-                (``UserError``), ``defaults`` (what ``--help`` shows), ``cli`` and ``commands``
-                (``bornbiased``)
+                without pyplot), ``precision`` (float32 matmul precision), ``xla_cache`` (the
+                command line's persistent compilation cache), ``errors`` (``UserError``),
+                ``defaults`` (what ``--help`` shows), ``cli`` and ``commands`` (``bornbiased``)
 """
 
 __version__ = "0.2.0"

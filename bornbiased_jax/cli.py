@@ -12,7 +12,8 @@ Each subcommand's module adds its parser and the ``run(args)`` it dispatches to
 ``commands/fingerprint.py``, ``commands/sinks.py``, ``commands/presets.py``); the layout of
 their ``--help`` and the flags they share are ``commands/arguments.py``'s. Building the parsers
 imports no JAX, SciPy or Matplotlib, so ``--help`` answers at once; a command imports what it
-runs. Bad input (a ``UserError``) ends a command with its message and exit status 2.
+runs. Bad input (a ``UserError``) ends a command with its message and exit status 2. Commands
+that compile keep their XLA programs in a persistent cache (``xla_cache.py``).
 
 sweep, fingerprint and train also run as one process per host (``--coordinator``,
 ``--num-processes``, ``--process-id``, or a cluster JAX detects): see ``distributed.py``.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bornbiased_jax import precision
+from bornbiased_jax import precision, xla_cache
 from bornbiased_jax.commands import fingerprint, presets, sinks, sweep, theory, train
 from bornbiased_jax.commands.arguments import HelpFormatter
 from bornbiased_jax.errors import UserError
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = "bornbiased " + " ".join(sys.argv[1:] if argv is None else argv)
+    if hasattr(args, "matmul_precision"):  # a command that compiles XLA programs
+        xla_cache.enable()
     try:
         if args.command in MULTI_PROCESS:  # before anything starts a backend
             _join_processes(args)

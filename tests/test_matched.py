@@ -283,3 +283,29 @@ def test_the_default_slack_for_trained_pairs_is_the_one_fitted_on_the_seed_famil
     assert MATCHED_TRAINED_EPS == pytest.approx(fit["eps"], abs=1e-12)
     assert fit["slack"] == round(MATCHED_TRAINED_EPS * json.loads(record.read_text())[
         "records"]["units"])
+
+
+def test_the_plan_covers_the_matched_test_for_a_7b_pair():
+    """Table 6's setting, two LLaMA-2-7B checkpoints (HF config) on one 80 GB device in
+    bfloat16: the plan printed before loading states the matched leg's host memory (BASE's and
+    the suspect's pre-activations: 2 models x 8,192 rows x 11,008 units x 2 views x 32 layers x
+    4 bytes), its correlation work per suspect (64 products of 2 R F^2 FLOP) and that 11,008
+    units are matched by each unit's best partner (above the Hungarian's width)."""
+    from bornbiased_jax.fingerprint import audit, memory_plan
+    from bornbiased_jax.hf import config_from_hf
+    from tests.test_hf import LLAMA2_7B
+
+    cfg = config_from_hf(LLAMA2_7B)
+    R = 128 * (68 - M.DROP)
+    plan = memory_plan.make_plan(cfg, cfg, 2000, 64, "bfloat16", ("NVIDIA H100 80GB HBM3", 80e9),
+                                 matched_models=2, matched_rows=R)
+    assert plan.fits and plan.matched_host_bytes == 2 * R * 11008 * 2 * 32 * 4
+    text = plan.describe()
+    assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
+    assert f"{64 * 2 * R * 11008**2 / 1e12:.3g} TFLOP" in text and "best partner" in text
+    # the command's own plan: the matched leg's rows from its settings; BASE is its own
+    # initialisation here, so two models' pre-activations are kept
+    a = audit.plan("preset:llama2-tiny@0", ["preset:llama2-tiny@1"], n=40, seq_len=16)
+    assert a.tests == ("permutation", "matched_init")
+    assert a.memory.matched_host_bytes == 2 * 40 * (16 - M.DROP) * 176 * 2 * 2 * 4
+    assert "(Hungarian)" in a.memory.describe()

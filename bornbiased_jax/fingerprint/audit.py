@@ -276,9 +276,16 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     # BASE's initialisation is read apart (in float32, like the null initialisations, so that
     # it is exchangeable with them) unless BASE is that very initialisation in float32.
     reads_init = bool(init_tests) and (init.spec != base.strip() or dtype != "float32")
+    from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T
+    from bornbiased_jax.fingerprint.matched import DROP
+
+    matched_models = (2 + ("matched_init" in tests and init.spec != base.strip())
+                      if registry.GATED in needs else 0)
     memory = memory_plan.make_plan(
         base_cfg, max(configs, key=memory_plan.param_count), s.n, s.seq_len, dtype, device,
-        reads_init=reads_init, null_models=s.null_models if registry.NULLS in needs else 0)
+        reads_init=reads_init, null_models=s.null_models if registry.NULLS in needs else 0,
+        matched_models=matched_models,
+        matched_rows=min(s.n, s.matched_seqs) * max(0, min(s.seq_len, MATCHED_MAX_T) - DROP))
     notes = []
     if choice in ("auto", "all") and not init.known and _may_need_init(choice):
         notes.append(f"{init.note}: the {' and '.join(_may_need_init(choice))} test cannot "

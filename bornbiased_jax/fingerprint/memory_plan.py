@@ -11,7 +11,14 @@ batches (``sweep.run_probe`` sizes the batches to the memory budget). From the c
   work         = forward FLOPs of each model on n sequences of T tokens (``flops``), and of
                  the aligned or calibrated test's K null initialisations (and BASE's
                  initialisation), built and run in float32 by the sweep engine;
-  device       = the accelerator's memory (XLA's ``bytes_limit``), or the host's on a CPU.
+  device       = the accelerator's memory (XLA's ``bytes_limit``), or the host's on a CPU;
+  matched      = for the matched tests (gated MLPs), the MLP pre-activations kept on the host
+                 in float32: R rows (``matched_rows``: sequences x positions read, sink
+                 positions dropped) x F units x 2 views x L layers per model, for BASE (kept
+                 for every suspect), the suspect and, for matched_init, BASE's
+                 initialisation; then per suspect 2L products of R x F by R x F (2 R F^2 FLOP
+                 each) and 2L assignments of F units (Hungarian up to
+                 ``matched.HUNGARIAN_MAX`` units, each unit's best partner above).
 
 The comparison is refused before any loading when the weights leave less than
 ``ACTIVATION_RESERVE`` of the device for the forward pass and the features; the time is an
@@ -60,6 +67,9 @@ class Plan:
     device_bytes: int
     seconds: float | None
     null_models: int = 0
+    matched_host_bytes: int = 0
+    matched_flops: float = 0.0
+    matched_units: int = 0
 
     @property
     def fits(self) -> bool:
@@ -75,7 +85,18 @@ class Plan:
                 f"{self.weight_bytes / gb:.3g} GB held at once, on {self.device} with "
                 f"{self.device_bytes / gb:.3g} GB; forward work {self.flops / 1e12:.3g} TFLOP"
                 + (f" (with {self.null_models} null initialisations in float32)"
-                   if self.null_models else "") + f"; {t}")
+                   if self.null_models else "") + f"; {t}"
+                + (f"; matched test: {self.matched_host_bytes / gb:.3g} GB of MLP "
+                   f"pre-activations on the host, {self.matched_flops / 1e12:.3g} TFLOP of "
+                   f"unit correlations per suspect, assignments of {self.matched_units} units ("
+                   + ("Hungarian" if self.matched_units <= _hungarian_max() else
+                      "each unit's best partner") + ")" if self.matched_host_bytes else ""))
+
+
+def _hungarian_max() -> int:
+    from bornbiased_jax.fingerprint.matched import HUNGARIAN_MAX
+
+    return HUNGARIAN_MAX
 
 
 def _count(p: int) -> str:
@@ -100,9 +121,11 @@ def device_memory() -> tuple[str, int]:
 
 def make_plan(base: ModelConfig, suspect: ModelConfig, n: int, T: int, dtype: str,
               device: tuple[str, int] | None = None, *, null_models: int = 0,
-              reads_init: bool = False) -> Plan:
+              reads_init: bool = False, matched_models: int = 0, matched_rows: int = 0) -> Plan:
     """``null_models``: fresh initialisations the calibrated or aligned test runs;
-    ``reads_init``: the aligned test loads BASE's initialisation (float32) beside BASE."""
+    ``reads_init``: the aligned test loads BASE's initialisation (float32) beside BASE;
+    ``matched_models``: models whose MLP pre-activations the matched tests keep (0: none run),
+    each on ``matched_rows`` rows."""
     if dtype not in DTYPE_BYTES:
         raise UserError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPE_BYTES)}")
     pb, ps = param_count(base), param_count(suspect)
@@ -119,8 +142,12 @@ def make_plan(base: ModelConfig, suspect: ModelConfig, n: int, T: int, dtype: st
     seconds = (flops_models / rate(dtype) + flops_nulls / rate("float32")
                if rate(dtype) and rate("float32") else None)
     held = max(pb + ps, pb + (pb * 4 // DTYPE_BYTES[dtype] if reads_init else 0))
+    F, L = base.d_ff, base.n_layers
     return Plan(pb, ps, dtype, held * DTYPE_BYTES[dtype], flops_models + flops_nulls, name,
-                avail, seconds, null_models)
+                avail, seconds, null_models,
+                matched_host_bytes=matched_models * matched_rows * F * 2 * L * 4,
+                matched_flops=float(2 * L * 2 * matched_rows * F * F) if matched_models else 0.0,
+                matched_units=F if matched_models else 0)
 
 
 def check(plan: Plan) -> None:
