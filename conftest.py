@@ -63,19 +63,22 @@ def pytest_xdist_make_scheduler(config, log):
     return TheoryTogether(config, log)
 
 
-# Seconds each file's tests took on the 2-core CPU (pytest --durations=0 -n 2, summed per
-# file): the order in which the scheduler above hands files out. A file not listed counts
-# 0.3 s per test. Only the order matters; nothing is asserted about time.
-SECONDS = {"tests/test_sweep.py": 115, "tests/test_train.py": 77, "tests/test_multihost.py": 68,
-           "tests/test_sinks.py": 61, "tests/test_seeds.py": 60, "tests/test_model.py": 56,
-           "theory/": 55, "tests/test_sources.py": 49, "tests/test_sinks_study.py": 33,
-           "tests/test_lineage.py": 31, "tests/test_token_preference.py": 28,
-           "tests/test_resume.py": 26, "tests/test_permutation.py": 23, "tests/test_bbm.py": 18,
-           "tests/test_sinks_arms.py": 18, "tests/test_golden.py": 16, "tests/test_edits.py": 15,
-           "tests/test_blockwise.py": 15, "tests/test_hf.py": 14,
-           "tests/test_fingerprint_many.py": 13, "tests/test_readme.py": 13,
-           "tests/test_lineage_bench.py": 11, "tests/test_config_fields.py": 10,
-           "tests/test_bos.py": 10}
+# Seconds each file's slowest tests took on the 2-core CPU (the 80 slowest phases of
+# pytest --durations=80 -n 2, summed per file; benchmarks/results/suite_time_cpu.md): the order
+# in which the scheduler above hands files out. A file not listed counts 0.3 s per test. Only
+# the order matters; nothing is asserted about time.
+SECONDS = {"tests/test_sweep.py": 238, "tests/test_train.py": 209, "tests/test_multihost.py": 159,
+           "tests/test_seeds.py": 155, "tests/test_sources.py": 142, "tests/test_resume.py":
+           137, "tests/test_model.py": 130, "tests/test_sinks.py": 109, "theory/": 102,
+           "tests/test_sinks_study.py": 97, "tests/test_lineage.py": 87,
+           "tests/test_permutation.py": 63, "tests/test_token_preference.py": 61,
+           "tests/test_sinks_arms.py": 50, "tests/test_fingerprint_many.py": 48,
+           "tests/test_bbm.py": 39, "tests/test_blockwise.py": 38, "tests/test_real_model.py":
+           33, "tests/test_gguf_real.py": 32, "tests/test_readme.py": 31,
+           "tests/test_aligned.py": 26, "tests/test_bos.py": 26, "tests/test_golden.py": 26,
+           "tests/test_matched.py": 25, "tests/test_initialisation_rules.py": 24,
+           "tests/test_gguf.py": 15, "tests/test_campaign.py": 14, "tests/test_edits.py": 14,
+           "tests/test_lineage_bench.py": 13}
 
 
 settings.register_profile("bornbiased", derandomize=True, deadline=None, max_examples=25,

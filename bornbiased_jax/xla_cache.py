@@ -30,10 +30,12 @@ def enable() -> str | None:
     folder = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(default_dir())
     os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    if "jax" in sys.modules:  # read at import: tell a JAX already imported
+    if "jax" in sys.modules:  # read at import: tell a JAX already imported, if it differs
         import jax
 
-        jax.config.update("jax_compilation_cache_dir", folder)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                          float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+        min_s = float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"])
+        if jax.config.jax_compilation_cache_dir != folder:
+            jax.config.update("jax_compilation_cache_dir", folder)
+        if jax.config.jax_persistent_cache_min_compile_time_secs != min_s:
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", min_s)
     return folder
