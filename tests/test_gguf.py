@@ -155,6 +155,25 @@ def test_gguf_is_a_model_source(tmp_path):
         load_source(str(tmp_path / "absent.gguf"))
 
 
+def test_a_files_header_is_parsed_once_until_the_file_changes(tmp_path, monkeypatch):
+    """Config, check and load of one file parse its header once; a file written again in its
+    place (another type here) is parsed again and read as it now is."""
+    from bornbiased_jax.hf import gguf as G
+
+    parses = []
+    real = G._check_file
+    monkeypatch.setattr(G, "_check_file", lambda p: parses.append(p) or real(p))
+    f = write_gguf(tmp_path / "tiny.gguf", FIXTURES / "llama_gqa", "Q8_0")
+    cfg = check_source(str(f))
+    assert load_source(str(f)).cfg == cfg and len(parses) == 1
+    first = load_gguf(f)[1]
+    write_gguf(tmp_path / "other.gguf", FIXTURES / "llama_gqa", "F32").replace(f)
+    again = load_gguf(f)[1]
+    assert len(parses) == 2  # the new file's header
+    w = lambda params: np.asarray(params["layers_0"]["mlp"]["up_proj"]["kernel"])
+    assert not np.array_equal(w(first), w(again))  # Q8_0 then float32 weights
+
+
 def test_save_hf_of_a_gguf_model_round_trips(tmp_path):
     f = write_gguf(tmp_path / "m.gguf", FIXTURES / "qwen2", "Q4_1")
     cfg, params = load_gguf(f)

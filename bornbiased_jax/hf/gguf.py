@@ -235,9 +235,28 @@ def _dequantized(path, t) -> np.ndarray:
                         f"({e}); the file is truncated or corrupt") from None
 
 
+_LAST_CHECKED: dict = {}  # the last file checked: {(path, inode, size, times): _checked's answer}
+
+
 def _checked(p: Path):
     """(reader, config, model_type, {GGUF name: TensorSpec}) of the file, after every check
-    that needs no tensor decoded: the metadata, the tensor names, shapes and types."""
+    that needs no tensor decoded: the metadata, the tensor names, shapes and types. A command
+    asks this of one file several times (its config, its check, its load); parsing the header
+    of a real model's file (a vocabulary of tens of thousands of strings) takes seconds, so the
+    answer for the last file is kept while its path, inode, size and times stay the same."""
+    try:
+        st = p.stat()
+        key = (str(p.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        return _check_file(p)  # a missing file: _reader's error
+    if key not in _LAST_CHECKED:
+        answer = _check_file(p)
+        _LAST_CHECKED.clear()
+        _LAST_CHECKED[key] = answer
+    return _LAST_CHECKED[key]
+
+
+def _check_file(p: Path):
     from bornbiased_jax.hf import _check_name_map, _listed
     from bornbiased_jax.hf.configs import config_from_hf
     from bornbiased_jax.hf.names import tensor_specs
