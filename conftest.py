@@ -1,6 +1,6 @@
 """Test setup shared by ``tests/`` and ``theory/``: four fake CPU devices (for the sharded sweep
-and data-parallel training), a compilation cache for the session, deterministic hypothesis, and
-which test files share an xdist worker."""
+and data-parallel training), XLA's quickest compilation, a compilation cache for the session,
+deterministic hypothesis, and which test files share an xdist worker."""
 
 import atexit
 import os
@@ -16,8 +16,22 @@ def with_host_device_count(flags: str, n: int) -> str:
     return f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
-# Must precede the first import of jax anywhere in the test session.
-os.environ["XLA_FLAGS"] = with_host_device_count(os.environ.get("XLA_FLAGS", ""), 4)
+def with_optimization_level(flags: str, level: int) -> str:
+    """``flags`` with XLA's backend optimisation level set to ``level``, unless the flags
+    already set one."""
+    if "--xla_backend_optimization_level" in flags:
+        return flags
+    return f"{flags} --xla_backend_optimization_level={level}".strip()
+
+
+# Must precede the first import of jax anywhere in the test session. The suite's programs are
+# tiny models run for a few steps, so XLA's compile time outweighs their run time: level 0
+# compiles them about twice as fast and runs them about twice as slowly, which took the suite
+# from 1425 s to 1142 s on the 2-core CPU (benchmarks/results/suite_time_cpu.md). Every test
+# compares programs compiled under the same flags, so no assertion depends on the level; the
+# long simulations of theory/ ask for full optimisation themselves (theory.simulate.OPTIMISED).
+os.environ["XLA_FLAGS"] = with_optimization_level(
+    with_host_device_count(os.environ.get("XLA_FLAGS", ""), 4), 0)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # The tests check float32 identities: no TF32 where a GPU would otherwise use it
 # (bornbiased_jax/precision.py).
@@ -63,22 +77,24 @@ def pytest_xdist_make_scheduler(config, log):
     return TheoryTogether(config, log)
 
 
-# Seconds each file's slowest tests took on the 2-core CPU (the 80 slowest phases of
-# pytest --durations=80 -n 2, summed per file; benchmarks/results/suite_time_cpu.md): the order
-# in which the scheduler above hands files out. A file not listed counts 0.3 s per test. Only
-# the order matters; nothing is asserted about time.
-SECONDS = {"tests/test_sweep.py": 238, "tests/test_train.py": 209, "tests/test_multihost.py": 159,
-           "tests/test_seeds.py": 155, "tests/test_sources.py": 142, "tests/test_resume.py":
-           137, "tests/test_model.py": 130, "tests/test_sinks.py": 109, "theory/": 102,
-           "tests/test_sinks_study.py": 97, "tests/test_lineage.py": 87,
-           "tests/test_permutation.py": 63, "tests/test_token_preference.py": 61,
-           "tests/test_sinks_arms.py": 50, "tests/test_fingerprint_many.py": 48,
-           "tests/test_bbm.py": 39, "tests/test_blockwise.py": 38, "tests/test_real_model.py":
-           33, "tests/test_gguf_real.py": 32, "tests/test_readme.py": 31,
-           "tests/test_aligned.py": 26, "tests/test_bos.py": 26, "tests/test_golden.py": 26,
-           "tests/test_matched.py": 25, "tests/test_initialisation_rules.py": 24,
-           "tests/test_gguf.py": 15, "tests/test_campaign.py": 14, "tests/test_edits.py": 14,
-           "tests/test_lineage_bench.py": 13}
+# Seconds each file's tests took on the 2-core CPU (every phase of pytest --durations=0 -n 2,
+# summed per file, with the optimisation level above; benchmarks/results/suite_time_cpu.md):
+# the order in which the scheduler above hands files out. A file not listed counts 0.3 s per
+# test. Only the order matters; nothing is asserted about time.
+SECONDS = {"tests/test_sweep.py": 168, "tests/test_train.py": 150, "tests/test_seeds.py": 141,
+           "tests/test_model.py": 131, "tests/test_resume.py": 130, "tests/test_multihost.py":
+           124, "tests/test_sinks.py": 115, "theory/": 114, "tests/test_sources.py": 106,
+           "tests/test_sinks_study.py": 94, "tests/test_lineage.py": 82,
+           "tests/test_gguf_real.py": 62, "tests/test_matched.py": 59,
+           "tests/test_fingerprint_many.py": 52, "tests/test_permutation.py": 50,
+           "tests/test_token_preference.py": 48, "tests/test_blockwise.py": 32,
+           "tests/test_campaign.py": 31, "tests/test_real_model.py": 30, "tests/test_bbm.py": 29,
+           "tests/test_initialisation_rules.py": 26, "tests/test_hf.py": 26,
+           "tests/test_golden.py": 26, "tests/test_sinks_arms.py": 24, "tests/test_aligned.py":
+           22, "tests/test_bos.py": 21, "tests/test_rotation.py": 21, "tests/test_edits.py": 20,
+           "tests/test_lineage_bench.py": 19, "tests/test_config_fields.py": 19,
+           "tests/test_readme.py": 18, "tests/test_gguf.py": 16,
+           "tests/test_contraction_probes.py": 15, "tests/test_baselines.py": 14}
 
 
 settings.register_profile("bornbiased", derandomize=True, deadline=None, max_examples=25,

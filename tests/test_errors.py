@@ -11,7 +11,7 @@ from bornbiased_jax import cli, files
 from bornbiased_jax.commands import sweep
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_list
-from conftest import with_host_device_count
+from conftest import with_host_device_count, with_optimization_level
 
 
 def test_check_writable(tmp_path):
@@ -147,6 +147,13 @@ def test_host_device_count_flag_joins_a_users_xla_flags():
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[0] == "4" and "--xla_dump_hlo_as_text" in out.stdout
+    assert "--xla_backend_optimization_level=0" in out.stdout
+
+
+def test_optimization_level_flag_keeps_a_users_own():
+    assert with_optimization_level("", 0) == "--xla_backend_optimization_level=0"
+    mine = "--xla_backend_optimization_level=2 --xla_dump_hlo_as_text"
+    assert with_optimization_level(mine, 0) == mine
 
 
 def test_unknown_probe_input_or_output_is_named_with_the_choices():

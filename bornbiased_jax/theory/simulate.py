@@ -9,6 +9,7 @@ pairwise similarities inside one replicate are dependent.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -19,6 +20,11 @@ from bornbiased_jax import layers, model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.keys import fold_in_name, seed_keys
 from bornbiased_jax.theory.attn0 import running_average_matrix
+
+# The simulators run many networks in one compiled call, so their run time dominates their
+# compile time: they ask XLA for its full optimisation (its default level) whatever a session's
+# XLA_FLAGS say (the test suite lowers the level for its many small programs, conftest.py).
+OPTIMISED = {"xla_backend_optimization_level": 3}
 
 
 class MC(NamedTuple):
@@ -61,7 +67,8 @@ def _replicates(cfg: ModelConfig, reps: int, seed: int, fn):
     """fn(params, key) -> per-layer numbers, mapped over R independent networks (jitted)."""
     keys = seed_keys(range(seed, seed + reps))
     one = lambda k: fn(model.init(cfg, k), fold_in_name(k, "theory/inputs"))  # noqa: E731
-    return np.asarray(jax.jit(lambda ks: jax.lax.map(one, ks))(keys))
+    return np.asarray(jax.jit(lambda ks: jax.lax.map(one, ks),
+                              compiler_options=OPTIMISED)(keys))
 
 
 def mlp0_inter_similarity(activation: str, n_layers: int, *, d: int = 1024, d_ff: int = 4096,
@@ -111,7 +118,7 @@ def attn0_intra_similarity(T: int, n_layers: int, *, d: int = 2048, n_seqs: int 
     params = model.init(cfg, jax.random.key(0))
     x = jax.random.normal(jax.random.key(seed), (n_seqs, T, d))
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=OPTIMISED)
     def run(x_NTd):
         hid = jax.vmap(lambda s: model.forward(params, cfg, embeds_Td=s, return_hidden=True).hidden)(x_NTd)
         f = lambda h: mean_pairwise_cosine(h, include_diagonal)  # noqa: E731
