@@ -6,7 +6,8 @@ order, each block in one ``bash -e`` session from the clone's root (the quick st
 creates the clone's ``.venv``; later blocks run with it activated). Lines naming the reader's
 own models (``path/to/...``) are listed and not run. Writes a markdown report: per block its
 commands, exit status and wall time (``time.perf_counter``), and the quick start's printed table,
-which README.md quotes (``tests/test_readme.py`` checks that it does).
+which README.md quotes (``tests/test_readme.py`` checks that it does). The report is written
+again after every block, so a run stopped midway keeps the blocks it finished.
 
     python benchmarks/readme_recipes.py --out benchmarks/results/readme_recipes_cpu.md
     python benchmarks/readme_recipes.py --only 0 1      # some blocks only (0: quick start)
@@ -53,6 +54,15 @@ def quick_start_table(stdout: str) -> str:
     """The markdown table the quick start's sweep prints."""
     rows = [line for line in stdout.splitlines() if line.startswith("|")]
     return "\n".join(rows)
+
+
+def write(out: Path, report: list[str], table: str | None) -> None:
+    """The report so far (and the quick start's table), written atomically."""
+    text = report + (["## The quick start's table", "", table, ""] if table else [])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("\n".join(text))
+    tmp.replace(out)
 
 
 def main() -> None:
@@ -102,12 +112,8 @@ def main() -> None:
                            + "; ".join(f"`{s.strip()}`" for s in skipped), ""]
             if rc != 0:
                 report += ["Its output's end:", "", "```", out[-3000:], "```", ""]
-    if table:
-        report += ["## The quick start's table", "", table, ""]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text("\n".join(report))
-    tmp.replace(args.out)
+            write(args.out, report, table)  # after every block: a stopped run keeps its times
+    write(args.out, report, table)
     print(f"wrote {args.out}")
     if any("exit 0" not in line for line in report if line.startswith("## Block")):
         sys.exit(1)
