@@ -62,7 +62,8 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_keys, seed_list
 from bornbiased_jax.sweep_plan import (  # noqa: F401  (the engine's public names, one import)
     CPU_TOKENS_PER_BATCH, MEASURE_BATCH, STRATEGIES, Probe, SplitProbe, SweepPlan,
-    activation_bytes, build_bytes, default_budget, param_bytes, plan_sweep, probe_working_set)
+    activation_bytes, build_bytes, compiled_one, default_budget, param_bytes, plan_sweep,
+    probe_working_set)
 from bornbiased_jax.sweep_plan import _init_seed_fn, _run_one_fn, _shared_params  # noqa: F401
 from bornbiased_jax.sweep_identity import (_probe_identity, _requested, _store,  # noqa: F401
                                            _sweep_identity, params_sha256)
@@ -284,10 +285,11 @@ def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
     else:
         plan = plan_sweep(cfg, 1, N, T, strategy="loop", seed_chunk=1, devices=[device],
                           probe=probe, row_shape=tuple(inputs.shape[1:]),
-                          row_dtype=jnp.asarray(inputs[:1]).dtype, **requested)
+                          row_dtype=jnp.asarray(inputs[:1]).dtype, params=(params, {}),
+                          **requested)
     if store is not None:
         store.set_plan(dataclasses.asdict(plan))
-    fn = _compiled_one(probe, plan.seq_batch)
+    fn = compiled_one(probe, plan.seq_batch)
 
     def compute(n0: int):
         xs = _pad_rows(jnp.asarray(inputs[n0:min(n0 + plan.seq_chunk, N)]), plan.seq_chunk)
@@ -307,13 +309,6 @@ def probe_state(state: str | Path, cfg: ModelConfig, params: dict, inputs, *,
     ident = _probe_identity(state_identity, cfg, params, inputs, jax.local_devices()[0],
                             requested)
     return _store(state, ident, "run_probe", allow_version_change)
-
-
-@functools.lru_cache(maxsize=32)
-def _compiled_one(probe: Probe, seq_batch: int):
-    """The jitted per-model call of :func:`run_probe` (parameters are an argument, so models of
-    one shape share it)."""
-    return jax.jit(_run_one_fn(probe, seq_batch))
 
 
 def _check_inputs(cfg: ModelConfig, inputs) -> tuple[Any, int, int]:

@@ -145,9 +145,46 @@ def _run_one_fn(probe: Probe, seq_batch: int):
     return run_one
 
 
+@functools.lru_cache(maxsize=32)
+def compiled_one(probe: Probe, seq_batch: int):
+    """The jitted per-model call ``run_one(seed_params, shared_params, xs)`` (see
+    :func:`_run_one_fn`). The planner's measurement and :func:`bornbiased_jax.sweep.run_probe`
+    both use this one object, so a chunk of the measured size is compiled once, and models of
+    one shape share it."""
+    return jax.jit(_run_one_fn(probe, seq_batch))
+
+
+@functools.lru_cache(maxsize=16)
+def _init_avals(cfg: ModelConfig) -> tuple:
+    """(seed parameters, shared parameters) of ``cfg`` as shapes (an abstract init)."""
+    return (jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0)),
+            jax.eval_shape(lambda: _shared_params(cfg)))
+
+
+def _avals_key(params) -> tuple:
+    """A hashable stand-in for a tree of arrays (or shapes): its structure, shapes, dtypes."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    return treedef, tuple((tuple(x.shape), np.dtype(x.dtype).name) for x in leaves)
+
+
 @functools.lru_cache(maxsize=64)
+def _call_bytes(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtype: str,
+                seq_batch: int, n: int, params_key: tuple | None) -> int | None:
+    """Temporaries + outputs of the per-seed call on n sequences, from XLA's analysis of the
+    compiled call; None when the backend gives no statistics."""
+    if params_key is None:
+        avals = _init_avals(cfg)
+    else:
+        treedef, leaves = params_key
+        avals = treedef.unflatten([jax.ShapeDtypeStruct(s, d) for s, d in leaves])
+    fn = compiled_one(probe, seq_batch if seq_batch > 0 else n)
+    xs = jax.ShapeDtypeStruct((n, *row_shape), np.dtype(row_dtype))
+    stats = fn.lower(*avals, xs).compile().memory_analysis()
+    return None if stats is None else stats.temp_size_in_bytes + stats.output_size_in_bytes
+
+
 def probe_working_set(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtype: str,
-                      seq_batch: int) -> tuple[int, int] | None:
+                      seq_batch: int, params=None) -> tuple[int, int] | None:
     """(fixed, per_sequence) bytes that one seed's probe call needs besides its parameters and
     inputs, from XLA's own analysis of the compiled call (temporaries + outputs).
 
@@ -156,18 +193,15 @@ def probe_working_set(cfg: ModelConfig, probe: Probe, row_shape: tuple, row_dtyp
     > 0 the features run in batches of b (the CPU plan): outputs and a SplitProbe's head grow
     with n, the features' batch does not. With ``seq_batch`` = -b the call vmaps all n
     sequences at once (the accelerator plan), so the features' activations grow with n too and
-    are counted. None when the backend gives no statistics."""
-    seed_params = jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0))
-    shared = jax.eval_shape(lambda: _shared_params(cfg))
+    are counted. ``params``: the (seed parameters, shared parameters) the call will get, or
+    their shapes; by default those of an abstract ``init(cfg)``. None when the backend gives
+    no statistics."""
     b = abs(seq_batch)
-    sizes = []
-    for n in (b, 2 * b):
-        fn = jax.jit(_run_one_fn(probe, seq_batch if seq_batch > 0 else n))
-        xs = jax.ShapeDtypeStruct((n, *row_shape), np.dtype(row_dtype))
-        stats = fn.lower(seed_params, shared, xs).compile().memory_analysis()
-        if stats is None:
-            return None
-        sizes.append(stats.temp_size_in_bytes + stats.output_size_in_bytes)
+    key = None if params is None else _avals_key(params)
+    sizes = [_call_bytes(cfg, probe, tuple(row_shape), np.dtype(row_dtype).name, seq_batch, n,
+                         key) for n in (b, 2 * b)]
+    if None in sizes:
+        return None
     per_seq = math.ceil(max(0, sizes[1] - sizes[0]) / b)
     return max(0, sizes[0] - per_seq * b), max(1, per_seq)
 
@@ -187,18 +221,21 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
                map_batch: int | None = None, seq_batch: int | None = None,
                memory_budget: int | None = None,
                devices: Sequence[jax.Device] | None = None, probe: Probe | None = None,
-               row_shape: tuple | None = None, row_dtype=None) -> SweepPlan:
+               row_shape: tuple | None = None, row_dtype=None, params=None) -> SweepPlan:
     """Choose strategy, device layout and chunk sizes; half the per-device budget for the
     seeds a call builds at once (each seed's parameters and its init's temporaries,
     :func:`build_bytes`: with "vmap" all of a device's seeds in the call, with "map"
     ``map_batch`` of them, with "loop" one; the seed chunk is sized as if all were built at
     once, so it is conservative for "map" and "loop"), half for the probe's working set.
 
-    With ``probe`` (and the shape and dtype of one input row), the working set per sequence is
-    measured by compiling the per-seed call (:func:`probe_working_set`); without, it is the
-    rough :func:`activation_bytes`. On CPUs the sequences of a call also go through the model in
-    batches of about ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's activations stay in
-    cache."""
+    With ``probe`` (and the shape and dtype of one input row), the working set comes from
+    XLA's analysis of the compiled per-seed call: first the call of the chunk an unlimited
+    budget would give (taken when it fits), else :func:`probe_working_set`'s per-sequence
+    extrapolation; the calls are compiled for the shapes of ``params`` (the (seed parameters,
+    shared parameters) the call will get) or of an abstract init. Without a probe, the working
+    set is the rough :func:`activation_bytes`. On CPUs the sequences of a call also go through
+    the model in batches of about ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's
+    activations stay in cache."""
     if strategy not in STRATEGIES:
         raise UserError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     for name, v in (("seed_chunk", seed_chunk), ("seq_chunk", seq_chunk),
@@ -231,12 +268,27 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
         b0 = min(seq_batch or cpu_batch or MEASURE_BATCH, local_seqs)
         # Without a fixed batch (accelerators) a call vmaps its whole chunk: measure it so.
         measured = b0 if (seq_batch or cpu_batch) else -b0
-        ws = (probe_working_set(cfg, probe, tuple(row_shape), np.dtype(row_dtype).name,
-                                measured) if probe is not None else None)
-        fixed, per_seq = ws if ws is not None else (0, activation_bytes(cfg, T))
-        most = max(1, min(512, max(0, (budget // 2) // parallel - fixed) // per_seq))
-        # Whole CPU batches per call, unless even one batch does not fit.
-        local = _balanced(local_seqs, most, min(cpu_batch or 1, local_seqs, most))
+        per_call = (budget // 2) // parallel
+        multiple = min(cpu_batch or 1, local_seqs)
+        # The chunk an unlimited budget would give (whole CPU batches, at most 512 sequences).
+        local = _balanced(local_seqs, 512, multiple)
+        fixed, per_seq = 0, activation_bytes(cfg, T)
+        fits = False
+        if probe is not None:
+            args = (cfg, probe, tuple(row_shape), np.dtype(row_dtype).name, measured)
+            key = None if params is None else _avals_key(params)
+            # That chunk's own call is compiled first: when its working set fits, it is the
+            # plan (and run_probe reuses the compilation); otherwise the working set is
+            # measured at b and 2 b sequences and extrapolated.
+            whole = _call_bytes(*args, local, key)
+            fits = whole is not None and whole <= per_call
+            if not fits:
+                fixed, per_seq = (probe_working_set(*args, params=params)
+                                  or (fixed, per_seq))
+        if not fits:
+            most = max(1, min(512, max(0, per_call - fixed) // per_seq))
+            # Whole CPU batches per call, unless even one batch does not fit.
+            local = _balanced(local_seqs, most, min(cpu_batch or 1, local_seqs, most))
         seq_chunk = seq_dev * local
     seq_chunk = seq_dev * math.ceil(min(seq_chunk, seq_dev * local_seqs) / seq_dev)
     if seq_batch is None:

@@ -240,3 +240,32 @@ def test_fingerprint_refuses_a_gguf_suspect_of_another_vocabulary(tmp_path):
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "vocabularies differ (128 vs 256)" in r.stderr
     assert not out.exists()
+
+
+def test_the_fast_header_parser_reads_what_gguf_reads(tmp_path):
+    """The reader's one-pass array parsing gives the fields gguf's own reader gives (parts,
+    data indices, types, contents) for arrays of strings and numbers and an array of arrays (the stock parser's path), and the same tensors."""
+    import gguf
+
+    from bornbiased_jax.hf.gguf import _reader
+
+    def extra(w):
+        w.add_array("test.strings", ["a", "", "ünïcode", "x" * 300])
+        w.add_array("test.floats", [0.5, -1.25, 3.0])
+        w.add_array("test.ints", [1, 2, 3, 2 ** 31 - 1])
+        w.add_array("test.nested", [[1, 2], [3]])
+        w.add_bool("test.flag", True)
+
+    f = write_gguf(tmp_path / "a.gguf", FIXTURES / "llama_gqa", "Q8_0", extra=extra)
+    ours, stock = _reader(f), gguf.GGUFReader(str(f), "r")
+    assert list(ours.fields) == list(stock.fields)
+    for k, b in stock.fields.items():
+        a = ours.fields[k]
+        assert (a.types, a.data, len(a.parts)) == (b.types, b.data, len(b.parts)), k
+        assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a.parts, b.parts))
+        assert a.contents() == b.contents(), k
+    assert ours.fields["test.strings"].contents() == ["a", "", "ünïcode", "x" * 300]
+    assert ours.fields["test.nested"].types[:2] == [gguf.GGUFValueType.ARRAY] * 2
+    assert [(t.name, t.tensor_type, t.data_offset) for t in ours.tensors] == \
+        [(t.name, t.tensor_type, t.data_offset) for t in stock.tensors]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(ours.tensors, stock.tensors))

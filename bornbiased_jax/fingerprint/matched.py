@@ -78,15 +78,12 @@ def _is_mlp_view(mdl, method: str) -> bool:
         mdl.parent, MLP)
 
 
-def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
-                   batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per layer, (gate, up) pre-activations (R, F), R = N (T - drop), of the model on the
-    token ids ``tokens_NT``, standardised per unit (a constant unit gives zeros), float32."""
-    check_applicable(cfg)
-    tokens = np.asarray(tokens_NT)
-    if tokens.ndim != 2 or tokens.shape[1] <= drop:
-        raise UserError(f"the matched test needs (N, T) token ids with T > {drop}, got shape "
-                        f"{tokens.shape}")
+@functools.lru_cache(maxsize=8)
+def _views_fn(cfg: ModelConfig, drop: int):
+    """views(params, tokens (B, T)) -> per layer, the (gate, up) pre-activations (B, T - drop,
+    F), jitted: one program per architecture and batch shape, shared by every model of a
+    comparison (the config's name and embedding tying play no part; the views end before the
+    unembedding)."""
     decoder = model.Decoder(cfg)
 
     @jax.jit
@@ -100,8 +97,27 @@ def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DRO
                     for l in range(cfg.n_layers)]
         return jax.vmap(one)(t_BT)
 
-    parts = [views(params, jnp.asarray(tokens[i:i + batch]))
-             for i in range(0, len(tokens), batch)]
+    return views
+
+
+def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
+                   batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per layer, (gate, up) pre-activations (R, F), R = N (T - drop), of the model on the
+    token ids ``tokens_NT``, standardised per unit (a constant unit gives zeros), float32."""
+    check_applicable(cfg)
+    tokens = np.asarray(tokens_NT)
+    if tokens.ndim != 2 or tokens.shape[1] <= drop:
+        raise UserError(f"the matched test needs (N, T) token ids with T > {drop}, got shape "
+                        f"{tokens.shape}")
+    views = _views_fn(dataclasses.replace(cfg, name="views", tie_embeddings=True), drop)
+    blocks = {k: v for k, v in params.items() if k != "lm_head"}  # the views end before W_U
+    batch = min(batch, len(tokens))
+    parts = []
+    for i in range(0, len(tokens), batch):  # every batch of one shape: one compiled program
+        rows = tokens[i:i + batch]
+        padded = np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)])
+        parts.append([(np.asarray(g)[:len(rows)], np.asarray(u)[:len(rows)])
+                      for g, u in views(blocks, jnp.asarray(padded))])
     out = []
     for l in range(cfg.n_layers):
         pair = []
