@@ -25,6 +25,8 @@ V = vocab_size, L = n_layers, H = n_heads.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -225,6 +227,18 @@ def init(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32) -> dict:
     rngs = {"params": key, "embed": embed_key(cfg, key)}
     v = Decoder(cfg, dtype).init(rngs, jnp.zeros((1,), jnp.int32))
     return _as_dict_layout(cfg, v["params"])
+
+
+def param_shapes(cfg: ModelConfig) -> dict:
+    """``init(cfg, key)``'s parameters as ``jax.ShapeDtypeStruct`` leaves (float32), traced
+    once per architecture (tracing a 30-layer model's init takes seconds; the config's name
+    plays no part). A fresh tree each call, so a caller may change it."""
+    return jax.tree.map(lambda x: x, _param_shapes(dataclasses.replace(cfg, name="")))
+
+
+@functools.lru_cache(maxsize=32)
+def _param_shapes(cfg: ModelConfig) -> dict:
+    return jax.eval_shape(lambda k: init(cfg, k), jax.random.key(0))
 
 
 def unembedding(params: dict, cfg: ModelConfig) -> jax.Array:

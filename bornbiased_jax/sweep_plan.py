@@ -70,9 +70,8 @@ class SweepPlan:
 
 def param_bytes(cfg: ModelConfig, per_seed: bool = True) -> int:
     """Bytes of float32 parameters of one seed (the seed-dependent group when ``per_seed``)."""
-    fn = (lambda k: model.init_blocks(cfg, k)) if (per_seed and cfg.shared_embedding) else (
-        lambda k: model.init(cfg, k))
-    shapes = jax.eval_shape(fn, jax.random.key(0))
+    shapes = (jax.eval_shape(lambda k: model.init_blocks(cfg, k), jax.random.key(0))
+              if (per_seed and cfg.shared_embedding) else model.param_shapes(cfg))
     return sum(4 * math.prod(x.shape) for x in jax.tree.leaves(shapes))
 
 
@@ -157,8 +156,9 @@ def compiled_one(probe: Probe, seq_batch: int):
 @functools.lru_cache(maxsize=16)
 def _init_avals(cfg: ModelConfig) -> tuple:
     """(seed parameters, shared parameters) of ``cfg`` as shapes (an abstract init)."""
-    return (jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0)),
-            jax.eval_shape(lambda: _shared_params(cfg)))
+    seed = (jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0)) if cfg.shared_embedding
+            else model.param_shapes(cfg))
+    return seed, jax.eval_shape(lambda: _shared_params(cfg))
 
 
 def _avals_key(params) -> tuple:
@@ -270,8 +270,9 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
         measured = b0 if (seq_batch or cpu_batch) else -b0
         per_call = (budget // 2) // parallel
         multiple = min(cpu_batch or 1, local_seqs)
-        # The chunk an unlimited budget would give (whole CPU batches, at most 512 sequences).
-        local = _balanced(local_seqs, 512, multiple)
+        # The chunk an unlimited budget would give (whole CPU batches, at most 512 sequences,
+        # no more than there are: the clamp below), compiled at the size a run gives it.
+        local = min(_balanced(local_seqs, 512, multiple), local_seqs)
         fixed, per_seq = 0, activation_bytes(cfg, T)
         fits = False
         if probe is not None:

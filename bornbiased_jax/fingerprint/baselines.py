@@ -125,11 +125,10 @@ def pcs_unrelated_init(cfg: ModelConfig) -> tuple[float, float]:
     count * std^4) and the squared norms' fluctuations e (variance 2 S4 each); to first order
     PCS = p + c / (G + S) - p (e_a + e_b) / (2 (G + S)), p = G / (G + S), whose sd is
     sqrt(S4 (1 + p^2)) / (G + S)."""
-    import jax
 
     from bornbiased_jax import model
 
-    shapes = jax.eval_shape(lambda: model.init(cfg, jax.random.key(0)))
+    shapes = model.param_shapes(cfg)
     G = S = S4 = 0.0
     for path, leaf in _leaves(shapes, as_array=False):
         size = int(np.prod(leaf.shape))

@@ -52,8 +52,7 @@ def param_count(cfg: ModelConfig) -> int:
 
     from bornbiased_jax import model
 
-    shapes = jax.eval_shape(lambda k: model.init(cfg, k), jax.random.key(0))
-    return int(sum(np.prod(x.shape) for x in jax.tree.leaves(shapes)))
+    return int(sum(np.prod(x.shape) for x in jax.tree.leaves(model.param_shapes(cfg))))
 
 
 @dataclasses.dataclass(frozen=True)
