@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The suite's time as CI sees it: a fresh clone of COMMIT (default HEAD), `CI=true bash .ci/run`
-# (a new virtual environment, the install, the README's test command), timed by the shell.
+# (a new virtual environment, the install, the README's test command -- the suite -- and then the
+# slow tier), timed by the shell; prints pytest's line of each tier.
 # Run it on an idle machine; a second run against an older commit gives a comparison.
 #
 #     bash benchmarks/suite_time.sh                # HEAD
@@ -19,4 +20,4 @@ rc=0
 end=$(date +%s.%N)
 echo "commit ${commit:0:7}: exit $rc, $(python3 -c "print(round($end - $start, 1))") s in all (clone excluded);" \
      "load average before the next run: $(cut -d' ' -f1 /proc/loadavg)"
-tail -1 "$work/ci.log"
+grep -E "^[0-9]+ (passed|failed)|(passed|failed).* in [0-9.]+s" "$work/ci.log" || tail -1 "$work/ci.log"

@@ -137,6 +137,7 @@ def _train(src, out, *extra):
             "--eval-batches", "1", "--no-progress", *extra]
 
 
+@pytest.mark.slow
 def test_train_on_bigram_backcopy_end_to_end(tmp_path, capsys):
     src = tmp_path / "src.txt"
     src.write_text("the quick brown fox jumps over the lazy dog. " * 20)

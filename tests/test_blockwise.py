@@ -31,6 +31,7 @@ def _run(xs, state, **kw):
                            block=8, state=state, state_identity=IDENT, **kw)
 
 
+@pytest.mark.slow
 def test_summaries_are_the_whole_sweeps(xs, tmp_path):
     parts = _run(xs, tmp_path / "s")
     assert [int(p["n"]) for p in parts] == [8, 8, 6]

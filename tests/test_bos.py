@@ -106,6 +106,7 @@ def _train(corpus, out, *extra):
             *extra]
 
 
+@pytest.mark.slow
 def test_train_with_bos_end_to_end_and_sinks_follow_the_run(corpus, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(_train(corpus, out, "--bos", "--doc-aligned")) == 0

@@ -13,6 +13,7 @@ from bornbiased_jax.cli import main
 FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
     calls = []
     real = sweep.run_probe

@@ -99,6 +99,7 @@ def test_the_files_tokenizer_reads_the_chat_prompt_as_transformers_does(smollm2,
     assert tok.encode("2024").tokens == ["2", "0", "2", "4"]
 
 
+@pytest.mark.slow
 def test_greedy_decoding_of_a_chat_prompt_equals_transformers(smollm2, ref):
     _, cfg, params = smollm2
     got = greedy(params, cfg, ref["prompt_ids"], len(ref["greedy"]))

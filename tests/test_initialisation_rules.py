@@ -3,6 +3,8 @@ Table 1 carried to N = 2,000 with intervals, Findings 1.2 and 1.3 from the paper
 Table 1 records, and Figure 8's three parts (depth, length, Attn0 ~ softmax). Each rule is
 made to pass and to fail on hand-made records."""
 
+import pytest
+
 from bornbiased_jax import verdicts as V
 from bornbiased_jax.stats import bonferroni_log10_p
 from experiments.initialisation import claims as I
@@ -678,6 +680,7 @@ def test_render_adds_finding2_after_its_parts_and_figure3s_cpu_null(tmp_path):
     assert "MLP-only not beyond the null (p 0.03)" in row
 
 
+@pytest.mark.slow
 def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
     """The CPU-scale null (experiments/figure3_null.py) is for the model and N of the committed
     CPU-scale Table 2 / Figure 3 record (else the rule would not use it), and ``simulate``

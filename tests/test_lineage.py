@@ -29,6 +29,7 @@ def smoke(tmp_path_factory):
     return root, runs, fam
 
 
+@pytest.mark.slow
 def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     root, runs, fam = smoke
     reads, load_corpus = [], data.load_corpus

@@ -62,6 +62,7 @@ def test_fisher_in_log_space():
     assert M.fisher_log_p(np.zeros(4)) == 0.0
 
 
+@pytest.mark.slow
 def test_level_on_independent_initialisations():
     """One model an initialisation: K_l is exactly rencontres (mean 1, variance 1) and p is
     super-uniform. 16 disjoint pairs of fresh llama2-tiny inits (32 K values, 2 layers each):

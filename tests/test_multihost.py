@@ -195,6 +195,7 @@ def _owned(log: str) -> dict:
     return json.loads(next(ln for ln in log.splitlines() if ln.startswith("OWNED "))[6:])
 
 
+@pytest.mark.slow
 @needs_gloo
 def test_sweep_and_fingerprint_nulls_over_two_processes_equal_one_process(one, two):
     assert len(jax.devices()) == 4  # the one-process reference has as many devices as the pair
@@ -239,6 +240,7 @@ def _losses(run_dir: Path, upto: int):
     return [r["loss"] for r in recs if r["step"] <= upto]
 
 
+@pytest.mark.slow
 @needs_gloo
 def test_training_over_two_processes_equals_one_process(two, one):
     r2, r1 = two["dir"] / "train", one / "train"
@@ -257,6 +259,7 @@ def test_training_over_two_processes_equals_one_process(two, one):
     assert "wrote" in two["logs"][0] and "wrote" not in two["logs"][1]
 
 
+@pytest.mark.slow
 @needs_gloo
 def test_checkpoint_of_two_processes_resumes_in_one(two, one, corpus, tmp_path):
     """The FSDP checkpoint written by 2 processes (each its own shards) is restored here, in one

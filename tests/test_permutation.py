@@ -178,6 +178,7 @@ def hf_folders(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_hf_folders_in_bfloat16(hf_folders, tmp_path, capsys):
     import json
 

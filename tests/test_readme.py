@@ -4,9 +4,12 @@ docs quote are the ones the code prints."""
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.slow
 def test_readme_python_example_runs():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     api = [b for b in blocks if 'get_preset("gpt2-rope-cpu")' in b]

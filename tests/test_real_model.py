@@ -91,6 +91,7 @@ def test_section_says_what_is_missing():
         in text
 
 
+@pytest.mark.slow
 def test_suspects_are_built_as_hf_folders_and_resumed(tmp_path, monkeypatch):
     model = write_gguf(tmp_path / "tiny.gguf", FIXTURES / "llama_gqa", "Q8_0")
     rng = np.random.default_rng(0)

@@ -57,6 +57,7 @@ def _done(state: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_at_a_random_moment_resumes_bitwise(tmp_path):
     state, out = tmp_path / "state", tmp_path / "out.npz"
     rng = random.Random(int.from_bytes(os.urandom(4), "little"))
@@ -174,6 +175,7 @@ def test_run_probe_resumes_and_is_tied_to_the_parameters(tmp_path):
         run_probe(probe, CFG, other, xs, seq_chunk=2, state=tmp_path, state_identity=IDENT)
 
 
+@pytest.mark.slow
 def test_the_sweep_command_resumes_and_refuses_other_settings(tmp_path):
     from bornbiased_jax import cli
 
@@ -221,6 +223,7 @@ def _chunks(folder: Path) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_a_stopped_sweep_command_resumes_when_the_same_command_runs_again(tmp_path):
     """No --state: the command keeps its state in OUT/state. Killed (SIGKILL) at a random
     moment after its first chunk, the same command computes only the missing chunks and writes
@@ -271,6 +274,7 @@ def test_a_stopped_sweep_command_resumes_when_the_same_command_runs_again(tmp_pa
           f"{total - saved} and read {saved} back")
 
 
+@pytest.mark.slow
 def test_the_same_command_again_reads_everything_back_and_fresh_recomputes_it(tmp_path,
                                                                                monkeypatch):
     from bornbiased_jax import cli
@@ -302,6 +306,7 @@ def test_the_same_command_again_reads_everything_back_and_fresh_recomputes_it(tm
     assert mine.read_text() == "not a probe state"  # other files are left alone
 
 
+@pytest.mark.slow
 def test_a_run_that_adds_lengths_or_models_computes_only_those(tmp_path):
     """Each preset, --model source and length has its own sub-folder: the parts that match
     are resumed, the new ones computed (a loaded model through run_probe, resumable too)."""

@@ -144,6 +144,7 @@ def test_each_seed_equals_its_single_seed_run(many, single):
     assert (many[0] / "loss_curve.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_fsdp_shards_every_seed_and_trains_the_same_models(many, corpus, tmp_path):
     """--fsdp with several seeds: on the 2 x 2 mesh each seed's matrices and Adam moments are
     split over the 'data' devices (not copied to both), the seed axis over 'seeds'; after the
@@ -185,6 +186,7 @@ def test_initialisation_of_every_seed_is_its_presets(many):
         leaves_equal(jax.tree.map(lambda x: x[i], built["params"]), init_params(m.cfg, seed))
 
 
+@pytest.mark.slow
 def test_seed_groups_follow_the_memory_budget(many):
     """Four seeds on a 2-device 'seeds' axis (2 per device): a budget that holds the state and
     one seed's working set per device (XLA's memory analysis of the compiled step) trains them
@@ -213,6 +215,7 @@ def test_seed_groups_follow_the_memory_budget(many):
     assert_same_training(m, tc, mesh, shard, (step_all, 1), (step_one, 2))
 
 
+@pytest.mark.slow
 def test_map_over_seeds_trains_the_same_models_in_one_group(many):
     """Four seeds on one device along 'seeds': with seed batching 'map' the step loops over
     them inside one compiled call, so its working set is about one seed's (XLA's memory

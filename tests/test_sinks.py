@@ -17,6 +17,7 @@ import pytest
 from bornbiased_jax import layers, model
 from bornbiased_jax.cli import main
 from bornbiased_jax.config import apply_overrides, get_preset
+from bornbiased_jax.defaults import SINK_LENGTHS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.sinks.metric import (check_eps, measure_sinks,
@@ -335,6 +336,7 @@ def test_returned_attention_is_what_each_variant_used(name):
 
 
 # --- training and checkpoints -----------------------------------------------------------------
+@pytest.mark.slow
 def test_new_parameters_get_gradients_and_survive_orbax(tmp_path):
     cfg = dataclasses.replace(TINY, attn_output_transform="headwise_rmsnorm",
                               attn_output_gate=True, attn_output_gate_bias=True)
@@ -358,6 +360,7 @@ def test_new_parameters_get_gradients_and_survive_orbax(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_train_cli_model_set_two_steps(tmp_path):
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     corpus = tmp_path / "corpus"
@@ -417,6 +420,20 @@ def test_sinks_cli_bad_input(extra, message, capsys, tmp_path):
     assert main(["sinks", "preset:llama2-tiny@0", "--out", str(tmp_path)] + extra) == 2
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_the_settings_lengths_are_fitted_to_a_short_context(tmp_path, capsys):
+    """Two of the paper setting's lengths (256 and 512) do not fit llama2-tiny's context of
+    128: the command measures at the others and says so (lengths a user gives are refused
+    instead, above)."""
+    corpus = tmp_path / "text.py"
+    shutil.copy(Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py", corpus)
+    out = tmp_path / "out"
+    assert main(["sinks", "preset:llama2-tiny@0", "--num-seqs", "2", "--corpus", str(corpus),
+                 "--bpe-vocab", "300", "--out", str(out)]) == 0
+    assert "lengths [256, 512] exceed the maximum context 128" in capsys.readouterr().out
+    assert [r["T"] for r in json.loads((out / "sinks.json").read_text())["results"]] == [
+        T for T in SINK_LENGTHS if T <= 128]
 
 
 def test_sinks_cli_bad_model_spec(capsys):

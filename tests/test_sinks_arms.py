@@ -204,6 +204,7 @@ def test_table_and_figure_of_a_record():
     assert len(fig.axes) == 4 and len(fig.axes[3].lines) == 8  # one loss curve per seed
 
 
+@pytest.mark.slow
 def test_a_tiny_many_seed_arm_is_trained_measured_and_reused(tmp_path):
     from experiments.sinks.arms_measure import run_arm
 

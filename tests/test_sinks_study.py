@@ -32,6 +32,7 @@ def records(tmp_path_factory):
                      controls=[7]), root
 
 
+@pytest.mark.slow
 def test_sink_study_measures_every_trained_arm(records):
     rec, root = records
     assert list(rec["arms"]) == ["baseline", "attenuation", "control-s7"]
@@ -61,6 +62,7 @@ def test_sink_study_measures_every_trained_arm(records):
     assert S.paired_difference(t, t) == (0.0, 0.0)
 
 
+@pytest.mark.slow
 def test_seed_control_is_the_baseline_from_another_seed(records):
     """The control is base-sN: the baseline's model, data, order and tokenizer, another
     initialisation seed; it is reported beside the arms with its own verdicts."""
@@ -102,6 +104,7 @@ def test_seed_control_is_the_baseline_from_another_seed(records):
             f12.study(SETTINGS, runs, fam, ["baseline"], train=False, controls=bad)
 
 
+@pytest.mark.slow
 def test_sink_study_tables_and_results_section(records):
     rec, root = records
     md = S.markdown(rec, SETTINGS)
@@ -129,6 +132,7 @@ def test_sink_study_tables_and_results_section(records):
     assert md.strip() in section
 
 
+@pytest.mark.slow
 def test_sink_rates_can_be_measured_on_a_shifted_text(records):
     rec, root = records
     fam = family.smoke_family(root / "corpora")
@@ -150,6 +154,7 @@ def test_sink_rates_can_be_measured_on_a_shifted_text(records):
                   train=False)
 
 
+@pytest.mark.slow
 def test_a_run_made_with_other_settings_is_refused(records, tmp_path):
     """A folder named like an arm but trained otherwise (a stale run, another family's run)
     stops the study with the differing settings; it is neither measured nor trained over."""
@@ -167,6 +172,7 @@ def test_a_run_made_with_other_settings_is_refused(records, tmp_path):
         f12.study(SETTINGS, tmp_path, fam, ["attenuation"], train=False)
 
 
+@pytest.mark.slow
 def test_saved_arms_carry_the_study_to_a_machine_without_their_runs(records, tmp_path):
     """The study advances across machines whose run folders are not kept: the vocabulary is
     kept beside the records, arms saved with the same settings, training config and
@@ -271,6 +277,7 @@ def _row(section, claim):
     return next(ln for ln in section.splitlines() if ln.startswith(f"| {claim}"))
 
 
+@pytest.mark.slow
 def test_validity_gate_needs_sinks_at_every_length(records):
     """The paper's baseline has sinks at every length: a rate above 2 SE at one length alone
     (the measured 0.005 +- 0.002 at T = 32, nothing at longer lengths) does not pass the gate,
@@ -333,6 +340,7 @@ def test_validity_gate_needs_sinks_at_every_length(records):
         "| differs: in this run: not lower at every length |")
 
 
+@pytest.mark.slow
 def test_headwise_rmsnorm_convergence_verdict(records):
     """The companion paper's "significantly accelerates convergence", tested on paired held-out
     log-ppl: below the baseline by > 2 SE at every checkpoint of the first half of training is

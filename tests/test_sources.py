@@ -200,6 +200,7 @@ def test_hf_folder_and_plain_folder(tmp_path):
 
 
 # --- run_probe: one given model ------------------------------------------------------------------
+@pytest.mark.slow
 def test_run_probe_matches_sweep_and_direct_forward():
     m = load_source("preset:llama2-tiny@3")
     xs = probe_inputs("tokens", m.cfg, 7, 12)
@@ -223,6 +224,7 @@ def test_run_probe_matches_sweep_and_direct_forward():
 FAST = ["--n", "40", "--seq-len", "8", "--null-models", "99", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
     out = tmp_path / "fp"
     assert main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@2", *FAST,
@@ -326,6 +328,7 @@ def test_fingerprint_cli_bad_sources(tmp_path, capsys, run_dir):
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_dir):
     """BASE a run continued from a trained run (its step 0 is that trained model): the aligned
     test compares each suspect with the *first* run's step 0, through the continuation. Its

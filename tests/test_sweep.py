@@ -72,6 +72,7 @@ def test_sharded_over_four_devices_agrees(tokens, reference, strategy):
     assert_same(got, reference)
 
 
+@pytest.mark.slow
 def test_split_probe_equals_its_composition(tokens, reference):
     """features per cache-sized batch, head once per chunk: the same result as one probe."""
     split = SplitProbe(
@@ -153,6 +154,7 @@ def _reference(cfg, probe_fn, seeds, xs):
     return np.stack([np.asarray(run(init(cfg, seed_key(s)), xs)) for s in seeds])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False])
 def test_untied_lm_head_matches_a_per_seed_reference(shared):
     """LLaMA-2 has its own W_U (lm_head); shared or per-seed, the engine must use the right one."""
@@ -167,6 +169,7 @@ def test_untied_lm_head_matches_a_per_seed_reference(shared):
     assert not np.allclose(got[0], got[1], atol=1e-3)  # the two seeds are different models
 
 
+@pytest.mark.slow
 def test_fewer_seeds_than_devices_shard_the_sequences(tokens, reference):
     devices = jax.devices()
     plan = plan_sweep(CFG, 2, 6, 16, devices=devices)

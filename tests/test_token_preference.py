@@ -89,6 +89,7 @@ def test_summarize_counts():
     assert r.log10_p == pytest.approx(math.log10(exact_p(4, 7, 10)))
 
 
+@pytest.mark.slow
 def test_token_preference_records():
     cfg = get_preset("gpt2-rope-tiny")
     recs = token_preference(cfg, (s for s in [0, 1]), [8, 16], 40)  # a generator is read once
@@ -131,6 +132,7 @@ def test_parse_seeds():
             parse_seeds(bad)
 
 
+@pytest.mark.slow
 def test_cli_sweep_writes_results(tmp_path, capsys):
     rc = main(["sweep", "--preset", "gpt2-rope-tiny", "llama2-tiny", "--seeds", "0:2",
                "--seq-len", "8", "--num-seqs", "30", "--input", "gaussian", "--out",

@@ -76,6 +76,7 @@ def leaves_equal(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
+@pytest.mark.slow
 def test_orbax_round_trip_on_disk(corpus, tmp_path):
     """Weights, Adam moments, step and data position survive a real save and load."""
     tc = TrainConfig(steps=6, save_every=3, **TINY)
@@ -121,6 +122,7 @@ def _final_state(out: Path):
     return step, mngr.restore(step, args=ocp.args.StandardRestore())
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_is_bitwise_equal_to_an_uninterrupted_run(corpus, tmp_path, capsys):
     """A run of two seeds (one program, the seeds' states stacked in each checkpoint) killed
     after a checkpoint and resumed ends bitwise equal to an uninterrupted run. A single-seed
@@ -245,6 +247,7 @@ def test_data_parallel_steps_match_single_device(corpus, tmp_path):
     _assert_same_training(s1, l1, s4, l4, run.state)
 
 
+@pytest.mark.slow
 def test_grad_accumulation_equals_the_full_batch(corpus, tmp_path):
     tc1 = TrainConfig(steps=8, **TINY)
     tc2 = dataclasses.replace(tc1, grad_accum=2)
@@ -256,6 +259,7 @@ def test_grad_accumulation_equals_the_full_batch(corpus, tmp_path):
     _assert_same_training(s1, l1, s2, l2, r1.state)
 
 
+@pytest.mark.slow
 def test_bf16_training_computes_in_bfloat16_and_keeps_float32_weights(corpus, tmp_path):
     tc = TrainConfig(steps=8, **TINY)
     r32 = Run(tc, [str(corpus)], tmp_path / "f32")
@@ -330,6 +334,7 @@ def test_keep_every_keeps_periodic_checkpoints(corpus, tmp_path):
     assert kept == [4, 8]  # 2 and 6 pruned by keep_last=1; 4 kept as a multiple of keep_every
 
 
+@pytest.mark.slow
 def test_stop_at_then_resume_equals_an_uninterrupted_run(corpus, tmp_path):
     """--stop-at stops early on the full schedule; resuming later continues it exactly."""
     tc = TrainConfig(steps=6, save_every=3, **TINY)
@@ -355,6 +360,7 @@ def test_run_json_records_the_model_config(corpus, tmp_path):
         Run(tc, [str(corpus)], tmp_path / "m")
 
 
+@pytest.mark.slow
 def test_init_from_continues_a_run_on_another_corpus(corpus, tmp_path):
     """Continued pretraining (Table 5): step 0 of the new run is the source checkpoint exactly,
     the tokenizer and architecture are the source's, and the lineage keeps the source's seed."""
@@ -408,6 +414,7 @@ def test_empty_corpus_is_an_error_and_writes_nothing(tmp_path, capsys):
     assert rc == 2 and "does not exist" in err
 
 
+@pytest.mark.slow
 def test_resume_errors(corpus, tmp_path, capsys):
     out = tmp_path / "r"
     base = ["--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),

@@ -3,6 +3,8 @@
 import dataclasses
 import json
 
+import pytest
+
 from bornbiased_jax.cli import main
 from bornbiased_jax.theory import claims
 from bornbiased_jax.theory.claims import TheoryClaim
@@ -17,6 +19,7 @@ def test_claim_agreement_rule():
     assert TheoryClaim("x", "s", "p", 1.0).agrees is None
 
 
+@pytest.mark.slow
 def test_theory_cli_fast(tmp_path, capsys, monkeypatch, sims):
     # The real command and table; its simulations are shared with the per-claim tests that make
     # the same calls (theory/conftest.py), so they run once per session.

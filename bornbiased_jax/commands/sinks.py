@@ -43,7 +43,8 @@ def add_parser(sub) -> None:
                        for k, v in sorted(SINK_SETTINGS.items()))
                    + " (gu: Gu et al., ICLR 2025; paper: Sec. 6.2.1)")
     p.add_argument("--lengths", type=positive, nargs="+", metavar="T",
-                   help="sequence lengths T (default: the setting's)")
+                   help="sequence lengths T (default: the setting's, those that fit the "
+                        "model's context, or its context when none does)")
     p.add_argument("--num-seqs", type=positive, metavar="N",
                    help="sequences per length (default: the setting's)")
     p.add_argument("--eps", type=float,
@@ -106,7 +107,12 @@ def run(args) -> int:
         params = init_params(cfg, loaded.seed)
     model.check_has_attention(cfg, "there are no attention sinks to measure")
     too_long = [T for T in lengths if T > cfg.max_seq_len]
-    if too_long:
+    if too_long and not args.lengths:  # the setting's lengths, not the user's: fit the model
+        lengths = [T for T in lengths if T <= cfg.max_seq_len] or [cfg.max_seq_len]
+        print(f"note: the {args.setting} setting's lengths {too_long} exceed the maximum "
+              f"context {cfg.max_seq_len} of {cfg.name}; measuring at T = "
+              f"{' '.join(map(str, lengths))} (--lengths chooses)")
+    elif too_long:
         raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "
                         f"of {cfg.name}; choose lengths up to {cfg.max_seq_len}")
     inputs = windows.for_model(

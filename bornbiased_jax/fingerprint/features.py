@@ -16,6 +16,7 @@ Fresh initialisations are built and run many at a time by the sweep engine
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -34,7 +35,13 @@ def model_features(m: LoadedModel, inputs, output: str = "normed", *,
                    seq_batch: int | None = None, progress: bool = False) -> np.ndarray:
     """(n, d_out) float32 features of one loaded model."""
     check_inputs(m.cfg, inputs)
-    F = run_probe(feature_probe(m.cfg, output), m.cfg, m.params, inputs, seq_batch=seq_batch,
+    cfg, params = m.cfg, m.params
+    if output != "logits":
+        # The features end before the unembedding: one compiled program serves every model
+        # of this architecture, whatever its name and whether its head is tied.
+        cfg = dataclasses.replace(cfg, name="features", tie_embeddings=True)
+        params = {k: v for k, v in params.items() if k != "lm_head"}
+    F = run_probe(feature_probe(cfg, output), cfg, params, inputs, seq_batch=seq_batch,
                   progress=progress, desc=f"features {m.label}")
     return np.asarray(F, dtype=np.float32)
 
