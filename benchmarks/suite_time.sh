@@ -20,4 +20,4 @@ rc=0
 end=$(date +%s.%N)
 echo "commit ${commit:0:7}: exit $rc, $(python3 -c "print(round($end - $start, 1))") s in all (clone excluded);" \
      "load average before the next run: $(cut -d' ' -f1 /proc/loadavg)"
-grep -E "^[0-9]+ (passed|failed)|(passed|failed).* in [0-9.]+s" "$work/ci.log" || tail -1 "$work/ci.log"
+grep -E "^(FAILED|ERROR) |(passed|failed).* in [0-9.]+s" "$work/ci.log" || tail -1 "$work/ci.log"

@@ -33,8 +33,6 @@ matched whole. SentencePiece vocabularies (``llama``) are refused: give ``--toke
 from __future__ import annotations
 
 import os
-import struct
-import sys
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -94,59 +92,17 @@ def _reader(path: str | os.PathLike):
     if magic != MAGIC:
         raise UserError(f"{p}: not a GGUF file (it begins {magic!r}, a GGUF begins {MAGIC!r})")
     try:
-        import gguf
+        import gguf  # noqa: F401  (the package the reader below extends)
     except ImportError:
         raise UserError(f"{p}: reading GGUF files needs llama.cpp's 'gguf' package "
                         f"(pip install gguf)") from None
+    from bornbiased_jax.hf.gguf_reader import reader_class
+
     try:
-        return _reader_class()(str(p), "r")
+        return reader_class()(str(p), "r")
     except Exception as e:  # truncated or corrupt: struct, value, index or mmap errors
         raise UserError(f"{p}: not a readable GGUF file ({type(e).__name__}: {e}); the file is "
                         f"truncated or corrupt, download or convert it again") from None
-
-
-def _reader_class():
-    """gguf's ``GGUFReader`` with arrays of strings and of numbers parsed in one pass each.
-
-    The stock reader parses an array element by element through numpy views (a recursive call
-    per element): the header of a real model's file (SmolLM2: 49,152 tokens, 48,900 merges,
-    their types) took about 6 s on a 2-core CPU. This one gives the same fields (the same
-    ``parts``, ``data`` and ``types``, so ``contents()`` answers the same; tested against the
-    stock reader) in a fraction of that."""
-    import gguf
-    from gguf.constants import GGUFValueType
-
-    class Reader(gguf.GGUFReader):
-        def _get_field_parts(self, orig_offs, raw_type):
-            if GGUFValueType(raw_type) != GGUFValueType.ARRAY:
-                return super()._get_field_parts(orig_offs, raw_type)
-            raw_itype = self._get(orig_offs, np.uint32)
-            alen = self._get(orig_offs + 4, np.uint64)
-            itype, n = GGUFValueType(raw_itype[0]), int(alen[0])
-            offs = orig_offs + 12
-            parts: list = [raw_itype, alen]
-            nptype = self.gguf_scalar_to_np.get(itype)
-            if nptype is not None:  # n numbers: one view, one part per element
-                values = self._get(offs, nptype, n).view(np.ndarray)
-                parts += [values[i:i + 1] for i in range(n)]
-                offs += int(values.nbytes)
-                data = list(range(2, 2 + n))
-            elif itype == GGUFValueType.STRING:  # (length, bytes) per element
-                order = "<" if (self.byte_order == "I") == (sys.byteorder == "little") else ">"
-                plain = self.data.view(np.ndarray)  # slicing a memmap costs ten times more
-                u64 = np.dtype(np.uint64).newbyteorder(self.byte_order)
-                buf, data = memoryview(plain), []
-                for _ in range(n):
-                    (length,) = struct.unpack_from(order + "Q", buf, offs)
-                    parts += [plain[offs:offs + 8].view(u64), plain[offs + 8:offs + 8 + length]]
-                    data.append(len(parts) - 1)
-                    offs += 8 + length
-            else:  # arrays of arrays: the stock parser
-                return super()._get_field_parts(orig_offs, raw_type)
-            types = [GGUFValueType.ARRAY] + ([itype] if n else [])
-            return offs - orig_offs, parts, data, types
-
-    return Reader
 
 
 def _field(reader, key: str, default=None):

@@ -1,0 +1,53 @@
+"""A faster header parser for llama.cpp GGUF files: gguf's own ``GGUFReader`` with its arrays
+parsed in one pass each (:func:`reader_class`), used by :mod:`bornbiased_jax.hf.gguf`."""
+
+from __future__ import annotations
+
+import struct
+import sys
+
+import numpy as np
+
+
+def reader_class():
+    """gguf's ``GGUFReader`` with arrays of strings and of numbers parsed in one pass each.
+
+    The stock reader parses an array element by element through numpy memmap views (a
+    recursive call per element), so the header of a real model's file (SmolLM2: 49,152 tokens,
+    48,900 merges, their types) takes seconds. This one gives the same fields (the same
+    ``parts``, ``data`` and ``types``, so ``contents()`` answers the same; tested against the
+    stock reader) in a fraction of the time."""
+    import gguf
+    from gguf.constants import GGUFValueType
+
+    class Reader(gguf.GGUFReader):
+        def _get_field_parts(self, orig_offs, raw_type):
+            if GGUFValueType(raw_type) != GGUFValueType.ARRAY:
+                return super()._get_field_parts(orig_offs, raw_type)
+            raw_itype = self._get(orig_offs, np.uint32)
+            alen = self._get(orig_offs + 4, np.uint64)
+            itype, n = GGUFValueType(raw_itype[0]), int(alen[0])
+            offs = orig_offs + 12
+            parts: list = [raw_itype, alen]
+            nptype = self.gguf_scalar_to_np.get(itype)
+            if nptype is not None:  # n numbers: one view, one part per element
+                values = self._get(offs, nptype, n).view(np.ndarray)
+                parts += [values[i:i + 1] for i in range(n)]
+                offs += int(values.nbytes)
+                data = list(range(2, 2 + n))
+            elif itype == GGUFValueType.STRING:  # (length, bytes) per element
+                order = "<" if (self.byte_order == "I") == (sys.byteorder == "little") else ">"
+                plain = self.data.view(np.ndarray)  # slicing a memmap costs ten times more
+                u64 = np.dtype(np.uint64).newbyteorder(self.byte_order)
+                buf, data = memoryview(plain), []
+                for _ in range(n):
+                    (length,) = struct.unpack_from(order + "Q", buf, offs)
+                    parts += [plain[offs:offs + 8].view(u64), plain[offs + 8:offs + 8 + length]]
+                    data.append(len(parts) - 1)
+                    offs += 8 + length
+            else:  # arrays of arrays: the stock parser
+                return super()._get_field_parts(orig_offs, raw_type)
+            types = [GGUFValueType.ARRAY] + ([itype] if n else [])
+            return offs - orig_offs, parts, data, types
+
+    return Reader
