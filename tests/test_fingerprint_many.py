@@ -180,6 +180,7 @@ def test_in_bfloat16_the_aligned_test_reads_the_initialisation_in_float32(tmp_pa
     assert res["aligned"]["p_values"]["exact"] == 1 / 100
 
 
+@pytest.mark.slow
 def test_a_stopped_run_resumes_its_missing_pairs(tmp_path, capsys):
     """The same command again keeps the pairs a stopped run finished (same BASE, suspect,
     settings, dtype) and computes only the rest, with the uninterrupted run's summary;

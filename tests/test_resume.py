@@ -89,6 +89,7 @@ def test_a_sweep_killed_at_a_random_moment_resumes_bitwise(tmp_path):
             np.testing.assert_array_equal(got[k], want[k])  # bitwise, every output
 
 
+@pytest.mark.slow
 def test_a_finished_state_is_read_back_without_computing(tmp_path, monkeypatch):
     xs = probe_inputs("tokens", CFG, 8, T)
     first = sweep(last_token_probe(CFG), CFG, [1, 2], xs, seq_chunk=4, state=tmp_path,

@@ -342,6 +342,7 @@ def _strip_seed_axis(folder: Path) -> None:
     mgr.close()
 
 
+@pytest.mark.slow
 def test_checkpoints_without_a_seed_axis_load_and_resume(single, corpus, tmp_path):
     sout, s = single
     old = tmp_path / "old"

@@ -397,6 +397,7 @@ def test_aligned_test_needs_a_known_initialisation(tmp_path, capsys):
     assert "is not known" in capsys.readouterr().err and not out2.exists()
 
 
+@pytest.mark.slow
 def test_sweep_model_flag_runs_a_trained_run(tmp_path, run_dir):
     run, _ = run_dir
     out = tmp_path / "sw"

@@ -235,6 +235,7 @@ def _assert_same_training(s1, l1, s2, l2, start):
     assert all(float(np.abs(v).max()) > 0 for v in jax.tree.leaves(_adam(s1)["nu"]))
 
 
+@pytest.mark.slow
 def test_data_parallel_steps_match_single_device(corpus, tmp_path):
     tc = TrainConfig(steps=8, **TINY)
     run = Run(tc, [str(corpus)], tmp_path / "dp")
