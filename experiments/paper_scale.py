@@ -32,12 +32,18 @@ Pieces and the records they write (under ``--records``, default results/records/
             inputs, HF init and GPT-2-scaled init: seedprint/table4a.json
   table1c   GPT-2+RoPE 1.2B (24L, 32H, 2048d), seeds 42, 43, T = 64, N = 2,000:
             initialisation/table1c.json
+  table4a-n10k  Table 4a's HF-init, Gaussian-input pairs again at n = 10,000 (T = 256), whether
+            the Gaussian-input confound grows with n: seedprint/table4a_n10k.json
+  table1c-t256  GPT-2+RoPE 1.2B, seeds 42, 43, T = 256, N = 2,000 (Finding 1.2's scale part at
+            a second length): initialisation/table1c_t256.json
+  table1b-n10k-t1024  LLaMA-2 nano, seeds 42, 43, T = 1,024, N = 10,000:
+            initialisation/table1b_n10k_t1024.json
 
 N = 2,000 is what the paper's Table 1 p-values imply for its GPT-2 rows (the text says
 10,000; `bornbiased theory` recomputes them); its LLaMA-2 rows are counts of 6-9 of 10,000,
 which at N = 2,000 would be 1.2-1.8 sequences, below the top-1 of uniform draws, hence
-table1b-n10k (T = 1,024 at N = 10,000, about 10 h here at the rate its N = 2,000 pass ran
-with the whole attention matrix, is left to a GPU). Our token ids differ from the paper's
+table1b-n10k and, for T = 1,024, table1b-n10k-t1024 (about 12 h here at the rate its
+N = 2,000 pass ran: a GPU's piece, resumable on a CPU). Our token ids differ from the paper's
 (another RNG); frequencies and p-values are comparable. Table 1's passes (all but table1a's T = 64, whose seed-42 states
 Figure 1a needs whole: minutes of work) keep only per-block sums (``bornbiased_jax.blockwise``:
 the arg-max tokens and the sums of unit last-token states, about 170 kB per block of 250

@@ -120,12 +120,14 @@ def initialisation_section(records: dict) -> str | None:
     if not any(n in records for n in names):
         return None
     paper = records.get("paper", {})
+    init_paper = [n for n in paper if PAPER_RECORDS.get(n) == "initialisation"]
     lines = [f"## {TITLES['initialisation']}", "",
              f"Generated from the records in results/records/initialisation/ (written by "
              f"`{COMMANDS['initialisation']} --scale cpu`; run on {_run_line(records, names)}) "
              "and, for the rows marked [paper scale: ...], results/records/paper/initialisation/ "
              "(`python -m experiments.paper_scale PIECE`, resumable forward passes at the paper's "
-             "shapes" + (f"; run on {_run_line(paper, list(paper))}" if paper else "") + "). "
+             "shapes" + (f"; run on {_run_line(paper, init_paper)}" if init_paper else "")
+             + "). "
              f"Unmarked rows are CPU scale: the `cpu` presets ({_cpu_shape(records)}) and fewer, "
              "shorter sequences than the paper; each record holds its experiment's settings "
              "(shape, N, T, seeds) and wall time.", "",
@@ -188,7 +190,10 @@ def seedprint_section(records: dict) -> str | None:
              f"{_run_line(records, names)}). " + seedprint.INTRO, "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     rows = _rows(seedprint.CLAIMS, records)
-    at_paper = seedprint.table4a_paper_scale_claims(records.get("paper", {}).get("table4a"))
+    paper = records.get("paper", {})
+    at_paper = seedprint.table4a_paper_scale_claims(paper.get("table4a"))
+    if "table4a_n10k" in paper:  # the HF-init Gaussian rows again at the paper's n
+        at_paper += seedprint.table4a_paper_scale_claims(paper["table4a_n10k"])
     i = next((k + 1 for k, r in enumerate(rows) if r.startswith("| Table 4a:")), len(rows))
     rows[i:i] = ["| " + " | ".join(c.cells()) + " |" for c in at_paper]
     return "\n".join(lines + rows)

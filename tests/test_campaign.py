@@ -195,6 +195,25 @@ def _finish(root: Path, name: str, files: dict, device: str = "NVIDIA H100 80GB 
         (root / name / fname).write_text(json.dumps(obj))
 
 
+def test_the_section_lists_paper_scale_passes_attempted_on_a_gpu(tmp_path):
+    """A resumable paper-scale piece shows in the campaign's section once it has an attempt on a
+    GPU (each such attempt with its device, wall time, limit and outcome); its CPU attempts
+    and pieces only ever run on a CPU do not."""
+    from bornbiased_jax import files
+
+    def attempt(device, wall, limit, st):
+        return {"device": device, "wall_s": wall, "timeout_s": limit, "state": st}
+
+    assert "attempted on a GPU" not in campaign.section(tmp_path)
+    files.write_json(tmp_path / campaign.LEDGER, {
+        "paper-table1a": {"state": "done", "attempts": [attempt("cpu", 10.0, 99, "done")]},
+        "paper-table1c-t256": {"state": "partial", "attempts": [
+            attempt("cpu", 5.0, 9, "partial"), attempt("H100", 151.8, 151, "partial")]}})
+    text = campaign.section(tmp_path)
+    assert "| paper-table1c-t256 | Table 1(c) at a second length" in text
+    assert "| partial | H100: 151.8 s of 151 s, partial |" in text
+    assert "| paper-table1a |" not in text and "cpu: 5.0 s" not in text
+
 def _pref(preset, seed, T, freq, log10_p, N=10_000):
     return dict(preset=preset, seed=seed, seq_len=T, num_seqs=N, vocab_size=50304,
                 input="tokens", top1_id=seed, top1_count=int(freq * N), top1_freq=freq,
@@ -538,6 +557,48 @@ def test_table1b_at_the_papers_n_runs_the_llama_passes_on_10000_sequences(tmp_pa
     spec = campaign.PAPER_SCALE["table1b-n10k"]
     assert [p[2:] for p in spec.passes] == [(64, 20_000), (256, 20_000)]
 
+
+
+def test_the_second_length_and_larger_n_pieces_run_the_passes_they_name(tmp_path, monkeypatch):
+    """table1c-t256 (1.2B, T = 256, N = 2,000, the 1.2B piece's memory budget),
+    table1b-n10k-t1024 (LLaMA-2 nano, T = 1,024, N = 10,000) and table4a-n10k (the HF init's
+    Gaussian pairs at n = 10,000, each seed its own embedding): the passes their runners ask
+    for, the records they name, and the FLOPs the plan counts for them."""
+    import numpy as np
+
+    from experiments.campaign import paper_pieces as PS
+
+    seen, parts = [], []
+
+    def fake(cfg, seeds, kind, T, state, budget_gb=None, n=PS.N_SEQS):
+        seen.append((cfg.name, list(seeds), kind, T, n, budget_gb, state))
+        return {"top": np.tile(np.arange(n, dtype=np.int32) % 5000, (len(seeds), 1))}
+
+    def part(cfg, kind, folder, n=PS.N_SEQS):
+        parts.append((cfg.name, kind, cfg.shared_embedding, n, folder))
+        return [{"model": cfg.name, "input": kind}], 2.0
+
+    monkeypatch.setattr(PS, "_summarised", fake)
+    monkeypatch.setattr(PS, "_table4a_part", part)
+    kept = tmp_path / "kept"
+    out = PS.RUNNERS["table1c-t256"](tmp_path / "state", kept)
+    out.update(PS.RUNNERS["table1b-n10k-t1024"](tmp_path / "state", kept))
+    out.update(PS.RUNNERS["table4a-n10k"](tmp_path / "state", kept))
+    assert seen == [("gpt2-rope-1.2b", [42, 43], "tokens", 256, 2000, 16.0, kept / "T256"),
+                    ("llama2-nano", [42, 43], "tokens", 1024, 10_000, None, kept / "T1024")]
+    assert parts == [("llama2-nano-hfinit", "gaussian", False, 10_000,
+                      tmp_path / "state" / "llama2-nano-hfinit-gaussian-n10000")]
+    assert out["table1c_t256"][0]["seq_lens"] == [256]
+    assert out["table1b_n10k_t1024"][0]["num_seqs"] == 10_000
+    settings, recs, secs = out["table4a_n10k"]
+    assert settings["n"] == 10_000 and settings["inputs"] == ["gaussian"] and secs == 2.0
+    assert {PS.STUDY[n] for n in ("table1c_t256", "table1b_n10k_t1024")} == {"initialisation"}
+    assert PS.STUDY["table4a_n10k"] == "seedprint"
+    assert [p[2:] for p in campaign.PAPER_SCALE["table1b-n10k-t1024"].passes] == [(1024, 20_000)]
+    assert [p[2:] for p in campaign.PAPER_SCALE["table4a-n10k"].passes] == [(256, 40_000)]
+    # the kept part is read back, not recomputed, on the next run
+    PS.RUNNERS["table4a-n10k"](tmp_path / "state", kept)
+    assert len(parts) == 1
 
 FAKE_PIECE = """
 import json, runpy, sys

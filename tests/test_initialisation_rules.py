@@ -550,6 +550,50 @@ def test_docs_say_what_table4a_at_paper_scale_shows_about_the_confound():
         {"table4a": {"run": {"settings": {}}, "records": []}})
 
 
+def test_docs_say_whether_a_larger_n_brings_the_confound_out():
+    """The Table 4a block's sentence on the same pairs at n = 10,000 follows the block's rule:
+    a count of 2 or more of 4 is more than chance (Markov's bound below 0.05), then "appears
+    with n"; else the Clopper-Pearson bound its pairs allow. The row of RESULTS.md names the
+    device when it is not a CPU."""
+    from experiments.seedprint import claims as SC
+    from experiments.seedprint import docs as seedprint
+
+    def rows(model, kind, p):
+        return [{"model": model, "input": kind, "pair": f"pair {i}", "paper/t_mean": p[i],
+                 "paper/u_mean": 0.5, "official/two_phi_bar": 0.5, "paper/S": 5}
+                for i in range(4)]
+
+    base = {"run": {"settings": {"layers": 12, "heads": 12, "d_model": 768, "n": 2000,
+                                 "seq_len": 256}},
+            "records": rows("llama2-nano-hfinit", "gaussian", [0.3] * 4)}
+
+    def big(p):
+        return {"run": {"settings": {"layers": 12, "heads": 12, "d_model": 768, "n": 10_000,
+                                     "seq_len": 256}, "device": "cuda:0",
+                        "matmul_precision": "highest"},
+                "records": rows("llama2-nano-hfinit", "gaussian", p)}
+
+    none = seedprint.table4a_paper_scale_block({"table4a": base, "table4a_n10k": big([0.3] * 4)})
+    assert ("At n = 10,000 (T = 256; results/records/paper/seedprint/table4a_n10k.json, "
+            "computed on cuda:0 in highest float32 precision), with the HF default (released "
+            "code) init and gaussian inputs, the paper's test calls 0 of 4 pairs related and "
+            "the released code 0 of 4, no more than a test at its level could by chance: a "
+            "larger n does not bring the confound out at this init (0 of 4 leave rates up to "
+            "0.60 possible, 95 % upper bound).") in none
+    assert none.endswith("The paper's T = 1,024 remains a GPU setting.")
+    two = seedprint.table4a_paper_scale_block(
+        {"table4a": base, "table4a_n10k": big([1e-3, 1e-4, 0.3, 0.3])})
+    assert ("calls 2 of 4 pairs related and the released code 0 of 4 (P <= 0.04 were the test "
+            "at its level): the confound appears with n at this init.") in two
+    one = seedprint.table4a_paper_scale_block(
+        {"table4a": base, "table4a_n10k": big([1e-3, 0.3, 0.3, 0.3])})
+    assert "appears" not in one and "1 of 4 leave rates up to 0.81 possible" in one
+    assert seedprint.table4a_paper_scale_block({"table4a": base}).endswith(
+        "The paper's n = 10,000 and T = 1,024 remain GPU settings.")
+    (row,) = SC.table4a_paper_scale_claims(big([0.3] * 4))
+    assert row.claim.startswith("Table 4a [paper scale: 12L, 12H, d = 768, n = 10,000, "
+                                "T = 256; on cuda:0]") and row.verdict == V.REPRODUCED
+
 def test_docs_block_of_table4a_says_it_is_missing_without_paper_records():
     """Without any paper-scale record the docs/seedprint.md block names the command that measures it
     (not a record or module that does not exist)."""

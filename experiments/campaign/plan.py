@@ -123,6 +123,15 @@ PAPER_SCALE = {s.name: s for s in [
     PaperScale("table4a", "Table 4a: LLaMA-2 nano inits 42/123/1000/2000, n = 2,000, T = 256, "
                "token and Gaussian inputs, HF and GPT-2-scaled init",
                tuple(("llama2-nano", "attn_mlp", 256, 4 * PAPER_N) for _ in range(4))),
+    PaperScale("table4a-n10k", "Table 4a's HF-init Gaussian-input rows at n = 10,000 (T = 256): "
+               "LLaMA-2 nano inits 42/123/1000/2000, does the confound grow with n",
+               (("llama2-nano", "attn_mlp", 256, 4 * PAPER_N_LLAMA),)),
+    PaperScale("table1c-t256", "Table 1(c) at a second length: GPT-2+RoPE 1.2B, seeds 42/43, "
+               "T = 256, N = 2,000", _table1_passes("gpt2-rope-1.2b", (256,), PAPER_N),
+               memory_budget_gb=16.0),
+    PaperScale("table1b-n10k-t1024", "Table 1(b) at T = 1,024 and the N its p-values imply: "
+               "LLaMA-2 nano, seeds 42/43, N = 10,000",
+               _table1_passes("llama2-nano", (1024,), PAPER_N_LLAMA)),
     PaperScale("table2", "Table 2, Figures 3 and 7: full / attention-only / MLP-only "
                "GPT-2+RoPE nano, seed 42, Gaussian inputs, T = 1,024, N = 2,000",
                tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
@@ -136,7 +145,9 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
                  "table1c": "initialisation", "figure1": "initialisation",
                  "figure2_finding22": "initialisation", "table2_figure3": "initialisation",
                  "figure7": "initialisation", "table1a_seeds": "initialisation",
-                 "figure3_null": "initialisation", "table4a": "seedprint"}
+                 "figure3_null": "initialisation", "table4a": "seedprint",
+                 "table1c_t256": "initialisation", "table1b_n10k_t1024": "initialisation",
+                 "table4a_n10k": "seedprint"}
 
 
 def _pass_config(one_pass: tuple):
@@ -665,4 +676,24 @@ def section(root: Path = ROOT) -> str:
     if rows:
         lines += [table(rows), ""]
     lines += ["GPU pieces:", "", status_markdown(root, gpu, live=False).rstrip("\n")]
+    on_gpu = _paper_scale_on_gpu(ledger)
+    if on_gpu:
+        lines += ["", "Paper-scale passes attempted on a GPU (their rows, once finished, are in "
+                  "the initialisation and SeedPrint sections; a stopped attempt keeps only the "
+                  "blocks it finished, in results/campaign/summaries/):", "",
+                  "| piece | what | state | attempts on a GPU |", "|---|---|---|---|", *on_gpu]
     return "\n".join(lines)
+
+
+def _paper_scale_on_gpu(ledger: dict) -> list[str]:
+    """Table rows of the resumable paper-scale pieces with an attempt on a GPU: the piece, its
+    state, and each GPU attempt's device, wall time of its limit and outcome."""
+    rows = []
+    for p in pieces():
+        tries = [a for a in ledger.get(p.name, {}).get("attempts", [])
+                 if a.get("device", "cpu") != "cpu"]
+        if p.resumable and tries:
+            said = "; ".join(f"{a['device']}: {a['wall_s']} s of {a['timeout_s']} s, "
+                             f"{a['state']}" for a in tries)
+            rows.append(f"| {p.name} | {p.about} | {state(ledger, p.name)} | {said} |")
+    return rows

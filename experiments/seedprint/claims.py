@@ -111,7 +111,9 @@ def table4a_paper_scale_claims(d: dict | None) -> list[Claim]:
                       "not measured yet", "Table 4a")]
     st = d.get("run", {}).get("settings", {})
     name = (f"Table 4a [paper scale: {st.get('layers', '?')}L, {st.get('heads', '?')}H, "
-            f"d = {st.get('d_model', '?')}, n = {st.get('n', 0):,}, T = {st.get('seq_len', '?')}]")
+            f"d = {st.get('d_model', '?')}, n = {st.get('n', 0):,}, T = {st.get('seq_len', '?')}"
+            + ("" if str(d["run"].get("device", "cpu")).startswith("cpu")
+               else f"; on {d['run']['device']}") + "]")
     out = []
     recs = d["records"]
     for model, kind in dict.fromkeys((r["model"], r["input"]) for r in recs):

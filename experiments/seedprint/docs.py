@@ -221,9 +221,42 @@ def table4a_paper_scale_block(paper: dict) -> str:
     inits = list(dict.fromkeys(m for m, _ in cells))
     said = [_init_sentence(m, cells.get((m, "gaussian")), cells.get((m, "tokens")))
             for m in inits]
-    lines += ["", "So " + "; ".join(said) + ". The paper's n = 10,000 and T = 1,024 remain "
-              "GPU settings."]
+    big = (paper or {}).get("table4a_n10k")
+    more = _larger_n_sentence(big) if big is not None and big["records"] else ""
+    lines += ["", "So " + "; ".join(said) + "." + more + (
+        " The paper's T = 1,024 remains a GPU setting." if more else
+        " The paper's n = 10,000 and T = 1,024 remain GPU settings.")]
     return "\n".join(lines)
+
+
+def _larger_n_sentence(d: dict) -> str:
+    """What the same pairs show at a larger n (``table4a_n10k``'s record: one init and input
+    kind at n = 10,000), by the rule of :func:`table4a_paper_scale_block`: more than chance
+    when a test at its level reaches the count with probability below 0.05 (Markov's bound),
+    else the Clopper-Pearson bound its pairs allow."""
+    from bornbiased_jax.stats import clopper_pearson
+
+    st, recs, run = d["run"]["settings"], d["records"], d["run"]
+    out = []
+    for model, kind in dict.fromkeys((r["model"], r["input"]) for r in recs):
+        c = table4a_cell([r for r in recs if r["model"] == model and r["input"] == kind])
+        head = (f" At n = {st['n']:,} (T = {st['seq_len']}; results/records/paper/seedprint/"
+                f"table4a_n10k.json, computed on {run.get('device', '?')} in "
+                f"{run.get('matmul_precision', 'full')} float32 precision), with the "
+                f"{_init_name(model)} init and {kind} inputs, the paper's test calls "
+                f"{c['k']} of {c['n']} pairs related and the released code {c['official']} of "
+                f"{c['rows']}")
+        if not c["n"]:
+            out.append(f"{head}: no pair was tested.")
+        elif c["bound"] < EXCESS:
+            out.append(f"{head} (P <= {c['bound']:.2g} were the test at its level): the "
+                       f"confound appears with n at this init.")
+        else:
+            out.append(f"{head}, no more than a test at its level could by chance: a larger n "
+                       f"does not bring the confound out at this init ({c['k']} of {c['n']} "
+                       f"leave rates up to {clopper_pearson(c['k'], c['n'])[1]:.2f} possible, "
+                       f"95 % upper bound).")
+    return "".join(out)
 
 
 BLOCKS = {"statistic-choice": ("seedprint_power", statistic_choice),
