@@ -238,7 +238,20 @@ def param_shapes(cfg: ModelConfig) -> dict:
 
 @functools.lru_cache(maxsize=32)
 def _param_shapes(cfg: ModelConfig) -> dict:
+    if not cfg.tie_embeddings:  # the tied model's tree and W_U (d, V): one trace serves both
+        tied = _param_shapes(dataclasses.replace(cfg, tie_embeddings=True))
+        return {**tied, "lm_head": {"kernel": jax.ShapeDtypeStruct(
+            (cfg.d_model, cfg.vocab_size), jnp.float32)}}
     return jax.eval_shape(lambda k: init(cfg, k), jax.random.key(0))
+
+
+def head_free(cfg: ModelConfig, params: dict, name: str) -> tuple[ModelConfig, dict]:
+    """``cfg`` and ``params`` for a program that ends before the unembedding: the config named
+    ``name`` with its embedding tied, the parameters without ``lm_head``. Two checkpoints of one
+    architecture then share one config, so a program cached or compiled per config serves both
+    whatever their names and whether their heads are tied."""
+    return (dataclasses.replace(cfg, name=name, tie_embeddings=True),
+            {k: v for k, v in params.items() if k != "lm_head"})
 
 
 def unembedding(params: dict, cfg: ModelConfig) -> jax.Array:

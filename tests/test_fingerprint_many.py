@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from bornbiased_jax import sweep
 from bornbiased_jax.cli import main
 
 FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
@@ -15,16 +14,14 @@ FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
 
 @pytest.mark.slow
 def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
-    calls = []
-    real = sweep.run_probe
-
-    def counting(probe, cfg, params, *a, **k):
-        calls.append(k.get("desc"))
-        return real(probe, cfg, params, *a, **k)
-
-    import bornbiased_jax.fingerprint.features as features
-
     import bornbiased_jax.fingerprint.compare as compare
+
+    calls = []
+    real = compare.model_pass
+
+    def counting(m, *a, **k):  # one forward pass of a model: its features and MLP views
+        calls.append(m.label)
+        return real(m, *a, **k)
 
     null_passes = []
     real_inits = compare.init_features
@@ -33,7 +30,7 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
         null_passes.append(len(seeds))
         return real_inits(cfg, seeds, *a, **k)
 
-    monkeypatch.setattr(features, "run_probe", counting)
+    monkeypatch.setattr(compare, "model_pass", counting)
     monkeypatch.setattr(compare, "init_features", counting_inits)
     out = tmp_path / "fp"
     suspects = ["preset:llama2-tiny@1", "preset:llama2-tiny@2", "preset:llama2-tiny@3"]

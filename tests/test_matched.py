@@ -126,6 +126,41 @@ def test_copies_found_and_strangers_not():
     assert not stranger.same_lineage
 
 
+def test_one_forward_pass_gives_the_features_and_the_views():
+    """A comparison takes a model's SeedPrint features and its MLP views from one forward
+    pass: the features equal the sweep engine's (``model_features``) to float32 rounding
+    (another XLA program: a few ulps of values of order 1), and the views of the first
+    sequences up to a shorter position equal those of the truncated sequences (attention is
+    causal), standardised per unit as :func:`preactivations` returns them; the exact
+    permutation test's p-value is the same from either set of features."""
+    from bornbiased_jax.fingerprint.features import model_features
+    from bornbiased_jax.fingerprint.permutation import permutation_test
+    from bornbiased_jax.sources import LoadedModel
+
+    params = _init(3)
+    xs = np.asarray(jax.random.randint(jax.random.key(9), (40, 28), 0, CFG.vocab_size))
+    F, pre = M.features_and_preactivations(params, CFG, xs, n_views=19, t_views=20)
+    loaded = LoadedModel(CFG, params, "s3", "preset", 3, 0)
+    F_sweep = model_features(loaded, xs)
+    np.testing.assert_allclose(F, F_sweep, rtol=0, atol=1e-5 * np.abs(F_sweep).max())
+    short = M.preactivations(params, CFG, xs[:19, :20])
+    assert len(pre) == CFG.n_layers and pre[0][0].shape == (19 * (20 - M.DROP), CFG.d_ff)
+    for (g, u), (g2, u2) in zip(pre, short):
+        np.testing.assert_allclose(g, g2, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(u, u2, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(g.mean(0), 0, atol=1e-5)
+        np.testing.assert_allclose(g.std(0), 1, atol=1e-4)
+    F_b = model_features(LoadedModel(CFG, _init(4), "s4", "preset", 4, 0), xs)
+    assert permutation_test(F, F_b).p == permutation_test(F_sweep, F_b).p
+
+
+def test_standardised_views_zero_a_constant_unit():
+    z = np.random.default_rng(0).standard_normal((50, 3)).astype(np.float32)
+    z[:, 1] = 0.1  # its float32 mean need not be 0.1 exactly: zeros all the same
+    out = M._standardise(z.copy())
+    assert np.all(out[:, 1] == 0)
+    np.testing.assert_allclose(out[:, [0, 2]].std(0), 1, atol=1e-5)
+
 def test_refusals():
     gpt2 = get_preset("gpt2-rope-tiny")
     with pytest.raises(UserError, match="needs a gated \\(SwiGLU\\) MLP.*non-gated gelu MLP"):

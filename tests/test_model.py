@@ -440,3 +440,15 @@ def test_blockwise_attention_is_the_whole_matrix_attention(name, changes, monkey
     maps = model.forward(p, cfg, tok, return_attention=True)
     assert maps.attention.shape == (cfg.n_layers, cfg.n_heads, 50, 50)
     np.testing.assert_allclose(maps.logits, whole.logits, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["llama2-tiny", "gpt2-rope-tiny", "qwen2-tiny"])
+def test_param_shapes_of_an_untied_head_are_the_traced_ones(preset):
+    """``param_shapes`` builds an untied model's tree from the tied one's trace plus W_U
+    (d, V); it equals the tree ``jax.eval_shape`` traces for the untied model."""
+    for tie in (True, False):
+        cfg = dataclasses.replace(get_preset(preset), tie_embeddings=tie)
+        traced = jax.eval_shape(lambda k: model.init(cfg, k), jax.random.key(0))
+        ours = model.param_shapes(cfg)
+        assert jax.tree.structure(ours) == jax.tree.structure(traced)
+        assert jax.tree.leaves(ours) == jax.tree.leaves(traced)

@@ -192,10 +192,8 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                         f"which is not known for {base.label}; give BASE as preset:NAME@SEED "
                         f"or a training run (its step 0 is read), or choose another --test")
     xs = probe_set(base, s)
-    F_A = model_features(base, xs, s.output, progress=progress)
-    matched_xs = xs[:s.matched_seqs, :MATCHED_MAX_T] if registry.GATED in needs else None
-    pre_A = (M.preactivations(base.params, base.cfg, matched_xs)
-             if registry.GATED in needs else None)
+    gated = registry.GATED in needs
+    F_A, pre_A = model_pass(base, xs, s, gated, progress)
     F_0, pre_0, init_label, init_seed = None, None, base.label, base.seed
     if registry.INIT in needs:
         if init is None:
@@ -203,16 +201,14 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         else:
             model = init() if callable(init) else init
             check_pair(base.cfg, model.cfg, s, f"BASE's initialisation {model.label}")
-            F_0 = model_features(model, xs, s.output, progress=progress)
-            if registry.GATED in needs:
-                pre_0 = M.preactivations(model.params, model.cfg, matched_xs)
+            F_0, pre_0 = model_pass(model, xs, s, gated, progress)
             init_label, init_seed = model.label, model.seed
             del model
     nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
     for load in suspects:
         suspect = load()
         d_out = check_pair(base.cfg, suspect.cfg, s, suspect.label)
-        F_B = model_features(suspect, xs, s.output, progress=progress)
+        F_B, pre_B = model_pass(suspect, xs, s, gated, progress)
         D.check_features(F_A, F_B)
         null_ids = null_seeds(s.null_models, [base.seed, init_seed, *seeds, suspect.seed])
         if registry.NULLS in needs and tuple(null_ids) not in nulls:
@@ -221,16 +217,30 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         ctx = registry.Context(
             settings=s, base=base, suspect=suspect, xs=xs, F_A=F_A, F_B=F_B, d_out=d_out,
             null_seeds=null_ids, F_0=F_0, init_label=init_label,
-            nulls=nulls.get(tuple(null_ids)), pre_A=pre_A, pre_0=pre_0,
-            pre_B=(M.preactivations(suspect.params, suspect.cfg, matched_xs)
-                   if registry.GATED in needs else None))
+            nulls=nulls.get(tuple(null_ids)), pre_A=pre_A, pre_0=pre_0, pre_B=pre_B)
         results = {e.name: e.runner()(ctx) for e in entries}
         del ctx
         if "permutation" in results and "matched" in results:
             results["any_pair"] = any_pair(results["permutation"], results["matched"])
         yield {"results": results, "features": (F_A, F_B), "notes": [], "d_out": d_out,
                "n": s.n, "seq_len": s.seq_len, "suspect": suspect.label}
-        del suspect, F_B
+        del suspect, F_B, pre_B
+
+
+def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = False):
+    """(features (n, d_out), the matched test's pre-activations or None) of one model on the
+    comparison's inputs ``xs``. Where the matched test runs on the default 'normed' features,
+    one forward pass gives both (``matched.features_and_preactivations``: the first
+    ``matched_seqs`` sequences up to position :data:`MATCHED_MAX_T`); otherwise the features
+    come from the sweep engine and the pre-activations from a second pass."""
+    if gated and s.output == "normed":
+        return M.features_and_preactivations(m.params, m.cfg, xs, n_views=s.matched_seqs,
+                                             t_views=MATCHED_MAX_T, progress=progress,
+                                             desc=f"features {m.label}")
+    F = model_features(m, xs, s.output, progress=progress)
+    pre = (M.preactivations(m.params, m.cfg, xs[:s.matched_seqs, :MATCHED_MAX_T])
+           if gated else None)
+    return F, pre
 
 
 def any_pair_p(p_permutation: float, p_matched: float) -> tuple[float, str]:

@@ -16,7 +16,6 @@ Fresh initialisations are built and run many at a time by the sweep engine
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -39,8 +38,7 @@ def model_features(m: LoadedModel, inputs, output: str = "normed", *,
     if output != "logits":
         # The features end before the unembedding: one compiled program serves every model
         # of this architecture, whatever its name and whether its head is tied.
-        cfg = dataclasses.replace(cfg, name="features", tie_embeddings=True)
-        params = {k: v for k, v in params.items() if k != "lm_head"}
+        cfg, params = model.head_free(cfg, params, "features")
     F = run_probe(feature_probe(cfg, output), cfg, params, inputs, seq_batch=seq_batch,
                   progress=progress, desc=f"features {m.label}")
     return np.asarray(F, dtype=np.float32)

@@ -79,56 +79,93 @@ def _is_mlp_view(mdl, method: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _views_fn(cfg: ModelConfig, drop: int):
-    """views(params, tokens (B, T)) -> per layer, the (gate, up) pre-activations (B, T - drop,
-    F), jitted: one program per architecture and batch shape, shared by every model of a
-    comparison (the config's name and embedding tying play no part; the views end before the
-    unembedding)."""
+def _pass_fn(cfg: ModelConfig, drop: int, t_views: int):
+    """run(params, tokens (B, T)) -> ((B, d) the final normed state at T, per layer the (gate,
+    up) pre-activations (B, t_views - drop, F) at positions drop..t_views - 1), jitted: one
+    program per architecture and batch shape, shared by every model of a comparison
+    (``model.head_free``: the pass ends before the unembedding)."""
     decoder = model.Decoder(cfg)
 
     @jax.jit
-    def views(p, t_BT):
+    def run(p, t_BT):
         def one(t):
-            _, state = decoder.apply({"params": p}, t, None, False, False,
-                                     capture_intermediates=_is_mlp_view)
+            # every position of every layer (last_only would run the last layer's MLP at
+            # T only); the unused logits are dead code to XLA
+            out, state = decoder.apply({"params": p}, t, None, False, False,
+                                       capture_intermediates=_is_mlp_view)
             inter = state["intermediates"]
-            return [(inter[f"layers_{l}"]["mlp"]["gate_proj"]["__call__"][0][drop:],
-                     inter[f"layers_{l}"]["mlp"]["up_proj"]["__call__"][0][drop:])
-                    for l in range(cfg.n_layers)]
+            mlp = [inter[f"layers_{l}"]["mlp"] for l in range(cfg.n_layers)]
+            return out.normed[-1], [(m["gate_proj"]["__call__"][0][drop:t_views],
+                                     m["up_proj"]["__call__"][0][drop:t_views]) for m in mlp]
         return jax.vmap(one)(t_BT)
 
-    return views
+    return run
+
+
+def _standardise(z_RF: np.ndarray) -> np.ndarray:
+    """Each column of ``z_RF`` (float32) centred and scaled to unit variance in place; a
+    constant column gives zeros."""
+    const = z_RF.max(0) == z_RF.min(0)
+    z_RF -= z_RF.mean(0)
+    sd = np.sqrt(np.einsum("rf,rf->f", z_RF, z_RF) / len(z_RF))
+    z_RF /= np.where(const | (sd == 0), np.inf, sd)
+    return z_RF
+
+
+def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
+                                n_views: int | None = None, t_views: int | None = None,
+                                drop: int = DROP, batch: int = 16, progress: bool = False,
+                                desc: str = "forward"):
+    """One forward pass of each sequence of ``tokens_NT`` (N, T) gives both what a comparison
+    needs of a model: its 'normed' SeedPrint features (N, d) float32, the final normed state at
+    T (as ``features.model_features``), and, from the first ``n_views`` sequences (default all)
+    up to position ``t_views`` (default T), the per-layer (gate, up) pre-activations of
+    :func:`preactivations`. Attention is causal, so positions below ``t_views`` are the same
+    whether or not the sequence goes on: the views are those of the truncated sequences."""
+    check_applicable(cfg)
+    tokens = np.asarray(tokens_NT)
+    if tokens.ndim != 2 or tokens.shape[1] <= drop:
+        raise UserError(f"the matched test needs (N, T) token ids with T > {drop}, got shape "
+                        f"{tokens.shape}")
+    N, T = tokens.shape
+    n_views = N if n_views is None else min(n_views, N)
+    t_views = T if t_views is None else min(t_views, T)
+    if n_views < 1 or t_views <= drop:
+        raise UserError(f"the matched test needs at least one sequence and positions beyond "
+                        f"the first {drop}, got {n_views} sequences up to position {t_views}")
+    cfg_v, blocks = model.head_free(cfg, params, "views")
+    run = _pass_fn(cfg_v, drop, t_views)
+    batch = min(batch, N)
+    R = t_views - drop  # rows per sequence
+    pre = [tuple(np.empty((n_views * R, cfg.d_ff), np.float32) for _ in range(2))
+           for _ in range(cfg.n_layers)]
+    feats = []
+    starts = range(0, N, batch)
+    if progress:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc=desc, unit="batch")
+    for i in starts:  # every batch of one shape: one compiled program
+        rows = tokens[i:i + batch]
+        padded = np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)])
+        f_BD, views = run(blocks, jnp.asarray(padded))
+        feats.append(np.asarray(f_BD)[:len(rows)])
+        keep = min(len(rows), n_views - i)
+        for l in range(cfg.n_layers if keep > 0 else 0):  # later batches' views stay unread
+            for v in range(2):
+                pre[l][v][i * R:(i + keep) * R] = np.asarray(views[l][v][:keep]).reshape(
+                    -1, cfg.d_ff)
+    for views in pre:
+        for z in views:
+            _standardise(z)
+    return np.concatenate(feats).astype(np.float32), pre
 
 
 def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
                    batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per layer, (gate, up) pre-activations (R, F), R = N (T - drop), of the model on the
     token ids ``tokens_NT``, standardised per unit (a constant unit gives zeros), float32."""
-    check_applicable(cfg)
-    tokens = np.asarray(tokens_NT)
-    if tokens.ndim != 2 or tokens.shape[1] <= drop:
-        raise UserError(f"the matched test needs (N, T) token ids with T > {drop}, got shape "
-                        f"{tokens.shape}")
-    views = _views_fn(dataclasses.replace(cfg, name="views", tie_embeddings=True), drop)
-    blocks = {k: v for k, v in params.items() if k != "lm_head"}  # the views end before W_U
-    batch = min(batch, len(tokens))
-    parts = []
-    for i in range(0, len(tokens), batch):  # every batch of one shape: one compiled program
-        rows = tokens[i:i + batch]
-        padded = np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)])
-        parts.append([(np.asarray(g)[:len(rows)], np.asarray(u)[:len(rows)])
-                      for g, u in views(blocks, jnp.asarray(padded))])
-    out = []
-    for l in range(cfg.n_layers):
-        pair = []
-        for v in range(2):
-            z = np.concatenate([np.asarray(p[l][v], np.float64).reshape(-1, cfg.d_ff)
-                                for p in parts])
-            z -= z.mean(0)
-            sd = z.std(0)
-            pair.append((z / np.where(sd > 0, sd, 1.0)).astype(np.float32))
-        out.append(tuple(pair))
-    return out
+    return features_and_preactivations(params, cfg, tokens_NT, drop=drop, batch=batch)[1]
 
 
 def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:
