@@ -9,7 +9,7 @@ import numpy as np
 from experiments._common import parse, write
 
 from bornbiased_jax.config import get_preset
-from bornbiased_jax.probes.contraction import last_token_probe, max_dimension_counts
+from bornbiased_jax.probes.contraction import last_token_probe
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
 from bornbiased_jax.sweep import sweep
@@ -18,14 +18,28 @@ NAME = "figure10"
 CPU = dict(preset="gpt2-rope-cpu", seed=42, seq_len=64, num_seqs=1500)
 PAPER = dict(preset="gpt2-rope-nano", seed=42, seq_len=1024, num_seqs=10_000)
 
+def figure10_rows(top_N, maxdim_N, vocab_size: int, d_model: int) -> dict:
+    """The record's rows from each sequence's predicted token ``top_N`` and the hidden
+    dimension holding the maximum of its final-layer last-token state ``maxdim_N``: the 100
+    largest token counts, every dimension's count (sorted), and the Bonferroni binomial log10 p
+    of the largest of each."""
+    N = len(top_N)
+    tok = np.sort(np.bincount(np.asarray(top_N), minlength=vocab_size))[::-1]
+    dim = np.sort(np.bincount(np.asarray(maxdim_N), minlength=d_model))[::-1]
+    return {"token_top_counts": tok[:100], "dim_counts_sorted": dim,
+            "token_log10_p": bonferroni_log10_p(int(tok[0]), N, vocab_size),
+            "dim_log10_p": bonferroni_log10_p(int(dim[0]), N, d_model)}
+
+
 if __name__ == "__main__":
     args, s = parse(NAME, __doc__, CPU, PAPER)
     t0 = time.time()
     cfg = get_preset(s["preset"])
     xs = probe_inputs("tokens", cfg, s["num_seqs"], s["seq_len"])
     out = sweep(last_token_probe(cfg), cfg, [s["seed"]], xs, progress=True)
-    tok = np.sort(np.bincount(out["top"][0], minlength=cfg.vocab_size))[::-1]
-    dim = np.sort(max_dimension_counts(out["hidden"][0][:, -1]))[::-1]
+    rows = figure10_rows(out["top"][0], np.argmax(out["hidden"][0][:, -1], axis=1),
+                         cfg.vocab_size, cfg.d_model)
+    tok, dim = rows["token_top_counts"], rows["dim_counts_sorted"]
     N = s["num_seqs"]
     fig, (a, b) = plt.subplots(2, 1, figsize=(7, 6))
     a.bar(range(1, 51), tok[:50] / N, color="tab:red")
@@ -35,9 +49,6 @@ if __name__ == "__main__":
     b.axhline(1 / cfg.d_model, color="k", ls="--", label="uniform 1/d")
     b.set_xlabel("rank"); b.set_ylabel("max-dimension frequency"); b.legend(fontsize=8)
     fig.suptitle(f"Figure 10: {cfg.name} seed {s['seed']}, T={s['seq_len']}, N={N}")
-    rows = {"token_top_counts": tok[:100], "dim_counts_sorted": dim,
-            "token_log10_p": bonferroni_log10_p(int(tok[0]), N, cfg.vocab_size),
-            "dim_log10_p": bonferroni_log10_p(int(dim[0]), N, cfg.d_model)}
     md = ("| | top count | x uniform | Bonferroni p |\n|---|---:|---:|---:|\n"
           f"| predicted token | {tok[0]} | {tok[0] / (N / cfg.vocab_size):.0f} | "
           f"{format_log10_p(rows['token_log10_p'])} |\n"

@@ -38,6 +38,8 @@ Pieces and the records they write (under ``--records``, default results/records/
             a second length): initialisation/table1c_t256.json
   table1b-n10k-t1024  LLaMA-2 nano, seeds 42, 43, T = 1,024, N = 10,000:
             initialisation/table1b_n10k_t1024.json
+  figure10  GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000 (Figure 10's shape): the predicted
+            token's and the max hidden dimension's frequencies: initialisation/figure10.json
 
 N = 2,000 is what the paper's Table 1 p-values imply for its GPT-2 rows (the text says
 10,000; `bornbiased theory` recomputes them); its LLaMA-2 rows are counts of 6-9 of 10,000,

@@ -600,6 +600,50 @@ def test_the_second_length_and_larger_n_pieces_run_the_passes_they_name(tmp_path
     PS.RUNNERS["table4a-n10k"](tmp_path / "state", kept)
     assert len(parts) == 1
 
+
+def test_figure10_at_the_papers_shape_keeps_tokens_and_max_dimensions_per_block(tmp_path,
+                                                                                 monkeypatch):
+    """figure10: GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000 in 8 blocks of 1,250 kept as
+    each sequence's predicted token and max hidden dimension (of the final block's last-token
+    state); the record's rows are Figure 10's (largest counts, Bonferroni p), and its RESULTS.md
+    row stands beside the CPU one, untestable until the record exists."""
+    import numpy as np
+
+    from bornbiased_jax import blockwise
+    from experiments.campaign import paper_pieces as PS
+    from experiments.initialisation import paper_claims
+
+    out = {"top": np.array([[7, 7, 3]]), "hidden": np.zeros((1, 3, 13, 4))}
+    out["hidden"][0, :, -1] = [[0, 5, 0, 0], [0, 0, 0, 9], [0, 5, 1, 0]]
+    out["hidden"][0, :, 0, 0] = 99  # an earlier block's maximum plays no part
+    sums = PS.figure10_sums(out)
+    assert sums["top"].tolist() == [[7, 7, 3]] and sums["maxdim"].tolist() == [[1, 3, 1]]
+    seen = {}
+
+    def fake(probe, cfg, seeds, xs, *, summarise, block, state, **k):
+        seen.update(preset=cfg.name, seeds=list(seeds), shape=xs.shape, block=block,
+                    state=state, probe=k["state_identity"]["probe"])
+        n = xs.shape[0] // block
+        return [{"top": np.full((1, block), 11 if b < 2 else b), "maxdim":
+                 np.full((1, block), 5)} for b in range(n)]
+
+    monkeypatch.setattr(blockwise, "blockwise_sweep", fake)
+    res = PS.RUNNERS["figure10"](tmp_path / "state", tmp_path / "kept")
+    assert seen == {"preset": "gpt2-rope-nano", "seeds": [42], "shape": (10_000, 1024),
+                    "block": 1250, "state": tmp_path / "kept" / "T1024",
+                    "probe": "figure10_counts"}
+    settings, rows, _ = res["figure10"]
+    assert settings["num_seqs"] == 10_000 and settings["seq_len"] == 1024
+    assert rows["token_top_counts"][0] == 2500 and rows["dim_counts_sorted"][0] == 10_000
+    assert rows["token_log10_p"] < -5 and PS.STUDY["figure10"] == "initialisation"
+    rec = {"run": {"settings": settings}, "records": rows}
+    row = paper_claims.paper_scale_claims({"figure10": rec})["Figure 10 / Finding 1 (extended)"]
+    assert row.claim.startswith("Figure 10 / Finding 1 (extended) [paper scale: 12L, 12H, "
+                                "d = 768, N = 10,000, T = 1,024, seed 42]")
+    assert row.verdict == "reproduced"
+    none = paper_claims.paper_scale_claims({})["Figure 10 / Finding 1 (extended)"]
+    assert none.verdict == "untestable" and "paper_scale figure10" in none.ours
+
 FAKE_PIECE = """
 import json, runpy, sys
 from bornbiased_jax import precision

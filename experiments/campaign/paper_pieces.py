@@ -340,6 +340,47 @@ def run_table1a_seeds(state: Path, summaries: Path) -> dict:
     return {"table1a_seeds": (settings, recs, _seconds(folder))}
 
 
+FIGURE10_N, FIGURE10_BLOCK = campaign.PAPER_N_LLAMA, 1250  # 8 blocks
+
+
+def figure10_sums(out: dict) -> dict:
+    """A block's last-token probe outputs as what Figure 10 needs of them: each sequence's
+    predicted token ``top`` (S, n) and the hidden dimension holding the maximum of its
+    final-layer last-token state ``maxdim`` (S, n)."""
+    import numpy as np
+
+    return {"top": np.asarray(out["top"]),
+            "maxdim": np.argmax(np.asarray(out["hidden"])[:, :, -1], axis=-1)}
+
+
+def run_figure10(state: Path, summaries: Path) -> dict:
+    """Figure 10 at the paper's shape (GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000), kept
+    as per-block predicted tokens and max dimensions in ``summaries`` (a few kB a block of
+    1,250 sequences), so the pass resumes on any machine from its last committed block."""
+    import numpy as np
+
+    from bornbiased_jax.blockwise import blockwise_sweep
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes.contraction import last_token_probe
+    from bornbiased_jax.probes.inputs import probe_inputs
+    from experiments.figure10 import figure10_rows
+
+    cfg, T = get_preset("gpt2-rope-nano"), 1024
+    folder = summaries / f"T{T}"
+    xs = probe_inputs("tokens", cfg, FIGURE10_N, T)
+    parts = blockwise_sweep(last_token_probe(cfg), cfg, [42], xs, summarise=figure10_sums,
+                            block=FIGURE10_BLOCK, state=folder, progress=True,
+                            desc=f"{cfg.name} tokens T={T}",
+                            state_identity=probe_identity("figure10_counts"),
+                            allow_version_change=ALLOW_VERSIONS)
+    top = np.concatenate([p["top"] for p in parts], axis=1)[0]
+    maxdim = np.concatenate([p["maxdim"] for p in parts], axis=1)[0]
+    rows = figure10_rows(top, maxdim, cfg.vocab_size, cfg.d_model)
+    settings = {**shape(cfg), "seed": 42, "seq_len": T, "num_seqs": FIGURE10_N,
+                "input": "tokens", "probe_seed": 0}
+    return {"figure10": (settings, rows, _seconds(folder))}
+
+
 RUNNERS = {
     "table1a": lambda st, su: run_table1("table1a", "gpt2-rope-nano", (64, 256, 1024), st, su),
     "table1b": lambda st, su: run_table1("table1b", "llama2-nano", (64, 256, 1024), st, su),
@@ -356,6 +397,7 @@ RUNNERS = {
                                                     (1024,), st, su,
                                                     num_seqs=campaign.PAPER_N_LLAMA),
     "table4a-n10k": run_table4a_n10k,
+    "figure10": run_figure10,
 }
 STUDY = campaign.PAPER_RECORDS
 ALLOW_VERSIONS = False

@@ -132,6 +132,9 @@ PAPER_SCALE = {s.name: s for s in [
     PaperScale("table1b-n10k-t1024", "Table 1(b) at T = 1,024 and the N its p-values imply: "
                "LLaMA-2 nano, seeds 42/43, N = 10,000",
                _table1_passes("llama2-nano", (1024,), PAPER_N_LLAMA)),
+    PaperScale("figure10", "Figure 10 at the paper's shape: GPT-2+RoPE nano, seed 42, T = 1,024, "
+               "N = 10,000: the predicted token's and the max hidden dimension's frequencies",
+               (("gpt2-rope-nano", "attn_mlp", 1024, PAPER_N_LLAMA),)),
     PaperScale("table2", "Table 2, Figures 3 and 7: full / attention-only / MLP-only "
                "GPT-2+RoPE nano, seed 42, Gaussian inputs, T = 1,024, N = 2,000",
                tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
@@ -147,7 +150,7 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
                  "figure7": "initialisation", "table1a_seeds": "initialisation",
                  "figure3_null": "initialisation", "table4a": "seedprint",
                  "table1c_t256": "initialisation", "table1b_n10k_t1024": "initialisation",
-                 "table4a_n10k": "seedprint"}
+                 "table4a_n10k": "seedprint", "figure10": "initialisation"}
 
 
 def _pass_config(one_pass: tuple):

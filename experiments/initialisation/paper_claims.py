@@ -13,7 +13,7 @@ from bornbiased_jax.stats import format_log10_p
 from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
                                                    figure1a_claim, figure2_claim,
                                                    figure3_row, figure4_from_figure7,
-                                                   figure7_claim,
+                                                   figure7_claim, figure10_claim,
                                                    finding22_claim, table1_claim, table2_claim)
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 
@@ -348,7 +348,8 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             ("table2_figure3", "Table 2 / Findings 3.1-3.2", table2_claim, "table2"),
             ("table2_figure3", "Figure 3 / Finding 3.1", _figure3_row(paper), "table2"),
             ("figure7", "Figure 4 / Finding 4", figure4_from_figure7, "table2"),
-            ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2")):
+            ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2"),
+            ("figure10", "Figure 10 / Finding 1 (extended)", figure10_claim, "figure10")):
         out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
             missing(claim, piece)
     return out
