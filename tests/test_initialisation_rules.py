@@ -339,6 +339,25 @@ def test_figure8_tests_depth_length_and_the_attn0_match():
     assert c.verdict == V.DIFFERS
 
 
+def test_figure8_at_the_papers_shape_by_the_same_rule():
+    """Figure 8's paper-scale row applies the CPU row's rule to the record of `figure8 --scale
+    paper` (its N in the standard errors), named by its shape; untestable, naming the command,
+    without the record."""
+    from experiments.initialisation import paper_claims as P
+
+    rec = _f8(SHORT, LONG, n=(2000, 2000))
+    rec["run"]["settings"].update(preset="gpt2-rope-nano", n_layers=12, seed=42)
+    row = P.paper_scale_claims({"figure8": rec})["Figure 8 / Finding 5, Prop. 5"]
+    assert row.claim == ("Figure 8 / Finding 5, Prop. 5 [paper scale: 12 attention blocks of "
+                         "gpt2-rope-nano, N = 2,000/2,000, T = 16/512, seed 42]")
+    assert row.verdict == V.REPRODUCED
+    off = _f8(SHORT, LONG, attn_shift=0.05, n=(2000, 2000))
+    off["run"]["settings"].update(preset="gpt2-rope-nano", n_layers=12, seed=42)
+    assert P.paper_scale_claims({"figure8": off})["Figure 8 / Finding 5, Prop. 5"].verdict \
+        == V.PARTLY
+    none = P.paper_scale_claims({})["Figure 8 / Finding 5, Prop. 5"]
+    assert none.verdict == V.UNTESTABLE and "figure8 --scale paper" in none.ours
+
 def _paper_t1(preset, freqs, layers=12):
     """A paper-scale Table 1 record: {(seed, T): top-1 count of 2,000}."""
     rec = _t1([(preset, s, T, 100 + s, k) for (s, T), k in freqs.items()], n=2000)

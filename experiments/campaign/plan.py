@@ -150,7 +150,8 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
                  "figure7": "initialisation", "table1a_seeds": "initialisation",
                  "figure3_null": "initialisation", "table4a": "seedprint",
                  "table1c_t256": "initialisation", "table1b_n10k_t1024": "initialisation",
-                 "table4a_n10k": "seedprint", "figure10": "initialisation"}
+                 "table4a_n10k": "seedprint", "figure10": "initialisation",
+                 "figure8": "initialisation"}
 
 
 def _pass_config(one_pass: tuple):

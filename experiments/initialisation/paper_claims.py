@@ -13,7 +13,7 @@ from bornbiased_jax.stats import format_log10_p
 from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
                                                    figure1a_claim, figure2_claim,
                                                    figure3_row, figure4_from_figure7,
-                                                   figure7_claim, figure10_claim,
+                                                   figure7_claim, figure8_claim, figure10_claim,
                                                    finding22_claim, table1_claim, table2_claim)
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 
@@ -352,7 +352,24 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             ("figure10", "Figure 10 / Finding 1 (extended)", figure10_claim, "figure10")):
         out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
             missing(claim, piece)
+    out["Figure 8 / Finding 5, Prop. 5"] = _figure8_row(paper.get("figure8"))
     return out
+
+
+def _figure8_row(d: dict | None) -> Claim:
+    """Figure 8 at the paper's shape (``python -m experiments.figure8 --scale paper``: 12
+    stacked attention blocks of the nano model, N = 2,000 Gaussian sequences at each of
+    T = 16 and 512) by the CPU row's rule, or saying which command measures it."""
+    name = "Figure 8 / Finding 5, Prop. 5"
+    if d is None:
+        return Claim(f"{name} [paper scale]", "-", "no record yet; `python -m "
+                     "experiments.figure8 --scale paper` measures it (about 20 minutes on 2 CPU "
+                     "cores; not resumable)", UNTESTABLE, "not measured yet")
+    c, st = figure8_claim(d), d["run"]["settings"]
+    c.claim = (f"{name} [paper scale: {st['n_layers']} attention blocks of {st['preset']}, "
+               f"N = {'/'.join(f'{n:,}' for n in st['num_seqs'])}, "
+               f"T = {'/'.join(f'{t:,}' for t in st['seq_lens'])}, seed {st['seed']}]")
+    return c
 
 
 def table1_side_by_side(paper: dict) -> str | None:
