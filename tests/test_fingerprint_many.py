@@ -15,13 +15,17 @@ FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
 @pytest.mark.slow
 def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
     import bornbiased_jax.fingerprint.compare as compare
+    import bornbiased_jax.fingerprint.features as features
+    import bornbiased_jax.fingerprint.matched as matched
 
-    calls = []
-    real = compare.model_pass
+    calls, sweeps = [], []
+    real = matched.features_and_preactivations
 
-    def counting(m, *a, **k):  # one forward pass of a model: its features and MLP views
-        calls.append(m.label)
-        return real(m, *a, **k)
+    def counting(params, cfg, xs, **k):  # one forward pass: a model's features and MLP views
+        calls.append(k.get("desc"))
+        return real(params, cfg, xs, **k)
+
+    monkeypatch.setattr(features, "run_probe", lambda *a, **k: sweeps.append(1))
 
     null_passes = []
     real_inits = compare.init_features
@@ -30,13 +34,14 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
         null_passes.append(len(seeds))
         return real_inits(cfg, seeds, *a, **k)
 
-    monkeypatch.setattr(compare, "model_pass", counting)
+    monkeypatch.setattr(matched, "features_and_preactivations", counting)
     monkeypatch.setattr(compare, "init_features", counting_inits)
     out = tmp_path / "fp"
     suspects = ["preset:llama2-tiny@1", "preset:llama2-tiny@2", "preset:llama2-tiny@3"]
     assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST, "--test", "all",
                  "--null-models", "99", "--out", str(out)]) == 0
     assert len(calls) == 1 + len(suspects)  # the base once, each suspect once
+    assert sweeps == []  # and no second pass for the features
     assert null_passes == [99]  # the K null inits once, for every suspect and test
     summary = json.loads((out / "summary.json").read_text())
     assert [r["suspect"] for r in summary["suspects"]] == [s[len("preset:"):] for s in suspects]

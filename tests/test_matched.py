@@ -4,6 +4,7 @@ statistic unchanged by every renaming and rotation, its power on edited copies, 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -152,6 +153,15 @@ def test_one_forward_pass_gives_the_features_and_the_views():
         np.testing.assert_allclose(g.std(0), 1, atol=1e-4)
     F_b = model_features(LoadedModel(CFG, _init(4), "s4", "preset", 4, 0), xs)
     assert permutation_test(F, F_b).p == permutation_test(F_sweep, F_b).p
+    # past 64 tokens the sweep engine's attention runs in query blocks: the same to rounding
+    long_xs = np.asarray(jax.random.randint(jax.random.key(8), (20, 80), 0, CFG.vocab_size))
+    F_long, _ = M.features_and_preactivations(params, CFG, long_xs, n_views=4, t_views=20)
+    np.testing.assert_allclose(F_long, model_features(loaded, long_xs), rtol=0,
+                               atol=1e-5 * np.abs(F_long).max())
+    # a model whose attention averages the whole sequence has no views of truncated ones
+    full = dataclasses.replace(CFG, attention="attn0_full")
+    with pytest.raises(UserError, match="attn0_full"):
+        M.features_and_preactivations(params, full, long_xs, t_views=20)
 
 
 def test_standardised_views_zero_a_constant_unit():
@@ -160,6 +170,14 @@ def test_standardised_views_zero_a_constant_unit():
     out = M._standardise(z.copy())
     assert np.all(out[:, 1] == 0)
     np.testing.assert_allclose(out[:, [0, 2]].std(0), 1, atol=1e-5)
+    # a mean far above the spread: summed in float64, the float32 result is centred
+    big = np.random.default_rng(1).standard_normal((8192, 4)).astype(np.float32) + 1e4
+    ref = big.astype(np.float64)
+    ref = (ref - ref.mean(0)) / ref.std(0)
+    np.testing.assert_allclose(M._standardise(big.copy()), ref, rtol=0, atol=2e-3)
+    z[3, 2] = np.nan
+    with pytest.raises(UserError, match="non-finite"):
+        M._standardise(z)
 
 def test_refusals():
     gpt2 = get_preset("gpt2-rope-tiny")

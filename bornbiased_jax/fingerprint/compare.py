@@ -33,8 +33,8 @@ from bornbiased_jax.sources import LoadedModel
 # passes, but a renamed copy evades it. The others are there to compare with the paper.
 RECOMMENDED = ("matched_init", "aligned", "any_pair", "permutation")
 # The matched test reads the first MATCHED_SEQS sequences up to position MATCHED_MAX_T (its
-# pre-activations of BASE are kept: rows x F x 2L values; capturing them stores every layer's
-# attention map too, so long sequences would cost T^2 memory per head for no gain in rows)
+# pre-activations of BASE are kept: rows x F x 2L values; the pass that captures them runs the
+# whole attention matrix, T^2 memory per head, so sequences longer than this are cut for it)
 MATCHED_SEQS, MATCHED_MAX_T = 128, 68
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
@@ -229,11 +229,14 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
 
 def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = False):
     """(features (n, d_out), the matched test's pre-activations or None) of one model on the
-    comparison's inputs ``xs``. Where the matched test runs on the default 'normed' features,
-    one forward pass gives both (``matched.features_and_preactivations``: the first
-    ``matched_seqs`` sequences up to position :data:`MATCHED_MAX_T`); otherwise the features
-    come from the sweep engine and the pre-activations from a second pass."""
-    if gated and s.output == "normed":
+    comparison's inputs ``xs``. Where the matched test runs on the default 'normed' features
+    and the sequences are no longer than the views (:data:`MATCHED_MAX_T`), one forward pass
+    gives both (``matched.features_and_preactivations``: the views of the first
+    ``matched_seqs`` sequences); otherwise the features come from the sweep engine (batches
+    sized to memory, blockwise attention for long sequences) and the pre-activations from a
+    second pass over the sequences cut to :data:`MATCHED_MAX_T`."""
+    if gated and s.output == "normed" and s.seq_len <= MATCHED_MAX_T \
+            and m.cfg.attention != "attn0_full":
         return M.features_and_preactivations(m.params, m.cfg, xs, n_views=s.matched_seqs,
                                              t_views=MATCHED_MAX_T, progress=progress,
                                              desc=f"features {m.label}")

@@ -79,12 +79,20 @@ def _is_mlp_view(mdl, method: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _pass_fn(cfg: ModelConfig, drop: int, t_views: int):
+def _pass_fn(cfg: ModelConfig, drop: int, t_views: int, views: bool = True):
     """run(params, tokens (B, T)) -> ((B, d) the final normed state at T, per layer the (gate,
     up) pre-activations (B, t_views - drop, F) at positions drop..t_views - 1), jitted: one
     program per architecture and batch shape, shared by every model of a comparison
-    (``model.head_free``: the pass ends before the unembedding)."""
+    (``model.head_free``: the pass ends before the unembedding). ``views=False``: the normed
+    states alone (B, d), for the sequences whose views are not needed."""
     decoder = model.Decoder(cfg)
+
+    if not views:
+        @jax.jit
+        def normed(p, t_BT):
+            return jax.vmap(lambda t: decoder.apply({"params": p}, t, None, True, False)
+                            .normed[-1])(t_BT)
+        return normed
 
     @jax.jit
     def run(p, t_BT):
@@ -106,8 +114,12 @@ def _standardise(z_RF: np.ndarray) -> np.ndarray:
     """Each column of ``z_RF`` (float32) centred and scaled to unit variance in place; a
     constant column gives zeros."""
     const = z_RF.max(0) == z_RF.min(0)
-    z_RF -= z_RF.mean(0)
+    z_RF -= z_RF.mean(0, dtype=np.float64).astype(np.float32)  # float64 sums: large means
     sd = np.sqrt(np.einsum("rf,rf->f", z_RF, z_RF) / len(z_RF))
+    if not np.isfinite(sd).all():
+        raise UserError(f"{int((~np.isfinite(sd)).sum())} MLP units have non-finite "
+                        f"pre-activations (NaN or inf in the model's weights or activations): "
+                        f"the matched test cannot compare them")
     z_RF /= np.where(const | (sd == 0), np.inf, sd)
     return z_RF
 
@@ -121,7 +133,11 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
     T (as ``features.model_features``), and, from the first ``n_views`` sequences (default all)
     up to position ``t_views`` (default T), the per-layer (gate, up) pre-activations of
     :func:`preactivations`. Attention is causal, so positions below ``t_views`` are the same
-    whether or not the sequence goes on: the views are those of the truncated sequences."""
+    whether or not the sequence goes on: the views are those of the truncated sequences (to
+    float rounding). Capturing the views runs the whole attention matrix at length T, B
+    sequences at a time: ``compare.model_pass`` uses this pass only where T is at most the
+    views' length (:data:`compare.MATCHED_MAX_T`), and a model whose attention sees the whole
+    sequence (``attn0_full``) is refused views shorter than its sequences."""
     check_applicable(cfg)
     tokens = np.asarray(tokens_NT)
     if tokens.ndim != 2 or tokens.shape[1] <= drop:
@@ -133,8 +149,12 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
     if n_views < 1 or t_views <= drop:
         raise UserError(f"the matched test needs at least one sequence and positions beyond "
                         f"the first {drop}, got {n_views} sequences up to position {t_views}")
+    if cfg.attention == "attn0_full" and t_views < T:
+        raise UserError(f"{cfg.name}'s attention (attn0_full) averages the whole sequence, so "
+                        f"its views at a position depend on later tokens: take its views from "
+                        f"the truncated sequences (preactivations)")
     cfg_v, blocks = model.head_free(cfg, params, "views")
-    run = _pass_fn(cfg_v, drop, t_views)
+    run, normed = _pass_fn(cfg_v, drop, t_views), _pass_fn(cfg_v, drop, t_views, False)
     batch = min(batch, N)
     R = t_views - drop  # rows per sequence
     pre = [tuple(np.empty((n_views * R, cfg.d_ff), np.float32) for _ in range(2))
@@ -147,14 +167,18 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
         starts = tqdm(starts, desc=desc, unit="batch")
     for i in starts:  # every batch of one shape: one compiled program
         rows = tokens[i:i + batch]
-        padded = np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)])
-        f_BD, views = run(blocks, jnp.asarray(padded))
-        feats.append(np.asarray(f_BD)[:len(rows)])
+        padded = jnp.asarray(np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)]))
         keep = min(len(rows), n_views - i)
-        for l in range(cfg.n_layers if keep > 0 else 0):  # later batches' views stay unread
+        if keep <= 0:  # past the first n_views sequences: the features alone
+            feats.append(np.asarray(normed(blocks, padded))[:len(rows)])
+            continue
+        f_BD, views = run(blocks, padded)
+        feats.append(np.asarray(f_BD)[:len(rows)])
+        for l in range(cfg.n_layers):
             for v in range(2):
                 pre[l][v][i * R:(i + keep) * R] = np.asarray(views[l][v][:keep]).reshape(
                     -1, cfg.d_ff)
+        del views  # one batch's views on the device at a time
     for views in pre:
         for z in views:
             _standardise(z)
