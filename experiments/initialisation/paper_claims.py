@@ -363,7 +363,7 @@ def _figure8_row(d: dict | None) -> Claim:
     name = "Figure 8 / Finding 5, Prop. 5"
     if d is None:
         return Claim(f"{name} [paper scale]", "-", "no record yet; `python -m "
-                     "experiments.figure8 --scale paper` measures it (about 20 minutes on 2 CPU "
+                     "experiments.figure8 --scale paper` measures it (about half an hour on 2 CPU "
                      "cores; not resumable)", UNTESTABLE, "not measured yet")
     c, st = figure8_claim(d), d["run"]["settings"]
     c.claim = (f"{name} [paper scale: {st['n_layers']} attention blocks of {st['preset']}, "
