@@ -103,6 +103,11 @@ def main(argv=None) -> int:
     from experiments.artifacts import portable
 
     use_precision(args)  # full float32 unless asked: TF32 on a GPU would move near-tied arg-maxes
+    # A resumed piece loads its compiled programs instead of compiling them again: on an H100
+    # one program of these passes takes 40-90 s to compile, longer than a block takes to run.
+    from bornbiased_jax import xla_cache
+
+    xla_cache.enable()
 
     t0 = time.time()
     try:

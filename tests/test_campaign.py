@@ -645,12 +645,13 @@ def test_figure10_at_the_papers_shape_keeps_tokens_and_max_dimensions_per_block(
     assert none.verdict == "untestable" and "paper_scale figure10" in none.ours
 
 FAKE_PIECE = """
-import json, runpy, sys
+import json, os, runpy, sys
+import jax
 from bornbiased_jax import precision
 from experiments.campaign import paper_pieces as PS
 seen = sys.argv.pop(1)
 def fake(state, summaries):
-    open(seen, "w").write(precision.current())
+    open(seen, "w").write(precision.current() + chr(10) + str(jax.config.jax_compilation_cache_dir))
     return {"table1b_n10k": ({"layers": 12}, [{"seed": 42}], 1.5)}
 PS.RUNNERS["table1b-n10k"] = fake
 sys.argv[0] = "paper_scale"
@@ -662,20 +663,26 @@ def test_paper_scale_runs_its_piece_in_full_float32_and_records_it(tmp_path):
     """A paper-scale piece asks for full float32 matrix products unless told otherwise (TF32
     on a GPU would move near-tied arg-maxes) and its record says which it used; a bad piece
     name is refused by the parser. Run in a fresh process with no precision in the
-    environment, where JAX's own setting is "default"."""
+    environment, where JAX's own setting is "default". Its programs go to the persistent XLA
+    cache (``bornbiased_jax.xla_cache``), so that a piece stopped during its first block
+    (compiling takes 40-90 s a program on an H100) does not compile again when resumed on the
+    same machine."""
     import json
     import os
 
     from bornbiased_jax import precision
 
-    env = {k: v for k, v in os.environ.items() if k != precision.ENV}
+    env = {k: v for k, v in os.environ.items()
+           if k not in (precision.ENV, "JAX_COMPILATION_CACHE_DIR")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     seen = tmp_path / "precision.txt"
     run = subprocess.run([sys.executable, "-c", FAKE_PIECE, str(seen), "table1b-n10k",
                           "--state", str(tmp_path / "s"), "--summaries", str(tmp_path / "k"),
                           "--records", str(tmp_path / "r")], cwd=campaign.REPO, env=env,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert seen.read_text() == "highest"
+    assert seen.read_text().split("\n") == ["highest",
+                                             str(tmp_path / "cache" / "bornbiased-jax" / "xla")]
     rec = json.loads((tmp_path / "r" / "initialisation" / "table1b_n10k.json").read_text())
     assert rec["run"]["matmul_precision"] == "highest" and rec["records"] == [{"seed": 42}]
     bad = subprocess.run([sys.executable, "-m", "experiments.paper_scale", "table9"],

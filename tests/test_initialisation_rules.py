@@ -462,6 +462,33 @@ def test_table1_at_paper_scale_judges_the_pattern_and_the_magnitudes():
     assert row(weak).verdict == V.DIFFERS
 
 
+def test_table1_parts_measured_by_several_pieces_are_one_set_of_rows():
+    """Table 1(b) at T = 1,024 and N = 10,000 (its own piece) joins the other N = 10,000 rows:
+    its lines in the side-by-side table, its rows in the magnitudes and the pattern; Table
+    1(c) at T = 256 joins T = 64 in Finding 1.2's scale part."""
+    a = _paper_t1("gpt2-rope-nano", {(42, 64): 52, (43, 64): 60, (42, 256): 97, (43, 256): 105,
+                                     (42, 1024): 104, (43, 1024): 135})
+    b10 = {"run": {}, "records": _llama({(42, 64): 6, (43, 64): 9, (42, 256): 7, (43, 256): 6})}
+    t1024 = {"run": {}, "records": _llama({(42, 1024): 7, (43, 1024): 7})}
+    without = IP.table1_magnitudes({"table1a": a, "table1b_n10k": b10})[1]
+    with_ = IP.table1_magnitudes({"table1a": a, "table1b_n10k": b10,
+                                  "table1b_n10k_t1024": t1024})[1]
+    assert "in its 4 rows at N = 10,000" in without and "in its 6 rows at N = 10,000" in with_
+    side = IP.table1_side_by_side({"table1b_n10k_t1024": t1024})
+    assert "| LLaMA-2 nano (12L, 12H, 768d) | 43 | 1,024 | 21436 | 0.07% | 1.40e-3 | 5 | 0.07% [" \
+        in side and side.count("| 10,000 |") == 2
+    rows = IP.paper_scale_claims({"table1a": a, "table1b_n10k_t1024": t1024})
+    assert "N = 2,000/10,000" in rows["Table 1 / Finding 1"].claim
+    c64 = _paper_t1("gpt2-rope-1.2b", {(42, 64): 120, (43, 64): 130}, layers=24)
+    c256 = _paper_t1("gpt2-rope-1.2b", {(42, 256): 200, (43, 256): 210}, layers=24)
+    only64 = IP.paper_scale_claims({"table1a": a, "table1c": c64})["Finding 1.2"]
+    both = IP.paper_scale_claims({"table1a": a, "table1c": c64, "table1c_t256": c256})
+    assert "seed 42 T=256" not in only64.ours and "seed 42 T=256" in both["Finding 1.2"].ours
+    assert "holds at T = 64, 256 only" in both["Finding 1.2"].why
+    assert "| RoPE GPT-2 1.2B (24L, 32H, 2048d) | 43 | 256 |" in IP.table1_side_by_side(
+        {"table1c_t256": c256})
+
+
 def test_table4a_at_paper_scale():
     from experiments.seedprint import claims as seedprint
 

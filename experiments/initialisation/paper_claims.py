@@ -191,8 +191,9 @@ PAPER_TABLE1 = {
 # part -> (its records, label, the N the paper's rows are counts of: docs/paper-notes.md, *Notes
 # on the paper*)
 TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
-                "b": (("table1b", "table1b_n10k"), "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
-                "c": (("table1c",), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
+                "b": (("table1b", "table1b_n10k", "table1b_n10k_t1024"),
+                      "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
+                "c": (("table1c", "table1c_t256"), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
 # piece of experiments/paper_scale.py -> the records it writes
 
 
@@ -297,6 +298,16 @@ def _with_seeds(rec: dict, other: dict) -> dict:
     return {"run": {"settings": {**s, "seeds": seeds}}}
 
 
+def _joined(paper: dict, names) -> dict | None:
+    """The records of the pieces ``names`` that were measured, as one record (the first
+    measured piece's run description), or None when none was: a Table 1 part measured by
+    several pieces (another N, another length) is one set of rows."""
+    have = [paper[n] for n in names if n in paper]
+    if not have:
+        return None
+    return {"run": have[0]["run"], "records": [r for d in have for r in d["records"]]}
+
+
 def _figure3_row(paper: dict):
     """Figure 3's rule with the null simulated through the model's own unembedding
     (``figure3_null``), or saying which command simulates it when its record is missing."""
@@ -318,8 +329,9 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
         return c
 
     out = {}
-    a, b, c = (paper.get(n) for n in ("table1a", "table1b", "table1c"))
-    b10 = paper.get("table1b_n10k")
+    a, b = paper.get("table1a"), paper.get("table1b")
+    b10 = _joined(paper, ("table1b_n10k", "table1b_n10k_t1024"))
+    c = _joined(paper, TABLE1_PARTS["c"][0])
     llama = [r for t in (b, b10) if t for r in t["records"]]
     if a and llama:
         t1 = table1_claim({"records": a["records"] + llama}, llama_hint=(
