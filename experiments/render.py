@@ -31,13 +31,14 @@ from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
-SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_qwen2",
+SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_hfinit", "lineage_qwen2",
             "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
             "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
             "seedprint": "python -m experiments.seedprint_results --run",
             "lineage": "python -m experiments.lineage",
+            "lineage_hfinit": "python -m experiments.lineage --init hf",
             "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
             "lineage_bench": "python -m experiments.lineage_bench",
             "sinks": "python -m experiments.figure12_table7",
@@ -214,6 +215,12 @@ def lineage_section(records: dict) -> str | None:
     return lineage.section(records).rstrip("\n")
 
 
+def lineage_hfinit_section(records: dict) -> str | None:
+    if not all(n in records for n in lineage.HFINIT_EXPERIMENTS):
+        return None
+    return lineage.section(records, init="hf").rstrip("\n")
+
+
 def lineage_bench_section(records: dict) -> str | None:
     if "lineage_bench" not in records:
         return None
@@ -316,7 +323,8 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "theory": "The paper's propositions: closed forms beside simulations (Secs. 3-5, "
                     "App. A)",
           "seedprint": "SeedPrint (paper Sec. 5-6.1)",
-          "lineage": lineage.ARCHS["llama2"][2], "lineage_qwen2": lineage.ARCHS["qwen2"][2],
+          "lineage": lineage.ARCHS["llama2"][2], "lineage_hfinit": lineage.HFINIT_TITLE,
+          "lineage_qwen2": lineage.ARCHS["qwen2"][2],
           "lineage_bench": lineage_bench.TITLE,
           "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
@@ -352,6 +360,7 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
     campaign_root = campaign.ROOT if campaign_root is None else campaign_root
     make = {"initialisation": initialisation_section, "theory": theory_section,
             "seedprint": seedprint_section, "lineage": lineage_section,
+            "lineage_hfinit": lineage_hfinit_section,
             "lineage_qwen2": lineage_qwen2_section, "lineage_bench": lineage_bench_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,

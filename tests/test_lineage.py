@@ -108,6 +108,21 @@ def test_lineage_pipeline_end_to_end(smoke, monkeypatch):
     assert text.count("<!-- lineage:begin -->") == 1
     assert render.sections(text)["lineage"] == body.strip()
     assert render.sections(text)["lineage_qwen2"] == qwen.strip()
+    assert "Not measured yet" in render.sections(text)["lineage_hfinit"]
+    # The HF-init family's measurements (here the same runs again: the names are the point)
+    # go to records of their own and a section of their own; neither overwrites the other.
+    lineage.run_all(study, out, "cpu", records=root / "records", suffix="_hfinit")
+    render.save_record(root / "records", "lineage_runs_hfinit",
+                       lineage.runs_record(runs, fam, "cpu", suffix="_hfinit"))
+    recs = render.load_records(root / "records")
+    assert {"table4c", "table4c_hfinit", "lineage_runs_hfinit"} <= set(recs)
+    assert recs["table4c_hfinit"]["run"]["experiment"] == "table4c_hfinit"
+    hf = render.write(results, root / "records")
+    hf_body = render.sections(hf)["lineage_hfinit"]
+    assert hf_body.startswith("## Lineage with the released code's HF default init")
+    assert sum(line.startswith("| Table 4c") and "[HF init]" in line
+               for line in hf_body.splitlines()) == 4
+    assert "the section below measures the same family with it" in render.sections(hf)["lineage"]
 
 
 def test_paper_scale_family_follows_the_released_training_code(tmp_path):
@@ -251,3 +266,63 @@ def test_figure14_rule_needs_the_other_lineage_not_rejected():
     # without the other lineage's checkpoints the test's level cannot be checked
     none = lineage_study.figure14_claims(_fig14(tokens=(own, [])))[0]
     assert none.verdict == V.UNTESTABLE
+
+
+def _cross_pair(p_gauss):
+    """An init vs another seed's trained model (two lineages), its Gaussian-input t and U p."""
+    rec = {"pair": "s123 init vs s1000 base", "same_lineage": False,
+           "paper": {"t": 0.385, "u": 0.486},
+           "seedprint": {"tokens": _sp(0.5), "gaussian": _sp(p_gauss)},
+           "baselines": {"intrinsic": 0.2, "reef": 0.3, "pcs": 0.69, "ics": 0.0},
+           "pcs_no_norms": 0.0, "pcs_own_init": 0.96}
+    return {"run": {"settings": {"n": 1000}}, "records": [rec]}
+
+
+def test_each_lineage_row_names_its_init_and_whether_its_gaussian_verdict_survives():
+    """Rows of the GPT-2-scaled family and of the HF-init family name their init; a Gaussian-
+    input row says whether the paper's test is right or wrong about the pair under both inits:
+    a false lineage under one init and none under the other does not survive the change; the
+    same marks under both do. Without the other family's record, no sentence."""
+    from bornbiased_jax import verdicts as V
+
+    false_gpt2, none_hf, false_hf = _cross_pair(1e-30), _cross_pair(0.4), _cross_pair(1e-20)
+    assert lineage_study.pair_claims("table4c", false_gpt2)[0].verdict == V.DIFFERS
+    assert lineage_study.pair_claims("table4c", none_hf)[0].verdict == V.REPRODUCED
+    said = lineage_study.init_sentence("table4c", false_gpt2, none_hf, "gpt2")
+    (label, text), = said.items()
+    assert label == "Table 4c: s123 init vs s1000 base"
+    assert text == ("Gaussian inputs with the HF init: t 0.4, U 0.4, the paper's test right about "
+                    "this pair (wrong with the GPT-2-scaled init): the Gaussian-input verdict "
+                    "does not survive the change of init")
+    back = lineage_study.init_sentence("table4c", none_hf, false_gpt2, "hf")
+    assert "with the GPT-2-scaled init: t 1.00e-30" in next(iter(back.values())) \
+        and "does not survive" in next(iter(back.values()))
+    same = lineage_study.init_sentence("table4c", false_gpt2, false_hf, "gpt2")
+    assert next(iter(same.values())).endswith("wrong about this pair (wrong with the GPT-2-scaled "
+                                              "init): the Gaussian-input verdict survives the "
+                                              "change of init")
+    assert lineage_study.init_sentence("table4c", false_gpt2, None, "gpt2") == {}
+    assert lineage_study.init_sentence("table4c", false_gpt2, _cross_pair(1e-30) | {
+        "records": []}, "gpt2") == {}  # the pair not measured under the other init
+    # in the rows: the init in the name, the sentence after the rule's reasons
+    names = ["figure11", "table4b", "table4c", "table5"]
+    fig11 = {"run": {}, "records": {"inputs": {"gaussian": {
+        "shift": [{"step": 50, "diff": 0.1, "p_u": 1e-3}],
+        "curves": {"base-s42": [{"step": 500, "mean": 0.1, "std": 0.02}],
+                   "base-s123": [{"step": 0, "mean": 0.0, "std": 0.02}]},
+        "kendall_null_sd": 0.02}}}}
+    recs = {"figure11": fig11, "table4b": _own_pair(pcs=0.5), "table4c": false_gpt2,
+            "table5": _own_pair(pcs=0.5)}
+    plain = lineage_study.claims(recs)
+    assert [c.claim.endswith("[GPT-2-scaled init]") for c in plain] == [True] * 4
+    assert "change of init" not in " ".join(c.why for c in plain)
+    both = {**recs, **{n + "_hfinit": r for n, r in recs.items()}, "table4c_hfinit": none_hf}
+    gpt2 = {c.claim: c for c in lineage_study.claims(both)}
+    hf = {c.claim: c for c in lineage_study.claims(both, init="hf")}
+    row = gpt2["Table 4c: s123 init vs s1000 base [GPT-2-scaled init]"]
+    assert row.verdict == V.DIFFERS and row.why.startswith("t (gaussian); U (gaussian)")
+    assert row.why.endswith(". " + text)
+    assert hf["Table 4c: s123 init vs s1000 base [HF init]"].why.endswith(
+        "(right with the HF init): the Gaussian-input verdict does not survive the change of init")
+    assert gpt2["Figure 11 (gaussian inputs): seed-42 init vs checkpoints [GPT-2-scaled init]"
+                ].why.endswith("the Gaussian-input verdict survives the change of init")

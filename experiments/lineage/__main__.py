@@ -10,7 +10,7 @@ B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tab
     python -m experiments.lineage --arch qwen2     # the Qwen-style repeat, runs/family-qwen2
     python -m experiments.lineage --no-train       # finished runs only
     python -m experiments.lineage --no-run         # rebuild RESULTS.md from the records
-    python -m experiments.lineage --init hf --train-only   # the HF-init family, runs/family-hfinit
+    python -m experiments.lineage --init hf        # the HF-init family, runs/family-hfinit
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
@@ -33,6 +33,7 @@ from experiments._common import (add_precision_flag, add_records_flag, command_l
 from experiments.lineage_common import corpus_flag
 from bornbiased_jax.errors import UserError
 
+from experiments.lineage import claims as lineage_claims
 from experiments.lineage import family
 from experiments import render
 from experiments.lineage.measure import (CPU, PAPER, RUNS, Study, default_runs_dir,
@@ -61,8 +62,8 @@ def main(argv=None) -> None:
     p.add_argument("--init", choices=family.INITS, default="gpt2",
                    help="the family's initialisation: gpt2 (App. B.1's GPT-2-scaled residual "
                         "init, the default) or hf (the released code's HF default, no residual "
-                        "scaling; runs in runs/family[-ARCH]-hfinit); with hf only --train-only "
-                        "is implemented: its tables have no records of their own yet")
+                        "scaling; runs in runs/family-hfinit, records named <experiment>_hfinit, "
+                        "its own section of RESULTS.md; LLaMA-style family only)")
     p.add_argument("--train-only", action="store_true",
                    help="train or resume the family's runs, measure nothing")
     add_precision_flag(p)  # one precision for the study's training and probes
@@ -73,11 +74,14 @@ def main(argv=None) -> None:
     s = dict(PAPER if args.scale == "paper" else CPU)
     runs = Path(args.runs_dir or default_runs_dir(args.scale, args.arch))
     fam = scale_family(args.scale, args.corpus, args.arch)
+    suffix = ""
     if args.init == "hf":
-        if not args.train_only:
-            raise UserError("--init hf: only --train-only is implemented (its tables would "
-                            "overwrite the GPT-2-init family's records)")
+        if args.arch != "llama2" and not args.train_only:
+            raise UserError(f"--init hf --arch {args.arch}: only --train-only is implemented "
+                            "for that family (its records and RESULTS.md section exist for the "
+                            "LLaMA-style family alone)")
         fam = family.with_hf_init(fam)
+        suffix = lineage_claims.HFINIT
         runs = Path(args.runs_dir or f"{default_runs_dir(args.scale, args.arch)}-hfinit")
     if args.train_only:
         for name in RUNS:
@@ -92,15 +96,15 @@ def main(argv=None) -> None:
                 family.ensure(name, runs, progress=True, fam=fam)
         study = Study(runs, s, args.cache or args.root / "lineage_cache", fam)
         run_all(study, args.root, args.scale, args.arch, records=records,
-                command=command_line("lineage", argv))
-        run = runs_record(runs, fam, args.scale, args.arch)
+                command=command_line("lineage", argv), suffix=suffix)
+        run = runs_record(runs, fam, args.scale, args.arch, suffix)
         render.save_record(records, run["run"]["experiment"], run)
     if args.scale == "paper":
         print(f"records in {records}; RESULTS.md renders the CPU-scale records only")
         return
     text = render.write(args.results, records)
-    print(render.sections(text).get("lineage" if args.arch == "llama2" else
-                                    f"lineage_{args.arch}", ""))
+    print(render.sections(text).get("lineage" + ("_hfinit" if suffix else "")
+                                    if args.arch == "llama2" else f"lineage_{args.arch}", ""))
 
 
 if __name__ == "__main__":

@@ -263,31 +263,116 @@ ARCHS = {
 }
 
 
-def claims(records: dict, arch: str = "llama2") -> list[Claim]:
-    """Every claim of one architecture's lineage records."""
-    names, _, _ = ARCHS[arch]
-    out = []
-    for name in names:
-        if name == "figure11":
-            out += figure11_claims(records[name])
-        elif name == "figure14":
-            out += figure14_claims(records[name])
-        else:
-            out += pair_claims(name, records[name])
+# The family's initialisation: the records of the GPT-2-scaled family (App. B.1's init, the
+# default) have the plain names, those of the HF-init family (the released code's init,
+# ``--init hf``) the suffix; each row names the init it was measured with.
+HFINIT = "_hfinit"
+INITS = {"gpt2": ("", "GPT-2-scaled init"), "hf": (HFINIT, "HF init")}
+
+
+def _claims_of(name: str, d: dict) -> list[Claim]:
+    if name == "figure11":
+        return figure11_claims(d)
+    if name == "figure14":
+        return figure14_claims(d)
+    return pair_claims(name, d)
+
+
+def _gaussian_marks(rec: dict) -> str:
+    """'right' / 'wrong' / 'mixed': whether the paper's test (t and U) gives the pair's true
+    relation with Gaussian inputs."""
+    t, u = marks(rec, "gaussian")[:2]
+    return "right" if t and u else "wrong" if not (t or u) else "mixed"
+
+
+def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[str, str]:
+    """Row label -> a sentence saying whether the row's Gaussian-input verdict survives the
+    change of initialisation, from the same experiment's record measured on the family with
+    the other init (``other``; None when it was not measured). For a pair (Tables 4b, 4c, 5):
+    the Gaussian-input marks of the paper's test (t and U right or wrong about the pair's
+    true relation) under both inits: the same marks survive, other marks do not. For Figure 11's
+    Gaussian row: its verdict under both inits. Rows of another input kind get none."""
+    mine, theirs = INITS[init][1], INITS["hf" if init == "gpt2" else "gpt2"][1]
+    if other is None:
+        return {}
+    out = {}
+    if name == "figure11":
+        ours = {c.claim: c for c in figure11_claims(here) if "(gaussian" in c.claim}
+        alt = {c.claim: c for c in figure11_claims(other) if "(gaussian" in c.claim}
+        for label, c in ours.items():
+            if label in alt:
+                same = alt[label].verdict == c.verdict
+                out[label] = (f"with the {theirs}: {alt[label].verdict} ({alt[label].ours}); "
+                              f"the Gaussian-input verdict "
+                              + ("survives the change of init" if same else
+                                 f"does not survive the change of init ({c.verdict} with the "
+                                 f"{mine})"))
+        return out
+    alt = {r["pair"]: r for r in other["records"]}
+    for r in here["records"]:
+        a = alt.get(r["pair"])
+        if a is None or "gaussian" not in r["seedprint"] or "gaussian" not in a["seedprint"]:
+            continue
+        m, ma = _gaussian_marks(r), _gaussian_marks(a)
+        sp = a["seedprint"]["gaussian"]
+        nums = f"t {fmt_p(sp['paper/t_mean'])}, U {fmt_p(sp['paper/u_mean'])}"
+        label = f"{TITLES[name].split(':')[0]}: {r['pair']}"
+        out[label] = (f"Gaussian inputs with the {theirs}: {nums}, the paper's test {ma} about "
+                      f"this pair ({m} with the {mine}): the Gaussian-input verdict "
+                      + ("survives the change of init" if m == ma else
+                         "does not survive the change of init"))
     return out
 
 
-def section(records: dict, arch: str = "llama2") -> str:
+def claims(records: dict, arch: str = "llama2", init: str = "gpt2") -> list[Claim]:
+    """Every claim of one architecture's lineage records measured on the family with ``init``
+    (each row's name says which), with, for the Gaussian-input rows, whether the verdict
+    survives the other init (:func:`init_sentence`) where the other family was measured."""
+    names, _, _ = ARCHS[arch]
+    suffix, label = INITS[init]
+    other_suffix = INITS["hf" if init == "gpt2" else "gpt2"][0]
+    out = []
+    for name in names:
+        rows = _claims_of(name, records[name + suffix])
+        said = init_sentence(name, records[name + suffix], records.get(name + other_suffix),
+                             init)
+        for c in rows:
+            if c.claim in said:
+                c.why = f"{c.why}. {said[c.claim]}" if c.why else said[c.claim]
+            c.claim = f"{c.claim} [{label}]"
+        out += rows
+    return out
+
+
+def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
     """The lineage section of RESULTS.md for ``arch`` (without its marker lines) from the
-    records ``{name: saved JSON}`` of its experiments and its runs record."""
+    records ``{name: saved JSON}`` of its experiments and its runs record, measured on the
+    family with ``init`` (``INITS``)."""
     names, runs_name, title = ARCHS[arch]
-    info = records[names[-1]]["run"]
+    suffix, init_label = INITS[init]
+    if init == "hf":
+        title = HFINIT_TITLE
+    info = records[names[-1] + suffix]["run"]
     s = info["settings"]
-    fam = records[runs_name]["records"]["family"]
+    fam = records[runs_name + suffix]["records"]["family"]
     corpora = fam["corpora"]
     named = f"base = {corpora['base']}, prose = {corpora['prose']}, code = {corpora['code']}"
     where = legend(named)
-    command = "python -m experiments.lineage" + ("" if arch == "llama2" else f" --arch {arch}")
+    command = ("python -m experiments.lineage" + ("" if arch == "llama2" else f" --arch {arch}")
+               + (" --init hf" if init == "hf" else ""))
+    if init == "hf":
+        init_text = ("Initialisation: the released code's (HF default: every weight N(0, 0.02), "
+                     "no 1/sqrt(2L) on W_O and W_down; its null initialisations too); "
+                     "everything else as the GPT-2-scaled family of the section above. ")
+    else:
+        init_text = ("Initialisation: App. B.1's GPT-2-scaled residual init (W_O and W_down "
+                     "scaled by 1/sqrt(2L)); the released code uses the HF default instead, "
+                     + ("and the section below measures the same family with it. "
+                        if all(n + HFINIT in records for n in names) else
+                        "which this family has not been measured with (`python -m "
+                        "experiments.lineage --init hf` trains and measures it). "
+                        if arch == "llama2" else "which this Qwen-style family has not been "
+                        "measured with. "))
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
              f"scale, {info['device']}). Family (experiments/lineage/family.py): "
@@ -295,7 +380,8 @@ def section(records: dict, arch: str = "llama2") -> str:
              f"data seed (the same batches in the same order), {fam['steps']} steps of "
              f"{fam['batch_size']} x {fam['seq_len']} tokens; the seed-1000 and seed-123 bases "
              f"continued on a prose corpus (TinyStories' role) and a code corpus (The Stack's "
-             f"role). Corpora: {named}" + (f" ({where})" if where else "") + ".", "",
+             f"role). Corpora: {named}" + (f" ({where})" if where else "") + ". " + init_text,
+             "",
              f"SeedPrint: n = {s.get('n')} random inputs of T = {s.get('seq_len')} "
              f"({', '.join(s.get('inputs', []))}); 'paper' = Algorithm 1 (top-m, m = 0.52 "
              f"d_out; t and U: mean of {s.get('trials')} Gaussian-null draws), 'official' = the "
@@ -317,10 +403,13 @@ def section(records: dict, arch: str = "llama2") -> str:
              + "PCS(own init) = the trained model vs its "
              "own initialisation (" + ("paper: 0.58" if arch == "llama2" else "the paper "
                                        "gives it for its LLaMA-style models only: 0.58") + ").",
-             "", claims_table(claims(records, arch)), "", "The family's runs:", ""]
-    lines += runs_table(records[runs_name]["records"]["runs"])
+             "", claims_table(claims(records, arch, init)), "", "The family's runs:", ""]
+    lines += runs_table(records[runs_name + suffix]["records"]["runs"])
     return "\n".join(lines) + "\n"
 
 
+HFINIT_TITLE = ("Lineage with the released code's HF default init (paper Sec. 5, 6.1.2: "
+                "Figure 11, Tables 4b, 4c, 5)")
 EXPERIMENTS = ARCHS["llama2"][0] + [ARCHS["llama2"][1]]
+HFINIT_EXPERIMENTS = [n + HFINIT for n in EXPERIMENTS]
 QWEN2_EXPERIMENTS = ARCHS["qwen2"][0] + [ARCHS["qwen2"][1]]

@@ -20,6 +20,7 @@ for any pair of its models, every SeedPrint test and the four baselines:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -148,7 +149,10 @@ class Study:
     def _key(self, what: str, kind: str) -> dict:
         s = self.s
         return {"what": what, "kind": kind, "n": s["n"], "T": s["seq_len"],
-                "probe_seed": s["probe_seed"], "cfg": self.cfg.name, "V": self.cfg.vocab_size}
+                "probe_seed": s["probe_seed"], "cfg": self.cfg.name, "V": self.cfg.vocab_size,
+                # the whole config: the null initialisations of the HF-init family differ from
+                # the GPT-2-scaled family's in scale_residual_init alone
+                "config": dataclasses.asdict(self.cfg)}
 
     def features(self, spec: str, kind: str) -> np.ndarray:
         """(n, d) SeedPrint features of model ``spec`` on the shared inputs of ``kind``."""

@@ -268,23 +268,24 @@ def experiment_names(arch: str = "llama2") -> list[str]:
 
 def run_all(study: Study, out_root: Path, scale: str, arch: str = "llama2", names=None,
             records: Path | None = None, command: str = "python -m experiments.lineage",
-            log=progress) -> None:
+            log=progress, suffix: str = "") -> None:
     """Run the experiments of ``arch`` (all, or ``names``) on ``study`` and write each one's
-    JSON, md and PNG into ``out_root/<name>`` (and its record under ``records``, when given),
-    each recording ``command`` (the command line that ran them); ``log`` gets each one's
-    table."""
+    JSON, md and PNG into ``out_root/<name><suffix>`` (and its record ``<name><suffix>`` under
+    ``records``, when given; the HF-init family's suffix is ``claims.HFINIT``), each recording
+    ``command`` (the command line that ran them); ``log`` gets each one's table."""
     for name in names or experiment_names(arch):
         kind, paper = EXPERIMENTS[name]
         t0 = time.time()
         recs, md = KINDS[kind](study, paper)
         fig = (figure11_figure(recs, TITLES[name].split(":")[0]) if kind == "checkpoints"
                else pairs_figure(recs, TITLES[name]))
-        artifacts.write(name, study.s, recs, md, fig, t0, out=out_root / name, scale=scale,
-                        records_root=records, command=command)
+        artifacts.write(name + suffix, study.s, recs, md, fig, t0, out=out_root / (name + suffix),
+                        scale=scale, records_root=records, command=command)
         log(md)
 
 
-def runs_record(runs: Path, fam: family.Family, scale: str, arch: str = "llama2") -> dict:
+def runs_record(runs: Path, fam: family.Family, scale: str, arch: str = "llama2",
+                suffix: str = "") -> dict:
     """The ``lineage_runs`` record (``lineage_qwen2_runs`` for Qwen): the family's settings and
     each run's summary (tokens, steps, train time, final validation loss), for RESULTS.md's
     family table."""
@@ -293,7 +294,7 @@ def runs_record(runs: Path, fam: family.Family, scale: str, arch: str = "llama2"
     for name in RUNS:
         out.append(family.summary(name, runs) if family.finished(name, runs, fam)
                    else {"run": name, "finished": False})
-    name = ARCHS[arch].names["runs"]
+    name = ARCHS[arch].names["runs"] + suffix
     return {"run": {"experiment": name, "scale": scale, "runs_dir": str(runs), "arch": arch},
             "records": {"family": {"preset": pre.preset, "model_set": list(pre.model_set),
                                    "steps": pre.steps, "batch_size": pre.batch_size,
