@@ -70,6 +70,8 @@ def main() -> None:
     ap.add_argument("--suspects", type=int, default=0,
                     help="also time BASE against this many suspects in one command (the "
                          "default test and aligned)")
+    ap.add_argument("--many-tests", nargs="+", default=["auto", "aligned"],
+                    help="the tests of the --suspects rows")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--save", type=Path, help="write the table as Markdown to this file")
     ap.add_argument("extra", nargs="*", help="more fingerprint flags (after --)")
@@ -81,7 +83,7 @@ def main() -> None:
     rows = []
     plan = [(t, [args.suspect]) for t in args.tests]
     if args.suspects:
-        plan += [(t, many_suspects(args.suspect, args.suspects)) for t in ("auto", "aligned")]
+        plan += [(t, many_suspects(args.suspect, args.suspects)) for t in args.many_tests]
     for test, suspects in plan:
         with tempfile.TemporaryDirectory() as cache:
             first = one_run(args.base, suspects, test, args.extra, cache)[0]

@@ -79,20 +79,12 @@ def _is_mlp_view(mdl, method: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _pass_fn(cfg: ModelConfig, drop: int, t_views: int, views: bool = True):
+def _pass_fn(cfg: ModelConfig, drop: int, t_views: int):
     """run(params, tokens (B, T)) -> ((B, d) the final normed state at T, per layer the (gate,
     up) pre-activations (B, t_views - drop, F) at positions drop..t_views - 1), jitted: one
     program per architecture and batch shape, shared by every model of a comparison
-    (``model.head_free``: the pass ends before the unembedding). ``views=False``: the normed
-    states alone (B, d), for the sequences whose views are not needed."""
+    (``model.head_free``: the pass ends before the unembedding)."""
     decoder = model.Decoder(cfg)
-
-    if not views:
-        @jax.jit
-        def normed(p, t_BT):
-            return jax.vmap(lambda t: decoder.apply({"params": p}, t, None, True, False)
-                            .normed[-1])(t_BT)
-        return normed
 
     @jax.jit
     def run(p, t_BT):
@@ -154,31 +146,41 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
                         f"its views at a position depend on later tokens: take its views from "
                         f"the truncated sequences (preactivations)")
     cfg_v, blocks = model.head_free(cfg, params, "views")
-    run, normed = _pass_fn(cfg_v, drop, t_views), _pass_fn(cfg_v, drop, t_views, False)
+    run = _pass_fn(cfg_v, drop, t_views)  # one program: the views of later batches unread
     batch = min(batch, N)
     R = t_views - drop  # rows per sequence
     pre = [tuple(np.empty((n_views * R, cfg.d_ff), np.float32) for _ in range(2))
            for _ in range(cfg.n_layers)]
     feats = []
-    starts = range(0, N, batch)
+    starts = list(range(0, N, batch))
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        starts = tqdm(starts, desc=desc, unit="batch")
-    for i in starts:  # every batch of one shape: one compiled program
+        bar = tqdm(total=len(starts), desc=desc, unit="batch")
+
+    def launch(i):  # every batch of one shape: one compiled program
         rows = tokens[i:i + batch]
-        padded = jnp.asarray(np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)]))
-        keep = min(len(rows), n_views - i)
-        if keep <= 0:  # past the first n_views sequences: the features alone
-            feats.append(np.asarray(normed(blocks, padded))[:len(rows)])
-            continue
-        f_BD, views = run(blocks, padded)
-        feats.append(np.asarray(f_BD)[:len(rows)])
-        for l in range(cfg.n_layers):
+        return run(blocks, jnp.asarray(
+            np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)])))
+
+    pending = launch(starts[0])
+    for j, i in enumerate(starts):
+        f_BD, views = pending
+        if j + 1 < len(starts):  # dispatched before this batch is copied: the two overlap
+            pending = launch(starts[j + 1])
+        n_rows = min(batch, N - i)
+        feats.append(np.asarray(f_BD)[:n_rows])
+        keep = min(n_rows, n_views - i)
+        for l in range(cfg.n_layers if keep > 0 else 0):
             for v in range(2):
-                pre[l][v][i * R:(i + keep) * R] = np.asarray(views[l][v][:keep]).reshape(
+                pre[l][v][i * R:(i + keep) * R] = np.asarray(views[l][v])[:keep].reshape(
                     -1, cfg.d_ff)
-        del views  # one batch's views on the device at a time
+        del f_BD, views  # at most two batches' views on the device at a time
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     for views in pre:
         for z in views:
             _standardise(z)
