@@ -171,8 +171,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
             f"flagged at alpha {ALPHA}; renamed/rotated copies are beyond the paper; "
             f"n = {run['settings']['n']}, T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU "
-            f"shared with other jobs (the whole command over its {len(pairs)} pairs, loading "
-            f"included)"))
+            f"(the whole command over its {len(pairs)} pairs, loading included; the tests' "
+            f"commands run in one call of the study share the CPU)"))
     return rows
 
 
