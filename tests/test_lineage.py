@@ -326,3 +326,8 @@ def test_each_lineage_row_names_its_init_and_whether_its_gaussian_verdict_surviv
         "(right with the HF init): the Gaussian-input verdict does not survive the change of init")
     assert gpt2["Figure 11 (gaussian inputs): seed-42 init vs checkpoints [GPT-2-scaled init]"
                 ].why.endswith("the Gaussian-input verdict survives the change of init")
+    assert lineage_study.survival_summary(both) == (
+        "Gaussian-input pairs measured under both inits (Tables 4b, 4c, 5): the paper's test's "
+        "marks survive the change of init in 2 of 3; they do not in Table 4c: s123 init vs "
+        "s1000 base (wrong about the pair with one init, right with the other: each row says "
+        "which).")

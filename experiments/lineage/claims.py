@@ -324,6 +324,22 @@ def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[
     return out
 
 
+def survival_summary(records: dict) -> str:
+    """One line over the LLaMA-style pair tables measured under both inits: of the pairs with
+    Gaussian inputs, in how many the paper's test is right or wrong under both (its verdict
+    survives the change of init), and which it is not."""
+    same, moved = [], []
+    for name in ("table4b", "table4c", "table5"):
+        said = init_sentence(name, records[name], records.get(name + HFINIT), "gpt2")
+        for label, text in said.items():
+            (same if text.endswith("survives the change of init") else moved).append(label)
+    n = len(same) + len(moved)
+    return (f"Gaussian-input pairs measured under both inits (Tables 4b, 4c, 5): the paper's "
+            f"test's marks survive the change of init in {len(same)} of {n}"
+            + (f"; they do not in {', '.join(moved)} (wrong about the pair with one init, "
+               f"right with the other: each row says which)" if moved else "") + ".")
+
+
 def claims(records: dict, arch: str = "llama2", init: str = "gpt2") -> list[Claim]:
     """Every claim of one architecture's lineage records measured on the family with ``init``
     (each row's name says which), with, for the Gaussian-input rows, whether the verdict
@@ -403,7 +419,8 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
              + "PCS(own init) = the trained model vs its "
              "own initialisation (" + ("paper: 0.58" if arch == "llama2" else "the paper "
                                        "gives it for its LLaMA-style models only: 0.58") + ").",
-             "", claims_table(claims(records, arch, init)), "", "The family's runs:", ""]
+             ""] + ([survival_summary(records), ""] if init == "hf" else []) + [
+             claims_table(claims(records, arch, init)), "", "The family's runs:", ""]
     lines += runs_table(records[runs_name + suffix]["records"]["runs"])
     return "\n".join(lines) + "\n"
 
