@@ -22,7 +22,10 @@ def test_hf_init_family_changes_only_the_residual_scaling():
     assert gpt2.residual_std == pytest.approx(0.02 / (2 * gpt2.n_layers) ** 0.5)
 
 
-def test_hf_init_measures_nothing_until_its_records_exist():
-    r = subprocess.run([sys.executable, "-m", "experiments.lineage", "--init", "hf"],
-                       capture_output=True, text=True)
-    assert r.returncode != 0 and "only --train-only is implemented" in r.stderr
+def test_hf_init_is_refused_a_family_without_its_records():
+    """The HF-init family's records and RESULTS.md section exist for the LLaMA-style family
+    only: measuring the Qwen-style one with --init hf is refused before anything runs."""
+    r = subprocess.run([sys.executable, "-m", "experiments.lineage", "--init", "hf", "--arch",
+                        "qwen2"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "--init hf --arch qwen2: only --train-only is implemented" \
+        in r.stderr
