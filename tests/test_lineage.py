@@ -329,5 +329,4 @@ def test_each_lineage_row_names_its_init_and_whether_its_gaussian_verdict_surviv
     assert lineage_study.survival_summary(both) == (
         "Gaussian-input pairs measured under both inits (Tables 4b, 4c, 5): the paper's test's "
         "marks survive the change of init in 2 of 3; they do not in Table 4c: s123 init vs "
-        "s1000 base (wrong about the pair with one init, right with the other: each row says "
-        "which).")
+        "s1000 base (each row gives its marks under both).")
