@@ -217,14 +217,20 @@ WINDOW_LEVEL = ("one run per arm: the SEs cover its evaluation windows, not seed
 
 def arm_sinks_claim(arm: str, paper_txt: str, records: dict, s: dict,
                     developed: bool) -> Claim:
-    """An arm's sinks: untestable unless the baseline passed the gate (``developed``);
-    amplification agrees with the paper when lower than the baseline at every length (paired,
-    by 2 SE) and above 0 (by 2 SE) at some; attenuation when below NEAR_ZERO (by 2 SE) at
-    every length. The SEs are over the sequences of one training run per arm, so, as for the
-    study's other one-run rows, an arm that agrees is consistent, underpowered (window-level
-    errors alone never give reproduced: :data:`WINDOW_LEVEL`; the seed-level arms study,
-    experiments/sinks/arms.py, decides with intervals over seeds) and one that does not
-    differs in this run. Other arms are beyond the paper (lower than the baseline or not)."""
+    """An arm's sinks, by the seed-level rule (experiments/sinks/arms.py) read with the
+    window-level SEs of one training run per arm; untestable unless the baseline passed the
+    gate (``developed``):
+
+    * attenuation, "near zero at every length": agrees when below NEAR_ZERO (by 2 SE) at every
+      length; differs (in this run) when above it (by 2 SE) at some length;
+    * amplification, "significantly lower than baseline, not zero": agrees when lower than the
+      baseline (paired, by 2 SE) at every length and above 0 (by 2 SE) at some; differs (in
+      this run) when higher than the baseline (by 2 SE) at some length or below NEAR_ZERO (by
+      2 SE) at every length.
+
+    An arm that agrees is consistent, underpowered (window-level errors alone never give
+    reproduced: :data:`WINDOW_LEVEL`), and so is one neither agreeing nor contradicting. Other
+    arms are beyond the paper (lower than the baseline or not)."""
     eps0 = str(s["eps"][0])
     base_rate = records["arms"]["baseline"]["figure12"][eps0]
     rs = records["arms"][arm]["figure12"][eps0]
@@ -236,65 +242,89 @@ def arm_sinks_claim(arm: str, paper_txt: str, records: dict, s: dict,
         return Claim(f"{arm}: sinks", paper_txt, txt, UNTESTABLE,
                      "the baseline fails the validity gate (sinks not at every length at this "
                      "scale)", "Sec. 6.2.1")
-    lower = all(d + 2 * se < 0 for d, se in (rate_difference(r, rb)
-                                             for r, rb in zip(rs, base_rate)))
+    diffs = [rate_difference(r, rb) for r, rb in zip(rs, base_rate)]
+    lower = all(d + 2 * se < 0 for d, se in diffs)
+    near = all(r["sink_rate"] + 2 * r["sink_rate_se"] < NEAR_ZERO for r in rs)
     if arm == "amplification":
         nonzero = any(r["sink_rate"] - 2 * r["sink_rate_se"] > 0 for r in rs)
-        ok, why = lower and nonzero, ("lower than baseline at every length, above 0 "
-                                      "at some" if lower and nonzero else
-                                      "not lower at every length" if not lower else
-                                      "zero (by 2 SE) at every length")
+        higher = any(d - 2 * se > 0 for d, se in diffs)
+        ok = lower and nonzero
+        contra = not ok and (higher or near)
+        why = ("lower than baseline at every length, above 0 at some" if ok else
+               "higher than baseline (by 2 SE) at some length" if higher else
+               f"lower than baseline but below {NEAR_ZERO} (by 2 SE) at every length (zero, "
+               "not 'not zero')" if near and lower else
+               f"below {NEAR_ZERO} (by 2 SE) at every length (zero, not 'not zero')" if near
+               else "not lower than baseline (by 2 SE) at every length, nor higher at any")
     elif arm == "attenuation":
-        near = all(r["sink_rate"] + 2 * r["sink_rate_se"] < NEAR_ZERO for r in rs)
-        ok, why = near, (f"below {NEAR_ZERO} (by 2 SE) at every length" if near else
-                         f"not below {NEAR_ZERO} (by 2 SE) at every length")
+        far = any(r["sink_rate"] - 2 * r["sink_rate_se"] > NEAR_ZERO for r in rs)
+        ok, contra = near, not near and far
+        why = (f"below {NEAR_ZERO} (by 2 SE) at every length" if near else
+               f"above {NEAR_ZERO} (by 2 SE) at some length" if far else
+               f"not below {NEAR_ZERO} (by 2 SE) at every length, nor above it at any")
     else:
-        ok, why = None, f"{'lower' if lower else 'not lower'} than baseline"
+        ok, contra, why = None, False, f"{'lower' if lower else 'not lower'} than baseline"
     if ok is None:
         verdict = BEYOND
     else:
-        verdict = UNDERPOWERED if ok else DIFFERS
-        why = f"in this run: {why}" + (f" ({WINDOW_LEVEL})" if ok else "")
+        verdict = DIFFERS if contra else UNDERPOWERED
+        why = f"in this run: {why}" + ("" if contra else f" ({WINDOW_LEVEL})")
     return Claim(f"{arm}: sinks", paper_txt, txt, verdict, why, "Sec. 6.2.1")
 
 
+def first_half_difference(arm: dict, base: dict, steps: list[int]) -> tuple[float, float]:
+    """Mean and SE (over the evaluation windows) of an arm's held-out log-ppl minus the
+    baseline's, each window's difference averaged over the checkpoints ``steps``: the one-run
+    counterpart of the seed-level study's mean held-out NLL over the first half's checkpoints
+    (experiments/sinks/arms.py), paired over windows instead of seeds."""
+    ref = {e["step"]: e["held_out"] for e in base["emergence"] if "held_out" in e}
+    per_step = [np.asarray(e["held_out"]["nll_per_window"]) - np.asarray(
+        ref[e["step"]]["nll_per_window"]) for e in arm["emergence"] if e["step"] in steps]
+    return mean_se(np.mean(per_step, axis=0))
+
+
 def convergence_claims(records: dict) -> list[Claim]:
-    """Convergence of each arm against the baseline. Head-wise RMSNorm (the companion paper's
-    claim): when below the baseline by > 2 SE, and by more than the seed controls' largest
-    difference from it, at every checkpoint of the first half of training, consistent,
-    underpowered (window-level errors of one run per arm alone cannot give reproduced:
-    :data:`WINDOW_LEVEL`); differs in this run otherwise; untestable without such a
-    checkpoint. The paper's arms are measured, others beyond the paper."""
+    """Convergence of each arm against the baseline, by the seed-level study's rule
+    (experiments/sinks/arms.py) read over the evaluation windows of one run per arm: the mean
+    held-out log-ppl over the first half's checkpoints minus the baseline's
+    (:func:`first_half_difference`). Head-wise RMSNorm (the companion paper's "accelerates
+    convergence"): below the baseline by > 2 SE, and by more than the seed controls' largest
+    such difference, is consistent, underpowered (window-level errors of one run per arm
+    cannot give reproduced: :data:`WINDOW_LEVEL`); above it by as much differs in this run;
+    neither is consistent, underpowered; untestable without a checkpoint in the first half.
+    The paper's other arms are measured, others beyond the paper."""
     arms = records["arms"]
     base = arms["baseline"]
     controls = [arm for arm in arms if is_control(arm)]
-    seed_margin: dict[int, float] = {}  # step -> largest |control - baseline| log-ppl
-    for arm in controls:
-        for c in convergence(arms[arm], base):
-            seed_margin[c["step"]] = max(seed_margin.get(c["step"], 0.0), abs(c["diff"]))
     out = []
     for arm, paper_txt in CONVERGENCE_CLAIMS.items():
         conv = convergence(arms[arm], base) if arm in arms else []
         if not conv:
             continue
-        half = [c for c in conv if 0 < c["step"] <= conv[-1]["step"] / 2]
-        # With seed controls, a difference counts only beyond the largest control's difference
-        # from the baseline at that step (how far another initialisation seed alone moves it).
-        faster = all(c["diff"] + 2 * c["se"] < -seed_margin.get(c["step"], 0.0) for c in half)
+        half = [c["step"] for c in conv if 0 < c["step"] <= conv[-1]["step"] / 2]
         txt = "; ".join(f"step {c['step']}: {c['diff']:+.3f} +- {c['se']:.3f}"
                         for c in _some_steps(conv))
         if arm == "headwise_rmsnorm" and not half:
             verdict, why = UNTESTABLE, "no saved checkpoint in the first half of training"
         elif arm == "headwise_rmsnorm":  # the one arm with a convergence claim
-            # One training run per arm: the SE covers the evaluation windows, not how much
-            # training itself varies between seeds, so the verdict is about this pair of runs.
-            verdict = UNDERPOWERED if faster else DIFFERS
-            why = ("in this run: below" if faster else "in this run: not below") + (
+            d, se = first_half_difference(arms[arm], base, half)
+            # With seed controls, a difference counts only beyond the largest control's
+            # difference from the baseline (how far another initialisation seed alone moves it).
+            margin = max((abs(first_half_difference(arms[c], base, half)[0]) for c in controls),
+                         default=0.0)
+            faster, slower = d + 2 * se < -margin, d - 2 * se > margin
+            txt += f"; mean over the first half's {len(half)} checkpoints {d:+.3f} +- {se:.3f}"
+            if controls:
+                txt += f" (seed controls' largest |difference| {margin:.3f})"
+            verdict = DIFFERS if slower else UNDERPOWERED
+            why = "in this run: " + ("below" if faster else "above" if slower else
+                                     "neither below nor above") + (
                 " baseline by > 2 SE" + (" and by more than the seed controls' difference"
                                          if controls else "")
-                + " at every checkpoint of the first half (" + WINDOW_LEVEL + "; "
-                + ("the control rows show seed-to-seed variation)" if controls else
-                   "seed-to-seed variation not measured)"))
+                + " over the first half's checkpoints" + ("" if slower else (
+                    " (" + WINDOW_LEVEL + "; " + (
+                        "the control rows show seed-to-seed variation)" if controls else
+                        "seed-to-seed variation not measured)"))))
         else:
             verdict, why = (MEASURED, "") if arm in PAPER_TABLE7 else (BEYOND, "measured")
         out.append(Claim(f"convergence, {arm}", paper_txt,
