@@ -118,6 +118,20 @@ def test_rows_say_what_the_paper_test_and_intrinsic_are_here():
     assert "| paper (Algorithm 1's test, token inputs) |" in table
 
 
+def test_scores_equal_but_for_rounding_tie():
+    """Two scores that differ only by floating-point rounding are a tie, not an ordering: a
+    positive's correlation of 0.9999999999999999 beside a negative's 1.0 (and 0.5 beside
+    0.49999999999999994) counts a half, so a score proportional between positives and
+    negatives has AUC exactly 0.5; a genuine difference still orders."""
+    pos = [MT.score({"intrinsic": v}, "intrinsic") for v in (0.9999999999999999, 0.5)]
+    neg = [MT.score({"intrinsic": v}, "intrinsic") for v in (1.0, 0.49999999999999994)]
+    assert MT.auc(pos, neg) == 0.5
+    assert MT.auc([1.0, 0.5], [0.9999, 0.4999]) == 0.75
+    # p-values: -log10 scores equal up to rounding tie too
+    assert MT.score({"aligned": 1e-4}, "aligned") == MT.score({"aligned": 1e-4 * (1 + 1e-15)},
+                                                            "aligned")
+
+
 def test_markdown_and_roc_figure_from_rows():
     rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
     md = CL.markdown(MT.summarise(rows))

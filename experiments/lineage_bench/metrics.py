@@ -36,10 +36,18 @@ DEFAULT_UNKNOWN_INIT = "any_pair"
 BASELINES = ("pcs", "ics", "reef", "intrinsic")
 
 
+# Scores are compared after rounding to this many decimals: two that differ only by
+# floating-point rounding (a baseline's correlation of 0.9999999999999999 beside 1.0, its
+# 0.49999999999999994 beside 0.5) are the same score, a tie, not an ordering.
+SCORE_DECIMALS = 9
+
+
 def score(row: dict, test: str) -> float:
+    """A pair's score for ``test``, larger meaning more related: a baseline's statistic, or
+    -log10 of a test's p-value; rounded to :data:`SCORE_DECIMALS` decimals."""
     if test in BASELINES:
-        return float(row[test])
-    return -math.log10(max(float(row[test]), 1e-300))
+        return round(float(row[test]), SCORE_DECIMALS)
+    return round(-math.log10(max(float(row[test]), 1e-300)), SCORE_DECIMALS)
 
 
 def decides(row: dict, test: str) -> bool:
