@@ -205,6 +205,7 @@ def test_the_section_lists_paper_scale_passes_attempted_on_a_gpu(tmp_path):
         return {"device": device, "wall_s": wall, "timeout_s": limit, "state": st}
 
     assert "attempted on a GPU" not in campaign.section(tmp_path)
+    assert "have run on a GPU" not in campaign.section(tmp_path)
     files.write_json(tmp_path / campaign.LEDGER, {
         "paper-table1a": {"state": "done", "attempts": [attempt("cpu", 10.0, 99, "done")]},
         "paper-table1c-t256": {"state": "partial", "attempts": [
@@ -212,6 +213,7 @@ def test_the_section_lists_paper_scale_passes_attempted_on_a_gpu(tmp_path):
     text = campaign.section(tmp_path)
     assert "| paper-table1c-t256 | Table 1(c) at a second length" in text
     assert "| partial | H100: 151.8 s of 151 s, partial |" in text
+    assert "None of the" in text and "Paper-scale passes of Sec. 3-4 have run on a GPU" in text
     assert "| paper-table1a |" not in text and "cpu: 5.0 s" not in text
 
 def _pref(preset, seed, T, freq, log10_p, N=10_000):
@@ -223,7 +225,8 @@ def _pref(preset, seed, T, freq, log10_p, N=10_000):
 def test_rows_come_from_finished_pieces_only(tmp_path):
     plan = [p for p in campaign.pieces() if p.name.startswith("table1-") and "N10000" in p.name]
     assert campaign.claims(tmp_path, plan) == []
-    assert "No GPU piece has run yet" in campaign.section(tmp_path)
+    assert "None of the" in campaign.section(tmp_path)
+    assert "GPU-only pieces has run yet." in campaign.section(tmp_path)
     for i, p in enumerate(plan):
         a = cli.build_parser().parse_args([x.replace("{out}", "/tmp/x") for x in p.command[3:]])
         gpt2 = a.preset[0].startswith("gpt2")

@@ -669,18 +669,20 @@ def section(root: Path = ROOT) -> str:
     ledger = load_ledger(root)
     gpu = [p for p in pieces() if not p.resumable]
     ran = sum(bool(ledger.get(p.name, {}).get("attempts")) for p in gpu)
+    on_gpu = _paper_scale_on_gpu(ledger)
     lines = ["## The GPU campaign (paper scale, piece by piece)", "",
              "Generated from results/campaign/ (`python -m experiments.campaign`: "
              "experiments/campaign/plan.py lists the pieces, their commands and limits). "
-             + (f"{ran} of {len(gpu)} GPU pieces have been attempted." if ran else
-                "No GPU piece has run yet.")
+             + (f"{ran} of the {len(gpu)} GPU-only pieces have been attempted." if ran else
+                f"None of the {len(gpu)} GPU-only pieces has run yet.")
+             + (" Paper-scale passes of Sec. 3-4 have run on a GPU: the last table below."
+                if on_gpu else "")
              + " The paper-scale forward passes of Sec. 3-4 that a CPU can finish "
                "(`python -m experiments.paper_scale`, run by the same driver) are rows of the "
                "initialisation and SeedPrint sections, from their records.", ""]
     if rows:
         lines += [table(rows), ""]
     lines += ["GPU pieces:", "", status_markdown(root, gpu, live=False).rstrip("\n")]
-    on_gpu = _paper_scale_on_gpu(ledger)
     if on_gpu:
         lines += ["", "Paper-scale passes attempted on a GPU (their rows, once finished, are in "
                   "the initialisation and SeedPrint sections; a stopped attempt keeps only the "
