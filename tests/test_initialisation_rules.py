@@ -805,3 +805,22 @@ def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
     assert (settings["layers"], settings["d_model"], settings["num_seqs"]) == (6, 512, 20)
     assert len(rec["top1_counts"]) == 3 and all(1 <= c <= 20 for c in rec["top1_counts"])
     assert rec["shared_by"] == list(U.BLOCKS)
+
+
+def test_a_pending_paper_scale_row_names_the_shape_its_piece_will_measure():
+    """Before its record exists, the Figure 10 paper-scale row names the shape and the paper's
+    value; the shape is the one the piece's runner writes into its record's settings."""
+    from bornbiased_jax.config import get_preset
+    from experiments.campaign import paper_pieces as PP
+
+    row = IP.paper_scale_claims({})["Figure 10 / Finding 1 (extended)"]
+    assert row.claim == ("Figure 10 / Finding 1 (extended) [paper scale: 12L, 12H, d = 768, "
+                         "N = 10,000, T = 1,024, seed 42]")
+    assert row.paper == I.FIGURE10_PAPER and row.verdict == V.UNTESTABLE
+    runner = {**PP.shape(get_preset("gpt2-rope-nano")), "seed": 42, "seq_len": 1024,
+              "num_seqs": PP.FIGURE10_N}
+    pending = IP.PENDING_SHAPES["figure10"]
+    assert {k: runner[k] for k in pending} == pending
+    import inspect
+    src = inspect.getsource(PP.run_figure10)
+    assert '"gpt2-rope-nano"), 1024' in src and '"seed": 42' in src

@@ -13,7 +13,8 @@ from bornbiased_jax.stats import format_log10_p
 from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
                                                    figure1a_claim, figure2_claim,
                                                    figure3_row, figure4_from_figure7,
-                                                   figure7_claim, figure8_claim, figure10_claim,
+                                                   FIGURE10_PAPER, figure7_claim, figure8_claim,
+                                                   figure10_claim,
                                                    finding22_claim, table1_claim, table2_claim)
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 
@@ -276,6 +277,13 @@ def _seed_list(seeds) -> str:
     return ", ".join(map(str, seeds))
 
 
+# The shape a single-row piece measures, so that its row names it before its record exists,
+# and the paper's value of such a row (experiments/campaign/paper_pieces.py's runners).
+PENDING_SHAPES = {"figure10": {"layers": 12, "heads": 12, "d_model": 768, "num_seqs": 10_000,
+                               "seq_len": 1024, "seed": 42}}
+PENDING_PAPER = {"Figure 10 / Finding 1 (extended)": FIGURE10_PAPER}
+
+
 def paper_scale_label(rec: dict) -> str:
     """'paper scale: 12L, 12H, d = 768, N = 2,000, T = 64-1,024, 2 models (seeds 42, 43)' from
     a record's settings."""
@@ -320,9 +328,11 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
     a row whose records are missing is untestable and names the piece that measures it.
     Findings 1.2 and 1.3 exist only at paper scale."""
     def missing(claim, *pieces):
-        return Claim(f"{claim} [paper scale]", "-", "no record yet; `python -m "
-                     f"experiments.paper_scale {' '.join(pieces)}` measures it (resumable)",
-                     UNTESTABLE, "not measured yet")
+        shape = PENDING_SHAPES.get(pieces[0]) if len(pieces) == 1 else None
+        label = paper_scale_label({"run": {"settings": shape}}) if shape else "paper scale"
+        return Claim(f"{claim} [{label}]", PENDING_PAPER.get(claim, "-"), "no record yet; "
+                     f"`python -m experiments.paper_scale {' '.join(pieces)}` measures it "
+                     "(resumable)", UNTESTABLE, "not measured yet")
 
     def named(c: Claim, rec: dict) -> Claim:
         c.claim = f"{c.claim} [{paper_scale_label(rec)}]"
