@@ -291,10 +291,18 @@ def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[
     the other init (``other``; None when it was not measured). For a pair (Tables 4b, 4c, 5):
     the Gaussian-input marks of the paper's test (t and U right or wrong about the pair's
     true relation) under both inits: the same marks survive, other marks do not. For Figure 11's
-    Gaussian row: its verdict under both inits. Rows of another input kind get none."""
+    Gaussian row: its verdict under both inits. With ``other`` not measured, every
+    Gaussian-input row says so. Rows of another input kind get none."""
     mine, theirs = INITS[init][1], INITS["hf" if init == "gpt2" else "gpt2"][1]
     if other is None:
-        return {}
+        labels = [c.claim for c in _claims_of(name, here) if "(gaussian" in c.claim]
+        recs = here.get("records")
+        if isinstance(recs, list):
+            labels += [f"{TITLES[name].split(':')[0]}: {r['pair']}" for r in recs
+                       if isinstance(r, dict) and "pair" in r
+                       and "gaussian" in r.get("seedprint", {})]
+        return {label: f"Not measured with the {theirs}: whether this Gaussian-input verdict "
+                       "survives the change of init is not known" for label in labels}
     out = {}
     if name == "figure11":
         ours = {c.claim: c for c in figure11_claims(here) if "(gaussian" in c.claim}
