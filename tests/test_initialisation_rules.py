@@ -679,9 +679,10 @@ def test_render_puts_paper_scale_rows_beside_the_cpu_rows(tmp_path):
     assert "experiments.paper_scale table1b table1b-n10k` measures it" in lines[i + 1]
     assert lines[i + 2].startswith("| Table 1(a) against the spread between seeds [paper "
                                    "scale] |")  # table1a-seeds missing
-    assert lines[i + 3].startswith("| Finding 1.2 (longer sequences, larger models: more "
+    assert lines[i + 3].startswith("| Table 1(c) magnitudes [paper scale] |")  # table1c missing
+    assert lines[i + 4].startswith("| Finding 1.2 (longer sequences, larger models: more "
                                    "extreme) [paper scale: 12L, 12H, d = 768, N = 2,000")
-    assert "length: undecided (one length measured)" in lines[i + 3]
+    assert "length: undecided (one length measured)" in lines[i + 4]
     assert "the paper's rows beside ours" in text
 
 
@@ -824,3 +825,27 @@ def test_a_pending_paper_scale_row_names_the_shape_its_piece_will_measure():
     import inspect
     src = inspect.getsource(PP.run_figure10)
     assert '"gpt2-rope-nano"), 1024' in src and '"seed": 42' in src
+
+
+def test_table1c_magnitudes_row_judges_the_measured_lengths():
+    """The 1.2B rows against the paper's Table 1(c) at N = 2,000: reproduced when every
+    compared row's 95 % interval holds the paper's value (3.95 % and 5.20 % at T = 64: 79 and
+    104 of 2,000), differs when every one excludes it on one side, consistent, underpowered
+    when mixed; the row names the lengths it compares and those still to measure."""
+    assert IP.paper_scale_claims({})["Table 1(c) magnitudes"].verdict == V.UNTESTABLE
+    match = {"table1c": _paper_t1("gpt2-rope-1.2b", {(42, 64): 74, (43, 64): 89}, layers=24)}
+    c = IP.table1c_magnitudes_claim(match)
+    assert c.verdict == V.REPRODUCED and c.claim.endswith("at T = 64)")
+    assert c.paper == "seed 42 T = 64: 3.95%; seed 43 T = 64: 5.20%"
+    assert "T = 256, 1,024 not measured yet" in c.why
+    low = {"table1c": _paper_t1("gpt2-rope-1.2b", {(42, 64): 40, (43, 64): 50}, layers=24)}
+    c = IP.table1c_magnitudes_claim(low)
+    assert c.verdict == V.DIFFERS and "below the paper's value in 2" in c.ours
+    mixed = {"table1c": _paper_t1("gpt2-rope-1.2b", {(42, 64): 40, (43, 64): 104}, layers=24)}
+    assert IP.table1c_magnitudes_claim(mixed).verdict == V.UNDERPOWERED
+    # with the T = 256 piece the row compares both lengths
+    both = {**match, "table1c_t256": _paper_t1("gpt2-rope-1.2b", {(42, 256): 124,
+                                                                  (43, 256): 149}, layers=24)}
+    c = IP.table1c_magnitudes_claim(both)
+    assert c.claim.endswith("at T = 64, 256)") and c.verdict == V.REPRODUCED
+    assert "T = 1,024 not measured yet" in c.why and "in its 4 rows" in c.ours

@@ -353,6 +353,8 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
     else:
         out["Table 1 / Finding 1"] = missing("Table 1 / Finding 1", *(
             [] if a else ["table1a"]) + ([] if llama else ["table1b", "table1b-n10k"]))
+    out["Table 1(c) magnitudes"] = (named(table1c_magnitudes_claim(paper), c) if c else
+                                    missing("Table 1(c) magnitudes", "table1c"))
     out["Finding 1.2"] = (named(finding12_claim(a, c), a) if a else
                           missing("Finding 1.2", "table1a", "table1c"))
     out["Finding 1.3"] = (named(finding13_claim([r for r in (a, c) if r]), a) if a else
@@ -463,6 +465,35 @@ def table1_magnitudes(paper: dict, parts: tuple[str, ...] = ("a", "b")) -> tuple
     state = ("not compared" if not states else "differ" if "differ" in states else
              "match" if all(x == "match" for x in states) else "mixed")
     return state, "; ".join(texts)
+
+
+def table1c_magnitudes_claim(paper: dict) -> Claim:
+    """The 1.2B model's Table 1(c) frequencies against the paper's, row by row at the paper's
+    N (:func:`table1_magnitudes` on part (c)), over the lengths measured so far (the row names
+    them). Reproduced when no compared row's 95 % interval excludes the paper's value; differs
+    when every one excludes it on the same side; consistent, underpowered when mixed;
+    untestable with no row at the paper's N."""
+    _, pairs = _paper_pairs(paper, "c")
+    Ts = sorted({r["seq_len"] for r, _ in pairs})
+    state, text = table1_magnitudes(paper, ("c",))
+    claim = ("Table 1(c) magnitudes (the 1.2B model's top-1 frequencies"
+             + (f" at T = {', '.join(f'{t:,}' for t in Ts)})" if Ts else ")"))
+    paper_txt = "; ".join(
+        f"seed {s} T = {T:,}: {f:.2%}" for (q, s, T), (_, f, _) in PAPER_TABLE1.items()
+        if q == "c" and (not Ts or T in Ts))
+    verdict, why = {
+        "match": (REPRODUCED, "every compared row's 95 % interval contains the paper's value"),
+        "differ": (DIFFERS, "every compared row's 95 % interval excludes the paper's value on "
+                            "the same side"),
+        "mixed": (UNDERPOWERED, "some rows' intervals exclude the paper's value, not all on "
+                                "one side"),
+        "not compared": (UNTESTABLE, "no 1.2B row at the paper's N = 2,000")}[state]
+    missing = sorted({T for (q, _, T) in PAPER_TABLE1 if q == "c"} - set(Ts))
+    if missing:
+        why += (f"; T = {', '.join(f'{t:,}' for t in missing)} not measured yet "
+                "(`python -m experiments.paper_scale table1c-t256` measures T = 256)")
+    why += "; our two networks are not the paper's (another random number generator draws them)"
+    return Claim(claim, paper_txt, text, verdict, why, "Sec. 3")
 
 
 def table1_paper_claim(paper: dict, t1: Claim) -> Claim:
