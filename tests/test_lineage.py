@@ -310,7 +310,8 @@ def test_each_lineage_row_names_its_init_and_whether_its_gaussian_verdict_surviv
     del tokens_only["records"][0]["seedprint"]["gaussian"]
     assert lineage_study.init_sentence("table4c", tokens_only, None, "gpt2") == {}
     assert lineage_study.init_sentence("table4c", false_gpt2, _cross_pair(1e-30) | {
-        "records": []}, "gpt2") == {}  # the pair not measured under the other init
+        "records": []}, "gpt2") == {"Table 4c: s123 init vs s1000 base": unknown}  # the pair
+    # not measured under the other init
     # in the rows: the init in the name, the sentence after the rule's reasons
     names = ["figure11", "table4b", "table4c", "table5"]
     fig11 = {"run": {}, "records": {"inputs": {"gaussian": {

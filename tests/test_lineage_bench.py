@@ -126,7 +126,11 @@ def test_scores_equal_but_for_rounding_tie():
     pos = [MT.score({"intrinsic": v}, "intrinsic") for v in (0.9999999999999999, 0.5)]
     neg = [MT.score({"intrinsic": v}, "intrinsic") for v in (1.0, 0.49999999999999994)]
     assert MT.auc(pos, neg) == 0.5
+    assert MT.auc([0.9999999999999999], [1.0]) == 0.0  # unrounded: an ordering
+    assert MT.auc(pos[:1], neg[:1]) == 0.5  # rounded: a tie
     assert MT.auc([1.0, 0.5], [0.9999, 0.4999]) == 0.75
+    # distinct statistics 1e-10 apart (REEF's values reach that) stay distinct
+    assert MT.score({"reef": 0.8784966792}, "reef") > MT.score({"reef": 0.8784966785}, "reef")
     # p-values: -log10 scores equal up to rounding tie too
     assert MT.score({"aligned": 1e-4}, "aligned") == MT.score({"aligned": 1e-4 * (1 + 1e-15)},
                                                             "aligned")

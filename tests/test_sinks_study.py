@@ -405,6 +405,24 @@ def test_headwise_rmsnorm_convergence_verdict(records):
         r["arms"]["control-s7"] = arm_with(lambda step, n: ctl_shift + noise(n))
         row = _row(_section(r, SETTINGS), "convergence, headwise_rmsnorm")
         assert verdict in row and "more than the seed controls' difference" in row
+    # a control with no held-out evaluation in the first half is left out of the margin, and
+    # the row says so
+    r["arms"]["control-s7"] = arm_with(lambda step, n: -0.4 + noise(n))
+    for e in r["arms"]["control-s7"]["emergence"]:
+        e.pop("held_out")
+    row = _row(_section(r, SETTINGS), "convergence, headwise_rmsnorm")
+    assert "control-s7: no checkpoint in the first half shared with the baseline" in row
+    assert "| consistent, underpowered: in this run: below baseline by > 2 SE over" in row
+    # one evaluation window: no standard error, so no verdict
+    one = copy.deepcopy(r)
+    del one["arms"]["control-s7"]
+    for arm in ("baseline", "headwise_rmsnorm"):
+        for e in one["arms"][arm]["emergence"]:
+            h = e.get("held_out")
+            if h:
+                h["nll_per_window"] = h["nll_per_window"][:1]
+    assert _row(_section(one, SETTINGS), "convergence, headwise_rmsnorm").endswith(
+        "| untestable: no standard error: one evaluation window |")
     # no checkpoint in the first half of training: the claim cannot be tested
     r["arms"]["headwise_rmsnorm"]["emergence"] = [
         e for e in r["arms"]["headwise_rmsnorm"]["emergence"] if e["step"] != 1]

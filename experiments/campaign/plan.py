@@ -675,8 +675,8 @@ def section(root: Path = ROOT) -> str:
              "experiments/campaign/plan.py lists the pieces, their commands and limits). "
              + (f"{ran} of the {len(gpu)} GPU-only pieces have been attempted." if ran else
                 f"None of the {len(gpu)} GPU-only pieces has run yet.")
-             + (" Paper-scale passes of Sec. 3-4 have run on a GPU: the last table below."
-                if on_gpu else "")
+             + (" Paper-scale passes of Sec. 3-4 have been attempted on a GPU: the last "
+                "table below." if on_gpu else "")
              + " The paper-scale forward passes of Sec. 3-4 that a CPU can finish "
                "(`python -m experiments.paper_scale`, run by the same driver) are rows of the "
                "initialisation and SeedPrint sections, from their records.", ""]

@@ -563,7 +563,7 @@ def _null_text(null: dict) -> str:
 
 
 def figure3_claim(d: dict, null: dict | None = None) -> Claim:
-    """Figure 3 from the same runs as Table 2, by the paper's three statements: the
+    """Figure 3 from the same runs as Table 2, by the paper's statements: the
     attention-only model's top-1 preference is flat ("as uniform sampling"); the full and
     MLP-only models' are strong; and the full model's "far exceeding" the others: its top-1
     count above MLP-only's (one-sided Fisher exact p <= 0.01 on the record's N).
@@ -583,11 +583,12 @@ def figure3_claim(d: dict, null: dict | None = None) -> Claim:
     full model's count.
 
     Four parts: attention-only flat, the full model strong, MLP-only strong, the full model
-    significantly above MLP-only. Reproduced when all four hold; partly reproduced when some
-    hold and some fail (the row says which); differs when none holds; consistent,
-    underpowered when none fails but one is not decided (the attention-only count significant
-    against uniform sampling with no usable null, or no N to compare the full and MLP-only
-    counts)."""
+    above MLP-only. The last holds when the full model's count is significantly above
+    MLP-only's, fails when significantly below, and is not decided otherwise (or without N).
+    Reproduced when all four hold; partly reproduced when some hold and some fail (the row
+    says which); differs when none holds; consistent, underpowered when none fails but one is
+    not decided (the attention-only count significant against uniform sampling with no usable
+    null, the full model's not significantly above or below MLP-only's, or no N)."""
     m = {r["mode"]: r for r in d["records"]}
     modes = ("full model", "MLP-only", "self-attention-only")
     lim = np.log10(ALPHA)
@@ -649,11 +650,12 @@ def figure3_claim(d: dict, null: dict | None = None) -> Claim:
         undecided.append("no N recorded to compare the full model's top-1 with MLP-only's")
     elif exceed <= ALPHA:
         holds.append("full above MLP-only")
-    else:
+    elif reverse <= ALPHA:
         fails.append("full above MLP-only")
-        why.append(f"the full model's top-1 below MLP-only's (Fisher p {reverse:.2g})"
-                   if reverse <= ALPHA else "the full model's top-1 not significantly above "
-                   "MLP-only's ('far exceeding')")
+        why.append(f"the full model's top-1 below MLP-only's (Fisher p {reverse:.2g})")
+    else:
+        undecided.append(f"the full model's top-1 neither significantly above MLP-only's "
+                         f"('far exceeding': Fisher p {exceed:.2g}) nor below it")
     if fails:
         verdict = PARTLY if holds else DIFFERS
         why.insert(0, f"holds: {', '.join(holds) or 'none'}; fails: {', '.join(fails)}")

@@ -319,12 +319,16 @@ def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[
     alt = {r["pair"]: r for r in other["records"]}
     for r in here["records"]:
         a = alt.get(r["pair"])
-        if a is None or "gaussian" not in r["seedprint"] or "gaussian" not in a["seedprint"]:
+        if "gaussian" not in r["seedprint"]:
+            continue
+        label = f"{TITLES[name].split(':')[0]}: {r['pair']}"
+        if a is None or "gaussian" not in a["seedprint"]:
+            out[label] = (f"Not measured with the {theirs}: whether this Gaussian-input "
+                          "verdict survives the change of init is not known")
             continue
         m, ma = _gaussian_marks(r), _gaussian_marks(a)
         sp = a["seedprint"]["gaussian"]
         nums = f"t {fmt_p(sp['paper/t_mean'])}, U {fmt_p(sp['paper/u_mean'])}"
-        label = f"{TITLES[name].split(':')[0]}: {r['pair']}"
         out[label] = (f"Gaussian inputs with the {theirs}: {nums}, the paper's test {ma} about "
                       f"this pair ({m} with the {mine}): the Gaussian-input verdict "
                       + ("survives the change of init" if m == ma else

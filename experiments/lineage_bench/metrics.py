@@ -39,7 +39,7 @@ BASELINES = ("pcs", "ics", "reef", "intrinsic")
 # Scores are compared after rounding to this many decimals: two that differ only by
 # floating-point rounding (a baseline's correlation of 0.9999999999999999 beside 1.0, its
 # 0.49999999999999994 beside 0.5) are the same score, a tie, not an ordering.
-SCORE_DECIMALS = 9
+SCORE_DECIMALS = 12
 
 
 def score(row: dict, test: str) -> float:

@@ -6,6 +6,7 @@ plain dicts), so a saved evaluation is reported again without the models."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -272,15 +273,19 @@ def arm_sinks_claim(arm: str, paper_txt: str, records: dict, s: dict,
     return Claim(f"{arm}: sinks", paper_txt, txt, verdict, why, "Sec. 6.2.1")
 
 
-def first_half_difference(arm: dict, base: dict, steps: list[int]) -> tuple[float, float]:
+def first_half_difference(arm: dict, base: dict, steps: list[int]) -> tuple[float, float, int]:
     """Mean and SE (over the evaluation windows) of an arm's held-out log-ppl minus the
-    baseline's, each window's difference averaged over the checkpoints ``steps``: the one-run
-    counterpart of the seed-level study's mean held-out NLL over the first half's checkpoints
+    baseline's, each window's difference averaged over those of the checkpoints ``steps`` that
+    both evaluated, and how many they are (mean and SE nan when none): the one-run counterpart
+    of the seed-level study's mean held-out NLL over the first half's checkpoints
     (experiments/sinks/arms.py), paired over windows instead of seeds."""
     ref = {e["step"]: e["held_out"] for e in base["emergence"] if "held_out" in e}
     per_step = [np.asarray(e["held_out"]["nll_per_window"]) - np.asarray(
-        ref[e["step"]]["nll_per_window"]) for e in arm["emergence"] if e["step"] in steps]
-    return mean_se(np.mean(per_step, axis=0))
+        ref[e["step"]]["nll_per_window"]) for e in arm["emergence"]
+        if e["step"] in steps and e["step"] in ref and "held_out" in e]
+    if not per_step:
+        return math.nan, math.nan, 0
+    return (*mean_se(np.mean(per_step, axis=0)), len(per_step))
 
 
 def convergence_claims(records: dict) -> list[Claim]:
@@ -307,24 +312,34 @@ def convergence_claims(records: dict) -> list[Claim]:
         if arm == "headwise_rmsnorm" and not half:
             verdict, why = UNTESTABLE, "no saved checkpoint in the first half of training"
         elif arm == "headwise_rmsnorm":  # the one arm with a convergence claim
-            d, se = first_half_difference(arms[arm], base, half)
+            d, se, k = first_half_difference(arms[arm], base, half)
             # With seed controls, a difference counts only beyond the largest control's
-            # difference from the baseline (how far another initialisation seed alone moves it).
-            margin = max((abs(first_half_difference(arms[c], base, half)[0]) for c in controls),
-                         default=0.0)
+            # difference from the baseline (how far another initialisation seed alone moves it),
+            # each over the first-half checkpoints it shares with the baseline.
+            ctl = {c: first_half_difference(arms[c], base, half) for c in controls}
+            unusable = [c for c, (_, _, kc) in ctl.items() if kc == 0]
+            used = [c for c in controls if c not in unusable]
+            margin = max((abs(ctl[c][0]) for c in used), default=0.0)
             faster, slower = d + 2 * se < -margin, d - 2 * se > margin
-            txt += f"; mean over the first half's {len(half)} checkpoints {d:+.3f} +- {se:.3f}"
-            if controls:
+            txt += f"; mean over the first half's {k} checkpoints {d:+.3f} +- {se:.3f}"
+            if used:
                 txt += f" (seed controls' largest |difference| {margin:.3f})"
+            if unusable:
+                txt += (f" ({', '.join(unusable)}: no checkpoint in the first half shared with "
+                        "the baseline, not counted)")
             verdict = DIFFERS if slower else UNDERPOWERED
             why = "in this run: " + ("below" if faster else "above" if slower else
                                      "neither below nor above") + (
                 " baseline by > 2 SE" + (" and by more than the seed controls' difference"
-                                         if controls else "")
+                                         if used else "")
                 + " over the first half's checkpoints" + ("" if slower else (
                     " (" + WINDOW_LEVEL + "; " + (
-                        "the control rows show seed-to-seed variation)" if controls else
+                        "the control rows show seed-to-seed variation)" if used else
                         "seed-to-seed variation not measured)"))))
+            if math.isnan(se):  # no checkpoint shared with the baseline, or one window
+                verdict, why = UNTESTABLE, (
+                    "no standard error: one evaluation window" if k else
+                    "no checkpoint in the first half shared with the baseline")
         else:
             verdict, why = (MEASURED, "") if arm in PAPER_TABLE7 else (BEYOND, "measured")
         out.append(Claim(f"convergence, {arm}", paper_txt,
