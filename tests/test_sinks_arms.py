@@ -298,3 +298,17 @@ def test_a_run_for_some_arms_keeps_the_other_arms_measurements(tmp_path, monkeyp
     assert [c["name"] for c in grid["cells"]] == [cell.name, sr.CPU[1].name]
     assert grid["grid"] == [c.name for c in sr.CPU]
     assert [s["grew_sinks"] for s in grid["summary"]] == [True, False]
+
+
+def test_amplification_near_zero_is_named_lower_only_when_it_is():
+    """Amplification's "not zero" fails when the rate's interval lies below the near-zero
+    margin at every length; the row calls the arm lower than the baseline only when the paired
+    difference says so."""
+    base = _arm("baseline", [0.48, 0.50, 0.45, 0.49])
+    zero = A.arm_sinks_claim("amplification", _arm("amplification", [0.0] * 4), base, True)
+    assert zero.verdict == DIFFERS and zero.why.startswith("lower than baseline but below")
+    low = _arm("baseline", [0.020, 0.021, 0.019, 0.020])
+    same = A.arm_sinks_claim("amplification", _arm("amplification", [0.020, 0.019, 0.021,
+                                                                      0.020]), low, True)
+    assert same.verdict == DIFFERS
+    assert same.why == "below 0.05 at every length (zero, not 'not zero')"

@@ -278,7 +278,8 @@ def arm_sinks_claim(arm: str, a: dict, base: dict, gate: bool) -> Claim:
         why = ("lower than baseline at every length, above 0 at some" if lower and nonzero
                else "higher than baseline at some length" if higher
                else f"lower than baseline but below {NEAR_ZERO} at every length (zero, "
-               "not 'not zero')" if near_zero else
+               "not 'not zero')" if near_zero and lower else
+               f"below {NEAR_ZERO} at every length (zero, not 'not zero')" if near_zero else
                "not lower than baseline at every length by its interval")
     else:
         verdict = BEYOND
