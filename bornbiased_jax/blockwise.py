@@ -88,3 +88,59 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
             out.append(store.load((0, b0)))  # what a resumed run reads: the same dtypes
             bar.update(1)
     return out
+
+
+# What fixes a finished block's numbers: its probe, model, seeds, inputs and block size. Where it
+# ran (the devices), the package versions, and the precision's name on the machine that reads it
+# do not change what a saved block holds, so a reader of finished blocks does not compare them.
+_MEASUREMENT = ("probe", "probe_seed", "model", "seeds", "inputs", "block")
+
+
+def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: str | Path,
+                       state_identity: dict) -> tuple[list, int, dict]:
+    """The blocks of a :func:`blockwise_sweep` finished so far, read without computing anything
+    and without taking the state's lock (a run may be adding blocks meanwhile: each block file
+    is written whole before the state names it).
+
+    Returns ``(summaries, n, saved)``: the summaries of the leading run of finished blocks (the
+    first ``n`` sequences, in order; a later block finished out of order is left out), and the
+    saved state (its ``versions``, ``seconds`` and ``identity``, devices included). A UserError
+    when ``state`` holds no such state or another measurement's."""
+    import json
+
+    import numpy as np
+
+    from bornbiased_jax import resume
+    from bornbiased_jax.sweep import _check_inputs
+
+    folder = Path(state)
+    f = folder / resume.STATE
+    if not f.exists():
+        raise UserError(f"no blockwise state in {folder} (no {resume.STATE}): nothing is "
+                        f"finished yet")
+    try:
+        saved = json.loads(f.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{f} is not a probe state ({e})") from None
+    if saved.get("format") != resume.FORMAT:
+        raise UserError(f"{f} has state format {saved.get('format')!r}, this version reads "
+                        f"{resume.FORMAT}")
+    seeds = seed_list(seeds)
+    inputs, N, _ = _check_inputs(cfg, inputs)
+    now = resume.plain({**state_identity, "model": dataclasses.asdict(cfg),
+                        "seeds": list(seeds), "inputs": resume.inputs_identity(inputs),
+                        "block": block})
+    diff = resume.differences({k: saved["identity"].get(k) for k in _MEASUREMENT},
+                              {k: now.get(k) for k in _MEASUREMENT})
+    if diff:
+        raise UserError(f"the blockwise state in {folder} measures something else; it differs "
+                        f"in: " + "; ".join(diff))
+    out, n = [], 0
+    for b0 in range(0, N, block):
+        name = resume.ChunkStore.name((0, b0))
+        if name not in saved["done"]:
+            break
+        with np.load(folder / name, allow_pickle=False) as z:
+            out.append(resume._unflatten(saved["tree"], {k: z[k] for k in z.files}))
+        n = min(b0 + block, N)
+    return out, n, saved

@@ -8,6 +8,7 @@ the same command runs again, and finishes bitwise equal to an uninterrupted run.
 
     python -m experiments.paper_scale --list                 # pieces, sizes, what is done
     python -m experiments.paper_scale table1a                # run (or resume) one piece
+    python -m experiments.paper_scale figure10 --so-far      # its record from the blocks done
 
 Pieces and the records they write (under ``--records``, default results/records/paper/):
 
@@ -39,7 +40,10 @@ Pieces and the records they write (under ``--records``, default results/records/
   table1b-n10k-t1024  LLaMA-2 nano, seeds 42, 43, T = 1,024, N = 10,000:
             initialisation/table1b_n10k_t1024.json
   figure10  GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000 (Figure 10's shape): the predicted
-            token's and the max hidden dimension's frequencies: initialisation/figure10.json
+            token's and the max hidden dimension's frequencies: initialisation/figure10.json,
+            in 8 blocks of 1,250 sequences; ``--so-far`` writes the record from the blocks
+            finished so far (its settings say ``num_seqs`` of ``target_num_seqs``), judged by
+            the same rule at that N, until the whole pass overwrites it
 
 N = 2,000 is what the paper's Table 1 p-values imply for its GPT-2 rows (the text says
 10,000; `bornbiased theory` recomputes them); its LLaMA-2 rows are counts of 6-9 of 10,000,
@@ -89,6 +93,10 @@ def main(argv=None) -> int:
     p.add_argument("--resume-across-versions", action="store_true",
                    help="resume a state written by other JAX/NumPy/package versions (the "
                         "record then lists every version; not bitwise an uninterrupted run)")
+    p.add_argument("--so-far", action="store_true",
+                   help="write the piece's record from the blocks finished so far, computing "
+                        "nothing (a running pass may go on); the record names the N finished "
+                        "and the pass's full N. Pieces: " + ", ".join(pieces.SO_FAR))
     p.add_argument("--list", action="store_true", help="print the pieces and exit")
     add_precision_flag(p)
     args = p.parse_args(argv)
@@ -96,6 +104,9 @@ def main(argv=None) -> int:
         for s in pieces.SPECS.values():
             print(f"{s.name:13s} {campaign.paper_scale_flops(s) / 1e15:6.2f} PFLOP  {s.about}")
         return 0
+    if args.so_far and args.piece not in pieces.SO_FAR:
+        p.error(f"--so-far is for the pieces judged on one model at one length "
+                f"({', '.join(pieces.SO_FAR)}), not {args.piece}")
     pieces.ALLOW_VERSIONS = args.resume_across_versions
     from bornbiased_jax.errors import UserError
 
@@ -111,14 +122,17 @@ def main(argv=None) -> int:
 
     t0 = time.time()
     try:
-        out = pieces.RUNNERS[args.piece](args.state / args.piece, args.summaries / args.piece)
+        run = pieces.SO_FAR[args.piece] if args.so_far else pieces.RUNNERS[args.piece]
+        out = run(args.state / args.piece, args.summaries / args.piece)
     except UserError as e:
         print(f"paper_scale: error: {e}", file=sys.stderr)
         return 2
     cmd = command_line("paper_scale", argv)
     for name, (settings, records, seconds) in out.items():
         f = pieces.save(args.records, name, settings, records, seconds, cmd, t0)
-        print(f"wrote {portable(str(f))} ({seconds:.0f} s of compute)")
+        part = (f", {settings['num_seqs']:,} of {settings['target_num_seqs']:,} sequences"
+                if "target_num_seqs" in settings else "")
+        print(f"wrote {portable(str(f))} ({seconds:.0f} s of compute{part})")
     return 0
 
 

@@ -93,3 +93,39 @@ def test_another_runs_state_is_refused(xs, tmp_path):
     with pytest.raises(UserError, match="positive"):
         blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs, summarise=last_token_sums,
                         block=0, state=tmp_path / "t", state_identity=IDENT)
+
+
+def test_finished_blocks_are_read_without_computing(xs, tmp_path):
+    """``blockwise_finished`` gives the leading run of finished blocks (bitwise what the run
+    saved), while a run holds the state's lock, and refuses another measurement's state."""
+    from bornbiased_jax import resume
+    from bornbiased_jax.blockwise import blockwise_finished
+
+    whole = _run(xs, tmp_path / "whole")
+    with pytest.raises(UserError, match="nothing is finished"):
+        blockwise_finished(CFG, SEEDS, xs, block=8, state=tmp_path / "none",
+                           state_identity=IDENT)
+    folder = tmp_path / "whole"
+    lock = resume._lock(folder)  # a run still going: the reader takes no lock
+    try:
+        parts, n, saved = blockwise_finished(CFG, SEEDS, xs, block=8, state=folder,
+                                             state_identity=IDENT)
+    finally:
+        lock.close()
+    assert n == 22 and len(parts) == 3 and saved["identity"]["devices"]["platform"] == "cpu"
+    for a, b in zip(whole, parts):
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    # the middle block missing: only the first is a leading run
+    state = json.loads((folder / "state.json").read_text())
+    state["done"].remove("chunk-s0-n8.npz")
+    (folder / "state.json").write_text(json.dumps(state))
+    parts, n, _ = blockwise_finished(CFG, SEEDS, xs, block=8, state=folder,
+                                     state_identity=IDENT)
+    assert n == 8 and len(parts) == 1
+    for kw, what in ((dict(block=4), "block"), (dict(state_identity={"probe": "x"}), "probe")):
+        with pytest.raises(UserError, match=what):
+            blockwise_finished(CFG, SEEDS, xs, **{"block": 8, "state": folder,
+                                                  "state_identity": IDENT, **kw})
+    with pytest.raises(UserError, match="seeds"):
+        blockwise_finished(CFG, [3, 5], xs, block=8, state=folder, state_identity=IDENT)

@@ -824,8 +824,8 @@ def test_a_pending_paper_scale_row_names_the_shape_its_piece_will_measure():
     pending = IP.PENDING_SHAPES["figure10"]
     assert {k: runner[k] for k in pending} == pending
     import inspect
-    src = inspect.getsource(PP.run_figure10)
-    assert '"gpt2-rope-nano"), 1024' in src and '"seed": 42' in src
+    assert '"gpt2-rope-nano"), 1024' in inspect.getsource(PP._figure10_pass)
+    assert '"seed": 42' in inspect.getsource(PP._figure10_record)
 
 
 def test_table1c_magnitudes_row_judges_the_measured_lengths():
@@ -853,3 +853,57 @@ def test_table1c_magnitudes_row_judges_the_measured_lengths():
     assert c.claim.endswith("at T = 64, 256)") and c.verdict == V.UNDERPOWERED
     assert c.why.count("T = 1,024 not measured yet;") == 1 and "table1c-t256" not in c.why
     assert "in its 4 rows" in c.ours
+
+
+def test_figure10_so_far_record_and_row(tmp_path):
+    """``paper_scale figure10 --so-far`` writes Figure 10's record from the finished blocks
+    (here two of eight, made by hand in the pass's own state format) without computing; the
+    row says the N judged, the pass's N and the command that resumes it, and the rule is the
+    same one: a flat block set differs, a peaked one reproduces."""
+    import dataclasses
+    import json
+
+    import numpy as np
+
+    from bornbiased_jax import resume
+    from experiments import paper_scale
+    from experiments.campaign import paper_pieces as PP
+
+    cfg, T, xs, identity = PP._figure10_pass()
+    B = PP.FIGURE10_BLOCK
+
+    def state(folder, top, maxdim):
+        store = resume.ChunkStore(folder, {
+            **identity, "model": dataclasses.asdict(cfg), "seeds": [42],
+            "inputs": resume.inputs_identity(xs), "block": B, "memory_budget": None,
+            "devices": {"platform": "gpu", "count": 1}})
+        for i in range(2):
+            store.save((0, i * B), {"top": top[None, i * B:(i + 1) * B],
+                                    "maxdim": maxdim[None, i * B:(i + 1) * B]}, 10.0)
+        store.close()
+
+    rng = np.random.default_rng(0)
+    flat_top, flat_dim = rng.integers(0, cfg.vocab_size, 2 * B), rng.integers(0, 768, 2 * B)
+    peaked_top, peaked_dim = flat_top.copy(), flat_dim.copy()
+    peaked_top[:60], peaked_dim[:300] = 7, 5
+    for top, dim, verdict in ((flat_top, flat_dim, V.DIFFERS),
+                              (peaked_top, peaked_dim, V.REPRODUCED)):
+        root = tmp_path / verdict.replace(" ", "_")
+        state(root / "sums" / "figure10" / "T1024", top, dim)
+        assert paper_scale.main(["figure10", "--so-far", "--summaries", str(root / "sums"),
+                                 "--records", str(root / "rec")]) == 0
+        rec = json.loads((root / "rec" / "initialisation" / "figure10.json").read_text())
+        st = rec["run"]["settings"]
+        assert (st["num_seqs"], st["target_num_seqs"], st["blocks_finished"],
+                st["blocks_platform"]) == (2 * B, 10_000, 2, "gpu")
+        assert rec["run"]["compute_seconds"] == 20.0
+        assert rec["records"]["token_top_counts"][0] == np.bincount(top).max()
+        row = IP.paper_scale_claims({"figure10": rec})["Figure 10 / Finding 1 (extended)"]
+        assert row.verdict == verdict
+        assert "N = 2,500 of 10,000 so far" in row.claim
+        assert ("judged at the 2,500 sequences finished so far (2 blocks) of the pass's 10,000; "
+                "`python -m experiments.paper_scale figure10` resumes it") in row.why
+    # nothing finished: a clear error, no record
+    assert paper_scale.main(["figure10", "--so-far", "--summaries", str(tmp_path / "empty"),
+                             "--records", str(tmp_path / "rec")]) == 2
+    assert not (tmp_path / "rec").exists()

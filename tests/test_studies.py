@@ -292,6 +292,13 @@ def test_depth_and_ablation_rules_could_fail():
     assert "token p 2.00e-10" in I.figure10_claim(f10(np.log10(2e-10), -58)).ours
     assert I.figure10_claim(f10(-4.9, -58)).verdict == V.DIFFERS
     assert I.figure10_claim(f10(-9.7, -3)).verdict == V.DIFFERS
+    # with the counts, the row gives each top count against its uniform expectation
+    counted = {"run": {"settings": {"preset": "gpt2-rope-nano", "num_seqs": 1000}},
+               "records": {"token_log10_p": -9.7, "dim_log10_p": -58.3,
+                           "token_top_counts": [20, 3], "dim_counts_sorted": [50] + [1] * 767}}
+    assert I.figure10_claim(counted).ours.startswith(
+        "top token 20 of 1,000 (1,005x the uniform 1/V), top max-dimension 50 of 1,000 (38x "
+        "the uniform 1/d); token p 2.00e-10")
 
 
 def test_seedprint_figure13_and_table4a_rules():

@@ -353,32 +353,71 @@ def figure10_sums(out: dict) -> dict:
             "maxdim": np.argmax(np.asarray(out["hidden"])[:, :, -1], axis=-1)}
 
 
+def _figure10_pass():
+    """(cfg, T, inputs, state identity) of Figure 10's paper-shape pass."""
+    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.probes.inputs import probe_inputs
+
+    cfg, T = get_preset("gpt2-rope-nano"), 1024
+    return cfg, T, probe_inputs("tokens", cfg, FIGURE10_N, T), probe_identity("figure10_counts")
+
+
+def _figure10_record(cfg, T: int, parts: list, n: int) -> tuple[dict, dict]:
+    """(settings, rows) of Figure 10's record from the blocks ``parts`` (the first ``n``
+    sequences); settings name the pass's full N as ``target_num_seqs`` when ``n`` is less."""
+    import numpy as np
+
+    from experiments.figure10 import figure10_rows
+
+    top = np.concatenate([p["top"] for p in parts], axis=1)[0]
+    maxdim = np.concatenate([p["maxdim"] for p in parts], axis=1)[0]
+    rows = figure10_rows(top, maxdim, cfg.vocab_size, cfg.d_model)
+    settings = {**shape(cfg), "seed": 42, "seq_len": T, "num_seqs": n, "input": "tokens",
+                "probe_seed": 0}
+    if n < FIGURE10_N:
+        settings.update(target_num_seqs=FIGURE10_N, blocks_finished=len(parts))
+    return settings, rows
+
+
 def run_figure10(state: Path, summaries: Path) -> dict:
     """Figure 10 at the paper's shape (GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000), kept
     as per-block predicted tokens and max dimensions in ``summaries`` (a few kB a block of
     1,250 sequences), so the pass resumes on any machine from its last committed block."""
-    import numpy as np
-
     from bornbiased_jax.blockwise import blockwise_sweep
-    from bornbiased_jax.config import get_preset
     from bornbiased_jax.probes.contraction import last_token_probe
-    from bornbiased_jax.probes.inputs import probe_inputs
-    from experiments.figure10 import figure10_rows
 
-    cfg, T = get_preset("gpt2-rope-nano"), 1024
+    cfg, T, xs, identity = _figure10_pass()
     folder = summaries / f"T{T}"
-    xs = probe_inputs("tokens", cfg, FIGURE10_N, T)
     parts = blockwise_sweep(last_token_probe(cfg), cfg, [42], xs, summarise=figure10_sums,
                             block=FIGURE10_BLOCK, state=folder, progress=True,
-                            desc=f"{cfg.name} tokens T={T}",
-                            state_identity=probe_identity("figure10_counts"),
+                            desc=f"{cfg.name} tokens T={T}", state_identity=identity,
                             allow_version_change=ALLOW_VERSIONS)
-    top = np.concatenate([p["top"] for p in parts], axis=1)[0]
-    maxdim = np.concatenate([p["maxdim"] for p in parts], axis=1)[0]
-    rows = figure10_rows(top, maxdim, cfg.vocab_size, cfg.d_model)
-    settings = {**shape(cfg), "seed": 42, "seq_len": T, "num_seqs": FIGURE10_N,
-                "input": "tokens", "probe_seed": 0}
+    settings, rows = _figure10_record(cfg, T, parts, FIGURE10_N)
     return {"figure10": (settings, rows, _seconds(folder))}
+
+
+def figure10_so_far(state: Path, summaries: Path) -> dict:
+    """Figure 10's record from the blocks finished so far, computing nothing (a running pass
+    may go on adding blocks): the same rows at the N finished, with the pass's full N beside
+    it. A UserError before the first block."""
+    from bornbiased_jax.blockwise import blockwise_finished
+    from bornbiased_jax.errors import UserError
+
+    cfg, T, xs, identity = _figure10_pass()
+    folder = summaries / f"T{T}"
+    parts, n, saved = blockwise_finished(cfg, [42], xs, block=FIGURE10_BLOCK, state=folder,
+                                         state_identity=identity)
+    if not parts:
+        raise UserError(f"no block of Figure 10's pass is finished in {folder} yet")
+    settings, rows = _figure10_record(cfg, T, parts, n)
+    # the record's run names the machine that read the blocks; this, the one that computed them
+    settings["blocks_platform"] = saved["identity"]["devices"]["platform"]
+    return {"figure10": (settings, rows, _seconds(folder))}
+
+
+# Pieces whose record can be written from the blocks finished so far (``--so-far``): one
+# model, one length, a rule judged at whatever N is there.
+SO_FAR = {"figure10": figure10_so_far}
 
 
 RUNNERS = {

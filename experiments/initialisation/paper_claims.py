@@ -292,6 +292,8 @@ def paper_scale_label(rec: dict) -> str:
     T = f"{min(Ts):,}-{max(Ts):,}" if len(Ts) > 1 else f"{Ts[0]:,}"
     n = s.get("num_seqs", s.get("n"))
     n = "/".join(f"{x:,}" for x in n) if isinstance(n, list) else f"{n:,}"
+    if s.get("target_num_seqs"):  # a record of the blocks finished so far (--so-far)
+        n = f"{n} of {s['target_num_seqs']:,} so far"
     seeds = s.get("seeds") or ([s["seed"]] if "seed" in s else [])
     models = ("" if not seeds else f", seed {seeds[0]}" if len(seeds) == 1 else
               f", {len(seeds)} models (seeds {_seed_list(seeds)})")
@@ -373,11 +375,28 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             ("table2_figure3", "Figure 3 / Finding 3.1", _figure3_row(paper), "table2"),
             ("figure7", "Figure 4 / Finding 4", figure4_from_figure7, "table2"),
             ("figure7", "Figure 7 / Finding 3.2a", figure7_claim, "table2"),
-            ("figure10", "Figure 10 / Finding 1 (extended)", figure10_claim, "figure10")):
+            ("figure10", "Figure 10 / Finding 1 (extended)", _so_far(figure10_claim,
+                                                                     "figure10"), "figure10")):
         out[claim] = named(fn(paper[name]), paper[name]) if name in paper else \
             missing(claim, piece)
     out["Figure 8 / Finding 5, Prop. 5"] = _figure8_row(paper.get("figure8"))
     return out
+
+
+def _so_far(rule, piece: str):
+    """``rule`` for a record that may hold only the blocks finished so far (``paper_scale
+    --so-far``): the same verdict at the N measured, its reason saying how much of the pass is
+    done and which command goes on with it."""
+    def claim(d: dict) -> Claim:
+        c, st = rule(d), d["run"]["settings"]
+        if st.get("target_num_seqs"):
+            k = st["blocks_finished"]
+            c.why = "; ".join(x for x in (c.why, (
+                f"judged at the {st['num_seqs']:,} sequences finished so far ({k} "
+                f"block{'s' if k > 1 else ''}) of the pass's {st['target_num_seqs']:,}; "
+                f"`python -m experiments.paper_scale {piece}` resumes it")) if x)
+        return c
+    return claim
 
 
 def _figure8_row(d: dict | None) -> Claim:
