@@ -8,7 +8,10 @@ a piece only when its limit fits in what is left of the budget, and records ever
 ``ROOT/ledger.json`` (written atomically after each piece): the command, the environment it
 added, the device, start time, wall time, exit status and the piece's state (``done``,
 ``timeout``, ``failed``; ``interrupted`` when the driver itself was stopped while the piece ran:
-the attempt is written as ``running`` before the piece starts). A time limit stops the piece's
+the attempt is written as ``running`` before the piece starts; and ``interrupted`` too when a
+resumable piece was stopped by SIGTERM, SIGINT or SIGHUP, a person's or a machine's stop rather
+than the piece's failure, so that the next run resumes it; SIGKILL, the kernel's out-of-memory
+killer's signal, leaves it ``failed``). A time limit stops the piece's
 whole process group, its worker processes included. A piece's own output and its log (``log.txt``: the command's stdout and stderr) stay
 in its folder, partial output of a stopped piece included. A piece that timed out or failed is
 not retried unless asked (``retry=True``): retrying the same command in the same window would
@@ -57,6 +60,8 @@ LEDGER = "ledger.json"
 STATE = "state"  # ROOT/state/<piece>/: the resumable pieces' saved chunks (not committed)
 SUMMARIES = "summaries"  # ROOT/summaries/<piece>/: per-block sums, kept parts (small; committed)
 RECORDS = REPO / "results" / "records" / "paper"
+# Signals that stop a piece from outside without saying it is broken (see the module docstring).
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
 MIN_RESUMABLE_S = 60  # a resumable piece starts when at least this much budget is left
 
 
@@ -340,7 +345,9 @@ def run(root: Path = ROOT, budget_s: float = 480.0, *, plan: Sequence[Piece] | N
         with open(out / "log.txt", "a" if piece.resumable else "w") as f:
             rc = _run_group(argv, f, {**os.environ, **env}, limit)
         result = (("partial" if piece.resumable else "timeout") if rc is None
-                  else "done" if rc == 0 else "failed")
+                  else "done" if rc == 0
+                  else "interrupted" if piece.resumable and -rc in STOP_SIGNALS
+                  else "failed")
         attempt.update(state=result, exit_status=rc, wall_s=round(time.monotonic() - t0, 1))
         entry["state"] = result
         attempts.append(attempt)
