@@ -44,7 +44,13 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
 
     ``summarise`` takes the block's outputs (host arrays of leading shape (S, n), n = ``block``
     or fewer in the last block) and returns an array or nested dicts of arrays; it is code, so
-    ``state_identity`` must name it together with the probe (``{"probe": name}``)."""
+    ``state_identity`` must name it together with the probe (``{"probe": name}``).
+
+    The devices (platform, count) are part of the state's identity: a state begun on a CPU is
+    refused on a GPU, as another version's is, unless ``allow_version_change``; with it, the
+    blocks go on on the new devices with the saved plan, and ``state.json`` lists every
+    device set that added blocks (``devices_used``). Each block is whole on one machine; the
+    pass is then no longer bitwise one machine's."""
     from bornbiased_jax import resume
     from bornbiased_jax.sweep import _check_inputs, plan_sweep, sweep
 
@@ -53,12 +59,17 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
     seeds = seed_list(seeds)
     inputs, N, T = _check_inputs(cfg, inputs)
     devices = jax.devices()
-    store = resume.open_store(state, {
-        **(state_identity or {}), "model": dataclasses.asdict(cfg), "seeds": list(seeds),
-        "inputs": resume.inputs_identity(inputs), "block": block,
-        "memory_budget": memory_budget,
-        "devices": {"platform": devices[0].platform, "count": len(devices)}},
-        caller="a blockwise sweep", allow_version_change=allow_version_change)
+    here = {"platform": devices[0].platform, "count": len(devices)}
+    identity = {**(state_identity or {}), "model": dataclasses.asdict(cfg),
+                "seeds": list(seeds), "inputs": resume.inputs_identity(inputs), "block": block,
+                "memory_budget": memory_budget, "devices": here}
+    moved = _devices_moved(state, identity) if allow_version_change else None
+    if moved is not None:  # blocks saved elsewhere go on here; the state lists both
+        identity["devices"] = moved
+    store = resume.open_store(state, identity, caller="a blockwise sweep",
+                              allow_version_change=allow_version_change)
+    if moved is not None and here not in store.state.setdefault("devices_used", [moved]):
+        store.state["devices_used"].append(here)  # written with the next block
     if store.plan is None:
         n0 = min(block, N)
         sweep_plan = plan_sweep(cfg, len(seeds), n0, T, devices=tuple(devices), probe=probe,
@@ -90,10 +101,48 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
     return out
 
 
-# What fixes a finished block's numbers: its probe, model, seeds, inputs and block size. Where it
-# ran (the devices), the package versions, and the precision's name on the machine that reads it
-# do not change what a saved block holds, so a reader of finished blocks does not compare them.
-_MEASUREMENT = ("probe", "probe_seed", "model", "seeds", "inputs", "block")
+def _devices_moved(folder: str | Path, identity: dict) -> dict | None:
+    """The saved state's devices when they are all that differs from ``identity`` (which
+    :func:`~bornbiased_jax.resume.open_store` completes with the precision), else None."""
+    from bornbiased_jax import resume
+
+    saved = blockwise_state(folder)
+    if saved is None:
+        return None
+    now = resume.plain({**identity, **resume.precision_identity()})
+    was = saved["identity"]
+    if was.get("devices") == now.get("devices"):
+        return None
+    rest = resume.differences({k: v for k, v in was.items() if k != "devices"},
+                              {k: v for k, v in now.items() if k != "devices"})
+    return None if rest else was.get("devices")
+
+
+def blockwise_state(folder: str | Path) -> dict | None:
+    """The saved state of a blockwise pass in ``folder`` (None when there is none yet): its
+    ``identity``, ``versions``, ``done`` blocks, their ``seconds``, and ``devices_used`` when
+    blocks were added on more than one device set. A UserError for a file that is no state."""
+    import json
+
+    from bornbiased_jax import resume
+
+    f = Path(folder) / resume.STATE
+    if not f.exists():
+        return None
+    try:
+        saved = json.loads(f.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{f} is not a probe state ({e})") from None
+    if saved.get("format") != resume.FORMAT:
+        raise UserError(f"{f} has state format {saved.get('format')!r}, this version reads "
+                        f"{resume.FORMAT}")
+    return saved
+
+
+# What a finished block's numbers do not depend on, or what the record states beside them:
+# where it ran, the memory budget its chunks were planned for, and the matmul precision (a
+# reader on a CPU has none to compare; blockwise_finished's caller records the saved one).
+_NOT_MEASUREMENT = ("devices", "memory_budget", "matmul_precision")
 
 
 def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: str | Path,
@@ -104,34 +153,28 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
 
     Returns ``(summaries, n, saved)``: the summaries of the leading run of finished blocks (the
     first ``n`` sequences, in order; a later block finished out of order is left out), and the
-    saved state (its ``versions``, ``seconds`` and ``identity``, devices included). A UserError
-    when ``state`` holds no such state or another measurement's."""
-    import json
-
+    saved state (:func:`blockwise_state`). The saved identity must match this measurement
+    (probe, model, seeds, inputs, block: everything but ``_NOT_MEASUREMENT``); package
+    versions are not compared. A UserError when ``state`` holds no state or another
+    measurement's."""
     import numpy as np
 
     from bornbiased_jax import resume
     from bornbiased_jax.sweep import _check_inputs
 
     folder = Path(state)
-    f = folder / resume.STATE
-    if not f.exists():
+    saved = blockwise_state(folder)
+    if saved is None:
         raise UserError(f"no blockwise state in {folder} (no {resume.STATE}): nothing is "
                         f"finished yet")
-    try:
-        saved = json.loads(f.read_text())
-    except json.JSONDecodeError as e:
-        raise UserError(f"{f} is not a probe state ({e})") from None
-    if saved.get("format") != resume.FORMAT:
-        raise UserError(f"{f} has state format {saved.get('format')!r}, this version reads "
-                        f"{resume.FORMAT}")
     seeds = seed_list(seeds)
     inputs, N, _ = _check_inputs(cfg, inputs)
     now = resume.plain({**state_identity, "model": dataclasses.asdict(cfg),
                         "seeds": list(seeds), "inputs": resume.inputs_identity(inputs),
                         "block": block})
-    diff = resume.differences({k: saved["identity"].get(k) for k in _MEASUREMENT},
-                              {k: now.get(k) for k in _MEASUREMENT})
+    diff = resume.differences(
+        {k: v for k, v in saved["identity"].items() if k not in _NOT_MEASUREMENT},
+        {k: v for k, v in now.items() if k not in _NOT_MEASUREMENT})
     if diff:
         raise UserError(f"the blockwise state in {folder} measures something else; it differs "
                         f"in: " + "; ".join(diff))
@@ -144,3 +187,18 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
             out.append(resume._unflatten(saved["tree"], {k: z[k] for k in z.files}))
         n = min(b0 + block, N)
     return out, n, saved
+
+
+def block_provenance(saved: dict, n_blocks: int) -> dict:
+    """Where the first ``n_blocks`` blocks of a saved blockwise state were computed: the
+    platforms (in order), the matmul precision, the package versions and their compute
+    seconds, for a record's settings."""
+    from bornbiased_jax import resume
+
+    names = [resume.ChunkStore.name((0, b * saved["identity"]["block"]))
+             for b in range(n_blocks)]
+    used = saved.get("devices_used") or [saved["identity"]["devices"]]
+    return {"blocks_platforms": list(dict.fromkeys(d["platform"] for d in used)),
+            "blocks_matmul_precision": saved["identity"].get("matmul_precision", "highest"),
+            "blocks_versions": saved["versions"],
+            "blocks_seconds": round(sum(saved.get("seconds", {}).get(x, 0.0) for x in names), 1)}

@@ -155,6 +155,21 @@ def uniform_rank_frequency(n: int, v: int, ranks: int) -> np.ndarray:
     return tail.sum(axis=1)
 
 
+def uniform_max_quantile(n: int, v: int, q: float = 0.99) -> int:
+    """The smallest m with P(max count <= m) >= ``q`` for N uniform draws over V cells: the
+    largest count that uniform sampling reaches in a fraction ``q`` of draws or fewer.
+
+    P(max <= m) is taken as P(Bin(N, 1/V) <= m)^V, the cells as independent; their negative
+    dependence makes the true probability a little larger, so m errs, if at all, upward (tested
+    against multinomial draws)."""
+    _check(0, n, v)
+    if not 0 < q < 1:
+        raise ValueError(f"q must be in (0, 1), got {q}")
+    ms = np.arange(0, n + 1)
+    log_cdf_max = v * stats.binom.logcdf(ms, n, 1.0 / v)
+    return int(ms[np.argmax(log_cdf_max >= np.log(q))])
+
+
 def simulate_uniform_rank_frequency(n: int, v: int, ranks: int, reps: int,
                                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Monte Carlo E[X_(r)] and its standard error from ``reps`` multinomial draws."""

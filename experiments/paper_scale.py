@@ -54,8 +54,9 @@ N = 2,000 pass ran: a GPU's piece, resumable on a CPU). Our token ids differ fro
 Figure 1a needs whole: minutes of work) keep only per-block sums (``bornbiased_jax.blockwise``:
 the arg-max tokens and the sums of unit last-token states, about 170 kB per block of 250
 sequences) in ``--summaries`` (default results/campaign/summaries/, committed as it grows, so
-any later machine resumes from the last committed block). The other state folders
-(``--state``, default results/campaign/state/, not committed) hold every kept per-sequence
+any later machine resumes from the last committed block, on another platform (a GPU after a
+CPU, or back) with --resume-across-versions, which the campaign passes). The other state
+folders (``--state``, default results/campaign/state/, not committed) hold every kept per-sequence
 value, hundreds of MB for the nano pieces, and last only as long as the machine; table2 and
 table4a, which need whole per-sequence values, keep each finished part (one block type; one
 init and input kind) as its results in ``--summaries`` (``<part>.json``), so a part of under an
@@ -128,12 +129,37 @@ def main(argv=None) -> int:
         print(f"paper_scale: error: {e}", file=sys.stderr)
         return 2
     cmd = command_line("paper_scale", argv)
+    if args.so_far:
+        for name, (settings, _, _) in out.items():
+            held = _fewer_than_held(args.records, name, settings["num_seqs"])
+            if held:
+                print(f"paper_scale: error: {held}", file=sys.stderr)
+                return 2
     for name, (settings, records, seconds) in out.items():
         f = pieces.save(args.records, name, settings, records, seconds, cmd, t0)
         part = (f", {settings['num_seqs']:,} of {settings['target_num_seqs']:,} sequences"
                 if "target_num_seqs" in settings else "")
         print(f"wrote {portable(str(f))} ({seconds:.0f} s of compute{part})")
     return 0
+
+
+def _fewer_than_held(records: Path, name: str, n: int) -> str | None:
+    """Why a record of the blocks finished so far (``n`` sequences) must not replace the one
+    already held (one of more sequences, or a whole pass's), or None."""
+    import json
+
+    f = Path(records) / pieces.STUDY[name] / f"{name}.json"
+    if not f.exists():
+        return None
+    st = json.loads(f.read_text())["run"]["settings"]
+    if st.get("num_seqs", 0) > n:
+        from experiments.artifacts import portable
+
+        whole = "a whole pass" if not st.get("target_num_seqs") else "blocks finished so far"
+        return (f"{portable(str(f))} holds {st['num_seqs']:,} sequences ({whole}); --so-far "
+                f"found {n:,} finished here and would replace it: remove that record first "
+                f"to do so")
+    return None
 
 
 if __name__ == "__main__":

@@ -129,3 +129,47 @@ def test_finished_blocks_are_read_without_computing(xs, tmp_path):
                                                   "state_identity": IDENT, **kw})
     with pytest.raises(UserError, match="seeds"):
         blockwise_finished(CFG, [3, 5], xs, block=8, state=folder, state_identity=IDENT)
+
+
+def test_a_state_begun_on_other_devices_goes_on_only_when_allowed(xs, tmp_path):
+    """A state whose blocks were saved on other devices (here a GPU's, written into the state
+    by hand) is refused naming the devices; with allow_version_change its remaining blocks run
+    here with the saved plan, the state lists both device sets, and the summaries are the
+    whole run's. Devices and another difference together are still refused."""
+    from bornbiased_jax.blockwise import block_provenance, blockwise_finished
+
+    whole = _run(xs, tmp_path / "whole")
+    calls = []
+
+    def stop_after_one(out):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return last_token_sums(out)
+
+    with pytest.raises(KeyboardInterrupt):
+        blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs, summarise=stop_after_one,
+                        block=8, state=tmp_path / "moved", state_identity=IDENT)
+    f = tmp_path / "moved" / "state.json"
+    state = json.loads(f.read_text())
+    state["identity"]["devices"] = {"platform": "gpu", "count": 1}
+    f.write_text(json.dumps(state))
+    with pytest.raises(UserError, match="devices.platform"):
+        _run(xs, tmp_path / "moved")
+    with pytest.raises(UserError, match="seeds"):
+        blockwise_sweep(last_token_probe(CFG), CFG, [3, 5], xs, summarise=last_token_sums,
+                        block=8, state=tmp_path / "moved", state_identity=IDENT,
+                        allow_version_change=True)
+    went_on = _run(xs, tmp_path / "moved", allow_version_change=True)
+    for a, b in zip(whole, went_on):
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    saved = json.loads(f.read_text())
+    assert saved["identity"]["devices"]["platform"] == "gpu"
+    assert [d["platform"] for d in saved["devices_used"]] == ["gpu", "cpu"]
+    _, n, read = blockwise_finished(CFG, SEEDS, xs, block=8, state=tmp_path / "moved",
+                                    state_identity=IDENT)
+    prov = block_provenance(read, 3)
+    assert n == 22 and prov["blocks_platforms"] == ["gpu", "cpu"]
+    assert prov["blocks_matmul_precision"] == "highest"
+    assert prov["blocks_seconds"] == pytest.approx(sum(read["seconds"].values()), abs=0.1)

@@ -872,12 +872,12 @@ def test_figure10_so_far_record_and_row(tmp_path):
     cfg, T, xs, identity = PP._figure10_pass()
     B = PP.FIGURE10_BLOCK
 
-    def state(folder, top, maxdim):
+    def state(folder, top, maxdim, blocks=2):  # blocks as a GPU in TF32 would save them
         store = resume.ChunkStore(folder, {
             **identity, "model": dataclasses.asdict(cfg), "seeds": [42],
-            "inputs": resume.inputs_identity(xs), "block": B, "memory_budget": None,
-            "devices": {"platform": "gpu", "count": 1}})
-        for i in range(2):
+            "inputs": resume.inputs_identity(xs), "block": B, "memory_budget": 2**34,
+            "devices": {"platform": "gpu", "count": 1}, "matmul_precision": "tensorfloat32"})
+        for i in range(blocks):
             store.save((0, i * B), {"top": top[None, i * B:(i + 1) * B],
                                     "maxdim": maxdim[None, i * B:(i + 1) * B]}, 10.0)
         store.close()
@@ -895,8 +895,9 @@ def test_figure10_so_far_record_and_row(tmp_path):
         rec = json.loads((root / "rec" / "initialisation" / "figure10.json").read_text())
         st = rec["run"]["settings"]
         assert (st["num_seqs"], st["target_num_seqs"], st["blocks_finished"],
-                st["blocks_platform"]) == (2 * B, 10_000, 2, "gpu")
-        assert rec["run"]["compute_seconds"] == 20.0
+                st["blocks_platforms"], st["blocks_matmul_precision"]) == (
+            2 * B, 10_000, 2, ["gpu"], "tensorfloat32")
+        assert rec["run"]["compute_seconds"] == st["blocks_seconds"] == 20.0
         assert rec["records"]["token_top_counts"][0] == np.bincount(top).max()
         row = IP.paper_scale_claims({"figure10": rec})["Figure 10 / Finding 1 (extended)"]
         assert row.verdict == verdict
@@ -907,3 +908,10 @@ def test_figure10_so_far_record_and_row(tmp_path):
     assert paper_scale.main(["figure10", "--so-far", "--summaries", str(tmp_path / "empty"),
                              "--records", str(tmp_path / "rec")]) == 2
     assert not (tmp_path / "rec").exists()
+    # a record of more sequences (here the peaked one's 2,500) is not replaced by fewer
+    root = tmp_path / V.REPRODUCED.replace(" ", "_")
+    held = (root / "rec" / "initialisation" / "figure10.json").read_bytes()
+    state(tmp_path / "one" / "figure10" / "T1024", peaked_top, peaked_dim, blocks=1)
+    assert paper_scale.main(["figure10", "--so-far", "--summaries", str(tmp_path / "one"),
+                             "--records", str(root / "rec")]) == 2
+    assert (root / "rec" / "initialisation" / "figure10.json").read_bytes() == held

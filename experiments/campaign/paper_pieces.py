@@ -65,7 +65,9 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
     N must split into equal ones, as the jackknife of ``block_mean_loo`` assumes), kept as
     per-block sums (``probes.contraction.last_token_sums``: the arg-max tokens and the
     sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
-    committed as it grows, so the pass resumes on any machine from its last block. Returns
+    committed as it grows, so the pass resumes on any machine from its last block (on another
+    platform than the one it began on with --resume-across-versions, which the campaign
+    passes: ``blockwise_sweep``). Returns
     ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block, ``block_mean_loo``
     (B, S, L+1) the same leaving out each saved block of sequences in turn (a jackknife's
     inputs) and ``direction`` (S, d), Finding 2.2's mean unit final state."""
@@ -362,11 +364,13 @@ def _figure10_pass():
     return cfg, T, probe_inputs("tokens", cfg, FIGURE10_N, T), probe_identity("figure10_counts")
 
 
-def _figure10_record(cfg, T: int, parts: list, n: int) -> tuple[dict, dict]:
+def _figure10_record(cfg, T: int, parts: list, n: int, saved: dict | None) -> tuple[dict, dict]:
     """(settings, rows) of Figure 10's record from the blocks ``parts`` (the first ``n``
-    sequences); settings name the pass's full N as ``target_num_seqs`` when ``n`` is less."""
+    sequences) of the saved state ``saved`` (where they were computed: ``block_provenance``);
+    settings name the pass's full N as ``target_num_seqs`` when ``n`` is less."""
     import numpy as np
 
+    from bornbiased_jax.blockwise import block_provenance
     from experiments.figure10 import figure10_rows
 
     top = np.concatenate([p["top"] for p in parts], axis=1)[0]
@@ -376,14 +380,17 @@ def _figure10_record(cfg, T: int, parts: list, n: int) -> tuple[dict, dict]:
                 "probe_seed": 0}
     if n < FIGURE10_N:
         settings.update(target_num_seqs=FIGURE10_N, blocks_finished=len(parts))
+    if saved is not None:
+        settings.update(block_provenance(saved, len(parts)))
     return settings, rows
 
 
 def run_figure10(state: Path, summaries: Path) -> dict:
     """Figure 10 at the paper's shape (GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000), kept
     as per-block predicted tokens and max dimensions in ``summaries`` (a few kB a block of
-    1,250 sequences), so the pass resumes on any machine from its last committed block."""
-    from bornbiased_jax.blockwise import blockwise_sweep
+    1,250 sequences), so the pass resumes from its last committed block (on other devices
+    with --resume-across-versions: ``blockwise_sweep``)."""
+    from bornbiased_jax.blockwise import blockwise_state, blockwise_sweep
     from bornbiased_jax.probes.contraction import last_token_probe
 
     cfg, T, xs, identity = _figure10_pass()
@@ -392,14 +399,14 @@ def run_figure10(state: Path, summaries: Path) -> dict:
                             block=FIGURE10_BLOCK, state=folder, progress=True,
                             desc=f"{cfg.name} tokens T={T}", state_identity=identity,
                             allow_version_change=ALLOW_VERSIONS)
-    settings, rows = _figure10_record(cfg, T, parts, FIGURE10_N)
+    settings, rows = _figure10_record(cfg, T, parts, FIGURE10_N, blockwise_state(folder))
     return {"figure10": (settings, rows, _seconds(folder))}
 
 
 def figure10_so_far(state: Path, summaries: Path) -> dict:
     """Figure 10's record from the blocks finished so far, computing nothing (a running pass
     may go on adding blocks): the same rows at the N finished, with the pass's full N beside
-    it. A UserError before the first block."""
+    it, and the compute seconds of those blocks. A UserError before the first block."""
     from bornbiased_jax.blockwise import blockwise_finished
     from bornbiased_jax.errors import UserError
 
@@ -409,10 +416,8 @@ def figure10_so_far(state: Path, summaries: Path) -> dict:
                                          state_identity=identity)
     if not parts:
         raise UserError(f"no block of Figure 10's pass is finished in {folder} yet")
-    settings, rows = _figure10_record(cfg, T, parts, n)
-    # the record's run names the machine that read the blocks; this, the one that computed them
-    settings["blocks_platform"] = saved["identity"]["devices"]["platform"]
-    return {"figure10": (settings, rows, _seconds(folder))}
+    settings, rows = _figure10_record(cfg, T, parts, n, saved)
+    return {"figure10": (settings, rows, settings["blocks_seconds"])}
 
 
 # Pieces whose record can be written from the blocks finished so far (``--so-far``): one
