@@ -865,9 +865,18 @@ def test_figure10_so_far_record_and_row(tmp_path):
 
     import numpy as np
 
+    import subprocess
+    import sys
+    from pathlib import Path
+
     from bornbiased_jax import resume
-    from experiments import paper_scale
     from experiments.campaign import paper_pieces as PP
+
+    def so_far(summaries, records) -> int:  # the command line, as a user runs it
+        return subprocess.run([sys.executable, "-m", "experiments.paper_scale", "figure10",
+                               "--so-far", "--summaries", str(summaries), "--records",
+                               str(records)], cwd=Path(__file__).resolve().parents[1],
+                              capture_output=True).returncode
 
     cfg, T, xs, identity = PP._figure10_pass()
     B = PP.FIGURE10_BLOCK
@@ -890,8 +899,7 @@ def test_figure10_so_far_record_and_row(tmp_path):
                               (peaked_top, peaked_dim, V.REPRODUCED)):
         root = tmp_path / verdict.replace(" ", "_")
         state(root / "sums" / "figure10" / "T1024", top, dim)
-        assert paper_scale.main(["figure10", "--so-far", "--summaries", str(root / "sums"),
-                                 "--records", str(root / "rec")]) == 0
+        assert so_far(root / "sums", root / "rec") == 0
         rec = json.loads((root / "rec" / "initialisation" / "figure10.json").read_text())
         st = rec["run"]["settings"]
         assert (st["num_seqs"], st["target_num_seqs"], st["blocks_finished"],
@@ -905,13 +913,11 @@ def test_figure10_so_far_record_and_row(tmp_path):
         assert ("judged at the 2,500 sequences finished so far (2 blocks) of the pass's 10,000; "
                 "`python -m experiments.paper_scale figure10` resumes it") in row.why
     # nothing finished: a clear error, no record
-    assert paper_scale.main(["figure10", "--so-far", "--summaries", str(tmp_path / "empty"),
-                             "--records", str(tmp_path / "rec")]) == 2
+    assert so_far(tmp_path / "empty", tmp_path / "rec") == 2
     assert not (tmp_path / "rec").exists()
     # a record of more sequences (here the peaked one's 2,500) is not replaced by fewer
     root = tmp_path / V.REPRODUCED.replace(" ", "_")
     held = (root / "rec" / "initialisation" / "figure10.json").read_bytes()
     state(tmp_path / "one" / "figure10" / "T1024", peaked_top, peaked_dim, blocks=1)
-    assert paper_scale.main(["figure10", "--so-far", "--summaries", str(tmp_path / "one"),
-                             "--records", str(root / "rec")]) == 2
+    assert so_far(tmp_path / "one", root / "rec") == 2
     assert (root / "rec" / "initialisation" / "figure10.json").read_bytes() == held
