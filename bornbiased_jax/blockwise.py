@@ -48,9 +48,10 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
 
     The devices (platform, count) are part of the state's identity: a state begun on a CPU is
     refused on a GPU, as another version's is, unless ``allow_version_change``; with it, the
-    blocks go on on the new devices with the saved plan, and ``state.json`` lists every
-    device set that added blocks (``devices_used``). Each block is whole on one machine; the
-    pass is then no longer bitwise one machine's."""
+    blocks go on on the new devices, each with a plan made for them (the saved plan is the
+    first devices'), and ``state.json`` lists every device set that added blocks
+    (``devices_used``). Each block is whole on one machine; the pass is then no longer
+    bitwise one machine's."""
     from bornbiased_jax import resume
     from bornbiased_jax.sweep import _check_inputs, plan_sweep, sweep
 
@@ -70,17 +71,19 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
                               allow_version_change=allow_version_change)
     if moved is not None and here not in store.state.setdefault("devices_used", [moved]):
         store.state["devices_used"].append(here)  # written with the next block
+    def plan_here() -> dict:
+        return dataclasses.asdict(plan_sweep(
+            cfg, len(seeds), min(block, N), T, devices=tuple(devices), probe=probe,
+            row_shape=tuple(inputs.shape[1:]), row_dtype=jnp.asarray(inputs[:1]).dtype,
+            memory_budget=memory_budget))
+
     if store.plan is None:
-        n0 = min(block, N)
-        sweep_plan = plan_sweep(cfg, len(seeds), n0, T, devices=tuple(devices), probe=probe,
-                                row_shape=tuple(inputs.shape[1:]),
-                                row_dtype=jnp.asarray(inputs[:1]).dtype,
-                                memory_budget=memory_budget)
         # seed_chunk / seq_chunk describe the saved chunks (one per block, all seeds), as for
         # a sweep's state; "sweep" is the plan every block runs with.
-        store.set_plan({"seed_chunk": len(seeds), "seq_chunk": block,
-                        "sweep": dataclasses.asdict(sweep_plan)})
-    sp = store.plan["sweep"]
+        store.set_plan({"seed_chunk": len(seeds), "seq_chunk": block, "sweep": plan_here()})
+    # On other devices the saved plan may not fit (a GPU's batches in a CPU's memory): the
+    # blocks added here run with a plan for these devices, not saved.
+    sp = store.plan["sweep"] if moved is None else plan_here()
     fixed = {k: sp[k] for k in ("strategy", "seed_chunk", "map_batch", "seq_batch")}
     out = []
     n_blocks = math.ceil(N / block)
@@ -190,9 +193,10 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
 
 
 def block_provenance(saved: dict, n_blocks: int) -> dict:
-    """Where the first ``n_blocks`` blocks of a saved blockwise state were computed: the
-    platforms (in order), the matmul precision, the package versions and their compute
-    seconds, for a record's settings."""
+    """For a record's settings, of a saved blockwise state: the platforms that added its blocks
+    (in order) and the package versions that did, for the whole state (blocks run in order, so
+    for a record of every finished block these are its blocks'); the matmul precision; and
+    the compute seconds of the first ``n_blocks`` blocks."""
     from bornbiased_jax import resume
 
     names = [resume.ChunkStore.name((0, b * saved["identity"]["block"]))

@@ -92,8 +92,11 @@ def main(argv=None) -> int:
     p.add_argument("--records", type=Path, default=pieces.RECORDS,
                    help="where the finished records go (RECORDS/<study>/<name>.json)")
     p.add_argument("--resume-across-versions", action="store_true",
-                   help="resume a state written by other JAX/NumPy/package versions (the "
-                        "record then lists every version; not bitwise an uninterrupted run)")
+                   help="resume a state written by other JAX/NumPy/package versions or on "
+                        "another platform (a GPU after a CPU, or back); not bitwise an "
+                        "uninterrupted run. The state lists every version and, for a "
+                        "blockwise pass, every platform (devices_used), which the record "
+                        "names (blocks_platforms)")
     p.add_argument("--so-far", action="store_true",
                    help="write the piece's record from the blocks finished so far, computing "
                         "nothing (a running pass may go on); the record names the N finished "

@@ -131,7 +131,7 @@ def test_finished_blocks_are_read_without_computing(xs, tmp_path):
         blockwise_finished(CFG, [3, 5], xs, block=8, state=folder, state_identity=IDENT)
 
 
-def test_a_state_begun_on_other_devices_goes_on_only_when_allowed(xs, tmp_path):
+def test_a_state_begun_on_other_devices_goes_on_only_when_allowed(xs, tmp_path, monkeypatch):
     """A state whose blocks were saved on other devices (here a GPU's, written into the state
     by hand) is refused naming the devices; with allow_version_change its remaining blocks run
     here with the saved plan, the state lists both device sets, and the summaries are the
@@ -153,6 +153,8 @@ def test_a_state_begun_on_other_devices_goes_on_only_when_allowed(xs, tmp_path):
     f = tmp_path / "moved" / "state.json"
     state = json.loads(f.read_text())
     state["identity"]["devices"] = {"platform": "gpu", "count": 1}
+    here_chunk = state["plan"]["sweep"]["seq_chunk"]
+    state["plan"]["sweep"]["seq_chunk"] = 3  # the other devices' plan: not used here
     f.write_text(json.dumps(state))
     with pytest.raises(UserError, match="devices.platform"):
         _run(xs, tmp_path / "moved")
@@ -160,12 +162,18 @@ def test_a_state_begun_on_other_devices_goes_on_only_when_allowed(xs, tmp_path):
         blockwise_sweep(last_token_probe(CFG), CFG, [3, 5], xs, summarise=last_token_sums,
                         block=8, state=tmp_path / "moved", state_identity=IDENT,
                         allow_version_change=True)
+    chunks = []
+    real = sweep_module.sweep
+    monkeypatch.setattr(sweep_module, "sweep",
+                        lambda *a, **k: chunks.append(k["seq_chunk"]) or real(*a, **k))
     went_on = _run(xs, tmp_path / "moved", allow_version_change=True)
+    assert chunks == [min(here_chunk, 8), min(here_chunk, 6)]  # planned for these devices
     for a, b in zip(whole, went_on):
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
     saved = json.loads(f.read_text())
     assert saved["identity"]["devices"]["platform"] == "gpu"
+    assert saved["plan"]["sweep"]["seq_chunk"] == 3  # the saved plan stays the first devices'
     assert [d["platform"] for d in saved["devices_used"]] == ["gpu", "cpu"]
     _, n, read = blockwise_finished(CFG, SEEDS, xs, block=8, state=tmp_path / "moved",
                                     state_identity=IDENT)

@@ -895,3 +895,25 @@ def test_a_summarised_pass_keeps_the_leave_one_block_out_cosines(tmp_path):
                                             "2,000, or a multiple of 8 above"):
             PS._summarised(cfg, [1, 2], "tokens", 8, tmp_path / "T8b", n=n)
     assert not (tmp_path / "T8b").exists()
+
+
+def test_table1_records_name_the_platforms_that_added_blocks(tmp_path):
+    """A Table 1 pass begun on one platform and finished on another names both in its
+    record's settings (blocks_platforms, in order of appearance); folders without a
+    blockwise state add nothing."""
+    from experiments.campaign import paper_pieces as PS
+
+    def state(folder, identity_devices, used=None):
+        folder.mkdir(parents=True)
+        st = {"format": 1, "identity": {"devices": identity_devices}, "versions": [],
+              "plan": None, "done": [], "tree": None}
+        if used:
+            st["devices_used"] = used
+        (folder / "state.json").write_text(json.dumps(st))
+
+    cpu, gpu = {"platform": "cpu", "count": 1}, {"platform": "gpu", "count": 1}
+    state(tmp_path / "T64", cpu)
+    state(tmp_path / "T256", cpu, used=[cpu, gpu])
+    assert PS._platforms([tmp_path / "T64", tmp_path / "T256", tmp_path / "none"]) == {
+        "blocks_platforms": ["cpu", "gpu"]}
+    assert PS._platforms([tmp_path / "none"]) == {}

@@ -872,11 +872,13 @@ def test_figure10_so_far_record_and_row(tmp_path):
     from bornbiased_jax import resume
     from experiments.campaign import paper_pieces as PP
 
-    def so_far(summaries, records) -> int:  # the command line, as a user runs it
-        return subprocess.run([sys.executable, "-m", "experiments.paper_scale", "figure10",
-                               "--so-far", "--summaries", str(summaries), "--records",
-                               str(records)], cwd=Path(__file__).resolve().parents[1],
-                              capture_output=True).returncode
+    def so_far(summaries, records, says="") -> int:  # the command line, as a user runs it
+        r = subprocess.run([sys.executable, "-m", "experiments.paper_scale", "figure10",
+                            "--so-far", "--summaries", str(summaries), "--records",
+                            str(records)], cwd=Path(__file__).resolve().parents[1],
+                           capture_output=True, text=True)
+        assert says in r.stderr, r.stderr
+        return r.returncode
 
     cfg, T, xs, identity = PP._figure10_pass()
     B = PP.FIGURE10_BLOCK
@@ -913,11 +915,11 @@ def test_figure10_so_far_record_and_row(tmp_path):
         assert ("judged at the 2,500 sequences finished so far (2 blocks) of the pass's 10,000; "
                 "`python -m experiments.paper_scale figure10` resumes it") in row.why
     # nothing finished: a clear error, no record
-    assert so_far(tmp_path / "empty", tmp_path / "rec") == 2
+    assert so_far(tmp_path / "empty", tmp_path / "rec", says="nothing is finished yet") == 2
     assert not (tmp_path / "rec").exists()
     # a record of more sequences (here the peaked one's 2,500) is not replaced by fewer
     root = tmp_path / V.REPRODUCED.replace(" ", "_")
     held = (root / "rec" / "initialisation" / "figure10.json").read_bytes()
     state(tmp_path / "one" / "figure10" / "T1024", peaked_top, peaked_dim, blocks=1)
-    assert so_far(tmp_path / "one", root / "rec") == 2
+    assert so_far(tmp_path / "one", root / "rec", says="holds 2,500 sequences") == 2
     assert (root / "rec" / "initialisation" / "figure10.json").read_bytes() == held

@@ -97,6 +97,10 @@ def test_uniform_max_quantile_against_multinomial_draws():
         assert np.mean(top <= m) >= 0.99 - 3 * se, (n, v, m)
         assert np.mean(top <= m - 1) < 0.99 + 3 * se, (n, v, m)
     assert uniform_max_quantile(1250, 50_257, 0.5) <= uniform_max_quantile(1250, 50_257)
+    # far from sparse the product of marginals overstates P(max <= m): N = V = 3 gives
+    # (20/27)^3 = 0.406 for P(max <= 1), exactly 6/27 = 0.222, so the 0.3-quantile comes out
+    # 1 where it is 2 (the direction the docstring states)
+    assert uniform_max_quantile(3, 3, 0.3) == 1 and uniform_max_quantile(3, 3, 0.5) == 2
     with pytest.raises(ValueError):
         uniform_max_quantile(10, 5, 1.0)
 

@@ -150,6 +150,20 @@ def _seconds(*folders: Path) -> float:
     return round(total, 1)
 
 
+def _platforms(folders) -> dict:
+    """``{"blocks_platforms": [...]}``: the platforms that added blocks to the blockwise states
+    in ``folders`` (a pass may begin on a CPU and end on a GPU), or {} when none is one."""
+    from bornbiased_jax.blockwise import blockwise_state
+
+    seen = []
+    for f in folders:
+        saved = blockwise_state(f)
+        if saved is not None:
+            for d in saved.get("devices_used") or [saved["identity"]["devices"]]:
+                seen.append(d["platform"])
+    return {"blocks_platforms": list(dict.fromkeys(seen))} if seen else {}
+
+
 def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
                budget_gb=None, num_seqs: int = N_SEQS) -> dict:
     """Table 1 rows of ``preset`` (seeds 42, 43) on ``num_seqs`` sequences; for table1a also
@@ -180,6 +194,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
                                   seq_len=T, input="tokens"))
     settings = {**shape(cfg), "seeds": seeds, "seq_lens": list(seq_lens),
                 "num_seqs": num_seqs, "input": "tokens", "probe_seed": 0}
+    settings.update(_platforms(folders))
     out[name] = (settings, recs, _seconds(*folders))
     if name == "table1a":
         t1, t2 = min(seq_lens), max(seq_lens)  # Figure 1a: T = 64; Figure 2: T = 1,024
