@@ -69,6 +69,13 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
         identity["devices"] = moved
     store = resume.open_store(state, identity, caller="a blockwise sweep",
                               allow_version_change=allow_version_change)
+    if moved is not None and store.plan is None:
+        # The saved state was read before the store locked the folder; it has gone since (a
+        # saved state always has a plan), so this pass starts anew, labelled with these devices.
+        store.close()
+        identity["devices"], moved = here, None
+        store = resume.open_store(state, identity, caller="a blockwise sweep",
+                                  allow_version_change=allow_version_change)
     if moved is not None and here not in store.state.setdefault("devices_used", [moved]):
         store.state["devices_used"].append(here)  # written with the next block
     def plan_here() -> dict:

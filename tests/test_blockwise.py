@@ -181,3 +181,20 @@ def test_a_state_begun_on_other_devices_goes_on_only_when_allowed(xs, tmp_path, 
     assert n == 22 and prov["blocks_platforms"] == ["gpu", "cpu"]
     assert prov["blocks_matmul_precision"] == "highest"
     assert prov["blocks_seconds"] == pytest.approx(sum(read["seconds"].values()), abs=0.1)
+
+
+def test_a_state_removed_after_its_devices_were_read_starts_anew_here(xs, tmp_path,
+                                                                       monkeypatch):
+    """The devices of a saved state are read before the store locks its folder; when the state
+    is removed in between (another run starting over), the pass starts anew labelled with the
+    devices it runs on, not with the removed state's."""
+    from bornbiased_jax import blockwise
+
+    monkeypatch.setattr(blockwise, "_devices_moved",
+                        lambda folder, identity: {"platform": "gpu", "count": 1})
+    parts = blockwise_sweep(last_token_probe(CFG), CFG, SEEDS, xs[:8], summarise=last_token_sums,
+                            block=8, state=tmp_path / "gone", state_identity=IDENT,
+                            allow_version_change=True)
+    saved = json.loads((tmp_path / "gone" / "state.json").read_text())
+    assert saved["identity"]["devices"]["platform"] == "cpu"
+    assert "devices_used" not in saved and [int(p["n"]) for p in parts] == [8]
