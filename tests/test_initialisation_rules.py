@@ -123,6 +123,17 @@ def test_finding12_length_and_scale():
                 ((42, 64, 104), (42, 1024, 40), (43, 64, 60), (43, 1024, 135))], n=2000)
     c = IP.finding12_claim(down, big)
     assert c.verdict == V.DIFFERS and "length: fails" in c.why
+    # the 1.2B model measured at two lengths joins the length part, seed by seed
+    flat_big = _t1([("gpt2-rope-1.2b", s, T, 2, k) for s, T, k in
+                    ((42, 64, 74), (42, 256, 92), (43, 64, 89), (43, 256, 109))], n=2000)
+    c = IP.finding12_claim(nano, flat_big)
+    assert "length: holds for 2 of 4" in c.why and c.verdict == V.PARTLY
+    assert "1.2B T = 64 -> 256: seed 42: 3.70% -> 4.60% (p 0.089); seed 43: 4.45% -> 5.45%" \
+        in c.ours
+    falling_big = _t1([("gpt2-rope-1.2b", s, T, 2, k) for s, T, k in
+                       ((42, 64, 140), (42, 256, 80), (43, 64, 89), (43, 256, 109))], n=2000)
+    c = IP.finding12_claim(nano, falling_big)
+    assert "length: fails" in c.why and c.verdict == V.DIFFERS
 
 
 def test_finding13_needs_decisive_seeds():
@@ -853,6 +864,16 @@ def test_table1c_magnitudes_row_judges_the_measured_lengths():
     assert c.claim.endswith("at T = 64, 256)") and c.verdict == V.UNDERPOWERED
     assert c.why.count("T = 1,024 not measured yet;") == 1 and "table1c-t256" not in c.why
     assert "in its 4 rows" in c.ours
+    rows = IP.paper_scale_claims(both)
+    assert "N = 2,000, T = 64-256, 2 models" in rows["Table 1(c) magnitudes"].claim
+    # below the paper at one length only: mixed, and the row says where
+    short = {**match, "table1c_t256": _paper_t1("gpt2-rope-1.2b", {(42, 256): 92,
+                                                                   (43, 256): 109}, layers=24)}
+    c = IP.table1c_magnitudes_claim(short)
+    assert c.verdict == V.UNDERPOWERED
+    assert c.why.startswith("the paper's value is above our interval at T = 256 (seeds 42, 43: "
+                            "ours 74%, 73% of it); the paper's value is inside our interval at "
+                            "T = 64 (seeds 42, 43);")
 
 
 def test_figure10_so_far_record_and_row(tmp_path):
