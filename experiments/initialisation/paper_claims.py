@@ -547,7 +547,7 @@ def table1c_magnitudes_claim(paper: dict) -> Claim:
 def _outside(pairs: list[tuple[dict, float]]) -> str:
     """Which rows' 95 % intervals exclude the paper's value, and on which side, by length:
     'the paper's value is above our interval at T = 256 (seeds 42, 43: ours 74 %, 73 % of
-    it); inside it at T = 64 (seeds 42, 43)'."""
+    it); the paper's value is inside our interval at T = 64 (seeds 42, 43)'."""
     groups: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for r, f in pairs:
         lo, hi = _freq_interval(r)
