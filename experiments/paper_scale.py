@@ -37,6 +37,9 @@ Pieces and the records they write (under ``--records``, default results/records/
             the Gaussian-input confound grows with n: seedprint/table4a_n10k.json
   table1c-t256  GPT-2+RoPE 1.2B, seeds 42, 43, T = 256, N = 2,000 (Finding 1.2's scale part at
             a second length): initialisation/table1c_t256.json
+  table1c-t1024  GPT-2+RoPE 1.2B, seeds 42, 43, T = 1,024, N = 2,000 (the paper's headline
+            5.20 % -> 10.20 %): initialisation/table1c_t1024.json; about 11 PFLOP, a GPU's
+            piece (about 17 h on 2 CPU cores), resumable per block of 250 sequences
   table1b-n10k-t1024  LLaMA-2 nano, seeds 42, 43, T = 1,024, N = 10,000:
             initialisation/table1b_n10k_t1024.json
   figure10  GPT-2+RoPE nano, seed 42, T = 1,024, N = 10,000 (Figure 10's shape): the predicted

@@ -452,6 +452,8 @@ RUNNERS = {
     "table1a-seeds": run_table1a_seeds,
     "table1c-t256": lambda st, su: run_table1("table1c_t256", "gpt2-rope-1.2b", (256,), st, su,
                                               SPECS["table1c-t256"].memory_budget_gb),
+    "table1c-t1024": lambda st, su: run_table1("table1c_t1024", "gpt2-rope-1.2b", (1024,), st,
+                                               su, SPECS["table1c-t1024"].memory_budget_gb),
     "table1b-n10k-t1024": lambda st, su: run_table1("table1b_n10k_t1024", "llama2-nano",
                                                     (1024,), st, su,
                                                     num_seqs=campaign.PAPER_N_LLAMA),
