@@ -210,7 +210,7 @@ PAPER_TABLE1 = {
 TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
                 "b": (("table1b", "table1b_n10k", "table1b_n10k_t1024"),
                       "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
-                "c": (("table1c", "table1c_t256"), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
+                "c": (("table1c", "table1c_t256", "table1c_t1024"), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
 # piece of experiments/paper_scale.py -> the records it writes
 
 

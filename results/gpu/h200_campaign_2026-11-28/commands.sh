@@ -6,7 +6,7 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee $OUT/env.txt
 python3 -m pip install -q --no-deps -e . > $OUT/pip.log 2>&1
 python3 -c "import jax; print(jax.__version__, jax.devices())" | tee -a $OUT/env.txt
-W=/tmp/w; mkdir -p $W/records
+W=<tmp>/w; mkdir -p $W/records
 cp -r results/campaign $W/ && cp -r results/records/paper/. $W/records/
 timeout 520 python3 -m experiments.campaign --root $W/campaign --records $W/records \
     --budget 500 --only paper-table1c-t1024 > $OUT/driver.log 2>&1
@@ -15,7 +15,7 @@ cd $W && tar cf $OUT/out.tar campaign/ledger.json campaign/paper-table1c-t1024 \
 # (partial at the budget: 5 of 8 blocks, the first 138 s with compiling, then about 30 s
 #  each; planning and building the two 1.2B models took the rest.)
 # Call 2, on the same warm machine (108 s of its 290 s limit):
-W=/tmp/w; ls $W/campaign/summaries/table1c-t1024/T1024/ > $OUT/before.txt
+W=<tmp>/w; ls $W/campaign/summaries/table1c-t1024/T1024/ > $OUT/before.txt
 timeout 270 python3 -m experiments.campaign --root $W/campaign --records $W/records \
     --budget 260 --only paper-table1c-t1024 > $OUT/driver2.log 2>&1
 cd $W && tar cf $OUT/out2.tar campaign/ledger.json campaign/paper-table1c-t1024 \
@@ -23,3 +23,4 @@ cd $W && tar cf $OUT/out2.tar campaign/ledger.json campaign/paper-table1c-t1024 
 # (blocks 6-8, done; the record written.)
 # Back here: call 2's ledger (which holds both attempts), the piece's log, its summaries and
 # record copied into results/campaign/ and results/records/paper/.
+# (<tmp> stands for that machine's temporary folder.)
