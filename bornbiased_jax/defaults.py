@@ -40,11 +40,13 @@ PERMUTATION_DRAWS = 9999
 # distributed.py: JAX's own default; slow clusters start processes minutes apart
 INIT_TIMEOUT_S = 300
 
-# The matched test's slack for two *trained* models: the share of each layer's MLP units two
-# independent trained models may share in both views, u / F for the slack u fitted on the
-# 32-seed family's seeds 0-15 and checked on seeds 16-31 (experiments/seedprint_matched.py;
-# tests/test_matched.py checks that this is its record's value). With an initialisation: 0.
-MATCHED_TRAINED_EPS = 4 / 176  # u = 4 of F = 176 units per layer: 0.0227
+# The matched test's slack for two *trained* models: the doubly matched MLP units per layer pair
+# that two independent trained models may share (a count, not a share of the width: unrelated
+# same-data seeds share a few units per layer at every width measured). Fitted on held-in seeds
+# of the level families and judged on held-out ones (experiments/lineage_level.py; RESULTS.md's
+# level table; tests/test_matched.py checks that this is its record's value). With an
+# initialisation on either side: 0, where the test is exact.
+MATCHED_TRAINED_SLACK = 4
 
 # The similarity at or above which the four baseline fingerprints (PCS, ICS, REEF, Intrinsic)
 # say "same lineage": Zhang et al.'s (REEF), which the paper uses for all four (App. B.3.2).

@@ -136,6 +136,22 @@ def source_config(spec: str) -> ModelConfig:
     return load_source(spec).cfg  # every other case: load_source's own error
 
 
+def source_location(spec: str) -> tuple[str, Path | None]:
+    """(kind, path) of the model ``spec`` names without reading it: 'preset' (no path), 'gguf'
+    (the file), 'run' (the run folder) or 'hf' (the folder); the errors of
+    :func:`source_config` for a bad spec."""
+    spec = spec.strip()
+    if spec.startswith("preset:"):
+        return "preset", None
+    path, seed, step = split_run_spec(spec)
+    if _is_gguf_spec(spec, path, seed, step):
+        return "gguf", path
+    if run_folder.is_run(path):
+        return "run", path
+    source_config(spec)  # its error for anything else
+    return "hf", path
+
+
 def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
     m = re.fullmatch(r"preset:([^@\s]+)@([^@\s]+)", spec)
     if not m:

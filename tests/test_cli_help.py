@@ -103,7 +103,8 @@ def test_the_commands_are_the_ones_documented():
 
 
 # A hidden former spelling in other units than its successor's, so with its own destination
-OWN_UNITS = {("fingerprint", "--device-memory-gb"): "--memory-budget-gib"}
+OWN_UNITS = {("fingerprint", "--device-memory-gb"): "--memory-budget-gib",
+             ("fingerprint", "--matched-eps"): "--matched-slack"}
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -269,7 +269,7 @@ def test_fingerprint_cli_defaults_to_the_matched_test_from_the_initialisation(tm
     assert res["permutation"]["p_values"]["exact"] == 1 / 10_000  # same model
     units = res["matched_init"]["details"]["units"]
     assert res["matched_init"]["details"]["K_per_layer"] == [units, units]
-    assert res["matched_init"]["details"]["eps"] == 0 and "exact" in res["matched_init"]["note"]
+    assert res["matched_init"]["details"]["slack"] == 0 and "exact" in res["matched_init"]["note"]
     assert saved["verdict"].startswith("verdict (matched_init test, ")
     assert "is related to" in saved["verdict"] and saved["verdict"] in capsys.readouterr().out
 

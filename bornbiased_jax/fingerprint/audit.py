@@ -194,16 +194,21 @@ class Audit:
         s, results, label, base = self.settings, out["results"], out["suspect"], out["base"]
         several = len(self.suspects) > 1
         wall = time.time() - self.t0
+        notes = [*self.notes, *out.get("notes", [])]
         run_info = files.run_record(command_line, wall, base=base, base_spec=self.base,
                                     suspect=label,
                                     settings=dataclasses.asdict(s), d_out=out["d_out"],
                                     dtype=self.dtype, plan=dataclasses.asdict(self.memory),
-                                    notes=self.notes)
+                                    notes=notes)
         title = (f"{label} vs base {base}: n = {s.n}, T = {s.seq_len}, {s.input} inputs, "
                  f"{s.output} outputs")
         verdict = tables.verdict_line(results, RECOMMENDED, base, label)
         folder = out_dir / "pairs" / _pair_folder(k, label) if several else out_dir
+        units = next((results[t] for t in ("matched_init", "matched") if t in results), None)
+        local = ("\n" + f"Where SUSPECT descends from ({units.test} test):\n\n"
+                 + tables.localised_markdown(units)) if units is not None else ""
         row = {"suspect": label, "spec": self.suspects[k], "verdict": verdict,
+               "vocab": out.get("vocab"),
                "verdict_test": tables.deciding_test(results, RECOMMENDED),
                "folder": str(folder.relative_to(out_dir)) if several else ".",
                "p": {t: r.p for t, r in results.items()},
@@ -211,13 +216,14 @@ class Audit:
         outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict, "row": row,
                                         "results": {t: r.to_json() for t, r in results.items()}},
                    "fingerprint.md": f"# SeedPrint: {title}\n\n{tables.table_markdown(results)}\n"
-                                     f"{verdict}\n\n"
-                                     + "".join(f"Note: {x}\n\n" for x in self.notes)
+                                     f"{verdict}\n{local}\n"
+                                     + "".join(f"Note: {x}\n\n" for x in notes)
                                      + f"{wall:.0f} s on {run_info['devices'][0]}.\n",
                    "fingerprint.png": tables.figure(results, title)}
         text = "\n".join([title, tables.table_text(results)]
                          + [f"note ({name}): {r.note}" for name, r in results.items() if r.note]
-                         + [verdict])
+                         + [f"note: {x}" for x in out.get("notes", [])]
+                         + ([local.strip()] if local else []) + [verdict])
         return {"folder": folder, "files": outputs, "text": text, "row": row}
 
     def summary_files(self, base: str, rows: list[dict]) -> dict:
@@ -266,12 +272,19 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
             raise UserError(f"BASE's initialisation {init.spec!r} (the {init_tests[0]} "
                             f"test's): {e}") from None
     configs = []
+    from bornbiased_jax.fingerprint import vocab
+
+    base_strings = (vocab.source_strings(base, base_cfg.vocab_size) if s.input == "tokens"
+                    else None)
     for spec in suspects:  # every suspect is checked before anything is loaded
         try:
             cfg = check_source(spec)
         except UserError as e:
             raise UserError(f"suspect {spec!r}: {e}") from None
         check_pair(base_cfg, cfg, s, f"suspect {spec!r}")
+        if s.input == "tokens":  # the tokenizers read now, so a bad pair stops before work
+            vocab.align_strings(base_strings, vocab.source_strings(spec, cfg.vocab_size),
+                                base_cfg.vocab_size, cfg.vocab_size, f"suspect {spec!r}")
         configs.append(cfg)
     # BASE's initialisation is read apart (in float32, like the null initialisations, so that
     # it is exchangeable with them) unless BASE is that very initialisation in float32.

@@ -16,6 +16,8 @@ from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint import matched as M
 from bornbiased_jax.fingerprint import permutation as P
 from bornbiased_jax.fingerprint import registry
+from bornbiased_jax.fingerprint import unit_matching as U
+from bornbiased_jax.fingerprint import vocab as V
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
 from bornbiased_jax.probes.inputs import check_kind, probe_inputs
@@ -66,7 +68,8 @@ class Settings:
     probe_seed: int = 0
     alpha: float = ALPHA
     matched_seqs: int = MATCHED_SEQS
-    matched_eps: float | None = None  # None: matched.default_eps (0 with an initialisation)
+    matched_slack: int | None = None  # None: matched.default_slack (0 with an initialisation)
+    matched_eps: float | None = None  # the older spelling: a share of BASE's MLP width
 
     def __post_init__(self):
         known = registry.names()
@@ -117,12 +120,32 @@ def null_seeds(K: int, exclude: Sequence[int | None]) -> list[int]:
     return out
 
 
+# What a descendant keeps whatever its widths, depths and vocabulary: the architecture family.
+FAMILY_FIELDS = ("block", "attention", "norm", "activation", "gated_mlp", "position",
+                 "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate")
+
+
+def family(cfg) -> dict:
+    """The fields of ``cfg`` that make its architecture family (:data:`FAMILY_FIELDS`)."""
+    return {f: getattr(cfg, f) for f in FAMILY_FIELDS if hasattr(cfg, f)}
+
+
 def check_pair(base_cfg, suspect_cfg, settings: Settings, suspect: str = "SUSPECT") -> int:
     """``d_out``, or a UserError naming ``suspect`` when its configuration cannot be compared
-    with the base's under ``settings`` (another output width, another vocabulary with token
-    inputs or logits, a context shorter than the inputs). Needs configurations only, so every
-    suspect can be checked before any model is loaded."""
+    with the base's under ``settings``: another architecture family (a descendant keeps its
+    norms, MLP and positions; widths, depths and vocabularies may change), another output
+    width, another vocabulary with logits as features, a context shorter than the inputs.
+    Vocabularies of token inputs are aligned per pair once the models' tokenizers are read
+    (``vocab.align``). Needs configurations only, so every suspect can be checked before any
+    model is loaded."""
     s = settings
+    fa, fb = family(base_cfg), family(suspect_cfg)
+    if fa != fb:
+        diff = ", ".join(f"{k} {fa[k]!r} vs {fb[k]!r}" for k in fa if fa[k] != fb.get(k))
+        raise UserError(f"{suspect}: BASE ({base_cfg.name}) and the suspect "
+                        f"({suspect_cfg.name}) are of different architecture families "
+                        f"({diff}): a descendant keeps its base's architecture (its widths, "
+                        f"depths and vocabulary may change), so no lineage test compares these")
     d_out = base_cfg.vocab_size if s.output == "logits" else base_cfg.d_model
     d_out_s = suspect_cfg.vocab_size if s.output == "logits" else suspect_cfg.d_model
     if d_out != d_out_s or (s.input == "gaussian" and base_cfg.d_model != suspect_cfg.d_model):
@@ -132,13 +155,6 @@ def check_pair(base_cfg, suspect_cfg, settings: Settings, suspect: str = "SUSPEC
         raise UserError(f"{suspect}: the models' {what} differ ({a} vs {b}): SeedPrint feeds "
                         f"both the same inputs and compares output coordinate j of one model "
                         f"with coordinate j of the other, so both need the same {what}")
-    if s.input == "tokens" and base_cfg.vocab_size != suspect_cfg.vocab_size:
-        hint = ("the permutation test needs token inputs; for models with different "
-                "vocabularies use --test calibrated --input gaussian (exact only when BASE is "
-                "an initialisation)" if "permutation" in s.tests else "use --input gaussian")
-        raise UserError(f"{suspect}: the models' vocabularies differ ({base_cfg.vocab_size} vs "
-                        f"{suspect_cfg.vocab_size}): random token ids mean different things; "
-                        f"{hint}")
     for name, size in (("m", s.m), ("k", s.k)):
         if size is not None:
             D.check_size(name, size, d_out)
@@ -193,37 +209,73 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                         f"or a training run (its step 0 is read), or choose another --test")
     xs = probe_set(base, s)
     gated = registry.GATED in needs
-    F_A, pre_A = model_pass(base, xs, s, gated, progress)
-    F_0, pre_0, init_label, init_seed = None, None, base.label, base.seed
-    if registry.INIT in needs:
-        if init is None:
-            F_0, pre_0 = F_A, pre_A
+    base_strings = V.token_strings(base) if s.input == "tokens" else None
+    sides: dict = {}  # alignment key -> BASE's side of the comparison on those inputs
+
+    def side(al: V.Alignment | None) -> dict:
+        """BASE's (and its initialisation's) passes on the inputs of alignment ``al``: the
+        comparison's own inputs when the vocabularies agree id for id, else drawn from the
+        shared strings (computed once per alignment; the latest non-identity one is kept)."""
+        key = None if al is None or al.identity else al.key()
+        if key in sides:
+            return sides[key]
+        if key is None:
+            xs_A, idx = xs, None
         else:
-            model = init() if callable(init) else init
-            check_pair(base.cfg, model.cfg, s, f"BASE's initialisation {model.label}")
-            F_0, pre_0 = model_pass(model, xs, s, gated, progress)
-            init_label, init_seed = model.label, model.seed
-            del model
-    nulls: dict = {}  # null seeds -> their features (one set, unless a suspect's seed is one)
+            for k in [k for k in sides if k is not None]:
+                del sides[k]
+            idx = np.asarray(probe_inputs("tokens", dataclasses.replace(
+                base.cfg, vocab_size=al.shared), s.n, s.seq_len, s.probe_seed)[:])
+            xs_A = al.base_ids[idx].astype(np.int32)
+        F_A, pre_A = model_pass(base, xs_A, s, gated, progress)
+        out = dict(xs=xs_A, idx=idx, F_A=F_A, pre_A=pre_A, F_0=None, pre_0=None,
+                   init_label=base.label, init_seed=base.seed,
+                   screen_A=(U.screen_views(pre_A, U.screen_rows(len(pre_A[0][0])))
+                            if pre_A is not None else None))
+        if registry.INIT in needs:
+            if init is None:
+                out.update(F_0=F_A, pre_0=pre_A)
+            else:
+                model = init() if callable(init) else init
+                check_pair(base.cfg, model.cfg, s, f"BASE's initialisation {model.label}")
+                out["F_0"], out["pre_0"] = model_pass(model, xs_A, s, gated, progress)
+                out.update(init_label=model.label, init_seed=model.seed)
+                del model
+        sides[key] = out
+        return out
+
+    side(None)  # BASE's pass on the comparison's own inputs, before any suspect is loaded
+    nulls: dict = {}  # (null seeds, inputs) -> their features
     for load in suspects:
         suspect = load()
         d_out = check_pair(base.cfg, suspect.cfg, s, suspect.label)
-        F_B, pre_B = model_pass(suspect, xs, s, gated, progress)
+        al = V.align(base, suspect, base_strings) if s.input == "tokens" else None
+        sd = side(al)
+        xs_B = sd["xs"] if sd["idx"] is None else al.suspect_ids[sd["idx"]].astype(np.int32)
+        F_A, pre_A = sd["F_A"], sd["pre_A"]
+        F_B, pre_B = model_pass(suspect, xs_B, s, gated, progress)
         D.check_features(F_A, F_B)
-        null_ids = null_seeds(s.null_models, [base.seed, init_seed, *seeds, suspect.seed])
-        if registry.NULLS in needs and tuple(null_ids) not in nulls:
-            nulls[tuple(null_ids)] = [F for _, F in init_features(
-                base.cfg, null_ids, xs, s.output, progress=progress)]
+        null_ids = null_seeds(s.null_models, [base.seed, sd["init_seed"], *seeds, suspect.seed])
+        nkey = (tuple(null_ids), None if sd["idx"] is None else al.key())
+        if registry.NULLS in needs and nkey not in nulls:
+            nulls[nkey] = [F for _, F in init_features(
+                base.cfg, null_ids, sd["xs"], s.output, progress=progress)]
         ctx = registry.Context(
-            settings=s, base=base, suspect=suspect, xs=xs, F_A=F_A, F_B=F_B, d_out=d_out,
-            null_seeds=null_ids, F_0=F_0, init_label=init_label,
-            nulls=nulls.get(tuple(null_ids)), pre_A=pre_A, pre_0=pre_0, pre_B=pre_B)
+            settings=s, base=base, suspect=suspect, xs=sd["xs"], F_A=F_A, F_B=F_B, d_out=d_out,
+            null_seeds=null_ids, F_0=sd["F_0"], init_label=sd["init_label"],
+            nulls=nulls.get(nkey), pre_A=pre_A, pre_0=sd["pre_0"], pre_B=pre_B,
+            screen_A=sd["screen_A"])
         results = {e.name: e.runner()(ctx) for e in entries}
         del ctx
         if "permutation" in results and "matched" in results:
             results["any_pair"] = any_pair(results["permutation"], results["matched"])
-        yield {"results": results, "features": (F_A, F_B), "notes": [], "d_out": d_out,
-               "n": s.n, "seq_len": s.seq_len, "suspect": suspect.label}
+        notes = []
+        if al is not None and (not al.identity or al.suspect_only or (
+                al.by == "ids" and "preset" not in (base.kind, suspect.kind))):
+            notes.append(al.describe())
+        yield {"results": results, "features": (F_A, F_B), "notes": notes, "d_out": d_out,
+               "n": s.n, "seq_len": s.seq_len, "suspect": suspect.label,
+               "vocab": al.record() if al is not None else None}
         del suspect, F_B, pre_B
 
 

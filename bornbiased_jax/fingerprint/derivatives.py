@@ -21,6 +21,7 @@ import numpy as np
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import edits as E
+from bornbiased_jax.fingerprint import shape_edits as S
 from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
 from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, random_orthogonal,
                                                  rotate_residual, scale_mlp_units)
@@ -31,8 +32,21 @@ Apply = Callable[[dict, ModelConfig, jax.Array], tuple[ModelConfig, dict]]
 @dataclasses.dataclass(frozen=True)
 class Derivative:
     what: str  # one line, as a record or a table says it
-    apply: Apply  # (params, cfg, key) -> (cfg, params); cfg changes only when a head is untied
-    function_preserving: bool  # the logits are unchanged up to float rounding
+    apply: Apply  # (params, cfg, key) -> (cfg, params); cfg changes with a head untied or a shape
+    function_preserving: bool  # the logits are unchanged up to float rounding (of the old ids)
+    # (cfg) -> for each layer of the result, BASE's layer it copies (None: a new block);
+    # None: layer l is layer l
+    layers: Callable[[ModelConfig], list] | None = None
+    # (cfg, key) -> for each id of the result's vocabulary, BASE's id (-1: a new token), the
+    # map a tokenizer is remapped by; None: the vocabulary is unchanged
+    vocab: Callable[[ModelConfig, jax.Array], np.ndarray] | None = None
+
+    def layer_origin(self, cfg: ModelConfig) -> list:
+        return self.layers(cfg) if self.layers is not None else list(range(cfg.n_layers))
+
+    def vocab_origin(self, cfg: ModelConfig, key: jax.Array) -> np.ndarray:
+        return (self.vocab(cfg, key) if self.vocab is not None
+                else np.arange(cfg.vocab_size))
 
 
 def _signs_units(params: dict, cfg: ModelConfig, key: jax.Array) -> tuple[ModelConfig, dict]:
@@ -76,6 +90,76 @@ DERIVATIVES: dict[str, Derivative] = {
         "QuaRot-style: randomized Hadamard rotation, then int4 (groups of 32)",
         lambda p, cfg, key: E.quarot_int4(p, cfg, key, group_size=32), False),
 }
+
+
+def _rotate_after(edit: Apply) -> Apply:
+    """``edit``, then a Haar-random rotation of the residual stream (gains folded, head
+    untied): a shape change hidden behind a renaming."""
+    def apply(params, cfg, key):
+        k1, k2 = jax.random.split(key)
+        cfg2, p2 = edit(params, cfg, k1)
+        return rotate_residual(p2, cfg2, random_orthogonal(cfg2.d_model, k2), untie=True)
+    return apply
+
+
+# The shape-changing edits (fingerprint.shape_edits): sizes relative to the model's own, so
+# that one entry serves every model; which layer and which id each part of the result copies
+# is stated (``layers``, ``vocab``), for the localised verdict's score.
+SHAPES: dict[str, Derivative] = {
+    "pad-mlp": Derivative(
+        "MLP width padded: 1/16 more units per layer (at least 1), random gate/up columns, "
+        "zero down rows",
+        lambda p, cfg, key: S.pad_mlp(p, cfg, max(1, cfg.d_ff // 16), key), True),
+    "pad-mlp-dead": Derivative(
+        "MLP width padded by 1/16 (at least 1) constant units: zero gate, up and down (a "
+        "padded intermediate size)",
+        lambda p, cfg, key: S.pad_mlp(p, cfg, max(1, cfg.d_ff // 16), key, dead=True), True),
+    "split-units": Derivative(
+        "1/16 of the MLP units (at least 1) each split in two, down rows halved",
+        lambda p, cfg, key: S.split_mlp_units(p, cfg, max(1, cfg.d_ff // 16), key), True),
+    "pad-rotated": Derivative(
+        "MLP width padded by 1/16 (live units writing nothing), then the residual stream "
+        "rotated (gains folded, head untied)",
+        _rotate_after(lambda p, cfg, key: S.pad_mlp(p, cfg, max(1, cfg.d_ff // 16), key)), True),
+    "prune-width-25": Derivative(
+        "structured MLP width pruning: the 25 % of units of least ||up|| x ||down|| (x ||gate||) "
+        "removed", lambda p, cfg, key: S.prune_mlp_width(p, cfg, 0.25), False),
+    "mask-units-25": Derivative(
+        "masked MLP pruning: the same 25 % of units zeroed in place",
+        lambda p, cfg, key: S.mask_mlp_units(p, cfg, 0.25), False),
+    "drop-layer": Derivative(
+        "one layer dropped (layer L // 2; ShortGPT)",
+        lambda p, cfg, key: S.drop_layers(p, cfg, [cfg.n_layers // 2]), False,
+        layers=lambda cfg: S.layer_origin(cfg, "drop", layers=[cfg.n_layers // 2])),
+    "insert-identity": Derivative(
+        "an identity block inserted before layer L // 2 (a fresh block whose output "
+        "projections are zero)",
+        lambda p, cfg, key: S.insert_identity(p, cfg, cfg.n_layers // 2, key), True,
+        layers=lambda cfg: S.layer_origin(cfg, "insert", at=cfg.n_layers // 2)),
+    "depth-upscale": Derivative(
+        "SOLAR-style depth up-scaling: layers [0, L - m) then [m, L), m = L // 4",
+        lambda p, cfg, key: S.depth_upscale(p, cfg, cfg.n_layers // 4), False,
+        layers=lambda cfg: S.layer_origin(cfg, "upscale", m=cfg.n_layers // 4)),
+    "layer-shift-rotated": Derivative(
+        "an identity block at 0 and the last layer dropped (same shapes, every layer one place "
+        "later), then the residual stream rotated",
+        _rotate_after(S.shift_layers), False,
+        layers=lambda cfg: S.layer_origin(cfg, "shift")),
+    "vocab-extend": Derivative(
+        "the vocabulary extended by 64 tokens (mean embedding plus noise); the old ids' logits "
+        "unchanged", lambda p, cfg, key: S.extend_vocab(p, cfg, 64, key), True,
+        vocab=lambda cfg, key: S.vocab_origin(cfg, "extend", k=64)),
+    "vocab-truncate": Derivative(
+        "the vocabulary cut to its first 7/8 of ids; the kept ids' logits unchanged",
+        lambda p, cfg, key: S.truncate_vocab(p, cfg, cfg.vocab_size * 7 // 8), True,
+        vocab=lambda cfg, key: S.vocab_origin(cfg, "truncate", keep=cfg.vocab_size * 7 // 8)),
+    "vocab-permute": Derivative(
+        "the vocabulary's ids permuted (embedding rows and head columns; the tokenizer "
+        "remapped alike: the same function of text)",
+        S.permute_vocab, True,
+        vocab=lambda cfg, key: S.vocab_origin(cfg, "permute", key)),
+}
+DERIVATIVES.update(SHAPES)
 
 
 def derive(name: str, params: dict, cfg: ModelConfig, key: jax.Array

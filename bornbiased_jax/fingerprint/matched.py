@@ -54,8 +54,9 @@ from scipy import optimize, special
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
-from bornbiased_jax.defaults import MATCHED_TRAINED_EPS as TRAINED_EPS
+from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint import unit_matching as U
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
 
 DROP = 4  # positions dropped at the start of every sequence
@@ -103,8 +104,10 @@ def _pass_fn(cfg: ModelConfig, drop: int, t_views: int):
 
 
 def _standardise(z_RF: np.ndarray) -> np.ndarray:
-    """Each column of ``z_RF`` (float32) centred and scaled to unit variance in place; a
-    constant column gives zeros."""
+    """Each column of ``z_RF`` (float32) centred and scaled to unit variance in place; a dead
+    column (constant, or of a standard deviation below ``unit_matching.DEAD_RTOL`` of the
+    layer's median: a zero weight row's rounding noise) gives zeros, which
+    ``unit_matching.live`` reads as dead."""
     const = z_RF.max(0) == z_RF.min(0)
     z_RF -= z_RF.mean(0, dtype=np.float64).astype(np.float32)  # float64 sums: large means
     sd = np.sqrt(np.einsum("rf,rf->f", z_RF, z_RF) / len(z_RF))
@@ -112,7 +115,8 @@ def _standardise(z_RF: np.ndarray) -> np.ndarray:
         raise UserError(f"{int((~np.isfinite(sd)).sum())} MLP units have non-finite "
                         f"pre-activations (NaN or inf in the model's weights or activations): "
                         f"the matched test cannot compare them")
-    z_RF /= np.where(const | (sd == 0), np.inf, sd)
+    scale = np.median(sd[~const]) if (~const).any() else 0.0
+    z_RF /= np.where(const | (sd <= U.DEAD_RTOL * scale), np.inf, sd)
     return z_RF
 
 
@@ -195,35 +199,15 @@ def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DRO
 
 
 def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:
-    """m[i]: B's unit matched to A's unit i by |Pearson r| of standardised views (R, F): the
-    Hungarian assignment up to :data:`HUNGARIAN_MAX` units, each unit's argmax above."""
-    # float32 products (R x F by R x F): the |r| only rank the candidate partners, and a
-    # float64 product would double the cost of the test's largest step (F = 1,536, 60 of them
-    # for SmolLM2)
-    c = np.abs(np.asarray(za, np.float32).T @ np.asarray(zb, np.float32)) / len(za)
-    if c.shape[0] <= HUNGARIAN_MAX:
-        rows, cols = optimize.linear_sum_assignment(c, maximize=True)
-        m = np.empty(c.shape[0], np.int64)
-        m[rows] = cols
-        return m
-    return c.argmax(1)
+    """m[i]: B's unit matched to A's unit i by |Pearson r| of standardised views (R, F_A) and
+    (R, F_B), or -1 (``unit_matching.partners``: rectangular, dead units matched to none)."""
+    return U.partners(za, zb)
 
 
-@functools.lru_cache(maxsize=65536)
 def rencontres_log_sf(F: int, k: int) -> float:
-    """log P(K >= k) for K the number of fixed points of a uniform permutation of F items."""
-    if k <= 0:
-        return 0.0
-    if k > F:
-        return -math.inf
-    j = np.arange(k, F + 1)
-    # P(K = j) = D(F - j) / (j! (F - j)!), D(m) / m! = sum_{i <= m} (-1)^i / i! (> 0 unless m = 1)
-    m = F - j
-    frac = np.array([sum((-1) ** i / math.factorial(i) for i in range(mm + 1)) if mm < 20
-                     else math.exp(-1) for mm in m])
-    ok = frac > 0
-    logs = np.log(frac[ok]) - special.gammaln(j[ok] + 1)
-    return float(special.logsumexp(logs)) if ok.any() else -math.inf
+    """log P(K >= k) for K the number of fixed points of a uniform permutation of F items
+    (``unit_matching.partial_rencontres_log_sf`` with m = n = F)."""
+    return U.partial_rencontres_log_sf(F, F, k)
 
 
 def fisher_log_p(log_p_L: np.ndarray) -> float:
@@ -241,55 +225,69 @@ def fisher_log_p(log_p_L: np.ndarray) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Agreement:
-    """Per layer: K_l (units whose gate and up matchings agree) of F units."""
+    """Per layer l (A's layer l against B's layer l): K_l doubly matched units of F (A's width)."""
 
     K_L: np.ndarray
     F: int
 
 
 def agreement(pre_a, pre_b) -> Agreement:
-    """K_l for every layer from two models' :func:`preactivations` (same inputs)."""
+    """K_l for every layer l from two models' :func:`preactivations` (same inputs), layer l
+    against layer l (``unit_matching.count_pair``: widths may differ, dead units uncounted);
+    the test itself chooses the layer pairs (:func:`matched_test`)."""
     if len(pre_a) != len(pre_b):
-        raise UserError(f"the models have {len(pre_a)} and {len(pre_b)} MLP layers; the "
-                        f"matched test compares layer l with layer l")
-    K, F = [], None
-    for (ga, ua), (gb, ub) in zip(pre_a, pre_b):
-        if ga.shape != gb.shape:
-            raise UserError(f"MLP views of shape {ga.shape} and {gb.shape}: the matched test "
-                            f"needs the same inputs and the same MLP width in both models")
-        F = ga.shape[1]
-        K.append(int(np.sum(matching(ga, gb) == matching(ua, ub))))
-    return Agreement(np.asarray(K), int(F))
+        raise UserError(f"the models have {len(pre_a)} and {len(pre_b)} MLP layers; "
+                        f"agreement compares layer l with layer l (matched_test chooses the "
+                        f"pairs across depths)")
+    K = [U.count_pair(a, b).K for a, b in zip(pre_a, pre_b)]
+    return Agreement(np.asarray(K), int(pre_a[0][0].shape[1]))
 
 
-def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, eps: float = 0.0,
-                 exact: bool = False) -> LineageResult:
-    """The matched test of H0 "B is independent of A" from the two models' pre-activations.
+def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: bool = False,
+                 init: str | None = None, screen_a=None) -> LineageResult:
+    """The matched test of H0 "B is independent of A" from the two models' pre-activations,
+    across widths and depths (``unit_matching.match_layers``: each layer pair chosen by the
+    screen, the partial rencontres law, the larger p of re-pairing either model).
 
-    ``eps``: the share of units per layer that independent trained models may share in both
-    views (see the module docstring); ``exact``: say in the result that one model is an
-    initialisation, where the p-value is exact (eps must then be 0)."""
+    ``slack``: the doubly matched units per layer pair that independent *trained* models may
+    share (see the module docstring); ``exact``: say that one model is an initialisation,
+    where the p-value is exact (slack must then be 0); ``init``: which one, 'base' or
+    'suspect' (its units are the ones re-paired; None: the larger p of either re-pairing).
+    ``screen_a``: BASE's layer screen (``unit_matching.screen_views``), when a comparison
+    computed it once for several suspects."""
     check_alpha(alpha)
-    if not (0 <= eps < 1):
-        raise UserError(f"eps = {eps!r} must lie in [0, 1)")
-    ag = agreement(pre_a, pre_b)
-    u = math.ceil(eps * ag.F - 1e-9)  # eps = u / F gives u, not u + 1 from rounding
-    log_p_L = np.array([rencontres_log_sf(ag.F, int(k) - u) for k in ag.K_L])
-    log_p = fisher_log_p(log_p_L)
+    if init not in (None, "base", "suspect"):
+        raise UserError(f"init must be 'base', 'suspect' or None, got {init!r}")
+    direction = {"base": "a", "suspect": "b", None: "both"}[init]
+    lm = U.match_layers(pre_a, pre_b, slack=slack, direction=direction, screen_a=screen_a)
+    rows = lm.suspect_rows()
+    log_p = lm.log_p
     p = math.exp(log_p) if log_p > -745 else 0.0
-    a_L = ag.K_L / ag.F
-    note = ("exact: one model is an initialisation" if exact and eps == 0 else
+    F_b = int(pre_b[0][0].shape[1])
+    K_b = np.array([r["K"] for r in rows])
+    a_L = K_b / F_b
+    n_layers = len(rows)
+    attributed = [r for r in rows if r["log10_p"] <= math.log10(alpha / n_layers)]
+    note = ("exact: one model is an initialisation" if exact and slack == 0 else
             f"for two trained models the p-value assumes independent models share at most "
-            f"eps = {eps:g} of each layer's units in both views ({u} of {ag.F}; the default "
-            f"{TRAINED_EPS:g} is the level measured on 32 seeds trained on identical data: "
-            f"docs/seedprint.md)")
+            f"{slack} doubly matched units per layer pair (the default "
+            f"{TRAINED_SLACK} is the level measured on same-data seeds: docs/seedprint.md)")
     return LineageResult(
         test="matched", p_values={"fisher": p}, alpha=alpha, n=int(len(pre_a[0][0])),
-        d_out=ag.F, dims=np.arange(len(ag.K_L)), taus=a_L, corr_kind="unit_agreement",
+        d_out=F_b, dims=np.arange(n_layers), taus=a_L, corr_kind="unit_agreement",
         statistic=float(a_L.mean()), null=np.array([]),
-        details={"K_per_layer": ag.K_L.tolist(), "units": ag.F, "eps": eps, "slack": u,
+        details={"K_per_layer": K_b.tolist(), "units": F_b,
+                 "base_units": int(pre_a[0][0].shape[1]), "base_layers": len(pre_a),
+                 "base_layer_of": [r["base_layer"] for r in rows],
+                 "suspect_layer_of": lm.to_b.tolist(),
+                 "screen": [r["screen"] for r in rows], "slack": int(slack),
+                 "dead_units": {"base": U.dead_units(pre_a), "suspect": U.dead_units(pre_b)},
+                 "attributed_layers": len(attributed),
+                 "attributed_units": int(sum(r["K"] for r in attributed)),
                  "log10_p": log_p / math.log(10),
-                 "log10_p_per_layer": (log_p_L / math.log(10)).round(3).tolist()},
+                 "log10_p_base_direction": lm.log_p_fisher_a / math.log(10),
+                 "log10_p_suspect_direction": lm.log_p_fisher_b / math.log(10),
+                 "log10_p_per_layer": [round(r["log10_p"], 3) for r in rows]},
         note=note)
 
 
@@ -299,21 +297,18 @@ def check_settings(s) -> None:
         raise UserError("the matched test needs token inputs (--input tokens): both "
                         "models must read the same ids for their units to be compared")
     check_int("matched_seqs", s.matched_seqs, 1)
+    if s.matched_slack is not None:
+        check_int("matched_slack", s.matched_slack, 0, "a whole number of units per layer")
     if s.matched_eps is not None and not 0 <= s.matched_eps < 1:
         raise UserError(f"matched_eps = {s.matched_eps!r} must lie in [0, 1)")
 
 
 def check_pair(base_cfg: ModelConfig, suspect_cfg: ModelConfig, s, suspect: str) -> None:
     """A UserError naming ``suspect`` when the matched test cannot compare these two
-    configurations under ``s`` (``compare.Settings``)."""
+    configurations under ``s`` (``compare.Settings``): both need gated MLPs; widths and depths
+    may differ (units are matched across widths, layers across depths)."""
     check_applicable(base_cfg, "BASE")
     check_applicable(suspect_cfg, suspect)
-    if (base_cfg.n_layers, base_cfg.d_ff) != (suspect_cfg.n_layers, suspect_cfg.d_ff):
-        raise UserError(f"{suspect}: the matched test compares MLP layer l's units with "
-                        f"layer l's, so both models need the same depth and MLP width "
-                        f"(BASE {base_cfg.n_layers} x {base_cfg.d_ff}, suspect "
-                        f"{suspect_cfg.n_layers} x {suspect_cfg.d_ff}); use --test "
-                        f"permutation")
     if s.seq_len <= DROP:
         raise UserError(f"the matched test drops the first {DROP} positions of every "
                         f"sequence: --seq-len must exceed {DROP}")
@@ -321,30 +316,36 @@ def check_pair(base_cfg: ModelConfig, suspect_cfg: ModelConfig, s, suspect: str)
 
 def from_context(ctx) -> LineageResult:
     """The matched test of one pair that ``compare`` prepared (``registry.Context``): exact
-    when either model is an initialisation (eps = 0 by default), else at
-    :func:`default_eps`'s slack."""
+    when either model is an initialisation (slack 0 by default), else at
+    :func:`default_slack`'s slack."""
     s = ctx.settings
     exact = ctx.base.is_init or ctx.suspect.is_init
-    return matched_test(ctx.pre_A, ctx.pre_B, alpha=s.alpha, eps=default_eps(s.matched_eps, exact),
-                        exact=exact)
+    slack = default_slack(s.matched_slack, exact, s.matched_eps, ctx.pre_A[0][0].shape[1])
+    init = "base" if ctx.base.is_init else "suspect" if ctx.suspect.is_init else None
+    return matched_test(ctx.pre_A, ctx.pre_B, alpha=s.alpha, slack=slack, exact=exact,
+                        init=init, screen_a=ctx.screen_A)
 
 
 def init_from_context(ctx) -> LineageResult:
     """The matched test of SUSPECT against BASE's *initialisation* (``registry.Context``'s
-    ``pre_0``): exact for any SUSPECT (eps = 0; under H0 SUSPECT is independent of that
+    ``pre_0``): exact for any SUSPECT (slack 0; under H0 SUSPECT is independent of that
     initialisation, whose gate and up rows are independent), unchanged by renamings and
     rotations of SUSPECT, and with no null models to compute. The test the verdict uses for a
     gated MLP whose initialisation is known."""
     s = ctx.settings
-    res = matched_test(ctx.pre_0, ctx.pre_B, alpha=s.alpha, eps=0.0, exact=True)
+    res = matched_test(ctx.pre_0, ctx.pre_B, alpha=s.alpha, slack=0, exact=True, init="base")
     return dataclasses.replace(
         res, test="matched_init",
         note=f"exact: SUSPECT against BASE's initialisation {ctx.init_label}")
 
 
-def default_eps(eps: float | None, one_is_init: bool) -> float:
-    """``eps`` when given; else 0 when one model is an initialisation (the test is exact),
-    :data:`TRAINED_EPS` for two trained models."""
+def default_slack(slack: int | None, one_is_init: bool, eps: float | None = None,
+                  units: int | None = None) -> int:
+    """``slack`` when given (``eps``, a share of ``units``, the older spelling, else); 0 when
+    one model is an initialisation (the test is exact), :data:`TRAINED_SLACK` for two trained
+    models."""
+    if slack is not None:
+        return int(slack)
     if eps is not None:
-        return eps
-    return 0.0 if one_is_init else TRAINED_EPS
+        return math.ceil(eps * units - 1e-9)  # eps = u / F gives u, not u + 1 from rounding
+    return 0 if one_is_init else TRAINED_SLACK

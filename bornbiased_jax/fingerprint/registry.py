@@ -128,6 +128,7 @@ class Context:
     pre_A: Any = None
     pre_B: Any = None
     pre_0: Any = None
+    screen_A: Any = None  # BASE's layer screen (unit_matching.screen_views), computed once
 
 
 _FG = "bornbiased_jax.fingerprint"

@@ -104,8 +104,34 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
     why = "" if name in rec else f"; the recommended {' or '.join(rec)} test did not run"
     if name == "any_pair":
         why += f"; decided by the {r.details['decided_by']} leg"
+    units = next((results[t] for t in ("matched_init", "matched") if t in results), None)
+    descent = f"; {descent_summary(units)}" if units is not None and r.same_lineage else ""
     return (f"verdict ({name} test, {p_labels().get(key, key)} p = {fmt_p(r.p)}, "
-            f"alpha = {r.alpha:g}{why}): {answer}")
+            f"alpha = {r.alpha:g}{why}): {answer}{descent}")
+
+
+def descent_summary(r: LineageResult) -> str:
+    """How much of SUSPECT descends from BASE, from a matched test's localised rows: the
+    SUSPECT layers whose own p is at most alpha / L (Bonferroni over its L layers) and the
+    doubly matched units of those layers."""
+    d = r.details
+    L, F = len(d["K_per_layer"]), d["units"]
+    return (f"{d['attributed_layers']} of {L} SUSPECT layers descend from BASE layers (own "
+            f"p <= alpha / {L}), {d['attributed_units']:,} of {L * F:,} MLP units doubly "
+            f"matched")
+
+
+def localised_markdown(r: LineageResult) -> str:
+    """The matched test's localised table: for each SUSPECT layer, the BASE layer the screen
+    chose, the screen's mean best |r| of the pair, the doubly matched units K of F and log10
+    p."""
+    d = r.details
+    lines = ["| SUSPECT layer | BASE layer | screen | K | of F | log10 p |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for l, (la, scr, K, lp) in enumerate(zip(d["base_layer_of"], d["screen"], d["K_per_layer"],
+                                             d["log10_p_per_layer"])):
+        lines.append(f"| {l} | {la} | {scr:.3f} | {K:,} | {d['units']:,} | {lp:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def summary_markdown(summary: list[dict], base: str, recommended: str) -> str:

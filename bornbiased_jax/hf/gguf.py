@@ -315,6 +315,12 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
     return cfg, _nest(flat)
 
 
+def gguf_token_strings(path: str | os.PathLike) -> list[str] | None:
+    """The file's token strings by id (``tokenizer.ggml.tokens``), or None when it has none."""
+    tokens = _field(_reader(path), "tokenizer.ggml.tokens")
+    return None if tokens is None else list(tokens)
+
+
 def load_gguf_tokenizer(path: str | os.PathLike):
     """The ``tokenizers.Tokenizer`` the file's ``tokenizer.ggml.*`` metadata describes (see the
     module docstring), or a UserError naming the key it cannot serve."""

@@ -1,0 +1,300 @@
+"""The matched test across shapes: MLP units matched across widths, layers matched across
+depths, and the exact null of both (beyond the paper).
+
+The matched test (:mod:`.matched`) counts, per MLP layer, the units of BASE (A) whose partner in
+SUSPECT (B) is the same by their gate view and by their up view. Descendants change shapes:
+pruned or padded MLP widths, dropped, inserted or stacked layers. This module generalises the
+statistic and its null so that neither needs equal shapes.
+
+Units across widths. A has F_A units in a layer, B has F_B. The gate matching g and the up
+matching u are rectangular Hungarian assignments (each maximising the summed |Pearson r| of the
+standardised views, :func:`partners`): partial injections of A's units into B's, defined on
+min(F_A, F_B) units. A *dead* unit, whose view is constant on the inputs (a zero row of W_gate
+or W_up, as masked pruning and padded intermediate sizes leave), has no correlation with
+anything; its standardised column is zero, every partner ties with every other, and two
+assignments that break those ties the same way would count it as agreeing. Dead units are
+therefore taken out of the view where they are dead, in both models, before matching
+(:func:`live`), and never counted. K = #{i : g(i) = u(i), both defined}.
+
+Null. As in :mod:`.matched`, re-pair A's up units with its gate units by a uniform permutation
+sigma of its F_A units (at initialisation gate and up columns are i.i.d. and independent, so
+the re-paired model has A's law, and the re-pairing leaves every view of the layer in place).
+Then K(sigma) = #{i : g(i) = u(sigma(i))} = #{i in D : sigma(i) = phi(i)}, where
+phi(i) = u^-1(g(i)) is defined on the m_A units D whose gate partner is also some unit's up
+partner: the number of the m_A prescribed values that a uniform permutation of F_A items takes,
+whose law is the *partial rencontres* law (:func:`partial_rencontres_log_sf`),
+P(K = j) = C(m, j) sum_i (-1)^i C(m - j, i) (n - j - i)! / n!, mean m / n. With m = n (equal
+widths, no dead unit) it is the rencontres law of :mod:`.matched`. Re-pairing B's units
+instead gives the law with n = F_B and m_B = #{i : g(i), u(i) both defined}; each direction is
+exact when its model is an initialisation, and the test takes the larger of the two p-values,
+so it is exact (conservative) when either model is one.
+
+Layers across depths. Which layer of B descends from which layer of A is not known. The screen
+S(l_A, l_B) (:func:`screen`) is the mean, over a fixed subset of A's units, of each unit's
+largest |r| with any unit of B's layer, on the gate views of a fixed subset of rows: a layer
+that copies another's weights keeps every unit's partner near the top even when its inputs
+moved (a stacked or shifted layer), where unrelated layers reach only the largest of F chance
+correlations. (A similarity of whole layers, such as the CKA of their views, follows the
+inputs instead, and picks the neighbour of a stacked copy.) The screen reads gate views only,
+which re-pairing a layer's up units against its gate units leaves in place: choosing, for each
+layer l_A of A, the partner l_B = argmax S(l_A, .) uses nothing the re-pairing of layer l_A
+moves, and the partial-rencontres p-value of that one pair stays exact given the choice (the
+choice is paid for without splitting the inputs or a maximum under the null). The layers of A
+then combine by Fisher's method: p_l is super-uniform given everything before layer l of A
+(layer l's units feed only later layers), as in :mod:`.matched`.
+The B direction chooses, for each layer of B, its partner in A, and combines over B's layers.
+Both directions run; the verdict's p is the Fisher p of the direction that re-pairs the
+initialisation where one model is one, else the larger of the two. The B direction
+is the localised table: for every SUSPECT layer its BASE layer, the doubly matched units and p.
+A copy's layers choose their own origin; a SOLAR-style stack has two SUSPECT layers choosing
+one BASE layer; an inserted identity block or a BASE layer that was dropped chooses a layer it
+shares nothing with, and its p is about 1.
+
+Two trained models. Training couples a unit's gate and up columns, so the re-pairing no longer
+keeps the law, and the p-value rests on an assumption: independent trained models share at most
+``slack`` doubly matched units per tested layer pair (p = P(K >= K_obs - slack)). The slack is a
+count of units, not a share of the width: unrelated same-data seeds share a few units per layer
+at every width measured (RESULTS.md, the level table per width and depth).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+from bornbiased_jax.errors import UserError
+
+HUNGARIAN_MAX = 4096  # above this many live units, each unit takes its best partner instead
+SCREEN_ROWS = 512  # rows of the views that the layer screen reads
+SCREEN_UNITS = 256  # BASE units per layer the screen reads (each against every SUSPECT unit)
+DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's median sd is dead
+_TAIL_TERMS = 40  # terms of the alternating sum kept (the rest are below 1 / 40!)
+
+
+# --------------------------------------------------------------------------- the null's law
+@functools.lru_cache(maxsize=4096)
+def _log_pmf(n: int, m: int) -> np.ndarray:
+    """log P(K = j), j = 0..m, for K the number of i < m with sigma(i) = i, sigma uniform on
+    n items: P(K = j) = (1 / j!) r(j) sum_i (-1)^i / i! rho_j(i), r(s) = prod_{t < s}
+    (m - t) / (n - t), rho_j(i) = r(j + i) / r(j) (terms fall as 1 / i!, so the sum keeps its
+    precision; it is truncated after :data:`_TAIL_TERMS` terms)."""
+    if not 0 <= m <= n:
+        raise UserError(f"the partial rencontres law needs 0 <= m <= n, got m = {m}, n = {n}")
+    j = np.arange(m + 1)
+    t = np.arange(m)
+    log_r = np.concatenate([[0.0], np.cumsum(np.log((m - t) / (n - t)))])  # log r(s), s = 0..m
+    i = np.arange(_TAIL_TERMS)
+    idx = j[:, None] + i[None, :]  # s = j + i
+    ok = idx <= m
+    rho = np.where(ok, np.exp(log_r[np.minimum(idx, m)] - log_r[j][:, None]), 0.0)
+    terms = rho * ((-1.0) ** i / special.factorial(i))[None, :]
+    s = terms.sum(1)
+    with np.errstate(divide="ignore"):
+        return np.where(s > 0, np.log(np.maximum(s, 1e-300)) + log_r - special.gammaln(j + 1),
+                        -np.inf)
+
+
+def partial_rencontres_log_sf(n: int, m: int, k: int) -> float:
+    """log P(K >= k) for K = #{i < m : sigma(i) = i}, sigma a uniform permutation of n items
+    (m = n: the rencontres law, the number of fixed points)."""
+    if k <= 0:
+        return 0.0
+    if k > m:
+        return -math.inf
+    return min(0.0, float(special.logsumexp(_log_pmf(int(n), int(m))[k:])))
+
+
+# ------------------------------------------------------------------------------ the units
+def live(z_RF: np.ndarray) -> np.ndarray:
+    """The units whose standardised view is not constant: a column of zeros (a constant view,
+    ``matched._standardise``), or one whose raw scale was below :data:`DEAD_RTOL` of its
+    layer's median, is dead. ``z_RF``: standardised views (R, F)."""
+    return np.any(z_RF != 0, axis=0)
+
+
+def dead_units(pre) -> int:
+    """The units of a model that are dead in their gate or up view, summed over its layers."""
+    return int(sum(np.sum(~(live(g) & live(u))) for g, u in pre))
+
+
+def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
+             live_b: np.ndarray | None = None) -> np.ndarray:
+    """m[i]: B's unit matched to A's unit i by |Pearson r| of the standardised views (R, F_A)
+    and (R, F_B), or -1: the rectangular Hungarian assignment among live units (each live unit
+    of the smaller side gets a partner), each unit's argmax above :data:`HUNGARIAN_MAX` live
+    units; dead units (``live_*`` False) get none and are no one's partner."""
+    la = live(za) if live_a is None else live_a
+    lb = live(zb) if live_b is None else live_b
+    ia, ib = np.flatnonzero(la), np.flatnonzero(lb)
+    m = np.full(za.shape[1], -1, np.int64)
+    if len(ia) == 0 or len(ib) == 0:
+        return m
+    # float32 products: the |r| only rank candidate partners (see matched.matching)
+    c = np.abs(np.asarray(za[:, ia], np.float32).T @ np.asarray(zb[:, ib], np.float32))
+    if min(c.shape) <= HUNGARIAN_MAX:
+        rows, cols = optimize.linear_sum_assignment(c, maximize=True)
+        m[ia[rows]] = ib[cols]
+    else:
+        m[ia] = ib[c.argmax(1)]
+    return m
+
+
+@dataclasses.dataclass(frozen=True)
+class PairCount:
+    """One (layer of A, layer of B) pair: K doubly matched units; the null's sizes in each
+    direction, (n, m) of the partial rencontres law when A's units are re-paired (n_a = F_A)
+    and when B's are (n_b = F_B); the dead units of each side (either view)."""
+
+    K: int
+    n_a: int
+    m_a: int
+    n_b: int
+    m_b: int
+    dead_a: int
+    dead_b: int
+
+    def log_p(self, slack: int = 0, direction: str = "both") -> float:
+        """log P(K' >= K - slack): the A direction's, the B direction's or the larger."""
+        la = partial_rencontres_log_sf(self.n_a, self.m_a, self.K - slack)
+        lb = partial_rencontres_log_sf(self.n_b, self.m_b, self.K - slack)
+        return {"a": la, "b": lb, "both": max(la, lb)}[direction]
+
+
+def count_pair(views_a, views_b) -> PairCount:
+    """K and the null's sizes for one layer pair from its (gate, up) standardised views."""
+    (ga, ua), (gb, ub) = views_a, views_b
+    if len(ga) != len(gb):
+        raise UserError(f"MLP views of {len(ga)} and {len(gb)} rows: both models must read "
+                        f"the same inputs")
+    lga, lua, lgb, lub = live(ga), live(ua), live(gb), live(ub)
+    g = partners(ga, gb, lga, lgb)
+    u = partners(ua, ub, lua, lub)
+    both = (g >= 0) & (u >= 0)
+    K = int(np.sum(both & (g == u)))
+    image_u = np.zeros(gb.shape[1], bool)
+    image_u[u[u >= 0]] = True
+    m_a = int(np.sum((g >= 0) & image_u[np.maximum(g, 0)]))
+    return PairCount(K, ga.shape[1], m_a, gb.shape[1], int(both.sum()),
+                     int(np.sum(~(lga & lua))), int(np.sum(~(lgb & lub))))
+
+
+# ----------------------------------------------------------------------------- the layers
+def screen_rows(R: int, rows: int = SCREEN_ROWS) -> np.ndarray:
+    """The rows the screen reads: ``rows`` spread evenly over R (all when R is smaller)."""
+    return np.arange(R) if R <= rows else np.linspace(0, R - 1, rows).round().astype(int)
+
+
+def screen_views(pre, rows: np.ndarray, units: int | None = SCREEN_UNITS) -> list[np.ndarray]:
+    """Per layer, the gate view on ``rows``, re-standardised there, of at most ``units`` units
+    spread evenly over the layer (all with ``units`` None): what the screen reads of a model.
+    Only gate views: re-pairing a layer's units moves its up columns against its gate columns,
+    so a screen of gate views is unchanged by it."""
+    out = []
+    for g, _ in pre:
+        cols = (np.arange(g.shape[1]) if units is None or g.shape[1] <= units else
+                np.linspace(0, g.shape[1] - 1, units).round().astype(int))
+        z = np.asarray(g[np.ix_(rows, cols)], np.float32)
+        z = z - z.mean(0, keepdims=True)
+        sd = np.sqrt((z * z).mean(0))
+        out.append(z / np.where(sd > 0, sd, np.inf))
+    return out
+
+
+def screen(views_a, views_b) -> np.ndarray:
+    """S (L_A, L_B): for each layer pair, the mean over A's screened units of the largest |r|
+    with any unit of B's layer (gate views; :func:`screen_views` of A with a unit subset, of B
+    with every unit). A layer that copies another's weights keeps each unit's partner near the
+    top even when its inputs moved (a stacked copy, a shifted layer); unrelated layers reach
+    only the largest of F chance correlations."""
+    R = len(views_a[0])
+    zb = np.concatenate(views_b, axis=1)  # (R, sum F_B)
+    edges = np.cumsum([0] + [v.shape[1] for v in views_b])
+    S = np.empty((len(views_a), len(views_b)))
+    for i, za in enumerate(views_a):
+        c = np.abs(za.T @ zb) / R  # (units_A, sum F_B)
+        for j in range(len(views_b)):
+            S[i, j] = c[:, edges[j]:edges[j + 1]].max(1).mean() if edges[j + 1] > edges[j] \
+                else 0.0
+    return S
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerMatch:
+    """The matched test across shapes of one pair: the screen S (L_A, L_B); each direction's
+    choice (``to_b[l_A]``: B's layer chosen for A's layer l_A; ``to_a[l_B]``: A's layer chosen
+    for B's layer l_B); the counts of every pair that ran; the slack; and the per-layer log p
+    of each direction with its Fisher combination (natural logs)."""
+
+    S: np.ndarray
+    to_b: np.ndarray
+    to_a: np.ndarray
+    counts: dict
+    slack: int
+    log_p_a: np.ndarray
+    log_p_b: np.ndarray
+    log_p_fisher_a: float
+    log_p_fisher_b: float
+
+    direction: str = "both"
+
+    @property
+    def log_p(self) -> float:
+        """The test's log p: the Fisher p of the direction that re-pairs the initialisation
+        ('a': BASE is one, 'b': SUSPECT is one; exact), or the larger of the two ('both')."""
+        return {"a": self.log_p_fisher_a, "b": self.log_p_fisher_b,
+                "both": max(self.log_p_fisher_a, self.log_p_fisher_b)}[self.direction]
+
+    def suspect_rows(self) -> list[dict]:
+        """The localised table, one row per SUSPECT (B) layer: its chosen BASE layer, the
+        screen's value (mean best |r|), K doubly matched units of its F_B, and its log10 p."""
+        rows = []
+        for l_b, l_a in enumerate(self.to_a):
+            c = self.counts[(int(l_a), l_b)]
+            rows.append({"suspect_layer": l_b, "base_layer": int(l_a),
+                         "screen": round(float(self.S[l_a, l_b]), 4), "K": c.K,
+                         "units": c.n_b, "dead": c.dead_b,
+                         "log10_p": float(self.log_p_b[l_b]) / math.log(10)})
+        return rows
+
+
+def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", screen_a=None,
+                 rows: np.ndarray | None = None) -> LayerMatch:
+    """The matched test of B against A across shapes (the module docstring): the screen, each
+    direction's layer choices, the pair counts they need (each pair counted once) and the
+    per-layer and Fisher p-values at ``slack`` units per layer pair. ``direction``: which
+    model's re-pairing gives the p-value: 'a' where A is an initialisation, 'b' where B is
+    (each exact), 'both' (the larger p) otherwise. ``screen_a``: A's :func:`screen_views`
+    on ``rows`` when already computed (a base compared with several suspects)."""
+    if direction not in ("a", "b", "both"):
+        raise UserError(f"direction must be 'a', 'b' or 'both', got {direction!r}")
+    from bornbiased_jax.fingerprint.matched import fisher_log_p
+
+    if not pre_a or not pre_b:
+        raise UserError("the matched test needs at least one MLP layer in each model")
+    R = len(pre_a[0][0])
+    if len(pre_b[0][0]) != R:
+        raise UserError(f"MLP views of {R} and {len(pre_b[0][0])} rows: both models must read "
+                        f"the same inputs")
+    for name, pre in (("BASE", pre_a), ("SUSPECT", pre_b)):
+        if not any(live(z).any() for views in pre for z in views):
+            raise UserError(f"every MLP unit of {name} is dead (its gate and up views are "
+                            f"constant on the inputs: zero weights?): the matched test has "
+                            f"no unit to compare")
+    if int(slack) != slack or slack < 0:
+        raise UserError(f"the slack must be a whole number of units >= 0, got {slack!r}")
+    rows = screen_rows(R) if rows is None else rows
+    S = screen(screen_a if screen_a is not None else screen_views(pre_a, rows),
+               screen_views(pre_b, rows, units=None))
+    to_b, to_a = S.argmax(1), S.argmax(0)
+    counts = {}
+    for key in sorted({(l, int(to_b[l])) for l in range(len(pre_a))}
+                      | {(int(to_a[l]), l) for l in range(len(pre_b))}):
+        counts[key] = count_pair(pre_a[key[0]], pre_b[key[1]])
+    log_p_a = np.array([counts[(l, int(to_b[l]))].log_p(slack, "a") for l in range(len(pre_a))])
+    log_p_b = np.array([counts[(int(to_a[l]), l)].log_p(slack, "b") for l in range(len(pre_b))])
+    return LayerMatch(S, to_b, to_a, counts, int(slack), log_p_a, log_p_b,
+                      fisher_log_p(log_p_a), fisher_log_p(log_p_b), direction)
