@@ -50,7 +50,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
@@ -61,7 +61,6 @@ from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha,
 
 DROP = 4  # positions dropped at the start of every sequence
 
-HUNGARIAN_MAX = 4096  # above this width, each unit takes its best partner (argmax of |r|)
 
 
 def check_applicable(cfg: ModelConfig, what: str = "the model") -> None:

@@ -18,9 +18,9 @@ features and the MLP views). From the configs alone
                  in float32: R rows (``matched_rows``: sequences x positions read, sink
                  positions dropped) x F units x 2 views x L layers per model, for BASE (kept
                  for every suspect), the suspect and, for matched_init, BASE's
-                 initialisation; then per suspect 2L products of R x F by R x F (2 R F^2 FLOP
-                 each) and 2L assignments of F units (Hungarian up to
-                 ``matched.HUNGARIAN_MAX`` units, each unit's best partner above).
+                 initialisation; then per suspect about 2L products of R x F by R x F
+                 (2 R F^2 FLOP each: the layer pairs the screen chooses) matching reciprocal
+                 best partners, and the layer screen (``unit_matching.screen``).
 
 The comparison is refused before any loading when the weights leave less than
 ``ACTIVATION_RESERVE`` of the device for the forward pass and the features; the time is an
@@ -89,15 +89,8 @@ class Plan:
                    if self.null_models else "") + f"; {t}"
                 + (f"; matched test: {self.matched_host_bytes / gb:.3g} GB of MLP "
                    f"pre-activations on the host, {self.matched_flops / 1e12:.3g} TFLOP of "
-                   f"unit correlations per suspect, assignments of {self.matched_units} units ("
-                   + ("Hungarian" if self.matched_units <= _hungarian_max() else
-                      "each unit's best partner") + ")" if self.matched_host_bytes else ""))
-
-
-def _hungarian_max() -> int:
-    from bornbiased_jax.fingerprint.matched import HUNGARIAN_MAX
-
-    return HUNGARIAN_MAX
+                   f"unit correlations per suspect, {self.matched_units} units per layer "
+                   f"matched as reciprocal best partners" if self.matched_host_bytes else ""))
 
 
 def _count(p: int) -> str:

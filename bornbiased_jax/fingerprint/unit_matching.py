@@ -7,9 +7,8 @@ pruned or padded MLP widths, dropped, inserted or stacked layers. This module ge
 statistic and its null so that neither needs equal shapes.
 
 Units across widths. A has F_A units in a layer, B has F_B. The gate matching g and the up
-matching u are rectangular Hungarian assignments (each maximising the summed |Pearson r| of the
-standardised views, :func:`partners`): partial injections of A's units into B's, defined on
-min(F_A, F_B) units. A *dead* unit, whose view is constant on the inputs (a zero row of W_gate
+matching u pair reciprocal best partners by the |Pearson r| of the standardised views
+(:func:`partners`): partial injections of A's units into B's, whatever the two widths. A *dead* unit, whose view is constant on the inputs (a zero row of W_gate
 or W_up, as masked pruning and padded intermediate sizes leave), has no correlation with
 anything; its standardised column is zero, every partner ties with every other, and two
 assignments that break those ties the same way would count it as agreeing. Dead units are
@@ -64,11 +63,10 @@ import functools
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from bornbiased_jax.errors import UserError
 
-HUNGARIAN_MAX = 4096  # above this many live units, each unit takes its best partner instead
 SCREEN_ROWS = 512  # rows of the views that the layer screen reads
 SCREEN_UNITS = 256  # BASE units per layer the screen reads (each against every SUSPECT unit)
 DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's median sd is dead
@@ -123,10 +121,13 @@ def dead_units(pre) -> int:
 
 def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
              live_b: np.ndarray | None = None) -> np.ndarray:
-    """m[i]: B's unit matched to A's unit i by |Pearson r| of the standardised views (R, F_A)
-    and (R, F_B), or -1: the rectangular Hungarian assignment among live units (each live unit
-    of the smaller side gets a partner), each unit's argmax above :data:`HUNGARIAN_MAX` live
-    units; dead units (``live_*`` False) get none and are no one's partner."""
+    """m[i]: B's unit matched to A's unit i, or -1: the *reciprocal best partners* by |Pearson
+    r| of the standardised views (R, F_A) and (R, F_B), i and j matched when j is i's most
+    correlated unit of B and i is j's of A. The result is a partial injection (what the null's
+    law needs), it commutes with any relabelling of either side's units (what its exactness
+    needs), and it costs one product and two arg-maxes, no assignment problem (a Hungarian
+    assignment of 1,536 units takes 0.2 s, and a 30-layer pair needs 60 of them). Dead units
+    (``live_*`` False) are no one's partner."""
     la = live(za) if live_a is None else live_a
     lb = live(zb) if live_b is None else live_b
     ia, ib = np.flatnonzero(la), np.flatnonzero(lb)
@@ -135,11 +136,10 @@ def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
         return m
     # float32 products: the |r| only rank candidate partners (see matched.matching)
     c = np.abs(np.asarray(za[:, ia], np.float32).T @ np.asarray(zb[:, ib], np.float32))
-    if min(c.shape) <= HUNGARIAN_MAX:
-        rows, cols = optimize.linear_sum_assignment(c, maximize=True)
-        m[ia[rows]] = ib[cols]
-    else:
-        m[ia] = ib[c.argmax(1)]
+    best_b = c.argmax(1)  # for each live unit of A, its best of B
+    best_a = c.argmax(0)  # for each live unit of B, its best of A
+    mutual = best_a[best_b] == np.arange(len(ia))
+    m[ia[mutual]] = ib[best_b[mutual]]
     return m
 
 
