@@ -205,6 +205,29 @@ PAPER_TABLE1 = {
     ("c", 42, 64): (23062, 0.0395, "2.57e-224"), ("c", 42, 256): (23062, 0.062, "0.00"),
     ("c", 42, 1024): (23062, 0.0635, "0.00"), ("c", 43, 64): (20694, 0.052, "6.75e-309"),
     ("c", 43, 256): (20694, 0.0745, "0.00"), ("c", 43, 1024): (20694, 0.102, "0.00")}
+
+
+def paper_table1_range(part: str) -> tuple[float, float]:
+    """(lowest, highest) top-1 frequency of the paper's Table 1 part ``part`` ('a', 'b', 'c'),
+    over its seeds and lengths (:data:`PAPER_TABLE1`)."""
+    f = [freq for (q, _, _), (_, freq, _) in PAPER_TABLE1.items() if q == part]
+    if not f:
+        raise KeyError(f"Table 1 has no part {part!r}")
+    return min(f), max(f)
+
+
+def paper_table1_summary() -> str:
+    """The paper's Table 1 top-1 frequencies per part, as ranges over its seeds and lengths,
+    for the rows of other sections that quote them ('nano 2.60-6.75 %, 1.2B 3.95-10.20 % at
+    N = 2,000; LLaMA-2 nano 0.06-0.09 % at N = 10,000')."""
+    def rng(part):
+        lo, hi = paper_table1_range(part)
+        return f"{100 * lo:.2f}-{100 * hi:.2f} %"
+    n = {part: TABLE1_PARTS[part][2] for part in "abc"}
+    return (f"RoPE GPT-2 nano {rng('a')}, 1.2B {rng('c')} at N = {n['a']:,} (Table 1(a), (c)); "
+            f"LLaMA-2 nano {rng('b')} at N = {n['b']:,} (Table 1(b))")
+
+
 # part -> (its records, label, the N the paper's rows are counts of: docs/paper-notes.md, *Notes
 # on the paper*)
 TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),

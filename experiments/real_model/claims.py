@@ -8,7 +8,8 @@ Rules (each stated in its row):
     differs;
   * token preference after training (beyond the paper, which measures it at initialisation):
     a preference where Table 1's Bonferroni binomial p is below :data:`ALPHA`, reported beside
-    the paper's initialisation frequencies;
+    the paper's initialisation frequencies (quoted from the paper-values table the Table 1
+    rules use, ``paper_claims.PAPER_TABLE1``);
   * Table 6 on a real model: per test, the weight-derived descendants found at
     :data:`ALPHA` and the unrelated models called related. The honest edits of Table 6's kind
     (fine-tunes, weight quantization, pruning) all found with no unrelated model flagged
@@ -23,6 +24,8 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
                                      Claim, table)
 
 from bornbiased_jax.fingerprint.result import ALPHA
+from experiments.initialisation.paper_claims import paper_table1_summary
+
 SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
 Z95 = 1.959964
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
@@ -105,8 +108,7 @@ def token_preference_claims(rec: dict) -> list[Claim]:
         rows.append(Claim(
             f"A trained model's preference on random token sequences (Table 1's protocol, "
             f"T = {x['seq_len']}) [{MODEL}]",
-            "at initialisation: top-1 2.60-5.20 % at N = 2,000 for the GPT-2-style models, "
-            "weak for LLaMA-2 (Table 1); nothing after training",
+            f"at initialisation: top-1 {paper_table1_summary()}; nothing after training",
             f"top-1 token {x['top1_id']}" + (f" ({text!r})" if text else "") +
             f": {_pct(x['top1_freq'])} of N = {x['num_seqs']:,}, log10 p {x['log10_p']:.1f}",
             BEYOND,
