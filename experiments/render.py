@@ -143,8 +143,11 @@ def initialisation_section(records: dict) -> str | None:
         if at is not None:
             lines.append("| " + " | ".join(at.cells()) + " |")
         if prefix == "Table 1 / Finding 1":
-            for extra in ("Table 1(a) seed spread", "Table 1(c) magnitudes", "Finding 1.2",
-                          "Finding 1.3"):
+            for extra in ("Table 1(a) seed spread", "Table 1(c) magnitudes", "Finding 1.1",
+                          "Finding 1.2", "Finding 1.3"):
+                if extra == "Finding 1.1" and name in records:  # its CPU row first
+                    cpu11 = initialisation_paper.finding11_claim(records[name]["records"])
+                    lines.append("| " + " | ".join(cpu11.cells()) + " |")
                 lines.append("| " + " | ".join(at_paper.pop(extra).cells()) + " |")
         if prefix in initialisation.FINDING2_PARTS:
             finding2[prefix] = (cpu, at)
