@@ -60,7 +60,8 @@ def add_parser(sub) -> None:
     p.add_argument("--test", choices=registry.choices(), default="auto",
                    help="which test(s): 'auto' runs permutation and, when BASE's "
                         "initialisation is known (a preset, a train run, a run continued from "
-                        "one), matched_init for gated MLPs (the verdict's: exact, robust to "
+                        "one), matched_init for gated MLPs (the verdict's: valid and "
+                        "conservative, robust to "
                         "renamings and rotations) or aligned otherwise; when it is unknown, "
                         "matched (gated MLPs), the any-pair verdict taking each at alpha/2, "
                         "saying why; 'all' runs every test that applies")
@@ -120,9 +121,11 @@ def add_parser(sub) -> None:
     tests.add_argument("--matched-eps", type=unit_interval, default=None, metavar="EPS",
                        help=f"matched test: the share of each layer's MLP units two independent "
                             f"models may share in both views (default: 0 when either model is an "
-                            f"initialisation, where the test is exact; {MATCHED_TRAINED_EPS:g} "
-                            f"for two trained models, measured on 32 seeds trained on identical "
-                            f"data: docs/seedprint.md)")
+                            f"initialisation, where the test is valid; {MATCHED_TRAINED_EPS:g} "
+                            f"for two trained models, fitted on 16 of 32 llama2-tiny seeds "
+                            f"trained on identical data: a level not rejected on the 16 held "
+                            f"out, at that family's one width, an assumption elsewhere: "
+                            f"docs/seedprint.md)")
 
     precision_group(p).add_argument(
         "--dtype", choices=["float32", "bfloat16"], default="float32",
