@@ -32,7 +32,7 @@ from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_hfinit", "lineage_qwen2",
-            "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
+            "lineage_qwen2_hfinit", "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
             "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
@@ -40,6 +40,7 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "lineage": "python -m experiments.lineage",
             "lineage_hfinit": "python -m experiments.lineage --init hf",
             "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
+            "lineage_qwen2_hfinit": "python -m experiments.lineage --arch qwen2 --init hf",
             "lineage_bench": "python -m experiments.lineage_bench",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
@@ -225,6 +226,12 @@ def lineage_hfinit_section(records: dict) -> str | None:
     return lineage.section(records, init="hf").rstrip("\n")
 
 
+def lineage_qwen2_hfinit_section(records: dict) -> str | None:
+    if not all(n in records for n in lineage.QWEN2_HFINIT_EXPERIMENTS):
+        return None
+    return lineage.section(records, "qwen2", init="hf").rstrip("\n")
+
+
 def lineage_bench_section(records: dict) -> str | None:
     if "lineage_bench" not in records:
         return None
@@ -329,6 +336,7 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "seedprint": "SeedPrint (paper Sec. 5-6.1)",
           "lineage": lineage.ARCHS["llama2"][2], "lineage_hfinit": lineage.HFINIT_TITLE,
           "lineage_qwen2": lineage.ARCHS["qwen2"][2],
+          "lineage_qwen2_hfinit": lineage.QWEN2_HFINIT_TITLE,
           "lineage_bench": lineage_bench.TITLE,
           "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
@@ -365,7 +373,9 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
     make = {"initialisation": initialisation_section, "theory": theory_section,
             "seedprint": seedprint_section, "lineage": lineage_section,
             "lineage_hfinit": lineage_hfinit_section,
-            "lineage_qwen2": lineage_qwen2_section, "lineage_bench": lineage_bench_section,
+            "lineage_qwen2": lineage_qwen2_section,
+            "lineage_qwen2_hfinit": lineage_qwen2_hfinit_section,
+            "lineage_bench": lineage_bench_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
             "real_model": real_model_section,

@@ -374,3 +374,38 @@ def test_survival_summary_gives_the_effect_beside_the_count():
     assert "in 2 of 3: 2 true lineages" in text and "unrelated pair called" not in text
     assert text.endswith("They do not in Table 4c: s123 init vs s1000 base (each row gives "
                          "its marks under both).")
+
+
+def test_qwen_style_rows_say_whether_their_gaussian_verdict_survives_the_hf_init():
+    """Once the Qwen-style HF-init records exist (<experiment>_hfinit), the Qwen-style rows stop
+    saying 'not measured': Figure 14's Gaussian row gives its verdict under the HF init (its
+    record is a checkpoint curve, not pairs), a Table 9-12 pair its marks under both, and the
+    HF-init section's summary counts the Qwen tables (9, 10, 11, 12)."""
+    own = [1e-30] * 10
+    gpt2 = _fig14(tokens=(own, [0.3] * 11), gaussian=(own, [1e-30] * 11))
+    hf = _fig14(tokens=(own, [0.3] * 11), gaussian=(own, [0.3] * 11))
+    said = lineage_study.init_sentence("figure14", gpt2, hf, "gpt2")
+    (label, text), = said.items()
+    assert label.startswith("Figure 14 (gaussian inputs)")
+    assert text.startswith("with the HF init: reproduced") and text.endswith(
+        "does not survive the change of init (differs with the GPT-2-scaled init)")
+    t11 = _cross_pair(1e-30)
+    t11["records"][0]["pair"] = "s123 init vs s1000 base"
+    recs = {"figure14": gpt2, "table9": _cross_pair(1e-30), "table10": _own_pair(pcs=0.5),
+            "table11": t11, "table12": _own_pair(pcs=0.5)}
+    both = {**recs, **{n + "_hfinit": r for n, r in recs.items()},
+            "figure14_hfinit": hf, "table11_hfinit": _cross_pair(0.4)}
+    rows = {c.claim: c for c in lineage_study.claims(both, "qwen2")}
+    fig = rows["Figure 14 (gaussian inputs): seed-42 init vs checkpoints (Qwen-style) "
+               "[GPT-2-scaled init]"]
+    assert fig.why.endswith("does not survive the change of init (differs with the "
+                            "GPT-2-scaled init)")
+    t11_row = rows["Table 11: s123 init vs s1000 base [GPT-2-scaled init]"]
+    assert "the paper's test right about this pair (wrong with the GPT-2-scaled init)" in t11_row.why
+    assert not any("Not measured with the HF init" in c.why for c in rows.values())
+    summary = lineage_study.survival_summary(both, "qwen2")
+    assert summary.startswith("Gaussian-input pairs measured under both inits (Tables 9, 10, "
+                              "11, 12): the paper's test's marks survive the change of init in "
+                              "3 of 4")
+    assert summary.endswith("They do not in Table 11: s123 init vs s1000 base (each row gives "
+                            "its marks under both).")

@@ -304,9 +304,9 @@ def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[
         return {label: f"Not measured with the {theirs}: whether this Gaussian-input verdict "
                        "survives the change of init is not known" for label in labels}
     out = {}
-    if name == "figure11":
-        ours = {c.claim: c for c in figure11_claims(here) if "(gaussian" in c.claim}
-        alt = {c.claim: c for c in figure11_claims(other) if "(gaussian" in c.claim}
+    if name in ("figure11", "figure14"):
+        ours = {c.claim: c for c in _claims_of(name, here) if "(gaussian" in c.claim}
+        alt = {c.claim: c for c in _claims_of(name, other) if "(gaussian" in c.claim}
         for label, c in ours.items():
             if label in alt:
                 same = alt[label].verdict == c.verdict
@@ -424,7 +424,7 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
     names, runs_name, title = ARCHS[arch]
     suffix = INITS[init][0]
     if init == "hf":
-        title = HFINIT_TITLE
+        title = HFINIT_TITLES[arch]
     info = records[names[-1] + suffix]["run"]
     s = info["settings"]
     fam = records[runs_name + suffix]["records"]["family"]
@@ -436,16 +436,17 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
     if init == "hf":
         init_text = ("Initialisation: the released code's (HF default: every weight N(0, 0.02), "
                      "no 1/sqrt(2L) on W_O and W_down; its null initialisations too); "
-                     "everything else as the GPT-2-scaled family of the section above. ")
+                     "everything else as the GPT-2-scaled family of the section "
+                     + ("above" if arch == "llama2" else "'" + ARCHS[arch][2] + "'") + ". ")
     else:
+        hf_command = ("python -m experiments.lineage" + ("" if arch == "llama2" else
+                                                        f" --arch {arch}") + " --init hf")
         init_text = ("Initialisation: App. B.1's GPT-2-scaled residual init (W_O and W_down "
                      "scaled by 1/sqrt(2L)); the released code uses the HF default instead, "
                      + ("and the section below measures the same family with it. "
                         if all(n + HFINIT in records for n in names) else
-                        "which this family has not been measured with (`python -m "
-                        "experiments.lineage --init hf` trains and measures it). "
-                        if arch == "llama2" else "which this Qwen-style family has not been "
-                        "measured with. "))
+                        f"which this {'' if arch == 'llama2' else 'Qwen-style '}family has not "
+                        f"been measured with (`{hf_command}` trains and measures it). "))
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
              f"scale, {info['device']}). Family (experiments/lineage/family.py): "
@@ -476,7 +477,7 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
              + "PCS(own init) = the trained model vs its "
              "own initialisation (" + ("paper: 0.58" if arch == "llama2" else "the paper "
                                        "gives it for its LLaMA-style models only: 0.58") + ").",
-             ""] + ([survival_summary(records), ""] if init == "hf" else []) + [
+             ""] + ([survival_summary(records, arch), ""] if init == "hf" else []) + [
              claims_table(claims(records, arch, init)), "", "The family's runs:", ""]
     lines += runs_table(records[runs_name + suffix]["records"]["runs"])
     return "\n".join(lines) + "\n"
@@ -484,6 +485,10 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
 
 HFINIT_TITLE = ("Lineage with the released code's HF default init (paper Sec. 5, 6.1.2: "
                 "Figure 11, Tables 4b, 4c, 5)")
+QWEN2_HFINIT_TITLE = ("Lineage with Qwen-style models and the released code's HF default init "
+                      "(paper App. B.3.3: Tables 9-12, Figure 14)")
+HFINIT_TITLES = {"llama2": HFINIT_TITLE, "qwen2": QWEN2_HFINIT_TITLE}
 EXPERIMENTS = ARCHS["llama2"][0] + [ARCHS["llama2"][1]]
 HFINIT_EXPERIMENTS = [n + HFINIT for n in EXPERIMENTS]
 QWEN2_EXPERIMENTS = ARCHS["qwen2"][0] + [ARCHS["qwen2"][1]]
+QWEN2_HFINIT_EXPERIMENTS = [n + HFINIT for n in QWEN2_EXPERIMENTS]
