@@ -17,6 +17,8 @@
   :func:`paired_mean`), a mean over seeds with its t interval, alone or paired seed by seed.
 * :func:`kendall_null_var` and :func:`kendall_null_sd`, the exact permutation null of
   Kendall's tau (SeedPrint's per-dimension statistic).
+* :func:`mantel_haenszel_greater`, the one-sided Cochran-Mantel-Haenszel test of a common
+  direction over several 2 x 2 tables (a directional claim judged across seeds and models).
 * Formatting of p-values for tables: :func:`fmt_p` (a p-value) and :func:`format_log10_p`
   (a p-value given by its log10).
 """
@@ -83,6 +85,29 @@ def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
     lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
     hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
     return float(lo), float(hi)
+
+
+def mantel_haenszel_greater(tables) -> float:
+    """One-sided Cochran-Mantel-Haenszel p of "the second proportion is larger" over strata.
+
+    ``tables``: (k1, n1, k2, n2) per stratum, k successes of n in group 1 and group 2. Given
+    each stratum's margins, k2 is hypergeometric under H0 (no difference within any stratum),
+    with E[k2] = n2 m / N and Var[k2] = n1 n2 m (N - m) / (N^2 (N - 1)), m = k1 + k2,
+    N = n1 + n2. The statistic Z = (sum k2 - sum E[k2] - 1/2) / sqrt(sum Var[k2]) (with
+    the continuity correction) is referred to the standard normal: p = P(N(0, 1) >= Z).
+    Strata whose margins leave k2 no freedom (m = 0 or m = N) add nothing; with none left,
+    p = 1. The alternative is a common direction (odds ratios above 1), not one stratum."""
+    obs = mean = var = 0.0
+    for k1, n1, k2, n2 in tables:
+        N, m = n1 + n2, k1 + k2
+        if N < 2 or m == 0 or m == N:
+            continue
+        obs += k2
+        mean += n2 * m / N
+        var += n1 * n2 * m * (N - m) / (N * N * (N - 1))
+    if var == 0:
+        return 1.0
+    return float(stats.norm.sf((obs - mean - 0.5) / math.sqrt(var)))
 
 
 def mean_se(xs) -> tuple[float, float]:

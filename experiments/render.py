@@ -32,7 +32,7 @@ from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_hfinit", "lineage_qwen2",
-            "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
+            "lineage_qwen2_hfinit", "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
             "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
@@ -40,6 +40,7 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "lineage": "python -m experiments.lineage",
             "lineage_hfinit": "python -m experiments.lineage --init hf",
             "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
+            "lineage_qwen2_hfinit": "python -m experiments.lineage --arch qwen2 --init hf",
             "lineage_bench": "python -m experiments.lineage_bench",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
@@ -143,8 +144,11 @@ def initialisation_section(records: dict) -> str | None:
         if at is not None:
             lines.append("| " + " | ".join(at.cells()) + " |")
         if prefix == "Table 1 / Finding 1":
-            for extra in ("Table 1(a) seed spread", "Table 1(c) magnitudes", "Finding 1.2",
-                          "Finding 1.3"):
+            for extra in ("Table 1(a) seed spread", "Table 1(c) magnitudes", "Finding 1.1",
+                          "Finding 1.2", "Finding 1.3"):
+                if extra == "Finding 1.1" and name in records:  # its CPU row first
+                    cpu11 = initialisation_paper.finding11_claim(records[name]["records"])
+                    lines.append("| " + " | ".join(cpu11.cells()) + " |")
                 lines.append("| " + " | ".join(at_paper.pop(extra).cells()) + " |")
         if prefix in initialisation.FINDING2_PARTS:
             finding2[prefix] = (cpu, at)
@@ -220,6 +224,12 @@ def lineage_hfinit_section(records: dict) -> str | None:
     if not all(n in records for n in lineage.HFINIT_EXPERIMENTS):
         return None
     return lineage.section(records, init="hf").rstrip("\n")
+
+
+def lineage_qwen2_hfinit_section(records: dict) -> str | None:
+    if not all(n in records for n in lineage.QWEN2_HFINIT_EXPERIMENTS):
+        return None
+    return lineage.section(records, "qwen2", init="hf").rstrip("\n")
 
 
 def lineage_bench_section(records: dict) -> str | None:
@@ -326,6 +336,7 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "seedprint": "SeedPrint (paper Sec. 5-6.1)",
           "lineage": lineage.ARCHS["llama2"][2], "lineage_hfinit": lineage.HFINIT_TITLE,
           "lineage_qwen2": lineage.ARCHS["qwen2"][2],
+          "lineage_qwen2_hfinit": lineage.QWEN2_HFINIT_TITLE,
           "lineage_bench": lineage_bench.TITLE,
           "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
@@ -362,7 +373,9 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
     make = {"initialisation": initialisation_section, "theory": theory_section,
             "seedprint": seedprint_section, "lineage": lineage_section,
             "lineage_hfinit": lineage_hfinit_section,
-            "lineage_qwen2": lineage_qwen2_section, "lineage_bench": lineage_bench_section,
+            "lineage_qwen2": lineage_qwen2_section,
+            "lineage_qwen2_hfinit": lineage_qwen2_hfinit_section,
+            "lineage_bench": lineage_bench_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
             "real_model": real_model_section,

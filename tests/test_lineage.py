@@ -8,6 +8,8 @@ import shutil
 
 import pytest
 
+from bornbiased_jax.stats import kendall_null_sd
+
 from bornbiased_jax import data
 from bornbiased_jax.errors import UserError
 from experiments.lineage import claims as lineage_study
@@ -337,6 +339,73 @@ def test_each_lineage_row_names_its_init_and_whether_its_gaussian_verdict_surviv
     assert gpt2["Figure 11 (gaussian inputs): seed-42 init vs checkpoints [GPT-2-scaled init]"
                 ].why.endswith("the Gaussian-input verdict survives the change of init")
     assert lineage_study.survival_summary(both) == (
-        "Gaussian-input pairs measured under both inits (Tables 4b, 4c, 5): the paper's test's "
-        "marks survive the change of init in 2 of 3; they do not in Table 4c: s123 init vs "
+        "Gaussian-input pairs measured under both inits (Tables 4b / 8, 4c, 5): the paper's "
+        "test's marks survive the change of init in 2 of 3: 2 true lineages found under both "
+        "(GPT-2-scaled init: t 1.00e-30, U 1.00e-30, mean tau on S +3.8 sd; HF init: t "
+        "1.00e-30, U 1.00e-30, mean tau on S +3.8 sd). They do not in Table 4c: s123 init vs "
         "s1000 base (each row gives its marks under both).")
+
+
+def test_survival_summary_gives_the_effect_beside_the_count():
+    """A false lineage called related under both inits counts as surviving, but the summary
+    says how strongly under each: p from 1e-40 to 0.004 and mean tau from +3.8 to +0.6 sd
+    (the committed HF-init family's three Table 4c survivors) reads as a survivor only just."""
+    def cross(p, tau):
+        rec = _cross_pair(p)
+        rec["records"][0]["seedprint"]["gaussian"]["paper/mean_tau"] = tau
+        return rec
+
+    sd = kendall_null_sd(1000)
+    recs = {"table4b": _own_pair(pcs=0.5), "table4c": cross(1e-40, 3.8 * sd),
+            "table5": _own_pair(pcs=0.5)}
+    hf = {"table4b_hfinit": _own_pair(pcs=0.5, p=1e-20),
+          "table4c_hfinit": cross(0.004, 0.6 * sd), "table5_hfinit": _own_pair(pcs=0.5)}
+    text = lineage_study.survival_summary({**recs, **hf})
+    assert text.startswith("Gaussian-input pairs measured under both inits (Tables 4b / 8, "
+                           "4c, 5): the paper's test's marks survive the change of init in 3 "
+                           "of 3: 2 true lineages found under both (GPT-2-scaled init: t "
+                           "1.00e-30, U 1.00e-30, mean tau on S +3.8 sd; HF init: t "
+                           "1.00e-30..1.00e-20, U 1.00e-30..1.00e-20")
+    assert text.endswith("; and 1 unrelated pair called related under both (GPT-2-scaled "
+                         "init: t 1.00e-40, U 1.00e-40, mean tau on S +3.8 sd; HF init: t "
+                         "0.004, U 0.004, mean tau on S +0.6 sd).")
+    hf["table4c_hfinit"] = cross(0.4, 0.0)  # called unrelated with the HF init: not a survivor
+    text = lineage_study.survival_summary({**recs, **hf})
+    assert "in 2 of 3: 2 true lineages" in text and "unrelated pair called" not in text
+    assert text.endswith("They do not in Table 4c: s123 init vs s1000 base (each row gives "
+                         "its marks under both).")
+
+
+def test_qwen_style_rows_say_whether_their_gaussian_verdict_survives_the_hf_init():
+    """Once the Qwen-style HF-init records exist (<experiment>_hfinit), the Qwen-style rows stop
+    saying 'not measured': Figure 14's Gaussian row gives its verdict under the HF init (its
+    record is a checkpoint curve, not pairs), a Table 9-12 pair its marks under both, and the
+    HF-init section's summary counts the Qwen tables (9, 10, 11, 12)."""
+    own = [1e-30] * 10
+    gpt2 = _fig14(tokens=(own, [0.3] * 11), gaussian=(own, [1e-30] * 11))
+    hf = _fig14(tokens=(own, [0.3] * 11), gaussian=(own, [0.3] * 11))
+    said = lineage_study.init_sentence("figure14", gpt2, hf, "gpt2")
+    (label, text), = said.items()
+    assert label.startswith("Figure 14 (gaussian inputs)")
+    assert text.startswith("with the HF init: reproduced") and text.endswith(
+        "does not survive the change of init (differs with the GPT-2-scaled init)")
+    t11 = _cross_pair(1e-30)
+    t11["records"][0]["pair"] = "s123 init vs s1000 base"
+    recs = {"figure14": gpt2, "table9": _cross_pair(1e-30), "table10": _own_pair(pcs=0.5),
+            "table11": t11, "table12": _own_pair(pcs=0.5)}
+    both = {**recs, **{n + "_hfinit": r for n, r in recs.items()},
+            "figure14_hfinit": hf, "table11_hfinit": _cross_pair(0.4)}
+    rows = {c.claim: c for c in lineage_study.claims(both, "qwen2")}
+    fig = rows["Figure 14 (gaussian inputs): seed-42 init vs checkpoints (Qwen-style) "
+               "[GPT-2-scaled init]"]
+    assert fig.why.endswith("does not survive the change of init (differs with the "
+                            "GPT-2-scaled init)")
+    t11_row = rows["Table 11: s123 init vs s1000 base [GPT-2-scaled init]"]
+    assert "the paper's test right about this pair (wrong with the GPT-2-scaled init)" in t11_row.why
+    assert not any("Not measured with the HF init" in c.why for c in rows.values())
+    summary = lineage_study.survival_summary(both, "qwen2")
+    assert summary.startswith("Gaussian-input pairs measured under both inits (Tables 9, 10, "
+                              "11, 12): the paper's test's marks survive the change of init in "
+                              "3 of 4")
+    assert summary.endswith("They do not in Table 11: s123 init vs s1000 base (each row gives "
+                            "its marks under both).")

@@ -65,6 +65,35 @@ def test_summary_counts_and_rules_pass():
     assert "holds its level (FPR at most alpha); finds every positive" in cl[0].why
 
 
+def test_valid_and_robust_footnotes_the_in_sample_level():
+    """The matched test with a trained base (and the any-pair verdict through its matched leg)
+    holds its level on the benchmark's own seeds, on which its slack was fitted: the last row
+    names it with an in-sample footnote, the other tests without one; a test that fails a rule
+    is not named at all, footnote or not."""
+    rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
+    last = CL.claims(MT.summarise(rows))[-1]
+    lab = CL.LABELS
+    assert lab["matched"] + " [in-sample]" in last.ours
+    assert lab[MT.DEFAULT_UNKNOWN_INIT] + " [in-sample]" in last.ours
+    assert last.ours.startswith(lab["permutation"] + ", ")  # exact: no footnote
+    assert last.ours.count("[in-sample]") == 2
+    assert "[in-sample]: its level here rests on a slack fitted" in last.why
+    table = CL.summary_table({"run": {"settings": {"bases": 4}},
+                              "records": {"summary": MT.summarise(rows), "pairs": rows}})
+    assert f"| {lab['matched']} |" in table
+    assert "yes (in-sample level: slack fitted on these seeds) |" in table
+    for r in rows:  # the matched test misses every renamed copy: it leaves the row
+        if r["related"] and r["edit"].startswith("renamed"):
+            r["matched"] = 0.5
+    last = CL.claims(MT.summarise(rows))[-1]
+    assert lab["matched"] not in last.ours and last.ours.count("[in-sample]") == 1
+    for r in rows:
+        if r["related"] and r["edit"].startswith("renamed"):
+            r[MT.DEFAULT_UNKNOWN_INIT] = 0.5
+    last = CL.claims(MT.summarise(rows))[-1]
+    assert "[in-sample]" not in last.ours and "in-sample" not in last.why
+
+
 def test_rules_fail_on_misses_and_on_false_positives():
     # misses: the renamed copies are not found; false positives: every pair of seeds of
     # different parity is called related (8 of 12 ordered pairs, spread over all seeds)

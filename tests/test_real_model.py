@@ -11,7 +11,8 @@ import pytest
 from gguf_files import write_gguf
 
 from bornbiased_jax.hf import load_hf
-from bornbiased_jax.verdicts import BEYOND, DIFFERS, PARTLY, REPRODUCED, UNTESTABLE
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED,
+                                     UNTESTABLE)
 from experiments.real_model import claims, measure
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
@@ -49,25 +50,85 @@ def test_token_preference_rule():
     assert "'\\n'" in a.ours
 
 
+def test_token_preference_quotes_the_paper_table(monkeypatch):
+    """The paper's initialisation frequencies are read from the one table of Table 1's values
+    (paper_claims.PAPER_TABLE1), not retyped: nano 2.60-6.75 % (Table 1(a)), the 1.2B model
+    3.95-10.20 % (Table 1(c)), and a changed table changes the row."""
+    from experiments.initialisation import paper_claims
+
+    rec = {"records": {"records": [
+        {"seq_len": 64, "top1_id": 198, "top1_freq": 0.1, "num_seqs": 2000, "log10_p": -50.0}]}}
+    row = claims.token_preference_claims(rec)[0]
+    assert "nano 2.60-6.75 %, 1.2B 3.95-10.20 % at N = 2,000" in row.paper
+    assert "LLaMA-2 nano 0.06-0.09 % at N = 10,000" in row.paper
+    assert "5.20 %," not in row.paper  # the old, truncated quote
+    assert paper_claims.paper_table1_range("c") == (0.0395, 0.102)
+    monkeypatch.setitem(paper_claims.PAPER_TABLE1, ("c", 43, 1024), (20694, 0.12, "0.00"))
+    assert "1.2B 3.95-12.00 %" in claims.token_preference_claims(rec)[0].paper
+    with pytest.raises(KeyError):
+        paper_claims.paper_table1_range("d")
+
+
 def _pairs(p_of: dict, test="permutation"):
     return [{"suspect": n, "p": {test: p}, "related": {test: p < 0.01}, "verdict_test": test}
             for n, p in p_of.items()]
 
 
-def _lineage(p_of):
-    return {"records": {"suspects": {}, "tests": {"auto": {
+def _lineage(p_of, negatives=None, suspects=None):
+    rec = {"records": {"suspects": suspects or {}, "tests": {"auto": {
         "command": "bornbiased fingerprint M S", "wall_seconds": 120.0,
         "settings": {"n": 1000, "seq_len": 32, "input": "tokens"}, "pairs": _pairs(p_of)}}}}
+    if negatives is not None:
+        rec["records"]["negatives"] = negatives
+    return rec
+
+
+SCRATCH_WHAT = {"scratch": {"what": "a fresh init of the base's shape trained 30 steps on the "
+                                    "same text (lr 0.001): same shape and data, no weight "
+                                    "lineage"}}
+
+
+def _trained(k, same_data=True, steps=500):
+    return [{"name": f"neg{i}", "kind": "trained", "trained_steps": steps,
+             "same_data": same_data} for i in range(k)]
 
 
 def test_lineage_rule_passes_fails_and_splits():
+    """Table 6 on a real model: every honest edit found and no negative flagged reproduces it
+    only when the trained negatives bound the false-positive rate below 0.3 (11 of them,
+    none flagged; 10 bound it below 0.31) and one shares the descendants' data. The first
+    record's negatives (two untrained inits and one model trained 30 steps, derived from its
+    suspects' descriptions) bound it below 0.71 over all, 0.97 over the trained one:
+    consistent, underpowered, where the former rule said reproduced."""
     honest = {n: 1e-4 for n in claims.HONEST}
     unrelated = {n: 0.4 for n in claims.UNRELATED}
     renamed = {n: 0.5 for n in claims.RENAMED}
-    rows = claims.lineage_claims(_lineage({**honest, **unrelated, **renamed}))
+    rows = claims.lineage_claims(_lineage({**honest, **unrelated, **renamed},
+                                          suspects=SCRATCH_WHAT))
     assert rows[0].verdict == UNTESTABLE and "no 7B weights" in rows[0].why
-    assert rows[1].verdict == REPRODUCED and "renamed or rotated copies found 0 of 4" in rows[1].ours
-    flagged = claims.lineage_claims(_lineage({**honest, **unrelated, "scratch": 1e-3}))[1]
+    assert rows[1].verdict == UNDERPOWERED and "renamed or rotated copies found 0 of 4" in rows[1].ours
+    assert ("3 negatives: 1 trained from scratch (scratch: 30 steps, the descendants' data), 2 "
+            "untrained initialisations; flagged 0 of 3, the false-positive rate below 0.71 over "
+            "all and below 0.97 over the trained ones") in rows[1].why
+    assert "not below 0.3 (11 trained negatives, none flagged, would bound it there)" in rows[1].why
+    assert claims.negatives_needed() == 11
+    eleven = {f"neg{i}": 0.4 for i in range(11)}
+    ok = claims.lineage_claims(_lineage({**honest, **eleven}, _trained(11)))[1]
+    assert ok.verdict == REPRODUCED and "below 0.28 over the trained ones" in ok.why
+    ten = claims.lineage_claims(_lineage({**honest, **eleven}, _trained(10)))[1]
+    assert ten.verdict == UNDERPOWERED and "below 0.31 over the trained ones" in ten.why
+    other = claims.lineage_claims(_lineage({**honest, **eleven}, _trained(11, False)))[1]
+    assert other.verdict == UNDERPOWERED
+    assert "no trained negative shares the descendants' data" in other.why
+    inits = [{"name": f"neg{i}", "kind": "init", "trained_steps": 0, "same_data": False}
+             for i in range(11)]
+    weak = claims.lineage_claims(_lineage({**honest, **eleven}, inits))[1]
+    assert weak.verdict == UNDERPOWERED and "0 trained from scratch (none)" in weak.why
+    flagged = claims.lineage_claims(_lineage({**honest, **eleven, "neg3": 1e-3},
+                                             _trained(11)))[1]
+    assert flagged.verdict == PARTLY and "unrelated called related 1 of 11" in flagged.ours
+    flagged = claims.lineage_claims(_lineage({**honest, **unrelated, "scratch": 1e-3},
+                                             suspects=SCRATCH_WHAT))[1]
     assert flagged.verdict == PARTLY and "unrelated called related 1 of 3" in flagged.ours
     missed = claims.lineage_claims(_lineage({**honest, "int8": 0.3, **unrelated}))[1]
     assert missed.verdict == PARTLY and "missed: int8" in missed.ours
@@ -75,12 +136,41 @@ def test_lineage_rule_passes_fails_and_splits():
     assert none.verdict == DIFFERS
     table = claims.pairs_table(_lineage({**honest, **unrelated}))
     assert "| int8 | honest edit | 0.0001 * |" in table
+    assert "| neg0 | unrelated |" in claims.pairs_table(_lineage({**honest, **eleven},
+                                                                  _trained(11)))
     both = _lineage({**honest, **unrelated})  # one run measuring two tests: a row for each
     for p in both["records"]["tests"]["auto"]["pairs"]:
         p["p"]["matched"] = 1e-9
     rows = claims.lineage_claims(both)
     assert [r.claim.split("by the ")[1].split(" ")[0] for r in rows[1:]] == ["permutation",
                                                                              "matched"]
+
+
+def test_negatives_are_read_from_the_record_or_derived_from_it():
+    """A record's ``negatives`` list (what the study writes now: measure.negatives) decides
+    the negatives' kinds; without it they are derived from the suspects' names and
+    descriptions, as the first SmolLM2 record needs."""
+    rec = _lineage({"scratch": 0.4, "preset:smollm2-135m@1": 0.3}, suspects=SCRATCH_WHAT)
+    assert claims.negatives(rec["records"]) == [
+        {"name": "scratch", "kind": "trained", "trained_steps": 30, "same_data": True},
+        {"name": "preset:smollm2-135m@1", "kind": "init", "trained_steps": 0,
+         "same_data": False}]
+    assert claims.negatives(_lineage({"mystery": 0.4})["records"])[0]["kind"] == "unknown"
+    written = measure.negatives()
+    assert [n["name"] for n in written] == [*measure.UNRELATED_PRESETS, *measure.SCRATCH]
+    assert written[-1] == {"name": "scratch", "kind": "trained",
+                           "trained_steps": measure.FULL_STEPS, "same_data": True,
+                           "what": measure.SCRATCH["scratch"]}
+    rec = _lineage({n["name"]: 0.4 for n in written}, negatives=written)
+    assert claims.negatives(rec["records"]) == written
+    import json
+
+    committed = json.loads((Path(__file__).resolve().parents[1] / "results/records/real_model/"
+                            "smollm2_lineage.json").read_text())["records"]
+    assert [(n["name"], n["kind"], n["trained_steps"], n["same_data"])
+            for n in claims.negatives(committed)] == [
+        ("scratch", "trained", 30, True), ("preset:smollm2-135m@1", "init", 0, False),
+        ("preset:smollm2-135m@2", "init", 0, False)]
 
 
 def test_section_says_what_is_missing():

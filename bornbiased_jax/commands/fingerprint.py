@@ -71,7 +71,8 @@ def add_parser(sub) -> None:
     p.add_argument("--test", choices=registry.choices(), default="auto",
                    help="which test(s): 'auto' runs permutation and, when BASE's "
                         "initialisation is known (a preset, a train run, a run continued from "
-                        "one), matched_init for gated MLPs (the verdict's: exact, robust to "
+                        "one), matched_init for gated MLPs (the verdict's: valid and "
+                        "conservative, robust to "
                         "renamings and rotations) or aligned otherwise; when it is unknown, "
                         "matched (gated MLPs), the any-pair verdict taking each at alpha/2, "
                         "saying why; 'all' runs every test that applies")
@@ -131,9 +132,10 @@ def add_parser(sub) -> None:
     tests.add_argument("--matched-slack", type=non_negative_int, default=None, metavar="UNITS",
                        help=f"matched test: the doubly matched MLP units per layer pair that two "
                             f"independent models may share (default: 0 when either model is an "
-                            f"initialisation, where the test is exact; {MATCHED_TRAINED_SLACK} for "
-                            f"two trained models, measured on seeds trained on identical data: "
-                            f"docs/seedprint.md)")
+                            f"initialisation, where the test is valid; {MATCHED_TRAINED_SLACK} for "
+                            f"two trained models, fitted on held-in seeds trained on identical "
+                            f"data: a level not rejected on the held-out ones at the widths and "
+                            f"depths measured, an assumption elsewhere: docs/seedprint.md)")
     # the former spelling, a share of BASE's MLP width: kept for a release, hidden
     tests.add_argument("--matched-eps", type=unit_interval, default=None, help=argparse.SUPPRESS)
 

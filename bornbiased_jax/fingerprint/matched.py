@@ -50,13 +50,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import special
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import unit_matching as U
+from bornbiased_jax.fingerprint.rencontres import fisher_log_p, rencontres_log_sf  # noqa: F401
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
 
 DROP = 4  # positions dropped at the start of every sequence
@@ -203,25 +203,6 @@ def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:
     return U.partners(za, zb)
 
 
-def rencontres_log_sf(F: int, k: int) -> float:
-    """log P(K >= k) for K the number of fixed points of a uniform permutation of F items
-    (``unit_matching.partial_rencontres_log_sf`` with m = n = F)."""
-    return U.partial_rencontres_log_sf(F, F, k)
-
-
-def fisher_log_p(log_p_L: np.ndarray) -> float:
-    """log of Fisher's combined p of L p-values given as logs: X = -2 sum log p_l ~ chi^2 with
-    2L degrees of freedom, whose survival function is exactly
-    exp(-X/2) sum_{i < L} (X/2)^i / i!, evaluated in log space (no underflow)."""
-    half = -float(np.sum(log_p_L))
-    if not np.isfinite(half):
-        return -math.inf
-    if half == 0:
-        return 0.0
-    i = np.arange(len(log_p_L))
-    return min(0.0, -half + float(special.logsumexp(i * math.log(half) - special.gammaln(i + 1))))
-
-
 @dataclasses.dataclass(frozen=True)
 class Agreement:
     """Per layer l (A's layer l against B's layer l): K_l doubly matched units of F (A's width)."""
@@ -243,7 +224,8 @@ def agreement(pre_a, pre_b) -> Agreement:
 
 
 def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: bool = False,
-                 init: str | None = None, screen_a=None) -> LineageResult:
+                 init: str | None = None, screen_a=None,
+                 randomise: np.random.Generator | None = None) -> LineageResult:
     """The matched test of H0 "B is independent of A" from the two models' pre-activations,
     across widths and depths (``unit_matching.match_layers``: each layer pair chosen by the
     screen, the partial rencontres law, the larger p of re-pairing either model).
@@ -253,24 +235,44 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
     where the p-value is exact (slack must then be 0); ``init``: which one, 'base' or
     'suspect' (its units are the ones re-paired; None: the larger p of either re-pairing).
     ``screen_a``: BASE's layer screen (``unit_matching.screen_views``), when a comparison
-    computed it once for several suspects."""
+    computed it once for several suspects. The p of a discrete K is conservative (with two
+    layers of 176 units its size at alpha = 0.01 is 0.0030, ``rencontres.size``);
+    ``randomise``, a generator, breaks the ties with a uniform draw per layer,
+    p_l = P(K > K_l) + U P(K = K_l) (``rencontres.randomised_log_sf``), exactly uniform where
+    the null law holds (so it needs ``init``), at the price of a verdict that depends on the
+    draws (kept in the details)."""
     check_alpha(alpha)
     if init not in (None, "base", "suspect"):
         raise UserError(f"init must be 'base', 'suspect' or None, got {init!r}")
+    if randomise is not None and init is None:
+        raise UserError("the randomised tie-break is exact only where one model is an "
+                        "initialisation: say which (init='base' or 'suspect')")
     direction = {"base": "a", "suspect": "b", None: "both"}[init]
     lm = U.match_layers(pre_a, pre_b, slack=slack, direction=direction, screen_a=screen_a)
     rows = lm.suspect_rows()
     log_p = lm.log_p
+    draws = None
+    if randomise is not None:
+        pairs = ([(l, int(lm.to_b[l])) for l in range(len(pre_a))] if direction == "a" else
+                 [(int(lm.to_a[l]), l) for l in range(len(pre_b))])
+        draws = randomise.uniform(size=len(pairs))
+        log_p = fisher_log_p(np.array([lm.counts[k].log_p(slack, direction, u)
+                                       for k, u in zip(pairs, draws)]))
     p = math.exp(log_p) if log_p > -745 else 0.0
     F_b = int(pre_b[0][0].shape[1])
     K_b = np.array([r["K"] for r in rows])
     a_L = K_b / F_b
     n_layers = len(rows)
     attributed = [r for r in rows if r["log10_p"] <= math.log10(alpha / n_layers)]
-    note = ("exact: one model is an initialisation" if exact and slack == 0 else
+    note = (("exact null law, randomised tie-break (size alpha): one model is an "
+             "initialisation" if draws is not None else
+             "exact null law, conservative test (a discrete p): one model is an initialisation")
+            if exact and slack == 0 else
             f"for two trained models the p-value assumes independent models share at most "
-            f"{slack} doubly matched units per layer pair (the default "
-            f"{TRAINED_SLACK} is the level measured on same-data seeds: docs/seedprint.md)")
+            f"{slack} doubly matched units per layer pair (the default {TRAINED_SLACK}, fitted "
+            f"on held-in seeds trained on identical data, is a level not rejected on the "
+            f"held-out ones at the widths and depths measured, an assumption for other models: "
+            f"docs/seedprint.md)")
     return LineageResult(
         test="matched", p_values={"fisher": p}, alpha=alpha, n=int(len(pre_a[0][0])),
         d_out=F_b, dims=np.arange(n_layers), taus=a_L, corr_kind="unit_agreement",
@@ -286,7 +288,8 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
                  "log10_p": log_p / math.log(10),
                  "log10_p_base_direction": lm.log_p_fisher_a / math.log(10),
                  "log10_p_suspect_direction": lm.log_p_fisher_b / math.log(10),
-                 "log10_p_per_layer": [round(r["log10_p"], 3) for r in rows]},
+                 "log10_p_per_layer": [round(r["log10_p"], 3) for r in rows],
+                 **({} if draws is None else {"randomised_u": draws.tolist()})},
         note=note)
 
 

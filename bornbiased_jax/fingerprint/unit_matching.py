@@ -71,46 +71,18 @@ import numpy as np
 from scipy import special
 
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint.rencontres import (fisher_log_p, partial_log_pmf,
+                                                   partial_rencontres_log_sf, randomised_log_sf)
 
 SCREEN_ROWS = 512  # rows of the views that the layer screen reads
 SCREEN_UNITS = 256  # BASE units per layer the screen reads (each against every SUSPECT unit)
 CANDIDATES = 2  # each layer's best partners by the screen that the gate view then decides between
 CLEAR = 0.5  # ... unless the runner-up's screen is below this share of the best's
 DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's median sd is dead
-_TAIL_TERMS = 40  # terms of the alternating sum kept (the rest are below 1 / 40!)
 
 
-# --------------------------------------------------------------------------- the null's law
-@functools.lru_cache(maxsize=4096)
-def _log_pmf(n: int, m: int) -> np.ndarray:
-    """log P(K = j), j = 0..m, for K the number of i < m with sigma(i) = i, sigma uniform on
-    n items: P(K = j) = (1 / j!) r(j) sum_i (-1)^i / i! rho_j(i), r(s) = prod_{t < s}
-    (m - t) / (n - t), rho_j(i) = r(j + i) / r(j) (terms fall as 1 / i!, so the sum keeps its
-    precision; it is truncated after :data:`_TAIL_TERMS` terms)."""
-    if not 0 <= m <= n:
-        raise UserError(f"the partial rencontres law needs 0 <= m <= n, got m = {m}, n = {n}")
-    j = np.arange(m + 1)
-    t = np.arange(m)
-    log_r = np.concatenate([[0.0], np.cumsum(np.log((m - t) / (n - t)))])  # log r(s), s = 0..m
-    i = np.arange(_TAIL_TERMS)
-    idx = j[:, None] + i[None, :]  # s = j + i
-    ok = idx <= m
-    rho = np.where(ok, np.exp(log_r[np.minimum(idx, m)] - log_r[j][:, None]), 0.0)
-    terms = rho * ((-1.0) ** i / special.factorial(i))[None, :]
-    s = terms.sum(1)
-    with np.errstate(divide="ignore"):
-        return np.where(s > 0, np.log(np.maximum(s, 1e-300)) + log_r - special.gammaln(j + 1),
-                        -np.inf)
-
-
-def partial_rencontres_log_sf(n: int, m: int, k: int) -> float:
-    """log P(K >= k) for K = #{i < m : sigma(i) = i}, sigma a uniform permutation of n items
-    (m = n: the rencontres law, the number of fixed points)."""
-    if k <= 0:
-        return 0.0
-    if k > m:
-        return -math.inf
-    return min(0.0, float(special.logsumexp(_log_pmf(int(n), int(m))[k:])))
+# the null's law: fingerprint.rencontres (partial_log_pmf, partial_rencontres_log_sf)
+_log_pmf = partial_log_pmf
 
 
 # ------------------------------------------------------------------------------ the units
@@ -164,8 +136,14 @@ class PairCount:
     dead_a: int
     dead_b: int
 
-    def log_p(self, slack: int = 0, direction: str = "both") -> float:
-        """log P(K' >= K - slack): the A direction's, the B direction's or the larger."""
+    def log_p(self, slack: int = 0, direction: str = "both", u: float | None = None) -> float:
+        """log P(K' >= K - slack): the A direction's, the B direction's or the larger; with a
+        uniform draw ``u`` (one direction only), the randomised P(K' > k) + u P(K' = k)."""
+        if u is not None:
+            if direction == "both":
+                raise UserError("a randomised p needs the direction of the initialisation")
+            n, m = (self.n_a, self.m_a) if direction == "a" else (self.n_b, self.m_b)
+            return randomised_log_sf(n, m, self.K - slack, u)
         la = partial_rencontres_log_sf(self.n_a, self.m_a, self.K - slack)
         lb = partial_rencontres_log_sf(self.n_b, self.m_b, self.K - slack)
         return {"a": la, "b": lb, "both": max(la, lb)}[direction]
@@ -304,8 +282,6 @@ def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", scree
     on ``rows`` when already computed (a base compared with several suspects)."""
     if direction not in ("a", "b", "both"):
         raise UserError(f"direction must be 'a', 'b' or 'both', got {direction!r}")
-    from bornbiased_jax.fingerprint.matched import fisher_log_p
-
     if not pre_a or not pre_b:
         raise UserError("the matched test needs at least one MLP layer in each model")
     R = len(pre_a[0][0])

@@ -4,13 +4,17 @@ and 1.3 (which need the paper's models), and Table 1 beside the paper's rows."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 
-from scipy import stats
+import numpy as np
+from scipy import special, stats
 
-from bornbiased_jax.stats import format_log10_p
-from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, _freq_interval,
+from bornbiased_jax.stats import (bonferroni_log10_p, format_log10_p,
+                                  mantel_haenszel_greater)
+from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, LLAMA_ALPHA,
+                                                   _freq_interval,
                                                    figure1a_claim, figure2_claim,
                                                    figure3_row, figure4_from_figure7,
                                                    FIGURE10_PAPER, figure7_claim, figure8_claim,
@@ -31,32 +35,53 @@ def _proportion_p(k1: int, n1: int, k2: int, n2: int) -> float:
 
 
 def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
-    """Finding 1.2 from Table 1(a) (and (c) when measured): "the longer the sequence, the more
-    extreme": for every model and seed the top-1 frequency at its longest measured T above
-    that at its shortest (one-sided Fisher exact p <= 0.01; the 1.2B model's seeds count once
-    (c) is measured at two lengths); "the larger the model, the more extreme": for every
-    seed the 1.2B model's frequency above the nano model's at the same T (same test). A part
-    holds when all its comparisons are significant, fails when one goes significantly the other
-    way (p <= 0.01 reversed), holds in part when some but not all are significant (none
-    reversed), and is undecided when none is (or nothing was compared). Every measured part
-    holding with the scale part not measured is consistent, underpowered, not partly. The scale part holds
-    in full only when the 1.2B model is compared at every nano length ("at the same input
-    length"); compared at some lengths only it holds "at T = ... only", which gives partly. Reproduced when every part holds (the scale part
-    needs (c)); differs when one fails; partly when a part holds, wholly or in part, and the
-    other does not or is missing; underpowered when none is decided."""
+    """Finding 1.2 from Table 1(a) (and (c) when measured), two directional parts, each judged
+    by one pooled test across seeds and models with the comparison-by-comparison tests beside
+    it:
+
+      * "the longer the sequence, the more extreme": for every model and seed, the top-1
+        frequency at its longest measured T against that at its shortest (the 1.2B model's
+        seeds count once (c) is measured at two lengths);
+      * "the larger the model, the more extreme": for every seed and T measured for both, the
+        1.2B model's frequency against the nano model's.
+
+    A part *holds* when the one-sided Cochran-Mantel-Haenszel test over its comparisons
+    (:func:`~bornbiased_jax.stats.mantel_haenszel_greater`: one 2 x 2 table of top-1 count
+    and N per comparison, so the strata are model and seed for the length part, seed and T
+    for the scale part) gives p <= 0.01 and no comparison goes significantly the other way; *fails*
+    when one does (one-sided Fisher exact p <= 0.01 reversed) or the pooled test rejects
+    the other direction; is *undecided* otherwise. A claim about a direction is a claim
+    about every comparison together: a comparison not significant on its own at 1 % is
+    evidence in the paper's direction, not against it, so the row gives each comparison's
+    one-sided Fisher exact p and how many go the paper's way, and does not fail a part for
+    them. The scale part holds in full only when the 1.2B model is compared at every nano
+    length ("at the same input length"); compared at some lengths only it holds "at T = ...
+    only", which gives partly. Reproduced when every part holds (the scale part needs (c));
+    differs when one fails; partly when a part holds, wholly or in part, and the other does
+    not; consistent, underpowered when none is decided, or when every measured part holds
+    and the scale part is not measured."""
     def compare(pairs):
         if not pairs:
             return "undecided (no comparison)", []
-        ok, bad, text = [], [], []
+        tables, ok, bad, way, text = [], [], [], [], []
         for a, b in pairs:
             k1, n1 = _count(a), a["num_seqs"]
             k2, n2 = _count(b), b["num_seqs"]
+            tables.append((k1, n1, k2, n2))
             up, down = _proportion_p(k1, n1, k2, n2), _proportion_p(k2, n2, k1, n1)
             ok.append(up <= ALPHA)
             bad.append(down <= ALPHA)
+            way.append(k2 / n2 > k1 / n1)
             text.append(f"{a['top1_freq']:.2%} -> {b['top1_freq']:.2%} (p {up:.2g})")
-        state = ("fails" if any(bad) else "holds" if all(ok) else
-                 f"holds for {sum(ok)} of {len(ok)}" if any(ok) else "undecided")
+        pooled = mantel_haenszel_greater(tables)
+        against = mantel_haenszel_greater([(k2, n2, k1, n1) for k1, n1, k2, n2 in tables])
+        state = ("fails" if any(bad) or against <= ALPHA else
+                 "holds" if pooled <= ALPHA else "undecided")
+        state += (f" (pooled one-sided Mantel-Haenszel p {pooled:.2g} over {len(pairs)} "
+                  f"comparison{'s' if len(pairs) > 1 else ''}; on their own: {sum(ok)} of "
+                  f"{len(ok)} significant at {ALPHA:g}, {sum(way)} of {len(way)} in the "
+                  f"paper's direction" + (f", {sum(bad)} significantly against it" if any(bad)
+                                          else "") + ")")
         return state, text
 
     def by_seed_and_length(records):
@@ -93,11 +118,12 @@ def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
         texts.append("nano -> 1.2B: " + "; ".join(
             f"seed {s} T={T}: {x}" for (s, T), x in zip(common, t)))
         missing_T = sorted(set(Ts) - {T for _, T in common})
-        if missing_T and parts["scale"] == "holds":  # the paper: "at the same input length"
+        if missing_T and parts["scale"].startswith("holds"):  # "at the same input length"
             parts["scale"] = (f"holds at T = {', '.join(f'{T:,}' for T in sorted({T for _, T in common}))}"
                               f" only (1.2B not measured at T = "
-                              f"{', '.join(f'{T:,}' for T in missing_T)})")
-    states = list(parts.values())
+                              f"{', '.join(f'{T:,}' for T in missing_T)})"
+                              + parts["scale"][len("holds"):])
+    states = [x.split(" (")[0] for x in parts.values()]
     if "fails" in states:
         verdict = DIFFERS
     elif all(x == "holds" for x in states) and "scale" in parts:
@@ -113,7 +139,8 @@ def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
     return Claim("Finding 1.2 (longer sequences, larger models: more extreme)",
                  "1.2B seed 43: 5.20 % -> 10.20 % (T 64 -> 1,024; nano seed 42: 2.60 % -> "
                  "5.20 %); 1.2B above nano at every T",
-                 "; ".join(texts) + " (one-sided Fisher exact tests)", verdict, why, "Sec. 3")
+                 "; ".join(texts) + " (each comparison's one-sided Fisher exact p)", verdict,
+                 why, "Sec. 3")
 
 
 def contenders(r: dict, alpha: float = 0.05) -> set[int] | None:
@@ -205,6 +232,29 @@ PAPER_TABLE1 = {
     ("c", 42, 64): (23062, 0.0395, "2.57e-224"), ("c", 42, 256): (23062, 0.062, "0.00"),
     ("c", 42, 1024): (23062, 0.0635, "0.00"), ("c", 43, 64): (20694, 0.052, "6.75e-309"),
     ("c", 43, 256): (20694, 0.0745, "0.00"), ("c", 43, 1024): (20694, 0.102, "0.00")}
+
+
+def paper_table1_range(part: str) -> tuple[float, float]:
+    """(lowest, highest) top-1 frequency of the paper's Table 1 part ``part`` ('a', 'b', 'c'),
+    over its seeds and lengths (:data:`PAPER_TABLE1`)."""
+    f = [freq for (q, _, _), (_, freq, _) in PAPER_TABLE1.items() if q == part]
+    if not f:
+        raise KeyError(f"Table 1 has no part {part!r}")
+    return min(f), max(f)
+
+
+def paper_table1_summary() -> str:
+    """The paper's Table 1 top-1 frequencies per part, as ranges over its seeds and lengths,
+    for the rows of other sections that quote them ('nano 2.60-6.75 %, 1.2B 3.95-10.20 % at
+    N = 2,000; LLaMA-2 nano 0.06-0.09 % at N = 10,000')."""
+    def rng(part):
+        lo, hi = paper_table1_range(part)
+        return f"{100 * lo:.2f}-{100 * hi:.2f} %"
+    n = {part: TABLE1_PARTS[part][2] for part in "abc"}
+    return (f"RoPE GPT-2 nano {rng('a')}, 1.2B {rng('c')} at N = {n['a']:,} (Table 1(a), (c)); "
+            f"LLaMA-2 nano {rng('b')} at N = {n['b']:,} (Table 1(b))")
+
+
 # part -> (its records, label, the N the paper's rows are counts of: docs/paper-notes.md, *Notes
 # on the paper*)
 TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
@@ -212,6 +262,131 @@ TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
                       "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
                 "c": (("table1c", "table1c_t256", "table1c_t1024"), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
 # piece of experiments/paper_scale.py -> the records it writes
+
+
+# Finding 1.1's level per Table 1 part: a "non-random preference" at 1 % for the GPT-2 models;
+# for LLaMA-2 at 5 %, the level the paper's own Table 1(b) implies (it calls all six rows
+# significant, the largest p 3.16e-2), as Table 1's rule does (claims.LLAMA_ALPHA)
+FINDING11_LEVEL = {"a": ALPHA, "b": LLAMA_ALPHA, "c": ALPHA}
+FINDING11_N_STEP = 100  # the grid of N on which the rule's minimum is searched
+
+
+def table1_part(preset: str) -> str:
+    """The Table 1 part a preset stands for: 'b' (LLaMA-2), 'c' (the 1.2B GPT-2), 'a' (nano
+    GPT-2, and the CPU-scale GPT-2 preset in its place)."""
+    return "b" if preset.startswith("llama2") else "c" if "1.2b" in preset else "a"
+
+
+@functools.lru_cache(maxsize=64)
+def finding11_min_n(part: str, vocab_size: int) -> int:
+    """The smallest N (a multiple of :data:`FINDING11_N_STEP`, up to the paper's N for the part)
+    from which a network as weak as the paper's weakest row of Table 1 part ``part`` reaches
+    the part's level (:data:`FINDING11_LEVEL`): its top-1 frequency carried to N with the
+    count rounded down, floor(f N), has Bonferroni p below the level at N and every larger
+    N of the grid. Below it the rule could not see the paper's weakest preference, so a cell
+    measured there is not tested. Part (b): f = 0.06 % over 32,000 tokens at 5 %: N = 10,000
+    (6 of 10,000, p 0.032; 5 of 9,900 is not significant); parts (a), (c) at 1 %: a few
+    hundred sequences."""
+    f, level = paper_table1_range(part)[0], FINDING11_LEVEL[part]
+    n_paper = TABLE1_PARTS[part][2]
+    found = n_paper
+    for n in range(n_paper, 0, -FINDING11_N_STEP):
+        k = math.floor(f * n + 1e-9)
+        if k < 1 or bonferroni_log10_p(k, n, vocab_size) >= math.log10(level):
+            break
+        found = n
+    return found
+
+
+def fisher_log10_p(log10_ps: list[float]) -> float:
+    """log10 of Fisher's combined p of k p-values given by their log10: X = -2 sum ln p ~ chi^2
+    with 2k degrees of freedom, whose survival function is exp(-X/2) sum_{i<k} (X/2)^i / i!,
+    evaluated in log space (Table 1's p-values underflow float64, and so does chi2.logsf)."""
+    half = -math.log(10.0) * sum(min(0.0, lp) for lp in log10_ps)  # X / 2
+    if half == 0:
+        return 0.0
+    i = np.arange(len(log10_ps))
+    log_sf = -half + float(special.logsumexp(i * math.log(half) - special.gammaln(i + 1)))
+    return min(0.0, log_sf) / math.log(10.0)
+
+
+def finding11_claim(records: list[dict], label: str = "") -> Claim:
+    """Finding 1.1, "the extreme token preference remains highly consistent and robust across
+    diverse model architectures, scales, and input lengths" (the paper: "regardless of ...
+    the model consistently exhibits a non-random preference"), from Table 1 records, cell by
+    cell: a cell is one model (preset) at one length T. In a cell the seeds' Bonferroni
+    binomial p-values (Table 1's, each a test of "no token preferred") are pooled by Fisher's
+    method (conservative: a Bonferroni p is super-uniform) and the cell shows a preference
+    when the pooled p is below its part's level (:data:`FINDING11_LEVEL`). Only rows at N at
+    or above the rule's minimum (:func:`finding11_min_n`) are tested; a cell with none is
+    untested, and the row states its N. Reproduced when every cell is tested and shows a
+    preference, over both architectures (GPT-2 and LLaMA-2), both scales (nano and 1.2B,
+    Table 1(a) and (c)) and two lengths or more; consistent, underpowered when every tested
+    cell shows one but some cell is untested or the cells do not span the architectures,
+    scales and lengths; partly when some tested cells show one and others do
+    not (the row names them); differs when no tested cell shows one; untestable when none is
+    tested. Each seed's own significance is given beside the pooled p."""
+    cells: dict = {}
+    for r in records:
+        cells.setdefault((r["preset"], r["seq_len"]), []).append(r)
+    shown, failed, untested, texts = [], [], [], []
+    for (preset, T), rows in sorted(cells.items(), key=lambda kv: (table1_part(kv[0][0]),
+                                                                    kv[0][0], kv[0][1])):
+        part = table1_part(preset)
+        level = FINDING11_LEVEL[part]
+        n_min = finding11_min_n(part, rows[0].get("vocab_size", 50_257))
+        at = [r for r in rows if r["num_seqs"] >= n_min]
+        name = f"{preset} T={T:,}"
+        if not at:
+            Ns = sorted({r["num_seqs"] for r in rows})
+            untested.append(f"{name} (N = {', '.join(f'{n:,}' for n in Ns)}, below the "
+                            f"rule's minimum {n_min:,})")
+            continue
+        pooled = fisher_log10_p([r["log10_p"] for r in at])
+        own = sum(r["log10_p"] < math.log10(level) for r in at)
+        Ns = sorted({r["num_seqs"] for r in at})
+        texts.append(f"{name}: pooled p {format_log10_p(pooled)} at N = "
+                     f"{', '.join(f'{n:,}' for n in Ns)} ({own} of {len(at)} seed rows below "
+                     f"{level:g} on their own)")
+        (shown if pooled < math.log10(level) else failed).append(name)
+    parts = {table1_part(p) for p, _ in cells}
+    spans = {"architectures (GPT-2, LLaMA-2)": {"GPT-2" if x in "ac" else "LLaMA-2"
+                                                 for x in parts},
+             "scales (nano, 1.2B)": {{"a": "nano", "c": "1.2B"}[x] for x in parts - {"b"}},
+             "lengths": {T for _, T in cells}}
+    narrow = [k for k, v in spans.items() if len(v) < 2]
+    tested = shown + failed
+    if not tested:
+        verdict = UNTESTABLE
+    elif not shown:
+        verdict = DIFFERS
+    elif failed:
+        verdict = PARTLY
+    elif untested or narrow:
+        verdict = UNDERPOWERED
+    else:
+        verdict = REPRODUCED
+    mins = "; ".join(
+        f"Table 1({x}) (its weakest row {100 * paper_table1_range(x)[0]:.2f} %): N >= "
+        f"{finding11_min_n(x, v):,} at {FINDING11_LEVEL[x]:g}"
+        for x, v in sorted({(table1_part(r['preset']), r.get('vocab_size', 50_257))
+                            for r in records}))
+    why = [f"a preference in {len(shown)} of {len(tested)} tested (model, T) cells"
+           + (f"; none in {', '.join(failed)}" if failed else "")]
+    if untested:
+        why.append("untested: " + ", ".join(untested))
+    if narrow and tested:
+        why.append("not measured across " + " or ".join(
+            f"{k} (only {', '.join(map(str, sorted(spans[k]))) or 'none'})" for k in narrow))
+    why.append("rule: per cell the seeds' Bonferroni p pooled by Fisher's method below the "
+               "part's level, tested only at an N from which the paper's weakest row of that "
+               f"part would reach it ({mins})")
+    return Claim("Finding 1.1 (the preference across architectures, scales and lengths)"
+                 + (f" [{label}]" if label else ""),
+                 "a non-random preference in every row of Table 1: GPT-2 nano and 1.2B at "
+                 "p < 1e-136, LLaMA-2 nano at p 1.9e-6..3.16e-2 (T = 64, 256, 1,024)",
+                 "; ".join(texts) if texts else "no cell at the rule's minimum N", verdict,
+                 "; ".join(why), "Sec. 3")
 
 
 def seed_spread_claim(a: dict, spread: dict) -> Claim:
@@ -377,6 +552,11 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             [] if a else ["table1a"]) + ([] if llama else ["table1b", "table1b-n10k"]))
     out["Table 1(c) magnitudes"] = (named(table1c_magnitudes_claim(paper), c) if c else
                                     missing("Table 1(c) magnitudes", "table1c"))
+    every = [r for names, _, _ in TABLE1_PARTS.values() for n in names if n in paper
+             for r in paper[n]["records"]]
+    out["Finding 1.1"] = (finding11_claim(every, _table1_label(paper)) if every else
+                          missing("Finding 1.1 (the preference across architectures, scales "
+                                  "and lengths)", "table1a", "table1b-n10k", "table1c"))
     out["Finding 1.2"] = (named(finding12_claim(a, c), a) if a else
                           missing("Finding 1.2", "table1a", "table1c"))
     out["Finding 1.3"] = (named(finding13_claim([r for r in (a, c) if r]), a) if a else
@@ -401,6 +581,19 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
             missing(claim, piece)
     out["Figure 8 / Finding 5, Prop. 5"] = _figure8_row(paper.get("figure8"))
     return out
+
+
+def _table1_label(paper: dict) -> str:
+    """'paper scale: Table 1(a), (b), (c) shapes, N = 2,000/10,000, T = 64-1,024, seeds 42, 43'
+    over the Table 1 records measured."""
+    parts = [q for q, (names, _, _) in TABLE1_PARTS.items() if any(n in paper for n in names)]
+    recs = [r for q in parts for n in TABLE1_PARTS[q][0] if n in paper
+            for r in paper[n]["records"]]
+    Ns, Ts = sorted({r["num_seqs"] for r in recs}), sorted({r["seq_len"] for r in recs})
+    return (f"paper scale: Table 1({'), ('.join(parts)}) shapes, N = "
+            f"{'/'.join(f'{n:,}' for n in Ns)}, T = {Ts[0]:,}"
+            + (f"-{Ts[-1]:,}" if len(Ts) > 1 else "")
+            + f", seeds {_seed_list({r['seed'] for r in recs})}")
 
 
 def _so_far(rule, piece: str):

@@ -11,6 +11,7 @@ B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tab
     python -m experiments.lineage --no-train       # finished runs only
     python -m experiments.lineage --no-run         # rebuild RESULTS.md from the records
     python -m experiments.lineage --init hf        # the HF-init family, runs/family-hfinit
+    python -m experiments.lineage --arch qwen2 --init hf   # runs/family-qwen2-hfinit
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
@@ -31,7 +32,6 @@ from pathlib import Path
 from experiments._common import (add_precision_flag, add_records_flag, command_line,
                                  records_root, use_precision, user_errors_exit)
 from experiments.lineage_common import corpus_flag
-from bornbiased_jax.errors import UserError
 
 from experiments.lineage import claims as lineage_claims
 from experiments.lineage import family
@@ -62,8 +62,8 @@ def main(argv=None) -> None:
     p.add_argument("--init", choices=family.INITS, default="gpt2",
                    help="the family's initialisation: gpt2 (App. B.1's GPT-2-scaled residual "
                         "init, the default) or hf (the released code's HF default, no residual "
-                        "scaling; runs in runs/family-hfinit, records named <experiment>_hfinit, "
-                        "its own section of RESULTS.md; LLaMA-style family only)")
+                        "scaling; runs in runs/family[-ARCH]-hfinit, records named "
+                        "<experiment>_hfinit, a section of RESULTS.md of its own)")
     p.add_argument("--train-only", action="store_true",
                    help="train or resume the family's runs, measure nothing")
     add_precision_flag(p)  # one precision for the study's training and probes
@@ -76,10 +76,6 @@ def main(argv=None) -> None:
     fam = scale_family(args.scale, args.corpus, args.arch)
     suffix = ""
     if args.init == "hf":
-        if args.arch != "llama2" and not args.train_only:
-            raise UserError(f"--init hf --arch {args.arch}: only --train-only is implemented "
-                            "for that family (its records and RESULTS.md section exist for the "
-                            "LLaMA-style family alone)")
         fam = family.with_hf_init(fam)
         suffix = lineage_claims.HFINIT
         runs = Path(args.runs_dir or f"{default_runs_dir(args.scale, args.arch)}-hfinit")
@@ -103,8 +99,8 @@ def main(argv=None) -> None:
         print(f"records in {records}; RESULTS.md renders the CPU-scale records only")
         return
     text = render.write(args.results, records)
-    print(render.sections(text).get("lineage" + ("_hfinit" if suffix else "")
-                                    if args.arch == "llama2" else f"lineage_{args.arch}", ""))
+    print(render.sections(text).get(("lineage" if args.arch == "llama2" else
+                                     f"lineage_{args.arch}") + suffix, ""))
 
 
 if __name__ == "__main__":

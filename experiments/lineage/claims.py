@@ -304,9 +304,9 @@ def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[
         return {label: f"Not measured with the {theirs}: whether this Gaussian-input verdict "
                        "survives the change of init is not known" for label in labels}
     out = {}
-    if name == "figure11":
-        ours = {c.claim: c for c in figure11_claims(here) if "(gaussian" in c.claim}
-        alt = {c.claim: c for c in figure11_claims(other) if "(gaussian" in c.claim}
+    if name in ("figure11", "figure14"):
+        ours = {c.claim: c for c in _claims_of(name, here) if "(gaussian" in c.claim}
+        alt = {c.claim: c for c in _claims_of(name, other) if "(gaussian" in c.claim}
         for label, c in ours.items():
             if label in alt:
                 same = alt[label].verdict == c.verdict
@@ -336,24 +336,65 @@ def init_sentence(name: str, here: dict, other: dict | None, init: str) -> dict[
     return out
 
 
-def survival_summary(records: dict) -> str:
-    """One line over the LLaMA-style pair tables measured under both inits: of the pairs with
-    Gaussian inputs, in how many the paper's test is right or wrong under both (its verdict
-    survives the change of init), and which it is not."""
-    same, moved = [], []
-    for name in ("table4b", "table4c", "table5"):
+def survival_summary(records: dict, arch: str = "llama2") -> str:
+    """One paragraph over the pair tables of ``arch`` measured under both inits: of the pairs
+    with Gaussian inputs, in how many the paper's test's marks (right or wrong about the
+    pair's true relation) survive the change of init, and what that count hides: the
+    survivors split into true lineages found under both and unrelated pairs called related
+    under both, each with the range of its t and U p-values and of its mean tau on S (in sd of
+    tau under independence) under the GPT-2-scaled init and under the HF init, so a false
+    lineage that survives only just (p from 1e-40 to 0.004) reads as such; then the pairs
+    whose marks do not survive."""
+    names = [n for n in ARCHS[arch][0] if n not in ("figure11", "figure14")]
+    tables = ", ".join(TITLES[n].split(":")[0].replace("Table ", "") for n in names)
+    same_true, same_false, moved = [], [], []
+    for name in names:
         other = {r["pair"]: r for r in records.get(name + HFINIT, {}).get("records", [])}
+        if name not in records:
+            continue
+        n = records[name]["run"]["settings"]["n"]
         for r in records[name]["records"]:
             a = other.get(r["pair"])
             if a is None or "gaussian" not in r["seedprint"] or "gaussian" not in a["seedprint"]:
                 continue
             label = f"{TITLES[name].split(':')[0]}: {r['pair']}"
-            (same if _gaussian_marks(r) == _gaussian_marks(a) else moved).append(label)
-    n = len(same) + len(moved)
-    return (f"Gaussian-input pairs measured under both inits (Tables 4b, 4c, 5): the paper's "
-            f"test's marks survive the change of init in {len(same)} of {n}"
-            + (f"; they do not in {', '.join(moved)} (each row gives its marks under both)"
-               if moved else "") + ".")
+            if _gaussian_marks(r) != _gaussian_marks(a):
+                moved.append(label)
+                continue
+            sd = kendall_null_sd(n)
+            eff = [(x["seedprint"]["gaussian"]["paper/t_mean"],
+                    x["seedprint"]["gaussian"]["paper/u_mean"],
+                    x["seedprint"]["gaussian"]["paper/mean_tau"] / sd) for x in (r, a)]
+            (same_true if r["same_lineage"] else same_false).append(eff)
+
+    def span(vals, fmt):
+        lo, hi = min(vals), max(vals)
+        return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}..{fmt(hi)}"
+
+    def effects(group):
+        p = lambda v: fmt_p(v)  # noqa: E731
+        t = lambda v: f"{v:+.1f}"  # noqa: E731
+        return "; ".join(
+            f"{init}: t {span([e[i][0] for e in group], p)}, U {span([e[i][1] for e in group], p)}"
+            f", mean tau on S {span([e[i][2] for e in group], t)} sd"
+            for i, init in ((0, INITS['gpt2'][1]), (1, INITS['hf'][1])))
+
+    n_all = len(same_true) + len(same_false) + len(moved)
+    text = (f"Gaussian-input pairs measured under both inits (Tables {tables}): the paper's "
+            f"test's marks survive the change of init in {len(same_true) + len(same_false)} "
+            f"of {n_all}")
+    parts = []
+    if same_true:
+        parts.append(f"{len(same_true)} true lineage{'s' if len(same_true) > 1 else ''} "
+                     f"found under both ({effects(same_true)})")
+    if same_false:
+        parts.append(f"{len(same_false)} unrelated pair{'s' if len(same_false) > 1 else ''} "
+                     f"called related under both ({effects(same_false)})")
+    text += (": " + "; and ".join(parts)) if parts else ""
+    if moved:
+        text += (f". They do not in {', '.join(moved)} (each row gives its marks under "
+                 f"both)")
+    return text + "."
 
 
 def claims(records: dict, arch: str = "llama2", init: str = "gpt2") -> list[Claim]:
@@ -383,7 +424,7 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
     names, runs_name, title = ARCHS[arch]
     suffix = INITS[init][0]
     if init == "hf":
-        title = HFINIT_TITLE
+        title = HFINIT_TITLES[arch]
     info = records[names[-1] + suffix]["run"]
     s = info["settings"]
     fam = records[runs_name + suffix]["records"]["family"]
@@ -395,16 +436,17 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
     if init == "hf":
         init_text = ("Initialisation: the released code's (HF default: every weight N(0, 0.02), "
                      "no 1/sqrt(2L) on W_O and W_down; its null initialisations too); "
-                     "everything else as the GPT-2-scaled family of the section above. ")
+                     "everything else as the GPT-2-scaled family of the section "
+                     + ("above" if arch == "llama2" else "'" + ARCHS[arch][2] + "'") + ". ")
     else:
+        hf_command = ("python -m experiments.lineage" + ("" if arch == "llama2" else
+                                                        f" --arch {arch}") + " --init hf")
         init_text = ("Initialisation: App. B.1's GPT-2-scaled residual init (W_O and W_down "
                      "scaled by 1/sqrt(2L)); the released code uses the HF default instead, "
                      + ("and the section below measures the same family with it. "
                         if all(n + HFINIT in records for n in names) else
-                        "which this family has not been measured with (`python -m "
-                        "experiments.lineage --init hf` trains and measures it). "
-                        if arch == "llama2" else "which this Qwen-style family has not been "
-                        "measured with. "))
+                        f"which this {'' if arch == 'llama2' else 'Qwen-style '}family has not "
+                        f"been measured with (`{hf_command}` trains and measures it). "))
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
              f"scale, {info['device']}). Family (experiments/lineage/family.py): "
@@ -435,7 +477,7 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
              + "PCS(own init) = the trained model vs its "
              "own initialisation (" + ("paper: 0.58" if arch == "llama2" else "the paper "
                                        "gives it for its LLaMA-style models only: 0.58") + ").",
-             ""] + ([survival_summary(records), ""] if init == "hf" else []) + [
+             ""] + ([survival_summary(records, arch), ""] if init == "hf" else []) + [
              claims_table(claims(records, arch, init)), "", "The family's runs:", ""]
     lines += runs_table(records[runs_name + suffix]["records"]["runs"])
     return "\n".join(lines) + "\n"
@@ -443,6 +485,10 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
 
 HFINIT_TITLE = ("Lineage with the released code's HF default init (paper Sec. 5, 6.1.2: "
                 "Figure 11, Tables 4b, 4c, 5)")
+QWEN2_HFINIT_TITLE = ("Lineage with Qwen-style models and the released code's HF default init "
+                      "(paper App. B.3.3: Tables 9-12, Figure 14)")
+HFINIT_TITLES = {"llama2": HFINIT_TITLE, "qwen2": QWEN2_HFINIT_TITLE}
 EXPERIMENTS = ARCHS["llama2"][0] + [ARCHS["llama2"][1]]
 HFINIT_EXPERIMENTS = [n + HFINIT for n in EXPERIMENTS]
 QWEN2_EXPERIMENTS = ARCHS["qwen2"][0] + [ARCHS["qwen2"][1]]
+QWEN2_HFINIT_EXPERIMENTS = [n + HFINIT for n in QWEN2_EXPERIMENTS]

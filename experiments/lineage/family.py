@@ -211,10 +211,11 @@ def parse_corpus_flags(items: list[str] | None) -> dict:
     return out
 
 
-def smoke_family(folder: Path) -> Family:
-    """A tiny family for end-to-end tests: ``llama2-tiny`` (d = 64, 2 blocks, context 32),
-    2 pretraining steps and 1 continuation step of 4 x 16 tokens, a checkpoint at every step,
-    on three small corpora written into ``folder`` (base, prose and code text)."""
+def smoke_family(folder: Path, preset: str = "llama2-tiny") -> Family:
+    """A tiny family for end-to-end tests: ``preset`` (``llama2-tiny``: d = 64, 2 blocks;
+    ``qwen2-tiny`` for the Qwen-style repeat; context 32), 2 pretraining steps and 1
+    continuation step of 4 x 16 tokens, a checkpoint at every step, on three small corpora
+    written into ``folder`` (base, prose and code text)."""
     folder = Path(folder)
     words = {"base": "the help file lists each command and its options in order",
              "prose": "once upon a time a small fox walked into the quiet wood",
@@ -226,7 +227,7 @@ def smoke_family(folder: Path) -> Family:
         for i in range(8):
             (d / f"{i}.txt").write_text(f"{text} {i} " * 40)
         corpora[name] = [str(d)]
-    pre = TrainConfig(preset="llama2-tiny", model_set=("max_seq_len=32",), seq_len=16,
+    pre = TrainConfig(preset=preset, model_set=("max_seq_len=32",), seq_len=16,
                       batch_size=4, steps=2, warmup=1, vocab_size=320, data_seed=0,
                       save_every=1, keep_every=1, keep_last=2, eval_every=2, eval_batches=1,
                       log_every=1)

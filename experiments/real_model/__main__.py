@@ -76,7 +76,7 @@ def main(argv=None) -> None:
             elif step == "lineage":
                 manifest = measure.build_suspects(args.model)
                 _save(args.records, "smollm2_lineage",
-                      {"model": info, "suspects": manifest,
+                      {"model": info, "suspects": manifest, "negatives": measure.negatives(),
                        "tests": measure.lineage(args.model)}, t0)
     text = render.write(args.results, args.records)
     print(render.sections(text).get("real_model", ""))

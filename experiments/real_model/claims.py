@@ -8,26 +8,47 @@ Rules (each stated in its row):
     differs;
   * token preference after training (beyond the paper, which measures it at initialisation):
     a preference where Table 1's Bonferroni binomial p is below :data:`ALPHA`, reported beside
-    the paper's initialisation frequencies;
+    the paper's initialisation frequencies (quoted from the paper-values table the Table 1
+    rules use, ``paper_claims.PAPER_TABLE1``);
   * Table 6 on a real model: per test, the weight-derived descendants found at
-    :data:`ALPHA` and the unrelated models called related. The honest edits of Table 6's kind
-    (fine-tunes, weight quantization, pruning) all found with no unrelated model flagged
-    reproduces the table's claim at this scale; some found, or an unrelated model flagged:
-    partly; none: differs. The renamed and rotated copies are beyond the paper: each row says
-    how many each test found.
+    :data:`ALPHA` and the unrelated models (the negatives) called related. Finding every
+    descendant says something only if the test does not call unrelated models related too,
+    and a few negatives bound that rate only loosely (0 of 3 flagged: below 0.71, 95 %
+    Clopper-Pearson), more loosely still when they are weak: an untrained initialisation is
+    far easier to tell apart than a model trained from scratch on the descendants' own data.
+    So the negatives are weighed by kind (:func:`negatives`: 'init', or 'trained' for
+    ``trained_steps`` on the same data as the fine-tunes or not), and the rule is
+    (:func:`lineage_verdict`): every honest edit (fine-tunes, weight quantization, pruning)
+    found, no negative flagged, and the trained negatives enough to bound the false-positive
+    rate below :data:`FPR_BOUND` (95 % Clopper-Pearson upper bound over them; 0 of
+    :func:`negatives_needed` flagged) with at least one on the descendants' data: reproduced;
+    every honest edit found and no negative flagged but the negatives too few or too weak to
+    bound the rate: consistent, underpowered; some found, or a negative flagged: partly;
+    none: differs. The renamed and rotated copies are beyond the paper: each row says how
+    many each test found.
 """
 
 from __future__ import annotations
 
-from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNTESTABLE,
-                                     Claim, table)
+import re
+
+from bornbiased_jax.stats import clopper_pearson
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNDERPOWERED,
+                                     UNTESTABLE, Claim, table)
 
 from bornbiased_jax.fingerprint.result import ALPHA
+from experiments.initialisation.paper_claims import paper_table1_summary
+
 SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
 Z95 = 1.959964
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
-UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")
+UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")  # the first record's
+# The false-positive rate the negatives must be able to exclude: the paper's released code
+# calls 0.32-0.36 of unrelated same-data trained pairs related at alpha = 0.01 (RESULTS.md, the
+# SeedPrint section's trained-pair rows), so negatives that cannot bound the rate below 0.3
+# cannot show a test free of that failure.
+FPR_BOUND = 0.30
 TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 each: "
                           "fingerprint's default for two released checkpoints)",
               "permutation": "permutation (exact, token inputs)",
@@ -105,14 +126,83 @@ def token_preference_claims(rec: dict) -> list[Claim]:
         rows.append(Claim(
             f"A trained model's preference on random token sequences (Table 1's protocol, "
             f"T = {x['seq_len']}) [{MODEL}]",
-            "at initialisation: top-1 2.60-5.20 % at N = 2,000 for the GPT-2-style models, "
-            "weak for LLaMA-2 (Table 1); nothing after training",
+            f"at initialisation: top-1 {paper_table1_summary()}; nothing after training",
             f"top-1 token {x['top1_id']}" + (f" ({text!r})" if text else "") +
             f": {_pct(x['top1_freq'])} of N = {x['num_seqs']:,}, log10 p {x['log10_p']:.1f}",
             BEYOND,
             ("a preference: Bonferroni binomial p below " if favours else
              "no preference detected: Bonferroni binomial p not below ") + f"{ALPHA}"))
     return rows
+
+
+def negatives(r: dict) -> list[dict]:
+    """The unrelated models of a lineage record, each {"name", "kind": "init" | "trained" |
+    "unknown", "trained_steps", "same_data"} (same_data: trained on the text the descendants
+    were fine-tuned on). Read from the record's ``negatives`` list (``measure.negatives``
+    writes it); a record written before that list was kept (the first SmolLM2 record) has
+    them derived from what it holds: a ``preset:`` suspect is an untrained initialisation, a
+    built suspect whose description says 'trained N steps on the same text' (``suspects``'
+    ``what``) a model trained N steps on the descendants' data, and the names of
+    :data:`UNRELATED` not found either way are 'unknown' (counted as untrained)."""
+    if "negatives" in r:
+        return [dict(n) for n in r["negatives"]]
+    names = list(dict.fromkeys(p["suspect"] for run in r["tests"].values()
+                               for p in run["pairs"]
+                               if p["suspect"] not in HONEST + RENAMED))
+    out = []
+    for n in names:
+        what = r.get("suspects", {}).get(n, {}).get("what", "")
+        m = re.search(r"trained (\d+) steps", what)
+        if n.startswith("preset:"):
+            out.append({"name": n, "kind": "init", "trained_steps": 0, "same_data": False})
+        elif m:
+            out.append({"name": n, "kind": "trained", "trained_steps": int(m.group(1)),
+                        "same_data": "same text" in what or "same shape and data" in what})
+        else:
+            out.append({"name": n, "kind": "unknown", "trained_steps": 0, "same_data": False})
+    return out
+
+
+def negatives_needed(bound: float = FPR_BOUND) -> int:
+    """The fewest negatives, none flagged, whose 95 % Clopper-Pearson upper bound of the
+    false-positive rate is at most ``bound`` (11 for 0.30)."""
+    n = 1
+    while clopper_pearson(0, n)[1] > bound:
+        n += 1
+    return n
+
+
+def lineage_verdict(found: int, honest: int, neg: list[dict], flagged: list[str]
+                    ) -> tuple[str, str]:
+    """(verdict, why) of one test's Table 6 row from the honest edits found of ``honest``,
+    the negatives ``neg`` (:func:`negatives`, those this test measured) and the names among
+    them it flagged (module docstring)."""
+    trained = [n for n in neg if n["kind"] == "trained" and n["trained_steps"] > 0]
+    same = [n for n in trained if n["same_data"]]
+    k_t = sum(n["name"] in flagged for n in trained)
+    hi_all = clopper_pearson(len(flagged), len(neg))[1] if neg else 1.0
+    hi_t = clopper_pearson(k_t, len(trained))[1] if trained else 1.0
+    kinds = (f"{len(neg)} negatives: {len(trained)} trained from scratch ("
+             + (", ".join(f"{n['name']}: {n['trained_steps']} steps, "
+                          + ("the descendants' data" if n["same_data"] else "other data")
+                          for n in trained) or "none")
+             + f"), {len(neg) - len(trained)} untrained initialisations; flagged "
+             f"{len(flagged)} of {len(neg)}, the false-positive rate below {hi_all:.2f} over "
+             f"all and below {hi_t:.2f} over the trained ones (95 % Clopper-Pearson)")
+    if not found:
+        return DIFFERS, f"no honest edit found; {kinds}"
+    if found < honest or flagged:
+        return PARTLY, kinds
+    short = []
+    if hi_t > FPR_BOUND:
+        short.append(f"that is not below {FPR_BOUND:g} ({negatives_needed()} trained "
+                     f"negatives, none flagged, would bound it there)")
+    if not same:
+        short.append("no trained negative shares the descendants' data")
+    if short:
+        return UNDERPOWERED, (f"every honest edit found and no negative flagged, but {kinds}: "
+                              + "; ".join(short))
+    return REPRODUCED, kinds
 
 
 def _found(pairs: list[dict], names, test: str) -> list[str]:
@@ -143,18 +233,20 @@ def lineage_claims(rec: dict) -> list[Claim]:
                   UNTESTABLE, "no 7B weights on this machine (nothing is downloaded from the "
                   "hub here) and a 7B forward pass on 2 CPU cores takes hours per pair; the "
                   "rows below ask the same question of a 135M model", "6.1.2")]
+    negs = negatives(r)
+    neg_names = [n["name"] for n in negs]
     for test, run in _test_runs(r):
         pairs = run["pairs"]
         honest = _tested(pairs, HONEST, test)
         found = _found(pairs, HONEST, test)
-        flagged = _found(pairs, UNRELATED, test)
-        unrelated = _tested(pairs, UNRELATED, test)
+        flagged = _found(pairs, neg_names, test)
+        unrelated = _tested(pairs, neg_names, test)
         renamed_found = _found(pairs, RENAMED, test)
         renamed = _tested(pairs, RENAMED, test)
         if not honest:
             continue
-        verdict = (REPRODUCED if len(found) == len(honest) and not flagged
-                   else DIFFERS if not found else PARTLY)
+        verdict, level = lineage_verdict(len(found), len(honest),
+                                         [n for n in negs if n["name"] in unrelated], flagged)
         per_pair = run["wall_seconds"] / max(1, len(pairs))
         rows.append(Claim(
             f"Table 6's question on a real model: its descendants found, unrelated models "
@@ -167,9 +259,11 @@ def lineage_claims(rec: dict) -> list[Claim]:
             + f"; renamed or rotated copies found {len(renamed_found)} of {len(renamed)}"
             + (f" ({', '.join(renamed_found)})" if renamed_found else ""),
             verdict,
-            f"rule: all honest edits ({', '.join(HONEST)}) found and no unrelated model "
-            f"flagged at alpha {ALPHA}; renamed/rotated copies are beyond the paper; "
-            f"n = {run['settings']['n']}, T = {run['settings']['seq_len']}, "
+            f"{level}; rule: all honest edits ({', '.join(HONEST)}) found, no negative "
+            f"flagged at alpha {ALPHA}, and trained negatives, one on the descendants' data, "
+            f"enough to bound the false-positive rate below {FPR_BOUND:g}; renamed/rotated "
+            f"copies are beyond the paper; n = {run['settings']['n']}, "
+            f"T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU "
             f"(the whole command over its {len(pairs)} pairs, loading included; the tests' "
             f"commands run in one call of the study share the CPU)"))
@@ -183,11 +277,12 @@ def pairs_table(rec: dict) -> str:
     tests = [t for t, _ in runs]
     names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
     what = r.get("suspects", {})
+    negs = {x["name"]: x for x in negatives(r)}
     lines = ["| suspect | kind | " + " | ".join(tests) + " |",
              "|---|---|" + "---:|" * len(tests)]
     for n in names:
         kind = ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
-                else "unrelated" if n in UNRELATED else "?")
+                else "unrelated" if n in negs else "?")
         cells = []
         for t, run in runs:
             p = next((x for x in run["pairs"] if x["suspect"] == n), None)

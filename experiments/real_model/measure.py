@@ -64,6 +64,20 @@ SCRATCH = {"scratch": f"a fresh init of the base's shape (HF's default init, see
                       f"lineage"}
 
 
+def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS) -> list[dict]:
+    """The lineage step's unrelated models as the record keeps them (``claims.negatives``
+    reads them): each {"name", "kind", "trained_steps", "same_data", "what"}; ``unrelated``
+    presets are untrained initialisations, :data:`SCRATCH` is trained from a fresh init on the
+    fine-tunes' text. A negative added here (and to the fingerprint command's suspects) is
+    weighed by the verdict rule from this list."""
+    out = [{"name": spec, "kind": "init", "trained_steps": 0, "same_data": False,
+            "what": "a fresh initialisation of the base's shape (HF's default init)"}
+           for spec in unrelated]
+    out += [{"name": name, "kind": "trained", "trained_steps": FULL_STEPS, "same_data": True,
+             "what": what} for name, what in SCRATCH.items()]
+    return out
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
