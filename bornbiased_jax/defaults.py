@@ -50,6 +50,18 @@ INIT_TIMEOUT_S = 300
 # model. With an initialisation on either side: 0, where the test is valid.
 MATCHED_TRAINED_SLACK = 4
 
+# fingerprint/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
+# position MATCHED_MAX_T (its pre-activations of BASE are kept: rows x F x 2L values; the pass
+# that captures them runs the whole attention matrix, T^2 memory per head, so longer sequences
+# are cut for it); its measured level (experiments/lineage_level.py) is for these rows.
+MATCHED_SEQS, MATCHED_MAX_T = 16, 68
+# bornbiased fingerprint's default number of inputs: the most, from N_MIN up to N_MAX, whose
+# forward passes through both models (the last position's head only) stay under
+# FINGERPRINT_FORWARD_BUDGET FLOP (about ten seconds on a 2-core CPU): all 2,000 for small
+# models, 37 for a pair of SmolLM2-135M. The matched leg reads its MATCHED_SEQS sequences whatever n
+# is, so its level does not depend on n; the permutation leg is exact at any n.
+FINGERPRINT_FORWARD_BUDGET, FINGERPRINT_N_MIN, FINGERPRINT_N_MAX = 1e12, 32, 2000
+
 # The similarity at or above which the four baseline fingerprints (PCS, ICS, REEF, Intrinsic)
 # say "same lineage": Zhang et al.'s (REEF), which the paper uses for all four (App. B.3.2).
 BASELINE_THRESHOLD = 0.8

@@ -460,11 +460,12 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     text = plan.describe()
     assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
     assert f"{64 * 2 * R * 11008**2 / 1e12:.3g} TFLOP" in text and "best partner" in text
-    # the command's own plan: the matched leg's rows from its settings; BASE is its own
-    # initialisation here, so two models' pre-activations are kept
+    # the command's own plan: the matched leg's rows from its settings (the first
+    # MATCHED_SEQS = 16 of the n = 40 sequences); BASE is its own initialisation here, so two
+    # models' pre-activations are kept
     a = audit.plan("preset:llama2-tiny@0", ["preset:llama2-tiny@1"], n=40, seq_len=16)
     assert a.tests == ("permutation", "matched_init")
-    assert a.memory.matched_host_bytes == 2 * 40 * (16 - M.DROP) * 176 * 2 * 2 * 4
+    assert a.memory.matched_host_bytes == 2 * 16 * (16 - M.DROP) * 176 * 2 * 2 * 4  # 16 seqs
     assert "176 units per layer matched as reciprocal best partners" in a.memory.describe()
 
 

@@ -255,6 +255,17 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     init = base_initialisation(base, choice)
     tests = registry.chosen(choice, init.known, source_config(base).gated_mlp)
     needs = registry.needs(tests)
+    if settings.get("n", 0) is None:  # the default: by the models' forward cost
+        from bornbiased_jax.fingerprint.compare import default_n
+
+        cfgs = []
+        for spec in expand_suspects(suspects):
+            try:
+                cfgs.append(source_config(spec))
+            except UserError as e:
+                raise UserError(f"suspect {spec!r}: {e}") from None
+        settings["n"] = default_n(source_config(base), cfgs,
+                                  settings.get("seq_len") or Settings().seq_len)
     s = Settings(tests=tests, input=input or default_input(tests), **settings)
     t0 = time.time()
     device = planned_device(memory_budget_gib, device_memory_gb)

@@ -9,7 +9,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS, SEED_LIMIT
+from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, FINGERPRINT_FORWARD_BUDGET,
+                                     FINGERPRINT_N_MAX, FINGERPRINT_N_MIN, MATCHED_MAX_T,
+                                     MATCHED_SEQS, SEED_LIMIT)
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import identity_dims as D
@@ -34,10 +36,6 @@ from bornbiased_jax.sources import LoadedModel
 # renamings and rotations) adds its power; else 'permutation': exact for any pair, two forward
 # passes, but a renamed copy evades it. The others are there to compare with the paper.
 RECOMMENDED = ("matched_init", "aligned", "any_pair", "permutation")
-# The matched test reads the first MATCHED_SEQS sequences up to position MATCHED_MAX_T (its
-# pre-activations of BASE are kept: rows x F x 2L values; the pass that captures them runs the
-# whole attention matrix, T^2 memory per head, so sequences longer than this are cut for it)
-MATCHED_SEQS, MATCHED_MAX_T = 128, 68
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
 # accidentally among the null models.
@@ -166,6 +164,18 @@ def check_pair(base_cfg, suspect_cfg, settings: Settings, suspect: str = "SUSPEC
         raise UserError(f"{suspect}: sequence length {s.seq_len} exceeds a model's context "
                         f"({base_cfg.max_seq_len}, {suspect_cfg.max_seq_len})")
     return d_out
+
+
+def default_n(base_cfg, suspect_cfgs, seq_len: int) -> int:
+    """The default number of inputs for BASE against the suspects: the most, from
+    ``defaults.FINGERPRINT_N_MIN`` up to ``FINGERPRINT_N_MAX``, whose forward passes through
+    BASE and the costliest suspect stay under ``FINGERPRINT_FORWARD_BUDGET`` FLOP."""
+    from bornbiased_jax.flops import forward_flops
+
+    per_seq = forward_flops(base_cfg, seq_len, last_only=True) + max(
+        forward_flops(c, seq_len, last_only=True) for c in suspect_cfgs)
+    return int(min(FINGERPRINT_N_MAX, max(FINGERPRINT_N_MIN,
+                                          FINGERPRINT_FORWARD_BUDGET // per_seq)))
 
 
 def probe_set(base: LoadedModel, settings: Settings):
