@@ -51,6 +51,7 @@ EXPERIMENTS = {
                 "table11_hfinit", "table12_hfinit", "lineage_qwen2_runs_hfinit"],
     "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
     "lineage_bench": ["lineage_bench"],
+    "lineage_level": ["lineage_level"],
     "real_model": ["smollm2_sinks", "smollm2_token_preference", "smollm2_lineage"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

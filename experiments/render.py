@@ -32,7 +32,7 @@ from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_hfinit", "lineage_qwen2",
-            "lineage_qwen2_hfinit", "lineage_bench", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
+            "lineage_qwen2_hfinit", "lineage_bench", "lineage_level", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
             "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
@@ -42,6 +42,7 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "lineage_qwen2": "python -m experiments.lineage --arch qwen2",
             "lineage_qwen2_hfinit": "python -m experiments.lineage --arch qwen2 --init hf",
             "lineage_bench": "python -m experiments.lineage_bench",
+            "lineage_level": "python -m experiments.lineage_level --measure",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
             "sinks_arms": "python -m experiments.sinks_arms",
@@ -241,6 +242,15 @@ def lineage_bench_section(records: dict) -> str | None:
                          _run_line(records, ["lineage_bench"]))
 
 
+def lineage_level_section(records: dict) -> str | None:
+    if "lineage_level" not in records:
+        return None
+    from experiments.lineage import level_claims
+
+    return level_claims.section(records["lineage_level"], COMMANDS["lineage_level"],
+                                _run_line(records, ["lineage_level"]))
+
+
 def lineage_qwen2_section(records: dict) -> str:
     """The Qwen-style repeat from its records; until all of them exist, a line saying that it
     has not been measured (with what is missing and the command), never older numbers."""
@@ -376,6 +386,7 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
             "lineage_qwen2": lineage_qwen2_section,
             "lineage_qwen2_hfinit": lineage_qwen2_hfinit_section,
             "lineage_bench": lineage_bench_section,
+            "lineage_level": lineage_level_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
             "real_model": real_model_section,

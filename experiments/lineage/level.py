@@ -61,11 +61,13 @@ def cells(runs_dir: Path = LF.RUNS_DIR, family_dir: Path = SF.RUNS_DIR) -> dict[
 
 def pair_stats(pre_a, pre_b) -> dict:
     """Per direction and layer of the test across shapes at slack 0: [K, n, m] of the chosen
-    layer pair ('a': BASE's layers, re-pairing BASE; 'b': SUSPECT's), and the choices."""
+    layer pair ('dir_a': BASE's layers, re-pairing BASE; 'dir_b': SUSPECT's), and the
+    choices."""
     lm = U.match_layers(pre_a, pre_b)
     a = [lm.counts[(l, int(lm.to_b[l]))] for l in range(len(pre_a))]
     b = [lm.counts[(int(lm.to_a[l]), l)] for l in range(len(pre_b))]
-    return {"a": [[c.K, c.n_a, c.m_a] for c in a], "b": [[c.K, c.n_b, c.m_b] for c in b],
+    return {"dir_a": [[c.K, c.n_a, c.m_a] for c in a],
+            "dir_b": [[c.K, c.n_b, c.m_b] for c in b],
             "to_b": lm.to_b.tolist(), "to_a": lm.to_a.tolist()}
 
 
@@ -73,7 +75,7 @@ def log_p(stats: dict, slack: int, direction: str = "both") -> float:
     """The matched test's log p of a pair from its :func:`pair_stats` at ``slack``."""
     def one(d):
         return fisher_log_p(np.array([partial_rencontres_log_sf(n, m, K - slack)
-                                      for K, n, m in stats[d]]))
+                                      for K, n, m in stats[f"dir_{d}"]]))
     if direction == "both":
         return max(one("a"), one("b"))
     return one(direction)
@@ -124,7 +126,7 @@ def halves(seeds: list[int]) -> tuple[list[int], list[int]]:
 def fit_slack(pairs) -> int:
     """The smallest slack u >= 0 at which at most a share a of ``pairs`` reject at a, for
     a = alpha and a = alpha / 2."""
-    worst = max((K for p in pairs for K, _, _ in p["a"] + p["b"]), default=0)
+    worst = max((K for p in pairs for K, _, _ in p["dir_a"] + p["dir_b"]), default=0)
     for u in range(worst + 1):
         rows = _rows(pairs, u)
         if all(np.mean([r["matched"] <= a for r in rows]) <= a for a in ALPHAS):
@@ -155,8 +157,8 @@ def summarise(out: dict) -> dict:
             "fit_slack": fit_slack(_among(c["trained"], fit_seeds)),
             "fit_pairs": len(_among(c["trained"], fit_seeds)),
             "held_out_pairs": len(_among(c["trained"], held)),
-            "mean_K": float(np.mean([K for p in c["trained"] for K, _, _ in p["b"]])),
-            "max_K": int(max(K for p in c["trained"] for K, _, _ in p["b"]))}
+            "mean_K": float(np.mean([K for p in c["trained"] for K, _, _ in p["dir_b"]])),
+            "max_K": int(max(K for p in c["trained"] for K, _, _ in p["dir_b"]))}
     default = max(c["fit_slack"] for c in cells_out.values())
     for name, c in out["cells"].items():
         _, held = halves(c["seeds"])

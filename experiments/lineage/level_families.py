@@ -5,7 +5,7 @@ batches, so the only difference between two of its models is their initialisatio
 pair of them that a lineage test calls related is a false positive.
 
 The 32-seed family (:mod:`experiments.lineage.seed_family`: llama2-tiny, d = 64, 2 layers,
-F = 176) is the first cell; the cells here add width (F = 344, 1,376, 1,536 at 2 layers) and
+F = 176) is the first cell; the cells here add width (F = 344 and 1,536 at 2 layers) and
 depth (12 layers at F = 344), each with the width-to-MLP ratio of a LLaMA (F about 8d/3; the
 F = 1,536 cell has SmolLM2-135M's width, heads and KV heads) and the seed family's data,
 tokenizer size and schedule (250 steps of 16 x 64 tokens of the Python standard library,
@@ -48,7 +48,6 @@ def _cell(d_model: int, n_heads: int, n_kv: int, d_ff: int, layers: int, seeds: 
 CELLS = {
     "L2-F344": _cell(128, 4, 4, 344, 2, 24),
     "L12-F344": _cell(128, 4, 4, 344, 12, 24),
-    "L2-F1376": _cell(512, 8, 8, 1376, 2, 16),
     "L2-F1536": _cell(576, 9, 3, 1536, 2, 16),
 }
 
