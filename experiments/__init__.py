@@ -50,7 +50,7 @@ EXPERIMENTS = {
                 "lineage_runs_hfinit", "figure14_hfinit", "table9_hfinit", "table10_hfinit",
                 "table11_hfinit", "table12_hfinit", "lineage_qwen2_runs_hfinit"],
     "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
-    "lineage_bench": ["lineage_bench"],
+    "lineage_bench": ["lineage_bench", "lineage_bench_shapes"],
     "lineage_level": ["lineage_level"],
     "real_model": ["smollm2_sinks", "smollm2_token_preference", "smollm2_lineage"],
 }

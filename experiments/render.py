@@ -24,6 +24,7 @@ from experiments.initialisation import claims as initialisation
 from experiments.initialisation import paper_claims as initialisation_paper
 from experiments import lineage_bench
 from experiments.lineage import claims as lineage
+from experiments.lineage import level_claims
 from experiments.seedprint import claims as seedprint
 from experiments.real_model import claims as real_model
 from experiments.sinks import claims as sinks
@@ -238,15 +239,32 @@ def lineage_bench_section(records: dict) -> str | None:
         return None
     from experiments.lineage_bench import claims as bench
 
-    return bench.section(records["lineage_bench"], COMMANDS["lineage_bench"],
+    text = bench.section(records["lineage_bench"], COMMANDS["lineage_bench"],
                          _run_line(records, ["lineage_bench"]))
+    shapes = records.get("lineage_bench_shapes")
+    if shapes is None:
+        return text + ("\n\nShape-changed descendants: not measured yet (`"
+                       + COMMANDS["lineage_bench"] + " --shapes`).")
+    from experiments.lineage_bench import shapes_claims
+
+    summary = shapes["records"]["summary"]
+    return "\n".join([
+        text, "", "### Shape-changed descendants", "",
+        f"Generated from results/records/lineage_bench/lineage_bench_shapes.json "
+        f"(`{COMMANDS['lineage_bench']} --shapes`, run on "
+        f"{_run_line(records, ['lineage_bench_shapes'])}). Bases: the first "
+        f"{shapes['run']['settings']['bases']} seeds of the 32-seed family, each an HF folder "
+        f"with its tokenizer; every edit of fingerprint.derivatives.SHAPES applied to each "
+        f"(its tokenizer remapped where the vocabulary changed); `bornbiased fingerprint`'s "
+        f"verdicts at its defaults, positives a base's own suspects, negatives every other "
+        f"base's.", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",
+        *["| " + " | ".join(c.cells()) + " |" for c in shapes_claims.claims(summary)],
+        "", shapes_claims.markdown(summary).rstrip("\n")])
 
 
 def lineage_level_section(records: dict) -> str | None:
     if "lineage_level" not in records:
         return None
-    from experiments.lineage import level_claims
-
     return level_claims.section(records["lineage_level"], COMMANDS["lineage_level"],
                                 _run_line(records, ["lineage_level"]))
 
@@ -348,6 +366,7 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "lineage_qwen2": lineage.ARCHS["qwen2"][2],
           "lineage_qwen2_hfinit": lineage.QWEN2_HFINIT_TITLE,
           "lineage_bench": lineage_bench.TITLE,
+          "lineage_level": level_claims.TITLE,
           "sinks": "Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
           "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, "

@@ -24,6 +24,7 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import derivatives
 from bornbiased_jax.fingerprint import matched as M
 from bornbiased_jax.fingerprint import shape_edits as S
+from bornbiased_jax.fingerprint import vocab_edits as VE
 from bornbiased_jax.fingerprint import unit_matching as U
 from bornbiased_jax.fingerprint.compare import RECOMMENDED, Settings, compare_many
 from bornbiased_jax.fingerprint.tables import deciding_test
@@ -171,7 +172,7 @@ def _hf(root: Path, name: str, cfg, params, tok: dict, old_of_new=None) -> str:
     from bornbiased_jax.hf import save_hf
 
     folder = save_hf(cfg, params, root / name, overwrite=True)
-    data = tok if old_of_new is None else S.remap_tokenizer_json(tok, old_of_new)
+    data = tok if old_of_new is None else VE.remap_tokenizer_json(tok, old_of_new)
     (Path(folder) / "tokenizer.json").write_text(json.dumps(data))
     return str(folder)
 

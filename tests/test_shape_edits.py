@@ -15,6 +15,7 @@ from bornbiased_jax.config import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import derivatives
 from bornbiased_jax.fingerprint import shape_edits as S
+from bornbiased_jax.fingerprint import vocab_edits as VE
 from bornbiased_jax.keys import seed_key
 
 # As tests/test_rotation.py's bound: float32 forwards of re-arranged weights agree to a few
@@ -110,7 +111,7 @@ def test_a_permuted_vocabulary_with_its_tokenizer_is_the_same_function_of_text()
     strings = [f"tok{i}" for i in range(cfg.vocab_size)]
     key = jax.random.key(9)
     cfg2, edited = derivatives.derive("vocab-permute", base, cfg, key)
-    new_strings = S.remap_strings(strings, derivatives.SHAPES["vocab-permute"].vocab_origin(
+    new_strings = VE.remap_strings(strings, derivatives.SHAPES["vocab-permute"].vocab_origin(
         cfg, key))
     text = ["tok5", "tok77", "tok300", "tok1", "tok42"]
     ids_a = np.array([[strings.index(t) for t in text]])
@@ -134,4 +135,4 @@ def test_refusals():
     with pytest.raises(UserError, match="k >= 1"):
         S.pad_mlp(base, cfg, 0, jax.random.key(0))
     with pytest.raises(UserError, match="keep 1"):
-        S.truncate_vocab(base, cfg, 0)
+        VE.truncate_vocab(base, cfg, 0)

@@ -22,6 +22,7 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import edits as E
 from bornbiased_jax.fingerprint import shape_edits as S
+from bornbiased_jax.fingerprint import vocab_edits as VE
 from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
 from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, random_orthogonal,
                                                  rotate_residual, scale_mlp_units)
@@ -147,17 +148,17 @@ SHAPES: dict[str, Derivative] = {
         layers=lambda cfg: S.layer_origin(cfg, "shift")),
     "vocab-extend": Derivative(
         "the vocabulary extended by 64 tokens (mean embedding plus noise); the old ids' logits "
-        "unchanged", lambda p, cfg, key: S.extend_vocab(p, cfg, 64, key), True,
-        vocab=lambda cfg, key: S.vocab_origin(cfg, "extend", k=64)),
+        "unchanged", lambda p, cfg, key: VE.extend_vocab(p, cfg, 64, key), True,
+        vocab=lambda cfg, key: VE.vocab_origin(cfg, "extend", k=64)),
     "vocab-truncate": Derivative(
         "the vocabulary cut to its first 7/8 of ids; the kept ids' logits unchanged",
-        lambda p, cfg, key: S.truncate_vocab(p, cfg, cfg.vocab_size * 7 // 8), True,
-        vocab=lambda cfg, key: S.vocab_origin(cfg, "truncate", keep=cfg.vocab_size * 7 // 8)),
+        lambda p, cfg, key: VE.truncate_vocab(p, cfg, cfg.vocab_size * 7 // 8), True,
+        vocab=lambda cfg, key: VE.vocab_origin(cfg, "truncate", keep=cfg.vocab_size * 7 // 8)),
     "vocab-permute": Derivative(
         "the vocabulary's ids permuted (embedding rows and head columns; the tokenizer "
         "remapped alike: the same function of text)",
-        S.permute_vocab, True,
-        vocab=lambda cfg, key: S.vocab_origin(cfg, "permute", key)),
+        VE.permute_vocab, True,
+        vocab=lambda cfg, key: VE.vocab_origin(cfg, "permute", key)),
 }
 DERIVATIVES.update(SHAPES)
 

@@ -9,6 +9,11 @@ TPR at alpha = 0.01, the FPR over the other bases' suspects with its intervals, 
 TPR at 1 % FPR. Built suspects and features stay in ``--work`` (under runs/, not committed), so
 a stopped run resumes; the record goes to results/records/lineage_bench/lineage_bench.json and
 RESULTS.md's section is rendered from it (``claims.py``).
+
+``--shapes`` measures the shape-changed descendants instead (``shapes.py``: the verdicts
+``bornbiased fingerprint`` gives on every SHAPES edit of each base, and where the matched test
+localises them), into results/records/lineage_bench/lineage_bench_shapes.json; it needs the
+seed family only (``python -m experiments.seed_family``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,27 @@ def main(argv=None) -> None:
         p.add_argument("--work", type=Path, default=Path("runs/lineage-bench"),
                        help="built suspects and features (resumable; not committed)")
 
-    args, s = parse(NAME, __doc__, M.CPU, M.PAPER, extra, argv)
+    def extra_shapes(p):
+        extra(p)
+        p.add_argument("--shapes", action="store_true",
+                       help="measure the shape-changed descendants (shapes.py) instead")
+        p.add_argument("--bases", type=int, default=None,
+                       help=f"with --shapes: the first BASES seeds of the family as bases "
+                            f"(default {M.CPU['bases']})")
+
+    args, s = parse(NAME, __doc__, M.CPU, M.PAPER, extra_shapes, argv)
     t0 = time.time()
+    if args.shapes:
+        from experiments.lineage_bench import shapes, shapes_claims
+
+        s = {**s, "bases": args.bases or s["bases"]}
+        with user_errors_exit(NAME):
+            rec = shapes.measure(s["bases"], args.work / "shapes", args.runs_dir)
+            summary = shapes.summarise(rec)
+        write(args, "lineage_bench_shapes", {"bases": s["bases"]},
+              {"summary": summary, "pairs": rec["pairs"]}, shapes_claims.markdown(summary),
+              shapes_claims.figure(summary), t0)
+        return
     with user_errors_exit(NAME):
         from experiments.lineage_bench import claims, metrics
 

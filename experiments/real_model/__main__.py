@@ -25,7 +25,7 @@ from experiments._common import user_errors_exit
 from experiments.real_model import measure
 from experiments.real_model.claims import COMMAND
 
-STEPS = ("sinks", "sweep", "suspects", "lineage")
+STEPS = ("sinks", "sweep", "suspects", "cousins", "lineage")
 
 
 def _model_info(model: Path) -> dict:
@@ -73,6 +73,10 @@ def main(argv=None) -> None:
                       {"model": info, **measure.sweep(args.model, lengths=args.lengths)}, t0)
             elif step == "suspects":
                 measure.build_suspects(args.model)
+            elif step == "cousins":
+                from experiments.real_model import cousins
+
+                print(f"cousins: {cousins.ensure(args.model)}")
             elif step == "lineage":
                 manifest = measure.build_suspects(args.model)
                 _save(args.records, "smollm2_lineage",

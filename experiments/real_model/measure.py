@@ -6,12 +6,18 @@
   sweep       ``bornbiased sweep --model MODEL --num-seqs 2000 --seq-len T`` for T = 64 and
               256 (Table 1's protocol: uniform random token ids, the argmax at the last
               position), one command per length, sharing one resumable state folder;
-  suspects    the descendants made here from the GGUF (:data:`DESCENDANTS`) and a same-shape
-              model trained from scratch on the fine-tunes' text (:data:`SCRATCH`), each saved
-              as an HF folder under ``runs/smollm2/suspects/`` (``save_hf``, atomic), so a
-              stopped step rebuilds only what is missing;
+  suspects    the descendants made here from the GGUF (:data:`DESCENDANTS`: fine-tunes,
+              quantized, pruned, renamed and rotated copies, and copies whose MLP width, depth
+              or vocabulary changed) and a same-shape model trained from scratch on the
+              fine-tunes' text (:data:`SCRATCH`), each saved as an HF folder with the file's
+              tokenizer (remapped where the vocabulary was edited) under
+              ``runs/smollm2/suspects/`` (``save_hf``, atomic), so a stopped step rebuilds only
+              what is missing;
+  cousins     4-layer cousins of the base trained from scratch on the fine-tunes' text
+              (:mod:`experiments.real_model.cousins`): the trained negatives;
   lineage     ``bornbiased fingerprint MODEL runs/smollm2/suspects preset:smollm2-135m@1
-              preset:smollm2-135m@2 --test T`` for T in :data:`TESTS`.
+              preset:smollm2-135m@2 runs/smollm2/cousins#0 ... --test T`` for T in
+              :data:`TESTS`, at the command's defaults.
 
 Every command runs as a subprocess of this interpreter's ``bornbiased_jax.cli``, exactly as a
 user types it; its output folder under ``results/experiments/real_model/`` is kept, and a step
@@ -34,11 +40,12 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax.fingerprint.derivatives import DERIVATIVES
+from experiments.real_model import cousins
 
 OUT = Path("results/experiments/real_model")
 SUSPECTS = Path("runs/smollm2/suspects")
 SWEEP_N, SWEEP_LENGTHS = 2000, (64, 256)
-FINGERPRINT = dict(n=200, seq_len=32)
+FINGERPRINT: dict = {}  # the command's defaults (n by the models' cost, T = 64)
 TESTS = ("auto", "paper", "official")
 UNRELATED_PRESETS = ("preset:smollm2-135m@1", "preset:smollm2-135m@2")
 # The fine-tunes' text: Vim's help files (technical prose outside SmolLM2's usual web/code/math
@@ -56,7 +63,10 @@ TRAINED = {
             f"(lr {LORA_LR}), merged",
     "full-ft": f"full fine-tune, {FULL_STEPS} steps on Vim's help (lr {FULL_LR})",
 }
-DERIVED = ("int8", "int4-g32", "prune-50", "renamed", "signs-units", "rotated", "quarot-int4")
+DERIVED = ("int8", "int4-g32", "prune-50", "renamed", "signs-units", "rotated", "quarot-int4",
+           # shape-changing (fingerprint.derivatives.SHAPES): widths, depths, vocabularies
+           "prune-width-25", "pad-rotated", "layer-shift-rotated", "depth-upscale",
+           "drop-layer", "insert-identity", "vocab-extend", "vocab-permute")
 DESCENDANTS = {**TRAINED, **{name: DERIVATIVES[name].what for name in DERIVED}}
 SCRATCH = {"scratch": f"a fresh init of the base's shape (HF's default init, seed "
                       f"{SCRATCH_SEED}: smollm2-135m@{SCRATCH_SEED}) trained {FULL_STEPS} steps "
@@ -75,7 +85,15 @@ def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS) -> list[dict]:
            for spec in unrelated]
     out += [{"name": name, "kind": "trained", "trained_steps": FULL_STEPS, "same_data": True,
              "what": what} for name, what in SCRATCH.items()]
+    if cousins_trained():
+        out += cousins.negatives()
     return out
+
+
+def cousins_trained(folder: Path = cousins.FOLDER) -> bool:
+    from bornbiased_jax.training import run_folder
+
+    return run_folder.is_run(folder) and run_folder.finished(folder, cousins.RUN)
 
 
 def sha256(path: Path) -> str:
@@ -203,9 +221,28 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
             c, p = derive(name, base, cfg, k)
         save_hf(c, jax.tree.map(lambda a: np.asarray(a, np.float32), p), folder / name,
                 overwrite=True)
+        _write_tokenizer(model, folder / name, DERIVATIVES.get(name), k)
         manifest[name] = {"what": what, "build_seconds": round(time.time() - t0, 1)}
         files.write_text(manifest_path, json.dumps(manifest, indent=1))
     return manifest
+
+
+def _write_tokenizer(model: Path, folder: Path, derivative, key) -> None:
+    """The GGUF file's tokenizer beside a suspect, as an HF folder ships it (remapped with the
+    ids where the suspect's vocabulary was edited), so the lineage tests align the two
+    vocabularies by token string."""
+    from bornbiased_jax import files
+    from bornbiased_jax.fingerprint import vocab_edits
+    from bornbiased_jax.hf.gguf import load_gguf_tokenizer, check_gguf
+
+    tok = load_gguf_tokenizer(model)
+    if tok is None:  # a file without a tokenizer: ids are then assumed to mean the same
+        return
+    data = json.loads(tok.to_str())
+    if derivative is not None and derivative.vocab is not None:
+        data = vocab_edits.remap_tokenizer_json(
+            data, derivative.vocab_origin(check_gguf(model), key))
+    files.write_text(folder / "tokenizer.json", json.dumps(data))
 
 
 def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
@@ -217,8 +254,9 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
     for test in TESTS:
         folder = out / f"fingerprint-{test}"
         commands[test] = (folder, [
-            "fingerprint", str(model), str(suspects), *unrelated, "--test", test,
-            "--n", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
+            "fingerprint", str(model), str(suspects), *unrelated,
+            *(cousins.sources() if cousins_trained() else []), "--test", test,
+            *[a for k, v in FINGERPRINT.items() for a in (f"--{k.replace('_', '-')}", str(v))],
             "--no-progress", "--out", str(folder)])
     todo = {t: c for t, c in commands.items() if not (c[0] / "summary.json").is_file()}
     with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:

@@ -1,0 +1,69 @@
+"""The real model's strongest negatives: SmolLM2's shallower cousins trained from scratch.
+
+Models of SmolLM2-135M-Instruct's architecture family and widths (d = 576, 9 heads, 3 KV heads,
+SwiGLU F = 1,536, tied embeddings, its own 49,152-token tokenizer read from the GGUF file), but
+4 layers instead of 30 (a 30-layer model trains at several seconds a step on a 2-core CPU), each
+from its own seed (HF's default init, the preset's), trained on Vim's help files -- the text the
+real model's fine-tuned descendants were tuned on -- in one ``bornbiased train --seeds`` program
+(the same batches in the same order). They share the real model's tokenizer, widths and the
+descendants' data, and none of its weights: a lineage test that calls one related to the real
+model is wrong. The depth differs, which the matched test's layer screen handles; the
+permutation leg compares residual coordinates, the same width.
+
+    python -m experiments.real_model --steps cousins   # train (or resume) them
+
+Seed K is the model source ``runs/smollm2/cousins#K``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from bornbiased_jax.defaults import VIM_DOCS
+from bornbiased_jax.training import loop as train
+from bornbiased_jax.training.config import TrainConfig, train_command
+
+FOLDER = Path("runs/smollm2/cousins")
+TOKENIZER = Path("runs/smollm2/tokenizer.json")
+CORPUS = [VIM_DOCS]
+RUN = TrainConfig(
+    preset="smollm2-135m", model_set=("n_layers=4",), seeds=(0, 1, 2, 3), seq_len=64,
+    batch_size=16, steps=300, warmup=30, lr=1e-3, min_lr=1e-4, weight_decay=0.1,
+    corpus_max_mb=8.0, data_seed=0, save_every=50, keep_last=1, eval_every=100,
+    eval_batches=4, log_every=10)
+
+
+def tokenizer(model: Path, path: Path = TOKENIZER) -> Path:
+    """The GGUF file's own tokenizer written as a tokenizer.json (once)."""
+    if not path.is_file():
+        from bornbiased_jax import files
+        from bornbiased_jax.hf.gguf import load_gguf_tokenizer
+
+        files.write_text(path, load_gguf_tokenizer(model).to_str())
+    return path
+
+
+def command(model: Path, folder: Path = FOLDER) -> str:
+    return shlex.join(["bornbiased", *train_command(RUN, CORPUS, folder), "--tokenizer",
+                       str(tokenizer(model)), "--no-progress"])
+
+
+def ensure(model: Path, folder: Path = FOLDER, progress: bool = True) -> Path:
+    """Train the cousins (resuming from the latest checkpoint); finished ones are kept."""
+    return train.ensure(RUN, CORPUS, folder, tokenizer_path=tokenizer(model), progress=progress,
+                        what="the SmolLM2 cousins", remedy="use another folder")
+
+
+def sources(folder: Path = FOLDER) -> list[str]:
+    return [f"{folder}#{k}" for k in RUN.seeds]
+
+
+def negatives() -> list[dict]:
+    """The cousins as the lineage record's negatives list keeps them."""
+    return [{"name": f"cousins#{k}", "kind": "trained", "trained_steps": RUN.steps,
+             "same_data": True,
+             "what": f"a 4-layer cousin of the base (its widths, heads and tokenizer), seed {k}, "
+                     f"trained from scratch {RUN.steps} steps of {RUN.batch_size} x "
+                     f"{RUN.seq_len} tokens on Vim's help (the fine-tunes' text)"}
+            for k in RUN.seeds]
