@@ -16,6 +16,14 @@ same table as Markdown with the command line and the machine.
     python benchmarks/fingerprint_speed.py                       # two llama2-tiny inits
     python benchmarks/fingerprint_speed.py --suspects 20 --save benchmarks/results/fingerprint_speed_cpu.md
     python benchmarks/fingerprint_speed.py --base runs/a --suspect runs/b --repeats 3
+    python benchmarks/fingerprint_speed.py --base M.gguf --suspect copies/pruned --tests auto \
+        --save benchmarks/results/fingerprint_speed_smollm2_cpu.md     # a real 135M pair
+    python benchmarks/fingerprint_speed.py --plan-7b         # the plan for a 7B pair, printed
+
+``--plan-7b`` prints, without loading anything, the plan ``bornbiased fingerprint`` prints for
+two LLaMA-2-7B checkpoints (their HF config) on one 80 GB GPU in bfloat16 at the command's
+defaults: parameters, memory held, forward work, n, and the matched leg's host memory and
+correlation work.
 """
 
 from __future__ import annotations
@@ -61,6 +69,36 @@ def many_suspects(suspect: str, count: int) -> list[str]:
     return [suspect] * count
 
 
+# LLaMA-2-7B's config.json, the fields the plan reads (meta-llama/Llama-2-7b-hf)
+LLAMA2_7B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+             "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
+             "num_key_value_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096,
+             "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
+             "tie_word_embeddings": False, "initializer_range": 0.02}
+
+
+def plan_7b(device=("NVIDIA H100 80GB HBM3", 80e9)) -> str:
+    """The fingerprint command's plan for two LLaMA-2-7B checkpoints at its defaults."""
+    import json
+
+    from bornbiased_jax.defaults import MATCHED_MAX_T, MATCHED_SEQS
+    from bornbiased_jax.fingerprint import memory_plan
+    from bornbiased_jax.fingerprint.compare import default_n
+    from bornbiased_jax.fingerprint.matched import DROP
+    from bornbiased_jax.hf.configs import config_from_hf
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "config.json").write_text(json.dumps(LLAMA2_7B))
+        cfg = config_from_hf(Path(d), name="Llama-2-7b-hf")
+    T = 64
+    n = default_n(cfg, [cfg], T)
+    rows = min(n, MATCHED_SEQS) * (min(T, MATCHED_MAX_T) - DROP)
+    plan = memory_plan.make_plan(cfg, cfg, n, T, "bfloat16", device, matched_models=2,
+                                 matched_rows=rows)
+    return (f"two LLaMA-2-7B checkpoints, bornbiased fingerprint's defaults (n = {n}, T = {T}; "
+            f"the any-pair verdict):\n{plan.describe()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,8 +112,14 @@ def main() -> None:
                     help="the tests of the --suspects rows")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--save", type=Path, help="write the table as Markdown to this file")
+    ap.add_argument("--plan-7b", action="store_true",
+                    help="print the plan for a pair of LLaMA-2-7B checkpoints on one 80 GB GPU "
+                         "and exit")
     ap.add_argument("extra", nargs="*", help="more fingerprint flags (after --)")
     args = ap.parse_args()
+    if args.plan_7b:
+        print(plan_7b())
+        return
     load0 = os.getloadavg()[0]
     print(f"load average before: {load0:.2f} (1 min); {os.cpu_count()} CPUs")
     print(f"{'test':<12} {'suspects':>8} {'first s':>8} {'median wall s':>14} "

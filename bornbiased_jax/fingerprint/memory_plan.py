@@ -78,7 +78,7 @@ class Plan:
 
     def describe(self) -> str:
         gb = 1e9
-        t = (f"~{self.seconds:.0f} s at an assumed {SUSTAINED:.0%} of the device's "
+        t = (f"~{self.seconds:.2g} s at an assumed {SUSTAINED:.0%} of the device's "
              f"{self.dtype} peak" if self.seconds is not None else "time: no rate known for "
              "this device")
         return (f"plan: base {_count(self.params_base)} + suspect "
