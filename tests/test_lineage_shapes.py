@@ -247,3 +247,44 @@ def test_tokenizers_sharing_too_few_strings_are_refused():
     assert np.array_equal(ok.suspect_ids, 99 - ok.base_ids)
     same = vocab.align_strings(None, a, 100, 120)  # no tokenizer on one side: ids
     assert same.by == "ids" and same.shared == 100 and same.suspect_only == 20
+
+
+# ------------------------------------------------------------------------------ bad input
+def _cli(args, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "fp"
+    r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", *args,
+                        "--n", "8", "--seq-len", "12", "--no-progress", "--out", str(out)],
+                       capture_output=True, text=True)
+    return r, out
+
+
+def _word_tok(strings):
+    return json.loads(VE.word_level_tokenizer(strings).to_str())
+
+
+def test_bad_pairs_are_refused_with_one_clear_error_and_nothing_written(tmp_path):
+    """Another architecture family, tokenizers that share too few strings, a model whose every
+    MLP unit is dead: one error naming what and why, a non-zero exit, no --out."""
+    r, out = _cli(["preset:llama2-tiny@0", "preset:gpt2-rope-tiny@1"], tmp_path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and not out.exists()
+    assert "different architecture families" in r.stderr and "norm" in r.stderr
+
+    strings = [f"w{i}" for i in range(CFG.vocab_size)]
+    other = [f"w{i}" for i in range(100)] + [f"x{i}" for i in range(CFG.vocab_size - 100)]
+    a = _hf(tmp_path, "a", CFG, jax.tree.map(np.asarray, _init(0)), _word_tok(strings))
+    b = _hf(tmp_path, "b", CFG, jax.tree.map(np.asarray, _init(1)), _word_tok(other))
+    r, out = _cli([a, b], tmp_path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and not out.exists()
+    assert "share 100 token strings" in r.stderr and "other tokenizers" in r.stderr
+
+    dead = jax.tree.map(np.array, _init(2))
+    for l in range(CFG.n_layers):
+        for name in ("gate_proj", "up_proj"):
+            dead[f"layers_{l}"]["mlp"][name]["kernel"][:] = 0
+    c = _hf(tmp_path, "c", CFG, dead, _word_tok(strings))
+    r, out = _cli([a, c], tmp_path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and not out.exists()
+    assert "every MLP unit of SUSPECT is dead" in r.stderr
