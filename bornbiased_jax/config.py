@@ -77,6 +77,23 @@ class ModelConfig:
         element-wise per head, W_g (d, H K) ~ N(0, init_std^2), applied after the transform
         (the gate recent LLMs put after attention against attention sinks); softmax only.
       attn_output_gate_bias: a bias b_g (H K,) on the gate, initialised to 0; needs the gate.
+      qk_norm: RMS-normalise each head's query and key (over its K coordinates, one gain (K,)
+        shared by the heads) before RoPE (Gemma 3's QK-norm); needs norm="rmsnorm".
+      post_norms: sandwich norms: the attention's and the MLP's outputs are normalised too
+        before they join the residual (Gemma 2 and 3): H = X + Norm(MHA(Norm(X))).
+      norm_unit_offset: every norm (and the QK-norm) multiplies by (1 + w), w initialised to
+        0 (Gemma's convention; HF checkpoints store w, GGUF files 1 + w); False: by w, = 1.
+      embed_scale: token embeddings are multiplied by sqrt(d_model) on input (Gemma); the tied
+        unembedding reads the unscaled matrix.
+      query_pre_attn_scalar: attention logits are q k^T / sqrt(query_pre_attn_scalar); None
+        means head_dim (Gemma 3 sets it explicitly, equal to head_dim).
+      sliding_window: W, the keys a sliding-window layer sees: query i attends to keys j with
+        i - W < j <= i. None: every layer attends to the whole prefix.
+      sliding_window_pattern: with a window, layer l (0-based) is global when (l + 1) is a
+        multiple of this and sliding otherwise (Gemma 3: 6, five sliding layers then one
+        global); 1 without a window.
+      rope_local_theta: the RoPE base of the sliding-window layers (Gemma 3: 10,000, while
+        ``rope_theta`` = 1,000,000 serves the global ones); None: ``rope_theta``.
 
     The fields hold what was given: ``head_dim`` and ``n_kv_heads`` stay None when left out, and
     the properties ``resolved_head_dim`` and ``resolved_n_kv_heads`` derive the values in use
@@ -114,6 +131,14 @@ class ModelConfig:
     attn_output_transform: OutputTransform = "none"
     attn_output_gate: bool = False
     attn_output_gate_bias: bool = False
+    qk_norm: bool = False
+    post_norms: bool = False
+    norm_unit_offset: bool = False
+    embed_scale: bool = False
+    query_pre_attn_scalar: float | None = None
+    sliding_window: int | None = None
+    sliding_window_pattern: int = 1
+    rope_local_theta: float | None = None
 
     def __post_init__(self):
         def need(ok: bool, msg: str):
@@ -165,6 +190,40 @@ class ModelConfig:
             need(self.resolved_n_kv_heads == self.n_heads,
                  f"attention={self.attention!r} (Attn0) has no key/value heads; n_kv_heads must "
                  f"equal n_heads={self.n_heads} (or be None), got {self.n_kv_heads}")
+        for f in ("qk_norm", "post_norms", "norm_unit_offset", "embed_scale"):
+            need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
+                 f"got {getattr(self, f)!r}")
+        need(not self.qk_norm or (self.norm == "rmsnorm" and self.has_attn_params),
+             f"qk_norm=True RMS-normalises each head's queries and keys: it needs "
+             f"norm='rmsnorm' and softmax attention (got norm={self.norm!r}, "
+             f"attention={self.attention!r}, block={self.block!r})")
+        need(not self.post_norms or self.norm != "none",
+             "post_norms=True normalises the sublayers' outputs: it needs a norm "
+             "(norm='rmsnorm' or 'layernorm'), not norm='none'")
+        need(self.query_pre_attn_scalar is None or (
+            isinstance(self.query_pre_attn_scalar, (int, float))
+            and not isinstance(self.query_pre_attn_scalar, bool)
+            and self.query_pre_attn_scalar > 0),
+             f"query_pre_attn_scalar must be a number > 0 or None, got "
+             f"{self.query_pre_attn_scalar!r}")
+        need(self.sliding_window is None or _positive_int(self.sliding_window),
+             f"sliding_window must be a positive integer or None, got {self.sliding_window!r}")
+        need(_positive_int(self.sliding_window_pattern),
+             f"sliding_window_pattern must be a positive integer, got "
+             f"{self.sliding_window_pattern!r}")
+        if self.sliding_window is None:
+            need(self.sliding_window_pattern == 1 and self.rope_local_theta is None,
+                 f"sliding_window_pattern={self.sliding_window_pattern} and rope_local_theta="
+                 f"{self.rope_local_theta} describe sliding-window layers; give sliding_window "
+                 f"too, or leave them at 1 and None")
+        else:
+            need(self.sliding_window_pattern >= 2,
+                 f"sliding_window={self.sliding_window} with sliding_window_pattern=1 makes "
+                 f"every layer global; give a pattern >= 2 (Gemma 3: 6)")
+            need(self.has_attn_params, f"sliding_window needs softmax attention (got "
+                 f"attention={self.attention!r}, block={self.block!r})")
+        need(self.rope_local_theta is None or self.rope_local_theta > 0,
+             "rope_local_theta must be > 0 or None")
         need(self.init_std > 0, "init_std must be > 0")
         need(self.norm_eps > 0, "norm_eps must be > 0")
         need(self.rope_theta > 0, "rope_theta must be > 0")
@@ -197,6 +256,28 @@ class ModelConfig:
     def has_attn_params(self) -> bool:
         return self.has_attn and self.attention == "softmax"
 
+    def is_sliding(self, layer: int) -> bool:
+        """Whether block ``layer`` (0-based) attends through the sliding window."""
+        return self.sliding_window is not None and (layer + 1) % self.sliding_window_pattern != 0
+
+    def layer_window(self, layer: int) -> int | None:
+        """W of block ``layer``: ``sliding_window`` on a sliding layer, None on a global one."""
+        return self.sliding_window if self.is_sliding(layer) else None
+
+    def layer_rope_theta(self, layer: int) -> float:
+        """The RoPE base of block ``layer``: ``rope_local_theta`` on a sliding layer (when
+        given), else ``rope_theta``."""
+        if self.is_sliding(layer) and self.rope_local_theta is not None:
+            return self.rope_local_theta
+        return self.rope_theta
+
+    @property
+    def attn_scalar(self) -> float:
+        """The d in the attention logits' q k^T / sqrt(d): query_pre_attn_scalar or head_dim."""
+        if self.query_pre_attn_scalar is None:
+            return self.resolved_head_dim
+        return self.query_pre_attn_scalar
+
     @property
     def residual_std(self) -> float:
         """std of W_O and W_down: 0.02 / sqrt(2L) under GPT-2 scaling (App. B.1)."""
@@ -224,12 +305,29 @@ class ModelConfig:
         return hash(self._key())
 
 
+# Fields added after records (run.json, probe and sweep states, campaign summaries) were first
+# written, with the default that every earlier record means by its silence. A record leaves
+# them out while they hold that default (:func:`config_record`), so a record made before they
+# existed and one made after name the same model.
+LATER_FIELDS = {"qk_norm": False, "post_norms": False, "norm_unit_offset": False,
+                "embed_scale": False, "query_pre_attn_scalar": None, "sliding_window": None,
+                "sliding_window_pattern": 1, "rope_local_theta": None}
+
+
+def config_record(cfg: ModelConfig) -> dict:
+    """``dataclasses.asdict(cfg)`` for records and state identities, without the
+    :data:`LATER_FIELDS` that hold their defaults (``ModelConfig(**record)`` rebuilds cfg)."""
+    d = dataclasses.asdict(cfg)
+    return {k: v for k, v in d.items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+
+
 def recorded_differences(recorded: dict, cfg: ModelConfig) -> dict[str, tuple]:
     """{field: (recorded value, cfg's value)} for every field where a recorded config (a dict,
     e.g. run.json's ``model_config``) and ``cfg`` differ; "<absent>" where one lacks the
     field. ``head_dim`` and ``n_kv_heads`` are compared (and shown) resolved, so a record that
-    spells out the derived values equals one that leaves them None."""
-    rec, cur = dict(recorded), dataclasses.asdict(cfg)
+    spells out the derived values equals one that leaves them None; a record without one of
+    the :data:`LATER_FIELDS` holds its default."""
+    rec, cur = {**LATER_FIELDS, **dict(recorded)}, dataclasses.asdict(cfg)
     d, h = rec.get("d_model"), rec.get("n_heads")
     if rec.get("head_dim") is None and _positive_int(d) and _positive_int(h) and d % h == 0:
         rec["head_dim"] = d // h
@@ -321,6 +419,43 @@ def _smollm2_135m() -> ModelConfig:
         qkv_bias=False, tie_embeddings=True, norm_eps=1e-5, scale_residual_init=False)
 
 
+GEMMA3_VOCAB = 262_144
+
+
+def _gemma3(size: str) -> ModelConfig:
+    """Gemma 3's text decoder (Google; read in transformers' ``modeling_gemma3.py`` and
+    llama.cpp's gemma3 graph): per-head QK-norm before RoPE, sandwich norms (before and after
+    attention and the MLP), norm gains (1 + w), token embeddings times sqrt(d), GeGLU with
+    tanh GELU, grouped (here single) K/V heads of head_dim 256 != d/H, five sliding-window
+    layers (W = 512, RoPE base 10,000) then one global layer (base 1,000,000), attention
+    logits over sqrt(query_pre_attn_scalar) = sqrt(256), tied head, RMSNorm eps 1e-6, no
+    biases, no soft-capping.
+
+    ``270m`` is Gemma 3 270M's shape (its GGUF metadata: 18 blocks, d = 640, 4 query / 1 K/V
+    heads, MLP 2,048, vocabulary 262,144, context 32,768). ``tiny`` is a CPU-test size with
+    the same structure (6 blocks: five sliding, one global; head_dim 32 != d/H = 16).
+
+    Initialisation as Google's own Gemma code (google-deepmind/gemma, ``gemma/gm/nn``) does
+    it: every weight -- the embedding table (``Embedder``, ``nn.initializers.normal()``) and
+    every projection (``Einsum``, the same initializer) -- N(0, 0.01^2) (flax's default
+    stddev), no depth scaling; every RMSNorm ``scale`` w = 0, i.e. gain 1 + w = 1.
+    (transformers' ``Gemma3PreTrainedModel._init_weights`` differs: std 0.02 and the padding
+    row of the embedding zeroed; the released weights come from Google's code.)
+    """
+    d, n_layers, n_heads, head_dim, d_ff, vocab, max_t = {
+        "tiny": (64, 6, 4, 32, 128, 512, 1024),
+        "270m": (640, 18, 4, 256, 2048, GEMMA3_VOCAB, 32_768)}[size]
+    return ModelConfig(
+        name=f"gemma3-{size}", vocab_size=vocab, d_model=d, n_layers=n_layers,
+        n_heads=n_heads, n_kv_heads=1, head_dim=head_dim, d_ff=d_ff, max_seq_len=max_t,
+        activation="gelu_tanh", gated_mlp=True, norm="rmsnorm", position="rope",
+        rope_theta=1_000_000.0, linear_bias=False, qkv_bias=False, tie_embeddings=True,
+        init_std=0.01, scale_residual_init=False, norm_eps=1e-6, qk_norm=True,
+        post_norms=True, norm_unit_offset=True, embed_scale=True,
+        query_pre_attn_scalar=float(head_dim), sliding_window=512, sliding_window_pattern=6,
+        rope_local_theta=10_000.0)
+
+
 _FAMILIES = {"gpt2-rope": _gpt2_rope, "llama2": _llama2, "qwen2": _qwen2}
 PRESET_FAMILIES = tuple(_FAMILIES)  # a preset is FAMILY-SIZE, or a released model's shape
 PRESET_SIZES = tuple(_SIZES)
@@ -331,6 +466,8 @@ PRESETS: dict[str, ModelConfig] = {
        if not (size == "1.2b" and fam != "gpt2-rope")},
     # released models' shapes (the models themselves load from their files)
     "smollm2-135m": _smollm2_135m(),
+    "gemma3-tiny": _gemma3("tiny"),
+    "gemma3-270m": _gemma3("270m"),
 }
 
 

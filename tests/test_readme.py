@@ -102,8 +102,9 @@ def test_readme_presets_table_is_the_configs():
     assert "512 at `tiny`" in text
     for name in set(PRESETS) - named:
         c = PRESETS[name]
+        kv = f"{c.resolved_n_kv_heads} KV head" + ("s" if c.resolved_n_kv_heads > 1 else "")
         assert (f"`{name}` is" in text and f"({c.d_model} / {c.n_layers} / {c.n_heads}, "
-                f"{c.resolved_n_kv_heads} KV heads, vocabulary {c.vocab_size:,})" in text), name
+                f"{kv}, vocabulary {c.vocab_size:,})" in text), name
 
 
 def _slug(heading: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from pathlib import Path
 
@@ -87,7 +86,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import files, model
-    from bornbiased_jax.config import apply_overrides
+    from bornbiased_jax.config import apply_overrides, config_record
     from bornbiased_jax.probes.sinks import metric, tables, windows
     from bornbiased_jax.sources import init_params, load_source
 
@@ -128,7 +127,7 @@ def run(args) -> int:
     wall = time.time() - t0
     table = tables.sinks_markdown(results, loaded.label)
     run_info = files.run_record(args.command_line, wall, model=args.model,
-                                model_set=list(args.model_set), config=dataclasses.asdict(cfg),
+                                model_set=list(args.model_set), config=config_record(cfg),
                                 tokenizer=inputs.tokenizer, corpus=inputs.corpus,
                                 bos_prepended=inputs.bos, bos_id=inputs.bos_id,
                                 setting=args.setting, all_keys=bool(args.all_keys),

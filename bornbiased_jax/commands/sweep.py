@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -137,7 +136,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import distributed, files, resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.config import config_record, get_preset
     from bornbiased_jax.probes import token_preference as tp
     from bornbiased_jax.probes import token_preference_tables as tables
     from bornbiased_jax.sources import load_source
@@ -180,7 +179,7 @@ def run(args) -> int:
     table = tables.table1_markdown(records)
     kept = _state_record(state, stores)
     run_info = files.run_record(args.command_line, wall, scale=args.scale, configs=[
-        dataclasses.asdict(c) for c in configs + [m.cfg for m in models]],
+        config_record(c) for c in configs + [m.cfg for m in models]],
         **({"state": kept} if kept else {}))
     outputs = {"token_preference.json": {"run": run_info,
                                          "records": [r.to_json() for r in records]},

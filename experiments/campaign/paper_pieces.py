@@ -10,6 +10,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+from bornbiased_jax.config import config_record
 from experiments.campaign import plan as campaign
 
 STATE = campaign.ROOT / campaign.STATE
@@ -245,7 +246,7 @@ def run_table2(state: Path, summaries: Path) -> dict:
                       for i, b in enumerate(prof["blocks"][0])]
             return {"row": row, "figure7": blocks}, _seconds(folder)
 
-        identity = {"model": dataclasses.asdict(cfg), "seeds": [42], "input": "gaussian",
+        identity = {"model": config_record(cfg), "seeds": [42], "input": "gaussian",
                     "seq_len": 1024, "num_seqs": N_SEQS, **probe_identity("last_token")}
         part, seconds = _kept(summaries, block, identity, compute)
         rows.append(part["row"])
@@ -268,7 +269,7 @@ def run_table4a(state: Path, summaries: Path) -> dict:
         cfg = nano_model(scaled)
         for kind in ("tokens", "gaussian"):
             name = f"{cfg.name}-{kind}"
-            identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
+            identity = {"model": config_record(cfg), "seeds": SEEDS_4A,
                         "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
                         "n": N_SEQS, **probe_identity("features/normed")}
             part, seconds = _kept(summaries, name, identity,
@@ -293,7 +294,7 @@ def run_table4a_n10k(state: Path, summaries: Path) -> dict:
 
     cfg, kind, n = nano_model(False), "gaussian", campaign.PAPER_N_LLAMA
     name = f"{cfg.name}-{kind}-n{n}"
-    identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
+    identity = {"model": config_record(cfg), "seeds": SEEDS_4A,
                 "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
                 "n": n, **probe_identity("features/normed")}
     records, secs = _kept(summaries, name, identity,
