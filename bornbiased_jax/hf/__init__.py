@@ -1,6 +1,7 @@
-"""Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA), Qwen2 and
-GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE); llama.cpp GGUF
-files of LLaMA and Qwen2 in (:mod:`.gguf`, float and quantized weights, dequantized).
+"""Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA), Qwen2,
+GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE) and Gemma 3's text
+decoder; llama.cpp GGUF files of LLaMA, Qwen2 and Gemma 3 in (:mod:`.gguf`, float and quantized
+weights, dequantized).
 
     cfg, params = load_hf("path/to/Llama-2-7b-hf", dtype=jnp.bfloat16)
     out = model.forward(params, cfg, tokens_T, return_hidden=True)
@@ -39,8 +40,8 @@ from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_
 from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, HEAD_ALIAS, LM_HEAD, is_buffer,
                                      tensor_specs, to_hf, to_ours)
 
-__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "config_from_hf",
-           "config_to_hf", "hf_architecture", "ARCHITECTURES"]
+__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "load_gguf_tokenizer",
+           "config_from_hf", "config_to_hf", "hf_architecture", "ARCHITECTURES"]
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 _LIST = 8  # how many names an error message lists before "and N more"
@@ -152,7 +153,7 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
                         f"model.safetensors)")
     jdtype = _DTYPES[_dtype_name(dtype)]
     hf = read_hf_config(folder)
-    cfg = config_from_hf(hf, name=folder.resolve().name)
+    cfg = config_from_hf(hf, name=folder.resolve().name, source=folder / "config.json")
     kind = hf["model_type"]
     specs = tensor_specs(cfg, kind)
     _check_name_map(cfg, specs)
@@ -279,3 +280,11 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
     from bornbiased_jax.hf.gguf import load_gguf as _load
 
     return _load(path, dtype)
+
+
+def load_gguf_tokenizer(path: str | os.PathLike):
+    """The tokenizer of a llama.cpp GGUF file; see
+    :func:`bornbiased_jax.hf.gguf.load_gguf_tokenizer`."""
+    from bornbiased_jax.hf.gguf import load_gguf_tokenizer as _load
+
+    return _load(path)

@@ -1,6 +1,6 @@
-"""HF ``config.json`` <-> :class:`ModelConfig` for GPT-2, LLaMA, Qwen2 and GPT-NeoX.
+"""HF ``config.json`` <-> :class:`ModelConfig` for GPT-2, LLaMA, Qwen2, GPT-NeoX and Gemma 3.
 
-Four HF architectures map onto the one decoder of this project:
+Five HF architectures map onto the one decoder of this project:
 
   ============  =================  ========================================================
   model_type    architecture       what it is here
@@ -12,6 +12,10 @@ Four HF architectures map onto the one decoder of this project:
   gpt_neox      GPTNeoXForCausalL  LayerNorm, RoPE, biases everywhere, GELU: the paper's
                 M                  "GPT-2 with RoPE" (``gpt2-rope-*`` presets), provided
                                    ``use_parallel_residual`` is false and RoPE is full-width
+  gemma3_text   Gemma3ForCausalLM  Gemma 3's text decoder: QK-norm, sandwich norms, (1 + w)
+                                   gains, embeddings times sqrt(d), GeGLU, sliding-window
+                                   layers (``layer_types``: every k-th global) with their own
+                                   RoPE base, ``query_pre_attn_scalar``
   ============  =================  ========================================================
 
 Everything a config says that changes the forward pass is either mapped or refused with a
@@ -34,7 +38,11 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM",
-                 "qwen2": "Qwen2ForCausalLM", "gpt_neox": "GPTNeoXForCausalLM"}
+                 "qwen2": "Qwen2ForCausalLM", "gpt_neox": "GPTNeoXForCausalLM",
+                 "gemma3_text": "Gemma3ForCausalLM"}
+# Gemma's fixed choices that its configs (and GGUF metadata) may leave out: transformers'
+# Gemma3TextConfig defaults, which llama.cpp's gemma3 graph hard-codes too.
+GEMMA3_LOCAL_THETA, GEMMA3_PATTERN = 10_000.0, 6
 
 # HF activation names (transformers' ACT2FN) -> ours. gelu_new and gelu_pytorch_tanh are the
 # same tanh approximation (one in Python, one in torch); "gelu" is the exact erf form.
@@ -68,6 +76,25 @@ def read_hf_config(src: str | os.PathLike | dict) -> dict:
 
 def _refuse(field: str, value: Any, why: str) -> UserError:
     return UserError(f"config.json: {field}={value!r} is not supported: {why}")
+
+
+def layer_pattern(layer_types: list, what: str = "layer_types") -> int | None:
+    """k such that ``layer_types`` is k - 1 'sliding_attention' layers then one
+    'full_attention', repeated (the last group may be cut short): Gemma 3's k = 6; None when
+    every layer is 'full_attention'. A UserError naming ``what`` for any other pattern."""
+    types = list(layer_types)
+    bad = sorted(set(types) - {"sliding_attention", "full_attention"})
+    if bad:
+        raise _refuse(what, bad, "layer types other than 'sliding_attention' and "
+                      "'full_attention' are not implemented")
+    if all(t == "full_attention" for t in types):
+        return None
+    k = types.index("full_attention") + 1 if "full_attention" in types else len(types) + 1
+    want = ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(len(types))]
+    if k < 2 or types != want:
+        raise _refuse(what, types, "only the pattern of every k-th layer global and the others "
+                      "sliding (Gemma 3: k = 6) is implemented")
+    return k
 
 
 def _activation(d: dict, field: str, default: str) -> str:
@@ -189,22 +216,94 @@ def _llama(d: dict, model_type: str) -> dict:
         init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=False)
 
 
-def config_from_hf(hf_config: str | os.PathLike | dict, *, name: str | None = None
-                   ) -> ModelConfig:
+def _gemma3(d: dict) -> dict:
+    """Gemma 3's text decoder (transformers' ``Gemma3TextConfig``; its defaults for the fields
+    a config leaves out)."""
+    for f in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if d.get(f) is not None:
+            raise _refuse(f, d[f], "logit soft-capping (Gemma 2's) is not implemented; Gemma 3 "
+                          "has none (null)")
+    if d.get("use_bidirectional_attention"):
+        raise _refuse("use_bidirectional_attention", True, "the decoder here is causal")
+    if d.get("attention_bias"):
+        raise _refuse("attention_bias", True, "biases on the attention projections but not the "
+                      "MLP have no counterpart here; Gemma 3 has none")
+    n_layers = d.get("num_hidden_layers", 26)
+    types = d.get("layer_types")
+    if types is None:
+        pattern = d.get("sliding_window_pattern", d.get("_sliding_window_pattern",
+                                                        GEMMA3_PATTERN))
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                 for i in range(n_layers)]
+    if len(types) != n_layers:
+        raise _refuse("layer_types", f"{len(types)} entries", f"one per layer "
+                      f"(num_hidden_layers={n_layers})")
+    pattern = layer_pattern(types)
+    rope = d.get("rope_parameters") or {}
+    if not isinstance(rope, dict):
+        raise _refuse("rope_parameters", rope, "expected a JSON object")
+    if rope and all(isinstance(v, dict) for v in rope.values()):  # transformers 5: per type
+        full = _rope_theta({"rope_parameters": rope.get("full_attention") or {},
+                            "rope_theta": 1_000_000.0})
+        local = _rope_theta({"rope_parameters": rope.get("sliding_attention") or {},
+                             "rope_theta": GEMMA3_LOCAL_THETA})
+    else:  # older: rope_theta and rope_scaling for global layers, rope_local_base_freq
+        full = _rope_theta({**d, "rope_theta": d.get("rope_theta", 1_000_000.0)})
+        local = float(d.get("rope_local_base_freq", GEMMA3_LOCAL_THETA))
+    head_dim = d.get("head_dim", 256)
+    return dict(
+        vocab_size=d.get("vocab_size", 262_208), d_model=d.get("hidden_size", 2304),
+        n_layers=n_layers, n_heads=d.get("num_attention_heads", 8),
+        n_kv_heads=d.get("num_key_value_heads", 4), head_dim=head_dim,
+        d_ff=d.get("intermediate_size", 9216),
+        max_seq_len=d.get("max_position_embeddings", 131_072),
+        activation=_activation(d, "hidden_activation" if "hidden_activation" in d
+                               else "hidden_act", "gelu_pytorch_tanh"),
+        gated_mlp=True, norm="rmsnorm", norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        position="rope", rope_theta=full, linear_bias=False, qkv_bias=False,
+        tie_embeddings=bool(d.get("tie_word_embeddings", True)),
+        init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=False,
+        qk_norm=True, post_norms=True, norm_unit_offset=True, embed_scale=True,
+        query_pre_attn_scalar=float(d.get("query_pre_attn_scalar", 256)),
+        sliding_window=None if pattern is None else int(d.get("sliding_window") or 4096),
+        sliding_window_pattern=pattern or 1,
+        rope_local_theta=None if pattern is None else local)
+
+
+def config_from_hf(hf_config: str | os.PathLike | dict, *, name: str | None = None,
+                   source: str | os.PathLike | None = None) -> ModelConfig:
     """The :class:`ModelConfig` of an HF ``config.json`` (a dict, the file, or its folder).
 
     Raises ``UserError`` for unknown ``model_type``/``architectures`` and for any field whose
-    value would change the forward pass in a way this decoder does not implement.
+    value would change the forward pass in a way this decoder does not implement; the message
+    names the file (``source``, or the path given) when there is one.
     """
     d = read_hf_config(hf_config)
+    if source is None and not isinstance(hf_config, dict):
+        path = Path(hf_config)
+        source = path / "config.json" if path.is_dir() else path
+    try:
+        return _config(d, name)
+    except UserError as e:
+        if source is None:
+            raise
+        text = str(e)
+        raise UserError(f"{source}: {text.removeprefix('config.json: ')}") from None
+
+
+def _config(d: dict, name: str | None) -> ModelConfig:
     model_type = d.get("model_type")
+    if model_type == "gemma3":
+        raise UserError("config.json: model_type='gemma3' (Gemma3ForConditionalGeneration, "
+                        "text and vision) is not supported; only the text decoder, model_type "
+                        "'gemma3_text' (Gemma3ForCausalLM, as Gemma 3 270M and 1B are saved)")
     if model_type not in ARCHITECTURES:
         raise UserError(f"config.json: model_type={model_type!r} is not supported; supported: "
                         + ", ".join(f"{t} ({a})" for t, a in ARCHITECTURES.items()))
     _check_common(d, model_type)
     try:
         fields = (_gpt2(d) if model_type == "gpt2" else _gpt_neox(d) if model_type == "gpt_neox"
-                  else _llama(d, model_type))
+                  else _gemma3(d) if model_type == "gemma3_text" else _llama(d, model_type))
         return ModelConfig(name=name or f"hf-{model_type}", shared_embedding=False, **fields)
     except UserError:
         raise
@@ -224,7 +323,18 @@ def hf_architecture(cfg: ModelConfig) -> str:
     if cfg.activation not in _ACT_TO_HF:
         why.append(f"activation {cfg.activation!r} has no HF name")
     kind = None
-    if (cfg.position, cfg.norm, cfg.gated_mlp) == ("learned", "layernorm", False):
+    gemma = {f: getattr(cfg, f) for f in ("qk_norm", "post_norms", "norm_unit_offset",
+                                          "embed_scale")}
+    if any(gemma.values()) or cfg.sliding_window is not None \
+            or cfg.query_pre_attn_scalar is not None:
+        if not all(gemma.values()):
+            why.append(f"{gemma} is part of Gemma 3's architecture; Gemma3ForCausalLM has all "
+                       f"four and no other HF architecture has any")
+        if (cfg.position, cfg.norm, cfg.gated_mlp, cfg.linear_bias, cfg.qkv_bias) != (
+                "rope", "rmsnorm", True, False, False):
+            why.append("Gemma 3 has RoPE, RMSNorm, a gated MLP and no biases")
+        kind = "gemma3_text"
+    elif (cfg.position, cfg.norm, cfg.gated_mlp) == ("learned", "layernorm", False):
         if not cfg.linear_bias:
             why.append("GPT-2 has biases on every linear (linear_bias=True)")
         if cfg.n_groups != 1 or cfg.resolved_head_dim * cfg.n_heads != cfg.d_model:
@@ -274,6 +384,8 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
                 "rotary_pct": 1.0, "rotary_emb_base": cfg.rope_theta,
                 "rope_parameters": {**rope, "partial_rotary_factor": 1.0},
                 "attention_dropout": 0.0, "hidden_dropout": 0.0}
+    if kind == "gemma3_text":
+        return {**head, **_gemma3_to_hf(cfg)}
     body = {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
             "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.resolved_n_kv_heads,
             "head_dim": cfg.resolved_head_dim, "intermediate_size": cfg.d_ff,
@@ -287,3 +399,32 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
     else:
         body.update(use_sliding_window=False)
     return {**head, **body}
+
+
+def _gemma3_to_hf(cfg: ModelConfig) -> dict:
+    """Gemma3TextConfig's fields for ``cfg``, in both the spellings of transformers 5
+    (``rope_parameters`` per layer type) and earlier (``rope_theta``, ``rope_local_base_freq``)."""
+    types = ["sliding_attention" if cfg.is_sliding(i) else "full_attention"
+             for i in range(cfg.n_layers)]
+    local = cfg.layer_rope_theta(0) if cfg.sliding_window is not None else GEMMA3_LOCAL_THETA
+    return {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
+            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.resolved_n_kv_heads,
+            "head_dim": cfg.resolved_head_dim, "intermediate_size": cfg.d_ff,
+            "max_position_embeddings": cfg.max_seq_len,
+            "hidden_activation": _ACT_TO_HF[cfg.activation].replace("gelu_new",
+                                                                     "gelu_pytorch_tanh"),
+            "rms_norm_eps": cfg.norm_eps, "query_pre_attn_scalar": _int_if_whole(cfg.attn_scalar),
+            "sliding_window": cfg.sliding_window, "layer_types": types,
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": cfg.rope_theta},
+                "sliding_attention": {"rope_type": "default", "rope_theta": local}},
+            "rope_theta": cfg.rope_theta, "rope_local_base_freq": local,
+            "attention_bias": False, "attention_dropout": 0.0,
+            "final_logit_softcapping": None, "attn_logit_softcapping": None,
+            "use_bidirectional_attention": False}
+
+
+def _int_if_whole(x: float) -> int | float:
+    """transformers' Gemma3TextConfig types query_pre_attn_scalar as an int (and refuses a
+    float); a whole number is written as one."""
+    return int(x) if float(x).is_integer() else x
