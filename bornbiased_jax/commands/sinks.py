@@ -73,11 +73,12 @@ def add_parser(sub) -> None:
                         "model's)")
     w.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                    help="prepend the tokenizer's BOS token to every window (BOS + T-1 text "
-                        "tokens); default: a train run's own setting (run.json), else no BOS. "
-                        "Bigram-Backcopy windows always begin with <s>")
+                        "tokens); default: a train run's own setting (run.json); for an HF folder "
+                        "or GGUF file, whether its tokenizer adds one (add_bos_token); else no "
+                        "BOS. Bigram-Backcopy windows always begin with <s>")
     w.add_argument("--bos-token", metavar="TOKEN",
-                   help="the string of the tokenizer's BOS token (default: the run's, else "
-                        "'<|bos|>', which a BPE trained here with --bos has)")
+                   help="the string of the tokenizer's BOS token (default: the run's or the "
+                        "real model's, else '<|bos|>', which a BPE trained here with --bos has)")
     w.add_argument("--data-seed", type=int, default=0, metavar="SEED",
                    help="seed of the window choice (of the generated sequences for bbm:)")
     add_precision_argument(p, precision.PROBE_DEFAULT)

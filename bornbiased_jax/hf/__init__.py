@@ -40,7 +40,7 @@ from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_
 from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, HEAD_ALIAS, LM_HEAD, is_buffer,
                                      tensor_specs, to_hf, to_ours)
 
-__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "load_gguf_tokenizer",
+__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "load_gguf_tokenizer", "model_bos",
            "config_from_hf", "config_to_hf", "hf_architecture", "ARCHITECTURES"]
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -273,6 +273,38 @@ def load_hf_tokenizer(path: str | os.PathLike):
         return Tokenizer.from_file(str(f))
     except Exception as e:  # tokenizers raises a bare Exception on malformed files
         raise UserError(f"{f}: not a tokenizers JSON file ({e})") from None
+
+
+def model_bos(path: str | os.PathLike) -> tuple[bool, str | None, str]:
+    """(adds, token, why) for a real model's tokenizer: whether it puts a beginning-of-sequence
+    token before a text, that token's string, and where that was read. A GGUF file says it in
+    ``tokenizer.ggml.add_bos_token`` (:func:`.gguf.gguf_bos`); an HF folder in its
+    ``tokenizer_config.json`` (``add_bos_token`` and ``bos_token``), else in its
+    ``tokenizer.json``'s post-processor (a template that begins with a special token). A folder
+    that says nothing adds none."""
+    from bornbiased_jax.hf.gguf import gguf_bos, is_gguf
+
+    p = Path(path)
+    if p.is_file() and is_gguf(p):
+        adds, _, token = gguf_bos(p)
+        return adds, token, f"{p.name}: tokenizer.ggml.add_bos_token"
+    config, tok = p / "tokenizer_config.json", p / "tokenizer.json"
+    try:
+        tc = json.loads(config.read_text()) if config.is_file() else {}
+        tj = json.loads(tok.read_text()) if tok.is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p}: its tokenizer files are not valid JSON ({e})") from None
+    token = tc.get("bos_token")
+    token = token.get("content") if isinstance(token, dict) else token
+    if "add_bos_token" in tc:
+        return bool(tc["add_bos_token"]) and token is not None, token, \
+            f"{config.name}: add_bos_token"
+    single = ((tj.get("post_processor") or {}).get("single") or [])
+    first = single[0].get("SpecialToken", {}).get("id") if single and isinstance(
+        single[0], dict) else None
+    if first is not None:
+        return True, first, f"{tok.name}: post_processor"
+    return False, token, "no add_bos_token in the folder's tokenizer files"
 
 
 def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:

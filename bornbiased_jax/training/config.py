@@ -112,7 +112,10 @@ class TrainConfig:
                                     "run is the model source OUT#K or OUT#K@STEP")
     bos: bool = _field(False, "put a beginning-of-sequence token at position 0 of every "
                        "training and validation window (BOS + T-1 text tokens as the model's "
-                       f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'")
+                       f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'. "
+                       "On the command line (--bos/--no-bos) the default for --init-from an HF "
+                       "folder or GGUF file is whether its tokenizer adds one (add_bos_token), "
+                       "with that token; else no BOS")
     bos_token: str | None = _field(None, "with --bos and a given --tokenizer: the string of "
                                    f"that tokenizer's BOS token, e.g. '<s>' "
                                    f"(default: '{BOS_TOKEN}')")
