@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import layers, model
-from bornbiased_jax.config import (LATER_FIELDS, ModelConfig, config_record, get_preset,
-                                   recorded_differences)
+from bornbiased_jax.config import LATER_FIELDS, ModelConfig, config_record, recorded_differences
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 

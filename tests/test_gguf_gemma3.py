@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -261,3 +262,30 @@ def test_gguf_save_hf_round_trip_writes_w(tmp_path):
     assert hf["model_type"] == "gemma3_text" and hf["query_pre_attn_scalar"] == 16
     back_cfg, back = load_hf(out)
     assert jax.tree.all(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), params, back))
+
+
+LIVE = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "accelerate"))
+
+
+@pytest.mark.skipif(not LIVE, reason="live comparison needs torch, transformers, accelerate")
+def test_live_transformers_reads_our_export_and_the_gguf_alike(gemma3, ref, tmp_path):
+    """Where torch is importable: transformers' GGUF loader and transformers on our save_hf
+    export give the same logits bitwise (the same weights through the same code), and both
+    match the committed fixture within the bound above."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from bornbiased_jax.hf import save_hf
+
+    path, cfg, params = gemma3
+    folder = save_hf(cfg, params, tmp_path / "hf")
+    exported = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                    attn_implementation="eager").eval()
+    direct = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                  dtype=torch.float32,
+                                                  attn_implementation="eager").eval()
+    tokens = torch.from_numpy(ref["sent_0_tokens"].astype(np.int64))
+    with torch.no_grad():
+        a, b = exported(input_ids=tokens).logits, direct(input_ids=tokens).logits
+    assert torch.equal(a, b)
+    _close(a[:, :, ref["vocab_subset"]].numpy(), ref["sent_0_logits_subset"], "live logits")

@@ -19,7 +19,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.hf import config_from_hf, config_to_hf, expected_shapes, load_hf, save_hf
 

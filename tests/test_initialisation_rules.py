@@ -823,7 +823,7 @@ def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
 def test_a_pending_paper_scale_row_names_the_shape_its_piece_will_measure():
     """Before its record exists, the Figure 10 paper-scale row names the shape and the paper's
     value; the shape is the one the piece's runner writes into its record's settings."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from experiments.campaign import paper_pieces as PP
 
     row = IP.paper_scale_claims({})["Figure 10 / Finding 1 (extended)"]

@@ -29,7 +29,7 @@ def _defaults(key: str, sep: str = " ") -> str:
 
 def preset_names() -> str:
     """The preset names, a family's sizes in braces: 'gpt2-rope-{tiny,cpu,...}, ...'."""
-    from bornbiased_jax.config import PRESET_FAMILIES, PRESETS
+    from bornbiased_jax.presets import PRESET_FAMILIES, PRESETS
 
     parts, rest = [], set(PRESETS)
     for fam in PRESET_FAMILIES:
@@ -136,7 +136,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import distributed, files, resume
-    from bornbiased_jax.config import config_record, get_preset
+    from bornbiased_jax.config import config_record
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes import token_preference as tp
     from bornbiased_jax.probes import token_preference_tables as tables
     from bornbiased_jax.sources import load_source

@@ -7,7 +7,8 @@ weights, dequantized).
     out = model.forward(params, cfg, tokens_T, return_hidden=True)
     save_hf(cfg, params, "path/to/export")        # opens with AutoModelForCausalLM
 
-No torch is involved: ``config.json`` is mapped by :mod:`.configs`, tensor names and layouts by
+No torch is involved: ``config.json`` is mapped by :mod:`.configs` (Gemma 3's part by
+:mod:`.gemma3`), tensor names and layouts by
 :mod:`.names`, and the weights are read memory-mapped, one tensor at a time, by
 :mod:`.checkpoint`. Every problem with the folder (missing config or shard, corrupt file,
 missing, extra or misshapen tensor, unsupported architecture or field) is a ``UserError``

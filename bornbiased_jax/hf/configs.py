@@ -32,24 +32,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.hf.config_rules import (_ACT_FROM_HF, _ACT_TO_HF,  # noqa: F401
+                                            GEMMA3_LOCAL_THETA, GEMMA3_PATTERN, _activation,
+                                            _refuse, _rope_theta)
+from bornbiased_jax.hf.gemma3 import gemma3_fields, gemma3_to_hf
 
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM",
                  "qwen2": "Qwen2ForCausalLM", "gpt_neox": "GPTNeoXForCausalLM",
                  "gemma3_text": "Gemma3ForCausalLM"}
-# Gemma's fixed choices that its configs (and GGUF metadata) may leave out: transformers'
-# Gemma3TextConfig defaults, which llama.cpp's gemma3 graph hard-codes too.
-GEMMA3_LOCAL_THETA, GEMMA3_PATTERN = 10_000.0, 6
-
-# HF activation names (transformers' ACT2FN) -> ours. gelu_new and gelu_pytorch_tanh are the
-# same tanh approximation (one in Python, one in torch); "gelu" is the exact erf form.
-_ACT_FROM_HF = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
-                "relu": "relu", "silu": "silu", "swish": "silu", "tanh": "tanh"}
-_ACT_TO_HF = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu", "silu": "silu",
-              "tanh": "tanh"}
 _MOE_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size",
                "num_experts_per_tok")
 
@@ -72,62 +65,6 @@ def read_hf_config(src: str | os.PathLike | dict) -> dict:
     if not isinstance(d, dict):
         raise UserError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d
-
-
-def _refuse(field: str, value: Any, why: str) -> UserError:
-    return UserError(f"config.json: {field}={value!r} is not supported: {why}")
-
-
-def layer_pattern(layer_types: list, what: str = "layer_types") -> int | None:
-    """k such that ``layer_types`` is k - 1 'sliding_attention' layers then one
-    'full_attention', repeated (the last group may be cut short): Gemma 3's k = 6; None when
-    every layer is 'full_attention'. A UserError naming ``what`` for any other pattern."""
-    types = list(layer_types)
-    bad = sorted(set(types) - {"sliding_attention", "full_attention"})
-    if bad:
-        raise _refuse(what, bad, "layer types other than 'sliding_attention' and "
-                      "'full_attention' are not implemented")
-    if all(t == "full_attention" for t in types):
-        return None
-    k = types.index("full_attention") + 1 if "full_attention" in types else len(types) + 1
-    want = ["sliding_attention" if (i + 1) % k else "full_attention" for i in range(len(types))]
-    if k < 2 or types != want:
-        raise _refuse(what, types, "only the pattern of every k-th layer global and the others "
-                      "sliding (Gemma 3: k = 6) is implemented")
-    return k
-
-
-def _activation(d: dict, field: str, default: str) -> str:
-    act = d.get(field, default)
-    if act not in _ACT_FROM_HF:
-        raise _refuse(field, act, f"supported activations: {sorted(_ACT_FROM_HF)}")
-    return _ACT_FROM_HF[act]
-
-
-def _rope_theta(d: dict, theta_keys=("rope_theta",), rotary_keys=("partial_rotary_factor",),
-                rotary_default: float = 1.0) -> float:
-    """RoPE base of a config, old (``rope_theta`` + ``rope_scaling``; GPT-NeoX's
-    ``rotary_emb_base``/``rotary_pct``) or new (``rope_parameters``) style. Refuses every scaled
-    variant (linear, dynamic, yarn, llama3, ...), which change the angles at every length, and
-    partial rotation (GPT-NeoX rotates 1/4 of each head unless told otherwise)."""
-    rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
-    if not isinstance(rope, dict):
-        raise _refuse("rope_parameters", rope, "expected a JSON object")
-    if rope and all(isinstance(v, dict) for v in rope.values()):
-        raise _refuse("rope_parameters", rope, "RoPE that differs between layer types")
-    kind = rope.get("rope_type", rope.get("type", "default"))
-    if kind != "default":
-        raise _refuse("rope_type", kind, "only unscaled RoPE (rope_type 'default') is "
-                      "implemented; scaled variants change the rotation angles")
-    rotary = rope.get("partial_rotary_factor")
-    rotary = next((d[k] for k in rotary_keys if d.get(k) is not None), rotary_default) \
-        if rotary is None else rotary
-    if rotary != 1:
-        raise _refuse("partial_rotary_factor", rotary, "RoPE rotates every dimension here (1.0)")
-    theta = rope.get("rope_theta")
-    theta = next((d[k] for k in theta_keys if d.get(k) is not None), 10000.0) \
-        if theta is None else theta
-    return float(theta)
 
 
 def _check_common(d: dict, model_type: str) -> None:
@@ -216,60 +153,6 @@ def _llama(d: dict, model_type: str) -> dict:
         init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=False)
 
 
-def _gemma3(d: dict) -> dict:
-    """Gemma 3's text decoder (transformers' ``Gemma3TextConfig``; its defaults for the fields
-    a config leaves out)."""
-    for f in ("final_logit_softcapping", "attn_logit_softcapping"):
-        if d.get(f) is not None:
-            raise _refuse(f, d[f], "logit soft-capping (Gemma 2's) is not implemented; Gemma 3 "
-                          "has none (null)")
-    if d.get("use_bidirectional_attention"):
-        raise _refuse("use_bidirectional_attention", True, "the decoder here is causal")
-    if d.get("attention_bias"):
-        raise _refuse("attention_bias", True, "biases on the attention projections but not the "
-                      "MLP have no counterpart here; Gemma 3 has none")
-    n_layers = d.get("num_hidden_layers", 26)
-    types = d.get("layer_types")
-    if types is None:
-        pattern = d.get("sliding_window_pattern", d.get("_sliding_window_pattern",
-                                                        GEMMA3_PATTERN))
-        types = ["sliding_attention" if (i + 1) % pattern else "full_attention"
-                 for i in range(n_layers)]
-    if len(types) != n_layers:
-        raise _refuse("layer_types", f"{len(types)} entries", f"one per layer "
-                      f"(num_hidden_layers={n_layers})")
-    pattern = layer_pattern(types)
-    rope = d.get("rope_parameters") or {}
-    if not isinstance(rope, dict):
-        raise _refuse("rope_parameters", rope, "expected a JSON object")
-    if rope and all(isinstance(v, dict) for v in rope.values()):  # transformers 5: per type
-        full = _rope_theta({"rope_parameters": rope.get("full_attention") or {},
-                            "rope_theta": 1_000_000.0})
-        local = _rope_theta({"rope_parameters": rope.get("sliding_attention") or {},
-                             "rope_theta": GEMMA3_LOCAL_THETA})
-    else:  # older: rope_theta and rope_scaling for global layers, rope_local_base_freq
-        full = _rope_theta({**d, "rope_theta": d.get("rope_theta", 1_000_000.0)})
-        local = float(d.get("rope_local_base_freq", GEMMA3_LOCAL_THETA))
-    head_dim = d.get("head_dim", 256)
-    return dict(
-        vocab_size=d.get("vocab_size", 262_208), d_model=d.get("hidden_size", 2304),
-        n_layers=n_layers, n_heads=d.get("num_attention_heads", 8),
-        n_kv_heads=d.get("num_key_value_heads", 4), head_dim=head_dim,
-        d_ff=d.get("intermediate_size", 9216),
-        max_seq_len=d.get("max_position_embeddings", 131_072),
-        activation=_activation(d, "hidden_activation" if "hidden_activation" in d
-                               else "hidden_act", "gelu_pytorch_tanh"),
-        gated_mlp=True, norm="rmsnorm", norm_eps=float(d.get("rms_norm_eps", 1e-6)),
-        position="rope", rope_theta=full, linear_bias=False, qkv_bias=False,
-        tie_embeddings=bool(d.get("tie_word_embeddings", True)),
-        init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=False,
-        qk_norm=True, post_norms=True, norm_unit_offset=True, embed_scale=True,
-        query_pre_attn_scalar=float(d.get("query_pre_attn_scalar", 256)),
-        sliding_window=None if pattern is None else int(d.get("sliding_window") or 4096),
-        sliding_window_pattern=pattern or 1,
-        rope_local_theta=None if pattern is None else local)
-
-
 def config_from_hf(hf_config: str | os.PathLike | dict, *, name: str | None = None,
                    source: str | os.PathLike | None = None) -> ModelConfig:
     """The :class:`ModelConfig` of an HF ``config.json`` (a dict, the file, or its folder).
@@ -303,7 +186,8 @@ def _config(d: dict, name: str | None) -> ModelConfig:
     _check_common(d, model_type)
     try:
         fields = (_gpt2(d) if model_type == "gpt2" else _gpt_neox(d) if model_type == "gpt_neox"
-                  else _gemma3(d) if model_type == "gemma3_text" else _llama(d, model_type))
+                  else gemma3_fields(d) if model_type == "gemma3_text"
+                  else _llama(d, model_type))
         return ModelConfig(name=name or f"hf-{model_type}", shared_embedding=False, **fields)
     except UserError:
         raise
@@ -385,7 +269,7 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
                 "rope_parameters": {**rope, "partial_rotary_factor": 1.0},
                 "attention_dropout": 0.0, "hidden_dropout": 0.0}
     if kind == "gemma3_text":
-        return {**head, **_gemma3_to_hf(cfg)}
+        return {**head, **gemma3_to_hf(cfg)}
     body = {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
             "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.resolved_n_kv_heads,
             "head_dim": cfg.resolved_head_dim, "intermediate_size": cfg.d_ff,
@@ -399,32 +283,3 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
     else:
         body.update(use_sliding_window=False)
     return {**head, **body}
-
-
-def _gemma3_to_hf(cfg: ModelConfig) -> dict:
-    """Gemma3TextConfig's fields for ``cfg``, in both the spellings of transformers 5
-    (``rope_parameters`` per layer type) and earlier (``rope_theta``, ``rope_local_base_freq``)."""
-    types = ["sliding_attention" if cfg.is_sliding(i) else "full_attention"
-             for i in range(cfg.n_layers)]
-    local = cfg.layer_rope_theta(0) if cfg.sliding_window is not None else GEMMA3_LOCAL_THETA
-    return {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
-            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.resolved_n_kv_heads,
-            "head_dim": cfg.resolved_head_dim, "intermediate_size": cfg.d_ff,
-            "max_position_embeddings": cfg.max_seq_len,
-            "hidden_activation": _ACT_TO_HF[cfg.activation].replace("gelu_new",
-                                                                     "gelu_pytorch_tanh"),
-            "rms_norm_eps": cfg.norm_eps, "query_pre_attn_scalar": _int_if_whole(cfg.attn_scalar),
-            "sliding_window": cfg.sliding_window, "layer_types": types,
-            "rope_parameters": {
-                "full_attention": {"rope_type": "default", "rope_theta": cfg.rope_theta},
-                "sliding_attention": {"rope_type": "default", "rope_theta": local}},
-            "rope_theta": cfg.rope_theta, "rope_local_base_freq": local,
-            "attention_bias": False, "attention_dropout": 0.0,
-            "final_logit_softcapping": None, "attn_logit_softcapping": None,
-            "use_bidirectional_attention": False}
-
-
-def _int_if_whole(x: float) -> int | float:
-    """transformers' Gemma3TextConfig types query_pre_attn_scalar as an int (and refuses a
-    float); a whole number is written as one."""
-    return int(x) if float(x).is_integer() else x

@@ -26,7 +26,8 @@ Architectures: llama, qwen2 and gemma3; anything else is refused naming
 ``general.architecture``. Gemma 3's norm gains are stored as 1 + w (llama.cpp's converter adds
 the 1 that Gemma's RMSNorm adds at run time); they are read back as w, our ``scale``.
 
-The tokenizer (:func:`load_gguf_tokenizer`) is rebuilt from ``tokenizer.ggml.*``: byte-level
+The tokenizer (:func:`load_gguf_tokenizer`, in :mod:`.gguf_tokenizer`) is rebuilt from
+``tokenizer.ggml.*``: byte-level
 BPE (``tokenizer.ggml.model`` = ``gpt2``) with the pre-tokenizer that ``tokenizer.ggml.pre``
 names in llama.cpp (:data:`PRE_TOKENIZERS`); control tokens (``<|im_start|>``, ...) are
 matched whole. Gemma 3's SentencePiece vocabulary (``llama``, with byte fallback) is rebuilt as
@@ -45,6 +46,10 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.hf.gguf_reader import MAGIC, _field, _reader, is_gguf  # noqa: F401
+# the file's tokenizer (a module of its own), found here with the rest of a GGUF's API
+from bornbiased_jax.hf.gguf_tokenizer import (PRE_TOKENIZERS, gguf_bos,  # noqa: F401
+                                              load_gguf_tokenizer)
 
 __all__ = ["load_gguf", "load_gguf_tokenizer", "read_gguf_config", "gguf_metadata",
            "check_gguf", "is_gguf", "SUPPORTED_TYPES", "SUPPORTED_ARCHITECTURES",
@@ -57,65 +62,7 @@ _MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "gemma3": "gemma3_text"}
 # are, the others block by block.
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
                    "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
-MAGIC = b"GGUF"
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-
-# llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by ``tokenizer.ggml.pre``. "gpt2" is
-# GPT-2's own split (tokenizers' ByteLevel with use_regex); the others split first with their
-# regex. SmolLM's splits every digit alone, then as GPT-2.
-_GPT2 = None
-_LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-_QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-          r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-PRE_TOKENIZERS = {"gpt2": (False, _GPT2), "default": (False, _GPT2),
-                  "smollm": (True, _GPT2), "starcoder": (True, _GPT2),
-                  "llama3": (False, _LLAMA3), "llama-v3": (False, _LLAMA3),
-                  "llama-bpe": (False, _LLAMA3), "smaug-bpe": (False, _LLAMA3),
-                  "qwen2": (False, _QWEN2), "deepseek-r1-qwen": (False, _QWEN2)}
-
-_CONTROL = 3  # llama.cpp's token type of special tokens (<|im_start|>, <|endoftext|>, ...)
-
-
-def is_gguf(path: str | os.PathLike) -> bool:
-    """True for a file whose name ends in .gguf or whose first bytes are the GGUF magic."""
-    p = Path(path)
-    if p.suffix.lower() == ".gguf":
-        return True
-    try:
-        with open(p, "rb") as f:
-            return p.is_file() and f.read(4) == MAGIC
-    except OSError:
-        return False
-
-
-def _reader(path: str | os.PathLike):
-    """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"{p}: no such file; give a llama.cpp .gguf model file")
-    with open(p, "rb") as f:
-        magic = f.read(4)
-    if magic != MAGIC:
-        raise UserError(f"{p}: not a GGUF file (it begins {magic!r}, a GGUF begins {MAGIC!r})")
-    try:
-        import gguf  # noqa: F401  (the package the reader below extends)
-    except ImportError:
-        raise UserError(f"{p}: reading GGUF files needs llama.cpp's 'gguf' package "
-                        f"(pip install gguf)") from None
-    from bornbiased_jax.hf.gguf_reader import reader_class
-
-    try:
-        return reader_class()(str(p), "r")
-    except Exception as e:  # truncated or corrupt: struct, value, index or mmap errors
-        raise UserError(f"{p}: not a readable GGUF file ({type(e).__name__}: {e}); the file is "
-                        f"truncated or corrupt, download or convert it again") from None
-
-
-def _field(reader, key: str, default=None):
-    f = reader.fields.get(key)
-    return default if f is None else f.contents()
-
 
 def gguf_metadata(path: str | os.PathLike) -> dict:
     """Every metadata key of the file but the tokenizer's long arrays (tokens, merges, types,
@@ -208,7 +155,7 @@ def _gemma3_config(path, reader, hf: dict) -> dict:
     gemma3 graph hard-codes as transformers' Gemma3TextConfig does: the sliding layers' RoPE
     base 10,000, every 6th layer global, query_pre_attn_scalar = head_dim (d / heads for the
     27B model, 62 blocks, as llama.cpp computes it), no soft-capping, GELU (tanh)."""
-    from bornbiased_jax.hf.configs import GEMMA3_LOCAL_THETA, GEMMA3_PATTERN
+    from bornbiased_jax.hf.config_rules import GEMMA3_LOCAL_THETA, GEMMA3_PATTERN
 
     for key in ("attn_logit_softcapping", "final_logit_softcapping"):
         v = _field(reader, f"gemma3.{key}")
@@ -377,103 +324,6 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
         for path_, out in zip(s.paths, to_ours(s, jnp.asarray(a))):
             flat[path_] = out.astype(jdtype)
     return cfg, _nest(flat)
-
-
-def load_gguf_tokenizer(path: str | os.PathLike):
-    """The ``tokenizers.Tokenizer`` the file's ``tokenizer.ggml.*`` metadata describes (see the
-    module docstring), or a UserError naming the key it cannot serve."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
-
-    reader = _reader(path)
-    kind = _field(reader, "tokenizer.ggml.model")
-    if kind is None:
-        raise UserError(f"{path}: the file has no tokenizer (tokenizer.ggml.model); give "
-                        f"--tokenizer tokenizer.json")
-    if kind == "llama" and _field(reader, "general.architecture") == "gemma3":
-        return _gemma_tokenizer(reader)
-    if kind == "llama":
-        raise UserError(f"{path}: tokenizer.ggml.model='llama' (a SentencePiece vocabulary) is "
-                        f"rebuilt here for Gemma 3 files only, whose merge order is known (the "
-                        f"vocabulary's own order); for "
-                        f"{_field(reader, 'general.architecture')!r} give --tokenizer "
-                        f"tokenizer.json")
-    if kind != "gpt2":
-        raise UserError(f"{path}: tokenizer.ggml.model={kind!r} is not supported: only "
-                        f"byte-level BPE vocabularies ('gpt2') are rebuilt here; give "
-                        f"--tokenizer tokenizer.json")
-    pre = _field(reader, "tokenizer.ggml.pre", "default")
-    if pre not in PRE_TOKENIZERS:
-        raise UserError(f"{path}: tokenizer.ggml.pre={pre!r} is not supported; supported: "
-                        f"{', '.join(sorted(PRE_TOKENIZERS))}; give --tokenizer tokenizer.json")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
-    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
-    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges,
-                               fuse_unk=False))
-    digits, split = PRE_TOKENIZERS[pre]
-    steps = [pre_tokenizers.Digits(individual_digits=True)] if digits else []
-    steps += ([pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)] if split is None
-              else [pre_tokenizers.Split(Regex(split), behavior="isolated"),
-                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.pre_tokenizer = pre_tokenizers.Sequence(steps)
-    tok.decoder = decoders.ByteLevel()
-    control = [AddedToken(t, special=True, normalized=False)
-               for t, k in zip(tokens, types) if int(k) == _CONTROL]
-    tok.add_special_tokens(control)
-    return tok
-
-
-_USER_DEFINED = 4  # llama.cpp's token type of added, non-special tokens
-
-
-def _gemma_tokenizer(reader):
-    """Gemma's SentencePiece BPE with byte fallback, from ``tokenizer.ggml.tokens`` and
-    ``token_type``, as transformers' GGUF loader builds it (``gemma_tokenizer`` in
-    ``integrations/gguf/gguf_tokenizer_mapping.py`` and ``GemmaTokenizer``): tokens of two or
-    more spaces, which the file stores as spaces, are spelled with U+2581 as the merges need;
-    the file has no merges, so they are rebuilt from the vocabulary, best first in the order
-    the tokens are listed (Gemma's scores do not follow its merge order), each token's splits
-    into two vocabulary pieces longest left piece first; spaces become U+2581 (no prefix
-    space); control tokens are special and user-defined ones whole, as llama.cpp matches them."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    tokens = [("\u2581" * len(t) if " " in t and not t.strip() else t)
-              for t in _field(reader, "tokenizer.ggml.tokens")]
-    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
-    vocab = {t: i for i, t in enumerate(tokens)}
-    merges = []
-    for t in tokens:
-        pairs = [(t[:k], t[k:]) for k in range(len(t) - 1, 0, -1)
-                 if t[:k] in vocab and t[k:] in vocab]
-        merges += pairs
-    unk = tokens[_field(reader, "tokenizer.ggml.unknown_token_id", 3)]
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=True, unk_token=unk,
-                               byte_fallback=True))
-    tok.normalizer = normalizers.Replace(" ", "\u2581")
-    tok.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="merged_with_previous")
-    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
-                                     decoders.Fuse()])
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
-                            for t, k in zip(tokens, types) if int(k) == _CONTROL])
-    tok.add_tokens([AddedToken(t, special=False, normalized=False)
-                    for t, k in zip(tokens, types) if int(k) == _USER_DEFINED])
-    return tok
-
-
-def gguf_bos(path: str | os.PathLike) -> tuple[bool, int | None, str | None]:
-    """(adds, id, string) of the file's beginning-of-sequence token: whether its tokenizer puts
-    one before a text (``tokenizer.ggml.add_bos_token``; absent: llama.cpp's default, True for a
-    SentencePiece vocabulary, False for byte-level BPE), and the token's id and string
-    (``tokenizer.ggml.bos_token_id``; None when the file names none)."""
-    reader = _reader(path)
-    kind = _field(reader, "tokenizer.ggml.model")
-    bos = _field(reader, "tokenizer.ggml.bos_token_id")
-    adds = _field(reader, "tokenizer.ggml.add_bos_token", kind == "llama")
-    tokens = reader.fields.get("tokenizer.ggml.tokens")
-    text = None
-    if bos is not None and tokens is not None and 0 <= int(bos) < len(tokens.data):
-        text = bytes(tokens.parts[tokens.data[int(bos)]]).decode("utf-8", "replace")
-    return bool(adds) and bos is not None, None if bos is None else int(bos), text
 
 
 def check_gguf(path: str | os.PathLike) -> ModelConfig:

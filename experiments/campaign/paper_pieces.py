@@ -176,7 +176,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
     import numpy as np
 
     from bornbiased_jax import model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.contraction import direction_top_token
     from bornbiased_jax.probes.token_preference import summarize
     from experiments.initialisation.claims import favourite_stats, match_summary
@@ -222,7 +222,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
 def run_table2(state: Path, summaries: Path) -> dict:
     """Table 2, Figure 3 and Figure 7 from one pass per block type, each kept in
     ``summaries`` as soon as it is finished."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.token_preference import summarize
 
     base = get_preset("gpt2-rope-nano")
@@ -344,7 +344,7 @@ def run_table1a_seeds(state: Path, summaries: Path) -> dict:
     model cannot show, against which the paper's and our seeds 42 and 43 are compared. Each
     seed draws its own embedding and LM head (``shared_embedding`` off): the paper's networks
     and ours differ in that draw too, so the spread must include it."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.token_preference import summarize
 
     cfg = dataclasses.replace(get_preset("gpt2-rope-nano"), shared_embedding=False)
@@ -373,7 +373,7 @@ def figure10_sums(out: dict) -> dict:
 
 def _figure10_pass():
     """(cfg, T, inputs, state identity) of Figure 10's paper-shape pass."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.inputs import probe_inputs
 
     cfg, T = get_preset("gpt2-rope-nano"), 1024
