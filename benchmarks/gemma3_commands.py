@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's bornbiased_jax, not an installed one
+
 COMMANDS = {  # name -> arguments after the model (MODEL is replaced by the model's path)
     "sinks": ["sinks", "MODEL", "--lengths", "64", "--num-seqs", "8"],
     "sweep": ["sweep", "--model", "MODEL", "--num-seqs", "64", "--seq-len", "64"],
@@ -59,7 +62,7 @@ def run(name: str, model: Path, work: Path) -> dict:
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", *args, "--out", str(out)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     if r.returncode:
         raise SystemExit(f"{' '.join(args)} failed ({r.returncode}):\n{r.stderr[-2000:]}")

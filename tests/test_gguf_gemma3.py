@@ -222,6 +222,19 @@ def test_a_gemma_file_with_what_gemma_3_lacks_is_refused(extra, match, tmp_path)
         load_gguf(write_gguf(tmp_path / "bad.gguf", TINY, extra=extra))
 
 
+def test_an_unknown_quant_type_in_a_gemma_file_is_named(tmp_path):
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    q = GGMLQuantizationType["IQ4_NL"]
+    block, size = GGML_QUANT_SIZES[q]
+    extra = lambda w: w.add_tensor("blk.0.ffn_up.weight",  # noqa: E731
+                                   np.zeros((64, 32 // block * size), np.uint8), raw_dtype=q)
+    f = write_gguf(tmp_path / "iq.gguf", TINY, drop=("blk.0.ffn_up.weight",), extra=extra)
+    with pytest.raises(UserError, match="blk.0.ffn_up.weight has type IQ4_NL, which is not "
+                                        "supported; supported types: F32"):
+        load_gguf(f)
+
+
 def test_gemma_2_and_a_truncated_gemma_file_are_refused(tmp_path):
     with pytest.raises(UserError, match="general.architecture='gemma2' is not supported.*"
                                         "soft-capping"):
