@@ -13,7 +13,7 @@
                         model; such a run's ``seed`` is its source's;
   ``PATH``              a Hugging Face model folder (it holds ``config.json``), imported by
                         ``bornbiased_jax.hf.load_hf``;
-  ``FILE.gguf``         a llama.cpp GGUF file (LLaMA or Qwen2, float or quantized weights,
+  ``FILE.gguf``         a llama.cpp GGUF file (LLaMA, Qwen2 or Gemma 3, float or quantized weights,
                         dequantized), imported by ``bornbiased_jax.hf.gguf.load_gguf``; its
                         tokenizer is the file's own.
 

@@ -49,6 +49,7 @@ UNRELATED = ("preset:gemma3-270m@1", "preset:gemma3-270m@2")
 ARM_TEXT = {"gemma3-270m": "gemma3-270m", "no-qk-norm": "gemma3-270m without QK-norm",
             "no-post-norms": "gemma3-270m without post-norms"}
 PATTERN = 6  # every 6th layer global (Gemma 3)
+CHANGE_TEXT = {"no-qk-norm": "switching QK-norm off", "no-post-norms": "switching the post-norms off"}
 
 
 def _pct(x: float) -> str:
@@ -187,8 +188,8 @@ def arm_differences(init: dict) -> list[Claim]:
                 changed.append(what)
             parts.append(f"{what} {d.mean:+.3f} ± {half:.3f}")
         rows.append(Claim(
-            f"What {ARM_TEXT[arm].removeprefix('gemma3-270m ')} changes at initialisation: "
-            f"{ARM_TEXT[arm]} minus gemma3-270m, paired by seed", "-", "; ".join(parts),
+            f"What {CHANGE_TEXT.get(arm, arm)} changes at initialisation: "
+            f"{ARM_TEXT.get(arm, arm)} minus gemma3-270m, paired by seed", "-", "; ".join(parts),
             BEYOND if len(pairs) >= 2 else UNDERPOWERED,
             f"rule: a 95 % t interval over {len(pairs)} seeds ({len(pairs) - 1} df) that "
             f"excludes 0 is a change; "

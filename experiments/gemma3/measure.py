@@ -123,7 +123,8 @@ def init(out: Path = OUT, log=print) -> dict:
         loo = mean_similarity_leave_one_out(unit, ns)  # (B, S, L+1)
         per_seed = []
         for i, seed in enumerate(SEEDS):
-            pref = summarize(top[i], cfg.vocab_size)
+            pref = summarize(top[i], cfg.vocab_size, preset=cfg.name, seed=seed,
+                             seq_len=INIT_T, input="tokens")
             per_seed.append({"seed": seed, "top1_id": pref.top1_id,
                              "top1_count": pref.top1_count, "top1_freq": pref.top1_freq,
                              "log10_p": pref.log10_p, "distinct_tokens": pref.distinct_tokens,
