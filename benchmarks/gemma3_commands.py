@@ -77,6 +77,7 @@ def main() -> None:
     p.add_argument("--model", type=Path, required=True, help="gemma-3-270m-q4_k_m.gguf")
     p.add_argument("--out", type=Path, help="markdown report (default: print only)")
     p.add_argument("--commands", nargs="+", choices=sorted(COMMANDS), default=list(COMMANDS))
+    p.add_argument("--note", default="", help="what else ran on the machine meanwhile")
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,7 +96,8 @@ def main() -> None:
              f"{platform.machine()} with {os.cpu_count()} cores ({platform.system()}), "
              f"{time.strftime('%Y-%m-%d')}. Wall seconds of each command as a user runs it "
              f"(process start, load, compile and work); 'load' is the 1-minute load average "
-             f"before it.", "", "| command | source | wall s | load | command line |",
+             f"before it." + (f" What else ran: {args.note}" if args.note else ""), "",
+             "| command | source | wall s | load | command line |",
              "|---|---|---:|---:|---|"]
     lines += [f"| {r['name']} | {r['source']} | {r['wall_s']:.1f} | {r['load_before']:.2f} | "
               f"`{r['command']}` |" for r in rows]
