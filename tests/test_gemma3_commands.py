@@ -97,6 +97,7 @@ def test_sinks_windows_follow_the_models_bos_and_the_flags_override(folder, tmp_
     assert (r["bos_prepended"], r["bos_id"]) == (True, 1)
 
 
+@pytest.mark.slow
 def test_train_init_from_follows_the_models_bos(folder, tmp_path, capsys):
     args = ["train", "--init-from", str(folder), "--corpus", str(folder.parent / "corpus"),
             "--steps", "2", "--warmup", "1", "--seq-len", "16", "--batch-size", "4",
