@@ -373,7 +373,7 @@ def _parse_value(key: str, typ: str, text: str):
             return text.lower() in ("true", "1")
         if typ.startswith("int"):
             return int(text)
-        if typ == "float":
+        if typ.startswith("float"):
             return float(text)
     except ValueError:
         raise UserError(f"model setting {key}={text!r}: expected a value of type {typ}") from None

@@ -265,3 +265,17 @@ def test_records_without_the_new_fields_name_the_same_model():
     assert gemma["qk_norm"] is True and ModelConfig(**gemma) == TINY
     assert recorded_differences(rec, dataclasses.replace(llama, post_norms=True)) == {
         "post_norms": (False, True)}
+
+
+def test_model_set_reads_the_new_fields_by_their_types():
+    """--model-set on a preset: optional floats are read as floats (or None), flags as
+    booleans, so the arms of the Gemma study can be asked for on the command line."""
+    from bornbiased_jax.config import apply_overrides
+
+    cfg = apply_overrides(TINY, ["rope_local_theta=20000", "query_pre_attn_scalar=16",
+                                 "qk_norm=false", "post_norms=false"])
+    assert (cfg.rope_local_theta, cfg.query_pre_attn_scalar, cfg.qk_norm, cfg.post_norms) == (
+        20000.0, 16.0, False, False)
+    assert apply_overrides(TINY, ["rope_local_theta=none"]).rope_local_theta is None
+    with pytest.raises(UserError, match="expected a value of type float"):
+        apply_overrides(TINY, ["rope_local_theta=fast"])
