@@ -282,8 +282,8 @@ def section(records: dict, command: str) -> str | None:
         if n == "gemma3_init":
             arms = r["arms"]
             lines += ["", "Initialisation arms (Python API, `blockwise_sweep` of the last-token "
-                          "probe): " + "; ".join(f"{a}: {v['seconds']:.0f} s"
-                                                   for a, v in arms.items())]
+                          "probe; compute seconds of their blocks): "
+                      + "; ".join(f"{a}: {v['seconds']:.0f} s" for a, v in arms.items())]
     if "gemma3_lineage" in records:
         lines += ["", "Every pair: p of each test (* below alpha = 0.01):", "",
                   pairs_table(records["gemma3_lineage"])]

@@ -97,7 +97,7 @@ def init(out: Path = OUT, log=print) -> dict:
     """Per arm: the config's changes, and per seed Table 1's statistic of the N arg-max tokens
     and Figure 2's mean pairwise cosine of the last-token states per block (0 = embeddings),
     with its leave-one-block-out values (the jackknife of the initialisation study)."""
-    from bornbiased_jax.blockwise import blockwise_sweep
+    from bornbiased_jax.blockwise import blockwise_state, blockwise_sweep
     from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.contraction import (last_token_probe, last_token_sums,
                                                    mean_similarity_from_sums,
@@ -130,8 +130,11 @@ def init(out: Path = OUT, log=print) -> dict:
                              "log10_p": pref.log10_p, "distinct_tokens": pref.distinct_tokens,
                              "block_mean_cos": cos[i].tolist(),
                              "block_mean_cos_loo": loo[:, i].tolist()})
+        # the blocks' compute seconds as their state saved them (a resumed arm read some back)
+        saved = blockwise_state(out / "init-state" / arm)
         arms[arm] = {"changes": changes, "per_seed": per_seed,
-                     "seconds": round(time.time() - t0, 1)}
+                     "seconds": round(sum(saved.get("seconds", {}).values()), 1),
+                     "this_call_seconds": round(time.time() - t0, 1)}
     return {"settings": {"preset": "gemma3-270m", "seeds": list(SEEDS), "num_seqs": INIT_N,
                          "seq_len": INIT_T, "input": "tokens", "probe_seed": 0,
                          "shared_embedding": True, "block": INIT_BLOCK}, "arms": arms}
