@@ -891,6 +891,7 @@ def test_figure10_so_far_record_and_row(tmp_path):
     from pathlib import Path
 
     from bornbiased_jax import resume
+    from bornbiased_jax.config import config_record
     from experiments.campaign import paper_pieces as PP
 
     def so_far(summaries, records, says="") -> int:  # the command line, as a user runs it
@@ -906,7 +907,7 @@ def test_figure10_so_far_record_and_row(tmp_path):
 
     def state(folder, top, maxdim, blocks=2):  # blocks as a GPU in TF32 would save them
         store = resume.ChunkStore(folder, {
-            **identity, "model": dataclasses.asdict(cfg), "seeds": [42],
+            **identity, "model": config_record(cfg), "seeds": [42],
             "inputs": resume.inputs_identity(xs), "block": B, "memory_budget": 2**34,
             "devices": {"platform": "gpu", "count": 1}, "matmul_precision": "tensorfloat32"})
         for i in range(blocks):
