@@ -95,7 +95,9 @@ SECONDS = {"tests/test_sweep.py": 168, "tests/test_train.py": 150, "tests/test_s
            22, "tests/test_bos.py": 21, "tests/test_rotation.py": 21, "tests/test_edits.py": 20,
            "tests/test_lineage_bench.py": 19, "tests/test_config_fields.py": 19,
            "tests/test_readme.py": 18, "tests/test_gguf.py": 16,
-           "tests/test_contraction_probes.py": 15, "tests/test_baselines.py": 14}
+           "tests/test_contraction_probes.py": 15, "tests/test_baselines.py": 14,
+           "tests/test_gemma3_model.py": 45, "tests/test_gguf_gemma3.py": 45,
+           "tests/test_gemma3_commands.py": 25, "tests/test_hf_gemma3.py": 10}
 
 
 settings.register_profile("bornbiased", derandomize=True, deadline=None, max_examples=25,

@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     import numpy as np
 
     from bornbiased_jax import layers, model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
     from bornbiased_jax.probes.contraction import last_token_probe
 

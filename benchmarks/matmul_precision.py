@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bornbiased_jax import files, precision  # noqa: E402
-from bornbiased_jax.config import get_preset  # noqa: E402
+from bornbiased_jax.presets import get_preset  # noqa: E402
 from bornbiased_jax.probes.inputs import probe_inputs  # noqa: E402
 from bornbiased_jax.probes.token_preference import next_token_probe, summarize  # noqa: E402
 from bornbiased_jax.sweep import sweep  # noqa: E402

@@ -27,7 +27,7 @@ def child(args) -> None:
     import jax.numpy as jnp
 
     from bornbiased_jax import model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.sweep import param_bytes, plan_sweep, probe_working_set, sweep
 

@@ -95,7 +95,7 @@ def worker(args) -> None:
 
     jax.monitoring.register_event_duration_secs_listener(on_duration)
     from bornbiased_jax import precision
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.errors import UserError
     from bornbiased_jax.flops import forward_flops
     from bornbiased_jax.probes.inputs import probe_inputs

@@ -35,7 +35,7 @@ def main() -> None:
     import jax
 
     from bornbiased_jax import sweep as sw
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.probes.token_preference import next_token_probe
 

@@ -67,7 +67,7 @@ def matmul_rate(n: int | None = None, repeats: int = 5, dtype: str = "float32") 
 
 def child(args) -> None:
     """One measurement in this process; prints one JSON line."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.probes.token_preference import next_token_probe
@@ -128,7 +128,7 @@ def child(args) -> None:
 
 def many_child(args) -> None:
     """One sweep of ``--seeds`` seeds with the auto plan; prints one JSON line."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.probes.token_preference import next_token_probe
     from bornbiased_jax.sweep import plan_sweep, sweep

@@ -1,6 +1,6 @@
 """bornbiased-jax: transformers at random initialisation, seed by seed.
 
-  models        ``config`` (presets), ``keys`` (seeds and key streams), ``layers`` and ``model``
+  models        ``config`` (the model's fields), ``presets`` (named configs), ``keys`` (seeds and key streams), ``layers`` and ``model``
                 (the decoder), ``hf`` (Hugging Face checkpoints in and out, GGUF files in),
                 ``sources`` (one spec string for any model: a preset and seed, a training run,
                 an HF folder, a GGUF file), ``generate`` (greedy decoding, for parity checks)

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 from tqdm.auto import tqdm
 
+from bornbiased_jax.config import config_record
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_list
 
@@ -61,7 +62,7 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
     inputs, N, T = _check_inputs(cfg, inputs)
     devices = jax.devices()
     here = {"platform": devices[0].platform, "count": len(devices)}
-    identity = {**(state_identity or {}), "model": dataclasses.asdict(cfg),
+    identity = {**(state_identity or {}), "model": config_record(cfg),
                 "seeds": list(seeds), "inputs": resume.inputs_identity(inputs), "block": block,
                 "memory_budget": memory_budget, "devices": here}
     moved = _devices_moved(state, identity) if allow_version_change else None
@@ -179,7 +180,7 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
                         f"finished yet")
     seeds = seed_list(seeds)
     inputs, N, _ = _check_inputs(cfg, inputs)
-    now = resume.plain({**state_identity, "model": dataclasses.asdict(cfg),
+    now = resume.plain({**state_identity, "model": config_record(cfg),
                         "seeds": list(seeds), "inputs": resume.inputs_identity(inputs),
                         "block": block})
     diff = resume.differences(

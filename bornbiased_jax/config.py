@@ -1,11 +1,10 @@
-"""Model configuration: one frozen dataclass for every decoder in the zoo, and named presets.
+"""Model configuration: one frozen dataclass for every decoder in the zoo (the named presets are
+:mod:`bornbiased_jax.presets`).
 
-A preset is a family (``gpt2-rope``, ``llama2``, ``qwen2``) crossed with a size (``tiny`` for
-tests, ``cpu`` for first runs on a laptop, ``nano`` for the paper's 12L/12H/768d models and
-``1.2b`` for the paper's large GPT-2). Ablations are the same config with flags changed via
-:meth:`ModelConfig.ablate`, so a variant is always a small, named delta.
+Ablations are the same config with flags changed via :meth:`ModelConfig.ablate`, so a variant
+is always a small, named delta.
 
-The fields also describe released checkpoints (GPT-2, LLaMA-2, Qwen2): grouped-query attention
+The fields also describe released checkpoints (GPT-2, LLaMA-2, Qwen2, Gemma 3): grouped-query attention
 (``n_kv_heads``), an explicit head size (``head_dim``), the RoPE base, norm epsilon, tied or
 untied LM head, Q/K/V biases, GPT-2's biases everywhere and learned absolute positions.
 """
@@ -77,6 +76,23 @@ class ModelConfig:
         element-wise per head, W_g (d, H K) ~ N(0, init_std^2), applied after the transform
         (the gate recent LLMs put after attention against attention sinks); softmax only.
       attn_output_gate_bias: a bias b_g (H K,) on the gate, initialised to 0; needs the gate.
+      qk_norm: RMS-normalise each head's query and key (over its K coordinates, one gain (K,)
+        shared by the heads) before RoPE (Gemma 3's QK-norm); needs norm="rmsnorm".
+      post_norms: sandwich norms: the attention's and the MLP's outputs are normalised too
+        before they join the residual (Gemma 2 and 3): H = X + Norm(MHA(Norm(X))).
+      norm_unit_offset: every norm (and the QK-norm) multiplies by (1 + w), w initialised to
+        0 (Gemma's convention; HF checkpoints store w, GGUF files 1 + w); False: by w, = 1.
+      embed_scale: token embeddings are multiplied by sqrt(d_model) on input (Gemma); the tied
+        unembedding reads the unscaled matrix.
+      query_pre_attn_scalar: attention logits are q k^T / sqrt(query_pre_attn_scalar); None
+        means head_dim (Gemma 3 sets it explicitly, equal to head_dim).
+      sliding_window: W, the keys a sliding-window layer sees: query i attends to keys j with
+        i - W < j <= i. None: every layer attends to the whole prefix.
+      sliding_window_pattern: with a window, layer l (0-based) is global when (l + 1) is a
+        multiple of this and sliding otherwise (Gemma 3: 6, five sliding layers then one
+        global); 1 without a window.
+      rope_local_theta: the RoPE base of the sliding-window layers (Gemma 3: 10,000, while
+        ``rope_theta`` = 1,000,000 serves the global ones); None: ``rope_theta``.
 
     The fields hold what was given: ``head_dim`` and ``n_kv_heads`` stay None when left out, and
     the properties ``resolved_head_dim`` and ``resolved_n_kv_heads`` derive the values in use
@@ -114,6 +130,14 @@ class ModelConfig:
     attn_output_transform: OutputTransform = "none"
     attn_output_gate: bool = False
     attn_output_gate_bias: bool = False
+    qk_norm: bool = False
+    post_norms: bool = False
+    norm_unit_offset: bool = False
+    embed_scale: bool = False
+    query_pre_attn_scalar: float | None = None
+    sliding_window: int | None = None
+    sliding_window_pattern: int = 1
+    rope_local_theta: float | None = None
 
     def __post_init__(self):
         def need(ok: bool, msg: str):
@@ -165,6 +189,40 @@ class ModelConfig:
             need(self.resolved_n_kv_heads == self.n_heads,
                  f"attention={self.attention!r} (Attn0) has no key/value heads; n_kv_heads must "
                  f"equal n_heads={self.n_heads} (or be None), got {self.n_kv_heads}")
+        for f in ("qk_norm", "post_norms", "norm_unit_offset", "embed_scale"):
+            need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
+                 f"got {getattr(self, f)!r}")
+        need(not self.qk_norm or (self.norm == "rmsnorm" and self.has_attn_params),
+             f"qk_norm=True RMS-normalises each head's queries and keys: it needs "
+             f"norm='rmsnorm' and softmax attention (got norm={self.norm!r}, "
+             f"attention={self.attention!r}, block={self.block!r})")
+        need(not self.post_norms or self.norm != "none",
+             "post_norms=True normalises the sublayers' outputs: it needs a norm "
+             "(norm='rmsnorm' or 'layernorm'), not norm='none'")
+        need(self.query_pre_attn_scalar is None or (
+            isinstance(self.query_pre_attn_scalar, (int, float))
+            and not isinstance(self.query_pre_attn_scalar, bool)
+            and self.query_pre_attn_scalar > 0),
+             f"query_pre_attn_scalar must be a number > 0 or None, got "
+             f"{self.query_pre_attn_scalar!r}")
+        need(self.sliding_window is None or _positive_int(self.sliding_window),
+             f"sliding_window must be a positive integer or None, got {self.sliding_window!r}")
+        need(_positive_int(self.sliding_window_pattern),
+             f"sliding_window_pattern must be a positive integer, got "
+             f"{self.sliding_window_pattern!r}")
+        if self.sliding_window is None:
+            need(self.sliding_window_pattern == 1 and self.rope_local_theta is None,
+                 f"sliding_window_pattern={self.sliding_window_pattern} and rope_local_theta="
+                 f"{self.rope_local_theta} describe sliding-window layers; give sliding_window "
+                 f"too, or leave them at 1 and None")
+        else:
+            need(self.sliding_window_pattern >= 2,
+                 f"sliding_window={self.sliding_window} with sliding_window_pattern=1 makes "
+                 f"every layer global; give a pattern >= 2 (Gemma 3: 6)")
+            need(self.has_attn_params, f"sliding_window needs softmax attention (got "
+                 f"attention={self.attention!r}, block={self.block!r})")
+        need(self.rope_local_theta is None or self.rope_local_theta > 0,
+             "rope_local_theta must be > 0 or None")
         need(self.init_std > 0, "init_std must be > 0")
         need(self.norm_eps > 0, "norm_eps must be > 0")
         need(self.rope_theta > 0, "rope_theta must be > 0")
@@ -197,6 +255,28 @@ class ModelConfig:
     def has_attn_params(self) -> bool:
         return self.has_attn and self.attention == "softmax"
 
+    def is_sliding(self, layer: int) -> bool:
+        """Whether block ``layer`` (0-based) attends through the sliding window."""
+        return self.sliding_window is not None and (layer + 1) % self.sliding_window_pattern != 0
+
+    def layer_window(self, layer: int) -> int | None:
+        """W of block ``layer``: ``sliding_window`` on a sliding layer, None on a global one."""
+        return self.sliding_window if self.is_sliding(layer) else None
+
+    def layer_rope_theta(self, layer: int) -> float:
+        """The RoPE base of block ``layer``: ``rope_local_theta`` on a sliding layer (when
+        given), else ``rope_theta``."""
+        if self.is_sliding(layer) and self.rope_local_theta is not None:
+            return self.rope_local_theta
+        return self.rope_theta
+
+    @property
+    def attn_scalar(self) -> float:
+        """The d in the attention logits' q k^T / sqrt(d): query_pre_attn_scalar or head_dim."""
+        if self.query_pre_attn_scalar is None:
+            return self.resolved_head_dim
+        return self.query_pre_attn_scalar
+
     @property
     def residual_std(self) -> float:
         """std of W_O and W_down: 0.02 / sqrt(2L) under GPT-2 scaling (App. B.1)."""
@@ -224,12 +304,29 @@ class ModelConfig:
         return hash(self._key())
 
 
+# Fields added after records (run.json, probe and sweep states, campaign summaries) were first
+# written, with the default that every earlier record means by its silence. A record leaves
+# them out while they hold that default (:func:`config_record`), so a record made before they
+# existed and one made after name the same model.
+LATER_FIELDS = {"qk_norm": False, "post_norms": False, "norm_unit_offset": False,
+                "embed_scale": False, "query_pre_attn_scalar": None, "sliding_window": None,
+                "sliding_window_pattern": 1, "rope_local_theta": None}
+
+
+def config_record(cfg: ModelConfig) -> dict:
+    """``dataclasses.asdict(cfg)`` for records and state identities, without the
+    :data:`LATER_FIELDS` that hold their defaults (``ModelConfig(**record)`` rebuilds cfg)."""
+    d = dataclasses.asdict(cfg)
+    return {k: v for k, v in d.items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+
+
 def recorded_differences(recorded: dict, cfg: ModelConfig) -> dict[str, tuple]:
     """{field: (recorded value, cfg's value)} for every field where a recorded config (a dict,
     e.g. run.json's ``model_config``) and ``cfg`` differ; "<absent>" where one lacks the
     field. ``head_dim`` and ``n_kv_heads`` are compared (and shown) resolved, so a record that
-    spells out the derived values equals one that leaves them None."""
-    rec, cur = dict(recorded), dataclasses.asdict(cfg)
+    spells out the derived values equals one that leaves them None; a record without one of
+    the :data:`LATER_FIELDS` holds its default."""
+    rec, cur = {**LATER_FIELDS, **dict(recorded)}, dataclasses.asdict(cfg)
     d, h = rec.get("d_model"), rec.get("n_heads")
     if rec.get("head_dim") is None and _positive_int(d) and _positive_int(h) and d % h == 0:
         rec["head_dim"] = d // h
@@ -243,105 +340,6 @@ def recorded_differences(recorded: dict, cfg: ModelConfig) -> dict[str, tuple]:
 
 def _positive_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x > 0
-
-
-# --------------------------------------------------------------------------------------------
-# Presets
-# --------------------------------------------------------------------------------------------
-GPT2_VOCAB = 50_257
-LLAMA_VOCAB = 32_000
-
-_SIZES = {
-    # size: (d_model, n_layers, n_heads, max_seq_len).
-    # The width matters beyond cost: with the fixed N(0, 0.02^2) init, a post-LayerNorm MLP
-    # pre-activation has std 0.02 * sqrt(d) (0.55 at d = 768, the sigma of Finding 4.1), so a
-    # narrow model sits in GELU's near-linear regime and shows far less preference. "cpu" keeps
-    # d = 512 (sigma ~ 0.45) and trades depth for speed.
-    "tiny": (64, 2, 4, 128),
-    "cpu": (512, 6, 8, 1024),
-    "small": (256, 4, 4, 512),  # trains in minutes on a CPU (SeedPrint's power experiment)
-    "nano": (768, 12, 12, 2048),
-    "1.2b": (2048, 24, 32, 2048),
-}
-
-
-def _gpt2_rope(size: str) -> ModelConfig:
-    d, n_layers, n_heads, max_t = _SIZES[size]
-    return ModelConfig(
-        name=f"gpt2-rope-{size}", vocab_size=512 if size == "tiny" else GPT2_VOCAB,
-        d_model=d, n_layers=n_layers, n_heads=n_heads, d_ff=4 * d, max_seq_len=max_t,
-        activation="gelu", gated_mlp=False, norm="layernorm", position="rope",
-        linear_bias=True, qkv_bias=False, tie_embeddings=True)
-
-
-def _llama2(size: str) -> ModelConfig:
-    d, n_layers, n_heads, max_t = _SIZES[size]
-    # Table 13: d_ffn = 2048 at d = 768, i.e. ~ (8/3) d; the same ratio elsewhere.
-    d_ff = {"tiny": 176, "cpu": 1376, "small": 688, "nano": 2048, "1.2b": 5504}[size]
-    return ModelConfig(
-        name=f"llama2-{size}", vocab_size=512 if size == "tiny" else LLAMA_VOCAB,
-        d_model=d, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff, max_seq_len=max_t,
-        activation="silu", gated_mlp=True, norm="rmsnorm", position="rope",
-        linear_bias=False, qkv_bias=False, tie_embeddings=False, norm_eps=1e-6)
-
-
-QWEN2_VOCAB = 151_936
-
-
-def _qwen2(size: str) -> ModelConfig:
-    """Qwen2's architecture at the zoo's sizes.
-
-    Copied from the released Qwen2 configs (0.5B, 1.5B, 7B): grouped-query attention, biases
-    on Q, K and V only, RoPE base 1,000,000, RMSNorm with eps 1e-6, SwiGLU, vocabulary 151,936.
-    Copied from the paper's Qwen-style model (App. B.3.3 and its released code):
-    d_ff = 4d (3,072 at d = 768) and an untied LM head (as Qwen2-7B; the 0.5B and 1.5B
-    checkpoints tie it). The paper does not state its K/V head count; we take 2 K/V heads, as
-    Qwen2-0.5B (14 query heads) and Qwen2-1.5B (12): 12 / 2 at ``nano`` is Qwen2-1.5B's
-    grouping; ``cpu`` has 8 / 2 and ``tiny`` 4 / 2.
-    """
-    d, n_layers, n_heads, max_t = _SIZES[size]
-    return ModelConfig(
-        name=f"qwen2-{size}", vocab_size=512 if size == "tiny" else QWEN2_VOCAB,
-        d_model=d, n_layers=n_layers, n_heads=n_heads, n_kv_heads=2, d_ff=4 * d,
-        max_seq_len=max_t, activation="silu", gated_mlp=True, norm="rmsnorm", position="rope",
-        rope_theta=1_000_000.0, linear_bias=False, qkv_bias=True, tie_embeddings=False,
-        norm_eps=1e-6)
-
-
-def _smollm2_135m() -> ModelConfig:
-    """SmolLM2-135M's architecture (HuggingFaceTB; the LLaMA decoder of its config.json and
-    GGUF metadata): 30 blocks, d = 576, 9 query / 3 K/V heads of 64, SwiGLU 1,536, RoPE base
-    1e5, RMSNorm eps 1e-5, vocabulary 49,152, tied embeddings, context 8,192. Its own init is
-    not in the released files; this preset takes HF's default (std 0.02, no residual scaling),
-    so ``preset:smollm2-135m@SEED`` is an unrelated model of the released one's shape."""
-    return ModelConfig(
-        name="smollm2-135m", vocab_size=49_152, d_model=576, n_layers=30, n_heads=9,
-        n_kv_heads=3, d_ff=1536, max_seq_len=8192, activation="silu", gated_mlp=True,
-        norm="rmsnorm", position="rope", rope_theta=100_000.0, linear_bias=False,
-        qkv_bias=False, tie_embeddings=True, norm_eps=1e-5, scale_residual_init=False)
-
-
-_FAMILIES = {"gpt2-rope": _gpt2_rope, "llama2": _llama2, "qwen2": _qwen2}
-PRESET_FAMILIES = tuple(_FAMILIES)  # a preset is FAMILY-SIZE, or a released model's shape
-PRESET_SIZES = tuple(_SIZES)
-PRESETS: dict[str, ModelConfig] = {
-    **{f"{fam}-{size}": make(size)
-       for fam, make in _FAMILIES.items()
-       for size in _SIZES
-       if not (size == "1.2b" and fam != "gpt2-rope")},
-    # released models' shapes (the models themselves load from their files)
-    "smollm2-135m": _smollm2_135m(),
-}
-
-
-def get_preset(name: str) -> ModelConfig:
-    """The named preset; a ``UserError`` listing the valid names otherwise."""
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise UserError(
-            f"unknown preset {name!r}; available presets: {', '.join(sorted(PRESETS))}"
-        ) from None
 
 
 def apply_overrides(cfg: ModelConfig, items: "tuple[str, ...] | list[str]") -> ModelConfig:
@@ -375,7 +373,7 @@ def _parse_value(key: str, typ: str, text: str):
             return text.lower() in ("true", "1")
         if typ.startswith("int"):
             return int(text)
-        if typ == "float":
+        if typ.startswith("float"):
             return float(text)
     except ValueError:
         raise UserError(f"model setting {key}={text!r}: expected a value of type {typ}") from None

@@ -60,6 +60,20 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import fold_in_name, stream_key
 
 EOT = "<|endoftext|>"
+# End-of-text tokens of real models' tokenizers, in the order they are looked for, when the
+# tokenizer has no EOT: Gemma's "<eos>", LLaMA's "</s>".
+EOT_FALLBACKS = ("<eos>", "</s>")
+
+
+def eot_id(tokenizer) -> int | None:
+    """The id of the token that ends each document: ``EOT`` if the tokenizer has it (every BPE
+    trained here, GPT-2's, SmolLM2's), else the first of :data:`EOT_FALLBACKS` it has; None for
+    a tokenizer with none of them."""
+    for token in (EOT, *EOT_FALLBACKS):
+        i = tokenizer.token_to_id(token)
+        if i is not None:
+            return int(i)
+    return None
 TEXT_SUFFIXES = {".py", ".txt", ".md", ".rst", ".c", ".h", ".json", ".toml", ".cfg", ".ini",
                  ".html", ".css", ".js", ".sh", ".tex", ""}
 ALIASES = {"python-stdlib": lambda: Path(sysconfig.get_paths()["stdlib"])}
@@ -278,14 +292,14 @@ def token_ids(docs: Sequence[str], tokenizer, chunk: int = 4096,
               plain_specials: bool = False) -> np.ndarray:
     """(N,) int32: ``docs`` tokenised and joined, each followed by the end-of-text token when
     the tokenizer has one (``plain_specials``: see :func:`token_chunks`)."""
-    eot = tokenizer.token_to_id(EOT)
+    eot = eot_id(tokenizer)
     return np.concatenate([np.zeros(0, np.int32),
                            *token_chunks(docs, tokenizer, eot, chunk, plain_specials)])
 
 
 def document_starts(docs: Sequence[str], tokenizer, plain_specials: bool = False) -> np.ndarray:
     """(D,) int64: where each document begins in :func:`token_ids` of ``docs``."""
-    eot = 0 if tokenizer.token_to_id(EOT) is None else 1
+    eot = 0 if eot_id(tokenizer) is None else 1
     before = tokenizer.encode_special_tokens
     tokenizer.encode_special_tokens = bool(plain_specials)
     try:
@@ -346,9 +360,9 @@ def make_blocks(docs: Sequence[str], tokenizer, seq_len: int,
     (with ``bos``, the id of the BOS token, each block is BOS + T text tokens; with
     ``doc_aligned`` each block starts at a document start: the module docstring)."""
     train_docs, val_docs = split_documents(docs, val_fraction)
-    eot = tokenizer.token_to_id(EOT)
-    if eot is None:
-        raise UserError(f"the tokenizer has no {EOT!r} token")
+    if eot_id(tokenizer) is None:
+        raise UserError(f"the tokenizer has no end-of-text token ({EOT!r}, "
+                        f"{', '.join(map(repr, EOT_FALLBACKS))}) to separate documents with")
     plain = bos is not None
 
     def blocks(ds: Sequence[str]) -> np.ndarray:

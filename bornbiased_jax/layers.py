@@ -75,18 +75,25 @@ def gelu_exact(x: jax.Array) -> jax.Array:
 class Norm(nn.Module):
     """LayerNorm or RMSNorm over the last axis (statistics in float32), or the identity.
 
-    Parameters: ``scale`` (d,) = 1, and ``bias`` (d,) = 0 for LayerNorm with ``linear_bias``."""
+    Parameters: ``scale`` (n,) = 1, and ``bias`` (n,) = 0 for LayerNorm with ``linear_bias``;
+    n = ``features``, d_model by default (head_dim for the QK-norm). With
+    ``cfg.norm_unit_offset`` (Gemma) the gain is 1 + scale and ``scale`` starts at 0."""
 
     cfg: ModelConfig
     param_dtype: Any = jnp.float32
+    features: int | None = None
 
     @nn.compact
     def __call__(self, x_Td: jax.Array) -> jax.Array:
         cfg = self.cfg
         if cfg.norm == "none":
             return x_Td
-        d = cfg.d_model
-        scale_d = self.param("scale", nn.initializers.ones_init(), (d,), self.param_dtype)
+        d = cfg.d_model if self.features is None else self.features
+        if cfg.norm_unit_offset:  # Gemma: gain (1 + w), w = 0 at init, 1 + w taken in float32
+            w_d = self.param("scale", nn.initializers.zeros_init(), (d,), self.param_dtype)
+            scale_d = 1.0 + w_d.astype(jnp.float32)
+        else:
+            scale_d = self.param("scale", nn.initializers.ones_init(), (d,), self.param_dtype)
         x = x_Td.astype(jnp.float32)
         if cfg.norm == "layernorm":
             x = x - x.mean(-1, keepdims=True)
@@ -162,32 +169,48 @@ def output_transform(cfg: ModelConfig, o_QHK: jax.Array, offset: int = 0,
 QUERY_BLOCK = 64
 
 
-def causal_softmax(q_QNGK: jax.Array, k_TNK: jax.Array, dtype: Any) -> jax.Array:
-    """A (H, Q, T) = softmax(q k^T / sqrt(K)) over the keys at or before each query, in
-    float32 and then cast to ``dtype`` (the attention input's; sqrt(K) is taken in it too); the
-    Q queries are the last Q of the T positions."""
+def causal_softmax(q_QNGK: jax.Array, k_TNK: jax.Array, dtype: Any,
+                   scalar: float | None = None, window: int | None = None) -> jax.Array:
+    """A (H, Q, T) = softmax(q k^T / sqrt(scalar)) over the keys each query sees, in float32
+    and then cast to ``dtype`` (the attention input's; the square root is taken in it too);
+    the Q queries are the last Q of the T positions. ``scalar``: None means K, the head size
+    (``ModelConfig.attn_scalar``). A query sees the keys at or before it, and with ``window``
+    W only the last W of them: query i attends to j with i - W < j <= i."""
     Q, N, G, K = q_QNGK.shape
     T = k_TNK.shape[0]
-    scores_NGQT = jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK) / jnp.sqrt(K).astype(dtype)
-    causal_QT = jnp.tril(jnp.ones((T, T), dtype=bool))[T - Q:]
-    scores_HQT = jnp.where(causal_QT[None], scores_NGQT.reshape(N * G, Q, T).astype(jnp.float32),
+    scores_NGQT = (jnp.einsum("qngk,tnk->ngqt", q_QNGK, k_TNK)
+                   / jnp.sqrt(K if scalar is None else scalar).astype(dtype))
+    seen_QT = visible(T, window)[T - Q:]
+    scores_HQT = jnp.where(seen_QT[None], scores_NGQT.reshape(N * G, Q, T).astype(jnp.float32),
                            -jnp.inf)
     return jax.nn.softmax(scores_HQT, axis=-1).astype(dtype)
 
 
+def visible(T: int, window: int | None = None) -> np.ndarray:
+    """(T, T) bool: key j is visible to query i when j <= i (causal) and, with a window W,
+    i - W < j (the last W keys, the query's own included)."""
+    seen = np.tril(np.ones((T, T), dtype=bool))
+    return seen if window is None else np.triu(seen, k=1 - window)
+
+
 def blocked_causal_attention(q_TNGK: jax.Array, k_TNK: jax.Array, v_TNK: jax.Array,
-                             block: int, dtype: Any) -> jax.Array:
+                             block: int, dtype: Any, scalar: float | None = None,
+                             window: int | None = None) -> jax.Array:
     """o (T, N, G, K) = sum_j A_ij v_j with A = :func:`causal_softmax`, computed ``block``
     queries at a time: queries [s, e) against keys [0, e) (the keys from e on, masked for all
-    of them, are left out; those after each query within [0, e) are masked). Every row's
-    softmax is over the same unmasked keys as the whole matrix's, so the result equals the
-    unblocked one up to float rounding; nothing (H, T, T) is formed."""
+    of them, are left out; those after each query within [0, e) are masked), or with a window
+    W against keys [max(0, s - W + 1), e) (those before, outside every query's window, left
+    out too; the mask depends on i - j alone, so it is the same in the shifted frame). Every
+    row's softmax is over the same unmasked keys as the whole matrix's, so the result equals
+    the unblocked one up to float rounding; nothing (H, T, T) is formed."""
     T, N, G, K = q_TNGK.shape
     out = []
     for s in range(0, T, block):
         e = min(T, s + block)
-        A_HQT = causal_softmax(q_TNGK[s:e], k_TNK[:e], dtype)
-        out.append(jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, G, e - s, e), v_TNK[:e]))
+        k0 = 0 if window is None else max(0, s - window + 1)
+        A_HQT = causal_softmax(q_TNGK[s:e], k_TNK[k0:e], dtype, scalar, window)
+        out.append(jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, G, e - s, e - k0),
+                              v_TNK[k0:e]))
     return jnp.concatenate(out, axis=0)
 
 
@@ -198,7 +221,10 @@ class Attention(nn.Module):
     kernels ~ N(0, init_std^2), o_proj ~ N(0, residual_std^2) (App. B.1); biases zeros.
     With ``attn_output_transform="headwise_rmsnorm"``: ``head_norm/scale`` gamma (H, K) = 1.
     With ``attn_output_gate`` (not from the paper): ``gate_proj`` W_g (d, H K) ~ N(0, init_std^2)
-    and, with ``attn_output_gate_bias``, its bias (H K,) = 0.
+    and, with ``attn_output_gate_bias``, its bias (H K,) = 0. With ``qk_norm`` (Gemma 3):
+    ``q_norm`` and ``k_norm``, RMSNorms over each head's K coordinates (gain (K,), shared by
+    the heads), applied to q and k before RoPE. ``window``: the layer's sliding window W
+    (None: global), see :func:`causal_softmax`.
     Attn0 (Definition 3) has none: uniform weights and identity W_V, W_O.
 
     The per-head output slot, in order: o_i = sum_j A_ij v_j, then the Sec. 6.2.1 transform
@@ -232,11 +258,14 @@ class Attention(nn.Module):
             self.head_norm = HeadScale(cfg.n_heads, K, dt, name="head_norm")
         if cfg.attn_output_gate:
             self.gate_proj = dense(HK, s, cfg.attn_output_gate_bias, dt, "gate_proj")
+        if cfg.qk_norm:
+            self.q_norm = Norm(cfg, dt, features=K)
+            self.k_norm = Norm(cfg, dt, features=K)
 
     def qkv(self, x_Td: jax.Array, rope: Rope = None,
             last_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Queries q (Q, N, G, K) grouped by the K/V head they read, keys k and values v
-        (T, N, K), RoPE applied to q and k."""
+        (T, N, K); the QK-norm (if any), then RoPE, applied to q and k."""
         cfg = self.cfg
         T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
         xq_Qd = x_Td[-1:] if last_only else x_Td
@@ -244,19 +273,26 @@ class Attention(nn.Module):
         q_QHK = self.q_proj(xq_Qd).reshape(Q, H, K)
         k_TNK = self.k_proj(x_Td).reshape(T, N, K)
         v_TNK = self.v_proj(x_Td).reshape(T, N, K)
+        if cfg.qk_norm:  # per head, over its K coordinates
+            q_QHK, k_TNK = self.q_norm(q_QHK), self.k_norm(k_TNK)
         if rope is not None:
             cos_TK, sin_TK = rope
             q_QHK = apply_rope(q_QHK, cos_TK[T - Q:], sin_TK[T - Q:])
             k_TNK = apply_rope(k_TNK, cos_TK, sin_TK)
         return q_QHK.reshape(Q, N, H // N, K), k_TNK, v_TNK
 
-    def weights(self, x_Td: jax.Array, rope: Rope = None,
-                last_only: bool = False) -> tuple[jax.Array, jax.Array]:
+    def weights(self, x_Td: jax.Array, rope: Rope = None, last_only: bool = False,
+                window: int | None = None) -> tuple[jax.Array, jax.Array]:
         """Softmax attention weights A (H, Q, T) and values v (T, N, K)."""
         q_QNGK, k_TNK, v_TNK = self.qkv(x_Td, rope, last_only)
-        return causal_softmax(q_QNGK, k_TNK, x_Td.dtype), v_TNK
+        return causal_softmax(q_QNGK, k_TNK, x_Td.dtype, self._scalar(), window), v_TNK
 
-    def __call__(self, x_Td: jax.Array, rope: Rope = None, last_only: bool = False) -> jax.Array:
+    def _scalar(self) -> float | None:
+        """None for the head size (the default, as every model before Gemma computed it)."""
+        return self.cfg.query_pre_attn_scalar
+
+    def __call__(self, x_Td: jax.Array, rope: Rope = None, last_only: bool = False,
+                 window: int | None = None) -> jax.Array:
         """(T, d) -> (Q, d): Q = T, or 1 when ``last_only`` (the last position's output only)."""
         cfg = self.cfg
         T = x_Td.shape[0]
@@ -269,13 +305,14 @@ class Attention(nn.Module):
             return out_Td[-1:] if last_only else out_Td
         H, N, K = cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
         if last_only or T <= QUERY_BLOCK or self.is_mutable_collection("intermediates"):
-            A_HQT, v_TNK = self.weights(x_Td, rope, last_only)
+            A_HQT, v_TNK = self.weights(x_Td, rope, last_only, window)
             Q = A_HQT.shape[1]
             o_QNGK = jnp.einsum("ngqt,tnk->qngk", A_HQT.reshape(N, H // N, Q, T), v_TNK)
             self.sow("intermediates", "attention_probs", A_HQT)
         else:  # the same sums, QUERY_BLOCK queries at a time over the keys they can see
             Q = T
-            o_QNGK = blocked_causal_attention(*self.qkv(x_Td, rope), QUERY_BLOCK, x_Td.dtype)
+            o_QNGK = blocked_causal_attention(*self.qkv(x_Td, rope), QUERY_BLOCK, x_Td.dtype,
+                                              self._scalar(), window)
         gamma_HK = self.head_norm() if cfg.attn_output_transform == "headwise_rmsnorm" else None
         o_QHK = output_transform(cfg, o_QNGK.reshape(Q, H, K), T - Q, gamma_HK)  # Sec. 6.2.1
         if cfg.attn_output_gate:  # not from the paper: a sigmoid gate per head and channel
@@ -326,7 +363,7 @@ class MLP(nn.Module):
 
 # --- one sublayer applied to a parameter dict -------------------------------------------------
 def norm(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:
-    return Norm(cfg).apply({"params": p}, x_Td)
+    return Norm(cfg, features=x_Td.shape[-1]).apply({"params": p}, x_Td)
 
 
 def linear(p: dict, x: jax.Array) -> jax.Array:
@@ -335,14 +372,16 @@ def linear(p: dict, x: jax.Array) -> jax.Array:
 
 
 def attention(p: dict, cfg: ModelConfig, x_Td: jax.Array, rope: Rope = None,
-              last_only: bool = False) -> jax.Array:
-    return Attention(cfg).apply({"params": p}, x_Td, rope, last_only)
+              last_only: bool = False, window: int | None = None) -> jax.Array:
+    return Attention(cfg).apply({"params": p}, x_Td, rope, last_only, window)
 
 
 def attention_weights(p: dict, cfg: ModelConfig, x_Td: jax.Array, rope: Rope = None,
-                      last_only: bool = False) -> tuple[jax.Array, jax.Array]:
+                      last_only: bool = False, window: int | None = None
+                      ) -> tuple[jax.Array, jax.Array]:
     """A (H, Q, T) and v (T, N, K) of :meth:`Attention.weights`."""
-    return Attention(cfg).apply({"params": p}, x_Td, rope, last_only, method=Attention.weights)
+    return Attention(cfg).apply({"params": p}, x_Td, rope, last_only, window,
+                                method=Attention.weights)
 
 
 def mlp(p: dict, cfg: ModelConfig, x_Td: jax.Array) -> jax.Array:

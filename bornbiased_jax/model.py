@@ -5,7 +5,9 @@ One model is one key. Parameter paths follow HF naming: ``embed/embedding`` (V, 
 ``pos_embed/embedding`` (T_max, d) with learned positions, ``lm_head/kernel`` (d, V) when
 untied, ``layers_{i}/{attn_norm,mlp_norm}/{scale,bias}``,
 ``layers_{i}/attn/{q,k,v,o}_proj/{kernel,bias}`` (with the Sec. 6.2 variants also
-``attn/head_norm/scale`` and ``attn/gate_proj/...``), ``layers_{i}/mlp/{gate,up,down}_proj/...``,
+``attn/head_norm/scale`` and ``attn/gate_proj/...``; with Gemma's QK-norm ``attn/{q,k}_norm/scale``
+and with its sandwich norms ``layers_{i}/{attn,mlp}_post_norm/scale``),
+``layers_{i}/mlp/{gate,up,down}_proj/...``,
 ``final_norm/{scale,bias}``; kernels are (in, out). An importer of HF checkpoints renames their
 tensors to these paths and transposes PyTorch's (out, in) linear weights (GPT-2's Conv1D
 weights are already (in, out); its fused ``c_attn`` splits into q, k and v).
@@ -27,11 +29,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
@@ -85,7 +89,10 @@ class LMHead(nn.Module):
 class Block(nn.Module):
     """One pre-norm block (paper Sec. 2.1): H = X + MHA(Norm(X)), then Y = H + MLP(Norm(H)).
 
-    Without ``residual`` the sublayers replace the stream; ``block`` removes either sublayer."""
+    Without ``residual`` the sublayers replace the stream; ``block`` removes either sublayer.
+    With ``post_norms`` (Gemma's sandwich norms) each sublayer's output is normalised before
+    it joins the stream: H = X + Norm_post(MHA(Norm(X))), Y = H + Norm_post(MLP(Norm(H))),
+    with ``attn_post_norm`` and ``mlp_post_norm`` of their own."""
 
     cfg: ModelConfig
     param_dtype: Any = jnp.float32
@@ -95,19 +102,29 @@ class Block(nn.Module):
         if cfg.has_attn:
             self.attn_norm = Norm(cfg, dt)
             self.attn = Attention(cfg, dt)
+            if cfg.post_norms:
+                self.attn_post_norm = Norm(cfg, dt)
         if cfg.has_mlp:
             self.mlp_norm = Norm(cfg, dt)
             self.mlp = MLP(cfg, dt)
+            if cfg.post_norms:
+                self.mlp_post_norm = Norm(cfg, dt)
 
-    def __call__(self, x_Td: jax.Array, rope=None, last_only: bool = False) -> jax.Array:
-        """(T, d) -> (Q, d); with ``last_only`` the block runs at the last position only."""
+    def __call__(self, x_Td: jax.Array, rope=None, last_only: bool = False,
+                 window: int | None = None) -> jax.Array:
+        """(T, d) -> (Q, d); with ``last_only`` the block runs at the last position only;
+        ``window``: the attention's sliding window (None: global)."""
         cfg = self.cfg
         x_Qd = x_Td[-1:] if last_only else x_Td
         if cfg.has_attn:  # H^(l) = X^(l-1) + MHA(Norm(X^(l-1)))
-            a_Qd = self.attn(self.attn_norm(x_Td), rope, last_only)
+            a_Qd = self.attn(self.attn_norm(x_Td), rope, last_only, window)
+            if cfg.post_norms:
+                a_Qd = self.attn_post_norm(a_Qd)
             x_Qd = x_Qd + a_Qd if cfg.residual else a_Qd
         if cfg.has_mlp:  # X^(l) = H^(l) + MLP(Norm(H^(l)))
             m_Qd = self.mlp(self.mlp_norm(x_Qd))
+            if cfg.post_norms:
+                m_Qd = self.mlp_post_norm(m_Qd)
             x_Qd = x_Qd + m_Qd if cfg.residual else m_Qd
         return x_Qd
 
@@ -140,8 +157,15 @@ class Decoder(nn.Module):
         return self.embed.embedding.T if self.cfg.tie_embeddings else self.lm_head.kernel
 
     def inputs(self, tokens_T: jax.Array | None, embeds_Td: jax.Array | None) -> jax.Array:
-        """X^(0) (T, d): Embed(tokens) or the given embeddings, plus learned positions."""
-        x_Td = self.embed(tokens_T) if embeds_Td is None else embeds_Td
+        """X^(0) (T, d): Embed(tokens) (times sqrt(d) with ``embed_scale``) or the given
+        embeddings (never scaled: they replace the scaled embedding, as ``inputs_embeds`` do
+        in transformers), plus learned positions."""
+        if embeds_Td is None:
+            x_Td = self.embed(tokens_T)
+            if self.cfg.embed_scale:  # Gemma: sqrt(d) rounded to float32, then to the dtype
+                x_Td = x_Td * jnp.asarray(np.float32(math.sqrt(self.cfg.d_model)), x_Td.dtype)
+        else:
+            x_Td = embeds_Td
         if self.cfg.position == "learned":
             x_Td = x_Td + self.pos_embed.embedding[:x_Td.shape[0]]
         return x_Td
@@ -152,12 +176,15 @@ class Decoder(nn.Module):
         when ``return_hidden`` (else [])."""
         cfg = self.cfg
         T = x_Td.shape[0]
-        rope = rope_cos_sin(T, cfg.resolved_head_dim, cfg.rope_theta) if cfg.position == "rope" else None
+        ropes = {}  # one table per RoPE base (Gemma 3: the global layers' and the sliding ones')
+        if cfg.position == "rope":
+            for theta in dict.fromkeys(cfg.layer_rope_theta(i) for i in range(cfg.n_layers)):
+                ropes[theta] = rope_cos_sin(T, cfg.resolved_head_dim, theta)
         hidden = [x_Td] if return_hidden else []
         for i, block in enumerate(self.layers):
             # Without hidden states, the last block is needed at the last position only.
             last = last_only and not return_hidden and i == cfg.n_layers - 1
-            x_Td = block(x_Td, rope, last)
+            x_Td = block(x_Td, ropes.get(cfg.layer_rope_theta(i)), last, cfg.layer_window(i))
             if return_hidden:
                 hidden.append(x_Td)
         h_Qd = x_Td[-1:] if last_only else x_Td
@@ -195,8 +222,10 @@ def _as_dict_layout(cfg: ModelConfig, params: dict) -> dict:
     """Linen omits modules without parameters; keep an empty dict for each (``final_norm`` with
     ``norm="none"``, Attn0's ``attn``), so that every block has the same keys."""
     out = dict(params)
-    names = (("attn_norm", "attn") if cfg.has_attn else ()) + (
-        ("mlp_norm", "mlp") if cfg.has_mlp else ())
+    post = cfg.post_norms
+    names = (("attn_norm", "attn") + (("attn_post_norm",) if post else ())
+             if cfg.has_attn else ()) + (
+        ("mlp_norm", "mlp") + (("mlp_post_norm",) if post else ()) if cfg.has_mlp else ())
     for i in range(cfg.n_layers):
         blk = params.get(f"layers_{i}", {})
         out[f"layers_{i}"] = {n: blk.get(n, {}) for n in names}

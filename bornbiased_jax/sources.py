@@ -1,6 +1,6 @@
 """Model sources: one spec string names any model a command can run on.
 
-  ``preset:NAME@SEED``  a fresh initialisation of a named preset (``config.PRESETS``) with an
+  ``preset:NAME@SEED``  a fresh initialisation of a named preset (``presets.PRESETS``) with an
                         integer seed in [0, 2**32);
   ``PATH`` / ``PATH@STEP``  a ``bornbiased train`` run folder (it holds ``run.json``): the
                         parameters of the latest complete checkpoint, or of checkpoint STEP.
@@ -13,7 +13,7 @@
                         model; such a run's ``seed`` is its source's;
   ``PATH``              a Hugging Face model folder (it holds ``config.json``), imported by
                         ``bornbiased_jax.hf.load_hf``;
-  ``FILE.gguf``         a llama.cpp GGUF file (LLaMA or Qwen2, float or quantized weights,
+  ``FILE.gguf``         a llama.cpp GGUF file (LLaMA, Qwen2 or Gemma 3, float or quantized weights,
                         dequantized), imported by ``bornbiased_jax.hf.gguf.load_gguf``; its
                         tokenizer is the file's own.
 
@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 
 from bornbiased_jax import model
-from bornbiased_jax.config import ModelConfig, get_preset
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.defaults import SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key

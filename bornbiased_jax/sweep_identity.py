@@ -5,10 +5,10 @@ hash, inputs, requested plan, devices), and the store of one engine run
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import numpy as np
+
+from bornbiased_jax.config import config_record
 
 
 def _requested(strategy: str = "auto", seed_chunk: int | None = None,
@@ -26,7 +26,7 @@ def _sweep_identity(identity: dict | None, cfg, seeds, inputs, devices, requeste
     kind and number."""
     from bornbiased_jax import resume
 
-    return {**(identity or {}), "model": dataclasses.asdict(cfg), "seeds": list(seeds),
+    return {**(identity or {}), "model": config_record(cfg), "seeds": list(seeds),
             "inputs": resume.inputs_identity(inputs), "requested_plan": requested,
             "devices": {"platform": devices[0].platform, "count": len(devices),
                         "processes": jax.process_count()}}
@@ -37,7 +37,7 @@ def _probe_identity(identity: dict | None, cfg, params, inputs, device, requeste
     place of the seeds (so a state never resumes with another model)."""
     from bornbiased_jax import resume
 
-    return {**(identity or {}), "model": dataclasses.asdict(cfg),
+    return {**(identity or {}), "model": config_record(cfg),
             "params_sha256": params_sha256(params), "inputs": resume.inputs_identity(inputs),
             "requested_plan": requested, "devices": {"platform": device.platform, "count": 1}}
 

@@ -28,6 +28,10 @@ RESULTS.md from them.
     scale), ``arms`` and ``arms_measure`` (the arms trained with several seeds there);
   * ``real_model``: SmolLM2-135M-Instruct, the first model this toolkit did not make (a GGUF):
     attention sinks, token preference and Table 6's question on it (``measure``, ``claims``);
+  * ``gemma3``: Gemma 3 270M, the second real model and a new architecture family (QK-norm,
+    sandwich norms): sinks with and without ``<bos>``, its token preference, whether a fresh
+    ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage
+    (``measure``, ``claims``);
   * ``campaign``: paper-scale work in resumable pieces (``plan``: pieces, ledger, driver;
     ``paper_pieces``: the Sec. 3-4 pieces' passes and what they keep, run by
     ``paper_scale.py``; ``gpu_window``: the first GPU window's logs; ``__main__``: the
@@ -53,5 +57,6 @@ EXPERIMENTS = {
     "lineage_bench": ["lineage_bench", "lineage_bench_shapes"],
     "lineage_level": ["lineage_level"],
     "real_model": ["smollm2_sinks", "smollm2_token_preference", "smollm2_lineage"],
+    "gemma3": ["gemma3_sinks", "gemma3_token_preference", "gemma3_init", "gemma3_lineage"],
 }
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

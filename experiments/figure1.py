@@ -8,7 +8,7 @@ import numpy as np
 
 from experiments._common import parse, write
 
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import last_token_probe, pairwise_similarity
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.probes.token_preference import summarize

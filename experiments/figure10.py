@@ -8,7 +8,7 @@ import numpy as np
 
 from experiments._common import parse, write
 
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import last_token_probe
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p

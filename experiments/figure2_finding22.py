@@ -21,7 +21,7 @@ import numpy as np
 from experiments._common import parse, write
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import direction_top_token, inter_sequence_profile
 from bornbiased_jax.probes.inputs import probe_inputs
 from experiments.initialisation.claims import UNAMBIGUOUS_P, favourite_stats, match_summary

@@ -9,7 +9,7 @@ import numpy as np
 
 from experiments._common import parse, write
 
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import inter_sequence_profile
 from bornbiased_jax.probes.inputs import probe_inputs
 

@@ -10,7 +10,7 @@ from scipy import special
 
 from experiments._common import parse, write
 
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import mlp_preactivation_probe
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sweep import sweep

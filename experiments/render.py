@@ -27,13 +27,15 @@ from experiments.lineage import claims as lineage
 from experiments.lineage import level_claims
 from experiments.seedprint import claims as seedprint
 from experiments.real_model import claims as real_model
+from experiments.gemma3 import claims as gemma3
 from experiments.sinks import claims as sinks
 from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
 RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_hfinit", "lineage_qwen2",
-            "lineage_qwen2_hfinit", "lineage_bench", "lineage_level", "sinks", "sinks_regime", "sinks_arms", "real_model", "gpu",
+            "lineage_qwen2_hfinit", "lineage_bench", "lineage_level", "sinks", "sinks_regime",
+            "sinks_arms", "real_model", "gemma3", "gpu",
             "gpu_campaign"]
 COMMANDS = {"initialisation": "python -m experiments.run_all",
             "theory": "bornbiased theory --json results/records/theory/theory.json",
@@ -47,7 +49,8 @@ COMMANDS = {"initialisation": "python -m experiments.run_all",
             "sinks": "python -m experiments.figure12_table7",
             "sinks_regime": "python -m experiments.sinks_regime",
             "sinks_arms": "python -m experiments.sinks_arms",
-            "real_model": "python -m experiments.real_model"}
+            "real_model": "python -m experiments.real_model",
+            "gemma3": "python -m experiments.gemma3"}
 
 
 PAPER_SCALE = PAPER_RECORDS  # paper-scale record name -> its study folder
@@ -179,7 +182,7 @@ def initialisation_section(records: dict) -> str | None:
 
 def _cpu_shape(records: dict) -> str:
     """'6 blocks, d = 512': the shape of Table 1's CPU-scale presets, from its record."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
 
     presets = records.get("table1", {}).get("run", {}).get("settings", {}).get("presets", [])
     shapes = sorted({(c.n_layers, c.d_model) for c in map(get_preset, presets)})
@@ -358,6 +361,10 @@ def real_model_section(records: dict) -> str | None:
     return real_model.section(records, real_model.COMMAND)
 
 
+def gemma3_section(records: dict) -> str | None:
+    return gemma3.section(records, gemma3.COMMAND)
+
+
 TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "theory": "The paper's propositions: closed forms beside simulations (Secs. 3-5, "
                     "App. A)",
@@ -371,7 +378,7 @@ TITLES = {"initialisation": "The initialisation study (paper Sec. 3-4)",
           "sinks_regime": "Where attention sinks form at CPU scale (Sec. 6.2's precondition)",
           "sinks_arms": "Sec. 6.2's arms where the baseline grows sinks (Bigram-Backcopy, "
                         "several seeds)",
-          "real_model": real_model.TITLE,
+          "real_model": real_model.TITLE, "gemma3": gemma3.TITLE,
           "gpu": "On a GPU: the first window",
           "gpu_campaign": "The GPU campaign (paper scale, piece by piece)"}
 
@@ -408,7 +415,7 @@ def render(records: dict, gpu_root: Path = GPU_ROOT, campaign_root: Path | None 
             "lineage_level": lineage_level_section,
             "sinks": sinks_section,
             "sinks_regime": sinks_regime_section, "sinks_arms": sinks_arms_section,
-            "real_model": real_model_section,
+            "real_model": real_model_section, "gemma3": gemma3_section,
             "gpu": lambda _: gpu_window.section(gpu_root),
             "gpu_campaign": lambda _: campaign.section(campaign_root)}
     parts = ["\n".join(HEADER) + "\n" + vocabulary_markdown()]

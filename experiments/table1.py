@@ -4,7 +4,7 @@ import time
 
 from experiments._common import parse, write
 
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes import token_preference_tables as tables
 from bornbiased_jax.probes.token_preference import token_preference
 

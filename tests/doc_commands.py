@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # the shell variables the docs use
-SUBSTITUTIONS = {"$M": "model.gguf", "$i": "0", "$STDLIB": "/usr/lib/python3.11"}
+SUBSTITUTIONS = {"$M": "model.gguf", "$G": "gemma.gguf", "$i": "0", "$STDLIB": "/usr/lib/python3.11"}
 OPERATORS = {";", "&", "&&", "|", "||"}
 
 

@@ -1,6 +1,7 @@
 """Tiny GGUF files for the tests, written the way llama.cpp's ``convert_hf_to_gguf.py`` writes
-an HF LLaMA / Qwen2 folder: its metadata keys, its tensor names, LLaMA's Q and K rows permuted
-for llama.cpp's RoPE, norms in F32 and matrices in the asked type (``gguf.quants``)."""
+an HF LLaMA / Qwen2 / Gemma 3 folder: its metadata keys, its tensor names, LLaMA's Q and K rows
+permuted for llama.cpp's RoPE, Gemma's norm weights stored as 1 + w, norms in F32 and matrices
+in the asked type (``gguf.quants``)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def write_gguf(path: Path, hf_folder: Path, qtype: str = "F32", *, arch: str | N
     hf = json.loads((Path(hf_folder) / "config.json").read_text())
     cfg = config_from_hf(hf_folder)
     kind = hf["model_type"]
-    w = GGUFWriter(str(path), arch or kind)
+    gemma = kind == "gemma3_text"
+    w = GGUFWriter(str(path), arch or ("gemma3" if gemma else kind))
     w.add_block_count(cfg.n_layers)
     w.add_context_length(cfg.max_seq_len)
     w.add_embedding_length(cfg.d_model)
@@ -43,15 +45,19 @@ def write_gguf(path: Path, hf_folder: Path, qtype: str = "F32", *, arch: str | N
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.norm_eps)
     w.add_vocab_size(cfg.vocab_size)
+    if gemma:  # what convert_hf_to_gguf.py's Gemma3Model writes; the rest is llama.cpp's
+        w.add_sliding_window(cfg.sliding_window)  # (pattern 6, local base 10,000, scalar = K)
     if tokenizer is not None:
         _add_tokenizer(w, tokenizer)
     if extra is not None:
         extra(w)
     for name, a in load_file(str(Path(hf_folder) / "model.safetensors")).items():
-        gname = _gguf_name(name)
+        gname = _gguf_name(name, kind)
         if gname in drop:
             continue
         a = np.asarray(a, np.float32)
+        if gemma and gname.endswith("norm.weight"):
+            a = a + np.float32(1)  # convert_hf_to_gguf.py: data_torch + norm_shift
         if kind == "llama" and permute and (".attn_q." in gname or ".attn_k." in gname):
             a = permute_rope_rows(a, cfg.n_heads if ".attn_q." in gname
                                   else cfg.resolved_n_kv_heads)

@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint import obfuscation as O
 from bornbiased_jax.fingerprint.calibrated import calibrated_test, aligned_spearman, statistic

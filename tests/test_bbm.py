@@ -9,7 +9,7 @@ import pytest
 
 from bornbiased_jax import bigram_backcopy, model
 from bornbiased_jax.cli import main
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 

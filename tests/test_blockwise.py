@@ -9,7 +9,7 @@ import pytest
 
 from bornbiased_jax import sweep as sweep_module
 from bornbiased_jax.blockwise import blockwise_sweep
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.probes.contraction import (contraction_direction, last_token_probe,
                                                last_token_sums, mean_similarity_from_sums,

@@ -338,7 +338,7 @@ def test_paper_scale_pieces_parse_and_estimate_from_measured_chunks(tmp_path):
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
 
     cfg = get_preset("gpt2-rope-tiny")
@@ -408,7 +408,7 @@ def test_progress_counts_kept_parts_once(tmp_path):
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
     from experiments.campaign import paper_pieces as PS
 
@@ -494,7 +494,7 @@ def test_state_chunks_count_each_ragged_chunk_and_its_seconds(tmp_path):
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
 
     cfg = get_preset("gpt2-rope-tiny")
@@ -518,7 +518,7 @@ def test_a_pieces_compute_seconds_sum_its_chunks_wherever_their_state_sits(tmp_p
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from experiments.campaign import paper_pieces as PS
 
     cfg = get_preset("gpt2-rope-tiny")
@@ -728,7 +728,7 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
     from experiments.campaign import paper_pieces as PS
 
@@ -772,7 +772,7 @@ def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
 
     def chunk(cfg, folder, secs, versions=None):
@@ -823,7 +823,7 @@ def test_estimates_count_a_model_by_its_architecture_not_its_name(tmp_path):
     import dataclasses
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.flops import forward_flops
 
     llama = get_preset("llama2-tiny")
@@ -875,7 +875,7 @@ def test_a_summarised_pass_keeps_the_leave_one_block_out_cosines(tmp_path):
     sequences: (B, S, L+1), whose jackknife is Figure 2's paper-scale standard error."""
     import numpy as np
 
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from experiments.campaign import paper_pieces as PS
 
     cfg = get_preset("gpt2-rope-tiny")

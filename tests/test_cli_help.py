@@ -74,13 +74,13 @@ def test_rendering_results_imports_no_jax():
 
 
 def test_presets_command_imports_nothing_heavy():
-    """`bornbiased presets` prints the table from config.PRESETS alone."""
+    """`bornbiased presets` prints the table from presets.PRESETS alone."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "bornbiased_jax.cli",
                            "presets"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from bornbiased_jax.config import PRESETS
+    from bornbiased_jax.presets import PRESETS
 
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:4] == ["preset", "family", "size", "d_model"]
@@ -142,7 +142,7 @@ def test_help_shows_defaults_as_values(name):
 
 
 def test_sweep_names_the_presets_and_the_presets_command():
-    from bornbiased_jax.config import PRESETS
+    from bornbiased_jax.presets import PRESETS
 
     text = " ".join(COMMANDS["sweep"].format_help().split())
     assert "bornbiased presets" in text

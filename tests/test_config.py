@@ -6,7 +6,8 @@ import jax
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import PRESETS, ModelConfig, get_preset
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.presets import PRESETS, get_preset
 
 
 def n_params(cfg: ModelConfig) -> int:

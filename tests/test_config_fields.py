@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import PRESETS, ModelConfig, get_preset, recorded_differences
+from bornbiased_jax.config import ModelConfig, recorded_differences
+from bornbiased_jax.presets import PRESETS, get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
 

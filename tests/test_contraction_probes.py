@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes import contraction as C
 from bornbiased_jax.probes.inputs import GaussianEmbeds
 from bornbiased_jax.sweep import sweep

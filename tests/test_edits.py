@@ -28,7 +28,8 @@ import optax
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import apply_overrides, get_preset
+from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import edits as E
 from bornbiased_jax.fingerprint import obfuscation as O

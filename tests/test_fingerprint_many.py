@@ -64,7 +64,7 @@ def hf_zoo(tmp_path_factory):
     import jax
 
     from bornbiased_jax import model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.hf import save_hf
 
     import dataclasses

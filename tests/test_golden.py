@@ -1,4 +1,4 @@
-"""Golden values: a few numbers of two presets at one seed, pinned to values committed in
+"""Golden values: a few numbers of three presets at one seed, pinned to values committed in
 ``tests/fixtures/golden/golden.json`` (written by ``tests/fixtures/make_golden.py``, which says
 when and how to regenerate it).
 
@@ -21,8 +21,10 @@ Tolerances:
     logit of every one of the 2 x 16 sequences exceeds the second by at least 1.6e-3 relative
     (measured when the file was made), far beyond any summation-order difference.
 
-The two presets draw the same numbers where a parameter has the same path and shape (the
+The presets draw the same numbers where a parameter has the same path and shape (the
 shared embedding, q_proj, the first rows of down_proj): Linen keys each parameter by its path.
+gemma3-tiny (QK-norm, sandwich norms, (1 + w) gains initialised to 0, init std 0.01) pins the
+new architecture's initialisation and forward pass; its norm entries are the zeros of w.
 """
 
 import dataclasses
@@ -34,7 +36,7 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.token_preference import token_preference
 
@@ -80,10 +82,11 @@ def last_logits(params: dict, cfg, tokens) -> np.ndarray:
 
 def test_the_fixture_holds_what_it_says():
     assert GOLDEN["prng_impl"] == "threefry2x32"
-    assert PRESETS == ["gpt2-rope-tiny", "llama2-tiny"]
-    for g in GOLDEN["presets"].values():
+    assert PRESETS == ["gemma3-tiny", "gpt2-rope-tiny", "llama2-tiny"]
+    for name, g in GOLDEN["presets"].items():
+        last = get_preset(name).n_layers - 1  # the last layer's down_proj is pinned
         assert {"embed/embedding", "layers_0/attn/q_proj/kernel",
-                "layers_1/mlp/down_proj/kernel", "final_norm/scale"} <= set(g["params"])
+                f"layers_{last}/mlp/down_proj/kernel", "final_norm/scale"} <= set(g["params"])
         for entries in g["params"].values():
             for value in entries.values():
                 assert float(np.float32(value)) == value  # a float32, held exactly

@@ -883,7 +883,7 @@ def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
 def test_a_pending_paper_scale_row_names_the_shape_its_piece_will_measure():
     """Before its record exists, the Figure 10 paper-scale row names the shape and the paper's
     value; the shape is the one the piece's runner writes into its record's settings."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from experiments.campaign import paper_pieces as PP
 
     row = IP.paper_scale_claims({})["Figure 10 / Finding 1 (extended)"]
@@ -951,6 +951,7 @@ def test_figure10_so_far_record_and_row(tmp_path):
     from pathlib import Path
 
     from bornbiased_jax import resume
+    from bornbiased_jax.config import config_record
     from experiments.campaign import paper_pieces as PP
 
     def so_far(summaries, records, says="") -> int:  # the command line, as a user runs it
@@ -966,7 +967,7 @@ def test_figure10_so_far_record_and_row(tmp_path):
 
     def state(folder, top, maxdim, blocks=2):  # blocks as a GPU in TF32 would save them
         store = resume.ChunkStore(folder, {
-            **identity, "model": dataclasses.asdict(cfg), "seeds": [42],
+            **identity, "model": config_record(cfg), "seeds": [42],
             "inputs": resume.inputs_identity(xs), "block": B, "memory_budget": 2**34,
             "devices": {"platform": "gpu", "count": 1}, "matmul_precision": "tensorfloat32"})
         for i in range(blocks):

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.fingerprint import edits as E
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.verdicts import BEYOND

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from bornbiased_jax.config import apply_overrides, get_preset
+from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.presets import get_preset
 from experiments.lineage import family
 
 

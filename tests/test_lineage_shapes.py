@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import derivatives
 from bornbiased_jax.fingerprint import matched as M

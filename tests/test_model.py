@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bornbiased_jax import layers, model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.keys import seed_key
 
 TINY = ["gpt2-rope-tiny", "llama2-tiny", "qwen2-tiny"]

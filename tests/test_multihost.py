@@ -34,7 +34,7 @@ import pytest
 
 from bornbiased_jax import distributed
 from bornbiased_jax.cli import main
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]

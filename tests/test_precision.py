@@ -122,7 +122,7 @@ def test_dot_algorithms_reach_every_dot_of_the_model(restore_precision):
     the one process-wide setting, and read back by its short name, also from the environment's
     spelling."""
     from bornbiased_jax import model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
 
     cfg = get_preset("llama2-tiny")
     params = jax.eval_shape(lambda k: model.init(cfg, k), jax.random.key(0))

@@ -66,10 +66,10 @@ def _section(title: str) -> str:
 
 def test_readme_presets_table_is_the_configs():
     """The README's presets table (a row per size, a column per family) names every
-    family-size preset of config.PRESETS with its d_model / layers / heads, and the text
+    family-size preset of presets.PRESETS with its d_model / layers / heads, and the text
     beneath it every released model's shape, its vocabularies and KV heads: a preset added to
     the code must be added to the README."""
-    from bornbiased_jax.config import PRESET_FAMILIES, PRESET_SIZES, PRESETS
+    from bornbiased_jax.presets import PRESET_FAMILIES, PRESET_SIZES, PRESETS
 
     text = _section("Presets")
     rows = [[c.strip() for c in line.strip().strip("|").split("|")]
@@ -102,8 +102,9 @@ def test_readme_presets_table_is_the_configs():
     assert "512 at `tiny`" in text
     for name in set(PRESETS) - named:
         c = PRESETS[name]
+        kv = f"{c.resolved_n_kv_heads} KV head" + ("s" if c.resolved_n_kv_heads > 1 else "")
         assert (f"`{name}` is" in text and f"({c.d_model} / {c.n_layers} / {c.n_heads}, "
-                f"{c.resolved_n_kv_heads} KV heads, vocabulary {c.vocab_size:,})" in text), name
+                f"{kv}, vocabulary {c.vocab_size:,})" in text), name
 
 
 def _slug(heading: str) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import resume
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.probes.contraction import last_token_probe
 from bornbiased_jax.probes.inputs import probe_inputs
@@ -32,7 +32,7 @@ IDENT = {"probe": "last_token"}
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.contraction import last_token_probe
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.sweep import sweep

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import derivatives, edits
 from bornbiased_jax.fingerprint.tree import _map

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import derivatives
 from bornbiased_jax.fingerprint import shape_edits as S

@@ -16,7 +16,8 @@ import pytest
 
 from bornbiased_jax import layers, model
 from bornbiased_jax.cli import main
-from bornbiased_jax.config import apply_overrides, get_preset
+from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.defaults import SINK_LENGTHS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
@@ -492,7 +493,7 @@ def test_sink_windows_sources_and_their_errors(tmp_path):
     vocabulary checked against the model's), text windows with or without a BOS token, the
     run's own BOS setting by default, and the refused combinations."""
     from bornbiased_jax import data
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.errors import UserError
     from bornbiased_jax.probes.sinks import windows as W
     from bornbiased_jax.probes.sinks.metric import bos_windows

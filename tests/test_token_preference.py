@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bornbiased_jax.cli import main
 from bornbiased_jax.commands.arguments import parse_seeds
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.token_preference import summarize, token_preference
 from bornbiased_jax.stats import (bonferroni_log10_p, format_log10_p,
                                   simulate_uniform_rank_frequency, uniform_rank_frequency)

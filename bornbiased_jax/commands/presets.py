@@ -1,6 +1,6 @@
 """``bornbiased presets``: the model presets, a family crossed with a size, and their shapes.
 
-Reads ``bornbiased_jax.config.PRESETS`` alone (no JAX), so it answers at once."""
+Reads ``bornbiased_jax.presets.PRESETS`` alone (no JAX), so it answers at once."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
 
 def rows(family: str | None = None) -> list[tuple]:
     """One row per preset (the table's :data:`COLUMNS`), by family and then by size."""
-    from bornbiased_jax.config import PRESET_FAMILIES, PRESET_SIZES, PRESETS
+    from bornbiased_jax.presets import PRESET_FAMILIES, PRESET_SIZES, PRESETS
 
     def family_size(name: str) -> tuple[str, str]:
         for fam in PRESET_FAMILIES:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from pathlib import Path
 
@@ -74,11 +73,12 @@ def add_parser(sub) -> None:
                         "model's)")
     w.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                    help="prepend the tokenizer's BOS token to every window (BOS + T-1 text "
-                        "tokens); default: a train run's own setting (run.json), else no BOS. "
-                        "Bigram-Backcopy windows always begin with <s>")
+                        "tokens); default: a train run's own setting (run.json); for an HF folder "
+                        "or GGUF file, whether its tokenizer adds one (add_bos_token); else no "
+                        "BOS. Bigram-Backcopy windows always begin with <s>")
     w.add_argument("--bos-token", metavar="TOKEN",
-                   help="the string of the tokenizer's BOS token (default: the run's, else "
-                        "'<|bos|>', which a BPE trained here with --bos has)")
+                   help="the string of the tokenizer's BOS token (default: the run's or the "
+                        "real model's, else '<|bos|>', which a BPE trained here with --bos has)")
     w.add_argument("--data-seed", type=int, default=0, metavar="SEED",
                    help="seed of the window choice (of the generated sequences for bbm:)")
     add_precision_argument(p, precision.PROBE_DEFAULT)
@@ -87,7 +87,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import files, model
-    from bornbiased_jax.config import apply_overrides
+    from bornbiased_jax.config import apply_overrides, config_record
     from bornbiased_jax.probes.sinks import metric, tables, windows
     from bornbiased_jax.sources import init_params, load_source
 
@@ -128,7 +128,7 @@ def run(args) -> int:
     wall = time.time() - t0
     table = tables.sinks_markdown(results, loaded.label)
     run_info = files.run_record(args.command_line, wall, model=args.model,
-                                model_set=list(args.model_set), config=dataclasses.asdict(cfg),
+                                model_set=list(args.model_set), config=config_record(cfg),
                                 tokenizer=inputs.tokenizer, corpus=inputs.corpus,
                                 bos_prepended=inputs.bos, bos_id=inputs.bos_id,
                                 setting=args.setting, all_keys=bool(args.all_keys),

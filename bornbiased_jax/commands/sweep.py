@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ def _defaults(key: str, sep: str = " ") -> str:
 
 def preset_names() -> str:
     """The preset names, a family's sizes in braces: 'gpt2-rope-{tiny,cpu,...}, ...'."""
-    from bornbiased_jax.config import PRESET_FAMILIES, PRESETS
+    from bornbiased_jax.presets import PRESET_FAMILIES, PRESETS
 
     parts, rest = [], set(PRESETS)
     for fam in PRESET_FAMILIES:
@@ -137,7 +136,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import distributed, files, resume
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.config import config_record
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes import token_preference as tp
     from bornbiased_jax.probes import token_preference_tables as tables
     from bornbiased_jax.sources import load_source
@@ -180,7 +180,7 @@ def run(args) -> int:
     table = tables.table1_markdown(records)
     kept = _state_record(state, stores)
     run_info = files.run_record(args.command_line, wall, scale=args.scale, configs=[
-        dataclasses.asdict(c) for c in configs + [m.cfg for m in models]],
+        config_record(c) for c in configs + [m.cfg for m in models]],
         **({"state": kept} if kept else {}))
     outputs = {"token_preference.json": {"run": run_info,
                                          "records": [r.to_json() for r in records]},

@@ -3,6 +3,7 @@ seed or many seeds on the same batches (``bornbiased_jax.training``)."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from bornbiased_jax import precision
@@ -73,7 +74,8 @@ def add_parser(sub) -> None:
     field("--batch-size", type=positive, metavar="N", group=data)
     field("--grad-accum", type=positive, metavar="K", group=data)
     field("--data-seed", type=int, metavar="SEED", group=data)
-    field("--bos", action="store_true", group=data)
+    data.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
+                      help=field_help("bos"))
     field("--bos-token", metavar="TOKEN", group=data)
     field("--doc-aligned", action="store_true", group=data)
 
@@ -126,7 +128,33 @@ def train_config(args):
 
     fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
     fields["seeds"] = tuple(fields.get("seeds") or ())
+    if fields.get("bos") is None:
+        fields["bos"], token, note = source_bos(fields.get("init_from"))
+        if fields["bos"] and fields.get("bos_token") is None:
+            fields["bos_token"] = token
+        if note:
+            print(note)
     return TrainConfig(**fields)  # --model-set arrives as the model_set field
+
+
+def source_bos(spec: str | None) -> tuple[bool, str | None, str | None]:
+    """(bos, token, note) of a run continued from ``spec`` without --bos/--no-bos: a real
+    model's (an HF folder or GGUF file) tokenizer decides, as its own pipeline does; other
+    sources (presets, runs, none) add no BOS."""
+    if not spec or spec.strip().startswith("preset:"):
+        return False, None, None
+    from bornbiased_jax.hf import model_bos
+    from bornbiased_jax.hf.gguf import is_gguf
+    from bornbiased_jax.sources import split_run_spec
+    from bornbiased_jax.training import run_folder
+
+    path = split_run_spec(spec.strip())[0]
+    if run_folder.is_run(path) or not (is_gguf(path) or (path / "config.json").is_file()):
+        return False, None, None
+    adds, token, why = model_bos(path)
+    return adds, token, (f"windows: {token!r} first, as the model's tokenizer adds it ({why}); "
+                         f"--no-bos leaves it out" if adds else
+                         f"windows: no BOS token, as the model's tokenizer adds none ({why})")
 
 
 def run(args) -> int:

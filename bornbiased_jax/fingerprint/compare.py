@@ -120,7 +120,8 @@ def null_seeds(K: int, exclude: Sequence[int | None]) -> list[int]:
 
 # What a descendant keeps whatever its widths, depths and vocabulary: the architecture family.
 FAMILY_FIELDS = ("block", "attention", "norm", "activation", "gated_mlp", "position",
-                 "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate")
+                 "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate",
+                 "qk_norm", "post_norms", "norm_unit_offset", "embed_scale")
 
 
 def family(cfg) -> dict:

@@ -51,7 +51,8 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.rotation import randomized_hadamard, rotate_residual
+from bornbiased_jax.fingerprint.rotation import (check_rotatable, randomized_hadamard,
+                                                 rotate_residual)
 from bornbiased_jax.fingerprint.tree import Path, _leaves, _map
 from bornbiased_jax.fingerprint.tree import parameter_role  # noqa: F401  (part of this API)
 from bornbiased_jax.keys import fold_in_name
@@ -222,7 +223,10 @@ def quarot_int4(params: dict, cfg: ModelConfig, key: jax.Array, group_size: int 
     untied: ``rotation.rotate_residual``), then every block matrix through :func:`quantize_int4`.
     Returns (config, params): the config is untied when ``cfg`` was tied. QuaRot's online
     Hadamard rotations of activations (inside the MLP and attention) change no weight of this
-    decoder and are not modelled; its effect on lineage tests is the residual rotation's."""
+    decoder and are not modelled; its effect on lineage tests is the residual rotation's. A
+    model with sandwich norms is refused before any matrix is built (``rotation``'s module
+    docstring says why)."""
+    check_rotatable(cfg, "QuaRot's residual rotation")
     cfg_r, rotated = rotate_residual(params, cfg, randomized_hadamard(cfg.d_model, key),
                                      untie=True)
     return cfg_r, quantize_int4(rotated, group_size)

@@ -133,7 +133,10 @@ def rescale_norms(params: dict, cfg: ModelConfig, scales: dict[str, Any]) -> dic
 
     def fn(path, role, leaf):
         if role == "norm" and "/".join(path[:-1]) in c_by:  # y = c (n g + b)
-            return (np.asarray(leaf) * c_by["/".join(path[:-1])]).astype(leaf.dtype)
+            c = c_by["/".join(path[:-1])]
+            if cfg.norm_unit_offset and path[-1] == "scale":  # Gemma: c (1 + w) = 1 + w'
+                return (c * (1.0 + np.asarray(leaf, np.float64)) - 1.0).astype(leaf.dtype)
+            return (np.asarray(leaf) * c).astype(leaf.dtype)
         reader_of = {"head": "final_norm"}.get(role)
         if role == "kernel":
             reader_of = next((f"{path[0]}/{n}" for n, reads in _NORM_READERS.items()

@@ -227,9 +227,11 @@ _RULES: tuple[tuple[tuple[str, ...], int | None], ...] = (
     (("gate_proj", "kernel"), 0), (("up_proj", "kernel"), 0),
     (("o_proj", "kernel"), 1), (("down_proj", "kernel"), 1), (("lm_head", "kernel"), 0),
 )
-# Biases living in a head or MLP basis, and the head-wise norm: no residual axis.
+# Biases living in a head or MLP basis, the head-wise norm and Gemma's QK-norm (one gain over a
+# head's coordinates): no residual axis. Gemma's post-norms act on the residual basis ("scale").
 _NO_RESIDUAL = (("q_proj", "bias"), ("k_proj", "bias"), ("v_proj", "bias"), ("up_proj", "bias"),
-                ("head_norm", "scale"), ("lm_head", "bias"))
+                ("head_norm", "scale"), ("lm_head", "bias"), ("q_norm", "scale"),
+                ("k_norm", "scale"))
 _ATTN_GATE_BIAS = ("attn", "gate_proj", "bias")  # the attention output gate: head basis
 _MLP_GATE_BIAS = ("mlp", "gate_proj", "bias")  # the MLP gate: hidden basis
 

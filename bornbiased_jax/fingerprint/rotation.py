@@ -27,6 +27,15 @@ Why each holds, and where it does not (refused with a ``UserError`` naming the r
     their biases) is multiplied by Q on its residual axis; readers by Q^T.
   * :func:`mix_value_heads` needs the attention output to reach W_O linearly per head: it is
     refused with the head-wise RMSNorm or the output gate, which act coordinate-wise on a head.
+  * Sandwich norms (Gemma's ``post_norms``): a sublayer's output o is normalised and scaled,
+    g * o / rms(o), just before it joins the residual stream. Rotating the stream needs
+    (g * o / rms(o)) Q = g' * o' / rms(o') for some gain g' and o' = o Q (W_O and W_down can
+    carry Q, and rms(o Q) = rms(o)), i.e. diag(g) Q = Q diag(g'): only a constant g allows that,
+    and there is no matrix after the post-norm to fold diag(g) into. A rotation (and QuaRot) of
+    such a model is refused; sign flips (diagonal, they commute with diag(g)) and permutations
+    remain exact.
+  * Gemma's (1 + w) gains (``norm_unit_offset``) are folded as the gains 1 + w they are, and
+    set to w = 0 after folding.
 """
 
 from __future__ import annotations
@@ -45,6 +54,22 @@ from bornbiased_jax.fingerprint.permutation import residual_axis
 # {block norm: the projections whose kernels read its output}
 _READERS = {"attn_norm": ("q_proj", "k_proj", "v_proj", "gate_proj"),
             "mlp_norm": ("gate_proj", "up_proj")}
+
+
+def check_rotatable(cfg: ModelConfig, what: str) -> None:
+    _check_residual_norm(cfg, what)
+    if cfg.post_norms:
+        raise UserError(f"{what} is not function-preserving for {cfg.name}: its sandwich norms "
+                        f"(post_norms) scale each sublayer's normalised output by a gain g just "
+                        f"before the residual stream, and diag(g) does not commute with a "
+                        f"rotation unless g is constant, with no matrix after the norm to fold "
+                        f"it into (sign flips and permutations remain exact)")
+
+
+def _gain(cfg: ModelConfig, scale) -> np.ndarray:
+    """The gain of a norm parameter: 1 + w with Gemma's ``norm_unit_offset``, else the scale."""
+    g = np.asarray(scale, np.float64)
+    return g + 1.0 if cfg.norm_unit_offset else g
 
 
 def _check_residual_norm(cfg: ModelConfig, what: str) -> None:
@@ -113,13 +138,14 @@ def _fold_gains(params: dict, cfg: ModelConfig) -> dict:
     for k, v in params.items():
         for n in ("attn_norm", "mlp_norm"):
             if isinstance(v, dict) and v.get(n):
-                gains[(k, n)] = np.asarray(v[n]["scale"], np.float64)
+                gains[(k, n)] = _gain(cfg, v[n]["scale"])
     final = params.get("final_norm") or {}
-    g_final = np.asarray(final["scale"], np.float64) if final.get("scale") is not None else None
+    g_final = _gain(cfg, final["scale"]) if final.get("scale") is not None else None
 
     def fn(path, role, leaf):
-        if role == "norm":
-            return np.ones_like(np.asarray(leaf))
+        if role == "norm":  # gain 1: w = 0 under Gemma's convention
+            one = np.zeros_like if cfg.norm_unit_offset else np.ones_like
+            return one(np.asarray(leaf))
         if role == "head" and g_final is not None:
             return (g_final[:, None] * np.asarray(leaf, np.float64)).astype(np.float32)
         if role == "kernel":
@@ -136,8 +162,9 @@ def rotate_residual(params: dict, cfg: ModelConfig, q: np.ndarray, *, untie: boo
     """(config, params) of the model whose residual stream is x Q (``q`` orthogonal (d, d)):
     gains folded into their readers, writers times Q, readers Q^T times. A model with tied
     embeddings is refused unless ``untie`` (then the copy's config is untied and its LM head
-    Q^T diag(g) W_E^T). Computed in float64, stored float32."""
-    _check_residual_norm(cfg, "a residual rotation")
+    Q^T diag(g) W_E^T). Computed in float64, stored float32. A model with sandwich norms is
+    refused (see the module docstring)."""
+    check_rotatable(cfg, "a residual rotation")
     d = cfg.d_model
     q = np.asarray(q, np.float64)
     if q.shape != (d, d) or not np.allclose(q @ q.T, np.eye(d), atol=1e-8):

@@ -16,14 +16,17 @@ Path = tuple[str, ...]
 _ATTN_PROJ = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj")  # gate: the output gate
 _MLP_PROJ = ("gate_proj", "up_proj", "down_proj")
 _KNOWN = ("embed/embedding, pos_embed/embedding, lm_head/kernel, final_norm/{scale,bias}, "
-          "layers_<i>/{attn_norm,mlp_norm}/{scale,bias}, layers_<i>/attn/head_norm/scale, "
+          "layers_<i>/{attn_norm,mlp_norm,attn_post_norm,mlp_post_norm}/{scale,bias}, "
+          "layers_<i>/attn/{head_norm,q_norm,k_norm}/scale, "
           "layers_<i>/attn/{q,k,v,o,gate}_proj/{kernel,bias}, "
           "layers_<i>/mlp/{gate,up,down}_proj/{kernel,bias}")
 
 
 def parameter_role(path: Sequence[str]) -> str:
-    """'embedding', 'head' (lm_head/kernel), 'norm', 'head_norm', 'kernel' or 'bias' (of a
-    block's projection) for a parameter path; a ``UserError`` naming any other path."""
+    """'embedding', 'head' (lm_head/kernel), 'norm' (a residual-stream norm: before or, with
+    Gemma's sandwich norms, after a sublayer, or the final one), 'head_norm', 'qk_norm' (Gemma's
+    per-head norm of queries and keys, in a head's basis), 'kernel' or 'bias' (of a block's
+    projection) for a parameter path; a ``UserError`` naming any other path."""
     p = tuple(path)
     if p in (("embed", "embedding"), ("pos_embed", "embedding")):
         return "embedding"
@@ -32,10 +35,13 @@ def parameter_role(path: Sequence[str]) -> str:
     if len(p) == 2 and p[0] == "final_norm" and p[1] in ("scale", "bias"):
         return "norm"
     if len(p) >= 3 and re.fullmatch(r"layers_\d+", p[0]):
-        if len(p) == 3 and p[1] in ("attn_norm", "mlp_norm") and p[2] in ("scale", "bias"):
+        if len(p) == 3 and p[1] in ("attn_norm", "mlp_norm", "attn_post_norm",
+                                    "mlp_post_norm") and p[2] in ("scale", "bias"):
             return "norm"
         if len(p) == 4 and p[1:] == ("attn", "head_norm", "scale"):
             return "head_norm"
+        if len(p) == 4 and p[1] == "attn" and p[2] in ("q_norm", "k_norm") and p[3] == "scale":
+            return "qk_norm"
         if len(p) == 4 and p[3] in ("kernel", "bias") and (
                 (p[1] == "attn" and p[2] in _ATTN_PROJ) or (p[1] == "mlp" and p[2] in _MLP_PROJ)):
             return p[3]

@@ -1,12 +1,14 @@
-"""Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA), Qwen2 and
-GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE); llama.cpp GGUF
-files of LLaMA and Qwen2 in (:mod:`.gguf`, float and quantized weights, dequantized).
+"""Real checkpoints in and out: HF safetensors folders of GPT-2, LLaMA (with GQA), Qwen2,
+GPT-NeoX (sequential blocks, full-width RoPE: the paper's GPT-2 with RoPE) and Gemma 3's text
+decoder; llama.cpp GGUF files of LLaMA, Qwen2 and Gemma 3 in (:mod:`.gguf`, float and quantized
+weights, dequantized).
 
     cfg, params = load_hf("path/to/Llama-2-7b-hf", dtype=jnp.bfloat16)
     out = model.forward(params, cfg, tokens_T, return_hidden=True)
     save_hf(cfg, params, "path/to/export")        # opens with AutoModelForCausalLM
 
-No torch is involved: ``config.json`` is mapped by :mod:`.configs`, tensor names and layouts by
+No torch is involved: ``config.json`` is mapped by :mod:`.configs` (Gemma 3's part by
+:mod:`.gemma3`), tensor names and layouts by
 :mod:`.names`, and the weights are read memory-mapped, one tensor at a time, by
 :mod:`.checkpoint`. Every problem with the folder (missing config or shard, corrupt file,
 missing, extra or misshapen tensor, unsupported architecture or field) is a ``UserError``
@@ -39,8 +41,8 @@ from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_
 from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, HEAD_ALIAS, LM_HEAD, is_buffer,
                                      tensor_specs, to_hf, to_ours)
 
-__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "config_from_hf",
-           "config_to_hf", "hf_architecture", "ARCHITECTURES"]
+__all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "load_gguf_tokenizer", "model_bos",
+           "config_from_hf", "config_to_hf", "hf_architecture", "ARCHITECTURES"]
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 _LIST = 8  # how many names an error message lists before "and N more"
@@ -152,7 +154,7 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
                         f"model.safetensors)")
     jdtype = _DTYPES[_dtype_name(dtype)]
     hf = read_hf_config(folder)
-    cfg = config_from_hf(hf, name=folder.resolve().name)
+    cfg = config_from_hf(hf, name=folder.resolve().name, source=folder / "config.json")
     kind = hf["model_type"]
     specs = tensor_specs(cfg, kind)
     _check_name_map(cfg, specs)
@@ -274,8 +276,48 @@ def load_hf_tokenizer(path: str | os.PathLike):
         raise UserError(f"{f}: not a tokenizers JSON file ({e})") from None
 
 
+def model_bos(path: str | os.PathLike) -> tuple[bool, str | None, str]:
+    """(adds, token, why) for a real model's tokenizer: whether it puts a beginning-of-sequence
+    token before a text, that token's string, and where that was read. A GGUF file says it in
+    ``tokenizer.ggml.add_bos_token`` (:func:`.gguf.gguf_bos`); an HF folder in its
+    ``tokenizer_config.json`` (``add_bos_token`` and ``bos_token``), else in its
+    ``tokenizer.json``'s post-processor (a template that begins with a special token). A folder
+    that says nothing adds none."""
+    from bornbiased_jax.hf.gguf import gguf_bos, is_gguf
+
+    p = Path(path)
+    if p.is_file() and is_gguf(p):
+        adds, _, token = gguf_bos(p)
+        return adds, token, f"{p.name}: tokenizer.ggml.add_bos_token"
+    config, tok = p / "tokenizer_config.json", p / "tokenizer.json"
+    try:
+        tc = json.loads(config.read_text()) if config.is_file() else {}
+        tj = json.loads(tok.read_text()) if tok.is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p}: its tokenizer files are not valid JSON ({e})") from None
+    token = tc.get("bos_token")
+    token = token.get("content") if isinstance(token, dict) else token
+    if "add_bos_token" in tc:
+        return bool(tc["add_bos_token"]) and token is not None, token, \
+            f"{config.name}: add_bos_token"
+    single = ((tj.get("post_processor") or {}).get("single") or [])
+    first = single[0].get("SpecialToken", {}).get("id") if single and isinstance(
+        single[0], dict) else None
+    if first is not None:
+        return True, first, f"{tok.name}: post_processor"
+    return False, token, "no add_bos_token in the folder's tokenizer files"
+
+
 def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, dict]:
     """(config, params) of a llama.cpp GGUF file; see :func:`bornbiased_jax.hf.gguf.load_gguf`."""
     from bornbiased_jax.hf.gguf import load_gguf as _load
 
     return _load(path, dtype)
+
+
+def load_gguf_tokenizer(path: str | os.PathLike):
+    """The tokenizer of a llama.cpp GGUF file; see
+    :func:`bornbiased_jax.hf.gguf.load_gguf_tokenizer`."""
+    from bornbiased_jax.hf.gguf import load_gguf_tokenizer as _load
+
+    return _load(path)

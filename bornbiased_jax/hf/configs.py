@@ -1,6 +1,6 @@
-"""HF ``config.json`` <-> :class:`ModelConfig` for GPT-2, LLaMA, Qwen2 and GPT-NeoX.
+"""HF ``config.json`` <-> :class:`ModelConfig` for GPT-2, LLaMA, Qwen2, GPT-NeoX and Gemma 3.
 
-Four HF architectures map onto the one decoder of this project:
+Five HF architectures map onto the one decoder of this project:
 
   ============  =================  ========================================================
   model_type    architecture       what it is here
@@ -12,6 +12,10 @@ Four HF architectures map onto the one decoder of this project:
   gpt_neox      GPTNeoXForCausalL  LayerNorm, RoPE, biases everywhere, GELU: the paper's
                 M                  "GPT-2 with RoPE" (``gpt2-rope-*`` presets), provided
                                    ``use_parallel_residual`` is false and RoPE is full-width
+  gemma3_text   Gemma3ForCausalLM  Gemma 3's text decoder: QK-norm, sandwich norms, (1 + w)
+                                   gains, embeddings times sqrt(d), GeGLU, sliding-window
+                                   layers (``layer_types``: every k-th global) with their own
+                                   RoPE base, ``query_pre_attn_scalar``
   ============  =================  ========================================================
 
 Everything a config says that changes the forward pass is either mapped or refused with a
@@ -28,20 +32,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.hf.config_rules import (_ACT_FROM_HF, _ACT_TO_HF,  # noqa: F401
+                                            GEMMA3_LOCAL_THETA, GEMMA3_PATTERN, _activation,
+                                            _refuse, _rope_theta)
+from bornbiased_jax.hf.gemma3 import gemma3_fields, gemma3_to_hf
 
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM",
-                 "qwen2": "Qwen2ForCausalLM", "gpt_neox": "GPTNeoXForCausalLM"}
-
-# HF activation names (transformers' ACT2FN) -> ours. gelu_new and gelu_pytorch_tanh are the
-# same tanh approximation (one in Python, one in torch); "gelu" is the exact erf form.
-_ACT_FROM_HF = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
-                "relu": "relu", "silu": "silu", "swish": "silu", "tanh": "tanh"}
-_ACT_TO_HF = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu", "silu": "silu",
-              "tanh": "tanh"}
+                 "qwen2": "Qwen2ForCausalLM", "gpt_neox": "GPTNeoXForCausalLM",
+                 "gemma3_text": "Gemma3ForCausalLM"}
 _MOE_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size",
                "num_experts_per_tok")
 
@@ -64,43 +65,6 @@ def read_hf_config(src: str | os.PathLike | dict) -> dict:
     if not isinstance(d, dict):
         raise UserError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d
-
-
-def _refuse(field: str, value: Any, why: str) -> UserError:
-    return UserError(f"config.json: {field}={value!r} is not supported: {why}")
-
-
-def _activation(d: dict, field: str, default: str) -> str:
-    act = d.get(field, default)
-    if act not in _ACT_FROM_HF:
-        raise _refuse(field, act, f"supported activations: {sorted(_ACT_FROM_HF)}")
-    return _ACT_FROM_HF[act]
-
-
-def _rope_theta(d: dict, theta_keys=("rope_theta",), rotary_keys=("partial_rotary_factor",),
-                rotary_default: float = 1.0) -> float:
-    """RoPE base of a config, old (``rope_theta`` + ``rope_scaling``; GPT-NeoX's
-    ``rotary_emb_base``/``rotary_pct``) or new (``rope_parameters``) style. Refuses every scaled
-    variant (linear, dynamic, yarn, llama3, ...), which change the angles at every length, and
-    partial rotation (GPT-NeoX rotates 1/4 of each head unless told otherwise)."""
-    rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
-    if not isinstance(rope, dict):
-        raise _refuse("rope_parameters", rope, "expected a JSON object")
-    if rope and all(isinstance(v, dict) for v in rope.values()):
-        raise _refuse("rope_parameters", rope, "RoPE that differs between layer types")
-    kind = rope.get("rope_type", rope.get("type", "default"))
-    if kind != "default":
-        raise _refuse("rope_type", kind, "only unscaled RoPE (rope_type 'default') is "
-                      "implemented; scaled variants change the rotation angles")
-    rotary = rope.get("partial_rotary_factor")
-    rotary = next((d[k] for k in rotary_keys if d.get(k) is not None), rotary_default) \
-        if rotary is None else rotary
-    if rotary != 1:
-        raise _refuse("partial_rotary_factor", rotary, "RoPE rotates every dimension here (1.0)")
-    theta = rope.get("rope_theta")
-    theta = next((d[k] for k in theta_keys if d.get(k) is not None), 10000.0) \
-        if theta is None else theta
-    return float(theta)
 
 
 def _check_common(d: dict, model_type: str) -> None:
@@ -189,21 +153,40 @@ def _llama(d: dict, model_type: str) -> dict:
         init_std=float(d.get("initializer_range", 0.02)), scale_residual_init=False)
 
 
-def config_from_hf(hf_config: str | os.PathLike | dict, *, name: str | None = None
-                   ) -> ModelConfig:
+def config_from_hf(hf_config: str | os.PathLike | dict, *, name: str | None = None,
+                   source: str | os.PathLike | None = None) -> ModelConfig:
     """The :class:`ModelConfig` of an HF ``config.json`` (a dict, the file, or its folder).
 
     Raises ``UserError`` for unknown ``model_type``/``architectures`` and for any field whose
-    value would change the forward pass in a way this decoder does not implement.
+    value would change the forward pass in a way this decoder does not implement; the message
+    names the file (``source``, or the path given) when there is one.
     """
     d = read_hf_config(hf_config)
+    if source is None and not isinstance(hf_config, dict):
+        path = Path(hf_config)
+        source = path / "config.json" if path.is_dir() else path
+    try:
+        return _config(d, name)
+    except UserError as e:
+        if source is None:
+            raise
+        text = str(e)
+        raise UserError(f"{source}: {text.removeprefix('config.json: ')}") from None
+
+
+def _config(d: dict, name: str | None) -> ModelConfig:
     model_type = d.get("model_type")
+    if model_type == "gemma3":
+        raise UserError("config.json: model_type='gemma3' (Gemma3ForConditionalGeneration, "
+                        "text and vision) is not supported; only the text decoder, model_type "
+                        "'gemma3_text' (Gemma3ForCausalLM, as Gemma 3 270M and 1B are saved)")
     if model_type not in ARCHITECTURES:
         raise UserError(f"config.json: model_type={model_type!r} is not supported; supported: "
                         + ", ".join(f"{t} ({a})" for t, a in ARCHITECTURES.items()))
     _check_common(d, model_type)
     try:
         fields = (_gpt2(d) if model_type == "gpt2" else _gpt_neox(d) if model_type == "gpt_neox"
+                  else gemma3_fields(d) if model_type == "gemma3_text"
                   else _llama(d, model_type))
         return ModelConfig(name=name or f"hf-{model_type}", shared_embedding=False, **fields)
     except UserError:
@@ -224,7 +207,18 @@ def hf_architecture(cfg: ModelConfig) -> str:
     if cfg.activation not in _ACT_TO_HF:
         why.append(f"activation {cfg.activation!r} has no HF name")
     kind = None
-    if (cfg.position, cfg.norm, cfg.gated_mlp) == ("learned", "layernorm", False):
+    gemma = {f: getattr(cfg, f) for f in ("qk_norm", "post_norms", "norm_unit_offset",
+                                          "embed_scale")}
+    if any(gemma.values()) or cfg.sliding_window is not None \
+            or cfg.query_pre_attn_scalar is not None:
+        if not all(gemma.values()):
+            why.append(f"{gemma} is part of Gemma 3's architecture; Gemma3ForCausalLM has all "
+                       f"four and no other HF architecture has any")
+        if (cfg.position, cfg.norm, cfg.gated_mlp, cfg.linear_bias, cfg.qkv_bias) != (
+                "rope", "rmsnorm", True, False, False):
+            why.append("Gemma 3 has RoPE, RMSNorm, a gated MLP and no biases")
+        kind = "gemma3_text"
+    elif (cfg.position, cfg.norm, cfg.gated_mlp) == ("learned", "layernorm", False):
         if not cfg.linear_bias:
             why.append("GPT-2 has biases on every linear (linear_bias=True)")
         if cfg.n_groups != 1 or cfg.resolved_head_dim * cfg.n_heads != cfg.d_model:
@@ -274,6 +268,8 @@ def config_to_hf(cfg: ModelConfig, dtype_name: str = "float32") -> dict:
                 "rotary_pct": 1.0, "rotary_emb_base": cfg.rope_theta,
                 "rope_parameters": {**rope, "partial_rotary_factor": 1.0},
                 "attention_dropout": 0.0, "hidden_dropout": 0.0}
+    if kind == "gemma3_text":
+        return {**head, **gemma3_to_hf(cfg)}
     body = {"hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
             "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.resolved_n_kv_heads,
             "head_dim": cfg.resolved_head_dim, "intermediate_size": cfg.d_ff,

@@ -22,12 +22,18 @@ HF folder:
 
 Weight types: :data:`SUPPORTED_TYPES` (float, the legacy block quants and the K-quants);
 anything else (the IQ/TQ codebook types, MXFP4, ...) is refused naming the tensor and type.
-Architectures: llama and qwen2; anything else is refused naming ``general.architecture``.
+Architectures: llama, qwen2 and gemma3; anything else is refused naming
+``general.architecture``. Gemma 3's norm gains are stored as 1 + w (llama.cpp's converter adds
+the 1 that Gemma's RMSNorm adds at run time); they are read back as w, our ``scale``.
 
-The tokenizer (:func:`load_gguf_tokenizer`) is rebuilt from ``tokenizer.ggml.*``: byte-level
+The tokenizer (:func:`load_gguf_tokenizer`, in :mod:`.gguf_tokenizer`) is rebuilt from
+``tokenizer.ggml.*``: byte-level
 BPE (``tokenizer.ggml.model`` = ``gpt2``) with the pre-tokenizer that ``tokenizer.ggml.pre``
 names in llama.cpp (:data:`PRE_TOKENIZERS`); control tokens (``<|im_start|>``, ...) are
-matched whole. SentencePiece vocabularies (``llama``) are refused: give ``--tokenizer``.
+matched whole. Gemma 3's SentencePiece vocabulary (``llama``, with byte fallback) is rebuilt as
+transformers' GGUF loader rebuilds it (:func:`_gemma_tokenizer`); other SentencePiece files are
+refused: give ``--tokenizer``. :func:`gguf_bos` says whether the file's tokenizer adds a BOS
+token (``tokenizer.ggml.add_bos_token``; llama.cpp's default for SentencePiece: yes).
 """
 
 from __future__ import annotations
@@ -40,75 +46,23 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.hf.gguf_reader import MAGIC, _field, _reader, is_gguf  # noqa: F401
+# the file's tokenizer (a module of its own), found here with the rest of a GGUF's API
+from bornbiased_jax.hf.gguf_tokenizer import (PRE_TOKENIZERS, gguf_bos,  # noqa: F401
+                                              load_gguf_tokenizer)
 
 __all__ = ["load_gguf", "load_gguf_tokenizer", "read_gguf_config", "gguf_metadata",
            "check_gguf", "is_gguf", "SUPPORTED_TYPES", "SUPPORTED_ARCHITECTURES",
            "unpermute_rope_rows"]
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3")
+# general.architecture -> the HF model_type its tensors map onto
+_MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "gemma3": "gemma3_text"}
 # Types dequantized by gguf.quants (llama.cpp's reference code): F32 and F16 are read as they
 # are, the others block by block.
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
                    "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
-MAGIC = b"GGUF"
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-
-# llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by ``tokenizer.ggml.pre``. "gpt2" is
-# GPT-2's own split (tokenizers' ByteLevel with use_regex); the others split first with their
-# regex. SmolLM's splits every digit alone, then as GPT-2.
-_GPT2 = None
-_LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-_QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-          r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-PRE_TOKENIZERS = {"gpt2": (False, _GPT2), "default": (False, _GPT2),
-                  "smollm": (True, _GPT2), "starcoder": (True, _GPT2),
-                  "llama3": (False, _LLAMA3), "llama-v3": (False, _LLAMA3),
-                  "llama-bpe": (False, _LLAMA3), "smaug-bpe": (False, _LLAMA3),
-                  "qwen2": (False, _QWEN2), "deepseek-r1-qwen": (False, _QWEN2)}
-
-_CONTROL = 3  # llama.cpp's token type of special tokens (<|im_start|>, <|endoftext|>, ...)
-
-
-def is_gguf(path: str | os.PathLike) -> bool:
-    """True for a file whose name ends in .gguf or whose first bytes are the GGUF magic."""
-    p = Path(path)
-    if p.suffix.lower() == ".gguf":
-        return True
-    try:
-        with open(p, "rb") as f:
-            return p.is_file() and f.read(4) == MAGIC
-    except OSError:
-        return False
-
-
-def _reader(path: str | os.PathLike):
-    """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"{p}: no such file; give a llama.cpp .gguf model file")
-    with open(p, "rb") as f:
-        magic = f.read(4)
-    if magic != MAGIC:
-        raise UserError(f"{p}: not a GGUF file (it begins {magic!r}, a GGUF begins {MAGIC!r})")
-    try:
-        import gguf  # noqa: F401  (the package the reader below extends)
-    except ImportError:
-        raise UserError(f"{p}: reading GGUF files needs llama.cpp's 'gguf' package "
-                        f"(pip install gguf)") from None
-    from bornbiased_jax.hf.gguf_reader import reader_class
-
-    try:
-        return reader_class()(str(p), "r")
-    except Exception as e:  # truncated or corrupt: struct, value, index or mmap errors
-        raise UserError(f"{p}: not a readable GGUF file ({type(e).__name__}: {e}); the file is "
-                        f"truncated or corrupt, download or convert it again") from None
-
-
-def _field(reader, key: str, default=None):
-    f = reader.fields.get(key)
-    return default if f is None else f.contents()
-
 
 def gguf_metadata(path: str | os.PathLike) -> dict:
     """Every metadata key of the file but the tokenizer's long arrays (tokens, merges, types,
@@ -129,11 +83,18 @@ def _tensor_names(reader) -> dict:
 
 
 def read_gguf_config(path: str | os.PathLike, reader=None) -> dict:
-    """The HF ``config.json`` dict the file's metadata describes (``model_type`` llama or
-    qwen2), for ``configs.config_from_hf``; a UserError naming the key for what has no
-    counterpart here (another architecture, scaled or partial RoPE, experts)."""
+    """The HF ``config.json`` dict the file's metadata describes (``model_type`` llama, qwen2
+    or gemma3_text), for ``configs.config_from_hf``; a UserError naming the key for what has no
+    counterpart here (another architecture, scaled or partial RoPE, experts, soft-capping, a
+    layer pattern other than Gemma's)."""
     reader = reader or _reader(path)
     arch = _field(reader, "general.architecture")
+    if arch in ("gemma", "gemma2", "gemma3n"):
+        raise UserError(f"{path}: general.architecture={arch!r} is not supported; supported: "
+                        f"{', '.join(SUPPORTED_ARCHITECTURES)} ({arch} differs from gemma3: "
+                        + {"gemma": "no QK-norm nor sandwich norms",
+                           "gemma2": "logit soft-capping, no QK-norm",
+                           "gemma3n": "per-layer embeddings, AltUp and more"}[arch] + ")")
     if arch not in SUPPORTED_ARCHITECTURES:
         raise UserError(f"{path}: general.architecture={arch!r} is not supported; supported: "
                         f"{', '.join(SUPPORTED_ARCHITECTURES)}")
@@ -172,7 +133,7 @@ def read_gguf_config(path: str | os.PathLike, reader=None) -> dict:
     if vocab is None:
         raise UserError(f"{path}: no vocabulary size ({arch}.vocab_size, tokenizer.ggml.tokens "
                         f"or token_embd.weight)")
-    hf = {"model_type": arch, "vocab_size": int(vocab), "hidden_size": d,
+    hf = {"model_type": _MODEL_TYPE[arch], "vocab_size": int(vocab), "hidden_size": d,
           "num_hidden_layers": int(need("block_count")), "num_attention_heads": n_heads,
           "num_key_value_heads": n_kv, "head_dim": head_dim,
           "intermediate_size": int(need("feed_forward_length")),
@@ -183,7 +144,44 @@ def read_gguf_config(path: str | os.PathLike, reader=None) -> dict:
     if arch == "llama":
         hf["attention_bias"] = "blk.0.attn_q.bias" in tensors
         hf["mlp_bias"] = "blk.0.ffn_up.bias" in tensors
+    if arch == "gemma3":
+        hf.update(_gemma3_config(path, reader, hf))
     return hf
+
+
+def _gemma3_config(path, reader, hf: dict) -> dict:
+    """Gemma 3's fields that its GGUF metadata holds (``gemma3.attention.sliding_window``,
+    ``gemma3.rope.freq_base`` of the global layers) and those it leaves out, which llama.cpp's
+    gemma3 graph hard-codes as transformers' Gemma3TextConfig does: the sliding layers' RoPE
+    base 10,000, every 6th layer global, query_pre_attn_scalar = head_dim (d / heads for the
+    27B model, 62 blocks, as llama.cpp computes it), no soft-capping, GELU (tanh)."""
+    from bornbiased_jax.hf.config_rules import GEMMA3_LOCAL_THETA, GEMMA3_PATTERN
+
+    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+        v = _field(reader, f"gemma3.{key}")
+        if v:
+            raise UserError(f"{path}: gemma3.{key}={v} is not supported: logit soft-capping "
+                            f"(Gemma 2's) is not implemented, and Gemma 3 has none")
+    n = hf["num_hidden_layers"]
+    pattern = _field(reader, "gemma3.attention.sliding_window_pattern", GEMMA3_PATTERN)
+    if isinstance(pattern, list):  # per layer: True where the layer is sliding
+        types = ["sliding_attention" if bool(x) else "full_attention" for x in pattern]
+    elif isinstance(pattern, int) and not isinstance(pattern, bool) and pattern >= 1:
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                 for i in range(n)]
+    else:
+        raise UserError(f"{path}: gemma3.attention.sliding_window_pattern={pattern!r} is not "
+                        f"a layer pattern (a period or one flag per layer)")
+    window = _field(reader, "gemma3.attention.sliding_window")
+    if window is None:
+        raise UserError(f"{path}: metadata key gemma3.attention.sliding_window is missing; a "
+                        f"gemma3 GGUF needs it")
+    d, heads = hf["hidden_size"], hf["num_attention_heads"]
+    scalar = d // heads if n == 62 else hf["head_dim"]
+    return {"hidden_activation": "gelu_pytorch_tanh", "sliding_window": int(window),
+            "layer_types": types, "query_pre_attn_scalar": scalar,
+            "rope_local_base_freq": GEMMA3_LOCAL_THETA,
+            "final_logit_softcapping": None, "attn_logit_softcapping": None}
 
 
 def unpermute_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -201,19 +199,30 @@ def permute_rope_rows(w: np.ndarray, n_heads: int) -> np.ndarray:
     return w.reshape(n_heads, 2, half, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def _gguf_name(hf_name: str) -> str:
-    """The GGUF tensor name of an HF LLaMA/Qwen2 tensor name."""
+# HF block tensor -> llama.cpp's name. One HF name means two things: LLaMA's
+# post_attention_layernorm is the norm before the MLP (GGUF ffn_norm), Gemma's the norm after
+# attention (post_attention_norm; its pre-MLP norm is pre_feedforward_layernorm).
+_BLOCK_NAMES = (("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
+                ("self_attn.k_proj", "attn_k"), ("self_attn.v_proj", "attn_v"),
+                ("self_attn.o_proj", "attn_output"), ("mlp.gate_proj", "ffn_gate"),
+                ("mlp.up_proj", "ffn_up"), ("mlp.down_proj", "ffn_down"))
+_LLAMA_NAMES = _BLOCK_NAMES + (("post_attention_layernorm", "ffn_norm"),)
+_GEMMA3_NAMES = _BLOCK_NAMES + (
+    ("self_attn.q_norm", "attn_q_norm"), ("self_attn.k_norm", "attn_k_norm"),
+    ("post_attention_layernorm", "post_attention_norm"),
+    ("pre_feedforward_layernorm", "ffn_norm"), ("post_feedforward_layernorm", "post_ffw_norm"))
+
+
+def _gguf_name(hf_name: str, kind: str = "llama") -> str:
+    """The GGUF tensor name of an HF LLaMA/Qwen2 (or, with ``kind`` gemma3_text, Gemma 3)
+    tensor name."""
     fixed = {"model.embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight",
              "model.norm.weight": "output_norm.weight"}
     if hf_name in fixed:
         return fixed[hf_name]
     _, _, i, *rest = hf_name.split(".")
     rest = ".".join(rest)
-    for hf, gg in (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm"),
-                   ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
-                   ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
-                   ("mlp.gate_proj", "ffn_gate"), ("mlp.up_proj", "ffn_up"),
-                   ("mlp.down_proj", "ffn_down")):
+    for hf, gg in _GEMMA3_NAMES if kind == "gemma3_text" else _LLAMA_NAMES:
         if rest.startswith(hf + "."):
             return f"blk.{i}.{gg}{rest[len(hf):]}"
     raise AssertionError(f"no GGUF name for {hf_name}")
@@ -273,7 +282,7 @@ def _check_file(p: Path):
     specs = tensor_specs(cfg, kind)
     _check_name_map(cfg, specs)
     tensors = _tensor_names(reader)
-    want = {_gguf_name(s.hf_name): s for s in specs}
+    want = {_gguf_name(s.hf_name, kind): s for s in specs}
     missing = [n for n in want if n not in tensors]
     if missing:
         raise UserError(f"{p}: tensor(s) missing from the file: {_listed(missing)}; the {kind} "
@@ -310,6 +319,8 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
         if kind == "llama" and (".attn_q." in n or ".attn_k." in n):
             a = unpermute_rope_rows(a, cfg.n_heads if ".attn_q." in n
                                     else cfg.resolved_n_kv_heads)
+        if kind == "gemma3_text" and n.endswith("norm.weight"):
+            a = a - np.float32(1)  # llama.cpp stores Gemma's gain 1 + w; our scale is w
         for path_, out in zip(s.paths, to_ours(s, jnp.asarray(a))):
             flat[path_] = out.astype(jdtype)
     return cfg, _nest(flat)
@@ -319,42 +330,6 @@ def gguf_token_strings(path: str | os.PathLike) -> list[str] | None:
     """The file's token strings by id (``tokenizer.ggml.tokens``), or None when it has none."""
     tokens = _field(_reader(path), "tokenizer.ggml.tokens")
     return None if tokens is None else list(tokens)
-
-
-def load_gguf_tokenizer(path: str | os.PathLike):
-    """The ``tokenizers.Tokenizer`` the file's ``tokenizer.ggml.*`` metadata describes (see the
-    module docstring), or a UserError naming the key it cannot serve."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
-
-    reader = _reader(path)
-    kind = _field(reader, "tokenizer.ggml.model")
-    if kind is None:
-        raise UserError(f"{path}: the file has no tokenizer (tokenizer.ggml.model); give "
-                        f"--tokenizer tokenizer.json")
-    if kind != "gpt2":
-        raise UserError(f"{path}: tokenizer.ggml.model={kind!r} is not supported: only "
-                        f"byte-level BPE vocabularies ('gpt2') are rebuilt here; give "
-                        f"--tokenizer tokenizer.json")
-    pre = _field(reader, "tokenizer.ggml.pre", "default")
-    if pre not in PRE_TOKENIZERS:
-        raise UserError(f"{path}: tokenizer.ggml.pre={pre!r} is not supported; supported: "
-                        f"{', '.join(sorted(PRE_TOKENIZERS))}; give --tokenizer tokenizer.json")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
-    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
-    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges,
-                               fuse_unk=False))
-    digits, split = PRE_TOKENIZERS[pre]
-    steps = [pre_tokenizers.Digits(individual_digits=True)] if digits else []
-    steps += ([pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)] if split is None
-              else [pre_tokenizers.Split(Regex(split), behavior="isolated"),
-                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.pre_tokenizer = pre_tokenizers.Sequence(steps)
-    tok.decoder = decoders.ByteLevel()
-    control = [AddedToken(t, special=True, normalized=False)
-               for t, k in zip(tokens, types) if int(k) == _CONTROL]
-    tok.add_special_tokens(control)
-    return tok
 
 
 def check_gguf(path: str | os.PathLike) -> ModelConfig:

@@ -1,12 +1,60 @@
-"""A faster header parser for llama.cpp GGUF files: gguf's own ``GGUFReader`` with its arrays
-parsed in one pass each (:func:`reader_class`), used by :mod:`bornbiased_jax.hf.gguf`."""
+"""Opening llama.cpp GGUF files: :func:`is_gguf`, :func:`_reader` (a readable file's reader, or a
+UserError saying why not), :func:`_field` (a metadata value), and the faster header parser
+they use, gguf's own ``GGUFReader`` with its arrays parsed in one pass each
+(:func:`reader_class`); used by :mod:`.gguf` and :mod:`.gguf_tokenizer`."""
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
+from pathlib import Path
 
 import numpy as np
+
+from bornbiased_jax.errors import UserError
+
+MAGIC = b"GGUF"
+
+
+def is_gguf(path: str | os.PathLike) -> bool:
+    """True for a file whose name ends in .gguf or whose first bytes are the GGUF magic."""
+    p = Path(path)
+    if p.suffix.lower() == ".gguf":
+        return True
+    try:
+        with open(p, "rb") as f:
+            return p.is_file() and f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def _reader(path: str | os.PathLike):
+    """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{p}: no such file; give a llama.cpp .gguf model file")
+    with open(p, "rb") as f:
+        magic = f.read(4)
+    if magic != MAGIC:
+        raise UserError(f"{p}: not a GGUF file (it begins {magic!r}, a GGUF begins {MAGIC!r})")
+    try:
+        import gguf  # noqa: F401  (the package the reader below extends)
+    except ImportError:
+        raise UserError(f"{p}: reading GGUF files needs llama.cpp's 'gguf' package "
+                        f"(pip install gguf)") from None
+    try:
+        return reader_class()(str(p), "r")
+    except Exception as e:  # truncated or corrupt: struct, value, index or mmap errors
+        raise UserError(f"{p}: not a readable GGUF file ({type(e).__name__}: {e}); the file is "
+                        f"truncated or corrupt, download or convert it again") from None
+
+
+def _field(reader, key: str, default=None):
+    f = reader.fields.get(key)
+    return default if f is None else f.contents()
+
+
 
 
 def reader_class():

@@ -23,9 +23,10 @@ from bornbiased_jax.config import ModelConfig
 # HF saves GPT2LMHeadModel / LlamaForCausalLM with these prefixes on the base model; some
 # checkpoints (the original ``gpt2`` on the Hub) were saved from the base model, without them.
 BASE_PREFIX = {"gpt2": "transformer.", "llama": "model.", "qwen2": "model.",
-               "gpt_neox": "gpt_neox."}
+               "gpt_neox": "gpt_neox.", "gemma3_text": "model."}
 EMBED_NAME = {"gpt2": "transformer.wte.weight", "llama": "model.embed_tokens.weight",
-              "qwen2": "model.embed_tokens.weight", "gpt_neox": "gpt_neox.embed_in.weight"}
+              "qwen2": "model.embed_tokens.weight", "gpt_neox": "gpt_neox.embed_in.weight",
+              "gemma3_text": "model.embed_tokens.weight"}
 LM_HEAD = "lm_head.weight"
 # GPT-NeoX checkpoints (Pythia) and transformers < 5 call the head ``embed_out``; exports use
 # that name, which every version reads.
@@ -138,10 +139,38 @@ def _llama_specs(cfg: ModelConfig) -> list[TensorSpec]:
     return specs
 
 
+def _gemma3_specs(cfg: ModelConfig) -> list[TensorSpec]:
+    """Gemma3ForCausalLM's tensors. Its RMSNorm weights are w of the gain (1 + w), which our
+    ``scale`` holds too (``norm_unit_offset``), so they are copied as they are."""
+    d, F, V, K = cfg.d_model, cfg.d_ff, cfg.vocab_size, cfg.resolved_head_dim
+    HK, HkvK = cfg.n_heads * K, cfg.resolved_n_kv_heads * K
+    specs = [TensorSpec("model.embed_tokens.weight", (V, d), ("embed/embedding",), "copy")]
+    for i in range(cfg.n_layers):
+        h, ours = f"model.layers.{i}", f"layers_{i}"
+        norm = lambda hf, our, n=d: TensorSpec(f"{h}.{hf}.weight", (n,), (f"{ours}/{our}/scale",),
+                                               "copy")
+        specs += [norm("input_layernorm", "attn_norm")]
+        specs += _linear(f"{h}.self_attn.q_proj", f"{ours}/attn/q_proj", d, HK, False)
+        specs += _linear(f"{h}.self_attn.k_proj", f"{ours}/attn/k_proj", d, HkvK, False)
+        specs += _linear(f"{h}.self_attn.v_proj", f"{ours}/attn/v_proj", d, HkvK, False)
+        specs += _linear(f"{h}.self_attn.o_proj", f"{ours}/attn/o_proj", HK, d, False)
+        specs += [norm("self_attn.q_norm", "attn/q_norm", K),
+                  norm("self_attn.k_norm", "attn/k_norm", K),
+                  norm("post_attention_layernorm", "attn_post_norm"),
+                  norm("pre_feedforward_layernorm", "mlp_norm"),
+                  norm("post_feedforward_layernorm", "mlp_post_norm")]
+        specs += _linear(f"{h}.mlp.gate_proj", f"{ours}/mlp/gate_proj", d, F, False)
+        specs += _linear(f"{h}.mlp.up_proj", f"{ours}/mlp/up_proj", d, F, False)
+        specs += _linear(f"{h}.mlp.down_proj", f"{ours}/mlp/down_proj", F, d, False)
+    specs += [TensorSpec("model.norm.weight", (d,), ("final_norm/scale",), "copy")]
+    return specs
+
+
 def tensor_specs(cfg: ModelConfig, kind: str) -> list[TensorSpec]:
     """Every tensor of an HF ``kind`` (model_type) checkpoint of ``cfg``, in checkpoint order;
     ``lm_head.weight`` (V, d) only when the head is untied."""
-    specs = {"gpt2": _gpt2_specs, "gpt_neox": _gpt_neox_specs}.get(kind, _llama_specs)(cfg)
+    specs = {"gpt2": _gpt2_specs, "gpt_neox": _gpt_neox_specs,
+             "gemma3_text": _gemma3_specs}.get(kind, _llama_specs)(cfg)
     if not cfg.tie_embeddings:
         specs.append(TensorSpec(LM_HEAD, (cfg.vocab_size, cfg.d_model), ("lm_head/kernel",),
                                 "transpose"))

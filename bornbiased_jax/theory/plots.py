@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from bornbiased_jax import layers, model
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.plots import figure
 from bornbiased_jax.probes.contraction import (inter_sequence_profile, intra_sequence_probe,
                                                pairwise_similarity)

@@ -14,7 +14,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bornbiased_jax.config import ModelConfig, apply_overrides, get_preset
+from bornbiased_jax.config import ModelConfig, apply_overrides
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.defaults import BOS_TOKEN, SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError
 
@@ -112,7 +113,10 @@ class TrainConfig:
                                     "run is the model source OUT#K or OUT#K@STEP")
     bos: bool = _field(False, "put a beginning-of-sequence token at position 0 of every "
                        "training and validation window (BOS + T-1 text tokens as the model's "
-                       f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'")
+                       f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'. "
+                       "On the command line (--bos/--no-bos) the default for --init-from an HF "
+                       "folder or GGUF file is whether its tokenizer adds one (add_bos_token), "
+                       "with that token; else no BOS")
     bos_token: str | None = _field(None, "with --bos and a given --tokenizer: the string of "
                                    f"that tokenizer's BOS token, e.g. '<s>' "
                                    f"(default: '{BOS_TOKEN}')")

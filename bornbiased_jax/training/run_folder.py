@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from bornbiased_jax import files
-from bornbiased_jax.config import ModelConfig, recorded_differences
+from bornbiased_jax.config import ModelConfig, config_record, recorded_differences
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.training.checkpoints import run_steps
 from bornbiased_jax.training.config import (TrainConfig, jsonable, model_config,
@@ -107,7 +107,7 @@ def fresh_run_info(tc: TrainConfig, cfg: ModelConfig, corpus, train_blocks, val_
                    vocab_size: int, source=None) -> dict:
     """run.json of a new run (``source``: the ``LoadedModel`` of ``tc.init_from``)."""
     info = {"train_config": dataclasses.asdict(tc),
-            "model_config": jsonable(dataclasses.asdict(cfg)),
+            "model_config": jsonable(config_record(cfg)),
             "corpus": [str(c) for c in corpus],
             "data": {"n_train_blocks": len(train_blocks),
                      "n_val_blocks": len(val_blocks),

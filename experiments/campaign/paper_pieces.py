@@ -10,6 +10,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+from bornbiased_jax.config import config_record
 from experiments.campaign import plan as campaign
 
 STATE = campaign.ROOT / campaign.STATE
@@ -175,7 +176,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
     import numpy as np
 
     from bornbiased_jax import model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.contraction import direction_top_token
     from bornbiased_jax.probes.token_preference import summarize
     from experiments.initialisation.claims import favourite_stats, match_summary
@@ -221,7 +222,7 @@ def run_table1(name: str, preset: str, seq_lens, state: Path, summaries: Path,
 def run_table2(state: Path, summaries: Path) -> dict:
     """Table 2, Figure 3 and Figure 7 from one pass per block type, each kept in
     ``summaries`` as soon as it is finished."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.token_preference import summarize
 
     base = get_preset("gpt2-rope-nano")
@@ -245,7 +246,7 @@ def run_table2(state: Path, summaries: Path) -> dict:
                       for i, b in enumerate(prof["blocks"][0])]
             return {"row": row, "figure7": blocks}, _seconds(folder)
 
-        identity = {"model": dataclasses.asdict(cfg), "seeds": [42], "input": "gaussian",
+        identity = {"model": config_record(cfg), "seeds": [42], "input": "gaussian",
                     "seq_len": 1024, "num_seqs": N_SEQS, **probe_identity("last_token")}
         part, seconds = _kept(summaries, block, identity, compute)
         rows.append(part["row"])
@@ -268,7 +269,7 @@ def run_table4a(state: Path, summaries: Path) -> dict:
         cfg = nano_model(scaled)
         for kind in ("tokens", "gaussian"):
             name = f"{cfg.name}-{kind}"
-            identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
+            identity = {"model": config_record(cfg), "seeds": SEEDS_4A,
                         "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
                         "n": N_SEQS, **probe_identity("features/normed")}
             part, seconds = _kept(summaries, name, identity,
@@ -293,7 +294,7 @@ def run_table4a_n10k(state: Path, summaries: Path) -> dict:
 
     cfg, kind, n = nano_model(False), "gaussian", campaign.PAPER_N_LLAMA
     name = f"{cfg.name}-{kind}-n{n}"
-    identity = {"model": dataclasses.asdict(cfg), "seeds": SEEDS_4A,
+    identity = {"model": config_record(cfg), "seeds": SEEDS_4A,
                 "pairs": [list(p) for p in PAIRS_4A], "input": kind, "seq_len": 256,
                 "n": n, **probe_identity("features/normed")}
     records, secs = _kept(summaries, name, identity,
@@ -343,7 +344,7 @@ def run_table1a_seeds(state: Path, summaries: Path) -> dict:
     model cannot show, against which the paper's and our seeds 42 and 43 are compared. Each
     seed draws its own embedding and LM head (``shared_embedding`` off): the paper's networks
     and ours differ in that draw too, so the spread must include it."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.token_preference import summarize
 
     cfg = dataclasses.replace(get_preset("gpt2-rope-nano"), shared_embedding=False)
@@ -372,7 +373,7 @@ def figure10_sums(out: dict) -> dict:
 
 def _figure10_pass():
     """(cfg, T, inputs, state identity) of Figure 10's paper-shape pass."""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes.inputs import probe_inputs
 
     cfg, T = get_preset("gpt2-rope-nano"), 1024

@@ -164,7 +164,7 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
 
 
 def _pass_config(one_pass: tuple):
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
 
     preset, block, _, _ = one_pass
     cfg = get_preset(preset)

@@ -951,7 +951,7 @@ def _figure10_effects(d: dict) -> str:
     r, s = d["records"], d.get("run", {}).get("settings", {})
     if "token_top_counts" not in r or "num_seqs" not in s:
         return ""
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.stats import uniform_max_quantile
 
     N, vocab = s["num_seqs"], s.get("vocab_size") or get_preset(s["preset"]).vocab_size

@@ -76,7 +76,7 @@ def _model(preset: str, block: str, seed: int):
     import jax
 
     from bornbiased_jax import model
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
     from bornbiased_jax.keys import seed_key
 
     cfg = get_preset(preset).ablate(block=block)

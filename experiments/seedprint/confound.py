@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from bornbiased_jax import plots
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.files import progress
 from bornbiased_jax.fingerprint import rejection as SM
 from experiments.seedprint.pools import paper_and_official, pool

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import files
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.algorithm1 import null_taus, paper_test

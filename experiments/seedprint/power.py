@@ -157,7 +157,7 @@ def markdown(records: list[dict], s: dict) -> str:
 
 
 def _model(s: dict) -> tuple[str, int, int]:
-    from bornbiased_jax.config import get_preset
+    from bornbiased_jax.presets import get_preset
 
     cfg = get_preset(s["preset"])
     return cfg.name, cfg.d_model, cfg.n_layers

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax import layers, plots
-from bornbiased_jax.config import get_preset
+from bornbiased_jax.presets import get_preset
 
 CPU = dict(preset="llama2-nano", seq_len=32, num_seqs=64, reps=16)
 PAPER = dict(preset="llama2-nano", seq_len=32, num_seqs=2000, reps=16)

@@ -11,7 +11,8 @@ Two kinds of source:
 :func:`for_model` is the command's choice among them for one model: the corpus (by default a
 Bigram-Backcopy run's own task, else this Python's sources), the tokenizer (given, the run's
 own, or a BPE trained on the text) and whether windows carry a BOS token (by default what the
-training run did).
+training run did, or for a real model -- an HF folder or a GGUF file -- whether its tokenizer
+adds one: ``hf.model_bos``).
 """
 
 from __future__ import annotations
@@ -78,10 +79,11 @@ def for_model(cfg, folder: Path | None, *, num_seqs: int, seed: int,
               corpus: Sequence[str] | None = None, bos: bool | None = None,
               bos_token: str | None = None, tokenizer: str | Path | None = None,
               bpe_vocab: int = 4096, corpus_max_mb: float = 4.0) -> Windows:
-    """The windows to measure a model of config ``cfg`` on (``folder``: its training run, or
-    None). ``corpus`` defaults to the run's Bigram-Backcopy task if it trained on one, else
-    ``python-stdlib``; ``bos`` (None: the run's own setting, False for other sources) and
-    ``bos_token`` (default the run's) apply to text; ``tokenizer`` defaults to the run's
+    """The windows to measure a model of config ``cfg`` on (``folder``: its training run, HF
+    folder or GGUF file, or None). ``corpus`` defaults to the run's Bigram-Backcopy task if it
+    trained on one, else ``python-stdlib``; ``bos`` (None: the run's own setting; for an HF
+    folder or GGUF file, whether its tokenizer adds a BOS token, and that token; False for
+    presets) and ``bos_token`` (default the run's, or the model's) apply to text; ``tokenizer`` defaults to the run's
     tokenizer.json, else a BPE of ``bpe_vocab`` tokens trained on the first ``corpus_max_mb``
     MiB of the text (``data.evaluation_tokenizer``)."""
     info = (run_folder.read_run_info(folder)
@@ -97,7 +99,23 @@ def for_model(cfg, folder: Path | None, *, num_seqs: int, seed: int,
                             f"--tokenizer")
         return generated(spec, num_seqs, seed, cfg.vocab_size)
     from_run = bos is None
-    bos = bool(tc.get("bos", False)) if from_run else bos
+    if bos_token and bos is False:
+        raise UserError("--bos-token names the BOS token to prepend; add --bos")
+    real = folder is not None and not run_folder.is_run(folder)
+    where = "the run's setting" if not real else ""
+    if real and (bos is None or bos_token is None):
+        from bornbiased_jax.hf import model_bos
+
+        adds, token, why = model_bos(folder)
+        if bos is None:
+            bos = adds
+            where = f"the model's tokenizer adds one ({why})"
+        if bos and bos_token is None:
+            if token is None:
+                raise UserError(f"{folder}: its tokenizer names no BOS token; give "
+                                f"--bos-token TOKEN or --no-bos")
+            bos_token = token
+    bos = bool(tc.get("bos", False)) if bos is None else bos
     if bos_token and not bos:
         raise UserError("--bos-token names the BOS token to prepend; add --bos")
     docs = data.load_nonempty_corpus(corpus, max_bytes=int(corpus_max_mb * 2**20))
@@ -105,6 +123,8 @@ def for_model(cfg, folder: Path | None, *, num_seqs: int, seed: int,
                                               model_folder=folder, bpe_vocab=bpe_vocab,
                                               bos=bos)
     w = text(docs, tok, bos, bos_token or tc.get("bos_token"), corpus, tok_note)
-    where = "the run's setting" if from_run else "--bos"
-    w.note = f"{tok_note}; {w.note}" + (f" ({where})" if bos else "")
+    where = where if from_run else "--bos" if bos else "--no-bos"
+    if real and from_run and not bos:
+        where = f"the model's tokenizer adds none ({why})"
+    w.note = f"{tok_note}; {w.note}" + (f" ({where})" if bos or real else "")
     return w

@@ -1,0 +1,16 @@
+"""The second real pretrained model and a new architecture family: Gemma 3 270M (Google's base
+model; the registry's Q4_K_M GGUF, ``tests/fixtures/fetch_gemma3.sh``), measured with the
+toolkit's own commands, and fresh ``gemma3-270m`` initialisations with and without QK-norm and
+post-norms:
+
+  ``measure``   the steps: ``bornbiased sinks`` with and without ``<bos>``, ``bornbiased sweep
+                --model`` (Table 1's protocol on the trained model), Table 1's statistic and
+                Figure 2's contraction at initialisation per arm, the descendants made here and
+                ``bornbiased fingerprint`` on them; each step resumable, each record written when
+                its step finishes;
+  ``claims``    the verdict rules (pure functions of the records) and the RESULTS.md section;
+  ``__main__``  ``python -m experiments.gemma3``.
+
+Records: results/records/gemma3/{gemma3_sinks,gemma3_token_preference,gemma3_init,
+gemma3_lineage}.json. The model file is named by its file name and sha256, never by a path.
+"""

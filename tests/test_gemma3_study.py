@@ -1,0 +1,113 @@
+"""The Gemma 3 study (experiments/gemma3): its verdict rules on hand-made records, each rule
+shown both ways, and its RESULTS.md section."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bornbiased_jax.verdicts import BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED
+from experiments.gemma3 import claims as C
+
+L, H = 18, 4
+
+
+def _sink(T, rate, se, alpha):
+    return {"T": T, "n_seqs": 30, "eps": 0.25, "sink_rate": rate, "sink_rate_se": se,
+            "alpha_LH": alpha.tolist(), "alpha_floor": 1 / T}
+
+
+def sinks_record(no_bos_rate=0.0):
+    strong = np.full((L, H), 0.05)
+    strong[5, :] = 0.8   # a global layer: all four heads
+    strong[2, 1] = 0.6   # one sliding head
+    weak = np.full((L, H), 0.03)
+    settings = {"corpus": ["python-stdlib"]}
+    return {"records": {
+        "bos": {"settings": settings, "results": [_sink(T, 0.86, 0.01, strong)
+                                                  for T in (32, 512)]},
+        "no_bos": {"settings": settings, "results": [_sink(T, no_bos_rate, 0.01, weak)
+                                                     for T in (32, 512)]}}}
+
+
+def test_sink_rules():
+    rows = C.sinks_claims(sinks_record())
+    assert rows[0].verdict == REPRODUCED and "holds at 2 of 2" in rows[0].why
+    assert rows[1].verdict == BEYOND and "it does at 2 of 2 lengths" in rows[1].why
+    assert rows[2].verdict == MEASURED
+    assert "sink heads (mean alpha^1 > 0.25) in global layers 4 of 12, in sliding layers 1 " \
+           "of 60" in rows[2].ours
+    same = C.sinks_claims(sinks_record(no_bos_rate=0.86))
+    assert "it does at 0 of 2 lengths" in same[1].why  # the <bos> rule can fail
+    rec = sinks_record()
+    rec["records"]["bos"]["results"][1]["sink_rate"] = 0.05
+    assert C.sinks_claims(rec)[0].verdict == PARTLY
+
+
+def _seed(seed, freq, log10_p, cos_end):
+    curve = np.linspace(0.05, cos_end, L + 1)
+    loo = curve + np.random.default_rng(seed).normal(0, 1e-3, (4, L + 1))
+    return {"seed": seed, "top1_id": 7, "top1_count": int(freq * 100), "top1_freq": freq,
+            "log10_p": log10_p, "distinct_tokens": 40, "block_mean_cos": curve.tolist(),
+            "block_mean_cos_loo": loo.tolist()}
+
+
+def init_record(no_qk=(0.10, -30.0, 0.9)):
+    full = [_seed(s, 0.30 + 0.01 * s, -60.0, 0.95) for s in range(3)]
+    qk = [_seed(s, no_qk[0] + 0.01 * s, no_qk[1], no_qk[2] + 0.001 * s) for s in range(3)]
+    post = [_seed(s, 0.30 + 0.01 * s, 2.0, 0.95) for s in range(3)]
+    return {"records": {"settings": {"seeds": [0, 1, 2], "num_seqs": 100, "seq_len": 64},
+                        "arms": {"gemma3-270m": {"per_seed": full, "seconds": 1.0},
+                                 "no-qk-norm": {"per_seed": qk, "seconds": 1.0},
+                                 "no-post-norms": {"per_seed": post, "seconds": 1.0}}}}
+
+
+def test_born_biased_rules_per_arm_and_the_arms_differences():
+    rows = C.init_claims(init_record())
+    biased = {r.claim.split("fresh ")[1].split(" prefers")[0]: r for r in rows
+              if r.claim.startswith("Born biased")}
+    assert biased["gemma3-270m"].verdict == REPRODUCED
+    assert biased["gemma3-270m without post-norms"].verdict == DIFFERS  # p = 100: none
+    fig2 = [r for r in rows if r.claim.startswith("Figure 2")]
+    assert len(fig2) == 3 and all(r.verdict == REPRODUCED for r in fig2)  # rising curves
+    diff = {r.claim: r for r in rows if r.claim.startswith("What ")}
+    qk = next(r for c, r in diff.items() if "without QK-norm" in c)
+    assert "it changes the top-1 frequency" in qk.why and "-0.200" in qk.ours
+    post = next(r for c, r in diff.items() if "without post-norms" in c)
+    assert "no change detected in either" in post.why
+    same = C.init_claims(init_record(no_qk=(0.30, -60.0, 0.95)))
+    assert "no change detected" in next(r for r in same if "without QK-norm" in r.claim
+                                        and r.claim.startswith("What ")).why
+
+
+def lineage_record(p_unrelated=0.5):
+    def pair(name, p):
+        return {"suspect": name, "p": {"any_pair": p, "permutation": p}, "related": p < 0.01,
+                "verdict_test": "any_pair"}
+    pairs = [pair(n, 1e-9) for n in C.HONEST + C.RENAMED[:1]] + [pair(C.RENAMED[1], 0.3)] + [
+        pair(n, p_unrelated) for n in C.UNRELATED]
+    return {"records": {"suspects": {"rotated": {"what": "rotated", "refused": "because"},
+                                     "lora": {"what": "a LoRA"}},
+                        "tests": {"auto": {"command": "bornbiased fingerprint ...",
+                                           "wall_seconds": 10.0, "pairs": pairs,
+                                           "settings": {"n": 100, "seq_len": 32,
+                                                        "input": "tokens"}}}}}
+
+
+def test_lineage_rules():
+    rows = C.lineage_claims(lineage_record())
+    assert [r.verdict for r in rows[:2]] == [REPRODUCED, REPRODUCED]
+    assert "renamed copies found 1 of 2" in rows[0].ours
+    assert rows[-1].verdict == MEASURED and rows[-1].why == "because"
+    flagged = C.lineage_claims(lineage_record(p_unrelated=1e-4))
+    assert flagged[0].verdict == PARTLY
+
+
+def test_the_section_lists_every_record_and_says_what_is_missing():
+    records = {"gemma3_sinks": sinks_record(), "gemma3_init": init_record()}
+    records["gemma3_sinks"]["records"]["bos"].update(command="bornbiased sinks g.gguf",
+                                                     wall_seconds=12.0)
+    text = C.section(records, C.COMMAND)
+    assert text.startswith(f"## {C.TITLE}")
+    assert "`bornbiased sinks g.gguf` (12 s)" in text
+    assert "Not measured yet: gemma3_lineage" in text
+    assert C.section({}, C.COMMAND) is None
