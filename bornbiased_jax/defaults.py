@@ -42,12 +42,13 @@ INIT_TIMEOUT_S = 300
 
 # The matched test's slack for two *trained* models: the doubly matched MLP units per layer pair
 # that two independent trained models may share (a count, not a share of the width: unrelated
-# same-data seeds share a few units per layer at every width measured). Fitted on held-in seeds
-# of same-data families and judged on held-out ones (experiments/seedprint_matched.py: the
-# 32-seed llama2-tiny family, u = 4 of F = 176; tests/test_matched.py checks that this is its
-# record's value): a level not rejected on held-out seeds of the families measured, at their
-# widths and depths (RESULTS.md gives the rule and its power), an assumption for any other
-# model. With an initialisation on either side: 0, where the test is valid.
+# same-data seeds share a few units per layer at every width measured). Fitted per cell of
+# families trained on identical data (MLP widths 176, 344, 1,536; depths 2 and 12) on half of
+# each cell's seeds, the largest fit over the cells, judged on the other half
+# (experiments/lineage_level.py; RESULTS.md's level table gives the held-out rates and the rule's
+# power; tests/test_matched.py checks that this is its record's value): a level not rejected on
+# held-out seeds at those widths and depths, an assumption for any other model. With an
+# initialisation on either side: 0, where the test is valid.
 MATCHED_TRAINED_SLACK = 4
 
 # fingerprint/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
