@@ -137,21 +137,42 @@ def _random_gemma():
 
 
 @pytest.mark.parametrize("name", [n for n, d in DERIVATIVES.items() if d.function_preserving
-                                  and n != "rotated"])
+                                  and not d.rotates and d.layers is None])
 def test_function_preserving_edits_preserve_gemmas_function(name):
-    """Renamings (with norm gains rescaled as 1 + w), sign flips and unit scales leave the
-    logits unchanged to float32 rounding (1e-5 of their largest value)."""
+    """Renamings (with norm gains rescaled as 1 + w), sign flips, unit scales, MLP padding and
+    vocabulary edits leave the logits of the old ids unchanged to float32 rounding (1e-5 of
+    their largest value)."""
+    cfg, p = _random_gemma()
+    key = jax.random.key(3)
+    cfg2, p2 = derive(name, p, cfg, key)
+    old_of_new = DERIVATIVES[name].vocab_origin(cfg, key)
+    kept = np.flatnonzero(old_of_new >= 0)
+    toks = kept[np.arange(24) * 7 % kept.size]  # ids of the result that BASE has too
+    base = np.asarray(model.forward(p, cfg, jnp.asarray(old_of_new[toks])).logits)
+    out = np.asarray(model.forward(p2, cfg2, jnp.asarray(toks)).logits)[:, kept]
+    assert np.abs(out - base[:, old_of_new[kept]]).max() <= 1e-5 * np.abs(base).max()
+    a, b = jax.tree.leaves(p), jax.tree.leaves(p2)  # and the weights did change
+    assert len(a) != len(b) or not all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_an_inserted_identity_block_moves_gemmas_layer_pattern():
+    """A block inserted into Gemma shifts every later layer one place in the pattern of five
+    sliding-window layers (RoPE base 10,000) per global one (10^6), so the edit that preserves
+    the function of a model without a pattern changes Gemma's."""
     cfg, p = _random_gemma()
     toks = jnp.arange(24) * 7 % cfg.vocab_size
     base = np.asarray(model.forward(p, cfg, toks).logits)
-    cfg2, p2 = derive(name, p, cfg, jax.random.key(3))
-    out = np.asarray(model.forward(p2, cfg2, toks).logits)
-    assert np.abs(out - base).max() <= 1e-5 * np.abs(base).max()
-    assert not np.array_equal(np.asarray(p2["layers_0"]["mlp"]["up_proj"]["kernel"]),
-                              np.asarray(p["layers_0"]["mlp"]["up_proj"]["kernel"]))
+    cfg2, p2 = derive("insert-identity", p, cfg, jax.random.key(3))
+    moved = np.abs(np.asarray(model.forward(p2, cfg2, toks).logits) - base).max()
+    assert moved > 1e-3 * np.abs(base).max()
+    flat = cfg.ablate(rope_local_theta=None, sliding_window=None, sliding_window_pattern=1)
+    base = np.asarray(model.forward(p, flat, toks).logits)
+    cfg2, p2 = derive("insert-identity", p, flat, jax.random.key(3))
+    assert np.abs(np.asarray(model.forward(p2, cfg2, toks).logits) - base).max() <= \
+        1e-5 * np.abs(base).max()
 
 
-@pytest.mark.parametrize("name", ["rotated", "quarot-int4"])
+@pytest.mark.parametrize("name", [n for n, d in DERIVATIVES.items() if d.rotates])
 def test_a_rotation_of_a_model_with_sandwich_norms_is_refused_saying_why(name):
     cfg, p = _random_gemma()
     with pytest.raises(UserError, match="not function-preserving for gemma3-tiny: its sandwich "

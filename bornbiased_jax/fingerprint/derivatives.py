@@ -41,6 +41,9 @@ class Derivative:
     # (cfg, key) -> for each id of the result's vocabulary, BASE's id (-1: a new token), the
     # map a tokenizer is remapped by; None: the vocabulary is unchanged
     vocab: Callable[[ModelConfig, jax.Array], np.ndarray] | None = None
+    # the residual stream is rotated (``rotation.rotate_residual``), which a model with
+    # sandwich norms refuses
+    rotates: bool = False
 
     def layer_origin(self, cfg: ModelConfig) -> list:
         return self.layers(cfg) if self.layers is not None else list(range(cfg.n_layers))
@@ -86,10 +89,10 @@ DERIVATIVES: dict[str, Derivative] = {
         "the residual stream rotated by a Haar-random orthogonal matrix, gains folded, head "
         "untied",
         lambda p, cfg, key: rotate_residual(p, cfg, random_orthogonal(cfg.d_model, key),
-                                            untie=True), True),
+                                            untie=True), True, rotates=True),
     "quarot-int4": Derivative(
         "QuaRot-style: randomized Hadamard rotation, then int4 (groups of 32)",
-        lambda p, cfg, key: E.quarot_int4(p, cfg, key, group_size=32), False),
+        lambda p, cfg, key: E.quarot_int4(p, cfg, key, group_size=32), False, rotates=True),
 }
 
 
@@ -121,7 +124,8 @@ SHAPES: dict[str, Derivative] = {
     "pad-rotated": Derivative(
         "MLP width padded by 1/16 (live units writing nothing), then the residual stream "
         "rotated (gains folded, head untied)",
-        _rotate_after(lambda p, cfg, key: S.pad_mlp(p, cfg, max(1, cfg.d_ff // 16), key)), True),
+        _rotate_after(lambda p, cfg, key: S.pad_mlp(p, cfg, max(1, cfg.d_ff // 16), key)), True,
+        rotates=True),
     "prune-width-25": Derivative(
         "structured MLP width pruning: the 25 % of units of least ||up|| x ||down|| (x ||gate||) "
         "removed", lambda p, cfg, key: S.prune_mlp_width(p, cfg, 0.25), False),
@@ -145,7 +149,7 @@ SHAPES: dict[str, Derivative] = {
         "an identity block at 0 and the last layer dropped (same shapes, every layer one place "
         "later), then the residual stream rotated",
         _rotate_after(S.shift_layers), False,
-        layers=lambda cfg: S.layer_origin(cfg, "shift")),
+        layers=lambda cfg: S.layer_origin(cfg, "shift"), rotates=True),
     "vocab-extend": Derivative(
         "the vocabulary extended by 64 tokens (mean embedding plus noise); the old ids' logits "
         "unchanged", lambda p, cfg, key: VE.extend_vocab(p, cfg, 64, key), True,
