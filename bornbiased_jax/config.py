@@ -304,6 +304,19 @@ class ModelConfig:
         return hash(self._key())
 
 
+# What a descendant keeps whatever its widths, depths and vocabulary: the architecture family
+# (lineage tests compare models of one family only: ``fingerprint.compare.check_pair``). A new
+# architecture's switches belong here.
+FAMILY_FIELDS = ("block", "attention", "norm", "activation", "gated_mlp", "position",
+                 "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate",
+                 "qk_norm", "post_norms", "norm_unit_offset", "embed_scale")
+
+
+def family(cfg: ModelConfig) -> dict:
+    """The fields of ``cfg`` that make its architecture family (:data:`FAMILY_FIELDS`)."""
+    return {f: getattr(cfg, f) for f in FAMILY_FIELDS}
+
+
 # Fields added after records (run.json, probe and sweep states, campaign summaries) were first
 # written, with the default that every earlier record means by its silence. A record leaves
 # them out while they hold that default (:func:`config_record`), so a record made before they

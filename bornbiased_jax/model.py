@@ -8,7 +8,8 @@ untied, ``layers_{i}/{attn_norm,mlp_norm}/{scale,bias}``,
 ``attn/head_norm/scale`` and ``attn/gate_proj/...``; with Gemma's QK-norm ``attn/{q,k}_norm/scale``
 and with its sandwich norms ``layers_{i}/{attn,mlp}_post_norm/scale``),
 ``layers_{i}/mlp/{gate,up,down}_proj/...``,
-``final_norm/{scale,bias}``; kernels are (in, out). An importer of HF checkpoints renames their
+``final_norm/{scale,bias}``; kernels are (in, out); ``schema.py`` lists every path with its
+role and logical axes. An importer of HF checkpoints renames their
 tensors to these paths and transposes PyTorch's (out, in) linear weights (GPT-2's Conv1D
 weights are already (in, out); its fused ``c_attn`` splits into q, k and v).
 

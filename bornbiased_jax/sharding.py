@@ -2,8 +2,8 @@
 
 Every dimension of every parameter has a *logical* name saying what it is (``vocab``,
 ``embed`` = d_model, ``qkv`` = heads x head_dim, ``mlp`` = d_ff, ...), read from the
-parameter's path (``model.py`` documents the paths). A table of *rules* maps logical names to
-axes of the device mesh; model code never mentions devices. The training mesh has one axis,
+parameter schema (``schema.py``) by the parameter's path. A table of *rules* maps logical
+names to axes of the device mesh; model code never mentions devices. The training mesh has one axis,
 ``data`` (and, for a run of several seeds, a second axis ``seeds`` over which the seeds' states
 are split: :func:`with_seed_axis`):
 
@@ -21,44 +21,27 @@ replicated.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import jax
 import optax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-# (module, parameter) -> logical names of its dimensions; kernels are (in, out).
-_QKV_IN = ("embed", "qkv")
-LOGICAL_AXES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("embed", "embedding"): ("vocab", "embed"),
-    ("pos_embed", "embedding"): ("position", "embed"),
-    ("lm_head", "kernel"): ("embed", "vocab"),
-    ("q_proj", "kernel"): _QKV_IN, ("k_proj", "kernel"): _QKV_IN,
-    ("v_proj", "kernel"): _QKV_IN, ("attn_gate_proj", "kernel"): _QKV_IN,
-    ("q_proj", "bias"): ("qkv",), ("k_proj", "bias"): ("qkv",), ("v_proj", "bias"): ("qkv",),
-    ("attn_gate_proj", "bias"): ("qkv",),
-    ("o_proj", "kernel"): ("qkv", "embed"), ("o_proj", "bias"): ("bias",),
-    ("gate_proj", "kernel"): ("embed", "mlp"), ("up_proj", "kernel"): ("embed", "mlp"),
-    ("gate_proj", "bias"): ("mlp",), ("up_proj", "bias"): ("mlp",),
-    ("down_proj", "kernel"): ("mlp", "embed"), ("down_proj", "bias"): ("bias",),
-    ("head_norm", "scale"): ("heads", "head_dim"),
-}
+from bornbiased_jax import schema
+
 RULES_DATA_PARALLEL: tuple[tuple[str, str], ...] = ()
-RULES_FSDP: tuple[tuple[str, str], ...] = (("embed", "data"),)
+RULES_FSDP: tuple[tuple[str, str], ...] = ((schema.RESIDUAL, "data"),)
 
 
 def logical_axes(path, ndim: int) -> tuple[str | None, ...]:
-    """Logical names of a parameter's dimensions from its tree path; norms' scales and biases
-    are ('norm',); an unknown parameter gets no names (it stays replicated)."""
+    """Logical names of a parameter's dimensions from its tree path (``schema.LEAVES``); a
+    vector (a norm's gain, a bias) and an unknown parameter get no names: they stay whole on
+    every device (a few KB each; splitting them saves nothing)."""
     keys = [str(getattr(k, "key", getattr(k, "name", k))) for k in path]
-    module, leaf = (keys[-2] if len(keys) > 1 else ""), keys[-1]
-    if module == "gate_proj" and len(keys) > 2 and keys[-3] == "attn":
-        module = "attn_gate_proj"  # the attention output gate, (d, H K), not the MLP's gate
-    if re.search(r"norm$", module) and module != "head_norm":
-        return ("norm",) * ndim
-    names = LOGICAL_AXES.get((module, leaf))
-    return names if names is not None and len(names) == ndim else (None,) * ndim
+    found = schema.find(keys)
+    if ndim < 2 or found is None or len(found.axes) != ndim:
+        return (None,) * ndim
+    return found.axes
 
 
 def partition_spec(names: tuple[str | None, ...], shape: tuple[int, ...], rules,

@@ -80,11 +80,6 @@ def test_permuted_weights_give_permuted_features(name, overrides):
             assert np.abs(F_pi - F).max() > 1e3 * bound
 
 
-def test_every_parameter_has_a_rule():
-    with pytest.raises(UserError, match="no residual-basis rule"):
-        P.residual_axis(("layers_0", "mystery", "kernel"))
-
-
 @pytest.fixture(scope="module")
 def independent_pairs():
     """Features of 120 independent llama2-tiny initialisations on shared token inputs."""

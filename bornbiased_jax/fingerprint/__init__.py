@@ -41,7 +41,8 @@ rotated int4, magnitude and 2:4 pruning, averages and task arithmetic of fine-tu
 function-preserving re-parametrisations (residual-basis, MLP hidden-unit and attention-head
 permutations, compensated norm-gain rescaling; residual rotations and sign flips, signed MLP
 unit scales, per-head V/O maps). ``derivatives`` registers, by name, those that need one
-model's weights alone. ``tree`` names the role of every parameter they touch.
+model's weights alone. ``tree`` maps an edit over the parameters, each with its role in the
+parameter schema (``bornbiased_jax.schema``: roles, residual axes, which norm a matrix reads).
 """
 
 import importlib

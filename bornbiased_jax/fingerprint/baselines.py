@@ -46,7 +46,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bornbiased_jax import data
+from bornbiased_jax import data, schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import BASELINE_THRESHOLD
 from bornbiased_jax.errors import UserError
@@ -137,7 +137,7 @@ def pcs_unrelated_init(cfg: ModelConfig) -> tuple[float, float]:
         if path[-1] == "scale":
             G += size
             continue
-        std = cfg.residual_std if path[-2] in ("o_proj", "down_proj") else cfg.init_std
+        std = cfg.residual_std if schema.writes_residual(path) else cfg.init_std
         S += size * std ** 2
         S4 += size * std ** 4
     p = G / (G + S)

@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from bornbiased_jax.config import family
 from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, FINGERPRINT_FORWARD_BUDGET,
                                      FINGERPRINT_N_MAX, FINGERPRINT_N_MIN, MATCHED_MAX_T,
                                      MATCHED_SEQS, SEED_LIMIT)
@@ -116,17 +117,6 @@ def null_seeds(K: int, exclude: Sequence[int | None]) -> list[int]:
             out.append(s)
         s += 1
     return out
-
-
-# What a descendant keeps whatever its widths, depths and vocabulary: the architecture family.
-FAMILY_FIELDS = ("block", "attention", "norm", "activation", "gated_mlp", "position",
-                 "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate",
-                 "qk_norm", "post_norms", "norm_unit_offset", "embed_scale")
-
-
-def family(cfg) -> dict:
-    """The fields of ``cfg`` that make its architecture family (:data:`FAMILY_FIELDS`)."""
-    return {f: getattr(cfg, f) for f in FAMILY_FIELDS if hasattr(cfg, f)}
 
 
 def check_pair(base_cfg, suspect_cfg, settings: Settings, suspect: str = "SUSPECT") -> int:

@@ -14,9 +14,9 @@ modified. Kernels are (in, out) as everywhere in the project.
                 residual-basis permutation, MLP hidden units, attention heads, norm gains;
                 (:mod:`.rotation`) residual rotations and sign flips, MLP unit scales, V/O maps.
 
-Which parameters an edit touches. Every leaf of the tree is named by
-:func:`parameter_role`, which raises a ``UserError`` naming a path it does not know, so a new
-kind of parameter cannot be skipped silently. Quantization and pruning act on the blocks' 2-D
+Which parameters an edit touches. Every leaf of the tree has a role in the parameter schema
+(``schema.parameter_role``, re-exported here), which raises a ``UserError`` naming a path it
+does not know, so a new kind of parameter cannot be skipped silently. Quantization and pruning act on the blocks' 2-D
 projection kernels (``layers_<i>/{attn,mlp}/*_proj/kernel``); with ``embeddings=True`` also on
 the embedding group: ``embed/embedding`` (V, d), ``pos_embed/embedding`` and ``lm_head/kernel``
 (d, V), which common weight-only schemes leave in float. Norm gains, biases and the head-wise
@@ -54,7 +54,7 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.rotation import (check_rotatable, randomized_hadamard,
                                                  rotate_residual)
 from bornbiased_jax.fingerprint.tree import Path, _leaves, _map
-from bornbiased_jax.fingerprint.tree import parameter_role  # noqa: F401  (part of this API)
+from bornbiased_jax.schema import parameter_role  # noqa: F401  (part of this API)
 from bornbiased_jax.keys import fold_in_name
 
 # The LoRA targets: the usual seven; "attn/gate_proj" (the optional output gate) on request.

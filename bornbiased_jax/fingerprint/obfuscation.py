@@ -11,9 +11,9 @@ Obfuscations and tied embeddings. Permutations of the residual basis, of MLP hid
 (per layer) and of attention heads (per layer; with grouped K/V heads, a K/V head moves with
 its G query heads, and query heads may be permuted within their group; the order inside a head
 is kept, so RoPE's pairs of coordinates are untouched) are exact for every architecture here.
-A norm gain g scaled by c > 0 per coordinate (and a LayerNorm bias too) is compensated by
-dividing the rows of the kernels that read the norm's output by c: attention q/k/v (and the
-output gate), MLP gate/up, and the LM head after the final norm. With tied embeddings the
+A norm gain g scaled by c != 0 per coordinate (and a LayerNorm bias too) is compensated by
+dividing the rows of the kernels that read the norm's output by c (``schema.Leaf.reads``):
+attention q/k/v (and the output gate), MLP gate/up, and the LM head after the final norm. With tied embeddings the
 unembedding is W_E^T, whose rows are also the input embeddings, so the final norm cannot be
 compensated: :func:`rescale_norms` refuses it and :func:`obfuscate` leaves it unscaled.
 """
@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.tree import _layer, _map
@@ -97,25 +98,21 @@ def permute_heads(params: dict, cfg: ModelConfig, kv_perm_LN: Any,
     return _map(params, fn)
 
 
-# {norm of a block: the projections whose kernels read its output}
-_NORM_READERS = {"attn_norm": ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/gate_proj"),
-                 "mlp_norm": ("mlp/gate_proj", "mlp/up_proj")}
-
-
 def norm_names(params: dict, cfg: ModelConfig) -> list[str]:
-    """The norms :func:`rescale_norms` can scale: "layers_<i>/attn_norm", ..., and
-    "final_norm" unless the embeddings are tied."""
+    """The norms :func:`rescale_norms` can scale, those a matrix reads (``schema.Leaf.reads``):
+    "layers_<i>/attn_norm", ..., and "final_norm" unless the embeddings are tied."""
     names = [f"{k}/{n}" for k, v in params.items() if re.fullmatch(r"layers_\d+", str(k))
-             for n in ("attn_norm", "mlp_norm") if v.get(n)]
+             for n in schema.BLOCK_NORMS_READ if v.get(n)]
     if params.get("final_norm") and not cfg.tie_embeddings:
         names.append("final_norm")
     return names
 
 
 def rescale_norms(params: dict, cfg: ModelConfig, scales: dict[str, Any]) -> dict:
-    """Each named norm's gain (and LayerNorm bias) times c (d,) > 0, the rows of the kernels
-    reading its output divided by c: ``scales`` = {norm name: c}, names from
-    :func:`norm_names`. With tied embeddings "final_norm" is refused (see the module doc)."""
+    """Each named norm's gain (and LayerNorm bias) times c (d,), finite and non-zero, the rows
+    of the kernels reading its output divided by c: ``scales`` = {norm name: c}, names from
+    :func:`norm_names`. With tied embeddings "final_norm" is refused (see the module doc).
+    ``rotation.rotate_residual`` folds the gains g into their readers as c = 1/g."""
     allowed = norm_names(params, cfg)
     c_by = {}
     for name, c in scales.items():
@@ -126,21 +123,18 @@ def rescale_norms(params: dict, cfg: ModelConfig, scales: dict[str, Any]) -> dic
         if name not in allowed:
             raise UserError(f"no norm {name!r} to rescale; this model has: {', '.join(allowed)}")
         c = np.asarray(c, np.float64)
-        if c.shape != (cfg.d_model,) or not np.all(np.isfinite(c)) or not np.all(c > 0):
-            raise UserError(f"the scale of {name} must be ({cfg.d_model},) finite and > 0, "
-                            f"got shape {c.shape}")
+        if c.shape != (cfg.d_model,) or not np.all(np.isfinite(c)) or np.any(c == 0):
+            raise UserError(f"the scale of {name} must be ({cfg.d_model},) finite and "
+                            f"non-zero, got shape {c.shape}")
         c_by[name] = c
 
     def fn(path, role, leaf):
         if role == "norm" and "/".join(path[:-1]) in c_by:  # y = c (n g + b)
             c = c_by["/".join(path[:-1])]
-            if cfg.norm_unit_offset and path[-1] == "scale":  # Gemma: c (1 + w) = 1 + w'
-                return (c * (1.0 + np.asarray(leaf, np.float64)) - 1.0).astype(leaf.dtype)
+            if path[-1] == "scale":  # the gain c g (Gemma: c (1 + w) = 1 + w')
+                return schema.norm_scale(cfg, c * schema.norm_gain(cfg, leaf)).astype(leaf.dtype)
             return (np.asarray(leaf) * c).astype(leaf.dtype)
-        reader_of = {"head": "final_norm"}.get(role)
-        if role == "kernel":
-            reader_of = next((f"{path[0]}/{n}" for n, reads in _NORM_READERS.items()
-                              if "/".join(path[1:3]) in reads), None)
+        reader_of = schema.norm_read_by(path)
         if reader_of in c_by:  # (c y) (W / c[:, None]) = y W
             return (np.asarray(leaf) / c_by[reader_of][:, None]).astype(leaf.dtype)
         return leaf

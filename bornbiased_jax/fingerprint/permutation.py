@@ -62,6 +62,7 @@ from bornbiased_jax.defaults import PERMUTATION_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.schema import residual_axis
 
 RESIDUAL_OUTPUTS = ("normed", "prenorm")
 
@@ -216,37 +217,8 @@ def from_context(ctx) -> LineageResult:
                             permutations=s.permutations, alpha=s.alpha,
                             rng=np.random.default_rng(s.probe_seed))
 
-# --- building piA: which axis of each parameter lies in the residual basis ---------------------
 
-# (parameter path suffix, axis in the residual basis); None: no residual axis. Every leaf of a
-# model's parameter tree must match one rule, so a new parameter cannot be skipped silently.
-_RULES: tuple[tuple[tuple[str, ...], int | None], ...] = (
-    (("embed", "embedding"), 1), (("pos_embed", "embedding"), 1),
-    (("scale",), 0), (("bias",), 0),  # norms (refined below for projections' biases)
-    (("q_proj", "kernel"), 0), (("k_proj", "kernel"), 0), (("v_proj", "kernel"), 0),
-    (("gate_proj", "kernel"), 0), (("up_proj", "kernel"), 0),
-    (("o_proj", "kernel"), 1), (("down_proj", "kernel"), 1), (("lm_head", "kernel"), 0),
-)
-# Biases living in a head or MLP basis, the head-wise norm and Gemma's QK-norm (one gain over a
-# head's coordinates): no residual axis. Gemma's post-norms act on the residual basis ("scale").
-_NO_RESIDUAL = (("q_proj", "bias"), ("k_proj", "bias"), ("v_proj", "bias"), ("up_proj", "bias"),
-                ("head_norm", "scale"), ("lm_head", "bias"), ("q_norm", "scale"),
-                ("k_norm", "scale"))
-_ATTN_GATE_BIAS = ("attn", "gate_proj", "bias")  # the attention output gate: head basis
-_MLP_GATE_BIAS = ("mlp", "gate_proj", "bias")  # the MLP gate: hidden basis
-
-
-def residual_axis(path: tuple[str, ...]) -> int | None:
-    """The axis of parameter ``path`` that indexes residual coordinates, or None."""
-    if path[-3:] in (_ATTN_GATE_BIAS, _MLP_GATE_BIAS) or path[-2:] in _NO_RESIDUAL:
-        return None
-    for suffix, axis in _RULES:
-        if path[-len(suffix):] == suffix:
-            return axis
-    raise UserError(f"no residual-basis rule for parameter {'/'.join(path)}; the permutation "
-                    f"test does not know how this parameter transforms")
-
-
+# --- building piA: each parameter's residual axis from the schema ------------------------------
 def permute_residual(params: dict, perm: np.ndarray) -> dict:
     """The parameters of piA: every residual-basis axis indexed by ``perm``, so that piA's
     residual coordinate j is A's coordinate perm[j] (F_piA = F_A[:, perm])."""

@@ -46,15 +46,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint.obfuscation import norm_names, rescale_norms
 from bornbiased_jax.fingerprint.tree import _layer, _map
-from bornbiased_jax.fingerprint.permutation import residual_axis
-
-# {block norm: the projections whose kernels read its output}
-_READERS = {"attn_norm": ("q_proj", "k_proj", "v_proj", "gate_proj"),
-            "mlp_norm": ("gate_proj", "up_proj")}
-
+from bornbiased_jax.schema import residual_axis
 
 def check_rotatable(cfg: ModelConfig, what: str) -> None:
     _check_residual_norm(cfg, what)
@@ -64,12 +61,6 @@ def check_rotatable(cfg: ModelConfig, what: str) -> None:
                         f"before the residual stream, and diag(g) does not commute with a "
                         f"rotation unless g is constant, with no matrix after the norm to fold "
                         f"it into (sign flips and permutations remain exact)")
-
-
-def _gain(cfg: ModelConfig, scale) -> np.ndarray:
-    """The gain of a norm parameter: 1 + w with Gemma's ``norm_unit_offset``, else the scale."""
-    g = np.asarray(scale, np.float64)
-    return g + 1.0 if cfg.norm_unit_offset else g
 
 
 def _check_residual_norm(cfg: ModelConfig, what: str) -> None:
@@ -133,28 +124,20 @@ def _untied(params: dict) -> dict:
 
 
 def _fold_gains(params: dict, cfg: ModelConfig) -> dict:
-    """Every RMSNorm gain folded into the kernels reading its output; gains set to 1."""
-    gains = {}
-    for k, v in params.items():
-        for n in ("attn_norm", "mlp_norm"):
-            if isinstance(v, dict) and v.get(n):
-                gains[(k, n)] = _gain(cfg, v[n]["scale"])
-    final = params.get("final_norm") or {}
-    g_final = _gain(cfg, final["scale"]) if final.get("scale") is not None else None
-
-    def fn(path, role, leaf):
-        if role == "norm":  # gain 1: w = 0 under Gemma's convention
-            one = np.zeros_like if cfg.norm_unit_offset else np.ones_like
-            return one(np.asarray(leaf))
-        if role == "head" and g_final is not None:
-            return (g_final[:, None] * np.asarray(leaf, np.float64)).astype(np.float32)
-        if role == "kernel":
-            for (layer, n), g in gains.items():
-                if path[0] == layer and path[2] in _READERS[n] and (
-                        (n == "attn_norm") == (path[1] == "attn")):
-                    return (g[:, None] * np.asarray(leaf, np.float64)).astype(np.float32)
-        return leaf
-    return _map(params, fn)
+    """Every RMSNorm gain g read by a matrix folded into that matrix, the gain set to 1: the
+    compensated rescaling ``obfuscation.rescale_norms`` with c = 1/g. A zero gain cannot be
+    folded this way and is refused."""
+    scales = {}
+    for name in norm_names(params, cfg):
+        node = params
+        for k in name.split("/"):
+            node = node[k]
+        g = schema.norm_gain(cfg, node["scale"])
+        if np.any(g == 0):
+            raise UserError(f"{name} has a zero gain: a rotation folds each gain g into the "
+                            f"matrices reading the norm as a rescaling by 1/g")
+        scales[name] = 1.0 / g
+    return rescale_norms(params, cfg, scales)
 
 
 def rotate_residual(params: dict, cfg: ModelConfig, q: np.ndarray, *, untie: bool = False

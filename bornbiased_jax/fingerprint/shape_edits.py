@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 
@@ -230,7 +231,7 @@ def identity_block(params: dict, cfg: ModelConfig, key) -> dict:
     def fill(path, a):
         if path[-1] == "scale":
             return np.ones_like(a)
-        if path[-1] == "bias" or path[-2] in ("o_proj", "down_proj"):
+        if path[-1] == "bias" or schema.writes_residual((_layers(params)[0],) + path):
             return np.zeros_like(a)
         return rng.normal(0, cfg.init_std, a.shape).astype(a.dtype)
     return jax.tree_util.tree_map_with_path(
