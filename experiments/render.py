@@ -461,8 +461,15 @@ def _table4a_paper(records: dict) -> str:
     return seedprint_docs.table4a_paper_scale_block(records.get("paper", {}))
 
 
+def _test_rule(records: dict) -> str:
+    from bornbiased_jax.fingerprint import registry
+
+    return registry.rule_markdown()
+
+
 # docs/seedprint.md's generated blocks made from other studies' records (its own are
 # experiments.seedprint.docs.BLOCKS): name -> (experiment, block from its record), or (None,
-# block from every record) for a block that says itself what is missing
+# block from every record) for a block that says itself what is missing; and the rule of
+# `--test auto` and the verdict, from the lineage tests' registry
 DOC_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_summary),
-              "table4a-paper": (None, _table4a_paper)}
+              "table4a-paper": (None, _table4a_paper), "test-rule": (None, _test_rule)}

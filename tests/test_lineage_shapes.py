@@ -26,7 +26,8 @@ from bornbiased_jax.fingerprint import matched as M
 from bornbiased_jax.fingerprint import shape_edits as S
 from bornbiased_jax.fingerprint import vocab_edits as VE
 from bornbiased_jax.fingerprint import unit_matching as U
-from bornbiased_jax.fingerprint.compare import RECOMMENDED, Settings, compare_many
+from bornbiased_jax.fingerprint.compare import Settings, compare_many
+from bornbiased_jax.fingerprint.registry import verdict_order
 from bornbiased_jax.fingerprint.tables import deciding_test
 from bornbiased_jax.keys import seed_key
 
@@ -202,7 +203,7 @@ def test_shape_changed_copies_of_a_trained_model_are_found_and_localised(trained
     outs = _verdicts(base_dir, suspects)
     for name, out in outs.items():
         res = out["results"]
-        assert deciding_test(res, RECOMMENDED) == "any_pair"
+        assert deciding_test(res, verdict_order()) == "any_pair"
         assert res["any_pair"].same_lineage, (name, res["matched"].details)
         d = derivatives.SHAPES[name]
         origin = d.layer_origin(cfg)

@@ -319,7 +319,8 @@ def test_known_initialisation_verdict_finds_rotated_copies_without_nulls(tmp_pat
     a rotated, fine-tuned copy of BASE that the permutation test misses, and calls a stranger
     unrelated."""
     from bornbiased_jax.fingerprint import registry
-    from bornbiased_jax.fingerprint.compare import RECOMMENDED, Settings, compare_many
+    from bornbiased_jax.fingerprint.compare import Settings, compare_many
+    from bornbiased_jax.fingerprint.registry import verdict_order
     from bornbiased_jax.fingerprint.tables import deciding_test
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.sources import load_source
@@ -342,7 +343,7 @@ def test_known_initialisation_verdict_finds_rotated_copies_without_nulls(tmp_pat
                         init=lambda: load_source(str(folders["init"])))
     for name, out in zip(names, outs):
         res = out["results"]
-        assert deciding_test(res, RECOMMENDED) == "matched_init"
+        assert deciding_test(res, verdict_order()) == "matched_init"
         r = res["matched_init"]
         assert r.details["slack"] == 0 and r.same_lineage == (name != "stranger"), (name, r.details)
         if name != "stranger":

@@ -1,8 +1,9 @@
 """The registry of lineage tests (``fingerprint/registry.py``) is the one list every consumer
 reads: each registered test is a ``--test`` choice, runs through ``compare``'s dispatch on a
 prepared pair, has its p-values labelled by the tables, and is a column of the lineage
-benchmark (or says why not) and of the rejection study where it is one. 'auto' and 'all' keep
-their meaning. A test registered at runtime, with no other change, runs through
+benchmark (or the benchmark says why not) and of the rejection study where it is one. 'auto',
+'all' and the verdict's order keep their meaning, and the command's help and the docs state
+the rule the registry holds. A test registered at runtime, with no other change, runs through
 ``compare_many`` and is a choice of the command line built afterwards."""
 
 import argparse
@@ -57,13 +58,16 @@ def test_every_entry_is_well_formed():
         assert e.auto in (None, *registry.AUTOS), e.name
         assert e.description and "\n" not in e.description, e.name
         assert e.p_labels, f"{e.name}: the tables need the labels of its p-values"
-        assert e.bench or e.bench_excluded, f"{e.name}: a benchmark column, or why none"
         for ref in (e.run, e.check, e.check_pair):
             assert ref is None or callable(registry._resolve(ref)), (e.name, ref)
-    registry.p_labels()  # one label per p-value name across the tests
-    from bornbiased_jax.fingerprint.compare import RECOMMENDED
-
-    assert set(RECOMMENDED) <= set(registry.names()) | {"any_pair"}  # the verdict's tests
+    registry.p_labels()  # one label per p-value name across the tests and combinations
+    for c in registry.COMBINATIONS:
+        assert set(c.legs) <= set(registry.names()) and c.level in registry.LEVELS, c.name
+        assert c.p_labels and callable(c.combiner()), c.name
+    ranks = [x.verdict for x in registry.ENTRIES + registry.COMBINATIONS
+             if x.verdict is not None]
+    assert sorted(ranks) == list(range(len(ranks)))  # one place each in the verdict's order
+    assert registry.verdict_order() == ("matched_init", "aligned", "any_pair", "permutation")
 
 
 @pytest.mark.parametrize("name", registry.names())
@@ -80,22 +84,24 @@ def test_every_test_reaches_every_consumer(name):
     for key, label in e.p_labels.items():
         assert label in text and tables.p_labels()[key] == label
     tables.table_markdown({name: r})
-    for column in e.bench:  # the lineage benchmark, or the reason it has none
-        assert column in metrics.TESTS and claims.LABELS[column] == e.bench[column]
-    if not e.bench:
-        assert not any(c.startswith(name) for c in metrics.TESTS) and e.bench_excluded
+    # the lineage benchmark's columns of it, or the reason it has none
+    assert (name in metrics.COLUMNS) != (name in metrics.EXCLUDED)
+    for column, label in metrics.COLUMNS.get(name, {}).items():
+        assert column in metrics.TESTS and claims.LABELS[column] == label
     assert set(e.rejection) <= set(rejection.VARIANTS)
 
 
 def test_the_studies_list_exactly_the_registered_columns():
     from bornbiased_jax.fingerprint import rejection
     from experiments.lineage_bench import metrics
+    from experiments.seedprint import trained
 
-    bench = [c for e in registry.ENTRIES for c in e.bench]
-    # every registered column, and the any-pair verdict that combines two of them
-    assert sorted(metrics.TESTS) == sorted(bench + [metrics.DEFAULT_UNKNOWN_INIT])
+    # every registered test's columns, and the any-pair verdict that combines two of them
+    assert set(metrics.COLUMNS) | set(metrics.EXCLUDED) == set(registry.names())
+    assert metrics.DEFAULT_UNKNOWN_INIT in [c.name for c in registry.COMBINATIONS]
     assert sorted(rejection.VARIANTS) == sorted(c for e in registry.ENTRIES for c in e.rejection)
-    assert set(rejection.TESTS) <= set(rejection.VARIANTS)
+    assert sorted(trained.VARIANTS) == sorted(rejection.VARIANTS)
+    assert set(trained.TESTS) <= set(trained.VARIANTS)
 
 
 def test_auto_and_all_keep_their_meaning():
@@ -117,6 +123,41 @@ def test_auto_and_all_keep_their_meaning():
                                "paper", "official", "calibrated", "all"]
 
 
+def test_the_help_and_the_docs_state_the_registrys_rule():
+    from bornbiased_jax.cli import build_parser
+
+    help_text = next(a for a in _fingerprint_parser(build_parser())._actions
+                     if a.dest == "test").help
+    assert help_text.startswith(registry.test_help())
+    for e in registry.ENTRIES:
+        condition = registry.auto_condition(e)
+        assert (f"{e.name} {condition}" in help_text) == (condition is not None), e.name
+    assert "the verdict is the first of matched_init, aligned, any_pair, permutation" in \
+        help_text
+    assert registry.auto_condition(registry.entry("matched")) == (
+        "when BASE's initialisation is unknown and the MLPs are gated")
+    table = registry.rule_markdown()
+    assert "| `any_pair` | computed wherever `permutation` and `matched` ran |" in table
+    assert "| `paper` | no (`--test all` or by name) | none | - |" in table
+    # docs/seedprint.md holds the table as generated (tests/test_studies.py re-renders the
+    # page's blocks and compares)
+    from pathlib import Path
+
+    from experiments import render
+
+    page = (Path(__file__).parents[1] / "docs" / "seedprint.md").read_text()
+    assert "test-rule" in render.DOC_BLOCKS and table in page
+
+
+def test_a_combination_is_computed_where_its_legs_ran():
+    ctx = _context(("permutation", "matched"))
+    results = {n: registry.entry(n).runner()(ctx) for n in ("permutation", "matched")}
+    (name, r), = registry.combined(results).items()
+    assert name == "any_pair" and r.details["decided_by"] in ("permutation", "matched")
+    assert r.p == min(1.0, 2 * min(results["permutation"].p, results["matched"].p))
+    assert registry.combined({"permutation": results["permutation"]}) == {}
+
+
 def _dummy(**kw) -> registry.Entry:
     def run(ctx):
         n, d = ctx.F_A.shape
@@ -126,7 +167,7 @@ def _dummy(**kw) -> registry.Entry:
 
     return registry.Entry("dummy", frozenset(kw.pop("needs", ())), run, "measured",
                           "a test that registers itself at runtime", p_labels={"exact": "exact"},
-                          bench_excluded="not measured", **kw)
+                          **kw)
 
 
 def test_a_test_without_checks_of_its_own_is_checked_by_its_needs(monkeypatch):

@@ -73,13 +73,8 @@ def add_parser(sub) -> None:
                         "suspect) and pairs/<k>-<name>/ with each pair's fingerprint.json, .md "
                         "and .png")
     p.add_argument("--test", choices=registry.choices(), default="auto",
-                   help="which test(s): 'auto' runs permutation and, when BASE's "
-                        "initialisation is known (a preset, a train run, a run continued from "
-                        "one), matched_init for gated MLPs (the verdict's: valid and "
-                        "conservative, robust to "
-                        "renamings and rotations) or aligned otherwise; when it is unknown, "
-                        "matched (gated MLPs), the any-pair verdict taking each at alpha/2, "
-                        "saying why; 'all' runs every test that applies")
+                   help=registry.test_help() + " (BASE's initialisation is known for a "
+                        "preset, a train run and a run continued from one)")
     p.add_argument("--out", type=Path, default=Path("results/fingerprint"), metavar="DIR",
                    help="folder for fingerprint.json, .md and .png (with several suspects: "
                         "summary.json, summary.md and pairs/)")
@@ -159,10 +154,8 @@ def add_parser(sub) -> None:
 
 
 def chosen_tests(choice: str, init_known: bool, gated: bool = True) -> tuple[str, ...]:
-    """The tests ``--test choice`` runs (``registry.chosen``): 'auto' is the permutation test
-    and, where BASE's initialisation is known, the matched test against it (gated MLPs) or the
-    aligned test (others); where it is unknown, the matched test (gated MLPs), the any-pair
-    verdict combining it with the permutation test; 'all' every test that applies."""
+    """The tests ``--test choice`` runs: ``registry.chosen``, whose rule
+    ``registry.auto_condition`` states."""
     return registry.chosen(choice, init_known, gated)
 
 

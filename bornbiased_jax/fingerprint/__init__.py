@@ -17,10 +17,16 @@ each:
   ``matched``       ``matched_test``, gated-MLP unit matching: gate and up views of every unit
                     matched across the two models, agreements against the rencontres law;
                     unchanged by every renaming and rotation, exact when one model is an
-                    initialisation (beyond the paper).
+                    initialisation (beyond the paper);
+  ``aligned``       the calibrated test with the aligned statistic from BASE's known
+                    initialisation: exact, sees through a renamed basis (beyond the paper);
+  ``matched_init``  the matched test against BASE's known initialisation: exact, no null
+                    models (beyond the paper);
+  ``any_pair``      the any-pair verdict combining the permutation and the matched test.
 
-``registry`` lists them, one entry each (what a test needs, how it runs, its level), for every
-consumer: ``compare``, the command line, ``tables``, ``rejection`` and the lineage benchmark.
+``registry`` lists them, one entry each (what a test needs, how it runs, its level, when
+``--test auto`` runs it, its place in the verdict) and the verdicts that combine them, for
+every consumer: ``compare``, the command line, ``audit``, ``tables`` and ``rejection``.
 
 ``identity_dims`` holds what they share: the top-m / bottom-k dimensions, the identity
 dimensions S, per-dimension Kendall and Spearman correlations. ``result`` is a test's outcome

@@ -189,7 +189,6 @@ class Audit:
         line of the summary)."""
         from bornbiased_jax import files
         from bornbiased_jax.fingerprint import tables
-        from bornbiased_jax.fingerprint.compare import RECOMMENDED
 
         s, results, label, base = self.settings, out["results"], out["suspect"], out["base"]
         several = len(self.suspects) > 1
@@ -202,14 +201,14 @@ class Audit:
                                     notes=notes)
         title = (f"{label} vs base {base}: n = {s.n}, T = {s.seq_len}, {s.input} inputs, "
                  f"{s.output} outputs")
-        verdict = tables.verdict_line(results, RECOMMENDED, base, label)
+        verdict = tables.verdict_line(results, registry.verdict_order(), base, label)
         folder = out_dir / "pairs" / _pair_folder(k, label) if several else out_dir
-        units = next((results[t] for t in ("matched_init", "matched") if t in results), None)
+        units = registry.localising(results)
         local = ("\n" + f"Where SUSPECT descends from ({units.test} test):\n\n"
                  + tables.localised_markdown(units)) if units is not None else ""
         row = {"suspect": label, "spec": self.suspects[k], "verdict": verdict,
                "vocab": out.get("vocab"),
-               "verdict_test": tables.deciding_test(results, RECOMMENDED),
+               "verdict_test": tables.deciding_test(results, registry.verdict_order()),
                "folder": str(folder.relative_to(out_dir)) if several else ".",
                "p": {t: r.p for t, r in results.items()},
                "related": {t: bool(r.same_lineage) for t, r in results.items()}}
@@ -229,13 +228,12 @@ class Audit:
     def summary_files(self, base: str, rows: list[dict]) -> dict:
         """summary.json and summary.md of several suspects' :meth:`pair_report` rows."""
         from bornbiased_jax.fingerprint import tables
-        from bornbiased_jax.fingerprint.compare import RECOMMENDED
 
         wall = time.time() - self.t0
         return {"summary.json": {"base": base, "settings": dataclasses.asdict(self.settings),
-                                 "recommended": RECOMMENDED, "wall_seconds": round(wall, 1),
+                                 "recommended": registry.verdict_order(), "wall_seconds": round(wall, 1),
                                  "suspects": rows},
-                "summary.md": tables.summary_markdown(rows, base, RECOMMENDED)}
+                "summary.md": tables.summary_markdown(rows, base, registry.verdict_order())}
 
 
 def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str | None = None,

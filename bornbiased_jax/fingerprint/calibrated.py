@@ -60,7 +60,6 @@ from typing import Iterable
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS
 from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
@@ -236,23 +235,8 @@ def check_settings(s) -> None:
                         "large): use --output normed or prenorm with it")
 
 
-def check_aligned_settings(s) -> None:
-    """A UserError when the aligned test cannot run with ``s`` (``compare.Settings``)."""
-    if s.input != "tokens" or s.output == "logits":
-        raise UserError("the aligned test needs token inputs (--input tokens) and residual "
-                        "outputs (--output normed or prenorm): it aligns residual "
-                        "coordinates, which a renaming moves and token ids do not")
-    need = math.ceil(1 / s.alpha - 1 - 1e-9)
-    if s.null_models < need:
-        raise UserError(
-            f"{s.null_models} null models are too few for the aligned test at "
-            f"alpha = {s.alpha}: its exact p is at least 1/(K+1) = "
-            f"{1 / (s.null_models + 1):.3g}, so it could never reject; use "
-            f"--null-models >= 1/alpha - 1 = {need} (the default is "
-            f"{CALIBRATED_NULL_MODELS})")
-
-
-def _null_seeds(ids) -> str:
+def null_seeds_text(ids) -> str:
+    """How a record names the null initialisations' seeds: 'first..last (count)'."""
     return f"{ids[0]}..{ids[-1]} ({len(ids)})"
 
 
@@ -268,16 +252,5 @@ def from_context(ctx) -> LineageResult:
                  "an unrelated trained model correlates with the suspect no more than "
                  "a fresh init does")
         r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
-    r.details["null_seeds"] = _null_seeds(ctx.null_seeds)
+    r.details["null_seeds"] = null_seeds_text(ctx.null_seeds)
     return r
-
-
-def aligned_from_context(ctx) -> LineageResult:
-    """The aligned test of one pair that ``compare`` prepared (``registry.Context``): the
-    'spearman_aligned' statistic from BASE's initialisation against the null
-    initialisations."""
-    r = calibrated_test(ctx.F_0, ctx.F_B, iter(ctx.nulls), statistic_name="spearman_aligned",
-                        alpha=ctx.settings.alpha)
-    r.details["base_initialisation"] = ctx.init_label
-    r.details["null_seeds"] = _null_seeds(ctx.null_seeds)
-    return dataclasses.replace(r, test="aligned")

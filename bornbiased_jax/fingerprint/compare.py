@@ -22,21 +22,11 @@ from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.fingerprint import unit_matching as U
 from bornbiased_jax.fingerprint import vocab as V
 from bornbiased_jax.fingerprint.features import init_features, model_features
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
+from bornbiased_jax.fingerprint.result import ALPHA, check_alpha, check_int
 from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
 
-# The tests a verdict line uses, the first that ran. Where BASE's initialisation is known:
-# 'matched_init' for a gated MLP (the matched test of SUSPECT against that initialisation:
-# exact, unchanged by renamings and rotations, no null models), else 'aligned' (the calibrated
-# test with the spearman_aligned statistic from the initialisation, ranked among K fresh ones:
-# exact, sees through a renamed basis but not a rotation). Where it is unknown: 'any_pair'
-# (computed, not chosen: :func:`any_pair`) when both the permutation and the matched test ran,
-# each leg at alpha / 2, so the exact leg keeps its level and the matched leg (robust to
-# renamings and rotations) adds its power; else 'permutation': exact for any pair, two forward
-# passes, but a renamed copy evades it. The others are there to compare with the paper.
-RECOMMENDED = ("matched_init", "aligned", "any_pair", "permutation")
 # Null initialisations use seeds from here on (skipping the base's and suspect's own seeds), far
 # from the small seeds people usually pick, so a suspect trained from a common seed is not
 # accidentally among the null models.
@@ -48,8 +38,8 @@ class Settings:
     """What a comparison runs. ``m``/``k`` default to ``identity_dims.default_size(d_out)``.
 
     The defaults run the permutation test on token inputs: it needs nothing but the two models.
-    The tests of the verdict (:data:`RECOMMENDED`) 'matched_init' and 'aligned' need the
-    base's initialisation (``compare_many(init=...)``). Algorithm 1 as written uses
+    The verdict's tests where BASE's initialisation is known (``registry.verdict_order``),
+    'matched_init' and 'aligned', need the base's initialisation (``compare_many(init=...)``). Algorithm 1 as written uses
     ``input="gaussian"``."""
 
     tests: tuple[str, ...] = ("permutation",)
@@ -268,8 +258,7 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
             screen_A=sd["screen_A"])
         results = {e.name: e.runner()(ctx) for e in entries}
         del ctx
-        if "permutation" in results and "matched" in results:
-            results["any_pair"] = any_pair(results["permutation"], results["matched"])
+        results.update(registry.combined(results))
         notes = []
         if al is not None and (not al.identity or al.suspect_only or (
                 al.by == "ids" and "preset" not in (base.kind, suspect.kind))):
@@ -297,23 +286,3 @@ def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = Fa
     pre = (M.preactivations(m.params, m.cfg, xs[:s.matched_seqs, :MATCHED_MAX_T])
            if gated else None)
     return F, pre
-
-
-def any_pair_p(p_permutation: float, p_matched: float) -> tuple[float, str]:
-    """(p, the deciding leg) of the any-pair verdict: min(1, 2 min(p_perm, p_matched))."""
-    legs = {"permutation": p_permutation, "matched": p_matched}
-    leg = min(legs, key=legs.get)
-    return min(1.0, 2 * legs[leg]), leg
-
-
-def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
-    """The verdict for a pair whose initialisation is unknown: the permutation test (exact,
-    evaded by renamings) and the matched test (robust to renamings and rotations) each at
-    alpha / 2, so p = min(1, 2 min(p_perm, p_matched)) (Bonferroni); ``details['decided_by']``
-    names the leg with the smaller p."""
-    p, leg = any_pair_p(perm.p, matched.p)
-    return LineageResult(
-        "any_pair", {"bonferroni": p}, perm.alpha, perm.n, perm.d_out, np.arange(0),
-        np.arange(0.0), "none", p, np.arange(0.0),
-        {"decided_by": leg, "p_permutation": perm.p, "p_matched": matched.p},
-        "each leg at alpha / 2; " + (matched.note or ""))

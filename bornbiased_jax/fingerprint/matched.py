@@ -328,19 +328,6 @@ def from_context(ctx) -> LineageResult:
                         init=init, screen_a=ctx.screen_A)
 
 
-def init_from_context(ctx) -> LineageResult:
-    """The matched test of SUSPECT against BASE's *initialisation* (``registry.Context``'s
-    ``pre_0``): exact for any SUSPECT (slack 0; under H0 SUSPECT is independent of that
-    initialisation, whose gate and up rows are independent), unchanged by renamings and
-    rotations of SUSPECT, and with no null models to compute. The test the verdict uses for a
-    gated MLP whose initialisation is known."""
-    s = ctx.settings
-    res = matched_test(ctx.pre_0, ctx.pre_B, alpha=s.alpha, slack=0, exact=True, init="base")
-    return dataclasses.replace(
-        res, test="matched_init",
-        note=f"exact: SUSPECT against BASE's initialisation {ctx.init_label}")
-
-
 def default_slack(slack: int | None, one_is_init: bool, eps: float | None = None,
                   units: int | None = None) -> int:
     """``slack`` when given (``eps``, a share of ``units``, the older spelling, else); 0 when

@@ -1,9 +1,12 @@
 """The lineage tests, one :class:`Entry` each: what the test needs, how it runs, its level and
-what the tables, the rejection study and the lineage benchmark call it. Every consumer reads
-this list and none names the tests itself: ``compare`` (which tests exist, what to prepare for
-them, the dispatch), ``bornbiased fingerprint`` (its ``--test`` choices, what 'auto' and 'all'
-run), ``tables`` (p-value labels, legends, the figure's panels), ``rejection`` (its variants)
-and ``experiments/lineage_bench`` (its columns).
+what the tables and the rejection study call it, and where it stands in the verdict; and the
+verdicts computed from several tests' results (:data:`COMBINATIONS`: the any-pair verdict).
+Every consumer reads these lists and none names the tests itself: ``compare`` (which tests
+exist, what to prepare for them, the dispatch, the combinations), ``bornbiased fingerprint``
+(its ``--test`` choices and their help, what 'auto' and 'all' run), ``audit`` and ``tables``
+(the verdict line, p-value labels, legends, the figure's panels), ``rejection`` (its variants),
+docs/seedprint.md (its table of the rule: :func:`rule_markdown`) and the studies (their
+columns).
 
 Adding a lineage test is its own module, with a function that takes the prepared
 :class:`Context` of one (BASE, SUSPECT) pair and returns a ``LineageResult``, and one entry in
@@ -63,8 +66,9 @@ class Entry:
       ``LineageResult.null`` against its statistic; '' for a panel of per-dimension Kendall
       taus.
     rejection: the rejection study's variants of it (``fingerprint.rejection.VARIANTS``).
-    bench: the lineage benchmark's columns of it, each with its label there; bench_excluded:
-      why the benchmark has none.
+    verdict: its rank in the verdict line's order (0 first: :func:`verdict_order`), or None.
+    localises: its result holds per-layer rows (the matched tests): the tables' localised
+      table and the verdict's summary of what descends from where.
     """
 
     name: str
@@ -80,8 +84,8 @@ class Entry:
     legend_note: str = ""
     null_label: str = ""
     rejection: tuple = ()
-    bench: dict = dataclasses.field(default_factory=dict)
-    bench_excluded: str = ""
+    verdict: int | None = None
+    localises: bool = False
 
     def runner(self) -> Callable:
         return _resolve(self.run)
@@ -103,6 +107,29 @@ def _resolve(ref: str | Callable) -> Callable:
         return ref
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Combination:
+    """A verdict computed from registered tests' results rather than run on a pair.
+
+    name: its name (the results' key, the records' columns). legs: the tests it combines; it
+    is computed wherever all of them ran. combine: 'module:function' (or a function) taking
+    the legs' results in that order, returning its ``LineageResult``, whose details name the
+    leg that decided (``decided_by``). level, description, p_labels, verdict: as an
+    :class:`Entry`'s.
+    """
+
+    name: str
+    legs: tuple[str, ...]
+    combine: str | Callable
+    level: str
+    description: str
+    p_labels: dict = dataclasses.field(default_factory=dict)
+    verdict: int | None = None
+
+    def combiner(self) -> Callable:
+        return _resolve(self.combine)
 
 
 @dataclasses.dataclass
@@ -143,29 +170,27 @@ ENTRIES: tuple[Entry, ...] = (
                     "t_pooled": "t, pooled null", "u_pooled": "U, pooled null"},
           legend_note="The paper's 'mean of trials' is the arithmetic mean of the p-values of "
                       "{trials} Gaussian null draws (Sec. 6.1.2), not itself a p-value.",
-          rejection=("paper",), bench={"paper": "paper (Algorithm 1's test, token inputs)"}),
+          rejection=("paper",)),
     Entry("official", frozenset(), f"{_FG}.official:from_context", "none",
           "the authors' released code: bottom-k dimensions, a softmax at temperature 10, an "
           "analytic z (its null fails on same-data seeds)",
           p_labels={"two_phi_bar": "2 Phi-bar(z) (code)", "one_sided": "Phi-bar(z)"},
-          rejection=("official",), bench={"official": "released code"}),
+          rejection=("official",)),
     Entry("calibrated", frozenset({NULLS}), f"{_FG}.calibrated:from_context",
           "exact when one model is an initialisation",
           "a statistic of (BASE, SUSPECT) ranked among the same for K fresh initialisations "
           "of BASE's architecture: exact when BASE is an initialisation",
           check=f"{_FG}.calibrated:check_settings", p_labels=_EXACT,
           legend="the calibrated statistic ({statistic_name})", null_label="fresh inits",
-          rejection=("calibrated",), bench={"calibrated": "calibrated (spearman_all)"}),
+          rejection=("calibrated",)),
     Entry("aligned", frozenset({INIT, TOKENS, RESIDUAL, NULLS}),
-          f"{_FG}.calibrated:aligned_from_context", "exact",
+          f"{_FG}.aligned:from_context", "exact",
           "SUSPECT's coordinates matched one-to-one to those of BASE's initialisation, ranked "
           "among K fresh initialisations: sees through a renamed basis",
-          auto=UNGATED, check=f"{_FG}.calibrated:check_aligned_settings", p_labels=_EXACT,
+          auto=UNGATED, check=f"{_FG}.aligned:check_settings", p_labels=_EXACT,
           legend="the mean |Spearman| of SUSPECT's coordinates matched one-to-one to those of "
                  "BASE's initialisation ({base_initialisation}; aligned)",
-          rejection=("aligned",),
-          bench={"aligned": "aligned, trained base",
-                 "aligned_init": "aligned, base's init (exact; default, ungated MLPs)"}),
+          rejection=("aligned",), verdict=1),
     Entry("permutation", frozenset({TOKENS, RESIDUAL}), f"{_FG}.permutation:from_context",
           "exact",
           "the mean matched-coordinate correlation ranked among random permutations of BASE's "
@@ -174,8 +199,7 @@ ENTRIES: tuple[Entry, ...] = (
           p_labels={"exact": "exact", "normal": "normal tail (Hoeffding)"},
           legend="the mean matched-coordinate correlation ({statistic_name}; permutation)",
           null_label="permutations of BASE",
-          rejection=("permutation", "permutation_pearson"),
-          bench={"permutation": "permutation (exact)"}),
+          rejection=("permutation", "permutation_pearson"), verdict=3),
     Entry("matched", frozenset({TOKENS, GATED}), f"{_FG}.matched:from_context",
           "exact when one model is an initialisation",
           "gated-MLP units matched across the models by their gate and by their up "
@@ -183,16 +207,24 @@ ENTRIES: tuple[Entry, ...] = (
           "and rotations",
           auto=INIT_UNKNOWN, check=f"{_FG}.matched:check_settings",
           check_pair=f"{_FG}.matched:check_pair",
-          p_labels={"fisher": "Fisher over layers"},
-          bench={"matched": "matched (trained base, default slack)"}),
-    Entry("matched_init", frozenset({INIT, TOKENS, GATED}), f"{_FG}.matched:init_from_context",
+          p_labels={"fisher": "Fisher over layers"}, localises=True),
+    Entry("matched_init", frozenset({INIT, TOKENS, GATED}), f"{_FG}.matched_init:from_context",
           "exact",
           "the matched test of SUSPECT against BASE's initialisation: exact for any suspect, "
           "unchanged by renamings and rotations, no null models",
           auto=ALWAYS, check=f"{_FG}.matched:check_settings",
           check_pair=f"{_FG}.matched:check_pair",
-          p_labels={"fisher": "Fisher over layers"},
-          bench={"matched_init": "matched, base's init (exact, default)"}),
+          p_labels={"fisher": "Fisher over layers"}, verdict=0, localises=True),
+)
+
+
+# Computed from the results of the tests above, in this order, after them.
+COMBINATIONS: tuple[Combination, ...] = (
+    Combination("any_pair", ("permutation", "matched"), f"{_FG}.any_pair:any_pair",
+                "exact when one model is an initialisation",
+                "the any-pair verdict: the permutation and the matched test each at alpha/2 "
+                "(Bonferroni), the verdict line naming the leg that decided",
+                p_labels={"bonferroni": "Bonferroni of permutation and matched"}, verdict=2),
 )
 
 
@@ -219,6 +251,27 @@ def needs(tests: Iterable[str]) -> set[str]:
     return {n for e in selected(tests) for n in e.needs}
 
 
+def combined(results: dict) -> dict:
+    """{name: result} of every combination whose legs are all in ``results``."""
+    return {c.name: c.combiner()(*(results[leg] for leg in c.legs)) for c in COMBINATIONS
+            if all(leg in results for leg in c.legs)}
+
+
+def verdict_order() -> tuple[str, ...]:
+    """The tests and combinations a verdict line may use, in order of preference: the verdict
+    is the first of them that ran (else the first test that ran)."""
+    ranked = [x for x in ENTRIES + COMBINATIONS if x.verdict is not None]
+    return tuple(x.name for x in sorted(ranked, key=lambda x: x.verdict))
+
+
+def localising(results: dict):
+    """The result whose per-layer rows say what descends from where (``Entry.localises``):
+    the one against BASE's initialisation where it ran, else the other; None when none ran."""
+    tests = sorted((e for e in ENTRIES if e.localises and e.name in results),
+                   key=lambda e: INIT not in e.needs)
+    return results[tests[0].name] if tests else None
+
+
 def choices() -> list[str]:
     """``--test``'s choices: 'auto', the tests 'auto' may run, the others, 'all'."""
     return (["auto"] + [e.name for e in ENTRIES if e.auto]
@@ -226,11 +279,9 @@ def choices() -> list[str]:
 
 
 def chosen(choice: str, init_known: bool, gated: bool = True) -> tuple[str, ...]:
-    """The tests ``--test choice`` runs. 'auto': the tests with ``auto`` ALWAYS, and where
-    BASE's initialisation is unknown those with INIT_UNKNOWN, whose needs are met (the aligned
-    and permutation tests where BASE's initialisation is known, else the permutation and, for
-    gated MLPs, the matched test); 'all': every test whose needs are met. A needs met: INIT
-    (``init_known``) and GATED (``gated``, BASE's MLP)."""
+    """The tests ``--test choice`` runs. 'auto': each test whose needs are met (INIT:
+    ``init_known``, GATED: ``gated``, BASE's MLP) and whose ``auto`` condition holds
+    (:func:`auto_condition`); 'all': every test whose needs are met."""
     if choice == "auto":
         return tuple(e.name for e in ENTRIES if e.applies(init_known, gated) and (
             e.auto == ALWAYS or (e.auto == INIT_UNKNOWN and not init_known)
@@ -240,24 +291,65 @@ def chosen(choice: str, init_known: bool, gated: bool = True) -> tuple[str, ...]
     return (entry(choice).name,)
 
 
-def p_labels() -> dict[str, str]:
-    """The tables' label of every p-value a registered test reports."""
-    out: dict[str, str] = {}
+def auto_condition(e: Entry) -> str | None:
+    """When ``--test auto`` runs ``e``, in words (None: never), from its ``auto`` and the
+    needs a model source decides (INIT, GATED): the one statement of the rule, which the
+    command's help and docs/seedprint.md print."""
+    if e.auto is None:
+        return None
+    parts = []
+    if INIT in e.needs:
+        parts.append("BASE's initialisation is known")
+    if e.auto == INIT_UNKNOWN:
+        parts.append("BASE's initialisation is unknown")
+    if GATED in e.needs:
+        parts.append("the MLPs are gated")
+    if e.auto == UNGATED:
+        parts.append("BASE's MLP is not gated")
+    return "always" if not parts else "when " + " and ".join(parts)
+
+
+def test_help() -> str:
+    """``--test``'s help: what 'auto' runs, the verdict's order, 'all'."""
+    auto = "; ".join(f"{e.name} {auto_condition(e)}" for e in ENTRIES if e.auto)
+    combos = "; ".join(f"{c.name} ({c.description}) where {' and '.join(c.legs)} ran"
+                       for c in COMBINATIONS)
+    return (f"which test(s): 'auto' runs {auto}; it computes {combos}; the verdict is the "
+            f"first of {', '.join(verdict_order())} that ran; 'all' runs every test that "
+            f"applies; a name runs that test alone")
+
+
+def rule_markdown() -> str:
+    """docs/seedprint.md's table of the rule: per test and combination, when ``--test auto``
+    runs it, its level and its place in the verdict."""
+    order = verdict_order()
+    rank = {n: f"{order.index(n) + 1}" for n in order}
+    lines = ["| test | `--test auto` runs it | level | verdict's choice |", "|---|---|---|---:|"]
     for e in ENTRIES:
+        lines.append(f"| `{e.name}` | {auto_condition(e) or 'no (`--test all` or by name)'} "
+                     f"| {e.level} | {rank.get(e.name, '-')} |")
+    for c in COMBINATIONS:
+        legs = " and ".join(f"`{leg}`" for leg in c.legs)
+        lines.append(f"| `{c.name}` | computed wherever {legs} ran | {c.level} "
+                     f"| {rank.get(c.name, '-')} |")
+    return ("\n".join(lines) + f"\n\nThe verdict line uses the first of "
+            f"{', '.join(f'`{n}`' for n in order)} that ran (the rightmost column), else the "
+            f"first test that ran, and says so.")
+
+
+def p_labels() -> dict[str, str]:
+    """The tables' label of every p-value a registered test or combination reports."""
+    out: dict[str, str] = {}
+    for e in ENTRIES + COMBINATIONS:
         for key, label in e.p_labels.items():
             if out.setdefault(key, label) != label:
                 raise ValueError(f"p-value {key!r} has two labels: {out[key]!r} and {label!r}")
     return out
 
 
-def columns(field: str, first: Sequence[str] = ()) -> tuple[str, ...]:
-    """Every entry's columns in a study (``field``: 'rejection' or 'bench'): those named in
-    ``first`` (the order of the study's records so far) in that order, then the others in the
-    registry's order."""
-    every = [c for e in ENTRIES for c in getattr(e, field)]
+def rejection_variants(first: Sequence[str] = ()) -> tuple[str, ...]:
+    """Every entry's variants in the rejection study (``Entry.rejection``): those named in
+    ``first`` (a study's record order) in that order, then the others in the registry's
+    order."""
+    every = [c for e in ENTRIES for c in e.rejection]
     return tuple([c for c in first if c in every] + [c for c in every if c not in first])
-
-
-def bench_labels() -> dict[str, str]:
-    """The lineage benchmark's label of every column of a registered test."""
-    return {c: label for e in ENTRIES for c, label in e.bench.items()}

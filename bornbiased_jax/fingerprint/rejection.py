@@ -1,4 +1,4 @@
-"""Lineage tests over many model pairs: the four tests on a bank of features, and rejection
+"""Lineage tests over many model pairs: the registered tests on a bank of features, and rejection
 rates whose intervals say how much the shared models matter (a false-positive rate over
 unrelated pairs, a power over related ones).
 
@@ -38,12 +38,10 @@ from bornbiased_jax.fingerprint.algorithm1 import TRIALS, null_taus, paper_test
 from bornbiased_jax.fingerprint.official import official_test
 from bornbiased_jax.stats import clopper_pearson
 
-TESTS = ("paper", "official", "calibrated", "permutation")
-# Every registered test's variants (``registry.Entry.rejection``): beside the four, the
-# permutation test with Pearson's r (the statistic is chosen by power) and the calibrated test
-# with the aligned statistic (robust to a renamed basis); in the order of the records written
-# so far, a variant registered since then after them.
-VARIANTS = registry.columns("rejection", first=TESTS + ("permutation_pearson", "aligned"))
+# Every registered test's variants (``registry.Entry.rejection``): beside one per test, the
+# permutation test with Pearson's r (the statistic is chosen by power); in the registry's
+# order (a study passes its records' order to :func:`rates` and :func:`power`).
+VARIANTS = registry.rejection_variants()
 ALPHAS = (0.01, 0.05)
 
 

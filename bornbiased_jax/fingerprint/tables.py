@@ -13,14 +13,10 @@ from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.fingerprint.result import LineageResult
 from bornbiased_jax.stats import fmt_p
 
-# the labels of the p-values that are not a registered test's own
-_P_LABELS = {"bonferroni": "Bonferroni of permutation and matched"}
-
-
 def p_labels() -> dict[str, str]:
-    """The tables' label of every p-value: the registered tests' (``Entry.p_labels``) and
-    the any-pair verdict's."""
-    return {**registry.p_labels(), **_P_LABELS}
+    """The tables' label of every p-value: the registered tests' and combinations'
+    (``registry.p_labels``)."""
+    return registry.p_labels()
 
 
 class _Details(dict):
@@ -102,9 +98,9 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
               else f"no evidence that {suspect} is related to {base}")
     rec = (recommended,) if isinstance(recommended, str) else tuple(recommended)
     why = "" if name in rec else f"; the recommended {' or '.join(rec)} test did not run"
-    if name == "any_pair":
+    if "decided_by" in r.details:  # a combination of tests (registry.COMBINATIONS)
         why += f"; decided by the {r.details['decided_by']} leg"
-    units = next((results[t] for t in ("matched_init", "matched") if t in results), None)
+    units = registry.localising(results)
     descent = f"; {descent_summary(units)}" if units is not None and r.same_lineage else ""
     return (f"verdict ({name} test, {p_labels().get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}{descent}")

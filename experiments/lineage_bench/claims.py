@@ -24,12 +24,11 @@ Intrinsic baseline is degenerate on bases of two blocks (:func:`intrinsic_degene
 from __future__ import annotations
 
 from bornbiased_jax import plots
-from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.verdicts import BEYOND, Claim
 from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY, TITLE
 
-LABELS = {**registry.bench_labels(), "pcs": "PCS >= 0.8", "ics": "ICS >= 0.8",
+LABELS = {**{c: label for cols in MT.COLUMNS.values() for c, label in cols.items()}, "pcs": "PCS >= 0.8", "ics": "ICS >= 0.8",
           "reef": "REEF >= 0.8", "intrinsic": "Intrinsic >= 0.8",
           MT.DEFAULT_UNKNOWN_INIT: "default verdict, BASE's initialisation unknown (any-pair: "
                                    "permutation and matched, each at alpha / 2)"}

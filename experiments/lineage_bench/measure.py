@@ -40,8 +40,8 @@ from bornbiased_jax.fingerprint import baselines as BL
 from bornbiased_jax.fingerprint import calibrated as C
 from bornbiased_jax.fingerprint import rejection as SM
 from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint.compare import (MATCHED_MAX_T, MATCHED_SEQS, any_pair_p,
-                                                null_seeds)
+from bornbiased_jax.fingerprint.any_pair import any_pair_p
+from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T, MATCHED_SEQS, null_seeds
 from bornbiased_jax.fingerprint.features import init_features, model_features
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import probe_inputs

@@ -20,19 +20,27 @@ from typing import Sequence
 
 import numpy as np
 
-from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 
-# Every registered test's columns (``registry.Entry.bench``; a test without any says why in
-# ``bench_excluded``), in the order of the records written so far, a column registered since
-# then after them.
-TESTS = registry.columns("bench", first=("permutation", "aligned", "aligned_init",
-                                         "calibrated", "paper", "official")) + ("any_pair",)
-# 'any_pair' is what `bornbiased fingerprint` answers when BASE's initialisation is unknown
-# (two HF folders or GGUF files): the permutation and matched tests each at alpha / 2.
+# The benchmark's columns of each registered test (``registry.ENTRIES``), with their labels,
+# in the order of the records; a test registered since says here why it has none
+# (``EXCLUDED``; tests/test_registry.py checks that every test has one or the other).
+COLUMNS = {"permutation": {"permutation": "permutation (exact)"},
+           "aligned": {"aligned": "aligned, trained base",
+                       "aligned_init": "aligned, base's init (exact; default, ungated MLPs)"},
+           "calibrated": {"calibrated": "calibrated (spearman_all)"},
+           "paper": {"paper": "paper (Algorithm 1's test, token inputs)"},
+           "official": {"official": "released code"},
+           "matched": {"matched": "matched (trained base, default slack)"},
+           "matched_init": {"matched_init": "matched, base's init (exact, default)"}}
+EXCLUDED: dict[str, str] = {}
+# 'any_pair' (``registry.COMBINATIONS``) is what `bornbiased fingerprint` answers when BASE's
+# initialisation is unknown (two HF folders or GGUF files): the permutation and matched tests
+# each at alpha / 2.
 DEFAULT_UNKNOWN_INIT = "any_pair"
+TESTS = tuple(c for cols in COLUMNS.values() for c in cols) + (DEFAULT_UNKNOWN_INIT,)
 BASELINES = ("pcs", "ics", "reef", "intrinsic")
 
 

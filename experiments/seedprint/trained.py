@@ -46,7 +46,14 @@ from bornbiased_jax.sources import load_source
 from bornbiased_jax.fingerprint import rejection as SM
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
+from bornbiased_jax.fingerprint import registry
 from experiments.lineage import seed_family as SF
+
+# The four tests whose rates along training the study's figure draws (the paper's two, the
+# calibrated and the permutation test), and the variants its records hold, in their order
+# (``fingerprint.rejection``; a variant registered since, after them).
+TESTS = ("paper", "official", "calibrated", "permutation")
+VARIANTS = registry.rejection_variants(first=TESTS + ("permutation_pearson", "aligned"))
 
 # Settings of the two scales: n probe sequences of seq_len tokens, the calibrated test's fresh
 # initialisations, the permutation test's permutations and the probe's seed.
@@ -140,7 +147,8 @@ def measure(s: dict, runs_dir: Path, cache: Path, log=progress) -> tuple[list[di
 
     def add(kind, setting, step, rows, **extra):
         rec = {"kind": kind, "setting": setting, "step": step, **extra}
-        rec.update({"rates": SM.rates(rows)} if kind == "fpr" else {"power": SM.power(rows)})
+        rec.update({"rates": SM.rates(rows, VARIANTS)} if kind == "fpr"
+                   else {"power": SM.power(rows, VARIANTS)})
         if kind == "power":  # beyond saturation: how far past the threshold each statistic is
             rec["median_z"] = {"spearman": float(np.median([r["permutation_z"] for r in rows])),
                                "pearson": float(np.median([r["permutation_pearson_z"]
@@ -163,7 +171,7 @@ def measure(s: dict, runs_dir: Path, cache: Path, log=progress) -> tuple[list[di
                 "ks_p_all_pairs_dependent": float(stats.kstest(p, "uniform").pvalue),
                 "ks_p_disjoint": float(stats.kstest(disjoint, "uniform").pvalue),
                 "mean_p": float(p.mean()), "disjoint_pairs": int(disjoint.size)}
-            figure_data["trained_p"] = {t: [r[t] for r in rows] for t in SM.TESTS}
+            figure_data["trained_p"] = {t: [r[t] for r in rows] for t in TESTS}
     # False positives: final model of seed j vs the continuation of another seed k.
     last, cont_last = steps[-1], cont_steps[-1]
     feats = [F[("family", j, last)] for j in seeds] + \
@@ -220,24 +228,24 @@ def markdown(records: list[dict]) -> str:
     """The false-positive and power tables of :func:`measure`'s records."""
     md = ["False-positive rate (unrelated pairs) at alpha = 0.01 / 0.05: rejections/pairs "
           "[95 % CP over all pairs; CP over the disjoint pairs; jackknife over models].", "",
-          "| pairs | step | " + " | ".join(SM.VARIANTS) + " |",
-          "|---|---:|" + "---|" * len(SM.VARIANTS)]
+          "| pairs | step | " + " | ".join(VARIANTS) + " |",
+          "|---|---:|" + "---|" * len(VARIANTS)]
     for r in records:
         if r["kind"] != "fpr":
             continue
         cells = []
-        for t in SM.VARIANTS:
+        for t in VARIANTS:
             c = [_cell(r["rates"][t][str(a)]) for a in SM.ALPHAS]
             cells.append(" / ".join(c))
         md.append(f"| {r['setting']} | {r['step']} | " + " | ".join(cells) + " |")
     md += ["", "Power (true lineages) at alpha = 0.01: rejections/trials; median z of the "
            "permutation statistic (Spearman / Pearson).", "",
-           "| lineage | step | distance | " + " | ".join(SM.VARIANTS) + " | median z |",
-           "|---|---:|---:|" + "---:|" * (len(SM.VARIANTS) + 1)]
+           "| lineage | step | distance | " + " | ".join(VARIANTS) + " | median z |",
+           "|---|---:|---:|" + "---:|" * (len(VARIANTS) + 1)]
     for r in records:
         if r["kind"] == "power":
             md.append(f"| {r['setting']} | {r['step']} | {r['distance']:.3f} | " + " | ".join(
-                f"{r['power'][t]['rejections']}/{r['power'][t]['trials']}" for t in SM.VARIANTS)
+                f"{r['power'][t]['rejections']}/{r['power'][t]['trials']}" for t in VARIANTS)
                 + f" | {r['median_z']['spearman']:.1f} / {r['median_z']['pearson']:.1f} |")
     return "\n".join(md) + "\n"
 
@@ -247,7 +255,7 @@ def figure(records: list[dict], figure_data: dict):
     travelled, and the p-values of unrelated trained pairs."""
     fig, axes = plots.figure(1, 3, figsize=(15, 4))
     fam = [r for r in records if r["kind"] == "fpr" and r["setting"] == "family"]
-    for t in SM.TESTS:
+    for t in TESTS:
         x = [r["step"] for r in fam]
         y = [r["rates"][t]["0.01"]["rate"] for r in fam]
         lo = [r["rates"][t]["0.01"]["ci95"][0] for r in fam]
@@ -259,7 +267,7 @@ def figure(records: list[dict], figure_data: dict):
                             ("final -> continued on prose", "s")):
         pw = [r for r in records if r["kind"] == "power" and r["setting"] == setting]
         power = min(r["power"][t]["rejections"] / r["power"][t]["trials"]
-                    for r in pw for t in SM.TESTS) if pw else float("nan")
+                    for r in pw for t in TESTS) if pw else float("nan")
         for stat in ("spearman", "pearson"):
             axes[1].plot([r["distance"] for r in pw], [r["median_z"][stat] for r in pw],
                          marker=marker, label=f"{setting}, {stat} (power of every test >= "
