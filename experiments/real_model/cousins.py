@@ -26,7 +26,7 @@ from bornbiased_jax.training.config import TrainConfig, train_command
 
 FOLDER = Path("runs/smollm2/cousins")
 TOKENIZER = Path("runs/smollm2/tokenizer.json")
-CORPUS = [VIM_DOCS]
+CORPUS = [VIM_DOCS]  # a glob: expanded when read (corpus())
 RUN = TrainConfig(
     preset="smollm2-135m", model_set=("n_layers=4",), seeds=(0, 1, 2, 3), seq_len=64,
     batch_size=16, steps=300, warmup=30, lr=1e-3, min_lr=1e-4, weight_decay=0.1,
@@ -45,13 +45,26 @@ def tokenizer(model: Path, path: Path = TOKENIZER) -> Path:
 
 
 def command(model: Path, folder: Path = FOLDER) -> str:
-    return shlex.join(["bornbiased", *train_command(RUN, CORPUS, folder), "--tokenizer",
+    return shlex.join(["bornbiased", *train_command(RUN, corpus(), folder), "--tokenizer",
                        str(tokenizer(model)), "--no-progress"])
+
+
+def corpus() -> list[str]:
+    """:data:`CORPUS` with its glob expanded (Vim's help folder of the installed version)."""
+    import glob
+
+    from bornbiased_jax.errors import UserError
+
+    found = sorted(p for g in CORPUS for p in glob.glob(g))
+    if not found:
+        raise UserError(f"the cousins' text is not on this machine: {CORPUS} matches nothing "
+                        f"(Debian's vim-runtime installs it)")
+    return found
 
 
 def ensure(model: Path, folder: Path = FOLDER, progress: bool = True) -> Path:
     """Train the cousins (resuming from the latest checkpoint); finished ones are kept."""
-    return train.ensure(RUN, CORPUS, folder, tokenizer_path=tokenizer(model), progress=progress,
+    return train.ensure(RUN, corpus, folder, tokenizer_path=tokenizer(model), progress=progress,
                         what="the SmolLM2 cousins", remedy="use another folder")
 
 
