@@ -12,11 +12,13 @@ permutation leg compares residual coordinates, the same width.
 
     python -m experiments.real_model --steps cousins   # train (or resume) them
 
-Seed K is the model source ``runs/smollm2/cousins#K``.
+Seed K is the model source ``runs/smollm2/cousins#K`` (K = 0-3) or
+``runs/smollm2/cousins-more#K`` (K = 4-11, a second program with the same settings).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
@@ -25,6 +27,10 @@ from bornbiased_jax.training import loop as train
 from bornbiased_jax.training.config import TrainConfig, train_command
 
 FOLDER = Path("runs/smollm2/cousins")
+# More cousins, trained in a second program (seeds 4-11: the same settings, other seeds), so
+# that the real model's trained negatives can bound the false-positive rate (eleven trained
+# negatives, none flagged, bound it below 0.3; experiments/real_model/claims.py)
+MORE_FOLDER = Path("runs/smollm2/cousins-more")
 TOKENIZER = Path("runs/smollm2/tokenizer.json")
 CORPUS = [VIM_DOCS]  # a glob: expanded when read (corpus())
 RUN = TrainConfig(
@@ -32,6 +38,7 @@ RUN = TrainConfig(
     batch_size=16, steps=300, warmup=30, lr=1e-3, min_lr=1e-4, weight_decay=0.1,
     corpus_max_mb=8.0, data_seed=0, save_every=50, keep_last=1, eval_every=100,
     eval_batches=4, log_every=10)
+MORE = dataclasses.replace(RUN, seeds=tuple(range(4, 12)))
 
 
 def tokenizer(model: Path, path: Path = TOKENIZER) -> Path:
@@ -62,21 +69,31 @@ def corpus() -> list[str]:
     return found
 
 
-def ensure(model: Path, folder: Path = FOLDER, progress: bool = True) -> Path:
-    """Train the cousins (resuming from the latest checkpoint); finished ones are kept."""
-    return train.ensure(RUN, corpus, folder, tokenizer_path=tokenizer(model), progress=progress,
-                        what="the SmolLM2 cousins", remedy="use another folder")
+def ensure(model: Path, folder: Path = FOLDER, progress: bool = True) -> list[Path]:
+    """Train the cousins, both programs (resuming from the latest checkpoint); finished ones
+    are kept."""
+    return [train.ensure(tc, corpus, f, tokenizer_path=tokenizer(model), progress=progress,
+                         what="the SmolLM2 cousins", remedy="use another folder")
+            for tc, f in ((RUN, folder), (MORE, MORE_FOLDER))]
 
 
-def sources(folder: Path = FOLDER) -> list[str]:
-    return [f"{folder}#{k}" for k in RUN.seeds]
+def trained() -> list[tuple]:
+    """(run config, folder) of each cousins' program that is trained to its last step."""
+    from bornbiased_jax.training import run_folder
+
+    return [(tc, f) for tc, f in ((RUN, FOLDER), (MORE, MORE_FOLDER))
+            if run_folder.is_run(f) and run_folder.finished(f, tc)]
+
+
+def sources() -> list[str]:
+    return [f"{f}#{k}" for tc, f in trained() for k in tc.seeds]
 
 
 def negatives() -> list[dict]:
-    """The cousins as the lineage record's negatives list keeps them."""
-    return [{"name": f"cousins#{k}", "kind": "trained", "trained_steps": RUN.steps,
+    """The trained cousins as the lineage record's negatives list keeps them."""
+    return [{"name": f"{f.name}#{k}", "kind": "trained", "trained_steps": tc.steps,
              "same_data": True,
              "what": f"a 4-layer cousin of the base (its widths, heads and tokenizer), seed {k}, "
-                     f"trained from scratch {RUN.steps} steps of {RUN.batch_size} x "
-                     f"{RUN.seq_len} tokens on Vim's help (the fine-tunes' text)"}
-            for k in RUN.seeds]
+                     f"trained from scratch {tc.steps} steps of {tc.batch_size} x "
+                     f"{tc.seq_len} tokens on Vim's help (the fine-tunes' text)"}
+            for tc, f in trained() for k in tc.seeds]

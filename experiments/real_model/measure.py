@@ -79,23 +79,17 @@ def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS,
     """The lineage step's unrelated models as the record keeps them (``claims.negatives``
     reads them): each {"name", "kind", "trained_steps", "same_data", "what"}; ``unrelated``
     presets are untrained initialisations, :data:`SCRATCH` is trained from a fresh init on the
-    fine-tunes' text, and the cousins (:mod:`.cousins`; ``with_cousins`` None: where they are
-    trained) are trained from scratch on it too. A negative added here (and to the fingerprint
+    fine-tunes' text, and the cousins (:mod:`.cousins`; by default those that are
+    trained; ``with_cousins`` False: none) are trained from scratch on it too. A negative added here (and to the fingerprint
     command's suspects) is weighed by the verdict rule from this list."""
     out = [{"name": spec, "kind": "init", "trained_steps": 0, "same_data": False,
             "what": "a fresh initialisation of the base's shape (HF's default init)"}
            for spec in unrelated]
     out += [{"name": name, "kind": "trained", "trained_steps": FULL_STEPS, "same_data": True,
              "what": what} for name, what in SCRATCH.items()]
-    if cousins_trained() if with_cousins is None else with_cousins:
+    if with_cousins is not False:
         out += cousins.negatives()
     return out
-
-
-def cousins_trained(folder: Path = cousins.FOLDER) -> bool:
-    from bornbiased_jax.training import run_folder
-
-    return run_folder.is_run(folder) and run_folder.finished(folder, cousins.RUN)
 
 
 def sha256(path: Path) -> str:
@@ -257,7 +251,7 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
         folder = out / f"fingerprint-{test}"
         commands[test] = (folder, [
             "fingerprint", str(model), str(suspects), *unrelated,
-            *(cousins.sources() if cousins_trained() else []), "--test", test,
+            *cousins.sources(), "--test", test,
             *[a for k, v in FINGERPRINT.items() for a in (f"--{k.replace('_', '-')}", str(v))],
             "--no-progress", "--out", str(folder)])
     todo = {t: c for t, c in commands.items() if not (c[0] / "summary.json").is_file()}
