@@ -28,6 +28,8 @@ Rules (each stated in its row):
 
 from __future__ import annotations
 
+from experiments.artifacts import earlier_matched
+
 import math
 
 import numpy as np
@@ -224,7 +226,9 @@ def lineage_claims(rec: dict) -> list[Claim]:
             + f"; renamed copies found {len(renamed_found)} of {len(renamed)}", verdict,
             f"{why}; honest edits: {', '.join(HONEST)}; alpha {ALPHA}; n = "
             f"{run['settings']['n']}, T = {run['settings']['seq_len']}, "
-            f"{run['settings']['input']} inputs"))
+            f"{run['settings']['input']} inputs"
+            + (f"; {earlier_matched(r)}" if earlier_matched(r) and test != "permutation"
+               else "")))
     refused = {n: s for n, s in r.get("suspects", {}).items() if "refused" in s}
     if refused:
         rows.append(Claim(

@@ -30,6 +30,8 @@ Rules (each stated in its row):
 
 from __future__ import annotations
 
+from experiments.artifacts import earlier_matched
+
 import re
 
 from bornbiased_jax.stats import clopper_pearson
@@ -59,6 +61,7 @@ TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 
               "paper": "paper (Algorithm 1, Gaussian inputs)",
               "official": "official (the authors' released code)"}
 ORDER = ("any_pair", "permutation", "matched", "paper", "official")
+MATCHED_TESTS = ("any_pair", "matched", "matched_init")  # the tests the matched statistic decides
 MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
 
 
@@ -271,7 +274,9 @@ def lineage_claims(rec: dict) -> list[Claim]:
             f"T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU "
             f"(the whole command over its {len(pairs)} pairs, loading included; the tests' "
-            f"commands run in one call of the study share the CPU)"))
+            f"commands run in one call of the study share the CPU)"
+            + (f"; {earlier_matched(r)}" if earlier_matched(r) and test in MATCHED_TESTS
+               else "")))
     rows += localised_claims(r)
     return rows
 
