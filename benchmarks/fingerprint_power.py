@@ -41,6 +41,11 @@ def noisy(m, scale: float, seed: int):
                                step=None, folder=None)
 
 
+def shown(argv: list[str]) -> list[str]:
+    """``argv`` with absolute paths (a cached model file) shown by their file name."""
+    return [Path(a).name if os.path.isabs(a) else a for a in argv]
+
+
 def log10(p: float) -> str:
     return "-inf" if p <= 0 else f"{math.log10(p):.1f}"
 
@@ -76,7 +81,7 @@ def main() -> None:
     wall = time.time() - t0
     if args.save:
         lines = ["# Power of `bornbiased fingerprint`'s legs against the inputs they read", "",
-                 f"`python {' '.join(sys.argv)}`, on {platform.machine()} with "
+                 f"`python {' '.join(shown(sys.argv))}`, on {platform.machine()} with "
                  f"{os.cpu_count()} CPUs ({platform.platform()}), {time.strftime('%Y-%m-%d')}, "
                  f"{wall:.0f} s. BASE `{Path(args.base).name}` (initialisation unknown); "
                  f"suspects: BASE with every weight moved by s x its own std of Gaussian noise, "

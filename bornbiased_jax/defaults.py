@@ -56,6 +56,10 @@ MATCHED_TRAINED_SLACK = 4
 # that captures them runs the whole attention matrix, T^2 memory per head, so longer sequences
 # are cut for it); its measured level (experiments/lineage_level.py) is for these rows.
 MATCHED_SEQS, MATCHED_MAX_T = 16, 68
+# The matched test's statistic, as a record names it: records of lineage studies written since
+# it replaced the earlier one (a Hungarian assignment of layer l against layer l, the slack a
+# share of the width) carry this string, and their rows read its absence as the earlier one.
+MATCHED_STATISTIC = "reciprocal best partners, layers matched across depths"
 # bornbiased fingerprint's default number of inputs: the most, from N_MIN up to N_MAX, whose
 # forward passes through both models (the last position's head only) stay under
 # FINGERPRINT_FORWARD_BUDGET FLOP (about ten seconds on a 2-core CPU): all 2,000 for small

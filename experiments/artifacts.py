@@ -179,3 +179,17 @@ def repo_relative(arg: str) -> str:
     if value.startswith("/") and Path(value).resolve().is_relative_to(REPO):
         value = str(Path(value).resolve().relative_to(REPO))
     return portable(f"{key}{eq}{value}")
+
+
+def earlier_matched(records: dict) -> str:
+    """'' for a lineage record written with the matched test of today
+    (``defaults.MATCHED_STATISTIC`` in its records), else the sentence a row measured with the
+    earlier statistic adds."""
+    from bornbiased_jax.defaults import MATCHED_STATISTIC
+
+    if records.get("matched_statistic") == MATCHED_STATISTIC:
+        return ""
+    return ("measured with the matched test's earlier statistic (a Hungarian assignment, "
+            "layer l against layer l, the slack a share of the width), not today's "
+            "(reciprocal best partners, layers matched across depths: its level is the level "
+            "table's)")

@@ -1,7 +1,10 @@
-"""The matched test's level and power on the 32-seed family (beyond the paper): exact where an
+"""The matched test's level and power on the 32-seed family (beyond the paper), as measured for
+its earlier statistic (a Hungarian assignment, layer l against layer l): exact where an
 initialisation is involved, measured on unrelated trained pairs, a slack fitted on seeds 0-15
 and checked on seeds 16-31 where eps = 0 does not hold (what and how:
-experiments/seedprint/matched_level.py). Needs the family and its continuations:
+experiments/seedprint/matched_level.py). Its record is kept as that measurement; running it
+now refuses, naming the studies that measure today's statistic (experiments/lineage_level.py,
+experiments/lineage_bench --shapes). It needed the family and its continuations:
 
     python -m experiments.seed_family --continued
     python -m experiments.seedprint_matched
@@ -9,10 +12,9 @@ experiments/seedprint/matched_level.py). Needs the family and its continuations:
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from experiments._common import parse, user_errors_exit, write
+from experiments._common import parse, user_errors_exit
 
 from experiments.lineage import seed_family
 from experiments.seedprint import matched_level as ML
@@ -25,10 +27,16 @@ def main(argv=None) -> None:
         p.add_argument("--runs-dir", type=Path, default=seed_family.RUNS_DIR)
 
     args, s = parse(NAME, __doc__, ML.CPU, ML.PAPER, extra, argv)
-    t0 = time.time()
     with user_errors_exit(NAME):
-        out = ML.measure(s, args.runs_dir, args.out / "cache" / f"agreements-{args.scale}.json")
-    write(args, NAME, s, out, ML.markdown(out), ML.figure(out), t0)
+        from bornbiased_jax.errors import UserError
+
+        raise UserError(
+            "this study measured the matched test's earlier statistic (a Hungarian assignment, "
+            "layer l against layer l, under the rencontres law); its record stays as that "
+            "statistic's measurement. Today's statistic (reciprocal best partners, layers "
+            "matched across depths, the partial rencontres law) is measured by "
+            "'python -m experiments.lineage_level --measure' (the 32-seed family is its cell "
+            "L2-F176) and 'python -m experiments.lineage_bench --shapes'")
 
 
 if __name__ == "__main__":

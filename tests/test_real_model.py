@@ -156,8 +156,22 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
         {"name": "preset:smollm2-135m@1", "kind": "init", "trained_steps": 0,
          "same_data": False}]
     assert claims.negatives(_lineage({"mystery": 0.4})["records"])[0]["kind"] == "unknown"
-    written = measure.negatives()
+    written = measure.negatives(with_cousins=False)
     assert [n["name"] for n in written] == [*measure.UNRELATED_PRESETS, *measure.SCRATCH]
+    from experiments.real_model import cousins as C
+
+    def finished(f, tc):
+        return f == C.FOLDER  # the first program trained, the second not
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr("bornbiased_jax.training.run_folder.is_run", lambda f: True)
+    monkey.setattr("bornbiased_jax.training.run_folder.finished", finished)
+    try:
+        cousins = measure.negatives()[len(written):]
+    finally:
+        monkey.undo()
+    assert [n["name"] for n in cousins] == [f"cousins#{k}" for k in range(4)]
+    assert all(n["kind"] == "trained" and n["same_data"] and n["trained_steps"] == 300
+               for n in cousins)
     assert written[-1] == {"name": "scratch", "kind": "trained",
                            "trained_steps": measure.FULL_STEPS, "same_data": True,
                            "what": measure.SCRATCH["scratch"]}
@@ -169,8 +183,9 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
                             "smollm2_lineage.json").read_text())["records"]
     assert [(n["name"], n["kind"], n["trained_steps"], n["same_data"])
             for n in claims.negatives(committed)] == [
-        ("scratch", "trained", 30, True), ("preset:smollm2-135m@1", "init", 0, False),
-        ("preset:smollm2-135m@2", "init", 0, False)]
+        ("preset:smollm2-135m@1", "init", 0, False), ("preset:smollm2-135m@2", "init", 0, False),
+        ("scratch", "trained", 30, True)] + [(f"cousins#{k}", "trained", 300, True)
+                                             for k in range(4)]
 
 
 def test_section_says_what_is_missing():

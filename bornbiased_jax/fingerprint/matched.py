@@ -9,36 +9,37 @@ x_l W_up, on the normed MLP input x_l of layer l, are unchanged by residual perm
 rotations, sign flips, norm-gain rescaling and head maps; a unit permutation relabels them, and
 |Pearson r| absorbs the per-unit scale and sign.
 
-Statistic. Both models read the same random token ids; the first :data:`DROP` positions of
-every sequence (where sinks carry stereotyped activations that unrelated models share) are
-dropped. For each layer l and view v in {gate, up}, C^v_ij = |corr(Z^v_A[:, i], Z^v_B[:, j])|
-over the R remaining positions, and m_v matches A's units to B's (the Hungarian assignment
-maximising the summed |r|). K_l = #{i : m_gate(i) = m_up(i)}: the units whose gate and up views
-pick the same partner. A copy, renamed or not, has K_l near F; independent models near 1.
+Statistic. Both models read the same random token ids (or, with other vocabularies, the same
+token strings: ``vocab``); the first :data:`DROP` positions of every sequence (where sinks carry
+stereotyped activations that unrelated models share) are dropped. For a layer pair and view v in
+{gate, up}, C^v_ij = |corr(Z^v_A[:, i], Z^v_B[:, j])| over the R remaining positions, and the
+units are paired as reciprocal best partners; K = #{i : m_gate(i) = m_up(i)}: the units whose
+gate and up views pick the same partner. A copy, renamed or not, has K near its width;
+independent models near 0. Widths and depths may differ: ``unit_matching`` matches units across
+widths, chooses the layer pairs across depths and gives the null's law.
 
-Null. Re-pair A's up units with its gate units by a uniform permutation sigma: then
-K_l(sigma) = #{i : m_gate(i) = m_up(sigma(i))}, the number of fixed points of a uniform
-permutation composed with a fixed one, whose law is the rencontres distribution:
-P(K = j) = (1 / j!) sum_{i <= F - j} (-1)^i / i!, mean 1, variance 1 (:func:`rencontres_log_sf`,
-exact, in log space). At initialisation gate and up columns are drawn independently, so the
-re-pairing leaves A's law unchanged: when A (or B) is an initialisation, p_l = P(K >= K_l) is
-exact. The re-pairing is not function-preserving, so no renaming absorbs it, and no forward
-pass is needed for it. Layers combine by Fisher's method (each p_l is super-uniform given the
-earlier layers, which MLP l does not feed).
+Null. Re-pair A's up units with its gate units by a uniform permutation: at initialisation gate
+and up columns are drawn independently, so the re-pairing leaves A's law unchanged, and K
+follows the partial rencontres law of the two matchings' composition (``rencontres``; with
+every unit paired in both views, the rencontres law, mean 1). The re-pairing is not
+function-preserving, so no renaming absorbs it, and no forward pass is needed for it. Layers
+combine by Fisher's method (each p_l is super-uniform given the earlier layers, which MLP l
+does not feed). A discrete p is conservative; ``matched_test(randomise=...)`` breaks the ties
+with a uniform draw.
 
 Two trained models. Training couples a unit's gate and up columns, so the re-pairing no longer
-keeps A's law, and the test rests on an assumption: independent models share no more than
-eps F doubly-matched units per layer (``eps``; p_l = P(K >= K_l - ceil(eps F))). eps = 0 fails:
-on 32 seeds trained on identical data in identical order (experiments/seedprint_matched.py)
-unrelated trained pairs share several units per layer and eps = 0 rejects far more than alpha
-of them. The default for two trained models is :data:`TRAINED_EPS`, the slack fitted on that
-family's seeds 0-15 and checked on seeds 16-31 (RESULTS.md): a measured level on that family,
-an assumption elsewhere. When either model is an initialisation the default is eps = 0, where
-the test is exact.
+keeps A's law, and the test rests on an assumption: independent models share at most ``slack``
+doubly matched units per layer pair (p = P(K >= K_obs - slack)). Slack 0 fails: seeds trained
+on identical data in identical order share some units, and slack 0 rejects far more than alpha
+of their pairs. The default for two trained models is :data:`TRAINED_SLACK`, fitted per cell of
+same-data families at several MLP widths and depths on half the seeds and judged on the other
+half (experiments/lineage_level.py, RESULTS.md): a level not rejected where measured, an
+assumption elsewhere. When either model is an initialisation the default slack is 0, where the
+test is valid.
 
-Cost: one forward pass per model (capturing the MLP pre-activations), 2L correlation matrices
-F x F and 2L assignments; no null forward pass. Non-gated MLPs (GPT-2-style presets) are refused:
-their single view gives nothing to agree with.
+Cost: one forward pass per model (capturing the MLP pre-activations), the layer screen and about
+2L correlation matrices F_A x F_B; no null forward pass. Non-gated MLPs (GPT-2-style presets) are
+refused: their single view gives nothing to agree with.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _pass_fn(cfg: ModelConfig, drop: int, t_views: int):
 def _standardise(z_RF: np.ndarray) -> np.ndarray:
     """Each column of ``z_RF`` (float32) centred and scaled to unit variance in place; a dead
     column (constant, or of a standard deviation below ``unit_matching.DEAD_RTOL`` of the
-    layer's median: a zero weight row's rounding noise) gives zeros, which
+    layer's 90th percentile: a zero weight row's rounding noise) gives zeros, which
     ``unit_matching.live`` reads as dead."""
     const = z_RF.max(0) == z_RF.min(0)
     z_RF -= z_RF.mean(0, dtype=np.float64).astype(np.float32)  # float64 sums: large means
@@ -114,7 +115,8 @@ def _standardise(z_RF: np.ndarray) -> np.ndarray:
         raise UserError(f"{int((~np.isfinite(sd)).sum())} MLP units have non-finite "
                         f"pre-activations (NaN or inf in the model's weights or activations): "
                         f"the matched test cannot compare them")
-    scale = np.median(sd[~const]) if (~const).any() else 0.0
+    # relative to the layer's 90th percentile: robust to a majority of dead units
+    scale = np.quantile(sd[~const], 0.9) if (~const).any() else 0.0
     z_RF /= np.where(const | (sd <= U.DEAD_RTOL * scale), np.inf, sd)
     return z_RF
 

@@ -11,7 +11,7 @@ Layers combine by Fisher's method (:func:`fisher_log_p`).
 Valid, not exact. p_l = P(K >= K_l) of a discrete K is super-uniform: P(p_l <= u) <= u, with
 equality only at the attainable values. Fisher's combination of super-uniform p-values is again
 super-uniform, so the test is valid (P(p <= alpha) <= alpha) but conservative: with L = 2 layers
-of F = 176 units its size at alpha = 0.01 is 0.0030 (:func:`size`, by enumeration), not 0.01,
+of F = 176 units, every unit paired (m = n), its size at alpha = 0.01 is 0.0030 (:func:`size`, by enumeration), not 0.01,
 because few layers leave few attainable p-values.
 
 A randomised tie-break makes it exact. With U ~ Uniform(0, 1) independent of K,

@@ -78,7 +78,8 @@ SCREEN_ROWS = 512  # rows of the views that the layer screen reads
 SCREEN_UNITS = 256  # BASE units per layer the screen reads (each against every SUSPECT unit)
 CANDIDATES = 2  # each layer's best partners by the screen that the gate view then decides between
 CLEAR = 0.5  # ... unless the runner-up's screen is below this share of the best's
-DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's median sd is dead
+MIN_ROWS = 32  # rows of MLP views below which correlations tie and the test is refused
+DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's 90th-percentile sd is dead
 
 
 # the null's law: fingerprint.rencontres (partial_log_pmf, partial_rencontres_log_sf)
@@ -89,7 +90,7 @@ _log_pmf = partial_log_pmf
 def live(z_RF: np.ndarray) -> np.ndarray:
     """The units whose standardised view is not constant: a column of zeros (a constant view,
     ``matched._standardise``), or one whose raw scale was below :data:`DEAD_RTOL` of its
-    layer's median, is dead. ``z_RF``: standardised views (R, F)."""
+    layer's 90th percentile, is dead. ``z_RF``: standardised views (R, F)."""
     return np.any(z_RF != 0, axis=0)
 
 
@@ -117,7 +118,11 @@ def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
     c = np.abs(np.asarray(za[:, ia], np.float32).T @ np.asarray(zb[:, ib], np.float32))
     best_b = c.argmax(1)  # for each live unit of A, its best of B
     best_a = c.argmax(0)  # for each live unit of B, its best of A
-    mutual = best_a[best_b] == np.arange(len(ia))
+    # a best that ties with another is decided by the units' labels, which a relabelling
+    # moves: such a unit takes no partner (exact ties need degenerate views, e.g. two rows)
+    unique_b = (c == c[np.arange(len(ia)), best_b][:, None]).sum(1) == 1
+    unique_a = (c == c[best_a, np.arange(len(ib))][None, :]).sum(0) == 1
+    mutual = (best_a[best_b] == np.arange(len(ia))) & unique_b & unique_a[best_b]
     m[ia[mutual]] = ib[best_b[mutual]]
     return m
 
@@ -208,8 +213,7 @@ def screen(views_a, views_b) -> np.ndarray:
             if block.shape[1] >= 2:
                 top = np.partition(block, -2, axis=1)[:, -2:]
                 S[i, j] = float((top[:, 1] - top[:, 0]).mean())
-            elif block.shape[1] == 1:
-                S[i, j] = float(block.mean())
+            # a one-unit layer has no runner-up: no margin, a score of 0
     return S
 
 
@@ -261,14 +265,17 @@ class LayerMatch:
 
     def suspect_rows(self) -> list[dict]:
         """The localised table, one row per SUSPECT (B) layer: its chosen BASE layer, the
-        screen's value (mean best |r|), K doubly matched units of its F_B, and its log10 p."""
+        screen's value (the mean margin), K doubly matched units of its F_B, and the pair's
+        log10 p (the larger of the two re-pairings')."""
         rows = []
         for l_b, l_a in enumerate(self.to_a):
             c = self.counts[(int(l_a), l_b)]
+            # the pair's p under the re-pairing of either model: valid whichever one is the
+            # initialisation (and, between trained models, at the slack's assumption)
+            lp = c.log_p(self.slack, "both")
             rows.append({"suspect_layer": l_b, "base_layer": int(l_a),
                          "screen": round(float(self.S[l_a, l_b]), 4), "K": c.K,
-                         "units": c.n_b, "dead": c.dead_b,
-                         "log10_p": float(self.log_p_b[l_b]) / math.log(10)})
+                         "units": c.n_b, "dead": c.dead_b, "log10_p": lp / math.log(10)})
         return rows
 
 
@@ -288,6 +295,10 @@ def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", scree
     if len(pre_b[0][0]) != R:
         raise UserError(f"MLP views of {R} and {len(pre_b[0][0])} rows: both models must read "
                         f"the same inputs")
+    if R < MIN_ROWS:
+        raise UserError(f"the matched test reads {R} rows of MLP views (sequences x positions "
+                        f"beyond the first 4), fewer than {MIN_ROWS}: on so few rows the "
+                        f"units' correlations tie; give more sequences or longer ones")
     for name, pre in (("BASE", pre_a), ("SUSPECT", pre_b)):
         if not any(live(z).any() for views in pre for z in views):
             raise UserError(f"every MLP unit of {name} is dead (its gate and up views are "

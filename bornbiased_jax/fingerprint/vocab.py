@@ -50,6 +50,8 @@ class Alignment:
     by: str
     base_only: int
     suspect_only: int
+    base_vocab: int = 0  # the models' vocabulary sizes (ids 0..V-1, named by a string or not)
+    suspect_vocab: int = 0
 
     @property
     def shared(self) -> int:
@@ -57,10 +59,14 @@ class Alignment:
 
     @property
     def identity(self) -> bool:
-        """Both read the same ids for every id of BASE's vocabulary: the inputs of a
-        comparison without alignment."""
-        return (self.base_only == 0 and np.array_equal(self.base_ids, self.suspect_ids)
-                and np.array_equal(self.base_ids, np.arange(len(self.base_ids))))
+        """Both read the same ids for every id of BASE's vocabulary (each id of BASE shared,
+        SUSPECT's vocabulary at least as large): the inputs of a comparison without alignment.
+        An id of BASE that no string names (a padded embedding) or that repeats a string is not
+        shared, so such a vocabulary is aligned."""
+        Va = self.base_vocab or len(self.base_ids)
+        return (self.shared == Va and Va <= (self.suspect_vocab or Va)
+                and np.array_equal(self.base_ids, np.arange(Va))
+                and np.array_equal(self.suspect_ids, self.base_ids))
 
     def key(self) -> tuple:
         return (self.by, self.base_ids.tobytes(), self.suspect_ids.tobytes())
@@ -119,16 +125,15 @@ def _tokenizer_json_strings(f: Path) -> list[str | None]:
         data = json.loads(Path(f).read_text())
     except (OSError, ValueError) as e:
         raise UserError(f"{f}: not a readable tokenizer.json ({e})") from None
-    vocab = dict(data.get("model", {}).get("vocab") or {})
-    if isinstance(data.get("model", {}).get("vocab"), list):  # Unigram: [[piece, score], ...]
-        vocab = {piece: i for i, (piece, _) in enumerate(data["model"]["vocab"])}
-    for t in data.get("added_tokens") or []:
-        vocab[t["content"]] = t["id"]
-    if not vocab:
+    raw = data.get("model", {}).get("vocab") or {}
+    pairs = (list(enumerate(piece for piece, _ in raw)) if isinstance(raw, list)  # Unigram
+             else [(i, s) for s, i in raw.items()])
+    pairs += [(t["id"], t["content"]) for t in data.get("added_tokens") or []]
+    if not pairs:
         raise UserError(f"{f}: the tokenizer names no token")
-    out: list[str | None] = [None] * (max(vocab.values()) + 1)
-    for s, i in vocab.items():
-        if out[i] is None:  # the first string of an id wins
+    out: list[str | None] = [None] * (max(i for i, _ in pairs) + 1)
+    for i, s in pairs:
+        if out[i] is None:  # an id's first string (the model vocabulary's) wins
             out[i] = s
     return out
 
@@ -158,7 +163,7 @@ def align_strings(sa, sb, Va: int, Vb: int, suspect: str = "SUSPECT") -> Alignme
     if sa is None or sb is None:
         n = min(Va, Vb)
         ids = np.arange(n)
-        return Alignment(ids, ids, "ids", Va - n, Vb - n)
+        return Alignment(ids, ids, "ids", Va - n, Vb - n, Va, Vb)
     ia, ib = _index(sa), _index(sb)
     pairs = sorted((i, ib[s]) for s, i in ia.items() if s in ib)
     n_a, n_b = len(ia), len(ib)
@@ -172,7 +177,7 @@ def align_strings(sa, sb, Va: int, Vb: int, suspect: str = "SUSPECT") -> Alignme
                         f"text to both models")
     a = np.array([p[0] for p in pairs], np.int64)
     b = np.array([p[1] for p in pairs], np.int64)
-    return Alignment(a, b, "strings", n_a - len(pairs), n_b - len(pairs))
+    return Alignment(a, b, "strings", n_a - len(pairs), n_b - len(pairs), Va, Vb)
 
 
 def aligned_tokens(alignment: Alignment, idx_NT: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

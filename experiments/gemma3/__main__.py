@@ -18,6 +18,7 @@ import argparse
 import time
 from pathlib import Path
 
+from bornbiased_jax.defaults import MATCHED_STATISTIC
 from bornbiased_jax import files
 from bornbiased_jax.errors import UserError
 from experiments import render
@@ -74,7 +75,8 @@ def main(argv=None) -> None:
                 manifest = measure.build_suspects(args.model)
                 _save(args.records, "gemma3_lineage",
                       {"model": info, "suspects": manifest,
-                       "tests": measure.lineage(args.model)}, t0)
+                       "tests": measure.lineage(args.model),
+                       "matched_statistic": MATCHED_STATISTIC}, t0)
     text = render.write(args.results, args.records)
     print(render.sections(text).get("gemma3", ""))
 

@@ -28,6 +28,8 @@ Rules (each stated in its row):
 
 from __future__ import annotations
 
+from experiments.artifacts import earlier_matched
+
 import math
 
 import numpy as np
@@ -36,6 +38,7 @@ from bornbiased_jax.stats import seed_mean, t_quantile
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED,
                                      UNDERPOWERED, Claim, table)
 from experiments.initialisation.claims import figure2_claim
+from experiments.real_model import claims as real_model_claims
 from experiments.real_model.claims import (ALPHA, SIGNIFICANT_RATE, Z95, _found, _ranges,
                                            _test_runs, _tested)
 
@@ -209,8 +212,10 @@ def lineage_claims(rec: dict) -> list[Claim]:
         renamed_found, renamed = _found(pairs, RENAMED, test), _tested(pairs, RENAMED, test)
         if not honest:
             continue
-        verdict = (REPRODUCED if len(found) == len(honest) and not flagged
-                   else DIFFERS if not found else PARTLY)
+        # the same rule as SmolLM2's rows: the negatives' number and kind must bound the level
+        neg = [{"name": n, "kind": "init", "trained_steps": 0, "same_data": False}
+               for n in unrelated]
+        verdict, why = real_model_claims.lineage_verdict(len(found), len(honest), neg, flagged)
         rows.append(Claim(
             f"Table 6's question on Gemma 3: its descendants found, fresh initialisations not, "
             f"by the {test} test [{MODEL}]", "every descendant found (Table 6)",
@@ -219,9 +224,11 @@ def lineage_claims(rec: dict) -> list[Claim]:
                if len(found) < len(honest) else "")
             + f"; fresh initialisations called related {len(flagged)} of {len(unrelated)}"
             + f"; renamed copies found {len(renamed_found)} of {len(renamed)}", verdict,
-            f"rule: all honest edits ({', '.join(HONEST)}) found and no fresh initialisation "
-            f"flagged at alpha {ALPHA}; n = {run['settings']['n']}, T = "
-            f"{run['settings']['seq_len']}, {run['settings']['input']} inputs"))
+            f"{why}; honest edits: {', '.join(HONEST)}; alpha {ALPHA}; n = "
+            f"{run['settings']['n']}, T = {run['settings']['seq_len']}, "
+            f"{run['settings']['input']} inputs"
+            + (f"; {earlier_matched(r)}" if earlier_matched(r) and test != "permutation"
+               else "")))
     refused = {n: s for n, s in r.get("suspects", {}).items() if "refused" in s}
     if refused:
         rows.append(Claim(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from bornbiased_jax.defaults import MATCHED_STATISTIC
 from experiments._common import parse, user_errors_exit, write
 from experiments.lineage import seed_family
 from experiments.lineage_bench import measure as M
@@ -53,7 +54,8 @@ def main(argv=None) -> None:
             rec = shapes.measure(s["bases"], args.work / "shapes", args.runs_dir)
             summary = shapes.summarise(rec)
         write(args, "lineage_bench_shapes", {"bases": s["bases"]},
-              {"summary": summary, "pairs": rec["pairs"]}, shapes_claims.markdown(summary),
+              {"summary": summary, "pairs": rec["pairs"], "matched_statistic": MATCHED_STATISTIC},
+              shapes_claims.markdown(summary),
               shapes_claims.figure(summary), t0)
         return
     with user_errors_exit(NAME):
@@ -63,7 +65,7 @@ def main(argv=None) -> None:
         F, H, bank, rare = M.features(s, models, tok, args.work)
         rows = M.pairs(s, models, F, H, bank, rare)
         summary = metrics.summarise(rows)
-        records = {"summary": summary, "pairs": rows}
+        records = {"summary": summary, "pairs": rows, "matched_statistic": MATCHED_STATISTIC}
     write(args, NAME, s, records, claims.markdown(summary), claims.roc_figure(rows), t0)
 
 

@@ -23,6 +23,8 @@ Intrinsic baseline is degenerate on bases of two blocks (:func:`intrinsic_degene
 
 from __future__ import annotations
 
+from experiments.artifacts import earlier_matched
+
 from bornbiased_jax import plots
 from bornbiased_jax.verdicts import BEYOND, Claim
 from experiments.lineage_bench import metrics as MT
@@ -96,7 +98,11 @@ def intrinsic_degenerate(pairs: list[dict] | None) -> str | None:
             f"{spread(True)}; negatives {spread(False)})")
 
 
-def claims(summary: dict, pairs: list[dict] | None = None) -> list[Claim]:
+MATCHED_COLUMNS = ("matched", "matched_eps0", "matched_init", "any_pair")
+
+
+def claims(summary: dict, pairs: list[dict] | None = None, statistic_note: str = ""
+           ) -> list[Claim]:
     """The rows of every test by the two rules (module docstring); ``pairs`` (the record's
     pair rows), when given, let the Intrinsic row say whether it is degenerate
     (:func:`intrinsic_degenerate`)."""
@@ -125,6 +131,8 @@ def claims(summary: dict, pairs: list[dict] | None = None) -> list[Claim]:
                 "; misses positives of: " + ", ".join(missed))
         if t in notes:
             why += "; " + notes[t]
+        if statistic_note and t in MATCHED_COLUMNS:
+            why += "; " + statistic_note
         out.append(Claim(f"Lineage benchmark: {LABELS.get(t, t)}", "-", ours, BEYOND, why,
                          "beyond the paper"))
     why = ("tests that hold their level and find every weight-lineage edit"
@@ -193,7 +201,8 @@ def section(record: dict, command: str, run_line: str) -> str:
              f"models): SeedPrints reports AUC 0.9966 and FPR 0.0069 on LeaFBench.", "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     lines += ["| " + " | ".join(c.cells()) + " |"
-              for c in claims(record["records"]["summary"], record["records"].get("pairs"))]
+              for c in claims(record["records"]["summary"], record["records"].get("pairs"),
+                              earlier_matched(record["records"]))]
     lines += ["", markdown(record["records"]["summary"]).rstrip("\n")]
     return "\n".join(lines)
 

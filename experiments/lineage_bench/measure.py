@@ -12,7 +12,7 @@ Positives: a base with its own suspects; negatives: a base with every other base
     p-value is exact (the question a model's owner asks: does the suspect descend from my
     initialisation?);
   * the matched test (trained base) at the slack ``bornbiased fingerprint`` uses for two
-    trained models (``matched.default_eps``; at eps = 0 too, kept as 'matched_eps0'), and
+    trained models (``matched.default_slack``; at slack 0 too, kept as 'matched_eps0'), and
     'any_pair', the verdict ``bornbiased fingerprint`` gives when BASE's initialisation is
     unknown (two HF folders or GGUF files): the permutation and matched tests each at
     alpha / 2;
@@ -170,11 +170,11 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
                  @ prepared[key].spearman.astype(np.float32)) / n)
             row["aligned_init"], _, row["aligned_init_z"] = C.exchangeable_p(s_init, nulls[key])
             matched = M.matched_test(pre[("base", b, "")], pre[key],
-                                     eps=M.default_eps(None, one_is_init=False))
+                                     slack=M.default_slack(None, one_is_init=False))
             row["matched"], row["matched_K"] = matched.p, matched.details["K_per_layer"]
             row["matched_eps0"] = M.matched_test(pre[("base", b, "")], pre[key]).p
             row["any_pair"] = any_pair_p(row["permutation"], row["matched"])[0]
-            row["matched_init"] = M.matched_test(pre[init], pre[key]).p
+            row["matched_init"] = M.matched_test(pre[init], pre[key], init="base").p
             for name, res in (("pcs", BL.pcs(base.params, m.params)),
                               ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),
                               ("reef", BL.reef(H[("base", b, "")], H[key])),

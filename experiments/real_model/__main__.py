@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import files
+from bornbiased_jax.defaults import MATCHED_STATISTIC
 from bornbiased_jax.errors import UserError
 from experiments import render
 from experiments._common import user_errors_exit
@@ -81,7 +82,8 @@ def main(argv=None) -> None:
                 manifest = measure.build_suspects(args.model)
                 _save(args.records, "smollm2_lineage",
                       {"model": info, "suspects": manifest, "negatives": measure.negatives(),
-                       "tests": measure.lineage(args.model)}, t0)
+                       "tests": measure.lineage(args.model),
+                       "matched_statistic": MATCHED_STATISTIC}, t0)
     text = render.write(args.results, args.records)
     print(render.sections(text).get("real_model", ""))
 

@@ -30,6 +30,8 @@ Rules (each stated in its row):
 
 from __future__ import annotations
 
+from experiments.artifacts import earlier_matched
+
 import re
 
 from bornbiased_jax.stats import clopper_pearson
@@ -43,6 +45,9 @@ SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
 Z95 = 1.959964
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
+# shape-changed copies (fingerprint.derivatives.SHAPES): MLP width, depth, vocabulary
+SHAPED = ("prune-width-25", "pad-rotated", "layer-shift-rotated", "depth-upscale", "drop-layer",
+          "insert-identity", "vocab-extend", "vocab-permute")
 UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")  # the first record's
 # The false-positive rate the negatives must be able to exclude: the paper's released code
 # calls 0.32-0.36 of unrelated same-data trained pairs related at alpha = 0.01 (RESULTS.md, the
@@ -56,6 +61,7 @@ TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 
               "paper": "paper (Algorithm 1, Gaussian inputs)",
               "official": "official (the authors' released code)"}
 ORDER = ("any_pair", "permutation", "matched", "paper", "official")
+MATCHED_TESTS = ("any_pair", "matched", "matched_init")  # the tests the matched statistic decides
 MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
 
 
@@ -257,17 +263,45 @@ def lineage_claims(rec: dict) -> list[Claim]:
                if len(found) < len(honest) else "")
             + f"; unrelated called related {len(flagged)} of {len(unrelated)}"
             + f"; renamed or rotated copies found {len(renamed_found)} of {len(renamed)}"
-            + (f" ({', '.join(renamed_found)})" if renamed_found else ""),
+            + (f" ({', '.join(renamed_found)})" if renamed_found else "")
+            + (f"; shape-changed copies found {len(_found(pairs, SHAPED, test))} of "
+               f"{len(_tested(pairs, SHAPED, test))}" if _tested(pairs, SHAPED, test) else ""),
             verdict,
             f"{level}; rule: all honest edits ({', '.join(HONEST)}) found, no negative "
             f"flagged at alpha {ALPHA}, and trained negatives, one on the descendants' data, "
             f"enough to bound the false-positive rate below {FPR_BOUND:g}; renamed/rotated "
-            f"copies are beyond the paper; n = {run['settings']['n']}, "
+            f"and shape-changed copies are beyond the paper; n = {run['settings']['n']}, "
             f"T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU "
             f"(the whole command over its {len(pairs)} pairs, loading included; the tests' "
-            f"commands run in one call of the study share the CPU)"))
+            f"commands run in one call of the study share the CPU)"
+            + (f"; {earlier_matched(r)}" if earlier_matched(r) and test in MATCHED_TESTS
+               else "")))
+    rows += localised_claims(r)
     return rows
+
+
+def localised_claims(r: dict) -> list[Claim]:
+    """Where the matched test says each shape-changed copy descends from: its SUSPECT layers
+    attributed to a BASE layer (own p <= alpha / L), and the share of its copied layers
+    attributed to their origin (a measurement: the derivative states the origins)."""
+    run = next((run for t, run in _test_runs(r) if t == "matched"), None)
+    if run is None:
+        return []
+    shaped = [p for p in run["pairs"] if p["suspect"] in SHAPED and "localised" in p]
+    if not shaped:
+        return []
+    per_pair = run["wall_seconds"] / max(1, len(run["pairs"]))
+    return [Claim(
+        f"Where SmolLM2's shape-changed copies descend from (the matched test's localised "
+        f"table) [{MODEL}]", "- (beyond the paper)",
+        "; ".join(f"{p['suspect']}: {p['attributed_layers']} of {p['layers']} layers "
+                  f"attributed, copied layers at their origin {p['localised']:.0%}"
+                  for p in shaped),
+        MEASURED, f"a layer is attributed when its own p is at most alpha / L; the origins "
+                  f"are the derivatives' own (fingerprint.derivatives.SHAPES); "
+                  f"{per_pair:.0f} s a pair at the command's defaults (n = "
+                  f"{run['settings']['n']}, T = {run['settings']['seq_len']})")]
 
 
 def pairs_table(rec: dict) -> str:
@@ -282,7 +316,7 @@ def pairs_table(rec: dict) -> str:
              "|---|---|" + "---:|" * len(tests)]
     for n in names:
         kind = ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
-                else "unrelated" if n in negs else "?")
+                else "shape-changed" if n in SHAPED else "unrelated" if n in negs else "?")
         cells = []
         for t, run in runs:
             p = next((x for x in run["pairs"] if x["suspect"] == n), None)

@@ -12,11 +12,13 @@ permutation leg compares residual coordinates, the same width.
 
     python -m experiments.real_model --steps cousins   # train (or resume) them
 
-Seed K is the model source ``runs/smollm2/cousins#K``.
+Seed K is the model source ``runs/smollm2/cousins#K`` (K = 0-3), ``runs/smollm2/cousins-b#K``
+(4-7) or ``runs/smollm2/cousins-c#K`` (8-11): three programs of the same settings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
@@ -25,13 +27,19 @@ from bornbiased_jax.training import loop as train
 from bornbiased_jax.training.config import TrainConfig, train_command
 
 FOLDER = Path("runs/smollm2/cousins")
+# More cousins, each program of four seeds (eight 135M-wide states do not fit 24 GB at once):
+# the same settings, other seeds, so that the real model's trained negatives can bound the
+# false-positive rate (eleven trained negatives, none flagged, bound it below 0.3;
+# experiments/real_model/claims.py)
+MORE_FOLDERS = (Path("runs/smollm2/cousins-b"), Path("runs/smollm2/cousins-c"))
 TOKENIZER = Path("runs/smollm2/tokenizer.json")
-CORPUS = [VIM_DOCS]
+CORPUS = [VIM_DOCS]  # a glob: expanded when read (corpus())
 RUN = TrainConfig(
     preset="smollm2-135m", model_set=("n_layers=4",), seeds=(0, 1, 2, 3), seq_len=64,
     batch_size=16, steps=300, warmup=30, lr=1e-3, min_lr=1e-4, weight_decay=0.1,
     corpus_max_mb=8.0, data_seed=0, save_every=50, keep_last=1, eval_every=100,
     eval_batches=4, log_every=10)
+MORE = (dataclasses.replace(RUN, seeds=(4, 5, 6, 7)), dataclasses.replace(RUN, seeds=(8, 9, 10, 11)))
 
 
 def tokenizer(model: Path, path: Path = TOKENIZER) -> Path:
@@ -45,25 +53,53 @@ def tokenizer(model: Path, path: Path = TOKENIZER) -> Path:
 
 
 def command(model: Path, folder: Path = FOLDER) -> str:
-    return shlex.join(["bornbiased", *train_command(RUN, CORPUS, folder), "--tokenizer",
+    return shlex.join(["bornbiased", *train_command(RUN, corpus(), folder), "--tokenizer",
                        str(tokenizer(model)), "--no-progress"])
 
 
-def ensure(model: Path, folder: Path = FOLDER, progress: bool = True) -> Path:
-    """Train the cousins (resuming from the latest checkpoint); finished ones are kept."""
-    return train.ensure(RUN, CORPUS, folder, tokenizer_path=tokenizer(model), progress=progress,
-                        what="the SmolLM2 cousins", remedy="use another folder")
+def corpus() -> list[str]:
+    """:data:`CORPUS` with its glob expanded (Vim's help folder of the installed version)."""
+    import glob
+
+    from bornbiased_jax.errors import UserError
+
+    found = sorted(p for g in CORPUS for p in glob.glob(g))
+    if not found:
+        raise UserError(f"the cousins' text is not on this machine: {CORPUS} matches nothing "
+                        f"(Debian's vim-runtime installs it)")
+    return found
 
 
-def sources(folder: Path = FOLDER) -> list[str]:
-    return [f"{folder}#{k}" for k in RUN.seeds]
+def programs() -> list[tuple]:
+    """(run config, folder) of every cousins' program."""
+    return [(RUN, FOLDER), *zip(MORE, MORE_FOLDERS)]
+
+
+def ensure(model: Path, progress: bool = True) -> list[Path]:
+    """Train the cousins, every program (resuming from the latest checkpoint); finished ones
+    are kept."""
+    return [train.ensure(tc, corpus, f, tokenizer_path=tokenizer(model), progress=progress,
+                         what="the SmolLM2 cousins", remedy="use another folder")
+            for tc, f in programs()]
+
+
+def trained() -> list[tuple]:
+    """(run config, folder) of each cousins' program that is trained to its last step."""
+    from bornbiased_jax.training import run_folder
+
+    return [(tc, f) for tc, f in programs()
+            if run_folder.is_run(f) and run_folder.finished(f, tc)]
+
+
+def sources() -> list[str]:
+    return [f"{f}#{k}" for tc, f in trained() for k in tc.seeds]
 
 
 def negatives() -> list[dict]:
-    """The cousins as the lineage record's negatives list keeps them."""
-    return [{"name": f"cousins#{k}", "kind": "trained", "trained_steps": RUN.steps,
+    """The trained cousins as the lineage record's negatives list keeps them."""
+    return [{"name": f"{f.name}#{k}", "kind": "trained", "trained_steps": tc.steps,
              "same_data": True,
              "what": f"a 4-layer cousin of the base (its widths, heads and tokenizer), seed {k}, "
-                     f"trained from scratch {RUN.steps} steps of {RUN.batch_size} x "
-                     f"{RUN.seq_len} tokens on Vim's help (the fine-tunes' text)"}
-            for k in RUN.seeds]
+                     f"trained from scratch {tc.steps} steps of {tc.batch_size} x "
+                     f"{tc.seq_len} tokens on Vim's help (the fine-tunes' text)"}
+            for tc, f in trained() for k in tc.seeds]

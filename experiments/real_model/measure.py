@@ -74,26 +74,22 @@ SCRATCH = {"scratch": f"a fresh init of the base's shape (HF's default init, see
                       f"lineage"}
 
 
-def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS) -> list[dict]:
+def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS,
+              with_cousins: bool | None = None) -> list[dict]:
     """The lineage step's unrelated models as the record keeps them (``claims.negatives``
     reads them): each {"name", "kind", "trained_steps", "same_data", "what"}; ``unrelated``
     presets are untrained initialisations, :data:`SCRATCH` is trained from a fresh init on the
-    fine-tunes' text. A negative added here (and to the fingerprint command's suspects) is
-    weighed by the verdict rule from this list."""
+    fine-tunes' text, and the cousins (:mod:`.cousins`; by default those that are
+    trained; ``with_cousins`` False: none) are trained from scratch on it too. A negative added here (and to the fingerprint
+    command's suspects) is weighed by the verdict rule from this list."""
     out = [{"name": spec, "kind": "init", "trained_steps": 0, "same_data": False,
             "what": "a fresh initialisation of the base's shape (HF's default init)"}
            for spec in unrelated]
     out += [{"name": name, "kind": "trained", "trained_steps": FULL_STEPS, "same_data": True,
              "what": what} for name, what in SCRATCH.items()]
-    if cousins_trained():
+    if with_cousins is not False:
         out += cousins.negatives()
     return out
-
-
-def cousins_trained(folder: Path = cousins.FOLDER) -> bool:
-    from bornbiased_jax.training import run_folder
-
-    return run_folder.is_run(folder) and run_folder.finished(folder, cousins.RUN)
 
 
 def sha256(path: Path) -> str:
@@ -255,7 +251,7 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
         folder = out / f"fingerprint-{test}"
         commands[test] = (folder, [
             "fingerprint", str(model), str(suspects), *unrelated,
-            *(cousins.sources() if cousins_trained() else []), "--test", test,
+            *cousins.sources(), "--test", test,
             *[a for k, v in FINGERPRINT.items() for a in (f"--{k.replace('_', '-')}", str(v))],
             "--no-progress", "--out", str(folder)])
     todo = {t: c for t, c in commands.items() if not (c[0] / "summary.json").is_file()}
@@ -271,5 +267,32 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
             "settings": s["settings"],
             "pairs": [{"suspect": Path(r["spec"]).name if not r["spec"].startswith("preset:")
                        else r["spec"], "p": r["p"], "related": r["related"],
-                       "verdict_test": r["verdict_test"]} for r in s["suspects"]]}
+                       "verdict_test": r["verdict_test"],
+                       **localised(model, folder / r["folder"], Path(r["spec"]).name)}
+                      for r in s["suspects"]]}
     return by_test
+
+
+def localised(model: Path, pair_folder: Path, name: str) -> dict:
+    """Where the matched test says a suspect descends from (its pair's fingerprint.json):
+    the SUSPECT layers attributed to a BASE layer and, for a shape-changed derivative whose
+    layers' origins are known (``derivatives.SHAPES``), the share of its copied layers
+    attributed to their origin; {} where the matched test did not run."""
+    from bornbiased_jax.fingerprint.derivatives import SHAPES
+    from bornbiased_jax.hf.gguf import check_gguf
+
+    f = pair_folder / "fingerprint.json"
+    if not f.is_file():
+        return {}
+    res = json.loads(f.read_text())["results"]
+    m = res.get("matched") or res.get("matched_init")
+    if m is None:
+        return {}
+    d = m["details"]
+    out = {"attributed_layers": d["attributed_layers"], "layers": len(d["K_per_layer"]),
+           "attributed_units": d["attributed_units"]}
+    if name in SHAPES:
+        origin = SHAPES[name].layer_origin(check_gguf(model))
+        copied = [(l, o) for l, o in enumerate(origin) if o is not None]
+        out["localised"] = sum(d["base_layer_of"][l] == o for l, o in copied) / len(copied)
+    return out

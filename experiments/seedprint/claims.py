@@ -4,6 +4,8 @@ seedprint_power.py. Each function takes one experiment's saved JSON."""
 
 from __future__ import annotations
 
+from experiments.artifacts import earlier_matched
+
 import math
 
 from bornbiased_jax.stats import fmt_p
@@ -467,6 +469,10 @@ def matched_claims(d: dict) -> list[Claim]:
                   for n, p in pw.items()), BEYOND,
         "every lineage found" if not missed else "missed some of: " + ", ".join(missed),
         "beyond the paper"))
+    note = earlier_matched(r)
+    if note:
+        for c in claims:
+            c.why = f"{c.why}; {note}" if c.why else note
     return claims
 
 
