@@ -24,8 +24,10 @@ while ``bornbiased fingerprint`` makes every parameter seed-dependent (as ``born
 does) unless given ``--shared-embedding``: a lineage test between seeds that share their
 embeddings would test the blocks alone.
 
-``load_source`` returns a :class:`LoadedModel`; ``sweep.run_probe`` runs a probe on its
-parameters.
+A command parses each spec once at its edge (:func:`parse_source`, a :class:`Source`: kind,
+path, seed, step, what is known of its initialisation) and hands that value on; every function
+here takes a Source or a spec string. ``load_source`` returns a :class:`LoadedModel`;
+``sweep.run_probe`` runs a probe on its parameters.
 """
 
 from __future__ import annotations
@@ -79,41 +81,58 @@ class LoadedModel:
             self.kind == "preset" or (self.step == 0 and not self.continued))
 
 
-def load_source(spec: str, *, shared_embedding: bool = True, dtype=jnp.float32) -> LoadedModel:
-    """The model named by ``spec`` (see the module docstring); UserError if it cannot load.
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A model source spec parsed once (:func:`parse_source`), before any weights are read.
 
-    Args:
-      shared_embedding: for presets, ``cfg.shared_embedding`` (embeddings from a fixed key shared
-        by every seed, as in App. B.2) or every parameter seed-dependent. Run folders and HF
-        models keep their own configuration.
+    spec: the spec as given (stripped). kind: 'preset', 'run', 'hf' or 'gguf'. path: the run
+    or HF folder or the GGUF file (None for a preset). preset: a preset's name. seed: a
+    preset's seed, or a run's '#SEED' selector (None: the run's only seed). step: a run's
+    '@STEP' (None: its latest checkpoint). origin: for a run continued from another model
+    (``train --init-from``), that model's spec as run.json records it.
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise UserError(f"empty model source; {SPEC_HELP}")
-    spec = spec.strip()
-    if spec.startswith("preset:"):
-        return _load_preset(spec, shared_embedding, dtype)
-    path, seed, step = split_run_spec(spec)
-    if _is_gguf_spec(spec, path, seed, step):
-        return _load_gguf(path, dtype)
-    if run_folder.is_run(path):
-        return _load_run(path, step, seed, dtype)
-    if seed is not None and path.is_dir():
-        raise UserError(f"{str(path)!r} is not a bornbiased train run folder (no run.json), so "
-                        f"it has no seeds to select; drop '#{seed}'")
-    if (path / "config.json").is_file():
-        if step is not None:
-            raise UserError(f"{str(path)!r} is a Hugging Face model folder, which has no "
-                            f"training steps; drop '@{step}'")
-        return _load_hf(path, dtype)
-    if path.is_dir():
-        raise UserError(f"{str(path)!r} holds neither run.json (a bornbiased train run) nor "
-                        f"config.json (a Hugging Face model); {SPEC_HELP}")
-    raise UserError(f"unknown model source {spec!r}: no such folder; {SPEC_HELP}")
+
+    spec: str
+    kind: str
+    path: Path | None = None
+    preset: str | None = None
+    seed: int | None = None
+    step: int | None = None
+    origin: str | None = None
+
+    def initialisation(self, _seen: tuple[str, ...] = ()) -> str | None:
+        """The model source of this model's initialisation, where it is known: a preset is its
+        own; a training run's is its step 0 ('PATH#SEED@0' for one seed of a many-seed run),
+        or for a run continued from another model that model's initialisation; an HF folder's
+        or a GGUF file's is not known (None), nor a run continued from one. A continued run
+        whose source is not found from here (run.json keeps the path as it was given to
+        ``train``) is a UserError saying so, never a silent fallback."""
+        if self.kind == "preset":
+            return self.spec
+        if self.kind != "run":
+            return None
+        if self.origin is None:
+            sel = f"#{self.seed}" if self.seed is not None else ""
+            return f"{self.path}{sel}@0"
+        source = self.origin
+        if source in _seen or len(_seen) > 64:
+            raise UserError(f"run {str(self.path)!r} records a cycle of continued runs "
+                            f"({' -> '.join((*_seen, source))}); its run.json is damaged")
+        if not source.startswith("preset:") and not split_run_spec(source)[0].exists():
+            raise UserError(f"run {str(self.path)!r} was continued from {source!r}, which is "
+                            f"not found from {str(Path.cwd())!r} (run.json keeps the path given "
+                            f"to 'train --init-from'); run from where it resolves, or restore "
+                            f"that model")
+        return parse_source(source).initialisation((*_seen, source))
 
 
-def source_config(spec: str) -> ModelConfig:
-    """The config of the model ``spec`` names, without building or reading its weights (for
-    planning memory before a load); the same errors as :func:`load_source` for bad specs."""
+def parse_source(spec: str | Source) -> Source:
+    """``spec`` (see the module docstring) as a :class:`Source`: what it names, read from the
+    spec and the file system (a run's run.json, a folder's config.json, a file's first
+    bytes), no weights; a UserError for a spec that names no model. A Source is returned as
+    it is."""
+    if isinstance(spec, Source):
+        return spec
     if not isinstance(spec, str) or not spec.strip():
         raise UserError(f"empty model source; {SPEC_HELP}")
     spec = spec.strip()
@@ -122,53 +141,79 @@ def source_config(spec: str) -> ModelConfig:
         if not m:
             raise UserError(f"cannot read {spec!r}: write 'preset:NAME@SEED', e.g. "
                             f"'preset:llama2-tiny@42'")
-        return get_preset(m.group(1))
+        name, seed_text = m.groups()
+        get_preset(name)  # a UserError listing the presets
+        if not re.fullmatch(r"-?\d+", seed_text):
+            raise UserError(f"bad seed {seed_text!r} in {spec!r}: a seed is an integer in "
+                            f"{SEED_RANGE}")
+        if not 0 <= int(seed_text) < SEED_LIMIT:
+            raise UserError(f"seed {int(seed_text)} in {spec!r} is outside {SEED_RANGE}")
+        return Source(spec, "preset", preset=name, seed=int(seed_text))
     path, seed, step = split_run_spec(spec)
-    if _is_gguf_spec(spec, path, seed, step):
+    if _is_gguf_spec(path, seed, step):
+        return Source(spec, "gguf", path)
+    if run_folder.is_run(path):
+        origin = run_folder.read_run_info(path).get("init_from")
+        return Source(spec, "run", path, seed=seed, step=step,
+                      origin=None if origin is None else origin["spec"].strip())
+    if seed is not None and path.is_dir():
+        raise UserError(f"{str(path)!r} is not a bornbiased train run folder (no run.json), so "
+                        f"it has no seeds to select; drop '#{seed}'")
+    if (path / "config.json").is_file():
+        if step is not None:
+            raise UserError(f"{str(path)!r} is a Hugging Face model folder, which has no "
+                            f"training steps; drop '@{step}'")
+        return Source(spec, "hf", path)
+    if path.is_dir():
+        raise UserError(f"{str(path)!r} holds neither run.json (a bornbiased train run) nor "
+                        f"config.json (a Hugging Face model); {SPEC_HELP}")
+    raise UserError(f"unknown model source {spec!r}: no such folder; {SPEC_HELP}")
+
+
+def load_source(spec: str | Source, *, shared_embedding: bool = True,
+                dtype=jnp.float32) -> LoadedModel:
+    """The model named by ``spec`` (a spec string, see the module docstring, or a parsed
+    :class:`Source`); UserError if it cannot load.
+
+    Args:
+      shared_embedding: for presets, ``cfg.shared_embedding`` (embeddings from a fixed key shared
+        by every seed, as in App. B.2) or every parameter seed-dependent. Run folders and HF
+        models keep their own configuration.
+    """
+    src = parse_source(spec)
+    if src.kind == "preset":
+        cfg = dataclasses.replace(get_preset(src.preset), shared_embedding=bool(shared_embedding))
+        return LoadedModel(cfg, init_params(cfg, src.seed, dtype), f"{src.preset}@{src.seed}",
+                           "preset", src.seed, None)
+    if src.kind == "gguf":
+        return _load_gguf(src.path, dtype)
+    if src.kind == "run":
+        return _load_run(src, dtype)
+    return _load_hf(src.path, dtype)
+
+
+def source_config(spec: str | Source) -> ModelConfig:
+    """The config of the model ``spec`` names, without building or reading its weights (for
+    planning memory before a load); the errors of :func:`parse_source` for bad specs."""
+    src = parse_source(spec)
+    if src.kind == "preset":
+        return get_preset(src.preset)
+    if src.kind == "gguf":
         from bornbiased_jax.hf.gguf import check_gguf
 
-        return check_gguf(path)
-    if run_folder.is_run(path):
-        return run_folder.run_config(path)[0]
-    if (path / "config.json").is_file():
-        from bornbiased_jax.hf.configs import config_from_hf
+        return check_gguf(src.path)
+    if src.kind == "run":
+        return run_folder.run_config(src.path)[0]
+    from bornbiased_jax.hf.configs import config_from_hf
 
-        return config_from_hf(path, name=path.name)
-    return load_source(spec).cfg  # every other case: load_source's own error
+    return config_from_hf(src.path, name=src.path.name)
 
 
-def source_location(spec: str) -> tuple[str, Path | None]:
+def source_location(spec: str | Source) -> tuple[str, Path | None]:
     """(kind, path) of the model ``spec`` names without reading it: 'preset' (no path), 'gguf'
-    (the file), 'run' (the run folder) or 'hf' (the folder); the errors of
-    :func:`source_config` for a bad spec."""
-    spec = spec.strip()
-    if spec.startswith("preset:"):
-        return "preset", None
-    path, seed, step = split_run_spec(spec)
-    if _is_gguf_spec(spec, path, seed, step):
-        return "gguf", path
-    if run_folder.is_run(path):
-        return "run", path
-    source_config(spec)  # its error for anything else
-    return "hf", path
-
-
-def _load_preset(spec: str, shared_embedding: bool, dtype) -> LoadedModel:
-    m = re.fullmatch(r"preset:([^@\s]+)@([^@\s]+)", spec)
-    if not m:
-        raise UserError(f"cannot read {spec!r}: write 'preset:NAME@SEED', e.g. "
-                        f"'preset:llama2-tiny@42'")
-    name, seed_text = m.groups()
-    cfg = get_preset(name)  # a UserError listing the presets
-    try:
-        seed = int(seed_text)
-    except ValueError:
-        raise UserError(f"bad seed {seed_text!r} in {spec!r}: a seed is an integer in "
-                        f"{SEED_RANGE}") from None
-    if not 0 <= seed < SEED_LIMIT:
-        raise UserError(f"seed {seed} in {spec!r} is outside {SEED_RANGE}")
-    cfg = dataclasses.replace(cfg, shared_embedding=bool(shared_embedding))
-    return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@{seed}", "preset", seed, None)
+    (the file), 'run' (the run folder) or 'hf' (the folder)."""
+    src = parse_source(spec)
+    return src.kind, src.path
 
 
 def init_params(cfg: ModelConfig, seed: int, dtype=jnp.float32) -> dict:
@@ -199,62 +244,29 @@ def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
     return Path(path), int(sel), step
 
 
-def initialisation_spec(spec: str, _seen: tuple[str, ...] = ()) -> str | None:
-    """The model source of ``spec``'s initialisation, where it is known: a preset is its own;
-    a training run's is its step 0 ('PATH#SEED@0' for one seed of a many-seed run), or for a
-    run continued from another model (``train --init-from``) that model's initialisation; an
-    HF folder's is not known (None), nor a run continued from one. A continued run whose
-    source is not found from here (run.json keeps the path as it was given to ``train``) is a
-    UserError saying so, never a silent fallback."""
-    spec = spec.strip()
-    if spec.startswith("preset:"):
-        return spec
-    path, seed, _ = split_run_spec(spec)
-    if not run_folder.is_run(path):
-        return None
-    origin = run_folder.read_run_info(path).get("init_from")
-    if origin is None:
-        return f"{path}#{seed}@0" if seed is not None else f"{path}@0"
-    source = origin["spec"].strip()
-    if source in _seen or len(_seen) > 64:
-        raise UserError(f"run {str(path)!r} records a cycle of continued runs "
-                        f"({' -> '.join((*_seen, source))}); its run.json is damaged")
-    source_path = Path(split_run_spec(source)[0]) if not source.startswith("preset:") else None
-    if source_path is not None and not source_path.exists():
-        raise UserError(f"run {str(path)!r} was continued from {source!r}, which is not found "
-                        f"from {str(Path.cwd())!r} (run.json keeps the path given to 'train "
-                        f"--init-from'); run from where it resolves, or restore that model")
-    return initialisation_spec(source, (*_seen, source))
+def initialisation_spec(spec: str | Source) -> str | None:
+    """:meth:`Source.initialisation` of ``spec``."""
+    return parse_source(spec).initialisation()
 
 
-def check_source(spec: str) -> ModelConfig:
+def check_source(spec: str | Source) -> ModelConfig:
     """:func:`source_config`, and the checks :func:`load_source` makes before it reads weights
-    (a preset's seed, a run's seed and checkpoint step, an HF folder's weight files), so that
-    a command given several models can refuse a bad one before any work."""
-    cfg = source_config(spec)
-    spec = spec.strip()
-    if spec.startswith("preset:"):
-        from bornbiased_jax.keys import check_seed
-
-        seed = spec.rpartition("@")[2]
-        if not re.fullmatch(r"\d+", seed):
-            raise UserError(f"bad seed {seed!r} in {spec!r}: a seed is an integer in {SEED_RANGE}")
-        check_seed(int(seed))
-        return cfg
-    path, seed, step = split_run_spec(spec)
-    if _is_gguf_spec(spec, path, seed, step):
-        pass  # source_config checked everything but the tensors' bytes
-    elif run_folder.is_run(path):
-        _run_selection(path, seed, step)
-    elif not any(path.glob("*.safetensors")):
-        raise UserError(f"the Hugging Face folder {str(path)!r} has config.json but no "
+    (a run's seed and checkpoint step, an HF folder's weight files), so that a command given
+    several models can refuse a bad one before any work."""
+    src = parse_source(spec)
+    cfg = source_config(src)
+    if src.kind == "run":
+        _run_selection(src)
+    elif src.kind == "hf" and not any(src.path.glob("*.safetensors")):
+        raise UserError(f"the Hugging Face folder {str(src.path)!r} has config.json but no "
                         f"*.safetensors weights")
     return cfg
 
 
-def _run_selection(path: Path, seed: int | None, step: int | None):
-    """(cfg, run info, seed, its index, step) of a run spec, or the UserError that says which
+def _run_selection(src: Source):
+    """(cfg, run info, seed, its index, step) of a run source, or the UserError that says which
     seed or step the run lacks; step None: the latest checkpoint (step 0: the initialisation)."""
+    path, seed, step = src.path, src.seed, src.step
     cfg, info = run_folder.run_config(path)
     seeds = run_folder.run_seeds(info)
     if seed is None:
@@ -279,16 +291,18 @@ def _run_selection(path: Path, seed: int | None, step: int | None):
     return cfg, info, seed, seeds.index(seed), step
 
 
-def _load_run(path: Path, step: int | None, seed: int | None, dtype) -> LoadedModel:
-    """Seed ``seed`` of the run in ``path`` (None: its only seed) at checkpoint ``step``."""
-    cfg, info, seed, index, step = _run_selection(path, seed, step)
+def _load_run(src: Source, dtype) -> LoadedModel:
+    """Seed ``src.seed`` of the run in ``src.path`` (None: its only seed) at checkpoint
+    ``src.step``."""
+    path = src.path
+    cfg, info, seed, index, step = _run_selection(src)
     name = path.name if len(run_folder.run_seeds(info)) == 1 else f"{path.name}#{seed}"
     origin = info.get("init_from")  # a run continued from another model (TrainConfig.init_from)
     lineage_seed = seed if origin is None else origin.get("seed")  # the source's, if known
     if step == 0:
         if origin is not None:  # its step 0 is the source model, not a seed's initialisation
-            src = load_source(origin["spec"], shared_embedding=False, dtype=dtype)
-            return LoadedModel(cfg, src.params, f"{name}@0", "run", lineage_seed, 0, path,
+            start = load_source(src.origin, shared_embedding=False, dtype=dtype)
+            return LoadedModel(cfg, start.params, f"{name}@0", "run", lineage_seed, 0, path,
                                continued=True)
         return LoadedModel(cfg, init_params(cfg, seed, dtype), f"{name}@0", "run", seed, 0,
                            path)
@@ -302,7 +316,7 @@ def _seed_list(seeds: tuple[int, ...]) -> str:
         f"{len(seeds)} seeds from {seeds[0]} to {seeds[-1]}")
 
 
-def _is_gguf_spec(spec: str, path: Path, seed: int | None, step: int | None) -> bool:
+def _is_gguf_spec(path: Path, seed: int | None, step: int | None) -> bool:
     """True when ``spec`` names a GGUF file (by its name or its first bytes); a UserError for
     a seed or step selector on one, which has neither."""
     from bornbiased_jax.hf.gguf import is_gguf

@@ -165,9 +165,10 @@ def test_in_bfloat16_the_aligned_test_reads_the_initialisation_in_float32(tmp_pa
     loads = []
     real = sources.load_source
 
-    def spy(spec, **k):
-        loads.append((spec, k.get("dtype")))
-        return real(spec, **k)
+    def spy(src, **k):  # the command hands on each source parsed once (sources.Source)
+        assert isinstance(src, sources.Source)
+        loads.append((src.spec, k.get("dtype")))
+        return real(src, **k)
 
     monkeypatch.setattr(sources, "load_source", spy)
     out = tmp_path / "fp"

@@ -75,6 +75,30 @@ def test_bad_specs(spec, match):
         load_source(spec)
 
 
+def test_a_source_is_parsed_once_into_a_typed_value(run_dir, monkeypatch):
+    """parse_source reads a spec once (kind, path, seed, step, origin); every later step takes
+    the Source as it is and never re-splits the string."""
+    from bornbiased_jax import sources
+
+    out, _ = run_dir
+    p = sources.parse_source(" preset:llama2-tiny@42 ")
+    assert (p.kind, p.preset, p.seed, p.spec) == ("preset", "llama2-tiny", 42,
+                                                  "preset:llama2-tiny@42")
+    r = sources.parse_source(f"{out}@2")
+    assert (r.kind, r.path, r.seed, r.step, r.origin) == ("run", out, None, 2, None)
+    assert r.initialisation() == f"{out}@0"
+    assert sources.parse_source(r) is r
+
+    def no_split(spec):
+        raise AssertionError(f"{spec!r} split again")
+
+    monkeypatch.setattr(sources, "split_run_spec", no_split)
+    cfg = sources.source_config(r)
+    assert cfg == sources.load_source(r).cfg == sources.check_source(r)
+    assert sources.source_location(r) == ("run", out)
+    assert sources.load_source(r).step == 2
+
+
 # --- run folders --------------------------------------------------------------------------------
 def test_run_folder_latest_and_step_equal_checkpoints(run_dir):
     out, run = run_dir

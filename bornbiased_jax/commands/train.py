@@ -141,17 +141,19 @@ def source_bos(spec: str | None) -> tuple[bool, str | None, str | None]:
     """(bos, token, note) of a run continued from ``spec`` without --bos/--no-bos: a real
     model's (an HF folder or GGUF file) tokenizer decides, as its own pipeline does; other
     sources (presets, runs, none) add no BOS."""
-    if not spec or spec.strip().startswith("preset:"):
+    if not spec:
         return False, None, None
+    from bornbiased_jax.errors import UserError
     from bornbiased_jax.hf import model_bos
-    from bornbiased_jax.hf.gguf import is_gguf
-    from bornbiased_jax.sources import split_run_spec
-    from bornbiased_jax.training import run_folder
+    from bornbiased_jax.sources import parse_source
 
-    path = split_run_spec(spec.strip())[0]
-    if run_folder.is_run(path) or not (is_gguf(path) or (path / "config.json").is_file()):
+    try:
+        src = parse_source(spec)
+    except UserError:  # loading it says what is wrong, with the run's other settings
         return False, None, None
-    adds, token, why = model_bos(path)
+    if src.kind not in ("hf", "gguf"):
+        return False, None, None
+    adds, token, why = model_bos(src.path)
     return adds, token, (f"windows: {token!r} first, as the model's tokenizer adds it ({why}); "
                          f"--no-bos leaves it out" if adds else
                          f"windows: no BOS token, as the model's tokenizer adds none ({why})")

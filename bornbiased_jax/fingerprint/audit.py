@@ -48,22 +48,24 @@ def _may_need_init(choice: str) -> list[str]:
     return [e.name for e in candidates if registry.INIT in e.needs]
 
 
-def base_initialisation(base: str, choice: str) -> BaseInit:
-    """Where BASE's initialisation is (``sources.initialisation_spec``), looked up when
+def base_initialisation(base, choice: str) -> BaseInit:
+    """Where BASE's initialisation is (``sources.Source.initialisation`` of ``base``, a
+    ``sources.Source`` or a spec), looked up when
     ``--test choice`` may run a test that needs it: for a test named alone, a source that
     cannot say (a continued run whose origin is missing) is a UserError; for 'auto' and 'all'
     it is a stated fallback (``note``), as is an initialisation that is not known."""
-    from bornbiased_jax.sources import initialisation_spec
+    from bornbiased_jax.sources import parse_source
 
+    base = parse_source(base)
     if not _may_need_init(choice):
         return BaseInit()
     try:
-        spec = initialisation_spec(base)
+        spec = base.initialisation()
     except UserError as e:
         if choice not in ("auto", "all"):
             raise UserError(f"the {choice} test needs BASE's initialisation: {e}") from None
         return BaseInit(None, str(e))
-    return BaseInit(spec, None if spec is not None else UNKNOWN.format(base=base))
+    return BaseInit(spec, None if spec is not None else UNKNOWN.format(base=base.spec))
 
 
 def expand_suspects(specs: Sequence[str]) -> list[str]:
@@ -123,6 +125,7 @@ class Audit:
 
     base: str
     suspects: list[str]
+    sources: Any  # sources.Source of BASE, of each suspect, of BASE's initialisation (or None)
     tests: tuple[str, ...]
     settings: Any  # compare.Settings
     init: BaseInit
@@ -170,13 +173,14 @@ class Audit:
         from bornbiased_jax.fingerprint.compare import compare_many
 
         dtype = jnp.bfloat16 if self.dtype == "bfloat16" else jnp.float32
-        base = sources.load_source(self.base, shared_embedding=shared_embedding, dtype=dtype)
+        base_src, suspect_srcs, init_src = self.sources
+        base = sources.load_source(base_src, shared_embedding=shared_embedding, dtype=dtype)
         ks = list(range(len(self.suspects))) if only is None else list(only)
-        loaders = [lambda spec=self.suspects[k]: sources.load_source(
-            spec, shared_embedding=shared_embedding, dtype=dtype) for k in ks]
+        loaders = [lambda src=suspect_srcs[k]: sources.load_source(
+            src, shared_embedding=shared_embedding, dtype=dtype) for k in ks]
         init = None
         if self.reads_init:
-            init = lambda: sources.load_source(self.init.spec, shared_embedding=shared_embedding,
+            init = lambda: sources.load_source(init_src, shared_embedding=shared_embedding,
                                                dtype=jnp.float32)
         for k, out in zip(ks, compare_many(base, loaders, self.settings, init=init,
                                            progress=progress)):
@@ -248,60 +252,72 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     saying why a recommended test cannot run."""
     from bornbiased_jax.fingerprint import memory_plan
     from bornbiased_jax.fingerprint.compare import Settings, check_pair
-    from bornbiased_jax.sources import check_source, source_config
+    from bornbiased_jax.sources import check_source, parse_source, source_config
 
-    init = base_initialisation(base, choice)
-    tests = registry.chosen(choice, init.known, source_config(base).gated_mlp)
+    base_src = parse_source(base)  # each source parsed once, here
+    base = base_src.spec
+    init = base_initialisation(base_src, choice)
+    base_cfg = source_config(base_src)
+    tests = registry.chosen(choice, init.known, base_cfg.gated_mlp)
     needs = registry.needs(tests)
+    suspects = expand_suspects(suspects)
+    suspect_srcs = []
+    for spec in suspects:
+        try:
+            suspect_srcs.append(parse_source(spec))
+        except UserError as e:
+            raise UserError(f"suspect {spec!r}: {e}") from None
     if settings.get("n", 0) is None:  # the default: by the models' forward cost
         from bornbiased_jax.fingerprint.compare import default_n
 
         cfgs = []
-        for spec in expand_suspects(suspects):
+        for src in suspect_srcs:
             try:
-                cfgs.append(source_config(spec))
+                cfgs.append(source_config(src))
             except UserError as e:
-                raise UserError(f"suspect {spec!r}: {e}") from None
-        settings["n"] = default_n(source_config(base), cfgs,
-                                  settings.get("seq_len") or Settings().seq_len)
+                raise UserError(f"suspect {src.spec!r}: {e}") from None
+        settings["n"] = default_n(base_cfg, cfgs, settings.get("seq_len") or Settings().seq_len)
     s = Settings(tests=tests, input=input or default_input(tests), **settings)
     t0 = time.time()
     device = planned_device(memory_budget_gib, device_memory_gb)
-    suspects = expand_suspects(suspects)
-    base_cfg = check_source(base)
+    base_cfg = check_source(base_src)
     init_tests = [e.name for e in registry.selected(tests) if registry.INIT in e.needs]
     if init_tests and not init.known:
         raise UserError(f"the {init_tests[0]} test compares SUSPECT with BASE's initialisation: "
                         f"{init.note}; give BASE as preset:NAME@SEED or a train run, or use "
                         f"--test permutation")
-    if init_tests and init.spec != base.strip():
+    init_src = None
+    if init_tests and init.spec != base:
         try:
-            check_source(init.spec)
+            init_src = parse_source(init.spec)
+            check_source(init_src)
         except UserError as e:
             raise UserError(f"BASE's initialisation {init.spec!r} (the {init_tests[0]} "
                             f"test's): {e}") from None
     configs = []
     from bornbiased_jax.fingerprint import vocab
 
-    base_strings = (vocab.source_strings(base, base_cfg.vocab_size) if s.input == "tokens"
+    base_strings = (vocab.source_strings(base_src, base_cfg.vocab_size) if s.input == "tokens"
                     else None)
-    for spec in suspects:  # every suspect is checked before anything is loaded
+    for spec, src in zip(suspects, suspect_srcs):  # each checked before anything is loaded
         try:
-            cfg = check_source(spec)
+            cfg = check_source(src)
         except UserError as e:
             raise UserError(f"suspect {spec!r}: {e}") from None
         check_pair(base_cfg, cfg, s, f"suspect {spec!r}")
         if s.input == "tokens":  # the tokenizers read now, so a bad pair stops before work
-            vocab.align_strings(base_strings, vocab.source_strings(spec, cfg.vocab_size),
+            vocab.align_strings(base_strings, vocab.source_strings(src, cfg.vocab_size),
                                 base_cfg.vocab_size, cfg.vocab_size, f"suspect {spec!r}")
         configs.append(cfg)
     # BASE's initialisation is read apart (in float32, like the null initialisations, so that
     # it is exchangeable with them) unless BASE is that very initialisation in float32.
-    reads_init = bool(init_tests) and (init.spec != base.strip() or dtype != "float32")
+    reads_init = bool(init_tests) and (init.spec != base or dtype != "float32")
+    if reads_init and init_src is None:
+        init_src = base_src
     from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T
     from bornbiased_jax.fingerprint.matched import DROP
 
-    matched_models = (2 + ("matched_init" in tests and init.spec != base.strip())
+    matched_models = (2 + ("matched_init" in tests and init.spec != base)
                       if registry.GATED in needs else 0)
     memory = memory_plan.make_plan(
         base_cfg, max(configs, key=memory_plan.param_count), s.n, s.seq_len, dtype, device,
@@ -319,4 +335,5 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
                          if "matched" in tests else
                          "the permutation test's, which a copy with a renamed residual basis "
                          "evades (the matched test needs a gated MLP)"))
-    return Audit(base, suspects, tests, s, init, reads_init, memory, notes, dtype, t0)
+    return Audit(base, suspects, (base_src, suspect_srcs, init_src), tests, s, init, reads_init,
+                 memory, notes, dtype, t0)

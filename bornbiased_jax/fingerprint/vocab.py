@@ -94,8 +94,9 @@ def token_strings(m) -> list[str] | None:
     return location_strings(m.kind, m.folder, m.cfg.vocab_size)
 
 
-def source_strings(spec: str, vocab_size: int) -> list[str] | None:
-    """:func:`token_strings` of the model ``spec`` names, read without loading its weights."""
+def source_strings(spec, vocab_size: int) -> list[str] | None:
+    """:func:`token_strings` of the model ``spec`` (a spec or a ``sources.Source``) names,
+    read without loading its weights."""
     from bornbiased_jax.sources import source_location
 
     return location_strings(*source_location(spec), vocab_size)
