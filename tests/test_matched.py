@@ -313,6 +313,62 @@ def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
             assert not res["permutation"].same_lineage  # what the exact leg alone misses
 
 
+def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_decides(tmp_path):
+    """The matched leg runs first on its 16 sequences: where it decides alone (2 p <= alpha)
+    the permutation leg stops there (n = 16, said in its note) and the verdict's p is
+    2 p_matched; where it does not, the permutation leg reads all n inputs and every p equals
+    the full run's (--no-sequential). The verdict is the full run's either way."""
+    import dataclasses
+
+    from bornbiased_jax.fingerprint.compare import Settings, compare
+    from bornbiased_jax.hf import save_hf
+    from bornbiased_jax.sources import load_source
+
+    base_params = _fine_tuned(_init(0), 9, scale=0.5)
+    rotated_cfg, rotated = rotate_residual(base_params, CFG, random_orthogonal(
+        CFG.d_model, jax.random.key(2)))
+    base = load_source(str(save_hf(CFG, base_params, tmp_path / "base")))
+    s = Settings(tests=("permutation", "matched"), n=64, seq_len=16)
+    full = dataclasses.replace(s, sequential=False)
+    for name, params, cfg, related in (("rotated", rotated, rotated_cfg, True),
+                                       ("stranger", _init(11), CFG, False)):
+        suspect = load_source(str(save_hf(cfg, params, tmp_path / name)))
+        out, ref = compare(base, suspect, s), compare(base, suspect, full)
+        res, ref_res = out["results"], ref["results"]
+        assert res["any_pair"].same_lineage == ref_res["any_pair"].same_lineage == related
+        assert res["matched"].p == ref_res["matched"].p
+        assert ref_res["permutation"].n == 64 and "stopped_at" not in ref_res["any_pair"].details
+        if related:
+            assert res["permutation"].n == out["n"] == 16
+            assert res["permutation"].details["stopped_at"] == 16
+            assert "stopped at the first 16 inputs" in res["permutation"].note
+            assert res["any_pair"].p == min(1.0, 2 * res["matched"].p)
+            assert res["any_pair"].details == {**res["any_pair"].details, "stopped_at": 16,
+                                               "decided_by": "matched"}
+        else:
+            assert res["permutation"].n == out["n"] == 64
+            for test in ("permutation", "any_pair"):
+                assert res[test].p_values == ref_res[test].p_values, test
+            np.testing.assert_array_equal(out["features"][1], ref["features"][1])
+
+
+def test_a_stopped_permutation_leg_is_shown_not_combined():
+    """Once the matched leg decided, the any-pair p is 2 p_matched whatever the stopped
+    permutation leg's p (combining it would let the stop choose the smaller p)."""
+    from bornbiased_jax.fingerprint.any_pair import any_pair, decided_by_matched
+    from bornbiased_jax.fingerprint.result import LineageResult
+
+    def result(test, p, **details):
+        return LineageResult(test, {"p": p}, 0.01, 16, 8, np.arange(0), np.arange(0.0), "none",
+                             0.0, np.arange(0.0), details)
+
+    matched = result("matched", 0.004)
+    assert decided_by_matched(matched) and not decided_by_matched(result("matched", 0.006))
+    stopped = any_pair(result("permutation", 1e-6, stopped_at=16), matched)
+    assert stopped.p == 0.008 and stopped.details["decided_by"] == "matched"
+    assert any_pair(result("permutation", 1e-6), matched).p == 2e-6
+
+
 def test_known_initialisation_verdict_finds_rotated_copies_without_nulls(tmp_path):
     """BASE a trained model whose initialisation is known: the default verdict is the matched
     test against that initialisation (eps = 0, exact, no null models); it finds a rotated and

@@ -140,6 +140,12 @@ def add_parser(sub) -> None:
                             f"two trained models, fitted on held-in seeds trained on identical "
                             f"data: a level not rejected on the held-out ones at the widths and "
                             f"depths measured, an assumption elsewhere: docs/seedprint.md)")
+    tests.add_argument("--no-sequential", dest="sequential", action="store_false",
+                       help="the any-pair verdict runs its matched leg first (it reads the first "
+                            f"{MATCHED_SEQS} sequences) and, where that leg decides alone "
+                            "(2 p <= alpha), stops the permutation leg at those sequences: the "
+                            "same verdict at a fraction of the forward passes; this flag runs "
+                            "the permutation leg on all n inputs always")
     # the former spelling, a share of BASE's MLP width: kept for a release, hidden
     tests.add_argument("--matched-eps", type=unit_interval, default=None, help=argparse.SUPPRESS)
 
@@ -176,7 +182,8 @@ def run(args) -> int:
                    statistic=args.statistic or CALIBRATED_STATISTIC, probe_seed=args.probe_seed,
                    permutations=args.permutations,
                    permutation_statistic=args.permutation_statistic,
-                   matched_slack=args.matched_slack, matched_eps=args.matched_eps)
+                   matched_slack=args.matched_slack, matched_eps=args.matched_eps,
+                   sequential=args.sequential)
     from bornbiased_jax.fingerprint import memory_plan
 
     print(a.memory.describe(), flush=True)

@@ -59,6 +59,10 @@ class Settings:
     matched_seqs: int = MATCHED_SEQS
     matched_slack: int | None = None  # None: matched.default_slack (0 with an initialisation)
     matched_eps: float | None = None  # the older spelling: a share of BASE's MLP width
+    # Where the tests are a combination's legs with a first leg (the any-pair verdict: the
+    # matched test reads the first matched_seqs sequences), run it first and stop the others
+    # at those sequences when it decides alone (registry.sequential); False: all n always.
+    sequential: bool = True
 
     def __post_init__(self):
         known = registry.names()
@@ -200,6 +204,10 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                         f"or a training run (its step 0 is read), or choose another --test")
     xs = probe_set(base, s)
     gated = registry.GATED in needs
+    seq = registry.sequential(s.tests) if s.sequential else None
+    # the sequences the first leg reads: every other leg stops there where it decides
+    n1 = s.matched_seqs if seq is not None and 3 <= s.matched_seqs < s.n else None
+    head = slice(None) if n1 is None else slice(0, n1)
     base_strings = V.token_strings(base) if s.input == "tokens" else None
     sides: dict = {}  # alignment key -> BASE's side of the comparison on those inputs
 
@@ -218,7 +226,7 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
             idx = np.asarray(probe_inputs("tokens", dataclasses.replace(
                 base.cfg, vocab_size=al.shared), s.n, s.seq_len, s.probe_seed)[:])
             xs_A = al.base_ids[idx].astype(np.int32)
-        F_A, pre_A = model_pass(base, xs_A, s, gated, progress)
+        F_A, pre_A = model_pass(base, xs_A[head], s, gated, progress)
         out = dict(xs=xs_A, idx=idx, F_A=F_A, pre_A=pre_A, F_0=None, pre_0=None,
                    init_label=base.label, init_seed=base.seed,
                    screen_A=(U.screen_views(pre_A, U.screen_rows(len(pre_A[0][0])))
@@ -235,6 +243,14 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         sides[key] = out
         return out
 
+    def base_rest(sd: dict) -> np.ndarray:
+        """BASE's features on all n inputs of side ``sd``: the first leg's sequences' and,
+        computed once when a suspect first needs them, the rest's."""
+        if len(sd["F_A"]) < len(sd["xs"]):
+            sd["F_A"] = np.concatenate([sd["F_A"], features_only(base, sd["xs"][n1:], s,
+                                                                 progress)])
+        return sd["F_A"]
+
     side(None)  # BASE's pass on the comparison's own inputs, before any suspect is loaded
     nulls: dict = {}  # (null seeds, inputs) -> their features
     for load in suspects:
@@ -243,8 +259,8 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         al = V.align(base, suspect, base_strings) if s.input == "tokens" else None
         sd = side(al)
         xs_B = sd["xs"] if sd["idx"] is None else al.suspect_ids[sd["idx"]].astype(np.int32)
-        F_A, pre_A = sd["F_A"], sd["pre_A"]
-        F_B, pre_B = model_pass(suspect, xs_B, s, gated, progress)
+        F_A, pre_A = sd["F_A"][head], sd["pre_A"]
+        F_B, pre_B = model_pass(suspect, xs_B[head], s, gated, progress)
         D.check_features(F_A, F_B)
         null_ids = null_seeds(s.null_models, [base.seed, sd["init_seed"], *seeds, suspect.seed])
         nkey = (tuple(null_ids), None if sd["idx"] is None else al.key())
@@ -256,7 +272,20 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
             null_seeds=null_ids, F_0=sd["F_0"], init_label=sd["init_label"],
             nulls=nulls.get(nkey), pre_A=pre_A, pre_0=sd["pre_0"], pre_B=pre_B,
             screen_A=sd["screen_A"])
-        results = {e.name: e.runner()(ctx) for e in entries}
+        done = {}
+        if n1 is not None:  # the first leg on its sequences; the rest where it does not decide
+            done[seq.first] = registry.entry(seq.first).runner()(ctx)
+            if seq.decider()(done[seq.first]):
+                for e in entries:
+                    if e.name not in done:
+                        done[e.name] = stopped(e.runner()(ctx), seq.first)
+            else:
+                ctx.F_A = F_A = base_rest(sd)
+                ctx.F_B = F_B = np.concatenate([F_B, features_only(suspect, xs_B[n1:], s,
+                                                                   progress)])
+                D.check_features(F_A, F_B)
+        results = {e.name: done[e.name] if e.name in done else e.runner()(ctx)
+                   for e in entries}
         del ctx
         results.update(registry.combined(results))
         notes = []
@@ -264,9 +293,35 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
                 al.by == "ids" and "preset" not in (base.kind, suspect.kind))):
             notes.append(al.describe())
         yield {"results": results, "features": (F_A, F_B), "notes": notes, "d_out": d_out,
-               "n": s.n, "seq_len": s.seq_len, "suspect": suspect.label,
+               "n": len(F_A), "seq_len": s.seq_len, "suspect": suspect.label,
                "vocab": al.record() if al is not None else None}
         del suspect, F_B, pre_B
+
+
+def stopped(result, first: str):
+    """``result``, of a leg that stopped at the first leg's inputs because that leg decided
+    (``details['stopped_at']``: its n), saying so in its note."""
+    result.details["stopped_at"] = result.n
+    result.note = "; ".join(x for x in (
+        f"stopped at the first {result.n} inputs: the {first} leg decided the verdict alone "
+        f"(--no-sequential runs it on all n)", result.note) if x)
+    return result
+
+
+def _one_pass(m: LoadedModel, s: Settings, gated: bool) -> bool:
+    """Whether one forward pass gives both the features and the matched test's views."""
+    return (gated and s.output == "normed" and s.seq_len <= MATCHED_MAX_T
+            and m.cfg.attention != "attn0_full")
+
+
+def features_only(m: LoadedModel, xs, s: Settings, progress: bool = False) -> np.ndarray:
+    """The features of the inputs ``xs`` beyond the first leg's, by the program that gave the
+    first leg's (:func:`model_pass`)."""
+    if _one_pass(m, s, True):
+        return M.features_and_preactivations(m.params, m.cfg, xs, n_views=0,
+                                             t_views=MATCHED_MAX_T, progress=progress,
+                                             desc=f"features {m.label}")[0]
+    return model_features(m, xs, s.output, progress=progress)
 
 
 def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = False):
@@ -277,8 +332,7 @@ def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = Fa
     ``matched_seqs`` sequences); otherwise the features come from the sweep engine (batches
     sized to memory, blockwise attention for long sequences) and the pre-activations from a
     second pass over the sequences cut to :data:`MATCHED_MAX_T`."""
-    if gated and s.output == "normed" and s.seq_len <= MATCHED_MAX_T \
-            and m.cfg.attention != "attn0_full":
+    if _one_pass(m, s, gated):
         return M.features_and_preactivations(m.params, m.cfg, xs, n_views=s.matched_seqs,
                                              t_views=MATCHED_MAX_T, progress=progress,
                                              desc=f"features {m.label}")

@@ -134,7 +134,8 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
     float rounding). Capturing the views runs the whole attention matrix at length T, B
     sequences at a time: ``compare.model_pass`` uses this pass only where T is at most the
     views' length (:data:`compare.MATCHED_MAX_T`), and a model whose attention sees the whole
-    sequence (``attn0_full``) is refused views shorter than its sequences."""
+    sequence (``attn0_full``) is refused views shorter than its sequences. ``n_views=0``: the
+    features alone (the same program, for the rest of the sequences)."""
     check_applicable(cfg)
     tokens = np.asarray(tokens_NT)
     if tokens.ndim != 2 or tokens.shape[1] <= drop:
@@ -143,7 +144,7 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
     N, T = tokens.shape
     n_views = N if n_views is None else min(n_views, N)
     t_views = T if t_views is None else min(t_views, T)
-    if n_views < 1 or t_views <= drop:
+    if n_views < 0 or t_views <= drop:
         raise UserError(f"the matched test needs at least one sequence and positions beyond "
                         f"the first {drop}, got {n_views} sequences up to position {t_views}")
     if cfg.attention == "attn0_full" and t_views < T:
@@ -186,10 +187,10 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
             bar.update(1)
     if bar is not None:
         bar.close()
-    for views in pre:
+    for views in pre if n_views else ():
         for z in views:
             _standardise(z)
-    return np.concatenate(feats).astype(np.float32), pre
+    return np.concatenate(feats).astype(np.float32), pre if n_views else None
 
 
 def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,

@@ -127,9 +127,16 @@ class Combination:
     description: str
     p_labels: dict = dataclasses.field(default_factory=dict)
     verdict: int | None = None
+    first: str | None = None  # a leg that reads only the first inputs (the matched test's)
+    # and may decide alone ('decides' says when): then the other legs stop at those inputs
+    decides: str | Callable | None = None
 
     def combiner(self) -> Callable:
         return _resolve(self.combine)
+
+    def decider(self) -> Callable:
+        """``decides(first_result) -> bool``: whether the first leg alone decides."""
+        return _resolve(self.decides)
 
 
 @dataclasses.dataclass
@@ -224,8 +231,17 @@ COMBINATIONS: tuple[Combination, ...] = (
                 "exact when one model is an initialisation",
                 "the any-pair verdict: the permutation and the matched test each at alpha/2 "
                 "(Bonferroni), the verdict line naming the leg that decided",
-                p_labels={"bonferroni": "Bonferroni of permutation and matched"}, verdict=2),
+                p_labels={"bonferroni": "Bonferroni of permutation and matched"}, verdict=2,
+                first="matched", decides=f"{_FG}.any_pair:decided_by_matched"),
 )
+
+
+def sequential(tests: Iterable[str]) -> Combination | None:
+    """The combination that ``tests`` are exactly the legs of and that has a :attr:`first`
+    leg, which then runs first (``compare``'s sequential stop); None otherwise."""
+    tests = set(tests)
+    return next((c for c in COMBINATIONS if c.first is not None and set(c.legs) == tests),
+                None)
 
 
 def names() -> tuple[str, ...]:
