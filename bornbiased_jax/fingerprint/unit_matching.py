@@ -67,6 +67,8 @@ import dataclasses
 import functools
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy import special
 
@@ -110,21 +112,28 @@ def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
     (``live_*`` False) are no one's partner."""
     la = live(za) if live_a is None else live_a
     lb = live(zb) if live_b is None else live_b
-    ia, ib = np.flatnonzero(la), np.flatnonzero(lb)
-    m = np.full(za.shape[1], -1, np.int64)
-    if len(ia) == 0 or len(ib) == 0:
-        return m
+    if not la.any() or not lb.any():
+        return np.full(za.shape[1], -1, np.int64)
     # float32 products: the |r| only rank candidate partners (see matched.matching)
-    c = np.abs(np.asarray(za[:, ia], np.float32).T @ np.asarray(zb[:, ib], np.float32))
-    best_b = c.argmax(1)  # for each live unit of A, its best of B
-    best_a = c.argmax(0)  # for each live unit of B, its best of A
+    return np.asarray(_partners(np.asarray(za, np.float32), np.asarray(zb, np.float32),
+                                np.asarray(la), np.asarray(lb))).astype(np.int64)
+
+
+@jax.jit
+def _partners(za, zb, la, lb):
+    """:func:`partners` of live units (``la``, ``lb``; each side has one), jitted: a dead
+    unit's |r| is set to -1, below every live one, so that the arg-maxes and ties read live
+    units alone, as if the dead ones were not there."""
+    c = jnp.where(la[:, None] & lb[None, :], jnp.abs(za.T @ zb), -1.0)  # (F_A, F_B)
+    best_b = jnp.argmax(c, 1)  # for each unit of A, its best of B
+    best_a = jnp.argmax(c, 0)  # for each unit of B, its best of A
     # a best that ties with another is decided by the units' labels, which a relabelling
     # moves: such a unit takes no partner (exact ties need degenerate views, e.g. two rows)
-    unique_b = (c == c[np.arange(len(ia)), best_b][:, None]).sum(1) == 1
-    unique_a = (c == c[best_a, np.arange(len(ib))][None, :]).sum(0) == 1
-    mutual = (best_a[best_b] == np.arange(len(ia))) & unique_b & unique_a[best_b]
-    m[ia[mutual]] = ib[best_b[mutual]]
-    return m
+    unique_b = (c == jnp.take_along_axis(c, best_b[:, None], 1)).sum(1) == 1
+    unique_a = (c == jnp.take_along_axis(c, best_a[None, :], 0)).sum(0) == 1
+    mutual = ((best_a[best_b] == jnp.arange(c.shape[0])) & unique_b & unique_a[best_b]
+              & la & lb[best_b])
+    return jnp.where(mutual, best_b, -1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +212,11 @@ def screen(views_a, views_b) -> np.ndarray:
     (a stacked copy, a shifted layer); unrelated layers, and the 'hub' layers of a trained
     model whose units correlate broadly with many others, leave no margin."""
     R = len(views_a[0])
+    widths = {v.shape[1] for v in views_b}
+    if len(widths) == 1 and min(widths) >= 2:  # B's layers of one width: one jitted program
+        zb = jnp.asarray(np.stack(views_b, axis=1))  # (R, L_B, F_B)
+        return np.stack([np.asarray(_margins(jnp.asarray(za), zb), np.float64)
+                         for za in views_a])
     zb = np.concatenate(views_b, axis=1)  # (R, sum F_B)
     edges = np.cumsum([0] + [v.shape[1] for v in views_b])
     S = np.zeros((len(views_a), len(views_b)))
@@ -215,6 +229,19 @@ def screen(views_a, views_b) -> np.ndarray:
                 S[i, j] = float((top[:, 1] - top[:, 0]).mean())
             # a one-unit layer has no runner-up: no margin, a score of 0
     return S
+
+
+@jax.jit
+def _margins(za, zb):
+    """One row of :func:`screen`: A's screened units ``za`` (R, U) against B's layers of one
+    width ``zb`` (R, L_B, F_B >= 2): per B layer the mean margin of each unit's best |r| over
+    its second (a tie for the best leaves no margin, as a partition would)."""
+    c = jnp.abs(jnp.einsum("ru,rlf->ulf", za, zb)) / za.shape[0]  # (U, L_B, F_B)
+    top = c.max(-1, keepdims=True)
+    at_top = c == top
+    second = jnp.where(at_top.sum(-1, keepdims=True) > 1, top,
+                       jnp.where(at_top, -jnp.inf, c).max(-1, keepdims=True))
+    return (top - second)[..., 0].mean(0)
 
 
 def choose(S: np.ndarray, live_pairs, candidates: int | None = None

@@ -5,6 +5,7 @@ they use, gguf's own ``GGUFReader`` with its arrays parsed in one pass each
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import sys
@@ -30,10 +31,21 @@ def is_gguf(path: str | os.PathLike) -> bool:
 
 
 def _reader(path: str | os.PathLike):
-    """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF."""
+    """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF.
+    A file is parsed once per process while it is unchanged (its metadata -- the tokenizer's
+    arrays of 50,000-260,000 strings -- take a second to parse; a command reads it to plan, to
+    align vocabularies and to load)."""
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{p}: no such file; give a llama.cpp .gguf model file")
+    st = p.stat()
+    return _parsed(str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(path: str, mtime_ns: int, size: int):
+    """:func:`_reader` of an unchanged file (the key: its path, modification time and size)."""
+    p = Path(path)
     with open(p, "rb") as f:
         magic = f.read(4)
     if magic != MAGIC:
