@@ -16,8 +16,9 @@ same table as Markdown with the command line and the machine.
     python benchmarks/fingerprint_speed.py                       # two llama2-tiny inits
     python benchmarks/fingerprint_speed.py --suspects 20 --save benchmarks/results/fingerprint_speed_cpu.md
     python benchmarks/fingerprint_speed.py --base runs/a --suspect runs/b --repeats 3
-    python benchmarks/fingerprint_speed.py --base M.gguf --suspect copies/pruned --tests auto \
-        --save benchmarks/results/fingerprint_speed_smollm2_cpu.md     # a real 135M pair
+    python benchmarks/fingerprint_speed.py --base M.gguf --tests auto \
+        --suspect runs/smollm2/suspects/prune-width-25 runs/smollm2/suspects/scratch \
+        --save benchmarks/results/fingerprint_speed_smollm2_cpu.md   # real 135M pairs
     python benchmarks/fingerprint_speed.py --plan-7b         # the plan for a 7B pair, printed
 
 ``--plan-7b`` prints, without loading anything, the plan ``bornbiased fingerprint`` prints for
@@ -32,6 +33,7 @@ import argparse
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,20 +46,24 @@ TESTS = ["auto", "matched_init", "aligned", "permutation", "matched", "paper", "
 
 
 def one_run(base: str, suspects: list[str], test: str, extra: list[str],
-            cache: str) -> tuple[float, float]:
-    """(wall seconds of the process, seconds the command reports), with the XLA cache in
-    folder ``cache``."""
+            cache: str) -> tuple[float, float, float]:
+    """(wall seconds of the process, seconds the command reports, CPU seconds it used: user +
+    system, which other jobs on the machine inflate less than the wall time), with the XLA
+    cache in folder ``cache``."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", base, *suspects,
                "--test", test, "--no-progress", "--out", out, *extra]
         env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": cache}
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if done.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
     m = re.search(r"\((\d+) s\)\s*$", done.stdout.strip())
-    return wall, float(m.group(1)) if m else float("nan")
+    return wall, float(m.group(1)) if m else float("nan"), cpu
 
 
 def many_suspects(suspect: str, count: int) -> list[str]:
@@ -103,7 +109,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", default="preset:llama2-tiny@0")
-    ap.add_argument("--suspect", default="preset:llama2-tiny@1")
+    ap.add_argument("--suspect", nargs="+", default=["preset:llama2-tiny@1"],
+                    help="one or more suspects, each timed alone (a row per test and suspect)")
     ap.add_argument("--tests", nargs="+", default=TESTS, help="the one-suspect rows")
     ap.add_argument("--suspects", type=int, default=0,
                     help="also time BASE against this many suspects in one command (the "
@@ -122,23 +129,25 @@ def main() -> None:
         return
     load0 = os.getloadavg()[0]
     print(f"load average before: {load0:.2f} (1 min); {os.cpu_count()} CPUs")
-    print(f"{'test':<12} {'suspects':>8} {'first s':>8} {'median wall s':>14} "
-          f"{'reported s':>11}  runs")
+    print(f"{'test':<12} {'suspect':<24} {'n':>3} {'first s':>8} {'median wall s':>14} "
+          f"{'cpu s':>6} {'reported s':>11}  runs")
     rows = []
-    plan = [(t, [args.suspect]) for t in args.tests]
+    plan = [(t, [sus]) for t in args.tests for sus in args.suspect]
     if args.suspects:
-        plan += [(t, many_suspects(args.suspect, args.suspects)) for t in args.many_tests]
+        plan += [(t, many_suspects(args.suspect[0], args.suspects)) for t in args.many_tests]
     for test, suspects in plan:
         with tempfile.TemporaryDirectory() as cache:
             first = one_run(args.base, suspects, test, args.extra, cache)[0]
             runs = [one_run(args.base, suspects, test, args.extra, cache)
                     for _ in range(args.repeats)]
-        walls = [w for w, _ in runs]
-        row = (test, len(suspects), first, statistics.median(walls),
-               statistics.median(r for _, r in runs), walls)
+        walls = [w for w, _, _ in runs]
+        name = Path(suspects[0]).name if not suspects[0].startswith("preset:") else suspects[0]
+        row = (test, name, len(suspects), first, statistics.median(walls),
+               statistics.median(c for _, _, c in runs), statistics.median(r for _, r, _ in runs),
+               walls)
         rows.append(row)
-        print(f"{test:<12} {row[1]:>8} {first:>8.1f} {row[3]:>14.1f} {row[4]:>11.0f}  "
-              + " ".join(f"{w:.1f}" for w in walls), flush=True)
+        print(f"{test:<12} {name:<24} {row[2]:>3} {first:>8.1f} {row[4]:>14.1f} {row[5]:>6.1f} "
+              f"{row[6]:>11.0f}  " + " ".join(f"{w:.1f}" for w in walls), flush=True)
     load1 = os.getloadavg()[0]
     print(f"load average after: {load1:.2f}")
     if args.save:
@@ -146,15 +155,18 @@ def main() -> None:
             "# `bornbiased fingerprint`: wall time of the whole command", "",
             f"`python {' '.join(sys.argv)}`, on {platform.machine()} with {os.cpu_count()} "
             f"CPUs ({platform.platform()}), {time.strftime('%Y-%m-%d')}; load average "
-            f"{load0:.2f} before the runs and {load1:.2f} after. BASE `{args.base}`, suspects "
-            f"from `{args.suspect}` on; each run a fresh process. 'first': the first run, "
-            f"with an empty XLA compilation cache; then the median of {args.repeats} runs "
-            f"with the cache it left (the command's persistent cache), their wall times, "
-            f"and the time the command reports (from its plan to its last file).", "",
-            "| --test | suspects | first run s | median wall s | reported s | runs (s) |",
-            "|---|---:|---:|---:|---:|---|"]
-        lines += [f"| {t} | {n} | {f:.1f} | {w:.1f} | {r:.0f} | "
-                  f"{' '.join(f'{x:.1f}' for x in ws)} |" for t, n, f, w, r, ws in rows]
+            f"{load0:.2f} before the runs and {load1:.2f} after. BASE `{args.base}`; each "
+            f"run a fresh process. 'first': the first run, with an empty XLA compilation "
+            f"cache; then the median of {args.repeats} runs with the cache it left (the "
+            f"command's persistent cache): their wall time, the CPU time they used (user + "
+            f"system, over both cores) and the time the command reports (from its plan to its "
+            f"last file).", "",
+            "| --test | suspect | suspects | first run s | median wall s | median CPU s "
+            "| reported s | runs (s) |",
+            "|---|---|---:|---:|---:|---:|---:|---|"]
+        lines += [f"| {t} | {name} | {n} | {f:.1f} | {w:.1f} | {c:.1f} | {r:.0f} | "
+                  f"{' '.join(f'{x:.1f}' for x in ws)} |"
+                  for t, name, n, f, w, c, r, ws in rows]
         args.save.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.save.with_suffix(args.save.suffix + ".tmp")
         tmp.write_text("\n".join(lines) + "\n")
