@@ -9,7 +9,7 @@ import pytest
 
 from bornbiased_jax.cli import main
 
-FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
+FAST = ["--num-seqs", "40", "--seq-len", "8", "--no-progress"]
 
 
 @pytest.mark.slow
@@ -207,6 +207,6 @@ def test_a_stopped_run_resumes_its_missing_pairs(tmp_path, capsys):
     assert json.loads((out / "summary.json").read_text())["suspects"] == full
     assert main([*cmd, "--fresh"]) == 0
     assert "resuming" not in capsys.readouterr().out
-    changed = [a if a != "40" else "41" for a in cmd]  # --n 41: nothing is kept
+    changed = [a if a != "40" else "41" for a in cmd]  # --num-seqs 41: nothing is kept
     assert main(changed) == 0
     assert "resuming" not in capsys.readouterr().out

@@ -180,7 +180,7 @@ def test_hf_folders_in_bfloat16(hf_folders, tmp_path, capsys):
 
     from bornbiased_jax.cli import main
 
-    fast = ["--n", "100", "--seq-len", "8", "--no-progress", "--dtype", "bfloat16"]
+    fast = ["--num-seqs", "100", "--seq-len", "8", "--no-progress", "--dtype", "bfloat16"]
     for suspect, related in (("tuned", True), ("other", False)):
         out = tmp_path / suspect
         assert main(["fingerprint", str(hf_folders / "base"), str(hf_folders / suspect),

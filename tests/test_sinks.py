@@ -414,7 +414,7 @@ def test_eps_outside_open_unit_interval(eps):
 @pytest.mark.parametrize("extra, message", [
     (["--model-set", "attn_output_transform=sqrt_j"], "allowed:"),
     (["--eps", "1.0"], "open interval"),
-    (["--lengths", "32", "256"], "exceed the maximum context 128"),
+    (["--seq-len", "32", "256"], "exceed the maximum context 128"),
     (["--model-set", "block=mlp_only"], "no softmax attention"),
 ])
 def test_sinks_cli_bad_input(extra, message, capsys, tmp_path):
@@ -446,7 +446,7 @@ def test_sinks_cli_writes_outputs(tmp_path, capsys):
     corpus = tmp_path / "text.py"
     shutil.copy(Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py", corpus)
     out = tmp_path / "out"
-    assert main(["sinks", "preset:llama2-tiny@0", "--lengths", "16", "32", "--num-seqs", "4",
+    assert main(["sinks", "preset:llama2-tiny@0", "--seq-len", "16", "32", "--num-seqs", "4",
                  "--corpus", str(corpus), "--bpe-vocab", "300", "--out", str(out)]) == 0
     res = json.loads((out / "sinks.json").read_text())
     assert [r["T"] for r in res["results"]] == [16, 32]

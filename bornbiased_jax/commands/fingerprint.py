@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import precision
-from bornbiased_jax.commands.arguments import (add_multiprocess_arguments, add_precision_argument,
-                                               command_parser, memory_budget_argument, positive,
-                                               positive_float, precision_group)
+from bornbiased_jax.commands.arguments import (add_alias, add_multiprocess_arguments,
+                                               add_precision_argument, command_parser,
+                                               memory_budget_argument, positive, positive_float,
+                                               precision_group)
 from bornbiased_jax.defaults import FINGERPRINT_FORWARD_BUDGET as FORWARD_BUDGET
 from bornbiased_jax.defaults import FINGERPRINT_N_MAX as N_MAX
 from bornbiased_jax.defaults import FINGERPRINT_N_MIN as N_MIN
@@ -79,17 +80,18 @@ def add_parser(sub) -> None:
                    help="folder for fingerprint.json, .md and .png (with several suspects: "
                         "summary.json, summary.md and pairs/)")
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
-                   help=f"which defaults of --n and --seq-len apply: cpu (n as below, T "
-                        f"{CPU['seq_len']}) or paper (n {PAPER['n']}, T {PAPER['seq_len']}, "
+                   help=f"which defaults of --num-seqs and --seq-len apply: cpu (N as below, T "
+                        f"{CPU['seq_len']}) or paper (N {PAPER['n']}, T {PAPER['seq_len']}, "
                         f"for a GPU)")
-    p.add_argument("--n", type=int, metavar="N",
-                   help=f"number of random input sequences, at least 3 (default: the most, "
+    p.add_argument("--num-seqs", type=int, metavar="N",
+                   help=f"number N of random input sequences, at least 3 (default: the most, "
                         f"from {N_MIN} up to {N_MAX:,}, whose forward passes through both "
                         f"models stay under {FORWARD_BUDGET / 1e12:g} TFLOP (about ten seconds "
                         f"on a 2-core CPU): {N_MAX:,} for small models, 37 for a pair of "
                         f"SmolLM2-135M; the matched test reads the first {MATCHED_SEQS} "
                         f"whatever N is; "
                         f"with --scale paper: {PAPER['n']:,})")
+    add_alias(p, "--n", "--num-seqs", type=int)  # the former spelling
     p.add_argument("--seq-len", type=positive, metavar="T",
                    help=f"length T of each input sequence (default: {CPU['seq_len']}; with "
                         f"--scale paper: {PAPER['seq_len']})")
@@ -165,9 +167,10 @@ def run(args) -> int:
 
     files.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = PAPER if args.scale == "paper" else CPU
-    n = args.n if args.n is not None else scale["n"]
+    n = args.num_seqs if args.num_seqs is not None else scale["n"]
     if n is not None and n < 3:
-        raise UserError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
+        raise UserError(f"--num-seqs {n} is too few sequences: the lineage tests need at "
+                        f"least 3")
     a = audit.plan(args.base, args.suspects, args.test, input=args.input, dtype=args.dtype,
                    memory_budget_gib=args.memory_budget_gib,
                    device_memory_gb=args.device_memory_gb, n=n,
