@@ -102,7 +102,7 @@ def corpus(tmp_path_factory):
 def _train(corpus, out, *extra):
     return ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
             "--steps", "2", "--warmup", "1", "--seq-len", "32", "--batch-size", "4",
-            "--vocab-size", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
+            "--bpe-vocab", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
             *extra]
 
 

@@ -371,7 +371,7 @@ def test_train_cli_model_set_two_steps(tmp_path):
     out = tmp_path / "run"
     args = ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
             "--steps", "2", "--warmup", "1", "--seq-len", "32", "--batch-size", "4",
-            "--vocab-size", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
+            "--bpe-vocab", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
             "--model-set", "attn_output_transform=headwise_rmsnorm",
             "--model-set", "attn_output_gate=true"]
     assert main(args) == 0

@@ -113,11 +113,11 @@ def command_parser(sub, name: str, *, help: str, description: str,
                           formatter_class=HelpFormatter)
 
 
-def add_alias(parser_or_group, old: str, new: str, **kwargs) -> None:
-    """``old``, a hidden alias of the flag ``new`` (same destination; absent from ``--help``):
-    ``kwargs`` repeat the new flag's type, choices and action, so the old spelling parses as
-    before."""
-    parser_or_group.add_argument(old, dest=new.lstrip("-").replace("-", "_"),
+def add_alias(parser_or_group, old: str, new: str, dest: str | None = None, **kwargs) -> None:
+    """``old``, a hidden alias of the flag ``new`` (same destination, ``new``'s own unless
+    ``dest`` names it; absent from ``--help``): ``kwargs`` repeat the new flag's type, choices
+    and action, so the old spelling parses as before."""
+    parser_or_group.add_argument(old, dest=dest or new.lstrip("-").replace("-", "_"),
                                  help=argparse.SUPPRESS, **kwargs)
 
 

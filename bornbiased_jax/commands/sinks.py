@@ -72,8 +72,8 @@ def add_parser(sub) -> None:
                    help="a tokenizer.json (default: the run's or the GGUF file's, else a BPE "
                         "trained on the corpus)")
     w.add_argument("--bpe-vocab", type=positive, default=4096, metavar="N",
-                   help="vocabulary of the BPE trained when no tokenizer is given (at most the "
-                        "model's)")
+                   help="vocabulary of the byte-level BPE trained on the corpus when no "
+                        "--tokenizer is given (at most the model's)")
     w.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                    help="prepend the tokenizer's BOS token to every window (BOS + T-1 text "
                         "tokens); default: a train run's own setting (run.json); for an HF folder "
