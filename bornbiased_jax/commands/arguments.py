@@ -123,8 +123,9 @@ def add_alias(parser_or_group, old: str, new: str, dest: str | None = None, **kw
 
 def memory_budget_argument(parser_or_group, help: str, old: str | None = None) -> None:
     """``--memory-budget-gib GIB``, the one spelling of a per-device memory budget (in GiB,
-    2**30 bytes) across commands; ``old``: the command's former spelling, kept as a hidden
-    alias when it meant the same unit."""
+    2**30 bytes: how much of a device's memory the run may plan for) across commands;
+    ``old``: the command's former spelling, kept as a hidden alias when it meant the same unit.
+    A device's own size is another idea (``fingerprint --device-memory-gib``)."""
     parser_or_group.add_argument("--memory-budget-gib", type=positive_float, metavar="GIB",
                                  help=help)
     if old:

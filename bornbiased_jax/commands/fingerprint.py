@@ -9,8 +9,7 @@ from pathlib import Path
 from bornbiased_jax import precision
 from bornbiased_jax.commands.arguments import (add_alias, add_multiprocess_arguments,
                                                add_precision_argument, command_parser,
-                                               memory_budget_argument, positive, positive_float,
-                                               precision_group)
+                                               positive, positive_float, precision_group)
 from bornbiased_jax.defaults import FINGERPRINT_FORWARD_BUDGET as FORWARD_BUDGET
 from bornbiased_jax.defaults import FINGERPRINT_N_MAX as N_MAX
 from bornbiased_jax.defaults import FINGERPRINT_N_MIN as N_MIN
@@ -108,10 +107,14 @@ def add_parser(sub) -> None:
                    help="presets share one embedding across seeds (the Table-1 protocol); "
                         "without it every parameter of a preset is seed-dependent, as "
                         "'bornbiased train' builds them")
-    memory_budget_argument(
-        p, "plan for this much memory per device, in GiB, instead of the device's own: the "
-           "run is refused before loading when the two models' weights leave less than a "
-           "fifth of it for the forward pass")
+    p.add_argument("--device-memory-gib", type=positive_float, metavar="GIB",
+                   help="plan as if each device had this much memory, in GiB, instead of its "
+                        "own (a device's size, not a budget: the run is refused before "
+                        "loading when the two models' weights leave less than a fifth of it "
+                        "for the forward pass)")
+    # former spellings: --memory-budget-gib (GiB, but the other commands' budget is another
+    # idea) and --device-memory-gb (in GB, so with its own destination)
+    add_alias(p, "--memory-budget-gib", "--device-memory-gib", type=positive_float)
     p.add_argument("--device-memory-gb", type=positive_float, help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.add_argument("--fresh", action="store_true",
@@ -172,7 +175,7 @@ def run(args) -> int:
         raise UserError(f"--num-seqs {n} is too few sequences: the lineage tests need at "
                         f"least 3")
     a = audit.plan(args.base, args.suspects, args.test, input=args.input, dtype=args.dtype,
-                   memory_budget_gib=args.memory_budget_gib,
+                   device_memory_gib=args.device_memory_gib,
                    device_memory_gb=args.device_memory_gb, n=n,
                    seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m,
                    k=args.k, null_models=args.null_models,
