@@ -142,9 +142,9 @@ def add_multiprocess_arguments(parser) -> None:
         "docs/multihost.md.")
     g.add_argument("--coordinator", metavar="HOST:PORT",
                    help="address of process 0, where the others connect")
-    g.add_argument("--num-processes", type=int, metavar="N",
-                   help="number of processes in the run")
-    g.add_argument("--process-id", type=int, metavar="I", help="this process's rank, 0..N-1")
+    g.add_argument("--num-processes", type=int, metavar="P",
+                   help="number P of processes in the run")
+    g.add_argument("--process-id", type=int, metavar="I", help="this process's rank, 0..P-1")
     g.add_argument("--init-timeout", type=float, default=INIT_TIMEOUT_S, metavar="S",
                    help="seconds to wait for the coordinator and every process")
 

@@ -22,6 +22,7 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.fingerprint.audit import expand_suspects, planned_device  # noqa: F401
 
+FEATURES = ["normed", "prenorm", "logits"]  # --feature's choices
 CPU = dict(n=None, seq_len=64)  # n None: compare.default_n (2,000 for small models)
 PAPER = dict(n=10_000, seq_len=1024)
 
@@ -98,9 +99,11 @@ def add_parser(sub) -> None:
                    help="uniform random token ids (the default when the aligned, permutation "
                         "or matched test runs), or Gaussian input embeddings with BASE's "
                         "embedding mean and std (Algorithm 1; the default otherwise)")
-    p.add_argument("--output", choices=["normed", "prenorm", "logits"], default="normed",
-                   help="the feature g(x): the final hidden state at the last position after "
-                        "the final norm, before it, or the logits")
+    p.add_argument("--feature", choices=FEATURES, default="normed",
+                   help="the feature g(x) compared: the final hidden state at the last position "
+                        "after the final norm, before it, or the logits")
+    # the former spelling, too like --out (the folder) for a choice of feature
+    add_alias(p, "--output", "--feature", choices=FEATURES)
     p.add_argument("--probe-seed", type=int, default=0, metavar="SEED",
                    help="seed of the random inputs")
     p.add_argument("--shared-embedding", action="store_true",
@@ -127,15 +130,19 @@ def add_parser(sub) -> None:
     tests.add_argument("--m", type=positive, metavar="M",
                        help="paper test: top-m size (default: 0.52 d_out)")
     tests.add_argument("--k", type=positive, metavar="K",
-                       help="official test: bottom-k size (default: 0.52 d_out)")
+                       help="official test: bottom-k size K (default: 0.52 d_out)")
     tests.add_argument("--null-models", type=positive, default=CALIBRATED_NULL_MODELS,
-                       metavar="K", help="calibrated and aligned tests: fresh initialisations K")
-    tests.add_argument("--statistic", choices=CALIBRATED_STATISTICS, default=None,
+                       metavar="INITS", help="calibrated and aligned tests: INITS fresh "
+                                             "initialisations make the null")
+    tests.add_argument("--calibrated-statistic", choices=CALIBRATED_STATISTICS, default=None,
                        metavar="NAME",
                        help=f"calibrated test's statistic: {', '.join(CALIBRATED_STATISTICS)} "
                             f"(default: {CALIBRATED_STATISTIC})")
-    tests.add_argument("--permutations", type=positive, default=PERMUTATION_DRAWS, metavar="K",
-                       help="permutation test: random permutations K, at least 1/alpha - 1")
+    # the former spelling, which read as if it set every test's statistic
+    add_alias(tests, "--statistic", "--calibrated-statistic", choices=CALIBRATED_STATISTICS)
+    tests.add_argument("--permutations", type=positive, default=PERMUTATION_DRAWS,
+                       metavar="DRAWS", help="permutation test: DRAWS random permutations "
+                                             "make the null, at least 1/alpha - 1")
     tests.add_argument("--permutation-statistic", choices=PERMUTATION_STATISTICS,
                        default=PERMUTATION_STATISTIC, help="permutation test's statistic")
     tests.add_argument("--matched-slack", type=non_negative_int, default=None, metavar="UNITS",
@@ -177,9 +184,10 @@ def run(args) -> int:
     a = audit.plan(args.base, args.suspects, args.test, input=args.input, dtype=args.dtype,
                    device_memory_gib=args.device_memory_gib,
                    device_memory_gb=args.device_memory_gb, n=n,
-                   seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m,
+                   seq_len=args.seq_len or scale["seq_len"], output=args.feature, m=args.m,
                    k=args.k, null_models=args.null_models,
-                   statistic=args.statistic or CALIBRATED_STATISTIC, probe_seed=args.probe_seed,
+                   statistic=args.calibrated_statistic or CALIBRATED_STATISTIC,
+                   probe_seed=args.probe_seed,
                    permutations=args.permutations,
                    permutation_statistic=args.permutation_statistic,
                    matched_slack=args.matched_slack, matched_eps=args.matched_eps)

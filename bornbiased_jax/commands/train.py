@@ -75,7 +75,7 @@ def add_parser(sub) -> None:
     field("--corpus-max-mb", type=float, metavar="MIB", group=data)
     field("--seq-len", type=positive, metavar="T", group=data)
     field("--batch-size", type=positive, metavar="N", group=data)
-    field("--grad-accum", type=positive, metavar="K", group=data)
+    field("--grad-accum", type=positive, metavar="N", group=data)
     field("--data-seed", type=int, metavar="SEED", group=data)
     data.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                       help=field_help("bos"))

@@ -109,8 +109,8 @@ class TrainConfig:
                         "instead of copying them to each")
     seeds: tuple[int, ...] = _field((), "train one model per initialisation seed in one "
                                     "program, all on the same batches: '0:32', '1,5:8' "
-                                    "(instead of --seed; not with --init-from); seed K of the "
-                                    "run is the model source OUT#K or OUT#K@STEP")
+                                    "(instead of --seed; not with --init-from); each seed of "
+                                    "the run is the model source OUT#SEED or OUT#SEED@STEP")
     bos: bool = _field(False, "put a beginning-of-sequence token at position 0 of every "
                        "training and validation window (BOS + T-1 text tokens as the model's "
                        f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'. "
