@@ -61,6 +61,8 @@ def add_parser(sub) -> None:
                         "attn_output_transform=sqrt_i")
     p.add_argument("--out", type=Path, default=Path("results/sinks"), metavar="DIR",
                    help="folder for sinks.json, sinks.md and the two figures")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bars (chunks of sequences done at each length)")
 
     w = p.add_argument_group("text windows")
     w.add_argument("--corpus", nargs="+", metavar="CORPUS",
@@ -127,7 +129,8 @@ def run(args) -> int:
     results = metric.sink_rates_over_lengths(params, cfg, inputs.ids, lengths, num_seqs,
                                              eps, seed=args.data_seed, on_result=_print_length,
                                              bos=inputs.bos_id, windows=inputs.make,
-                                             all_keys=args.all_keys)
+                                             all_keys=args.all_keys,
+                                             progress=not args.no_progress)
     wall = time.time() - t0
     table = tables.sinks_markdown(results, loaded.label)
     run_info = files.run_record(args.command_line, wall, model=args.model,
