@@ -38,7 +38,9 @@ def add_parser(sub) -> None:
                         "tokenizer.json is used), a Hugging Face folder (config.json + "
                         "safetensors) or a GGUF file (its own tokenizer is used)")
     p.add_argument("--setting", choices=sorted(SINK_SETTINGS), default="paper",
-                   help="reporting defaults of --eps, --seq-len and --num-seqs: " + "; ".join(
+                   help="whose protocol's defaults of --eps, --seq-len and --num-seqs apply "
+                        "(a protocol, not a run's size: its threshold changes what is "
+                        "measured): " + "; ".join(
                        f"{k}: eps {v[0]}, T = {' '.join(map(str, v[1]))}, {v[2]} sequences"
                        for k, v in sorted(SINK_SETTINGS.items()))
                    + " (gu: Gu et al., ICLR 2025; paper: Sec. 6.2.1)")
