@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's bornbiased_jax, not an installed one
 
 COMMANDS = {  # name -> arguments after the model (MODEL is replaced by the model's path)
-    "sinks": ["sinks", "MODEL", "--lengths", "64", "--num-seqs", "8"],
+    "sinks": ["sinks", "MODEL", "--seq-len", "64", "--num-seqs", "8"],
     "sweep": ["sweep", "--model", "MODEL", "--num-seqs", "64", "--seq-len", "64"],
-    "fingerprint": ["fingerprint", "MODEL", "preset:gemma3-270m@0", "--n", "32", "--seq-len",
+    "fingerprint": ["fingerprint", "MODEL", "preset:gemma3-270m@0", "--num-seqs", "32", "--seq-len",
                     "32", "--no-progress"],
     "train": ["train", "--init-from", "MODEL", "--corpus", "python-stdlib", "--steps", "2",
               "--warmup", "1", "--seq-len", "32", "--batch-size", "4", "--eval-every", "2",

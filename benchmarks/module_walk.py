@@ -158,7 +158,7 @@ def main() -> None:
             shutil.copy(stdlib / name, corpus / name.replace("/", "_"))
         run = Path(tmp) / "run"
         argv = ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(run),
-                "--seq-len", "32", "--batch-size", "8", "--vocab-size", "256", "--warmup",
+                "--seq-len", "32", "--batch-size", "8", "--bpe-vocab", "256", "--warmup",
                 "1", "--save-every", "2", "--eval-every", "2", "--eval-batches", "1",
                 "--log-every", "1", "--no-progress", "--steps", "4"]
         for name, fn in [("train", lambda: cli(argv + ["--stop-at", "2"])),

@@ -3,13 +3,13 @@
 The probe predicts the next token at every position (``argmax`` over the full (T, V) logits:
 T V 4 bytes per sequence, 206 MB at T = 1,024 and V = 50,257). Each measurement runs in a fresh
 process: it records the resident set size after the model's shared embeddings exist and before
-the sweep (the baseline), runs the sweep with the given ``--memory-budget-gb``, and reports the
+the sweep (the baseline), runs the sweep with the given ``--memory-budget-gib``, and reports the
 planner's chunks, the working set it predicted from XLA's compiled-memory analysis, and the
 peak RSS over the baseline (VmHWM). The budget bounds parameters plus working set, so
 ``peak - baseline`` should stay below it.
 
     python benchmarks/planner_memory.py                       # gpt2-rope-cpu, T = 1,024
-    python benchmarks/planner_memory.py --seq-len 512 --memory-budget-gb 0.5
+    python benchmarks/planner_memory.py --seq-len 512 --memory-budget-gib 0.5
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def child(args) -> None:
     from bornbiased_jax.sweep import param_bytes, plan_sweep, probe_working_set, sweep
 
     cfg = get_preset(args.preset)
-    T, budget = args.seq_len, int(args.memory_budget_gb * 2**30)
+    T, budget = args.seq_len, int(args.memory_budget_gib * 2**30)
 
     def every_position(params, x_T):  # the full (T, V) logits, as an un-optimised probe would
         return jnp.argmax(model.forward(params, cfg, x_T).logits, -1).astype(jnp.int32)
@@ -66,7 +66,10 @@ def main() -> None:
     p.add_argument("--seq-len", type=int, default=1024)
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--num-seqs", type=int, default=8)
-    p.add_argument("--memory-budget-gb", type=float, default=1.0)
+    p.add_argument("--memory-budget-gib", type=float, default=1.0, metavar="GIB",
+                   help="per-device memory budget of the sweep, in GiB (sweep's flag)")
+    p.add_argument("--memory-budget-gb", type=float, dest="memory_budget_gib",
+                   help=argparse.SUPPRESS)  # the former spelling, in GiB all the same
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:

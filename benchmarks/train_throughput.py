@@ -64,15 +64,20 @@ def main() -> None:
     p.add_argument("--corpus", default="python-stdlib")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--vocab-size", type=int, default=4096)
+    p.add_argument("--bpe-vocab", type=int, default=4096, dest="vocab_size",
+                   help="vocabulary of the BPE trained on the corpus (train --bpe-vocab)")
+    p.add_argument("--vocab-size", type=int, dest="vocab_size", help=argparse.SUPPRESS)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--seeds", help="seed counts to compare with one run per seed, e.g. 1,4,16")
-    p.add_argument("--memory-budget", type=float, metavar="GIB",
+    p.add_argument("--memory-budget-gib", type=float, metavar="GIB", dest="memory_budget",
                    help="per-device memory budget of the many-seed runs (train --memory-budget-gib)")
-    p.add_argument("--seed-group", type=int,
+    p.add_argument("--seed-chunk", type=int, metavar="N", dest="seed_group",
                    help="seeds per device at once in the many-seed runs (train --seed-chunk)")
+    # the former spellings, kept hidden
+    p.add_argument("--memory-budget", type=float, dest="memory_budget", help=argparse.SUPPRESS)
+    p.add_argument("--seed-group", type=int, dest="seed_group", help=argparse.SUPPRESS)
     p.add_argument("--seed-batching", choices=["auto", "vmap", "map"], default="auto",
                    help="how the many-seed runs batch their seeds (train --seed-batching)")
     args = p.parse_args()

@@ -6,7 +6,7 @@ sequence of compiled programs on *global* arrays sharded over all devices. This 
 the commands need for that, and nothing runs differently when there is one process:
 
 * :func:`resolve` / :func:`initialize` start ``jax.distributed`` when explicit flags
-  (``--coordinator HOST:PORT --num-processes N --process-id I``) or a cluster that JAX itself
+  (``--coordinator HOST:PORT --num-processes P --process-id I``) or a cluster that JAX itself
   recognises (SLURM, Open MPI, Kubernetes, Cloud TPU pod slices) say the run has several
   processes, and do nothing otherwise;
 * :func:`is_writer`: process 0 alone writes results, run descriptions, metrics and plots
@@ -56,7 +56,7 @@ def resolve(coordinator: str | None = None, num_processes: int | None = None,
     if any(f is not None for f in flags):
         if any(f is None for f in flags):
             raise UserError("a multi-process run needs all three of --coordinator HOST:PORT, "
-                            "--num-processes N and --process-id I (or none of them)")
+                            "--num-processes P and --process-id I (or none of them)")
         _split_address(coordinator)
         if num_processes < 1:
             raise UserError(f"--num-processes must be >= 1, got {num_processes}")

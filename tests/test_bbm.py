@@ -162,7 +162,7 @@ def test_train_on_bigram_backcopy_end_to_end(tmp_path, capsys):
         assert (blocks[:, 0] == task.bos_id).all() and (blocks[:, 1:] < task.bos_id).all()
     # the sink measurement on the run defaults to its own task, with <s> first
     sinks = tmp_path / "sinks"
-    assert main(["sinks", str(out), "--lengths", "16", "--num-seqs", "3", "--out",
+    assert main(["sinks", str(out), "--seq-len", "16", "--num-seqs", "3", "--out",
                  str(sinks)]) == 0
     rec = json.loads((sinks / "sinks.json").read_text())["run"]
     assert rec["bos_prepended"] is True and rec["bos_id"] == task.bos_id

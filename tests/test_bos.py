@@ -102,7 +102,7 @@ def corpus(tmp_path_factory):
 def _train(corpus, out, *extra):
     return ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
             "--steps", "2", "--warmup", "1", "--seq-len", "32", "--batch-size", "4",
-            "--vocab-size", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
+            "--bpe-vocab", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
             *extra]
 
 
@@ -127,9 +127,9 @@ def test_train_with_bos_end_to_end_and_sinks_follow_the_run(corpus, tmp_path, ca
     assert rc == 2 and "'bos': (True, False)" in capsys.readouterr().err
     # bornbiased sinks on the run: BOS windows by default (its run.json), --no-bos without
     s1, s2 = tmp_path / "s1", tmp_path / "s2"
-    assert main(["sinks", str(out), "--corpus", str(corpus), "--lengths", "16",
+    assert main(["sinks", str(out), "--corpus", str(corpus), "--seq-len", "16",
                  "--num-seqs", "3", "--out", str(s1)]) == 0
-    assert main(["sinks", str(out), "--corpus", str(corpus), "--lengths", "16",
+    assert main(["sinks", str(out), "--corpus", str(corpus), "--seq-len", "16",
                  "--num-seqs", "3", "--no-bos", "--out", str(s2)]) == 0
     r1 = json.loads((s1 / "sinks.json").read_text())["run"]
     r2 = json.loads((s2 / "sinks.json").read_text())["run"]
@@ -146,6 +146,6 @@ def test_bos_with_a_tokenizer_without_one_is_refused(corpus, tmp_path, capsys):
     assert "no beginning-of-sequence token '<|bos|>'" in err and "--bos-token" in err
     assert not out.exists()
     assert main(["sinks", "preset:llama2-tiny@0", "--bos", "--tokenizer", str(tokfile),
-                 "--corpus", str(corpus), "--lengths", "16", "--num-seqs", "2",
+                 "--corpus", str(corpus), "--seq-len", "16", "--num-seqs", "2",
                  "--out", str(tmp_path / "s")]) == 2
     assert "--bos-token" in capsys.readouterr().err

@@ -103,7 +103,7 @@ def test_the_commands_are_the_ones_documented():
 
 
 # A hidden former spelling in other units than its successor's, so with its own destination
-OWN_UNITS = {("fingerprint", "--device-memory-gb"): "--memory-budget-gib",
+OWN_UNITS = {("fingerprint", "--device-memory-gb"): "--device-memory-gib",
              ("fingerprint", "--matched-eps"): "--matched-slack"}
 
 
@@ -220,6 +220,7 @@ ALIASES = [
     ("train", "--seed-group", "2", "seed_chunk", 2),
     ("train", "--memory-budget", "3", "memory_budget_gib", 3.0),
     ("fingerprint", "--device-memory-gb", "80", "device_memory_gb", 80.0),
+    ("fingerprint", "--memory-budget-gib", "80", "device_memory_gib", 80.0),
 ]
 REQUIRED = {"sweep": [], "train": ["--corpus", "c", "--out", "o"], "fingerprint": ["a", "b"]}
 
@@ -231,18 +232,26 @@ def test_old_flag_names_still_parse_and_are_hidden(command, old, value, dest, pa
     assert not re.search(re.escape(old) + r"(?![\w-])", COMMANDS[command].format_help())
 
 
-@pytest.mark.parametrize("command", ["sweep", "train", "fingerprint"])
+@pytest.mark.parametrize("command", ["sweep", "train"])
 def test_one_memory_budget_flag_and_one_seed_batching_pair(command):
     args = build_parser().parse_args([command, *REQUIRED[command], "--memory-budget-gib", "2"])
     assert args.memory_budget_gib == 2.0
-    if command != "fingerprint":
-        args = build_parser().parse_args([command, *REQUIRED[command], "--seed-chunk", "4",
-                                          "--seed-batching", "vmap"])
-        assert (args.seed_chunk, args.seed_batching) == (4, "vmap")
+    args = build_parser().parse_args([command, *REQUIRED[command], "--seed-chunk", "4",
+                                      "--seed-batching", "vmap"])
+    assert (args.seed_chunk, args.seed_batching) == (4, "vmap")
+
+
+def test_fingerprint_plans_for_a_device_size_not_a_budget():
+    """fingerprint's memory flag is the device's size (--device-memory-gib), another idea than
+    sweep's and train's budget; its former spelling --memory-budget-gib still parses to it."""
+    help_text = COMMANDS["fingerprint"].format_help()
+    assert "--device-memory-gib" in help_text and "--memory-budget-gib" not in help_text
+    args = build_parser().parse_args(["fingerprint", "a", "b", "--device-memory-gib", "2"])
+    assert args.device_memory_gib == 2.0
 
 
 def test_fingerprint_memory_flags_keep_their_units():
-    """--memory-budget-gib is GiB (2**30 bytes); the former --device-memory-gb was GB (10**9)
+    """--device-memory-gib is GiB (2**30 bytes); the former --device-memory-gb was GB (10**9)
     and still is; both at once is refused."""
     from bornbiased_jax.commands.fingerprint import planned_device
     from bornbiased_jax.errors import UserError
@@ -251,7 +260,7 @@ def test_fingerprint_memory_flags_keep_their_units():
     assert planned_device(80.0)[1] == 80 * 2**30
     assert planned_device(None, 80.0)[1] == 80 * 10**9
     assert "GiB" in planned_device(80.0)[0] and "GB" in planned_device(None, 80.0)[0]
-    with pytest.raises(UserError, match="--memory-budget-gib"):
+    with pytest.raises(UserError, match="--device-memory-gib"):
         planned_device(80.0, 80.0)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bornbiased_jax.cli import main
 
-FAST = ["--n", "40", "--seq-len", "8", "--no-progress"]
+FAST = ["--num-seqs", "40", "--seq-len", "8", "--no-progress"]
 
 
 @pytest.mark.slow
@@ -124,10 +124,10 @@ def test_one_bad_suspect_among_several_stops_everything_before_work(tmp_path, ca
 def test_aligned_statistic_on_logits_is_refused_before_work(tmp_path, capsys):
     out = tmp_path / "fp"
     rc = main(["fingerprint", "preset:llama2-tiny@1", "preset:llama2-tiny@2", "--test",
-               "calibrated", "--statistic", "spearman_aligned", "--output", "logits", *FAST,
-               "--out", str(out)])
+               "calibrated", "--calibrated-statistic", "spearman_aligned", "--feature", "logits",
+               *FAST, "--out", str(out)])
     err = capsys.readouterr().err
-    assert rc == 2 and "'spearman_aligned'" in err and "--output normed or prenorm" in err
+    assert rc == 2 and "'spearman_aligned'" in err and "--feature normed or prenorm" in err
     assert not out.exists()
 
 
@@ -145,7 +145,7 @@ def test_aligned_statistic_finds_a_renamed_init(tmp_path):
     hf.save_hf(m.cfg, renamed, tmp_path / "renamed")
     out = tmp_path / "fp"
     assert main(["fingerprint", "preset:llama2-tiny@1", str(tmp_path / "renamed"), "--test",
-                 "calibrated", "--statistic", "spearman_aligned", "--input", "tokens",
+                 "calibrated", "--calibrated-statistic", "spearman_aligned", "--input", "tokens",
                  "--null-models", "19", *FAST, "--out", str(out)]) == 0
     rec = json.loads((out / "fingerprint.json").read_text())
     text = json.dumps(rec)
@@ -207,6 +207,6 @@ def test_a_stopped_run_resumes_its_missing_pairs(tmp_path, capsys):
     assert json.loads((out / "summary.json").read_text())["suspects"] == full
     assert main([*cmd, "--fresh"]) == 0
     assert "resuming" not in capsys.readouterr().out
-    changed = [a if a != "40" else "41" for a in cmd]  # --n 41: nothing is kept
+    changed = [a if a != "40" else "41" for a in cmd]  # --num-seqs 41: nothing is kept
     assert main(changed) == 0
     assert "resuming" not in capsys.readouterr().out

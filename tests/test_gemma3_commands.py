@@ -60,7 +60,7 @@ def folder(tmp_path):
 
 def _sinks(folder, out, *extra) -> dict:
     assert main(["sinks", str(folder), "--corpus", str(folder.parent / "corpus"),
-                 "--lengths", "16", "--num-seqs", "2", "--out", str(out), *extra]) == 0
+                 "--seq-len", "16", "--num-seqs", "2", "--out", str(out), *extra]) == 0
     return json.loads((out / "sinks.json").read_text())["run"]
 
 
@@ -196,7 +196,7 @@ def test_cli_refuses_a_gemma_file_with_softcapping_and_writes_nothing(tmp_path):
                      extra=lambda w: w.add_float32("gemma3.final_logit_softcapping", 30.0))
     for cmd in (["sinks", str(bad)], ["sweep", "--model", str(bad), "--num-seqs", "2",
                                       "--seq-len", "8"],
-                ["fingerprint", str(bad), "preset:gemma3-tiny@0", "--n", "8", "--seq-len", "8"]):
+                ["fingerprint", str(bad), "preset:gemma3-tiny@0", "--num-seqs", "8", "--seq-len", "8"]):
         out = tmp_path / cmd[0]
         r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", *cmd, "--out", str(out)],
                            capture_output=True, text=True)
@@ -213,7 +213,7 @@ def test_sinks_on_gemma_3_270m_with_and_without_bos(tmp_path):
     rates = {}
     for flag in ([], ["--no-bos"]):
         out = tmp_path / ("a" if not flag else "b")
-        assert main(["sinks", str(path), "--lengths", "64", "--num-seqs", "4",
+        assert main(["sinks", str(path), "--seq-len", "64", "--num-seqs", "4",
                      "--corpus-max-mb", "0.3", "--out", str(out), *flag]) == 0
         rec = json.loads((out / "sinks.json").read_text())
         rates[bool(rec["run"]["bos_prepended"])] = rec["results"][0]["sink_rate"]

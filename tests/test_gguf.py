@@ -237,7 +237,7 @@ def test_fingerprint_of_a_gguf_suspect_of_another_vocabulary_reads_the_shared_id
     suspect = write_gguf(tmp_path / "v256.gguf", other)
     out = tmp_path / "fp"
     r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", str(base),
-                        str(suspect), "--n", "8", "--seq-len", "8", "--out", str(out)],
+                        str(suspect), "--num-seqs", "8", "--seq-len", "8", "--out", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert ("inputs drawn from the 128 ids both have (0 ids of BASE's and 128 of SUSPECT's "

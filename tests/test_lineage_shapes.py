@@ -257,7 +257,7 @@ def _cli(args, tmp_path):
 
     out = tmp_path / "fp"
     r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", *args,
-                        "--n", "8", "--seq-len", "12", "--no-progress", "--out", str(out)],
+                        "--num-seqs", "8", "--seq-len", "12", "--no-progress", "--out", str(out)],
                        capture_output=True, text=True)
     return r, out
 

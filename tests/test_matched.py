@@ -417,7 +417,7 @@ def test_cli_refuses_what_the_matched_test_cannot_serve(tmp_path, base, suspect,
 
     out = tmp_path / "fp"
     r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint", base, suspect,
-                        "--test", "matched", "--n", "8", "--seq-len", "8", "--out", str(out)],
+                        "--test", "matched", "--num-seqs", "8", "--seq-len", "8", "--out", str(out)],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert re.search(message, r.stderr), r.stderr

@@ -59,7 +59,7 @@ NULL_SEEDS = [1_000_000, 1_000_001, 1_000_002, 1_000_003]  # as the fingerprint'
 SWEEP = ["sweep", "--preset", "gpt2-rope-tiny", "--seeds", "0:5", "--seq-len", "16",
          "--num-seqs", "12", "--seq-chunk", "12", "--seq-batch", "12", "--no-progress"]
 TRAIN = ["train", "--preset", "llama2-tiny", "--seq-len", "16", "--batch-size", "8",
-         "--vocab-size", "256", "--steps", "6", "--warmup", "1", "--save-every", "2",
+         "--bpe-vocab", "256", "--steps", "6", "--warmup", "1", "--save-every", "2",
          "--eval-every", "2", "--eval-batches", "1", "--log-every", "1", "--no-progress",
          "--fsdp"]
 B_T = 8 * 16

@@ -180,7 +180,7 @@ def test_hf_folders_in_bfloat16(hf_folders, tmp_path, capsys):
 
     from bornbiased_jax.cli import main
 
-    fast = ["--n", "100", "--seq-len", "8", "--no-progress", "--dtype", "bfloat16"]
+    fast = ["--num-seqs", "100", "--seq-len", "8", "--no-progress", "--dtype", "bfloat16"]
     for suspect, related in (("tuned", True), ("other", False)):
         out = tmp_path / suspect
         assert main(["fingerprint", str(hf_folders / "base"), str(hf_folders / suspect),
@@ -205,6 +205,6 @@ def test_refused_before_loading_when_the_models_do_not_fit(hf_folders, tmp_path,
     weights_gib = 2 * param_count(independent("llama2-tiny")) * 4 / 2**30
     out = tmp_path / "fp"
     rc = main(["fingerprint", str(hf_folders / "base"), str(hf_folders / "tuned"),
-               "--memory-budget-gib", str(weights_gib), "--out", str(out)])
+               "--device-memory-gib", str(weights_gib), "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "--dtype bfloat16 halves it" in err and not out.exists()

@@ -308,7 +308,7 @@ def test_refused_combinations(many, corpus, tmp_path, capsys):
         TrainConfig(seeds=(1, 1), **TINY)
     assert TrainConfig(seeds=(4,), **TINY) == TrainConfig(seed=4, **TINY)  # one seed: that seed
     base = ["train", "--no-progress", "--preset", "llama2-tiny", "--corpus", str(corpus),
-            "--seq-len", "32", "--batch-size", "8", "--vocab-size", "256", "--warmup", "1",
+            "--seq-len", "32", "--batch-size", "8", "--bpe-vocab", "256", "--warmup", "1",
             "--steps", "4"]
     with pytest.raises(SystemExit) as e:  # argparse: an empty range
         main([*base, "--out", str(tmp_path / "a"), "--seeds", "3:3"])

@@ -371,7 +371,7 @@ def test_train_cli_model_set_two_steps(tmp_path):
     out = tmp_path / "run"
     args = ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
             "--steps", "2", "--warmup", "1", "--seq-len", "32", "--batch-size", "4",
-            "--vocab-size", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
+            "--bpe-vocab", "256", "--eval-every", "2", "--eval-batches", "1", "--no-progress",
             "--model-set", "attn_output_transform=headwise_rmsnorm",
             "--model-set", "attn_output_gate=true"]
     assert main(args) == 0
@@ -414,7 +414,7 @@ def test_eps_outside_open_unit_interval(eps):
 @pytest.mark.parametrize("extra, message", [
     (["--model-set", "attn_output_transform=sqrt_j"], "allowed:"),
     (["--eps", "1.0"], "open interval"),
-    (["--lengths", "32", "256"], "exceed the maximum context 128"),
+    (["--seq-len", "32", "256"], "exceed the maximum context 128"),
     (["--model-set", "block=mlp_only"], "no softmax attention"),
 ])
 def test_sinks_cli_bad_input(extra, message, capsys, tmp_path):
@@ -443,11 +443,14 @@ def test_sinks_cli_bad_model_spec(capsys):
 
 
 def test_sinks_cli_writes_outputs(tmp_path, capsys):
+    """Several lengths, each measured with its progress bar (on stderr)."""
     corpus = tmp_path / "text.py"
     shutil.copy(Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py", corpus)
     out = tmp_path / "out"
-    assert main(["sinks", "preset:llama2-tiny@0", "--lengths", "16", "32", "--num-seqs", "4",
+    assert main(["sinks", "preset:llama2-tiny@0", "--seq-len", "16", "32", "--num-seqs", "4",
                  "--corpus", str(corpus), "--bpe-vocab", "300", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "sinks T=16" in err and "sinks T=32" in err
     res = json.loads((out / "sinks.json").read_text())
     assert [r["T"] for r in res["results"]] == [16, 32]
     assert "byte-level BPE" in res["run"]["tokenizer"]
@@ -462,7 +465,8 @@ def test_sinks_cli_gu_setting_and_all_keys(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["sinks", "preset:llama2-tiny@0", "--setting", "gu", "--all-keys",
                  "--num-seqs", "3", "--corpus", str(corpus), "--bpe-vocab", "300",
-                 "--out", str(out)]) == 0
+                 "--no-progress", "--out", str(out)]) == 0
+    assert "sinks T=" not in capsys.readouterr().err  # --no-progress: no bars
     res = json.loads((out / "sinks.json").read_text())
     assert res["run"]["setting"] == "gu" and res["run"]["bos_prepended"] is False
     [r] = res["results"]

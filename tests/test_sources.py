@@ -245,7 +245,7 @@ def test_run_probe_matches_sweep_and_direct_forward():
 
 
 # --- the fingerprint command ---------------------------------------------------------------------
-FAST = ["--n", "40", "--seq-len", "8", "--null-models", "99", "--no-progress"]
+FAST = ["--num-seqs", "40", "--seq-len", "8", "--null-models", "99", "--no-progress"]
 
 
 @pytest.mark.slow
@@ -313,11 +313,11 @@ def test_fingerprint_cli_defaults_to_aligned_for_an_ungated_mlp(tmp_path, capsys
 
 
 @pytest.mark.parametrize("extra, match", [
-    (["--n", "2"], "n >= 3"),
-    (["--test", "permutation", "--output", "logits"], "vocabulary ids are not exchangeable"),
+    (["--num-seqs", "2"], r"--num-seqs 2 is too few sequences.*at least 3"),
+    (["--test", "permutation", "--feature", "logits"], "vocabulary ids are not exchangeable"),
     (["--test", "permutation", "--input", "gaussian"],
      "one forward pass of the base per null draw"),
-    (["--test", "aligned", "--output", "logits"], r"aligned test needs .*residual outputs"),
+    (["--test", "aligned", "--feature", "logits"], r"aligned test needs .*residual outputs"),
     (["--test", "aligned", "--input", "gaussian"], r"aligned test needs token inputs"),
     (["--test", "matched_init", "--input", "gaussian"], r"matched.* token inputs"),
     (["--test", "all", "--input", "gaussian"], r"aligned test needs token inputs"),

@@ -38,7 +38,7 @@ TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warm
 @pytest.mark.parametrize("tc", [
     TrainConfig(),
     TrainConfig(preset="llama2-tiny", seeds=tuple(range(32)), seq_len=64, steps=250,
-                warmup=25, lr=3e-3, min_lr=3e-4, keep_every=50, keep_last=2, log_every=10),
+                vocab_size=2048, warmup=25, lr=3e-3, min_lr=3e-4, keep_every=50, keep_last=2, log_every=10),
     TrainConfig(seeds=(1, 5, 9), bos=True, bos_token="<s>", doc_aligned=True, bf16=True,
                 fsdp=True, schedule="constant", stop_at=100, grad_accum=4, corpus_max_mb=2.5,
                 model_set=("n_layers=1", "attn_output_gate=true")),
@@ -113,7 +113,7 @@ def test_orbax_round_trip_on_disk(corpus, tmp_path):
 def _train_args(corpus, out, steps, seeds="0"):
     return ["train", "--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
             "--steps", str(steps), "--save-every", "2", "--keep-last", "50", "--seq-len", "32",
-            "--batch-size", "8", "--vocab-size", "256", "--warmup", "2", "--eval-every", "10",
+            "--batch-size", "8", "--bpe-vocab", "256", "--warmup", "2", "--eval-every", "10",
             "--eval-batches", "1", "--no-progress", "--seeds", seeds]
 
 
@@ -421,7 +421,7 @@ def test_empty_corpus_is_an_error_and_writes_nothing(tmp_path, capsys):
 def test_resume_errors(corpus, tmp_path, capsys):
     out = tmp_path / "r"
     base = ["--preset", "llama2-tiny", "--corpus", str(corpus), "--out", str(out),
-            "--seq-len", "32", "--batch-size", "8", "--vocab-size", "256", "--warmup", "1",
+            "--seq-len", "32", "--batch-size", "8", "--bpe-vocab", "256", "--warmup", "1",
             "--save-every", "2"]
     rc, err = _cli(base + ["--steps", "2", "--resume"], capsys)
     assert rc == 2 and "no run to resume" in err

@@ -113,18 +113,19 @@ def command_parser(sub, name: str, *, help: str, description: str,
                           formatter_class=HelpFormatter)
 
 
-def add_alias(parser_or_group, old: str, new: str, **kwargs) -> None:
-    """``old``, a hidden alias of the flag ``new`` (same destination; absent from ``--help``):
-    ``kwargs`` repeat the new flag's type, choices and action, so the old spelling parses as
-    before."""
-    parser_or_group.add_argument(old, dest=new.lstrip("-").replace("-", "_"),
+def add_alias(parser_or_group, old: str, new: str, dest: str | None = None, **kwargs) -> None:
+    """``old``, a hidden alias of the flag ``new`` (same destination, ``new``'s own unless
+    ``dest`` names it; absent from ``--help``): ``kwargs`` repeat the new flag's type, choices
+    and action, so the old spelling parses as before."""
+    parser_or_group.add_argument(old, dest=dest or new.lstrip("-").replace("-", "_"),
                                  help=argparse.SUPPRESS, **kwargs)
 
 
 def memory_budget_argument(parser_or_group, help: str, old: str | None = None) -> None:
     """``--memory-budget-gib GIB``, the one spelling of a per-device memory budget (in GiB,
-    2**30 bytes) across commands; ``old``: the command's former spelling, kept as a hidden
-    alias when it meant the same unit."""
+    2**30 bytes: how much of a device's memory the run may plan for) across commands;
+    ``old``: the command's former spelling, kept as a hidden alias when it meant the same unit.
+    A device's own size is another idea (``fingerprint --device-memory-gib``)."""
     parser_or_group.add_argument("--memory-budget-gib", type=positive_float, metavar="GIB",
                                  help=help)
     if old:
@@ -141,9 +142,9 @@ def add_multiprocess_arguments(parser) -> None:
         "docs/multihost.md.")
     g.add_argument("--coordinator", metavar="HOST:PORT",
                    help="address of process 0, where the others connect")
-    g.add_argument("--num-processes", type=int, metavar="N",
-                   help="number of processes in the run")
-    g.add_argument("--process-id", type=int, metavar="I", help="this process's rank, 0..N-1")
+    g.add_argument("--num-processes", type=int, metavar="P",
+                   help="number P of processes in the run")
+    g.add_argument("--process-id", type=int, metavar="I", help="this process's rank, 0..P-1")
     g.add_argument("--init-timeout", type=float, default=INIT_TIMEOUT_S, metavar="S",
                    help="seconds to wait for the coordinator and every process")
 

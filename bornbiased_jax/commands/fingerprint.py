@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import precision
-from bornbiased_jax.commands.arguments import (add_multiprocess_arguments, add_precision_argument,
-                                               command_parser, memory_budget_argument, positive,
-                                               positive_float, precision_group)
+from bornbiased_jax.commands.arguments import (add_alias, add_multiprocess_arguments,
+                                               add_precision_argument, command_parser,
+                                               positive, positive_float, precision_group)
 from bornbiased_jax.defaults import FINGERPRINT_FORWARD_BUDGET as FORWARD_BUDGET
 from bornbiased_jax.defaults import FINGERPRINT_N_MAX as N_MAX
 from bornbiased_jax.defaults import FINGERPRINT_N_MIN as N_MIN
@@ -22,6 +22,7 @@ from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import registry
 from bornbiased_jax.fingerprint.audit import expand_suspects, planned_device  # noqa: F401
 
+FEATURES = ["normed", "prenorm", "logits"]  # --feature's choices
 CPU = dict(n=None, seq_len=64)  # n None: compare.default_n (2,000 for small models)
 PAPER = dict(n=10_000, seq_len=1024)
 
@@ -79,17 +80,18 @@ def add_parser(sub) -> None:
                    help="folder for fingerprint.json, .md and .png (with several suspects: "
                         "summary.json, summary.md and pairs/)")
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
-                   help=f"which defaults of --n and --seq-len apply: cpu (n as below, T "
-                        f"{CPU['seq_len']}) or paper (n {PAPER['n']}, T {PAPER['seq_len']}, "
+                   help=f"which defaults of --num-seqs and --seq-len apply: cpu (N as below, T "
+                        f"{CPU['seq_len']}) or paper (N {PAPER['n']}, T {PAPER['seq_len']}, "
                         f"for a GPU)")
-    p.add_argument("--n", type=int, metavar="N",
-                   help=f"number of random input sequences, at least 3 (default: the most, "
+    p.add_argument("--num-seqs", type=int, metavar="N",
+                   help=f"number N of random input sequences, at least 3 (default: the most, "
                         f"from {N_MIN} up to {N_MAX:,}, whose forward passes through both "
                         f"models stay under {FORWARD_BUDGET / 1e12:g} TFLOP (about ten seconds "
                         f"on a 2-core CPU): {N_MAX:,} for small models, 37 for a pair of "
                         f"SmolLM2-135M; the matched test reads the first {MATCHED_SEQS} "
                         f"whatever N is; "
                         f"with --scale paper: {PAPER['n']:,})")
+    add_alias(p, "--n", "--num-seqs", type=int)  # the former spelling
     p.add_argument("--seq-len", type=positive, metavar="T",
                    help=f"length T of each input sequence (default: {CPU['seq_len']}; with "
                         f"--scale paper: {PAPER['seq_len']})")
@@ -97,19 +99,25 @@ def add_parser(sub) -> None:
                    help="uniform random token ids (the default when the aligned, permutation "
                         "or matched test runs), or Gaussian input embeddings with BASE's "
                         "embedding mean and std (Algorithm 1; the default otherwise)")
-    p.add_argument("--output", choices=["normed", "prenorm", "logits"], default="normed",
-                   help="the feature g(x): the final hidden state at the last position after "
-                        "the final norm, before it, or the logits")
+    p.add_argument("--feature", choices=FEATURES, default="normed",
+                   help="the feature g(x) compared: the final hidden state at the last position "
+                        "after the final norm, before it, or the logits")
+    # the former spelling, too like --out (the folder) for a choice of feature
+    add_alias(p, "--output", "--feature", choices=FEATURES)
     p.add_argument("--probe-seed", type=int, default=0, metavar="SEED",
                    help="seed of the random inputs")
     p.add_argument("--shared-embedding", action="store_true",
                    help="presets share one embedding across seeds (the Table-1 protocol); "
                         "without it every parameter of a preset is seed-dependent, as "
                         "'bornbiased train' builds them")
-    memory_budget_argument(
-        p, "plan for this much memory per device, in GiB, instead of the device's own: the "
-           "run is refused before loading when the two models' weights leave less than a "
-           "fifth of it for the forward pass")
+    p.add_argument("--device-memory-gib", type=positive_float, metavar="GIB",
+                   help="plan as if each device had this much memory, in GiB, instead of its "
+                        "own (a device's size, not a budget: the run is refused before "
+                        "loading when the two models' weights leave less than a fifth of it "
+                        "for the forward pass)")
+    # former spellings: --memory-budget-gib (GiB, but the other commands' budget is another
+    # idea) and --device-memory-gb (in GB, so with its own destination)
+    add_alias(p, "--memory-budget-gib", "--device-memory-gib", type=positive_float)
     p.add_argument("--device-memory-gb", type=positive_float, help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.add_argument("--fresh", action="store_true",
@@ -122,15 +130,19 @@ def add_parser(sub) -> None:
     tests.add_argument("--m", type=positive, metavar="M",
                        help="paper test: top-m size (default: 0.52 d_out)")
     tests.add_argument("--k", type=positive, metavar="K",
-                       help="official test: bottom-k size (default: 0.52 d_out)")
+                       help="official test: bottom-k size K (default: 0.52 d_out)")
     tests.add_argument("--null-models", type=positive, default=CALIBRATED_NULL_MODELS,
-                       metavar="K", help="calibrated and aligned tests: fresh initialisations K")
-    tests.add_argument("--statistic", choices=CALIBRATED_STATISTICS, default=None,
+                       metavar="INITS", help="calibrated and aligned tests: INITS fresh "
+                                             "initialisations make the null")
+    tests.add_argument("--calibrated-statistic", choices=CALIBRATED_STATISTICS, default=None,
                        metavar="NAME",
                        help=f"calibrated test's statistic: {', '.join(CALIBRATED_STATISTICS)} "
                             f"(default: {CALIBRATED_STATISTIC})")
-    tests.add_argument("--permutations", type=positive, default=PERMUTATION_DRAWS, metavar="K",
-                       help="permutation test: random permutations K, at least 1/alpha - 1")
+    # the former spelling, which read as if it set every test's statistic
+    add_alias(tests, "--statistic", "--calibrated-statistic", choices=CALIBRATED_STATISTICS)
+    tests.add_argument("--permutations", type=positive, default=PERMUTATION_DRAWS,
+                       metavar="DRAWS", help="permutation test: DRAWS random permutations "
+                                             "make the null, at least 1/alpha - 1")
     tests.add_argument("--permutation-statistic", choices=PERMUTATION_STATISTICS,
                        default=PERMUTATION_STATISTIC, help="permutation test's statistic")
     tests.add_argument("--matched-slack", type=non_negative_int, default=None, metavar="UNITS",
@@ -171,15 +183,17 @@ def run(args) -> int:
 
     files.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = PAPER if args.scale == "paper" else CPU
-    n = args.n if args.n is not None else scale["n"]
+    n = args.num_seqs if args.num_seqs is not None else scale["n"]
     if n is not None and n < 3:
-        raise UserError(f"--n {n} is too few inputs: the lineage tests need n >= 3")
+        raise UserError(f"--num-seqs {n} is too few sequences: the lineage tests need at "
+                        f"least 3")
     a = audit.plan(args.base, args.suspects, args.test, input=args.input, dtype=args.dtype,
-                   memory_budget_gib=args.memory_budget_gib,
+                   device_memory_gib=args.device_memory_gib,
                    device_memory_gb=args.device_memory_gb, n=n,
-                   seq_len=args.seq_len or scale["seq_len"], output=args.output, m=args.m,
+                   seq_len=args.seq_len or scale["seq_len"], output=args.feature, m=args.m,
                    k=args.k, null_models=args.null_models,
-                   statistic=args.statistic or CALIBRATED_STATISTIC, probe_seed=args.probe_seed,
+                   statistic=args.calibrated_statistic or CALIBRATED_STATISTIC,
+                   probe_seed=args.probe_seed,
                    permutations=args.permutations,
                    permutation_statistic=args.permutation_statistic,
                    matched_slack=args.matched_slack, matched_eps=args.matched_eps,

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from bornbiased_jax import precision
-from bornbiased_jax.commands.arguments import add_precision_argument, command_parser, positive
+from bornbiased_jax.commands.arguments import (add_alias, add_precision_argument, command_parser,
+                                               positive)
 from bornbiased_jax.defaults import SINK_EPS, SINK_SETTINGS
 from bornbiased_jax.errors import UserError
 
@@ -30,20 +31,24 @@ def add_parser(sub) -> None:
         examples=["bornbiased sinks preset:llama2-cpu@0                 # at initialisation",
                   "bornbiased sinks runs/amp --setting gu                # a training run",
                   "bornbiased sinks runs/bbm --setting gu --all-keys     # a Bigram-Backcopy run",
-                  "bornbiased sinks model.gguf --lengths 64 256 --num-seqs 50"])
+                  "bornbiased sinks model.gguf --seq-len 64 256 --num-seqs 50"])
     p.add_argument("model", metavar="SOURCE",
                    help="a model source: preset:NAME@SEED (a fresh initialisation), a "
                         "bornbiased train run folder PATH[@STEP] or PATH#SEED[@STEP] (its "
                         "tokenizer.json is used), a Hugging Face folder (config.json + "
                         "safetensors) or a GGUF file (its own tokenizer is used)")
     p.add_argument("--setting", choices=sorted(SINK_SETTINGS), default="paper",
-                   help="reporting defaults of --eps, --lengths and --num-seqs: " + "; ".join(
+                   help="whose protocol's defaults of --eps, --seq-len and --num-seqs apply "
+                        "(a protocol, not a run's size: its threshold changes what is "
+                        "measured): " + "; ".join(
                        f"{k}: eps {v[0]}, T = {' '.join(map(str, v[1]))}, {v[2]} sequences"
                        for k, v in sorted(SINK_SETTINGS.items()))
                    + " (gu: Gu et al., ICLR 2025; paper: Sec. 6.2.1)")
-    p.add_argument("--lengths", type=positive, nargs="+", metavar="T",
-                   help="sequence lengths T (default: the setting's, those that fit the "
-                        "model's context, or its context when none does)")
+    p.add_argument("--seq-len", type=positive, nargs="+", metavar="T",
+                   help="sequence length(s) T, one or several, each measured apart (default: "
+                        "the setting's, those that fit the model's context, or its context when "
+                        "none does)")
+    add_alias(p, "--lengths", "--seq-len", type=positive, nargs="+")  # the former spelling
     p.add_argument("--num-seqs", type=positive, metavar="N",
                    help="sequences per length (default: the setting's)")
     p.add_argument("--eps", type=float,
@@ -58,6 +63,8 @@ def add_parser(sub) -> None:
                         "attn_output_transform=sqrt_i")
     p.add_argument("--out", type=Path, default=Path("results/sinks"), metavar="DIR",
                    help="folder for sinks.json, sinks.md and the two figures")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bars (chunks of sequences done at each length)")
 
     w = p.add_argument_group("text windows")
     w.add_argument("--corpus", nargs="+", metavar="CORPUS",
@@ -69,8 +76,8 @@ def add_parser(sub) -> None:
                    help="a tokenizer.json (default: the run's or the GGUF file's, else a BPE "
                         "trained on the corpus)")
     w.add_argument("--bpe-vocab", type=positive, default=4096, metavar="N",
-                   help="vocabulary of the BPE trained when no tokenizer is given (at most the "
-                        "model's)")
+                   help="vocabulary of the byte-level BPE trained on the corpus when no "
+                        "--tokenizer is given (at most the model's)")
     w.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                    help="prepend the tokenizer's BOS token to every window (BOS + T-1 text "
                         "tokens); default: a train run's own setting (run.json); for an HF folder "
@@ -94,7 +101,7 @@ def run(args) -> int:
     files.check_writable(args.out, folder=True, flag="--out")  # before any work
     eps0, lengths0, n0 = SINK_SETTINGS[args.setting]
     eps_arg = eps0 if args.eps is None else args.eps
-    lengths = sorted(set(args.lengths or lengths0))
+    lengths = sorted(set(args.seq_len or lengths0))
     num_seqs = args.num_seqs or n0
     eps = metric.check_eps(eps_arg)
     loaded = load_source(args.model)
@@ -107,13 +114,13 @@ def run(args) -> int:
         params = init_params(cfg, loaded.seed)
     model.check_has_attention(cfg, "there are no attention sinks to measure")
     too_long = [T for T in lengths if T > cfg.max_seq_len]
-    if too_long and not args.lengths:  # the setting's lengths, not the user's: fit the model
+    if too_long and not args.seq_len:  # the setting's lengths, not the user's: fit the model
         lengths = [T for T in lengths if T <= cfg.max_seq_len] or [cfg.max_seq_len]
         print(f"note: the {args.setting} setting's lengths {too_long} exceed the maximum "
               f"context {cfg.max_seq_len} of {cfg.name}; measuring at T = "
-              f"{' '.join(map(str, lengths))} (--lengths chooses)")
+              f"{' '.join(map(str, lengths))} (--seq-len chooses)")
     elif too_long:
-        raise UserError(f"--lengths {too_long} exceed the maximum context {cfg.max_seq_len} "
+        raise UserError(f"--seq-len {too_long} exceed the maximum context {cfg.max_seq_len} "
                         f"of {cfg.name}; choose lengths up to {cfg.max_seq_len}")
     inputs = windows.for_model(
         cfg, loaded.folder, num_seqs=num_seqs, seed=args.data_seed, corpus=args.corpus,
@@ -124,7 +131,8 @@ def run(args) -> int:
     results = metric.sink_rates_over_lengths(params, cfg, inputs.ids, lengths, num_seqs,
                                              eps, seed=args.data_seed, on_result=_print_length,
                                              bos=inputs.bos_id, windows=inputs.make,
-                                             all_keys=args.all_keys)
+                                             all_keys=args.all_keys,
+                                             progress=not args.no_progress)
     wall = time.time() - t0
     table = tables.sinks_markdown(results, loaded.label)
     run_info = files.run_record(args.command_line, wall, model=args.model,

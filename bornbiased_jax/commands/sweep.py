@@ -70,7 +70,8 @@ def add_parser(sub) -> None:
                    help="initialisation seeds of the presets, as a list or ranges: '42,43', "
                         f"'0:256', '1,5:8' {_defaults('seeds', ',')}")
     p.add_argument("--seq-len", type=positive, nargs="+", metavar="T",
-                   help=f"sequence length(s) T {_defaults('seq_lens')}")
+                   help=f"sequence length(s) T, one or several, each measured apart "
+                        f"{_defaults('seq_lens')}")
     p.add_argument("--num-seqs", type=positive, metavar="N",
                    help=f"random sequences N per seed and length {_defaults('num_seqs')}")
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",

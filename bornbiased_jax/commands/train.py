@@ -14,7 +14,7 @@ from bornbiased_jax.commands.arguments import (add_alias, add_multiprocess_argum
 
 
 def add_parser(sub) -> None:
-    from bornbiased_jax.training.config import (SCHEDULES, SEED_BATCHING, TrainConfig,
+    from bornbiased_jax.training.config import (FLAGS, SCHEDULES, SEED_BATCHING, TrainConfig,
                                                  field_help)
 
     d = TrainConfig()
@@ -34,12 +34,14 @@ def add_parser(sub) -> None:
                   "bornbiased train --preset llama2-tiny --corpus notes/ --seeds 0:32 --out runs/s",
                   "bornbiased train --init-from runs/a@200 --corpus notes/ --out runs/b"])
 
+    fields = {flag: name for name, flag in FLAGS.items()}  # the flags not named as fields
+
     def field(flag: str, **kwargs) -> None:  # a flag whose help is TrainConfig's field doc
-        name = flag[2:].replace("-", "_")
+        name = fields.get(flag, flag[2:].replace("-", "_"))
         group = kwargs.pop("group", p)
         if "action" not in kwargs:
             kwargs.setdefault("default", getattr(d, name))
-        group.add_argument(flag, help=field_help(name), **kwargs)
+        group.add_argument(flag, dest=name, help=field_help(name), **kwargs)
 
     field("--preset", metavar="NAME")
     p.add_argument("--corpus", nargs="+", required=True, metavar="CORPUS",
@@ -68,11 +70,12 @@ def add_parser(sub) -> None:
     data = p.add_argument_group("data")
     data.add_argument("--tokenizer", metavar="FILE",
                       help="a tokenizer.json to use instead of training a BPE on the corpus")
-    field("--vocab-size", type=positive, metavar="N", group=data)
+    field("--bpe-vocab", type=positive, metavar="N", group=data)
+    add_alias(data, "--vocab-size", "--bpe-vocab", dest="vocab_size", type=positive)
     field("--corpus-max-mb", type=float, metavar="MIB", group=data)
     field("--seq-len", type=positive, metavar="T", group=data)
     field("--batch-size", type=positive, metavar="N", group=data)
-    field("--grad-accum", type=positive, metavar="K", group=data)
+    field("--grad-accum", type=positive, metavar="N", group=data)
     field("--data-seed", type=int, metavar="SEED", group=data)
     data.add_argument("--bos", action=argparse.BooleanOptionalAction, default=None,
                       help=field_help("bos"))

@@ -22,7 +22,7 @@ def check_settings(s) -> None:
     """A UserError when the aligned test cannot run with ``s`` (``compare.Settings``)."""
     if s.input != "tokens" or s.output == "logits":
         raise UserError("the aligned test needs token inputs (--input tokens) and residual "
-                        "outputs (--output normed or prenorm): it aligns residual "
+                        "outputs (--feature normed or prenorm): it aligns residual "
                         "coordinates, which a renaming moves and token ids do not")
     need = math.ceil(1 / s.alpha - 1 - 1e-9)
     if s.null_models < need:

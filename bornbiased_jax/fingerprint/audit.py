@@ -92,13 +92,14 @@ def expand_suspects(specs: Sequence[str]) -> list[str]:
 
 def planned_device(gib: float | None, gb: float | None = None) -> tuple[str, int] | None:
     """The (description, bytes) the memory plan assumes instead of the device's own:
-    ``--memory-budget-gib`` (GiB, 2**30 bytes) or the former ``--device-memory-gb`` (GB, 10**9
-    bytes, still read); None for the device's own."""
+    ``--device-memory-gib`` (GiB, 2**30 bytes) or the former ``--device-memory-gb`` (GB, 10**9
+    bytes, still read); None for the device's own. (The device's size, not a budget: the
+    commands' ``--memory-budget-gib`` is the share of it that a run may plan for.)"""
     if gib is not None and gb is not None:
-        raise UserError("give --memory-budget-gib alone (--device-memory-gb is its former "
+        raise UserError("give --device-memory-gib alone (--device-memory-gb is its former "
                         "spelling, in GB)")
     if gib is not None:
-        return f"a device of {gib:g} GiB (--memory-budget-gib)", int(gib * 2**30)
+        return f"a device of {gib:g} GiB (--device-memory-gib)", int(gib * 2**30)
     if gb is not None:
         return f"a device of {gb:g} GB (--device-memory-gb)", int(gb * 1e9)
     return None
@@ -241,7 +242,7 @@ class Audit:
 
 
 def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str | None = None,
-         dtype: str = "float32", memory_budget_gib: float | None = None,
+         dtype: str = "float32", device_memory_gib: float | None = None,
          device_memory_gb: float | None = None, **settings) -> Audit:
     """Everything ``bornbiased fingerprint`` decides before it loads a model, each once, and
     every refusal it can make from the sources alone (a UserError): BASE's initialisation
@@ -279,7 +280,7 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
         settings["n"] = default_n(base_cfg, cfgs, settings.get("seq_len") or Settings().seq_len)
     s = Settings(tests=tests, input=input or default_input(tests), **settings)
     t0 = time.time()
-    device = planned_device(memory_budget_gib, device_memory_gb)
+    device = planned_device(device_memory_gib, device_memory_gb)
     base_cfg = check_source(base_src)
     init_tests = [e.name for e in registry.selected(tests) if registry.INIT in e.needs]
     if init_tests and not init.known:

@@ -232,7 +232,7 @@ def check_settings(s) -> None:
         raise UserError("the calibrated test's 'spearman_aligned' statistic aligns residual "
                         "coordinates, which a renaming can move; logits are indexed by "
                         "token ids, which it cannot (and a V x V assignment is needlessly "
-                        "large): use --output normed or prenorm with it")
+                        "large): use --feature normed or prenorm with it")
 
 
 def null_seeds_text(ids) -> str:

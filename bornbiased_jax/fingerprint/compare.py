@@ -98,7 +98,7 @@ def check_needs(entry: registry.Entry, settings: Settings) -> None:
     if registry.TOKENS in entry.needs and settings.input != "tokens":
         raise UserError(f"the {entry.name} test needs token inputs (--input tokens)")
     if registry.RESIDUAL in entry.needs and settings.output == "logits":
-        raise UserError(f"the {entry.name} test needs residual outputs (--output normed or "
+        raise UserError(f"the {entry.name} test needs residual outputs (--feature normed or "
                         f"prenorm)")
 
 

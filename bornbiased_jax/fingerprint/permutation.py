@@ -70,10 +70,10 @@ RESIDUAL_OUTPUTS = ("normed", "prenorm")
 def check_applicable(input_kind: str, output: str) -> None:
     """A UserError unless the permutation test is exact for these inputs and outputs."""
     if output not in RESIDUAL_OUTPUTS:
-        raise UserError(f"the permutation test needs residual-stream features (--output normed "
+        raise UserError(f"the permutation test needs residual-stream features (--feature normed "
                         f"or prenorm), not {output!r}: vocabulary ids are not exchangeable in a "
                         f"trained model, so permuting logit columns breaks its null; use "
-                        f"--output normed, or the calibrated test for logits")
+                        f"--feature normed, or the calibrated test for logits")
     if input_kind != "tokens":
         raise UserError(f"the permutation test needs token inputs (--input tokens), not "
                         f"{input_kind!r}: with Gaussian input embeddings x the permuted model's "

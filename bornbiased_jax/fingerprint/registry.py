@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Sequence
 # and both models' MLP pre-activations (GATED).
 INIT = "BASE's initialisation"  # known (BASE is one, or its source names it)
 TOKENS = "token inputs"  # --input tokens
-RESIDUAL = "residual outputs"  # --output normed or prenorm, not logits
+RESIDUAL = "residual outputs"  # --feature normed or prenorm, not logits
 GATED = "gated MLP"  # both models have a gated (SwiGLU) MLP
 NULLS = "null models"  # fresh initialisations of BASE's architecture
 NEEDS = (INIT, TOKENS, RESIDUAL, GATED, NULLS)

@@ -109,8 +109,8 @@ class TrainConfig:
                         "instead of copying them to each")
     seeds: tuple[int, ...] = _field((), "train one model per initialisation seed in one "
                                     "program, all on the same batches: '0:32', '1,5:8' "
-                                    "(instead of --seed; not with --init-from); seed K of the "
-                                    "run is the model source OUT#K or OUT#K@STEP")
+                                    "(instead of --seed; not with --init-from); each seed of "
+                                    "the run is the model source OUT#SEED or OUT#SEED@STEP")
     bos: bool = _field(False, "put a beginning-of-sequence token at position 0 of every "
                        "training and validation window (BOS + T-1 text tokens as the model's "
                        f"input); the BPE trained for the run gets the token '{BOS_TOKEN}'. "
@@ -199,14 +199,18 @@ def field_help(name: str) -> str:
 
 # TrainConfig fields that ``bornbiased train`` has no flag for (Table 14's values are kept)
 NO_FLAG = ("grad_clip", "b1", "b2", "val_fraction")
+# The fields whose flag is not ``--field-name``: the name every command gives the idea
+# (``sinks --bpe-vocab`` sizes the same BPE); the field keeps its name in run.json
+FLAGS = {"vocab_size": "--bpe-vocab"}
 SWITCHES = ("bf16", "fsdp", "bos", "doc_aligned")  # boolean flags: present or absent
 
 
 def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
     """The ``bornbiased train`` arguments that train ``tc`` on ``corpus`` into ``out``: every
-    setting that differs from TrainConfig's defaults, as ``--field-name VALUE`` (``--seeds A:B``
-    for a range of seeds); parsing them gives ``tc`` back. A ``UserError`` for a setting the
-    command has no flag for (:data:`NO_FLAG`)."""
+    setting that differs from TrainConfig's defaults, as ``--field-name VALUE`` (the flags of
+    :data:`FLAGS` by their own names; ``--seeds A:B`` for a range of seeds); parsing them gives
+    ``tc`` back. A ``UserError`` for a setting the command has no flag for
+    (:data:`NO_FLAG`)."""
     default = TrainConfig()
     corpus = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
     argv = ["train", "--corpus", *[str(c) for c in corpus], "--out", str(out)]
@@ -217,7 +221,7 @@ def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
         if f.name in NO_FLAG:
             raise UserError(f"{f.name} = {value!r} has no flag of bornbiased train (it keeps "
                             f"{getattr(default, f.name)!r}); train this run from Python")
-        flag = "--" + f.name.replace("_", "-")
+        flag = flag_of(f.name)
         if f.name in SWITCHES:
             argv.append(flag)
         elif f.name == "model_set":
@@ -229,6 +233,12 @@ def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
         else:
             argv += [flag, str(value)]
     return argv
+
+
+def flag_of(name: str) -> str:
+    """The ``bornbiased train`` flag of TrainConfig's field ``name``: ``--field-name``, or
+    its entry in :data:`FLAGS`."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 def _seeds_text(seeds) -> str:

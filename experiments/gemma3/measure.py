@@ -198,7 +198,7 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
 def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS) -> dict:
     folder = out / "fingerprint-auto"
     args = ["fingerprint", str(model), str(suspects), *UNRELATED, "--test", "auto",
-            "--n", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
+            "--num-seqs", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
             "--no-progress", "--out", str(folder)]
     if not (folder / "summary.json").is_file():
         run_cli(args, out / "fingerprint-auto.log")

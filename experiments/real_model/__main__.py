@@ -55,8 +55,12 @@ def main(argv=None) -> None:
     p.add_argument("--records", type=Path, default=render.RECORDS,
                    help="records folder (default results/records)")
     p.add_argument("--results", type=Path, default=Path("RESULTS.md"))
-    p.add_argument("--lengths", type=int, nargs="+", default=list(measure.SWEEP_LENGTHS),
-                   help="the sweep step's lengths T (default: 64 256)")
+    p.add_argument("--seq-len", type=int, nargs="+", default=list(measure.SWEEP_LENGTHS),
+                   dest="lengths", metavar="T",
+                   help="the sweep step's lengths T, as bornbiased sweep's --seq-len (default: "
+                        "64 256)")
+    p.add_argument("--lengths", type=int, nargs="+", dest="lengths",
+                   help=argparse.SUPPRESS)  # the former spelling
     p.add_argument("--no-run", action="store_true", help="only rebuild RESULTS.md")
     args = p.parse_args(argv)
     if not args.no_run:

@@ -147,9 +147,9 @@ def sink_result(A_SLHTT: np.ndarray | jax.Array, eps: float = DEFAULT_EPS,
 
 def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
                   eps: float = DEFAULT_EPS, batch: int | None = None,
-                  all_keys: bool = False) -> SinkResult:
+                  all_keys: bool = False, progress: bool = False) -> SinkResult:
     """The sink metric of a model on S token sequences of one length T (with ``all_keys``,
-    alpha_k for every key k too).
+    alpha_k for every key k too; ``progress``: a progress bar of the chunks done).
 
     The maps (L, H, T, T) of ``batch`` sequences at a time live in memory (by default about
     64 MiB of them); only alpha leaves the compiled function (``sweep.run_probe``)."""
@@ -167,7 +167,7 @@ def measure_sinks(params: dict, cfg: ModelConfig, tokens_ST: np.ndarray,
         per_seq = 4 * cfg.n_layers * cfg.n_heads * T * T
         batch = int(max(1, min(S, (64 << 20) // per_seq)))
     out = run_probe(alpha_probe(cfg, all_keys), cfg, params, tokens_ST.astype(np.int32),
-                    seq_batch=batch)
+                    seq_batch=batch, progress=progress, desc=f"sinks T={T}")
     keys = np.asarray(out[2], np.float64) if all_keys else None
     return SinkResult(T, S, eps, out[0].astype(np.float64), out[1].astype(np.float64), keys)
 
@@ -209,17 +209,19 @@ def bos_windows(ids: Sequence[int], T: int, n: int, seed: int = 0,
 def sink_rates_over_lengths(params: dict, cfg: ModelConfig, ids: Sequence[int] | None,
                             lengths: Sequence[int], num_seqs: int, eps: float = DEFAULT_EPS,
                             seed: int = 0, on_result=None, bos: int | None = None,
-                            windows=None, all_keys: bool = False) -> list[SinkResult]:
+                            windows=None, all_keys: bool = False,
+                            progress: bool = False) -> list[SinkResult]:
     """The sink metric at each length T of ``lengths`` (Figure 12's axis), each on ``num_seqs``
     random windows of T consecutive tokens of the text ``ids`` (window seed ``seed + T``;
     with ``bos``, BOS + T - 1 text tokens: :func:`bos_windows`), or on ``windows(T)`` when
     given (e.g. Bigram-Backcopy sequences). ``on_result(result)``, if given, is called after
-    each length (e.g. to print it)."""
+    each length (e.g. to print it); ``progress``: a progress bar per length."""
     results = []
     for T in lengths:
         win = (windows(T) if windows is not None
                else bos_windows(ids, T, num_seqs, seed=seed + T, bos=bos))
-        results.append(measure_sinks(params, cfg, win, eps, all_keys=all_keys))
+        results.append(measure_sinks(params, cfg, win, eps, all_keys=all_keys,
+                                     progress=progress))
         if on_result is not None:
             on_result(results[-1])
     return results
