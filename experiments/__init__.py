@@ -3,39 +3,37 @@ rules and what its command lines need; one renderer for RESULTS.md (:mod:`experi
 Run from a checkout as modules (``python -m experiments.<name>``); not part of the installed
 toolkit (``bornbiased_jax``), which never imports this package.
 
-Each experiment (``experiments/<name>.py``, a thin command line; ``python -m
-experiments.lineage`` and ``python -m experiments.campaign`` are their packages' ``__main__``)
+Each experiment (``experiments/<name>.py``, a thin command line, or a study package's
+``__main__.py``, as ``python -m experiments.lineage`` and ``python -m experiments.campaign``)
 runs a measurement and saves a record, ``{"run": ..., "records": ...}``, committed under
-``results/records/<study>/<name>.json``. Each study's ``claims`` module turns its records into
+``results/records/<study>/<name>.json``. Each study's claims module turns its records into
 :class:`bornbiased_jax.verdicts.Claim` rows (and tables) without running anything, so every
 verdict rule is unit-tested on small hand-made records, and :mod:`experiments.render` writes
 RESULTS.md from them.
 
-  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10; ``paper_claims``: the rows at the
-    paper's own shapes, from ``experiments/paper_scale.py``'s records under
-    results/records/paper/; ``unembedding_null``: Figure 3's null through the model's own
-    unembedding, simulated);
+Each study package's docstring maps its modules; here, what each study is:
+
+  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10), at CPU scale and at the paper's
+    own shapes (the rows from ``experiments/paper_scale.py``'s records under
+    results/records/paper/);
   * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
     theory``);
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the
-    width/depth confound, beyond the paper): ``claims``, ``measure``, ``pools``, ``power``,
-    ``calibration``, ``confound``, ``trained``, ``docs`` (docs/seedprint.md's generated blocks);
-  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5) and its
-    Qwen-style repeat (App. B.3.3: Figure 14, Tables 9-12): ``claims``, ``measure``,
-    ``tables``, ``family`` (the trained family), ``seed_family``;
-  * ``sinks``: Sec. 6.2 (Figure 12, Table 7): ``claims``, ``measure``, ``at_init`` (the
-    rescalings at initialisation), ``regime`` and ``regime_measure`` (where sinks form at CPU
-    scale), ``arms`` and ``arms_measure`` (the arms trained with several seeds there);
+    width/depth confound, beyond the paper), and docs/seedprint.md's generated blocks;
+  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5), its Qwen-style
+    repeat (App. B.3.3: Figure 14, Tables 9-12), and the matched leg's level between trained
+    models per MLP width and depth (beyond the paper);
+  * ``lineage_bench``: the lineage benchmark (beyond the paper): every edit a downstream user
+    or a thief applies, same-shape and shape-changed, against every lineage test;
+  * ``sinks``: Sec. 6.2 (Figure 12, Table 7), where sinks form at CPU scale and the arms
+    trained with several seeds there;
   * ``real_model``: SmolLM2-135M-Instruct, the first model this toolkit did not make (a GGUF):
-    attention sinks, token preference and Table 6's question on it (``measure``, ``claims``);
+    attention sinks, token preference and Table 6's question on it;
   * ``gemma3``: Gemma 3 270M, the second real model and a new architecture family (QK-norm,
     sandwich norms): sinks with and without ``<bos>``, its token preference, whether a fresh
-    ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage
-    (``measure``, ``claims``);
-  * ``campaign``: paper-scale work in resumable pieces (``plan``: pieces, ledger, driver;
-    ``paper_pieces``: the Sec. 3-4 pieces' passes and what they keep, run by
-    ``paper_scale.py``; ``gpu_window``: the first GPU window's logs; ``__main__``: the
-    driver's command line).
+    ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage;
+  * ``campaign``: paper-scale work in resumable pieces (the pieces, the ledger, the driver, the
+    first GPU window's logs).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ the toolkit's own commands, typed as a new user types them:
                 same-shape models, then ``bornbiased fingerprint`` per test (Table 6's question
                 on a model this machine can run); each step resumable, each record written when
                 its step finishes;
+  ``cousins``   the strongest negatives: SmolLM2's shallower cousins trained from scratch;
   ``claims``    the verdict rules (pure functions of the records) and the RESULTS.md section;
   ``__main__``  ``python -m experiments.real_model``.
 
