@@ -11,7 +11,9 @@ runs a measurement and saves a record, ``{"run": ..., "records": ...}``, committ
 verdict rule is unit-tested on small hand-made records, and :mod:`experiments.render` writes
 RESULTS.md from them.
 
-Each study package's docstring maps its modules; here, what each study is:
+Each study package's docstring maps its modules; ``common`` holds what several studies
+share (the trained families, tuning, the scripts' command line, shared rules), the only
+package a study imports besides its own. Here, what each study is:
 
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10), at CPU scale and at the paper's
     own shapes (the rows from ``experiments/paper_scale.py``'s records under
@@ -33,7 +35,8 @@ Each study package's docstring maps its modules; here, what each study is:
     sandwich norms): sinks with and without ``<bos>``, its token preference, whether a fresh
     ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage;
   * ``campaign``: paper-scale work in resumable pieces (the pieces, the ledger, the driver, the
-    first GPU window's logs).
+    first GPU window's logs); it runs other studies' measurements at the paper's shapes, so it
+    may import them, and no study imports it.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from pathlib import Path
 from bornbiased_jax import files
 from experiments import EXPERIMENTS, STUDY_OF
 # where a record lives and its one writer (artifacts'), also named here for the scripts
-from experiments.artifacts import legend, record_path, save_record  # noqa: F401
+from experiments.artifacts import RECORDS, legend, record_path, save_record  # noqa: F401
 from experiments.campaign import gpu_window
-from experiments.campaign.plan import PAPER_RECORDS
+from experiments.common.paper_records import PAPER_RECORDS
 from experiments.initialisation import claims as initialisation
 from experiments.initialisation import paper_claims as initialisation_paper
 from experiments import lineage_bench
@@ -31,7 +31,6 @@ from experiments.gemma3 import claims as gemma3
 from experiments.sinks import claims as sinks
 from bornbiased_jax.verdicts import UNTESTABLE, Claim, vocabulary_markdown
 
-RECORDS = Path("results/records")
 GPU_ROOT = gpu_window.ROOT
 SECTIONS = ["initialisation", "theory", "seedprint", "lineage", "lineage_hfinit", "lineage_qwen2",
             "lineage_qwen2_hfinit", "lineage_bench", "lineage_level", "sinks", "sinks_regime",
@@ -282,7 +281,7 @@ def lineage_qwen2_section(records: dict) -> str:
                       f"Not measured yet: no records for {', '.join(missing)}. "
                       f"`{COMMANDS['lineage_qwen2']}` trains the Qwen-style family (the "
                       "LLaMA-style family's data, seeds and schedule with the `qwen2-small` "
-                      "preset; experiments/lineage/family.py) and measures it; an "
+                      "preset; experiments/common/family.py) and measures it; an "
                       "interrupted run resumes from its checkpoints."])
 
 

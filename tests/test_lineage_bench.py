@@ -20,7 +20,7 @@ from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 from experiments.lineage_bench import claims as CL
 from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import suspects as S
-from experiments.lineage_bench.tune import tune
+from experiments.common.tune import tune
 
 
 def test_auc_is_the_mann_whitney_statistic():

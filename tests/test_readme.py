@@ -29,7 +29,7 @@ def test_docs_seed_family_command_is_the_librarys():
     `python -m experiments.seed_family --print-command` prints)."""
     import shlex
 
-    from experiments.lineage import seed_family
+    from experiments.common import seed_family
 
     text = (README.parent / "docs" / "lineage.md").read_text()
     block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S)

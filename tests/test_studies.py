@@ -697,7 +697,7 @@ def test_lineage_figure14_rule():
 
 def test_qwen_family_is_the_llama_family_with_qwen2s_architecture(tmp_path):
     from bornbiased_jax.training.config import model_config
-    from experiments.lineage import family
+    from experiments.common import family
     from experiments.lineage.measure import default_runs_dir, scale_family
 
     q, ll = family.LINEAGE_QWEN2, family.DEFAULT
@@ -925,6 +925,7 @@ def test_figure2_jackknife_covers_networks_that_share_their_sequences():
     from bornbiased_jax.probes.contraction import (mean_similarity_from_sums,
                                                    mean_similarity_leave_one_out)
     from bornbiased_jax.stats import t_quantile
+    from experiments.common.contraction import figure2_intervals
     cover = 0
     for _ in range(400):
         per = []
@@ -933,6 +934,6 @@ def test_figure2_jackknife_covers_networks_that_share_their_sequences():
             per.append({"block_mean_cos": mean_similarity_from_sums(sums.sum(0), n).tolist(),
                         "block_mean_cos_loo": mean_similarity_leave_one_out(
                             sums, [n // B] * B).tolist()})
-        est, se, df, _ = I._figure2_intervals(per, step)
+        est, se, df, _ = figure2_intervals(per, step)
         cover += abs(est[0] - truth) <= t_quantile(df) * se[0]
     assert abs(cover / 400 - 0.95) < 3 * np.sqrt(0.05 * 0.95 / 400)

@@ -1,6 +1,8 @@
 """Lineage after training (paper Sec. 5, 6.1.2; App. B.3.3): ``claims`` (verdict rules),
-``measure`` (tests over the trained family's pairs), ``tables``, ``family`` and ``seed_family``
-(the trained models); ``python -m experiments.lineage`` runs it (``__main__``). The matched
-leg's level between trained models per MLP width and depth (beyond the paper): ``level`` (the
-measurement), ``level_families`` (the families trained for it), ``level_claims`` (its RESULTS.md
-table and rules)."""
+``measure`` (tests over the trained family's pairs), ``tables`` (Figure 11, Tables 4b, 4c, 5 and
+their Qwen-style repeats), ``command`` (the table scripts' command line); ``python -m
+experiments.lineage`` runs it (``__main__``). The matched leg's level between trained models
+per MLP width and depth (beyond the paper): ``level`` (the measurement), ``level_families``
+(the families trained for it), ``level_claims`` (its RESULTS.md table and rules). The trained
+families are shared with the sink study (:mod:`experiments.common.family`; ``family`` keeps
+the address that committed RESULTS.md sections cite)."""

@@ -449,6 +449,8 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
                         f"been measured with (`{hf_command}` trains and measures it). "))
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
+             # the committed RESULTS.md names the family's old address, kept by
+             # experiments/lineage/family.py (now experiments/common/family.py)
              f"scale, {info['device']}). Family (experiments/lineage/family.py): "
              f"`{fam['preset']}` with {tuple(fam['model_set'])}, seeds 42/123/1000/2000, one "
              f"data seed (the same batches in the same order), {fam['steps']} steps of "

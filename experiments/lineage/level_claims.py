@@ -5,7 +5,7 @@ the record.
 Rules (each can fail; tests/test_lineage_level.py gives records that pass and fail them):
 
   * initialisations: the rejection rate of the pairs of a cell's initialisations at alpha,
-    where the null law is exact, is judged by ``seedprint.level_rule`` (one-sided jackknife t
+    where the null law is exact, is judged by ``common.level_rule`` (one-sided jackknife t
     over the cell's models): *holds* when not rejected, *differs* when rejected;
   * trained pairs, held out: at the default slack (the largest cell's fit), the rate among
     the second half of a cell's seeds at alpha and at alpha / 2, by the same rule: *differs*

@@ -462,6 +462,8 @@ def section(d: dict, init: dict | None = None) -> str:
              "Generated from the records of `python -m experiments.figure12_table7"
              f"{' --scale paper' if scale == 'paper' else ''}` ({scale} scale{', on ' + where if where else ''}: the "
              f"{'SINKS_PAPER' if scale == 'paper' else 'SINKS'} family in "
+             # the committed RESULTS.md names the family's old address, kept by
+             # experiments/lineage/family.py (now experiments/common/family.py)
              f"experiments/lineage/family.py, {base['run']['tokens'] / 1e6:.2f}M "
              "tokens per arm; model and training settings in each run's run.json; evaluation "
              f"settings `{json.dumps({k: v for k, v in s.items() if k != 'runs_dir'})}`). "
