@@ -8,8 +8,11 @@ Each experiment (``experiments/<name>.py``, a thin command line, or a study pack
 runs a measurement and saves a record, ``{"run": ..., "records": ...}``, committed under
 ``results/records/<study>/<name>.json``. Each study's claims module turns its records into
 :class:`bornbiased_jax.verdicts.Claim` rows (and tables) without running anything, so every
-verdict rule is unit-tested on small hand-made records, and :mod:`experiments.render` writes
-RESULTS.md from them.
+verdict rule is unit-tested on small hand-made records. Each study package declares its study
+in its study module (:class:`experiments.common.study.Study`: its experiments, its RESULTS.md
+sections with their titles, commands and builders); :data:`STUDIES` lists the declarations in
+RESULTS.md's order, :data:`EXPERIMENTS` and :data:`STUDY_OF` follow from them, and
+:mod:`experiments.render` writes RESULTS.md by iterating them.
 
 Each study package's docstring maps its modules; ``common`` holds what several studies
 share (the trained families, tuning, the scripts' command line, shared rules), the only
@@ -41,23 +44,19 @@ package a study imports besides its own. Here, what each study is:
 
 from __future__ import annotations
 
-# study -> the experiments whose records it reads (experiments/<name>.py writes <name>.json)
-EXPERIMENTS = {
-    "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3",
-                       "figure3_null", "figure4", "figure7", "figure5", "figure6", "table3",
-                       "figure8", "figure9", "figure10"],
-    "theory": ["theory"],
-    "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
-                  "seedprint_trained", "seedprint_confound", "seedprint_matched"],
-    "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",
-                "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs",
-                "figure11_hfinit", "table4b_hfinit", "table4c_hfinit", "table5_hfinit",
-                "lineage_runs_hfinit", "figure14_hfinit", "table9_hfinit", "table10_hfinit",
-                "table11_hfinit", "table12_hfinit", "lineage_qwen2_runs_hfinit"],
-    "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
-    "lineage_bench": ["lineage_bench", "lineage_bench_shapes"],
-    "lineage_level": ["lineage_level"],
-    "real_model": ["smollm2_sinks", "smollm2_token_preference", "smollm2_lineage"],
-    "gemma3": ["gemma3_sinks", "gemma3_token_preference", "gemma3_init", "gemma3_lineage"],
-}
+from experiments.initialisation.study import STUDY as _initialisation
+from experiments.theory.study import STUDY as _theory
+from experiments.seedprint.study import STUDY as _seedprint
+from experiments.lineage.study import STUDY as _lineage, LEVEL_STUDY as _lineage_level
+from experiments.lineage_bench.study import STUDY as _lineage_bench
+from experiments.sinks.study import STUDY as _sinks
+from experiments.real_model.study import STUDY as _real_model
+from experiments.gemma3.study import STUDY as _gemma3
+from experiments.campaign.study import STUDY as _campaign
+
+# every study's declaration (experiments/<package>/study.py), in RESULTS.md's order of sections
+STUDIES = (_initialisation, _theory, _seedprint, _lineage, _lineage_bench, _lineage_level,
+           _sinks, _real_model, _gemma3, _campaign)
+# study -> the experiments whose records it reads (results/records/<study>/<name>.json)
+EXPERIMENTS = {s.name: list(s.experiments) for s in STUDIES if s.experiments}
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

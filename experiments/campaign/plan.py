@@ -663,13 +663,14 @@ def claims(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> list:
 def section(root: Path = ROOT) -> str:
     """The RESULTS.md section of the campaign: its rows, then every piece's state."""
     from bornbiased_jax.verdicts import table
+    from experiments.campaign import TITLE
 
     rows = claims(root)
     ledger = load_ledger(root)
     gpu = [p for p in pieces() if not p.resumable]
     ran = sum(bool(ledger.get(p.name, {}).get("attempts")) for p in gpu)
     on_gpu = _paper_scale_on_gpu(ledger)
-    lines = ["## The GPU campaign (paper scale, piece by piece)", "",
+    lines = [f"## {TITLE}", "",
              "Generated from results/campaign/ (`python -m experiments.campaign`: "
              "experiments/campaign/plan.py lists the pieces, their commands and limits). "
              + (f"{ran} of the {len(gpu)} GPU-only pieces have been attempted." if ran else

@@ -1,6 +1,9 @@
 """What the studies share; a study package imports, of the other packages of experiments/, only
 this one (tests/test_import_graph.py), and this one imports no study:
 
+  ``study``          a study's declaration (its experiments, its RESULTS.md sections with their
+                     titles, commands and builders), which each study package makes in its
+                     own ``study`` module and experiments.STUDIES lists;
   ``cli``            the experiment scripts' command line: ``--scale``, ``--out``,
                      ``--records``, ``--matmul-precision``, writing an experiment's outputs
                      and record, running scripts in turn;

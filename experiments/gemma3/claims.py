@@ -39,13 +39,12 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
                                      UNDERPOWERED, Claim, table)
 from experiments.common.contraction import figure2_claim
 from bornbiased_jax.fingerprint.result import ALPHA
+from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
 from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
                                           lineage_verdict, runs_by_test, tested_by)
 
-TITLE = "A second real model, a new architecture family: Gemma 3 270M (GGUF)"
 COMMAND = "python -m experiments.gemma3 --model gemma-3-270m-q4_k_m.gguf"
 MODEL = "Gemma 3 270M (Q4_K_M GGUF)"
-NAMES = ("gemma3_sinks", "gemma3_token_preference", "gemma3_init", "gemma3_lineage")
 HONEST = ("lora", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units")
 UNRELATED = ("preset:gemma3-270m@1", "preset:gemma3-270m@2")

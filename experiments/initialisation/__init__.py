@@ -2,4 +2,4 @@
 Finding 2.2's statistics), ``paper_claims`` (the same claims at the paper's own shapes),
 ``figure10`` (Figure 10's record from one pass) and ``unembedding_null`` (Figure 3's null: top-1
 counts of isotropic final states through the model's own final norm and unembedding,
-simulated). Figure 2's rule is shared (:mod:`experiments.common.contraction`)."""
+simulated); ``study`` declares its experiments and RESULTS.md section. Figure 2's rule is shared (:mod:`experiments.common.contraction`)."""

@@ -20,13 +20,13 @@ Rules (each can fail; tests/test_lineage_level.py gives records that pass and fa
 from __future__ import annotations
 
 from bornbiased_jax.verdicts import DIFFERS, HOLDS, UNDERPOWERED, UNTESTABLE, Claim
+from experiments.lineage import LEVEL_TITLE as TITLE
 
 # A held-out level 'holds' only where the rule would have flagged a true rate of POWER_RATE
 # (five times alpha) with probability POWER_NEEDED; a level not rejected by a weaker rule is
 # 'consistent, underpowered'.
 POWER_RATE, POWER_NEEDED = 0.05, 0.8
 
-TITLE = "The matched leg's level between trained models, per width and depth"
 
 
 def _rate(r: dict) -> str:

@@ -4,7 +4,7 @@ experiments.lineage_bench``, ``__main__``). ``suspects`` (the edits; the fine-tu
 :mod:`experiments.common.tune`), ``measure`` (features and every test on every pair),
 ``metrics`` (TPR, FPR with its intervals, AUC, TPR at 1 % FPR), ``claims`` (verdict rules,
 table, ROC figure, RESULTS.md section); the shape-changed descendants: ``shapes`` (the edits
-and ``bornbiased fingerprint``'s verdicts on them), ``shapes_claims`` (their rows). This module
+and ``bornbiased fingerprint``'s verdicts on them), ``shapes_claims`` (their rows); ``study`` (its declaration). This module
 holds only names, so that rendering RESULTS.md imports no JAX."""
 
 EDITS = ("continued", "ft", "lora", "int8", "int4-g32", "int4-g128", "prune-50", "prune-2:4",

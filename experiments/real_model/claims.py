@@ -38,6 +38,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
                                      Claim, table)
 
 from bornbiased_jax.fingerprint.result import ALPHA
+from experiments.real_model import EXPERIMENTS, TITLE
 from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95, found_by,
                                           index_ranges, lineage_verdict, negatives_needed,
                                           runs_by_test, tested_by)
@@ -250,8 +251,7 @@ def pairs_table(rec: dict) -> str:
 
 
 def section(records: dict, command: str) -> str | None:
-    names = ("smollm2_sinks", "smollm2_token_preference", "smollm2_lineage")
-    if not any(n in records for n in names):
+    if not any(n in records for n in EXPERIMENTS):
         return None
     rows = []
     if "smollm2_sinks" in records:
@@ -267,7 +267,7 @@ def section(records: dict, command: str) -> str | None:
              "named in each record by its sha256). Each step runs the toolkit's own command as "
              "a user types it; the commands and wall times are below.", "",
              table(rows)]
-    for n in names:
+    for n in EXPERIMENTS:
         if n not in records:
             lines += ["", f"Not measured yet: {n} (`{command}`)."]
             continue
@@ -284,5 +284,4 @@ def section(records: dict, command: str) -> str | None:
     return "\n".join(lines)
 
 
-TITLE = "A real pretrained model: SmolLM2-135M-Instruct (GGUF)"
 COMMAND = "python -m experiments.real_model --model SmolLM2-135M-Instruct.Q4_1.gguf"
