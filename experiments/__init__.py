@@ -1,7 +1,9 @@
 """The paper's reproduction: one package per study, each holding its measurements, its verdict
 rules and what its command lines need; one renderer for RESULTS.md (:mod:`experiments.render`).
-Run from a checkout as modules (``python -m experiments.<name>``); not part of the installed
-toolkit (``bornbiased_jax``), which never imports this package.
+Run from a checkout as modules (``python -m experiments.<name>``, or through the one entry
+point, ``python -m experiments NAME``, whose ``--help`` lists every study and command:
+``__main__``); not part of the installed toolkit (``bornbiased_jax``), which never imports this
+package.
 
 Each experiment (``experiments/<name>.py``, a thin command line, or a study package's
 ``__main__.py``, as ``python -m experiments.lineage`` and ``python -m experiments.campaign``)
