@@ -13,13 +13,12 @@ from scipy import special, stats
 
 from bornbiased_jax.stats import (bonferroni_log10_p, format_log10_p,
                                   mantel_haenszel_greater)
-from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, LLAMA_ALPHA,
-                                                   _freq_interval,
-                                                   figure1a_claim,
-                                                   figure3_row, figure4_from_figure7,
-                                                   FIGURE10_PAPER, figure7_claim, figure8_claim,
-                                                   figure10_claim,
-                                                   finding22_claim, table1_claim, table2_claim)
+from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, FIGURE10_PAPER,
+                                               LLAMA_ALPHA, figure1a_claim, figure3_row,
+                                               figure4_from_figure7, figure7_claim,
+                                               figure8_claim, figure10_claim, finding22_claim,
+                                               table1_claim, table2_claim)
+from experiments.initialisation.table1 import _freq_interval
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 from experiments.common.contraction import figure2_claim
 from experiments.common.paper_values import PAPER_TABLE1, PAPER_TABLE1_N, paper_table1_range

@@ -39,9 +39,9 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.real_model import EXPERIMENTS, TITLE
-from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95, found_by,
-                                          index_ranges, lineage_verdict, negatives_needed,
-                                          runs_by_test, tested_by)
+from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95,  # noqa: F401
+                                          found_by, index_ranges, lineage_verdict,
+                                          negatives_needed, runs_by_test, tested_by)
 from experiments.common.paper_values import paper_table1_summary
 
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
