@@ -1,8 +1,10 @@
 """Test setup shared by ``tests/`` and ``theory/``: four fake CPU devices (for the sharded sweep
 and data-parallel training), XLA's quickest compilation, a compilation cache for the session,
-deterministic hypothesis, and which test files share an xdist worker."""
+deterministic hypothesis, which test files share an xdist worker, and, on demand
+(``BORNBIASED_ENFORCE_SLOW=1``), the slow tier's rule checked on the run's own times."""
 
 import atexit
+import collections
 import os
 import shutil
 import tempfile
@@ -103,3 +105,57 @@ SECONDS = {"tests/test_sweep.py": 168, "tests/test_train.py": 150, "tests/test_s
 settings.register_profile("bornbiased", derandomize=True, deadline=None, max_examples=25,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("bornbiased")
+
+
+# The slow tier's rule (pyproject.toml's ``slow`` marker): a test of 15 s or more on the 2-core
+# CPU belongs to it. With BORNBIASED_ENFORCE_SLOW=1 the session checks that on its own times:
+# each test's phases (setup, call, teardown) summed, as ``--durations`` reports them, so a test
+# that sets up a module fixture of that length counts it (the rule puts the tests sharing such
+# a fixture in the slow tier too). A test not marked slow that took BORNBIASED_SLOW_SECONDS (15)
+# or more is listed at the session's end and fails the session. Off by default, and off in CI:
+# on a shared 2-core machine a 12 s test can take 15 s under load, so the check is run by hand
+# on an otherwise idle machine. The rule's other half, end-to-end runs of 10 s or more, needs a
+# judgement of what is end to end and is not checked.
+ENFORCE_SLOW = "BORNBIASED_ENFORCE_SLOW"
+SLOW_SECONDS = "BORNBIASED_SLOW_SECONDS"
+
+
+class SlowTierCheck:
+    """Sums each test's phases and, at the session's end, lists the tests not marked slow that
+    took ``threshold`` seconds or more and makes the session fail (on the xdist controller,
+    which receives every worker's reports, or in a run without workers)."""
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+        self.seconds = collections.defaultdict(float)
+        self.slow = set()
+
+    def pytest_runtest_logreport(self, report):
+        self.seconds[report.nodeid] += report.duration
+        if "slow" in report.keywords:
+            self.slow.add(report.nodeid)
+
+    def too_slow(self) -> list[tuple[str, float]]:
+        return sorted(((n, s) for n, s in self.seconds.items()
+                       if s >= self.threshold and n not in self.slow), key=lambda x: -x[1])
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.too_slow() and exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        found = self.too_slow()
+        if not found:
+            return
+        terminalreporter.section("slow tier", sep="=", red=True, bold=True)
+        terminalreporter.line(f"{len(found)} test(s) not marked slow took {self.threshold:g} s "
+                              "or more (mark them @pytest.mark.slow; pyproject.toml):")
+        for nodeid, seconds in found:
+            terminalreporter.line(f"  {seconds:8.2f} s  {nodeid}")
+
+
+def pytest_configure(config):
+    if os.environ.get(ENFORCE_SLOW, "") in ("", "0") or hasattr(config, "workerinput"):
+        return
+    config.pluginmanager.register(
+        SlowTierCheck(float(os.environ.get(SLOW_SECONDS, "15"))), "bornbiased-slow-tier")

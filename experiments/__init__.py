@@ -1,62 +1,64 @@
 """The paper's reproduction: one package per study, each holding its measurements, its verdict
 rules and what its command lines need; one renderer for RESULTS.md (:mod:`experiments.render`).
-Run from a checkout as modules (``python -m experiments.<name>``); not part of the installed
-toolkit (``bornbiased_jax``), which never imports this package.
+Run from a checkout as modules (``python -m experiments.<name>``, or through the one entry
+point, ``python -m experiments NAME``, whose ``--help`` lists every study and command:
+``__main__``); not part of the installed toolkit (``bornbiased_jax``), which never imports this
+package.
 
-Each experiment (``experiments/<name>.py``, a thin command line; ``python -m
-experiments.lineage`` and ``python -m experiments.campaign`` are their packages' ``__main__``)
+Each experiment (``experiments/<name>.py``, a thin command line, or a study package's
+``__main__.py``, as ``python -m experiments.lineage`` and ``python -m experiments.campaign``)
 runs a measurement and saves a record, ``{"run": ..., "records": ...}``, committed under
-``results/records/<study>/<name>.json``. Each study's ``claims`` module turns its records into
+``results/records/<study>/<name>.json``. Each study's claims module turns its records into
 :class:`bornbiased_jax.verdicts.Claim` rows (and tables) without running anything, so every
-verdict rule is unit-tested on small hand-made records, and :mod:`experiments.render` writes
-RESULTS.md from them.
+verdict rule is unit-tested on small hand-made records. Each study package declares its study
+in its study module (:class:`experiments.common.study.Study`: its experiments, its RESULTS.md
+sections with their titles, commands and builders); :data:`STUDIES` lists the declarations in
+RESULTS.md's order, :data:`EXPERIMENTS` and :data:`STUDY_OF` follow from them, and
+:mod:`experiments.render` writes RESULTS.md by iterating them.
 
-  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10; ``paper_claims``: the rows at the
-    paper's own shapes, from ``experiments/paper_scale.py``'s records under
-    results/records/paper/; ``unembedding_null``: Figure 3's null through the model's own
-    unembedding, simulated);
+Each study package's docstring maps its modules; ``common`` holds what several studies
+share (the trained families, tuning, the scripts' command line, shared rules), the only
+package a study imports besides its own. Here, what each study is:
+
+  * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10), at CPU scale and at the paper's
+    own shapes (the rows from ``experiments/paper_scale.py``'s records under
+    results/records/paper/);
   * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
     theory``);
   * ``seedprint``: Sec. 5-6.1 (Figure 13, Table 4a, calibration, power; trained pairs and the
-    width/depth confound, beyond the paper): ``claims``, ``measure``, ``pools``, ``power``,
-    ``calibration``, ``confound``, ``trained``, ``docs`` (docs/seedprint.md's generated blocks);
-  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5) and its
-    Qwen-style repeat (App. B.3.3: Figure 14, Tables 9-12): ``claims``, ``measure``,
-    ``tables``, ``family`` (the trained family), ``seed_family``;
-  * ``sinks``: Sec. 6.2 (Figure 12, Table 7): ``claims``, ``measure``, ``at_init`` (the
-    rescalings at initialisation), ``regime`` and ``regime_measure`` (where sinks form at CPU
-    scale), ``arms`` and ``arms_measure`` (the arms trained with several seeds there);
+    width/depth confound, beyond the paper), and docs/seedprint.md's generated blocks;
+  * ``lineage``: Sec. 5, 6.1.2 after training (Figure 11, Tables 4b, 4c, 5), its Qwen-style
+    repeat (App. B.3.3: Figure 14, Tables 9-12), and the matched leg's level between trained
+    models per MLP width and depth (beyond the paper);
+  * ``lineage_bench``: the lineage benchmark (beyond the paper): every edit a downstream user
+    or a thief applies, same-shape and shape-changed, against every lineage test;
+  * ``sinks``: Sec. 6.2 (Figure 12, Table 7), where sinks form at CPU scale and the arms
+    trained with several seeds there;
   * ``real_model``: SmolLM2-135M-Instruct, the first model this toolkit did not make (a GGUF):
-    attention sinks, token preference and Table 6's question on it (``measure``, ``claims``);
+    attention sinks, token preference and Table 6's question on it;
   * ``gemma3``: Gemma 3 270M, the second real model and a new architecture family (QK-norm,
     sandwich norms): sinks with and without ``<bos>``, its token preference, whether a fresh
-    ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage
-    (``measure``, ``claims``);
-  * ``campaign``: paper-scale work in resumable pieces (``plan``: pieces, ledger, driver;
-    ``paper_pieces``: the Sec. 3-4 pieces' passes and what they keep, run by
-    ``paper_scale.py``; ``gpu_window``: the first GPU window's logs; ``__main__``: the
-    driver's command line).
+    ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage;
+  * ``campaign``: paper-scale work in resumable pieces (the pieces, the ledger, the driver, the
+    first GPU window's logs); it runs other studies' measurements at the paper's shapes, so it
+    may import them, and no study imports it.
 """
 
 from __future__ import annotations
 
-# study -> the experiments whose records it reads (experiments/<name>.py writes <name>.json)
-EXPERIMENTS = {
-    "initialisation": ["table1", "figure1", "figure2_finding22", "table2_figure3",
-                       "figure3_null", "figure4", "figure7", "figure5", "figure6", "table3",
-                       "figure8", "figure9", "figure10"],
-    "theory": ["theory"],
-    "seedprint": ["figure13", "table4a", "seedprint_calibration", "seedprint_power",
-                  "seedprint_trained", "seedprint_confound", "seedprint_matched"],
-    "lineage": ["figure11", "table4b", "table4c", "table5", "lineage_runs",
-                "figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs",
-                "figure11_hfinit", "table4b_hfinit", "table4c_hfinit", "table5_hfinit",
-                "lineage_runs_hfinit", "figure14_hfinit", "table9_hfinit", "table10_hfinit",
-                "table11_hfinit", "table12_hfinit", "lineage_qwen2_runs_hfinit"],
-    "sinks": ["figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"],
-    "lineage_bench": ["lineage_bench", "lineage_bench_shapes"],
-    "lineage_level": ["lineage_level"],
-    "real_model": ["smollm2_sinks", "smollm2_token_preference", "smollm2_lineage"],
-    "gemma3": ["gemma3_sinks", "gemma3_token_preference", "gemma3_init", "gemma3_lineage"],
-}
+from experiments.initialisation.study import STUDY as _initialisation
+from experiments.theory.study import STUDY as _theory
+from experiments.seedprint.study import STUDY as _seedprint
+from experiments.lineage.study import STUDY as _lineage, LEVEL_STUDY as _lineage_level
+from experiments.lineage_bench.study import STUDY as _lineage_bench
+from experiments.sinks.study import STUDY as _sinks
+from experiments.real_model.study import STUDY as _real_model
+from experiments.gemma3.study import STUDY as _gemma3
+from experiments.campaign.study import STUDY as _campaign
+
+# every study's declaration (experiments/<package>/study.py), in RESULTS.md's order of sections
+STUDIES = (_initialisation, _theory, _seedprint, _lineage, _lineage_bench, _lineage_level,
+           _sinks, _real_model, _gemma3, _campaign)
+# study -> the experiments whose records it reads (results/records/<study>/<name>.json)
+EXPERIMENTS = {s.name: list(s.experiments) for s in STUDIES if s.experiments}
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

@@ -22,6 +22,8 @@ from bornbiased_jax import files
 from bornbiased_jax.defaults import NODE_DOCS_MD, VIM_DOCS
 from experiments import STUDY_OF
 
+RECORDS = Path("results/records")  # the committed records, <study>/<name>.json under it
+
 
 def write(name: str, settings: dict, records, table_md: str, fig, t0: float, *, out: Path,
           scale: str, command: str, records_root: Path | None = None) -> dict:

@@ -6,29 +6,18 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import last_token_probe
 from bornbiased_jax.probes.inputs import probe_inputs
-from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
+from bornbiased_jax.stats import format_log10_p
 from bornbiased_jax.sweep import sweep
+from experiments.initialisation.figure10 import figure10_rows
 
 NAME = "figure10"
 CPU = dict(preset="gpt2-rope-cpu", seed=42, seq_len=64, num_seqs=1500)
 PAPER = dict(preset="gpt2-rope-nano", seed=42, seq_len=1024, num_seqs=10_000)
-
-def figure10_rows(top_N, maxdim_N, vocab_size: int, d_model: int) -> dict:
-    """The record's rows from each sequence's predicted token ``top_N`` and the hidden
-    dimension holding the maximum of its final-layer last-token state ``maxdim_N``: the 100
-    largest token counts, every dimension's count (sorted), and the Bonferroni binomial log10 p
-    of the largest of each."""
-    N = len(top_N)
-    tok = np.sort(np.bincount(np.asarray(top_N), minlength=vocab_size))[::-1]
-    dim = np.sort(np.bincount(np.asarray(maxdim_N), minlength=d_model))[::-1]
-    return {"token_top_counts": tok[:100], "dim_counts_sorted": dim,
-            "token_log10_p": bonferroni_log10_p(int(tok[0]), N, vocab_size),
-            "dim_log10_p": bonferroni_log10_p(int(dim[0]), N, d_model)}
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ seed-123 baseline, the two distributions overlapping."""
 
 import time
 
-from experiments._common import user_errors_exit, write
-from experiments.lineage_common import parse_args, study_of
+from experiments.common.cli import user_errors_exit, write
+from experiments.lineage.command import parse_args, study_of
 
 from experiments.lineage.tables import figure11, figure11_figure
 

@@ -1,7 +1,7 @@
 """Sec. 6.2 after training: attention sinks (Figure 12), when they emerge, and perplexity
 (Table 7) for the baseline and the positional-variance arms.
 
-Arms (``experiments/lineage/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M
+Arms (``experiments/common/family.py``, the SINKS family: d = 192, 4 layers, T = 256, 16.4M
 tokens of Python code per arm): baseline, Positional Amplification o~_i = sqrt(i) o_i,
 Positional Attenuation o~_i = sqrt(i/T) o_i (T = 256, the trained context, fixed at evaluation),
 head-wise RMSNorm with a learned per-head gamma, and a sigmoid output gate (not from the paper);
@@ -40,7 +40,7 @@ llama2-nano (d = 768, 12 layers, T = 2048) with Table 14's optimiser, 200,000 st
 Table 7 on WikiText-2 and C4; sink rates on WikiText-2 (the paper's text) at lengths
 32 ... 512, perplexities on 256 windows of 2048 tokens. Its departures
 from the paper (micro-batches, tokenizer, epochs over the corpus) are listed in
-experiments/lineage/family.py.
+experiments/common/family.py.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from pathlib import Path
 
 import jax
 
-from experiments._common import parse, user_errors_exit, write
+from experiments.common.cli import parse, user_errors_exit, write
 
 from experiments import render
 from experiments.sinks.claims import markdown

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from bornbiased_jax.fingerprint import identity_dims as D
 from bornbiased_jax.stats import kendall_null_sd

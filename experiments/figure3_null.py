@@ -12,7 +12,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from experiments.initialisation import unembedding_null as U
 

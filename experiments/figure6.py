@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import special
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import mlp_preactivation_probe

@@ -6,7 +6,7 @@ The measurement, table and figure are :func:`bornbiased_jax.theory.plots.figure9
 
 import time
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from bornbiased_jax.theory import plots
 

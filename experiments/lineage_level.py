@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from experiments._common import add_records_flag, command_line, records_root, user_errors_exit
+from experiments.common.cli import add_records_flag, command_line, records_root, user_errors_exit
 from experiments.lineage import level_families as LF
-from experiments.lineage import seed_family as SF
+from experiments.common import seed_family as SF
 
 
 def main(argv=None) -> None:

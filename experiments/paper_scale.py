@@ -76,7 +76,7 @@ import sys
 import time
 from pathlib import Path
 
-from experiments._common import add_precision_flag
+from experiments.common.cli import add_precision_flag
 from experiments.campaign import paper_pieces as pieces
 from experiments.campaign import plan as campaign
 
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     pieces.ALLOW_VERSIONS = args.resume_across_versions
     from bornbiased_jax.errors import UserError
 
-    from experiments._common import command_line, use_precision
+    from experiments.common.cli import command_line, use_precision
     from experiments.artifacts import portable
 
     use_precision(args)  # full float32 unless asked: TF32 on a GPU would move near-tied arg-maxes

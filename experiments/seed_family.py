@@ -1,5 +1,5 @@
 """Train the seed family: thirty-two llama2-tiny models from different initialisation seeds on
-identical data in an identical order (experiments/lineage/seed_family.py says what and why),
+identical data in an identical order (experiments/common/seed_family.py says what and why),
 and write its record results/records/training/seed_family.json.
 
     python -m experiments.seed_family --print-command   # the bornbiased train command
@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from experiments._common import user_errors_exit
+from experiments.common.cli import user_errors_exit
 
-from experiments.lineage import seed_family as SF
+from experiments.common import seed_family as SF
 
 
 def main(argv=None) -> None:

@@ -8,7 +8,7 @@ every pool; features are cached under ``--out``/cache.
 
 import time
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from experiments.seedprint import calibration as SC
 

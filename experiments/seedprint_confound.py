@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from experiments.seedprint import confound as SC
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments._common import parse, user_errors_exit
+from experiments.common.cli import parse, user_errors_exit
 
-from experiments.lineage import seed_family
+from experiments.common import seed_family
 from experiments.seedprint import matched_level as ML
 
 NAME = "seedprint_matched"

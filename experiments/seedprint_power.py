@@ -8,7 +8,7 @@ the first against its initialisation, another seed's initialisation and the othe
 
 import time
 
-from experiments._common import parse, user_errors_exit, write
+from experiments.common.cli import parse, user_errors_exit, write
 
 from experiments.seedprint import power as SP
 

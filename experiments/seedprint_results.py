@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from experiments._common import records_root, run_scripts
+from experiments.common.cli import records_root, run_scripts
 
 from experiments import EXPERIMENTS
 from experiments import render

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from experiments._common import parse, user_errors_exit, write
+from experiments.common.cli import parse, user_errors_exit, write
 
-from experiments.lineage import seed_family
+from experiments.common import seed_family
 from experiments.seedprint import trained as ST
 
 NAME = "seedprint_trained"

@@ -24,7 +24,7 @@ seed-level: 95 % t intervals over seeds, differences paired seed by seed.
 import time
 from pathlib import Path
 
-from experiments._common import parse, user_errors_exit, write
+from experiments.common.cli import parse, user_errors_exit, write
 
 from experiments import render
 from experiments.sinks import arms as sinks_arms

@@ -7,7 +7,7 @@ output std (Eq. 2, Figure 9)? What and how: experiments/sinks/at_init.py.
 
 import time
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from experiments.sinks import at_init as SI
 

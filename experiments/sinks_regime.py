@@ -18,7 +18,7 @@ sinks_regime_measure.py). A cell "grew sinks" when its last checkpoint's rates a
 import time
 from pathlib import Path
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from experiments.sinks import regime as sinks_regime
 from experiments.sinks.regime_measure import run_grid

@@ -2,7 +2,7 @@
 
 import time
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes import token_preference_tables as tables

@@ -7,7 +7,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.contraction import inter_sequence_profile

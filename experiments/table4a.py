@@ -10,7 +10,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments._common import parse, write
+from experiments.common.cli import parse, write
 from experiments.seedprint.pools import cpu_model, nano_model, pool
 
 from bornbiased_jax.fingerprint import calibrated as C

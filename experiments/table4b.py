@@ -3,7 +3,7 @@
 the four baselines, beside the paper's values (all SeedPrint p < 0.01; every baseline below 0.8,
 PCS 0.58). PCS(init, trained) says how far training moved the weights."""
 
-from experiments.lineage_common import script_main
+from experiments.lineage.command import script_main
 
 from experiments.lineage.tables import table4b
 

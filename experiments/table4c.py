@@ -4,7 +4,7 @@ the initialisation differs. Every SeedPrint test and the four baselines, beside 
 p-values (all > 0.01: not one lineage). PCS(own init) is the trained model against its own
 initialisation."""
 
-from experiments.lineage_common import script_main
+from experiments.lineage.command import script_main
 
 from experiments.lineage.tables import table4c
 

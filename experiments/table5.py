@@ -1,11 +1,11 @@
 """Table 5: the seed-1000 base model (pretrained on the base corpus) against four continued models:
 the seed-1000 base and the seed-123 base (the distractor), each continued on a prose corpus
 (TinyStories' role) and on a code corpus (The Stack's role); corpora in
-experiments/lineage/family.py. Every SeedPrint test and the four baselines, beside the
+experiments/common/family.py. Every SeedPrint test and the four baselines, beside the
 paper's values. The base is trained, so the calibrated test's null (fresh initialisations) is
 not exact here. PCS(own init) is the continued model against its lineage's initialisation."""
 
-from experiments.lineage_common import script_main
+from experiments.lineage.command import script_main
 
 from experiments.lineage.tables import table5
 

@@ -187,7 +187,7 @@ def test_sink_study_windows_of_a_bigram_backcopy_family_and_of_a_bos_run(tmp_pat
     from bornbiased_jax import data
     from bornbiased_jax.probes.perplexity import perplexity
     from bornbiased_jax.training.config import TrainConfig
-    from experiments.lineage import family
+    from experiments.common import family
     from experiments.sinks.measure import windows_of
 
     src = tmp_path / "src.txt"

@@ -94,7 +94,7 @@ def lineage_record(p_unrelated=0.5):
 
 
 def test_lineage_rules():
-    """SmolLM2's rule (real_model.claims.lineage_verdict): every honest edit found and no
+    """SmolLM2's rule (common.pretrained.lineage_verdict): every honest edit found and no
     negative flagged is 'reproduced' only when the negatives bound the false-positive rate;
     two untrained initialisations cannot, so the rows say 'consistent, underpowered'."""
     rows = C.lineage_claims(lineage_record())

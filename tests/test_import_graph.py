@@ -228,6 +228,64 @@ def test_the_experiments_import_one_another_without_a_cycle():
     assert find_cycle(deferred) is None, " -> ".join(find_cycle(deferred))
 
 
+# experiments/'s packages that are not studies: what the studies share, and the paper-scale
+# driver, which runs other studies' measurements at the paper's shapes and renders their rows
+# (as experiments/render.py and experiments/run_all.py do), so it sits above them.
+SHARED, DRIVERS = "common", {"campaign"}
+# top-level modules the shared package may import: the package's names and the record format
+SHARED_MAY_IMPORT = {"experiments", "experiments.artifacts"}
+
+
+def _package_of(module: str) -> str | None:
+    """'lineage' for experiments.lineage.claims; None for a top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (EXPERIMENTS / parts[-1]).is_dir() else None
+
+
+def cross_study_imports(graph: dict[str, set[str]]) -> list[str]:
+    """'A -> B' for each import, inside functions too, by a study package's module A of a
+    module B of another study package or a driver, and by a module of the shared package of
+    anything in experiments/ but the shared package and :data:`SHARED_MAY_IMPORT`."""
+    bad = []
+    for m, targets in graph.items():
+        home = _package_of(m)
+        if home is None or home in DRIVERS:
+            continue
+        for t in sorted(targets):
+            there = _package_of(t)
+            if home == SHARED:
+                if there != SHARED and t not in SHARED_MAY_IMPORT:
+                    bad.append(f"{m} -> {t}")
+            elif there is not None and there not in (home, SHARED):
+                bad.append(f"{m} -> {t}")
+    return sorted(bad)
+
+
+def test_no_study_imports_another_study():
+    """A study package imports, of experiments/, its own modules, the shared package
+    (experiments/common/: the trained families, tuning, the plumbing and rules several studies
+    use) and top-level modules, never another study's package or the driver; the shared
+    package imports no study."""
+    graph = module_imports(deferred=True, package=EXPERIMENTS)
+    assert {"experiments.common.family", "experiments.lineage.claims"} <= set(graph)
+    assert cross_study_imports(graph) == []
+
+
+def test_a_cross_study_import_is_seen():
+    graph = {"experiments.sinks.arms": {"experiments.lineage.tables", "experiments.common.family",
+                                        "experiments.artifacts"},
+             "experiments.common.tune": {"experiments.lineage_bench.suspects",
+                                         "experiments.render"},
+             "experiments.lineage.level": {"experiments.campaign.plan"},
+             "experiments.campaign.plan": {"experiments.initialisation.claims"},
+             "experiments.render": {"experiments.sinks.claims"}}
+    assert cross_study_imports(graph) == [
+        "experiments.common.tune -> experiments.lineage_bench.suspects",
+        "experiments.common.tune -> experiments.render",
+        "experiments.lineage.level -> experiments.campaign.plan",
+        "experiments.sinks.arms -> experiments.lineage.tables"]
+
+
 def test_package_docstring_names_every_module():
     """bornbiased_jax/__init__.py's map of the package names each top-level module and
     subpackage, and nothing that does not exist."""

@@ -1,4 +1,4 @@
-"""The lineage study end to end on a tiny family (experiments/lineage/family.py
+"""The lineage study end to end on a tiny family (experiments/common/family.py
 ``smoke_family``): training through ``family.ensure`` (a second call resumes nothing), the four
 experiments, their files, and the RESULTS.md section with one row per claim."""
 
@@ -14,7 +14,7 @@ from bornbiased_jax import data
 from bornbiased_jax.errors import UserError
 from experiments.lineage import claims as lineage_study
 from experiments import render
-from experiments.lineage import family
+from experiments.common import family
 from experiments.lineage import tables as lineage
 from experiments.lineage.measure import PAPER, RUNS, SMOKE, Study, scale_family
 

@@ -20,7 +20,7 @@ from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 from experiments.lineage_bench import claims as CL
 from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import suspects as S
-from experiments.lineage_bench.tune import tune
+from experiments.common.tune import tune
 
 
 def test_auc_is_the_mann_whitney_statistic():
@@ -245,13 +245,13 @@ def test_pure_edits_and_the_saved_suspect_round_trip(base, blocks, tmp_path):
 
 
 def test_results_section_from_a_record():
-    from experiments import render
+    from experiments.lineage_bench import study
 
     rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
     settings = {"bases": 4, "n": 100, "seq_len": 8, "null_models": 9}
     record = {"run": {"settings": settings, "device": "cpu", "wall_seconds": 1.0},
               "records": {"summary": MT.summarise(rows), "pairs": rows}}
-    text = render.lineage_bench_section({"lineage_bench": record})
-    assert text.startswith(f"## {render.TITLES['lineage_bench']}")
+    text = study.section({"lineage_bench": record})
+    assert text.startswith(f"## {study.TITLE}")
     assert "| Lineage benchmark: valid and robust | - | permutation (exact)" in text
     assert "| int8 | 4/4 (1.00)" in text

@@ -8,7 +8,7 @@ import pytest
 
 from bornbiased_jax.config import apply_overrides
 from bornbiased_jax.presets import get_preset
-from experiments.lineage import family
+from experiments.common import family
 
 
 def test_hf_init_family_changes_only_the_residual_scaling():

@@ -604,12 +604,12 @@ def test_held_out_level_rule_can_fail_at_rates_a_user_cares_about():
 
 
 def test_level_rule_and_its_power():
-    """experiments/seedprint/level_rule.py: the vectorised jackknife is the one of
+    """experiments/common/level_rule.py: the vectorised jackknife is the one of
     fingerprint.rejection.rate; the rule's boundary is t_{0.95, M - 1} standard errors; its
     simulated size at a true rate of alpha is at most 5 % (within 3 binomial SE), its power
     grows with the rate, and outcomes repeated at every checkpoint lower it."""
     from bornbiased_jax.fingerprint import rejection as R
-    from experiments.seedprint import level_rule as LR
+    from experiments.common import level_rule as LR
 
     inc, _ = LR._design(6, 3)
     rng = np.random.default_rng(2)

@@ -29,7 +29,7 @@ def test_docs_seed_family_command_is_the_librarys():
     `python -m experiments.seed_family --print-command` prints)."""
     import shlex
 
-    from experiments.lineage import seed_family
+    from experiments.common import seed_family
 
     text = (README.parent / "docs" / "lineage.md").read_text()
     block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S)
@@ -139,12 +139,12 @@ def test_readme_reproduces_every_study_of_results():
 
     text = _section("Reproducing the paper")
     results = (README.parent / "RESULTS.md").read_text()
-    for name in render.SECTIONS:
-        heading = re.search(rf"<!-- {name}:begin -->\n## (.*)$", results, re.M)
-        assert heading, name
-        if name in render.COMMANDS:
-            assert f"`{render.COMMANDS[name]}" in text, name
-            assert f"(RESULTS.md#{_slug(heading.group(1))})" in text, name
+    for section in render.sections_of_studies():
+        heading = re.search(rf"<!-- {section.name}:begin -->\n## (.*)$", results, re.M)
+        assert heading, section.name
+        if section.command:
+            assert f"`{section.command}" in text, section.name
+            assert f"(RESULTS.md#{_slug(heading.group(1))})" in text, section.name
     assert "(RESULTS.md#" + _slug(re.search(r"<!-- gpu_campaign:begin -->\n## (.*)$", results,
                                             re.M).group(1)) + ")" in text
 

@@ -52,9 +52,9 @@ def test_token_preference_rule():
 
 def test_token_preference_quotes_the_paper_table(monkeypatch):
     """The paper's initialisation frequencies are read from the one table of Table 1's values
-    (paper_claims.PAPER_TABLE1), not retyped: nano 2.60-6.75 % (Table 1(a)), the 1.2B model
+    (paper_values.PAPER_TABLE1), not retyped: nano 2.60-6.75 % (Table 1(a)), the 1.2B model
     3.95-10.20 % (Table 1(c)), and a changed table changes the row."""
-    from experiments.initialisation import paper_claims
+    from experiments.common import paper_values
 
     rec = {"records": {"records": [
         {"seq_len": 64, "top1_id": 198, "top1_freq": 0.1, "num_seqs": 2000, "log10_p": -50.0}]}}
@@ -62,11 +62,11 @@ def test_token_preference_quotes_the_paper_table(monkeypatch):
     assert "nano 2.60-6.75 %, 1.2B 3.95-10.20 % at N = 2,000" in row.paper
     assert "LLaMA-2 nano 0.06-0.09 % at N = 10,000" in row.paper
     assert "5.20 %," not in row.paper  # the old, truncated quote
-    assert paper_claims.paper_table1_range("c") == (0.0395, 0.102)
-    monkeypatch.setitem(paper_claims.PAPER_TABLE1, ("c", 43, 1024), (20694, 0.12, "0.00"))
+    assert paper_values.paper_table1_range("c") == (0.0395, 0.102)
+    monkeypatch.setitem(paper_values.PAPER_TABLE1, ("c", 43, 1024), (20694, 0.12, "0.00"))
     assert "1.2B 3.95-12.00 %" in claims.token_preference_claims(rec)[0].paper
     with pytest.raises(KeyError):
-        paper_claims.paper_table1_range("d")
+        paper_values.paper_table1_range("d")
 
 
 def _pairs(p_of: dict, test="permutation"):

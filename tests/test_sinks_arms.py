@@ -158,6 +158,7 @@ def test_shown_command_drops_the_machines_paths():
     """RESULTS.md shows a recorded command without the recording machine's interpreter and
     standard-library paths, also for a record saved before its paths were made portable."""
     from experiments import render
+    from experiments.sinks import study as sinks_study
 
     cmd = ("/root/.pyenv/versions/3.11.7/bin/python3.11 -m experiments.sinks_arms --corpus "
            "bbm:/root/.pyenv/versions/3.11.7/lib/python3.11/textwrap.py:triggers=3 --steps 10")
@@ -168,7 +169,7 @@ def test_shown_command_drops_the_machines_paths():
     assert A.shown_command(plain) == plain
     records = render.load_records()
     raw = records["sinks_arms"]["records"]["arms"]["baseline"]["command"]
-    section = render.sinks_arms_section(records)
+    section = sinks_study.arms_section(records)
     assert A.shown_command(raw) in section
     assert "/lib/python3" not in section and "/bin/python" not in section
 

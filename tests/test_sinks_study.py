@@ -12,7 +12,7 @@ import pytest
 
 from bornbiased_jax.errors import UserError
 from experiments.sinks import claims as S
-from experiments.lineage import family
+from experiments.common import family
 from experiments.sinks import measure as f12
 
 SETTINGS = dict(lengths=[8, 16], num_seqs=4, eps=[0.25, 0.3], emergence_T=16, ppl_windows=4,

@@ -13,8 +13,10 @@ from bornbiased_jax.errors import UserError
 from experiments.initialisation import claims as I
 from experiments.initialisation import paper_claims as IP
 from experiments.lineage import claims as L
+from experiments.lineage import study as LS
 from experiments import render
 from experiments.seedprint import claims as S
+from experiments.seedprint import study as seedprint_study
 
 
 def test_vocabulary_is_closed():
@@ -549,19 +551,19 @@ def test_render_says_what_is_not_measured(tmp_path):
     # as a whole (from its parts' rows)
     assert len(rows) == len(I.CLAIMS) + len(IP.paper_scale_claims({})) + 1
     assert "| Finding 2 (Findings 2.1 and 2.2 combined) |" in init
-    assert sec["lineage"] == ("## " + render.TITLES["lineage"] + "\n\nNot measured yet: "
+    assert sec["lineage"] == ("## " + LS.LINEAGE_TITLE + "\n\nNot measured yet: "
                               "`python -m experiments.lineage` measures it (its records go to "
                               "results/records/).")
     assert sec["gpu"].endswith(f"Not measured yet: its outputs under {tmp_path / 'gpu'}/ are "
                                "absent.")
-    assert list(sec) == render.SECTIONS
+    assert list(sec) == [s.name for s in render.sections_of_studies()]
     assert render.render({"table3": t3}, tmp_path / "gpu") == new
     assert all(f"**{v}**" in new for v in V.VERDICTS)  # the vocabulary at the top
     # a study with one record: its other rows say they are not measured
     from pathlib import Path
 
     committed = render.load_records(Path(render.__file__).resolve().parents[1] / render.RECORDS)
-    body = render.seedprint_section({"table4a": committed["table4a"]})
+    body = seedprint_study.section({"table4a": committed["table4a"]})
     assert "| Table 4a" in body
     assert "| - | no record (results/records/seedprint/figure13.json)" in body
 
@@ -697,7 +699,7 @@ def test_lineage_figure14_rule():
 
 def test_qwen_family_is_the_llama_family_with_qwen2s_architecture(tmp_path):
     from bornbiased_jax.training.config import model_config
-    from experiments.lineage import family
+    from experiments.common import family
     from experiments.lineage.measure import default_runs_dir, scale_family
 
     q, ll = family.LINEAGE_QWEN2, family.DEFAULT
@@ -925,6 +927,7 @@ def test_figure2_jackknife_covers_networks_that_share_their_sequences():
     from bornbiased_jax.probes.contraction import (mean_similarity_from_sums,
                                                    mean_similarity_leave_one_out)
     from bornbiased_jax.stats import t_quantile
+    from experiments.common.contraction import figure2_intervals
     cover = 0
     for _ in range(400):
         per = []
@@ -933,6 +936,6 @@ def test_figure2_jackknife_covers_networks_that_share_their_sequences():
             per.append({"block_mean_cos": mean_similarity_from_sums(sums.sum(0), n).tolist(),
                         "block_mean_cos_loo": mean_similarity_leave_one_out(
                             sums, [n // B] * B).tolist()})
-        est, se, df, _ = I._figure2_intervals(per, step)
+        est, se, df, _ = figure2_intervals(per, step)
         cover += abs(est[0] - truth) <= t_quantile(df) * se[0]
     assert abs(cover / 400 - 0.95) < 3 * np.sqrt(0.05 * 0.95 / 400)

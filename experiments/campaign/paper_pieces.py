@@ -7,11 +7,11 @@ finished parts' results for table2 and table4a, :func:`_kept`), and the records 
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 from bornbiased_jax.config import config_record
 from experiments.campaign import plan as campaign
+from experiments.common.paper_records import save, shape  # noqa: F401  (paper_scale.py saves)
 
 STATE = campaign.ROOT / campaign.STATE
 SUMMARIES = campaign.ROOT / campaign.SUMMARIES
@@ -22,11 +22,6 @@ SEEDS_4A = [42, 123, 1000, 2000]
 
 SPECS = campaign.PAPER_SCALE
 N_SEQS = campaign.PAPER_N
-
-
-def shape(cfg) -> dict:
-    return {"preset": cfg.name, "layers": cfg.n_layers, "heads": cfg.n_heads,
-            "d_model": cfg.d_model, "d_ff": cfg.d_ff, "vocab_size": cfg.vocab_size}
 
 
 def probe_identity(probe: str) -> dict:
@@ -387,7 +382,7 @@ def _figure10_record(cfg, T: int, parts: list, n: int, saved: dict | None) -> tu
     import numpy as np
 
     from bornbiased_jax.blockwise import block_provenance
-    from experiments.figure10 import figure10_rows
+    from experiments.initialisation.figure10 import figure10_rows
 
     top = np.concatenate([p["top"] for p in parts], axis=1)[0]
     maxdim = np.concatenate([p["maxdim"] for p in parts], axis=1)[0]
@@ -465,19 +460,3 @@ STUDY = campaign.PAPER_RECORDS
 ALLOW_VERSIONS = False
 
 
-def save(records_root: Path, name: str, settings: dict, records, seconds: float,
-         command: str, t0: float) -> Path:
-    """One paper-scale record: the run description (settings with the shape, N, T and seeds;
-    the compute seconds summed over every attempt; this attempt's wall time) and the records,
-    their paths :func:`~experiments.artifacts.portable`."""
-    import json
-
-    from bornbiased_jax import files
-    from experiments.artifacts import plain, portable
-
-    run = files.run_record(command, time.time() - t0, experiment=name, scale="paper",
-                           settings=settings, compute_seconds=seconds)
-    f = Path(records_root) / STUDY[name] / f"{name}.json"
-    files.write_text(f, json.dumps(portable({"run": run, "records": plain(records)}),
-                                   separators=(",", ":")) + "\n")
-    return f

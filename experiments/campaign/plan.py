@@ -53,13 +53,14 @@ from typing import Callable, Sequence
 from bornbiased_jax import files, precision
 from bornbiased_jax.errors import UserError
 from experiments.artifacts import portable
+# the paper-scale records' folder and each one's study (RESULTS.md's renderer reads them too)
+from experiments.common.paper_records import PAPER_RECORDS, RECORDS  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "campaign"
 LEDGER = "ledger.json"
 STATE = "state"  # ROOT/state/<piece>/: the resumable pieces' saved chunks (not committed)
 SUMMARIES = "summaries"  # ROOT/summaries/<piece>/: per-block sums, kept parts (small; committed)
-RECORDS = REPO / "results" / "records" / "paper"
 # Signals that stop a piece from outside without saying it is broken (see the module docstring).
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
 MIN_RESUMABLE_S = 60  # a resumable piece starts when at least this much budget is left
@@ -148,19 +149,6 @@ PAPER_SCALE = {s.name: s for s in [
                tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
                      for b in ("attn_mlp", "attn_only", "mlp_only"))),
 ]}
-
-
-# paper-scale record name -> its study's folder under results/records/paper/
-PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
-                 "table1b_n10k": "initialisation",
-                 "table1c": "initialisation", "figure1": "initialisation",
-                 "figure2_finding22": "initialisation", "table2_figure3": "initialisation",
-                 "figure7": "initialisation", "table1a_seeds": "initialisation",
-                 "figure3_null": "initialisation", "table4a": "seedprint",
-                 "table1c_t256": "initialisation", "table1c_t1024": "initialisation",
-                 "table1b_n10k_t1024": "initialisation",
-                 "table4a_n10k": "seedprint", "figure10": "initialisation",
-                 "figure8": "initialisation"}
 
 
 def _pass_config(one_pass: tuple):
@@ -675,13 +663,14 @@ def claims(root: Path = ROOT, plan: Sequence[Piece] | None = None) -> list:
 def section(root: Path = ROOT) -> str:
     """The RESULTS.md section of the campaign: its rows, then every piece's state."""
     from bornbiased_jax.verdicts import table
+    from experiments.campaign import TITLE
 
     rows = claims(root)
     ledger = load_ledger(root)
     gpu = [p for p in pieces() if not p.resumable]
     ran = sum(bool(ledger.get(p.name, {}).get("attempts")) for p in gpu)
     on_gpu = _paper_scale_on_gpu(ledger)
-    lines = ["## The GPU campaign (paper scale, piece by piece)", "",
+    lines = [f"## {TITLE}", "",
              "Generated from results/campaign/ (`python -m experiments.campaign`: "
              "experiments/campaign/plan.py lists the pieces, their commands and limits). "
              + (f"{ran} of the {len(gpu)} GPU-only pieces have been attempted." if ran else

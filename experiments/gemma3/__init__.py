@@ -9,8 +9,13 @@ post-norms:
                 ``bornbiased fingerprint`` on them; each step resumable, each record written when
                 its step finishes;
   ``claims``    the verdict rules (pure functions of the records) and the RESULTS.md section;
+  ``study``     the study's declaration: its records, title, command and section;
   ``__main__``  ``python -m experiments.gemma3``.
 
 Records: results/records/gemma3/{gemma3_sinks,gemma3_token_preference,gemma3_init,
 gemma3_lineage}.json. The model file is named by its file name and sha256, never by a path.
 """
+
+# the section's title and the records (the declaration's and the claims')
+TITLE = "A second real model, a new architecture family: Gemma 3 270M (GGUF)"
+EXPERIMENTS = ("gemma3_sinks", "gemma3_token_preference", "gemma3_init", "gemma3_lineage")

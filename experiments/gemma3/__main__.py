@@ -22,7 +22,7 @@ from bornbiased_jax.defaults import MATCHED_STATISTIC
 from bornbiased_jax import files
 from bornbiased_jax.errors import UserError
 from experiments import render
-from experiments._common import user_errors_exit
+from experiments.common.cli import user_errors_exit
 from experiments.gemma3 import measure
 from experiments.gemma3.claims import COMMAND
 

@@ -15,7 +15,7 @@ Rules (each stated in its row):
   * born biased at initialisation, per arm (full ``gemma3-270m``, QK-norm off, post-norms
     off): Table 1's statistic -- every seed's Bonferroni p below :data:`ALPHA` reproduces "a
     fresh model prefers a token", some seeds partly, none differs; Figure 2's contraction by
-    the initialisation study's own rule (:func:`experiments.initialisation.claims.figure2_claim`,
+    the initialisation study's own rule (:func:`experiments.common.contraction.figure2_claim`,
     jackknife over blocks of sequences);
   * what QK-norm and the post-norms change (beyond the paper): per ablation, the paired
     difference from the full arm seed by seed in the top-1 frequency and in the last block's
@@ -37,15 +37,14 @@ import numpy as np
 from bornbiased_jax.stats import seed_mean, t_quantile
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED,
                                      UNDERPOWERED, Claim, table)
-from experiments.initialisation.claims import figure2_claim
-from experiments.real_model import claims as real_model_claims
-from experiments.real_model.claims import (ALPHA, SIGNIFICANT_RATE, Z95, _found, _ranges,
-                                           _test_runs, _tested)
+from experiments.common.contraction import figure2_claim
+from bornbiased_jax.fingerprint.result import ALPHA
+from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
+from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
+                                          lineage_verdict, runs_by_test, tested_by)
 
-TITLE = "A second real model, a new architecture family: Gemma 3 270M (GGUF)"
 COMMAND = "python -m experiments.gemma3 --model gemma-3-270m-q4_k_m.gguf"
 MODEL = "Gemma 3 270M (Q4_K_M GGUF)"
-NAMES = ("gemma3_sinks", "gemma3_token_preference", "gemma3_init", "gemma3_lineage")
 HONEST = ("lora", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units")
 UNRELATED = ("preset:gemma3-270m@1", "preset:gemma3-270m@2")
@@ -107,7 +106,7 @@ def sinks_claims(rec: dict) -> list[Claim]:
                 f"{int(sinks[glob].sum())} of {sinks[glob].size}, in sliding layers "
                 f"{int(sinks[slide].sum())} of {sinks[slide].size}; mean alpha^1 global "
                 f"{A[glob].mean():.3f}, sliding {A[slide].mean():.3f}; layers without a sink "
-                f"head: {_ranges([l for l in range(len(A)) if not sinks[l].any()]) or '-'}")
+                f"head: {index_ranges([l for l in range(len(A)) if not sinks[l].any()]) or '-'}")
         rows.append(Claim(f"Which layers hold the sinks, {label}: Gemma's global layers "
                           f"(5, 11, 17) and its sliding-window ones [{MODEL}]", "-",
                           "; ".join(parts), MEASURED,
@@ -205,17 +204,17 @@ def arm_differences(init: dict) -> list[Claim]:
 def lineage_claims(rec: dict) -> list[Claim]:
     r = rec["records"]
     rows = []
-    for test, run in _test_runs(r):
+    for test, run in runs_by_test(r):
         pairs = run["pairs"]
-        honest, found = _tested(pairs, HONEST, test), _found(pairs, HONEST, test)
-        flagged, unrelated = _found(pairs, UNRELATED, test), _tested(pairs, UNRELATED, test)
-        renamed_found, renamed = _found(pairs, RENAMED, test), _tested(pairs, RENAMED, test)
+        honest, found = tested_by(pairs, HONEST, test), found_by(pairs, HONEST, test)
+        flagged, unrelated = found_by(pairs, UNRELATED, test), tested_by(pairs, UNRELATED, test)
+        renamed_found, renamed = found_by(pairs, RENAMED, test), tested_by(pairs, RENAMED, test)
         if not honest:
             continue
         # the same rule as SmolLM2's rows: the negatives' number and kind must bound the level
         neg = [{"name": n, "kind": "init", "trained_steps": 0, "same_data": False}
                for n in unrelated]
-        verdict, why = real_model_claims.lineage_verdict(len(found), len(honest), neg, flagged)
+        verdict, why = lineage_verdict(len(found), len(honest), neg, flagged)
         rows.append(Claim(
             f"Table 6's question on Gemma 3: its descendants found, fresh initialisations not, "
             f"by the {test} test [{MODEL}]", "every descendant found (Table 6)",
@@ -240,7 +239,7 @@ def lineage_claims(rec: dict) -> list[Claim]:
 
 def pairs_table(rec: dict) -> str:
     r = rec["records"]
-    runs = _test_runs(r)
+    runs = runs_by_test(r)
     names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
     what = r.get("suspects", {})
     lines = ["| suspect | kind | " + " | ".join(t for t, _ in runs) + " |",

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.real_model.measure import run_cli, scrubbed, sha256, shown  # noqa: F401
+from experiments.common.pretrained import run_cli, scrubbed, sha256, shown  # noqa: F401
 
 OUT = Path("results/experiments/gemma3")
 SUSPECTS = Path("runs/gemma3/suspects")
@@ -163,7 +163,7 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
     from bornbiased_jax.fingerprint.derivatives import DERIVATIVES, derive
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.hf.gguf import load_gguf, load_gguf_tokenizer
-    from experiments.lineage_bench.tune import tune
+    from experiments.common.tune import tune
 
     manifest_path = folder / "suspects.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

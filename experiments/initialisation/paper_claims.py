@@ -13,14 +13,15 @@ from scipy import special, stats
 
 from bornbiased_jax.stats import (bonferroni_log10_p, format_log10_p,
                                   mantel_haenszel_greater)
-from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, LLAMA_ALPHA,
-                                                   _freq_interval,
-                                                   figure1a_claim, figure2_claim,
-                                                   figure3_row, figure4_from_figure7,
-                                                   FIGURE10_PAPER, figure7_claim, figure8_claim,
-                                                   figure10_claim,
-                                                   finding22_claim, table1_claim, table2_claim)
+from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, FIGURE10_PAPER,
+                                               LLAMA_ALPHA, figure1a_claim, figure3_row,
+                                               figure4_from_figure7, figure7_claim,
+                                               figure8_claim, figure10_claim, finding22_claim,
+                                               table1_claim, table2_claim)
+from experiments.initialisation.table1 import _freq_interval
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
+from experiments.common.contraction import figure2_claim
+from experiments.common.paper_values import PAPER_TABLE1, PAPER_TABLE1_N, paper_table1_range
 
 
 def _count(r: dict) -> int:
@@ -221,46 +222,13 @@ def finding13_claim(tables: list[dict]) -> Claim:
                  "different tokens (1.2B: 23062 vs 20694)", ours, verdict, why, "Sec. 3")
 
 
-# The paper's Table 1: (part, seed, T) -> (top-1 id, top-1 frequency, p as printed)
-PAPER_TABLE1 = {
-    ("a", 42, 64): (6336, 0.026, "4.55e-137"), ("a", 42, 256): (30425, 0.0485, "6.59e-285"),
-    ("a", 42, 1024): (666, 0.052, "6.75e-309"), ("a", 43, 64): (7328, 0.030, "2.20e-162"),
-    ("a", 43, 256): (7328, 0.0525, "2.42e-312"), ("a", 43, 1024): (7328, 0.0675, "0.00"),
-    ("b", 42, 64): (18219, 0.0006, "3.16e-2"), ("b", 42, 256): (19647, 0.0006, "3.16e-2"),
-    ("b", 42, 1024): (11048, 0.0007, "1.40e-3"), ("b", 43, 64): (6479, 0.0009, "1.90e-6"),
-    ("b", 43, 256): (17743, 0.0006, "3.16e-2"), ("b", 43, 1024): (21436, 0.0007, "1.40e-3"),
-    ("c", 42, 64): (23062, 0.0395, "2.57e-224"), ("c", 42, 256): (23062, 0.062, "0.00"),
-    ("c", 42, 1024): (23062, 0.0635, "0.00"), ("c", 43, 64): (20694, 0.052, "6.75e-309"),
-    ("c", 43, 256): (20694, 0.0745, "0.00"), ("c", 43, 1024): (20694, 0.102, "0.00")}
-
-
-def paper_table1_range(part: str) -> tuple[float, float]:
-    """(lowest, highest) top-1 frequency of the paper's Table 1 part ``part`` ('a', 'b', 'c'),
-    over its seeds and lengths (:data:`PAPER_TABLE1`)."""
-    f = [freq for (q, _, _), (_, freq, _) in PAPER_TABLE1.items() if q == part]
-    if not f:
-        raise KeyError(f"Table 1 has no part {part!r}")
-    return min(f), max(f)
-
-
-def paper_table1_summary() -> str:
-    """The paper's Table 1 top-1 frequencies per part, as ranges over its seeds and lengths,
-    for the rows of other sections that quote them ('nano 2.60-6.75 %, 1.2B 3.95-10.20 % at
-    N = 2,000; LLaMA-2 nano 0.06-0.09 % at N = 10,000')."""
-    def rng(part):
-        lo, hi = paper_table1_range(part)
-        return f"{100 * lo:.2f}-{100 * hi:.2f} %"
-    n = {part: TABLE1_PARTS[part][2] for part in "abc"}
-    return (f"RoPE GPT-2 nano {rng('a')}, 1.2B {rng('c')} at N = {n['a']:,} (Table 1(a), (c)); "
-            f"LLaMA-2 nano {rng('b')} at N = {n['b']:,} (Table 1(b))")
-
-
 # part -> (its records, label, the N the paper's rows are counts of: docs/paper-notes.md, *Notes
 # on the paper*)
-TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", 2_000),
+TABLE1_PARTS = {"a": (("table1a",), "RoPE GPT-2 nano (12L, 12H, 768d)", PAPER_TABLE1_N["a"]),
                 "b": (("table1b", "table1b_n10k", "table1b_n10k_t1024"),
-                      "LLaMA-2 nano (12L, 12H, 768d)", 10_000),
-                "c": (("table1c", "table1c_t256", "table1c_t1024"), "RoPE GPT-2 1.2B (24L, 32H, 2048d)", 2_000)}
+                      "LLaMA-2 nano (12L, 12H, 768d)", PAPER_TABLE1_N["b"]),
+                "c": (("table1c", "table1c_t256", "table1c_t1024"),
+                      "RoPE GPT-2 1.2B (24L, 32H, 2048d)", PAPER_TABLE1_N["c"])}
 # piece of experiments/paper_scale.py -> the records it writes
 
 

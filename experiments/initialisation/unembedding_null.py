@@ -91,7 +91,7 @@ def simulate(s: dict) -> tuple[dict, dict]:
     The records hold the R top-1 counts, N, R, the 20 tokens most often the arg-max over
     every replicate, and the final norm's gain, bias and epsilon."""
     from bornbiased_jax import model
-    from experiments.campaign import paper_pieces
+    from experiments.common.paper_records import shape
 
     unemb, norms = {}, {}
     for block in BLOCKS:
@@ -118,7 +118,7 @@ def simulate(s: dict) -> tuple[dict, dict]:
            "final_norm": {"gain_min": float(gain.min()), "gain_max": float(gain.max()),
                           "bias_abs_max": float(np.abs(bias).max()), "eps": eps},
            "shared_by": list(BLOCKS)}
-    settings = {**paper_pieces.shape(used), "preset": s["preset"], "blocks": list(BLOCKS),
+    settings = {**shape(used), "preset": s["preset"], "blocks": list(BLOCKS),
                 "seed": s["seed"], "num_seqs": s["num_seqs"],
                 "reps": s["reps"], "rng_seed": s["rng_seed"],
                 "tie_embeddings": used.tie_embeddings,
@@ -136,17 +136,17 @@ def summary(rec: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from experiments.campaign import paper_pieces
+    from experiments.common import paper_records
 
     p = argparse.ArgumentParser(prog="python -m experiments.initialisation.unembedding_null",
                                 description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=PAPER["reps"])
-    p.add_argument("--records", type=Path, default=paper_pieces.RECORDS)
+    p.add_argument("--records", type=Path, default=paper_records.RECORDS)
     args = p.parse_args(argv)
     t0 = time.time()
     settings, rec = simulate(dict(PAPER, reps=args.reps))
-    f = paper_pieces.save(args.records, NAME, settings, rec, round(time.time() - t0, 1),
+    f = paper_records.save(args.records, NAME, settings, rec, round(time.time() - t0, 1),
                           "python -m experiments.initialisation.unembedding_null", t0)
     print(f"{summary(rec)}; wrote {f}")
     return 0

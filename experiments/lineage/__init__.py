@@ -1,3 +1,19 @@
 """Lineage after training (paper Sec. 5, 6.1.2; App. B.3.3): ``claims`` (verdict rules),
-``measure`` (tests over the trained family's pairs), ``tables``, ``family`` and ``seed_family``
-(the trained models); ``python -m experiments.lineage`` runs it (``__main__``)."""
+``measure`` (tests over the trained family's pairs), ``tables`` (Figure 11, Tables 4b, 4c, 5 and
+their Qwen-style repeats), ``command`` (the table scripts' command line), ``study`` (the two studies' declarations:
+the lineage sections and the level's); ``python -m experiments.lineage`` runs it
+(``__main__``). The matched leg's level between trained models
+per MLP width and depth (beyond the paper): ``level`` (the measurement), ``level_families``
+(the families trained for it), ``level_claims`` (its RESULTS.md table and rules). The trained
+families are shared with the sink study (:mod:`experiments.common.family`; ``family`` keeps
+the address that committed RESULTS.md sections cite)."""
+
+# the sections' titles (the declarations' and the sections' headings)
+LINEAGE_TITLE = ("Lineage: persistence through training (paper Sec. 5, 6.1.2: Figure 11, "
+                 "Tables 4b, 4c, 5)")
+QWEN2_TITLE = "Lineage with Qwen-style models (paper App. B.3.3: Tables 9-12, Figure 14)"
+HFINIT_TITLE = ("Lineage with the released code's HF default init (paper Sec. 5, 6.1.2: "
+                "Figure 11, Tables 4b, 4c, 5)")
+QWEN2_HFINIT_TITLE = ("Lineage with Qwen-style models and the released code's HF default init "
+                      "(paper App. B.3.3: Tables 9-12, Figure 14)")
+LEVEL_TITLE = "The matched leg's level between trained models, per width and depth"

@@ -15,7 +15,7 @@ B.3.3): the same family with Qwen2's architecture, measured as Figure 14 and Tab
     python -m experiments.lineage --scale paper --corpus base=/data/openwebtext   # GPUs
 
 ``--scale paper`` trains ``family.LINEAGE_PAPER`` (the lineage models' released settings:
-llama2-nano, 10B tokens of OpenWebText; see experiments/lineage/family.py for where it
+llama2-nano, 10B tokens of OpenWebText; see experiments/common/family.py for where it
 departs from them) into runs/family-paper and measures it with the paper's n = 10,000 inputs of
 T = 1024.
 
@@ -29,12 +29,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from experiments._common import (add_precision_flag, add_records_flag, command_line,
+from experiments.common.cli import (add_precision_flag, add_records_flag, command_line,
                                  records_root, use_precision, user_errors_exit)
-from experiments.lineage_common import corpus_flag
+from experiments.lineage.command import corpus_flag
 
 from experiments.lineage import claims as lineage_claims
-from experiments.lineage import family
+from experiments.common import family
 from experiments import render
 from experiments.lineage.measure import (CPU, PAPER, RUNS, Study, default_runs_dir,
                                                     scale_family)

@@ -11,6 +11,8 @@ from bornbiased_jax.stats import clopper_pearson, fmt_p, kendall_null_sd
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNTESTABLE, Claim
 from bornbiased_jax.verdicts import table as claims_table
 from experiments.artifacts import legend
+# the sections' titles are the study's declaration's
+from experiments.lineage import HFINIT_TITLE, LINEAGE_TITLE, QWEN2_HFINIT_TITLE, QWEN2_TITLE
 
 from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
 from bornbiased_jax.fingerprint.result import ALPHA
@@ -255,11 +257,9 @@ def runs_table(runs: list[dict]) -> list[str]:
 
 # architecture -> (record names of its claims, in order; its runs record; the section's title)
 ARCHS = {
-    "llama2": (["figure11", "table4b", "table4c", "table5"], "lineage_runs",
-               "Lineage: persistence through training (paper Sec. 5, 6.1.2: Figure 11, Tables "
-               "4b, 4c, 5)"),
+    "llama2": (["figure11", "table4b", "table4c", "table5"], "lineage_runs", LINEAGE_TITLE),
     "qwen2": (["figure14", "table9", "table10", "table11", "table12"], "lineage_qwen2_runs",
-              "Lineage with Qwen-style models (paper App. B.3.3: Tables 9-12, Figure 14)"),
+              QWEN2_TITLE),
 }
 
 
@@ -449,6 +449,8 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
                         f"been measured with (`{hf_command}` trains and measures it). "))
     lines = [f"## {title}", "",
              f"Generated from the records of `{command}` ({info['scale']} "
+             # the committed RESULTS.md names the family's old address, kept by
+             # experiments/lineage/family.py (now experiments/common/family.py)
              f"scale, {info['device']}). Family (experiments/lineage/family.py): "
              f"`{fam['preset']}` with {tuple(fam['model_set'])}, seeds 42/123/1000/2000, one "
              f"data seed (the same batches in the same order), {fam['steps']} steps of "
@@ -483,10 +485,6 @@ def section(records: dict, arch: str = "llama2", init: str = "gpt2") -> str:
     return "\n".join(lines) + "\n"
 
 
-HFINIT_TITLE = ("Lineage with the released code's HF default init (paper Sec. 5, 6.1.2: "
-                "Figure 11, Tables 4b, 4c, 5)")
-QWEN2_HFINIT_TITLE = ("Lineage with Qwen-style models and the released code's HF default init "
-                      "(paper App. B.3.3: Tables 9-12, Figure 14)")
 HFINIT_TITLES = {"llama2": HFINIT_TITLE, "qwen2": QWEN2_HFINIT_TITLE}
 EXPERIMENTS = ARCHS["llama2"][0] + [ARCHS["llama2"][1]]
 HFINIT_EXPERIMENTS = [n + HFINIT for n in EXPERIMENTS]

@@ -13,7 +13,7 @@ p-value at any slack follows without another pass:
 
   init      the pairs of the cell's initialisations (step 0): exact where one model is an
             initialisation, so the rate at alpha must not exceed alpha (the rule of
-            ``experiments.seedprint.level_rule``, which can fail);
+            ``experiments.common.level_rule``, which can fail);
   trained   the pairs of the final models: the rate at slack 0; the smallest slack (units per
             layer pair) that brings the rate among the first half of the seeds to at most a, at
             a = alpha and at a = alpha / 2 (the any-pair verdict's leg), is the cell's fit;
@@ -41,7 +41,7 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from experiments.lineage import level_families as LF
-from experiments.lineage import seed_family as SF
+from experiments.common import seed_family as SF
 
 ALPHAS = (ALPHA, ALPHA / 2)  # the matched test alone; its leg of the any-pair verdict
 # The defaults of `bornbiased fingerprint` that fix what the matched leg reads
@@ -144,7 +144,7 @@ def summarise(out: dict) -> dict:
     slack 0, the fitted slack on the first half of the seeds; the default slack (the largest
     fit); per cell the held-out rates at it; and the mean K of trained pairs (the shared units
     the slack must cover)."""
-    from experiments.seedprint import level_rule as LR
+    from experiments.common import level_rule as LR
 
     cells_out = {}
     for name, c in out["cells"].items():
@@ -174,7 +174,7 @@ def summarise(out: dict) -> dict:
 
 
 def _judge(rate: dict, alpha: float, models: int) -> dict:
-    from experiments.seedprint import level_rule as LR
+    from experiments.common import level_rule as LR
 
     se = rate.get("jackknife", {}).get("se", 0.0)
     rejected, z = LR.level_rejected(rate["rate"], se, alpha, models)

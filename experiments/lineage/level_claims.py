@@ -5,7 +5,7 @@ the record.
 Rules (each can fail; tests/test_lineage_level.py gives records that pass and fail them):
 
   * initialisations: the rejection rate of the pairs of a cell's initialisations at alpha,
-    where the null law is exact, is judged by ``seedprint.level_rule`` (one-sided jackknife t
+    where the null law is exact, is judged by ``common.level_rule`` (one-sided jackknife t
     over the cell's models): *holds* when not rejected, *differs* when rejected;
   * trained pairs, held out: at the default slack (the largest cell's fit), the rate among
     the second half of a cell's seeds at alpha and at alpha / 2, by the same rule: *differs*
@@ -20,13 +20,13 @@ Rules (each can fail; tests/test_lineage_level.py gives records that pass and fa
 from __future__ import annotations
 
 from bornbiased_jax.verdicts import DIFFERS, HOLDS, UNDERPOWERED, UNTESTABLE, Claim
+from experiments.lineage import LEVEL_TITLE as TITLE
 
 # A held-out level 'holds' only where the rule would have flagged a true rate of POWER_RATE
 # (five times alpha) with probability POWER_NEEDED; a level not rejected by a weaker rule is
 # 'consistent, underpowered'.
 POWER_RATE, POWER_NEEDED = 0.05, 0.8
 
-TITLE = "The matched leg's level between trained models, per width and depth"
 
 
 def _rate(r: dict) -> str:

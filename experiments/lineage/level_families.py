@@ -4,7 +4,7 @@ widths and depths, the hardest negatives of the lineage verdict between two trai
 batches, so the only difference between two of its models is their initialisation, and any
 pair of them that a lineage test calls related is a false positive.
 
-The 32-seed family (:mod:`experiments.lineage.seed_family`: llama2-tiny, d = 64, 2 layers,
+The 32-seed family (:mod:`experiments.common.seed_family`: llama2-tiny, d = 64, 2 layers,
 F = 176) is the first cell; the cells here add width (F = 344 and 1,536 at 2 layers) and
 depth (12 layers at F = 344), each with the width-to-MLP ratio of a LLaMA (F about 8d/3; the
 F = 1,536 cell has SmolLM2-135M's width, heads and KV heads) and the seed family's data,
@@ -29,7 +29,7 @@ from pathlib import Path
 from bornbiased_jax.training import loop as train
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.config import TrainConfig, train_command
-from experiments.lineage import seed_family
+from experiments.common import seed_family
 
 RUNS_DIR = Path("runs/level")
 RECORD = Path("results/records/training/level_families.json")

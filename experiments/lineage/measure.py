@@ -1,6 +1,6 @@
 """The lineage study's measurements (paper Sec. 5-6.1: Figure 11, Tables 4b, 4c and 5).
 
-A :class:`Study` reads the trained family (``experiments/lineage/family.py``) and computes,
+A :class:`Study` reads the trained family (``experiments/common/family.py``) and computes,
 for any pair of its models, every SeedPrint test and the four baselines:
 
   * SeedPrint features: the last-token final hidden state (after the final norm) on n random
@@ -41,7 +41,7 @@ from bornbiased_jax.sources import load_source
 from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
-from experiments.lineage import family
+from experiments.common import family
 from experiments.lineage.claims import BASELINES
 
 BASES = [f"base-s{s}" for s in family.LINEAGE_SEEDS]

@@ -27,7 +27,7 @@ from bornbiased_jax.fingerprint.algorithm1 import paper_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.stats import kendall_null_sd
 from experiments import artifacts
-from experiments.lineage import family
+from experiments.common import family
 from experiments.lineage.claims import TITLES
 from experiments.lineage.measure import (
     BASES,

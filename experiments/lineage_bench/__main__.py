@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from bornbiased_jax.defaults import MATCHED_STATISTIC
-from experiments._common import parse, user_errors_exit, write
-from experiments.lineage import seed_family
+from experiments.common.cli import parse, user_errors_exit, write
+from experiments.common import seed_family
 from experiments.lineage_bench import measure as M
 
 NAME = "lineage_bench"

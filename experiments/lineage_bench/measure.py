@@ -48,8 +48,8 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
-from experiments.lineage import family
-from experiments.lineage import seed_family as SF
+from experiments.common import family
+from experiments.common import seed_family as SF
 from experiments.lineage_bench import suspects as S
 
 # n token sequences of seq_len for the SeedPrint tests; K fresh inits; REEF's text windows and

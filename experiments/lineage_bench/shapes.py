@@ -35,7 +35,7 @@ from bornbiased_jax.fingerprint import vocab_edits as VE
 from bornbiased_jax.fingerprint.compare import Settings, compare_many
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
-from experiments.lineage import seed_family as SF
+from experiments.common import seed_family as SF
 
 TESTS = ("permutation", "matched", "matched_init")  # any_pair follows from the first two
 EDITS = tuple(D.SHAPES)

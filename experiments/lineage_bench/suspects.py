@@ -1,6 +1,6 @@
 """Every descendant the benchmark builds from a base: what an auditor meets downstream.
 
-Each base is a trained model of the seed family (``experiments.lineage.seed_family``: 32
+Each base is a trained model of the seed family (``experiments.common.seed_family``: 32
 llama2-tiny seeds trained on identical data in one program); its suspects are
 
   continued     the family's continuation: 800 more steps on another corpus (prose)
@@ -40,7 +40,7 @@ from bornbiased_jax import files
 from bornbiased_jax.fingerprint import edits as E
 from bornbiased_jax.fingerprint.derivatives import DERIVATIVES, derive
 from experiments.lineage_bench import EDITS
-from experiments.lineage_bench.tune import tune
+from experiments.common.tune import tune
 
 FT_STEPS, FT_LR = 200, 1e-3
 LORA_STEPS, LORA_LR, LORA_RANK = 200, 2e-3, 8

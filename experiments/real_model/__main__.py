@@ -22,7 +22,7 @@ from bornbiased_jax import files
 from bornbiased_jax.defaults import MATCHED_STATISTIC
 from bornbiased_jax.errors import UserError
 from experiments import render
-from experiments._common import user_errors_exit
+from experiments.common.cli import user_errors_exit
 from experiments.real_model import measure
 from experiments.real_model.claims import COMMAND
 

@@ -9,7 +9,7 @@ Rules (each stated in its row):
   * token preference after training (beyond the paper, which measures it at initialisation):
     a preference where Table 1's Bonferroni binomial p is below :data:`ALPHA`, reported beside
     the paper's initialisation frequencies (quoted from the paper-values table the Table 1
-    rules use, ``paper_claims.PAPER_TABLE1``);
+    rules use, ``common.paper_values.PAPER_TABLE1``);
   * Table 6 on a real model: per test, the weight-derived descendants found at
     :data:`ALPHA` and the unrelated models (the negatives) called related. Finding every
     descendant says something only if the test does not call unrelated models related too,
@@ -34,33 +34,28 @@ from experiments.artifacts import earlier_matched
 
 import re
 
-from bornbiased_jax.stats import clopper_pearson
-from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNDERPOWERED,
-                                     UNTESTABLE, Claim, table)
+from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNTESTABLE,
+                                     Claim, table)
 
 from bornbiased_jax.fingerprint.result import ALPHA
-from experiments.initialisation.paper_claims import paper_table1_summary
+from experiments.real_model import EXPERIMENTS, TITLE
+from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95,  # noqa: F401
+                                          found_by, index_ranges, lineage_verdict,
+                                          negatives_needed, runs_by_test, tested_by)
+from experiments.common.paper_values import paper_table1_summary
 
-SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
-Z95 = 1.959964
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
 # shape-changed copies (fingerprint.derivatives.SHAPES): MLP width, depth, vocabulary
 SHAPED = ("prune-width-25", "pad-rotated", "layer-shift-rotated", "depth-upscale", "drop-layer",
           "insert-identity", "vocab-extend", "vocab-permute")
 UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")  # the first record's
-# The false-positive rate the negatives must be able to exclude: the paper's released code
-# calls 0.32-0.36 of unrelated same-data trained pairs related at alpha = 0.01 (RESULTS.md, the
-# SeedPrint section's trained-pair rows), so negatives that cannot bound the rate below 0.3
-# cannot show a test free of that failure.
-FPR_BOUND = 0.30
 TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 each: "
                           "fingerprint's default for two released checkpoints)",
               "permutation": "permutation (exact, token inputs)",
               "matched": "matched (gated-MLP units, robust to renamings and rotations)",
               "paper": "paper (Algorithm 1, Gaussian inputs)",
               "official": "official (the authors' released code)"}
-ORDER = ("any_pair", "permutation", "matched", "paper", "official")
 MATCHED_TESTS = ("any_pair", "matched", "matched_init")  # the tests the matched statistic decides
 MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
 
@@ -99,7 +94,7 @@ def sinks_claims(rec: dict) -> list[Claim]:
         f"Where the sinks are, and alpha^1 against the uniform floor 1/T [{MODEL}]", "-",
         f"mean alpha^1 vs 1/T: {floor}; at T = {last['T']} a head with mean alpha^1 > "
         f"{last['eps']} in {len(sink_layers)} of {L} layers (none in layers "
-        f"{_ranges(none) or '-'}); strongest: layer {best[1]}, head {best[2]} "
+        f"{index_ranges(none) or '-'}); strongest: layer {best[1]}, head {best[2]} "
         f"(alpha^1 {best[0]:.4f})", MEASURED,
         "layers and heads 0-based; per-layer, per-head values in the record"))
     return rows
@@ -108,18 +103,6 @@ def sinks_claims(rec: dict) -> list[Claim]:
 def _mean(alpha_LH) -> float:
     vals = [a for heads in alpha_LH for a in heads]
     return sum(vals) / len(vals)
-
-
-def _ranges(xs: list[int]) -> str:
-    """'0-1, 5' for [0, 1, 5]."""
-    out, start = [], None
-    for i, x in enumerate(xs):
-        if start is None:
-            start = x
-        if i + 1 == len(xs) or xs[i + 1] != x + 1:
-            out.append(f"{start}" if start == x else f"{start}-{x}")
-            start = None
-    return ", ".join(out)
 
 
 def token_preference_claims(rec: dict) -> list[Claim]:
@@ -169,68 +152,6 @@ def negatives(r: dict) -> list[dict]:
     return out
 
 
-def negatives_needed(bound: float = FPR_BOUND) -> int:
-    """The fewest negatives, none flagged, whose 95 % Clopper-Pearson upper bound of the
-    false-positive rate is at most ``bound`` (11 for 0.30)."""
-    n = 1
-    while clopper_pearson(0, n)[1] > bound:
-        n += 1
-    return n
-
-
-def lineage_verdict(found: int, honest: int, neg: list[dict], flagged: list[str]
-                    ) -> tuple[str, str]:
-    """(verdict, why) of one test's Table 6 row from the honest edits found of ``honest``,
-    the negatives ``neg`` (:func:`negatives`, those this test measured) and the names among
-    them it flagged (module docstring)."""
-    trained = [n for n in neg if n["kind"] == "trained" and n["trained_steps"] > 0]
-    same = [n for n in trained if n["same_data"]]
-    k_t = sum(n["name"] in flagged for n in trained)
-    hi_all = clopper_pearson(len(flagged), len(neg))[1] if neg else 1.0
-    hi_t = clopper_pearson(k_t, len(trained))[1] if trained else 1.0
-    kinds = (f"{len(neg)} negatives: {len(trained)} trained from scratch ("
-             + (", ".join(f"{n['name']}: {n['trained_steps']} steps, "
-                          + ("the descendants' data" if n["same_data"] else "other data")
-                          for n in trained) or "none")
-             + f"), {len(neg) - len(trained)} untrained initialisations; flagged "
-             f"{len(flagged)} of {len(neg)}, the false-positive rate below {hi_all:.2f} over "
-             f"all and below {hi_t:.2f} over the trained ones (95 % Clopper-Pearson)")
-    if not found:
-        return DIFFERS, f"no honest edit found; {kinds}"
-    if found < honest or flagged:
-        return PARTLY, kinds
-    short = []
-    if hi_t > FPR_BOUND:
-        short.append(f"that is not below {FPR_BOUND:g} ({negatives_needed()} trained "
-                     f"negatives, none flagged, would bound it there)")
-    if not same:
-        short.append("no trained negative shares the descendants' data")
-    if short:
-        return UNDERPOWERED, (f"every honest edit found and no negative flagged, but {kinds}: "
-                              + "; ".join(short))
-    return REPRODUCED, kinds
-
-
-def _found(pairs: list[dict], names, test: str) -> list[str]:
-    by = {p["suspect"]: p for p in pairs}
-    return [n for n in names if n in by and by[n]["p"].get(test, 1.0) < ALPHA]
-
-
-def _tested(pairs: list[dict], names, test: str) -> list[str]:
-    by = {p["suspect"]: p for p in pairs}
-    return [n for n in names if n in by and test in by[n]["p"]]
-
-
-def _test_runs(r: dict) -> list[tuple[str, dict]]:
-    """(test, the fingerprint run that measured it) for every test with p-values, in
-    :data:`ORDER` (one run may measure several tests: auto gives permutation, matched and their
-    any-pair verdict)."""
-    found = {}
-    for run in r["tests"].values():
-        for t in dict.fromkeys(k for p in run["pairs"] for k in p["p"]):
-            found.setdefault(t, run)
-    return sorted(found.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99)
-
 
 def lineage_claims(rec: dict) -> list[Claim]:
     r = rec["records"]
@@ -241,14 +162,14 @@ def lineage_claims(rec: dict) -> list[Claim]:
                   "rows below ask the same question of a 135M model", "6.1.2")]
     negs = negatives(r)
     neg_names = [n["name"] for n in negs]
-    for test, run in _test_runs(r):
+    for test, run in runs_by_test(r):
         pairs = run["pairs"]
-        honest = _tested(pairs, HONEST, test)
-        found = _found(pairs, HONEST, test)
-        flagged = _found(pairs, neg_names, test)
-        unrelated = _tested(pairs, neg_names, test)
-        renamed_found = _found(pairs, RENAMED, test)
-        renamed = _tested(pairs, RENAMED, test)
+        honest = tested_by(pairs, HONEST, test)
+        found = found_by(pairs, HONEST, test)
+        flagged = found_by(pairs, neg_names, test)
+        unrelated = tested_by(pairs, neg_names, test)
+        renamed_found = found_by(pairs, RENAMED, test)
+        renamed = tested_by(pairs, RENAMED, test)
         if not honest:
             continue
         verdict, level = lineage_verdict(len(found), len(honest),
@@ -264,8 +185,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
             + f"; unrelated called related {len(flagged)} of {len(unrelated)}"
             + f"; renamed or rotated copies found {len(renamed_found)} of {len(renamed)}"
             + (f" ({', '.join(renamed_found)})" if renamed_found else "")
-            + (f"; shape-changed copies found {len(_found(pairs, SHAPED, test))} of "
-               f"{len(_tested(pairs, SHAPED, test))}" if _tested(pairs, SHAPED, test) else ""),
+            + (f"; shape-changed copies found {len(found_by(pairs, SHAPED, test))} of "
+               f"{len(tested_by(pairs, SHAPED, test))}" if tested_by(pairs, SHAPED, test) else ""),
             verdict,
             f"{level}; rule: all honest edits ({', '.join(HONEST)}) found, no negative "
             f"flagged at alpha {ALPHA}, and trained negatives, one on the descendants' data, "
@@ -285,7 +206,7 @@ def localised_claims(r: dict) -> list[Claim]:
     """Where the matched test says each shape-changed copy descends from: its SUSPECT layers
     attributed to a BASE layer (own p <= alpha / L), and the share of its copied layers
     attributed to their origin (a measurement: the derivative states the origins)."""
-    run = next((run for t, run in _test_runs(r) if t == "matched"), None)
+    run = next((run for t, run in runs_by_test(r) if t == "matched"), None)
     if run is None:
         return []
     shaped = [p for p in run["pairs"] if p["suspect"] in SHAPED and "localised" in p]
@@ -307,7 +228,7 @@ def localised_claims(r: dict) -> list[Claim]:
 def pairs_table(rec: dict) -> str:
     """Every suspect's p-value under every test."""
     r = rec["records"]
-    runs = _test_runs(r)
+    runs = runs_by_test(r)
     tests = [t for t, _ in runs]
     names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
     what = r.get("suspects", {})
@@ -330,8 +251,7 @@ def pairs_table(rec: dict) -> str:
 
 
 def section(records: dict, command: str) -> str | None:
-    names = ("smollm2_sinks", "smollm2_token_preference", "smollm2_lineage")
-    if not any(n in records for n in names):
+    if not any(n in records for n in EXPERIMENTS):
         return None
     rows = []
     if "smollm2_sinks" in records:
@@ -347,7 +267,7 @@ def section(records: dict, command: str) -> str | None:
              "named in each record by its sha256). Each step runs the toolkit's own command as "
              "a user types it; the commands and wall times are below.", "",
              table(rows)]
-    for n in names:
+    for n in EXPERIMENTS:
         if n not in records:
             lines += ["", f"Not measured yet: {n} (`{command}`)."]
             continue
@@ -364,5 +284,4 @@ def section(records: dict, command: str) -> str | None:
     return "\n".join(lines)
 
 
-TITLE = "A real pretrained model: SmolLM2-135M-Instruct (GGUF)"
 COMMAND = "python -m experiments.real_model --model SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -29,10 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import hashlib
 import json
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -40,6 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax.fingerprint.derivatives import DERIVATIVES
+# sha256: also the command line's (__main__)
+from experiments.common.pretrained import run_cli, scrubbed, sha256, shown  # noqa: F401
 from experiments.real_model import cousins
 
 OUT = Path("results/experiments/real_model")
@@ -91,44 +90,6 @@ def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS,
         out += cousins.negatives()
     return out
 
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def run_cli(args: list[str], log: Path) -> float:
-    """Run ``bornbiased ARGS`` (this interpreter's CLI) with its output in ``log``; its wall
-    seconds, or a RuntimeError quoting the log's tail if it failed."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    with open(log, "w") as f:
-        rc = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", *args], stdout=f,
-                            stderr=subprocess.STDOUT).returncode
-    if rc:
-        raise RuntimeError(f"bornbiased {' '.join(args)} failed ({rc}): "
-                           f"{log.read_text()[-2000:]}")
-    return time.time() - t0
-
-
-def scrubbed(obj, model: Path):
-    """``obj`` (JSON data) with every mention of the model's path replaced by its file name, so
-    that a record names no folder of the machine that wrote it."""
-    if isinstance(obj, str):
-        return obj.replace(str(model), model.name)
-    if isinstance(obj, dict):
-        return {k: scrubbed(v, model) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [scrubbed(v, model) for v in obj]
-    return obj
-
-
-def shown(args: list[str], model: Path) -> str:
-    """The command as a user types it, the model named by its file name."""
-    return "bornbiased " + " ".join(model.name if a == str(model) else a for a in args)
 
 
 def sinks(model: Path, out: Path = OUT) -> dict:
@@ -187,7 +148,7 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
     from bornbiased_jax.hf.gguf import load_gguf, load_gguf_tokenizer
     from bornbiased_jax import model as decoder
     from bornbiased_jax.keys import seed_key
-    from experiments.lineage_bench.tune import tune
+    from experiments.common.tune import tune
 
     manifest_path = folder / "suspects.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

@@ -503,7 +503,7 @@ def matched_held_out_claim(r: dict) -> Claim:
     """The matched test's slack for two trained models, fitted on the trained pairs among
     seeds 0-15 of the 32-seed family, judged on the pairs among seeds 16-31 (held out), at
     alpha and at alpha / 2 (the any-pair verdict's leg), by the rule of
-    :mod:`experiments.seedprint.level_rule`: the level is rejected when the held-out rate is
+    :mod:`experiments.common.level_rule`: the level is rejected when the held-out rate is
     above alpha by more than t_{0.95, M - 1} jackknife standard errors (M = 16 held-out
     seeds). The row states the rule's power at this design (16 seeds x the family's trained
     checkpoints), by simulation, for independent pair outcomes and for outcomes repeated at
@@ -512,7 +512,7 @@ def matched_held_out_claim(r: dict) -> Claim:
     fitted slack, held-out pairs and all pairs (which include the fitting seeds'). What
     it measures is a level not rejected on held-out seeds of one family at one width; on
     other models the slack is an assumption."""
-    from experiments.seedprint import level_rule as LR
+    from experiments.common import level_rule as LR
 
     fit = r["fit"]
     if not fit["slack"]:

@@ -4,7 +4,7 @@ The matched test (``bornbiased_jax.fingerprint.matched``) is exact when one mode
 initialisation; for two trained models its p-value rests on an assumption: independent models
 share at most eps F doubly-matched MLP units per layer (eps = 0 by default). Here that
 assumption is measured where the hardest negatives this project can make live: 32 llama2-tiny
-seeds trained on identical data in an identical order (:mod:`experiments.lineage.seed_family`),
+seeds trained on identical data in an identical order (:mod:`experiments.common.seed_family`),
 seeds 0-7 continued on prose.
 
 Every model reads the token ids the matched leg of ``bornbiased fingerprint`` reads with its
@@ -48,7 +48,7 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
-from experiments.lineage import seed_family as SF
+from experiments.common import seed_family as SF
 
 # The matched leg of `bornbiased fingerprint`'s defaults: CPU scale n = 2000, T = 64; paper
 # scale T = 1024, which the leg cuts to MATCHED_MAX_T (the family's context is 128).

@@ -1,6 +1,6 @@
 """SeedPrint on *trained* models: the four lineage tests (paper, official, calibrated,
 permutation) side by side on the same pairs of the 32-seed family
-(:mod:`experiments.lineage.seed_family`: llama2-tiny, 32 initialisation seeds trained on
+(:mod:`experiments.common.seed_family`: llama2-tiny, 32 initialisation seeds trained on
 identical data in an identical order, checkpoints every 50 steps; seeds 0-7 continued 800 steps
 on a shifted corpus, checkpoints every 100).
 
@@ -47,7 +47,7 @@ from bornbiased_jax.fingerprint import rejection as SM
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
 from bornbiased_jax.fingerprint import registry
-from experiments.lineage import seed_family as SF
+from experiments.common import seed_family as SF
 
 # The four tests whose rates along training the study's figure draws (the paper's two, the
 # calibrated and the permutation test), and the variants its records hold, in their order

@@ -28,7 +28,7 @@ import dataclasses
 
 from bornbiased_jax.stats import SeedMean, paired_mean, seed_mean
 from experiments.artifacts import portable
-from experiments.lineage.family import SINK_ARMS
+from experiments.common.family import SINK_ARMS
 from experiments.sinks.claims import (CONVERGENCE_CLAIMS, NEAR_ZERO, PAPER_TABLE7,
                                           SINK_CLAIMS)
 from experiments.sinks.regime import Cell, _stdlib

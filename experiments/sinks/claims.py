@@ -458,10 +458,14 @@ def section(d: dict, init: dict | None = None) -> str:
     s, scale, where = records["settings"], info["scale"], records.get("where", "")
     base = records["arms"]["baseline"]
     controls = [arm for arm in records["arms"] if is_control(arm)]
-    lines = ["## Attention sinks after training (paper Sec. 6.2, Figure 12, Table 7)", "",
-             "Generated from the records of `python -m experiments.figure12_table7"
+    from experiments.sinks import COMMAND, TITLE
+
+    lines = [f"## {TITLE}", "",
+             f"Generated from the records of `{COMMAND}"
              f"{' --scale paper' if scale == 'paper' else ''}` ({scale} scale{', on ' + where if where else ''}: the "
              f"{'SINKS_PAPER' if scale == 'paper' else 'SINKS'} family in "
+             # the committed RESULTS.md names the family's old address, kept by
+             # experiments/lineage/family.py (now experiments/common/family.py)
              f"experiments/lineage/family.py, {base['run']['tokens'] / 1e6:.2f}M "
              "tokens per arm; model and training settings in each run's run.json; evaluation "
              f"settings `{json.dumps({k: v for k, v in s.items() if k != 'runs_dir'})}`). "

@@ -1,5 +1,5 @@
 """The attention-sink study after training (paper Sec. 6.2, Figure 12, Table 7): train or resume
-the arms of a family (:mod:`experiments.lineage.family`) and measure every finished arm: the
+the arms of a family (:mod:`experiments.common.family`) and measure every finished arm: the
 sink rate per length, its emergence over the checkpoints and perplexities on held-out and
 shifted text. experiments/figure12_table7.py is its command line; the claims and the RESULTS.md
 section made of its records are in :mod:`experiments.sinks.claims`."""
@@ -21,7 +21,7 @@ from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
 from bornbiased_jax.training.config import settings_differences
-from experiments.lineage import family
+from experiments.common import family
 from experiments.sinks.claims import convergence, is_control, sink_text_name
 
 CPU = dict(runs_dir="runs/sinks", lengths=[32, 64, 128, 256], num_seqs=100, eps=[0.25, 0.3],

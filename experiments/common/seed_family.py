@@ -36,7 +36,7 @@ from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
 from bornbiased_jax.training.config import TrainConfig, train_command
 from experiments.artifacts import portable
-from experiments.lineage import family
+from experiments.common import family
 
 SEEDS = tuple(range(32))
 NAME = "seeds-0-32"

@@ -19,8 +19,7 @@ from pathlib import Path
 from bornbiased_jax import precision
 from bornbiased_jax.commands.arguments import add_precision_argument
 from experiments import artifacts
-from experiments.artifacts import repo_relative
-from experiments.render import RECORDS
+from experiments.artifacts import RECORDS, repo_relative
 
 
 def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
@@ -93,7 +92,7 @@ def run_scripts(names, scale: str, root: Path, records: Path) -> None:
     that fails."""
     import subprocess
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     for name in names:
         print(f"== {name}", flush=True)
         rc = subprocess.call([sys.executable, "-m", f"experiments.{name}", "--scale", scale,

@@ -7,10 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from experiments._common import parse, user_errors_exit, write
-
-from experiments.lineage.measure import (CPU, PAPER, Study, pairs_figure,
-                                                    scale_family)
+from experiments.common.cli import parse, user_errors_exit, write
+from experiments.lineage.measure import CPU, PAPER, Study, pairs_figure, scale_family
 
 
 def flags(p) -> None:

@@ -1,0 +1,25 @@
+"""What the studies share; a study package imports, of the other packages of experiments/, only
+this one (tests/test_import_graph.py), and this one imports no study:
+
+  ``study``          a study's declaration (its experiments, its RESULTS.md sections with their
+                     titles, commands and builders), which each study package makes in its
+                     own ``study`` module and experiments.STUDIES lists;
+  ``cli``            the experiment scripts' command line: ``--scale``, ``--out``,
+                     ``--records``, ``--matmul-precision``, writing an experiment's outputs
+                     and record, running scripts in turn;
+  ``family``         the trained families of the lineage and attention-sink studies (corpora,
+                     schedules, the sink arms, at CPU and paper scale), trained or resumed run
+                     by run;
+  ``seed_family``    the 32-seed family (llama2-tiny seeds trained on identical data in one
+                     program), whose pairs are the hardest negatives of the SeedPrint, lineage
+                     benchmark and level studies;
+  ``tune``           fine-tuning, LoRA and distillation of a parameter dict (the descendants of
+                     the lineage benchmark and of the real-model studies);
+  ``level_rule``     the rule that judges a false-positive rate measured on pairs of a pool of
+                     models, and its power;
+  ``pretrained``     the real-model studies' steps (each a bornbiased command, records that
+                     name a model by its sha256) and the rules their rows share;
+  ``contraction``    Figure 2's rule (the initialisation study's and Gemma 3's);
+  ``paper_values``   the paper's printed values that several studies quote (Table 1);
+  ``paper_records``  where the paper-scale records live, whose study each is, their writer.
+"""

@@ -1,0 +1,157 @@
+"""What the real-model studies share (SmolLM2-135M-Instruct, :mod:`experiments.real_model`;
+Gemma 3 270M, :mod:`experiments.gemma3`): the steps' plumbing, each step a ``bornbiased``
+command run as a user types it (:func:`run_cli`, :func:`shown`), its record naming the model by
+file name and sha256, never by a path (:func:`sha256`, :func:`scrubbed`), and the rules their
+RESULTS.md rows share.
+
+Rules:
+  * sinks: a layer-and-head sink rate (alpha^1 > eps, per sequence) whose 95 % lower bound
+    (mean - :data:`Z95` SE over sequences) exceeds :data:`SIGNIFICANT_RATE` at every length
+    measured reproduces Figure 12's "consistently significant" baseline;
+  * Table 6 on a real model (:func:`lineage_verdict`): every honest edit (fine-tunes, weight
+    quantization, pruning) found at alpha, no negative flagged, and the trained negatives
+    enough to bound the false-positive rate below :data:`FPR_BOUND` (95 % Clopper-Pearson upper
+    bound over them; 0 of :func:`negatives_needed` flagged) with at least one on the
+    descendants' data: reproduced; every honest edit found and no negative flagged but the
+    negatives too few or too weak to bound the rate: consistent, underpowered; some found, or
+    a negative flagged: partly; none: differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.stats import clopper_pearson
+from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED
+
+SIGNIFICANT_RATE = 0.10  # a tenth of the model's L x H heads
+Z95 = 1.959964
+
+
+# The false-positive rate the negatives must be able to exclude: the paper's released code
+# calls 0.32-0.36 of unrelated same-data trained pairs related at alpha = 0.01 (RESULTS.md, the
+# SeedPrint section's trained-pair rows), so negatives that cannot bound the rate below 0.3
+# cannot show a test free of that failure.
+FPR_BOUND = 0.30
+# the order of the tests' rows
+ORDER = ("any_pair", "permutation", "matched", "paper", "official")
+
+
+def index_ranges(xs: list[int]) -> str:
+    """'0-1, 5' for [0, 1, 5]."""
+    out, start = [], None
+    for i, x in enumerate(xs):
+        if start is None:
+            start = x
+        if i + 1 == len(xs) or xs[i + 1] != x + 1:
+            out.append(f"{start}" if start == x else f"{start}-{x}")
+            start = None
+    return ", ".join(out)
+
+
+def negatives_needed(bound: float = FPR_BOUND) -> int:
+    """The fewest negatives, none flagged, whose 95 % Clopper-Pearson upper bound of the
+    false-positive rate is at most ``bound`` (11 for 0.30)."""
+    n = 1
+    while clopper_pearson(0, n)[1] > bound:
+        n += 1
+    return n
+
+
+def lineage_verdict(found: int, honest: int, neg: list[dict], flagged: list[str]
+                    ) -> tuple[str, str]:
+    """(verdict, why) of one test's Table 6 row from the honest edits found of ``honest``,
+    the negatives ``neg`` (each {"name", "kind", "trained_steps", "same_data"}, those this
+    test measured) and the names among them it flagged (module docstring)."""
+    trained = [n for n in neg if n["kind"] == "trained" and n["trained_steps"] > 0]
+    same = [n for n in trained if n["same_data"]]
+    k_t = sum(n["name"] in flagged for n in trained)
+    hi_all = clopper_pearson(len(flagged), len(neg))[1] if neg else 1.0
+    hi_t = clopper_pearson(k_t, len(trained))[1] if trained else 1.0
+    kinds = (f"{len(neg)} negatives: {len(trained)} trained from scratch ("
+             + (", ".join(f"{n['name']}: {n['trained_steps']} steps, "
+                          + ("the descendants' data" if n["same_data"] else "other data")
+                          for n in trained) or "none")
+             + f"), {len(neg) - len(trained)} untrained initialisations; flagged "
+             f"{len(flagged)} of {len(neg)}, the false-positive rate below {hi_all:.2f} over "
+             f"all and below {hi_t:.2f} over the trained ones (95 % Clopper-Pearson)")
+    if not found:
+        return DIFFERS, f"no honest edit found; {kinds}"
+    if found < honest or flagged:
+        return PARTLY, kinds
+    short = []
+    if hi_t > FPR_BOUND:
+        short.append(f"that is not below {FPR_BOUND:g} ({negatives_needed()} trained "
+                     f"negatives, none flagged, would bound it there)")
+    if not same:
+        short.append("no trained negative shares the descendants' data")
+    if short:
+        return UNDERPOWERED, (f"every honest edit found and no negative flagged, but {kinds}: "
+                              + "; ".join(short))
+    return REPRODUCED, kinds
+
+
+def found_by(pairs: list[dict], names, test: str) -> list[str]:
+    by = {p["suspect"]: p for p in pairs}
+    return [n for n in names if n in by and by[n]["p"].get(test, 1.0) < ALPHA]
+
+
+def tested_by(pairs: list[dict], names, test: str) -> list[str]:
+    by = {p["suspect"]: p for p in pairs}
+    return [n for n in names if n in by and test in by[n]["p"]]
+
+
+def runs_by_test(r: dict) -> list[tuple[str, dict]]:
+    """(test, the fingerprint run that measured it) for every test with p-values, in
+    :data:`ORDER` (one run may measure several tests: auto gives permutation, matched and their
+    any-pair verdict)."""
+    found = {}
+    for run in r["tests"].values():
+        for t in dict.fromkeys(k for p in run["pairs"] for k in p["p"]):
+            found.setdefault(t, run)
+    return sorted(found.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99)
+
+
+# --- the steps' plumbing ------------------------------------------------------------------------
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_cli(args: list[str], log: Path) -> float:
+    """Run ``bornbiased ARGS`` (this interpreter's CLI) with its output in ``log``; its wall
+    seconds, or a RuntimeError quoting the log's tail if it failed."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    with open(log, "w") as f:
+        rc = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", *args], stdout=f,
+                            stderr=subprocess.STDOUT).returncode
+    if rc:
+        raise RuntimeError(f"bornbiased {' '.join(args)} failed ({rc}): "
+                           f"{log.read_text()[-2000:]}")
+    return time.time() - t0
+
+
+def scrubbed(obj, model: Path):
+    """``obj`` (JSON data) with every mention of the model's path replaced by its file name, so
+    that a record names no folder of the machine that wrote it."""
+    if isinstance(obj, str):
+        return obj.replace(str(model), model.name)
+    if isinstance(obj, dict):
+        return {k: scrubbed(v, model) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrubbed(v, model) for v in obj]
+    return obj
+
+
+def shown(args: list[str], model: Path) -> str:
+    """The command as a user types it, the model named by its file name."""
+    return "bornbiased " + " ".join(model.name if a == str(model) else a for a in args)
