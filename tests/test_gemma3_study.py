@@ -115,3 +115,21 @@ def test_the_section_lists_every_record_and_says_what_is_missing():
     assert "`bornbiased sinks g.gguf` (12 s)" in text
     assert "Not measured yet: gemma3_lineage" in text
     assert C.section({}, C.COMMAND) is None
+
+
+def test_pairs_table_marks_a_leg_that_stopped_early():
+    """A p read from fewer inputs than the command's n (the permutation leg stopped once the
+    matched leg decided) carries its n and a footnote; a record without per-test n is shown as
+    before."""
+    rec = lineage_record()
+    plain = C.pairs_table(rec)
+    assert "(n = " not in plain
+    pairs = rec["records"]["tests"]["auto"]["pairs"]
+    pairs[0]["n"] = {"any_pair": 16, "permutation": 16}
+    pairs[-1]["n"] = {"any_pair": 100, "permutation": 100}
+    table = C.pairs_table(rec)
+    first = next(line for line in table.splitlines() if line.startswith(f"| {C.HONEST[0]} "))
+    assert first.count("(n = 16)") == 2
+    last = next(line for line in table.splitlines() if line.startswith(f"| {C.UNRELATED[-1]} "))
+    assert "(n = " not in last
+    assert table.splitlines()[-1].startswith("(n = 16): the test read only")

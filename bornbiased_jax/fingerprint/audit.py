@@ -216,6 +216,7 @@ class Audit:
                "verdict_test": tables.deciding_test(results, registry.verdict_order()),
                "folder": str(folder.relative_to(out_dir)) if several else ".",
                "p": {t: r.p for t, r in results.items()},
+               "n": {t: r.n for t, r in results.items()},  # the inputs each test read
                "related": {t: bool(r.same_lineage) for t, r in results.items()}}
         outputs = {"fingerprint.json": {"run": run_info, "verdict": verdict, "row": row,
                                         "results": {t: r.to_json() for t, r in results.items()}},

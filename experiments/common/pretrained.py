@@ -118,6 +118,49 @@ def runs_by_test(r: dict) -> list[tuple[str, dict]]:
 
 
 # --- the steps' plumbing ------------------------------------------------------------------------
+def pairs_table(rec: dict, kind, describe) -> str:
+    """Every suspect's p-value under every test of a lineage record, one row per suspect
+    (``kind(name)``, ``describe(name)``: its kind and what it is). A p of a leg that stopped at
+    the first inputs because another leg decided (the pair's ``n`` of that test below the
+    command's) is marked, with a footnote."""
+    runs = runs_by_test(rec["records"])
+    names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
+    lines = ["| suspect | kind | " + " | ".join(t for t, _ in runs) + " |",
+             "|---|---|" + "---:|" * len(runs)]
+    stopped = set()
+    for n in names:
+        cells = []
+        for t, run in runs:
+            p = next((x for x in run["pairs"] if x["suspect"] == n), None)
+            v = None if p is None else p["p"].get(t)
+            read = (p or {}).get("n", {}).get(t)
+            short = read is not None and read < run.get("settings", {}).get("n", read)
+            if short:
+                stopped.add(read)
+            cells.append("-" if v is None else f"{v:.2g}" + (" *" if v < ALPHA else "")
+                         + (f" (n = {read})" if short else ""))
+        desc = describe(n)
+        lines.append(f"| {n} | {kind(n)}" + (f": {desc}" if desc else "") + " | "
+                     + " | ".join(cells) + " |")
+    if stopped:
+        lines += ["", "(n = " + ", ".join(map(str, sorted(stopped))) + "): the test read only "
+                  "the matched leg's sequences: the matched leg decided the any-pair verdict "
+                  "alone, so the permutation leg stopped there (its p shown, not combined into "
+                  "the verdict's; `--no-sequential` reads all n)."]
+    return "\n".join(lines)
+
+
+def inputs_read(folder: Path, row: dict) -> dict:
+    """{test: the inputs it read} of one pair of a ``bornbiased fingerprint`` summary (its row;
+    ``folder``: the command's output folder), from the pair's fingerprint.json."""
+    import json
+
+    if "n" in row:
+        return row["n"]
+    pair = json.loads((folder / row["folder"] / "fingerprint.json").read_text())
+    return {t: r["n"] for t, r in pair["results"].items()}
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -40,6 +40,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 from experiments.common.contraction import figure2_claim
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
+from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
                                           lineage_verdict, runs_by_test, tested_by)
 
@@ -238,24 +239,14 @@ def lineage_claims(rec: dict) -> list[Claim]:
 
 
 def pairs_table(rec: dict) -> str:
-    r = rec["records"]
-    runs = runs_by_test(r)
-    names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
-    what = r.get("suspects", {})
-    lines = ["| suspect | kind | " + " | ".join(t for t, _ in runs) + " |",
-             "|---|---|" + "---:|" * len(runs)]
-    for n in names:
-        kind = ("honest edit" if n in HONEST else "renamed" if n in RENAMED
+    """Every suspect's p-value under every test."""
+    what = rec["records"].get("suspects", {})
+
+    def kind(n):
+        return ("honest edit" if n in HONEST else "renamed" if n in RENAMED
                 else "fresh initialisation" if n in UNRELATED else "?")
-        cells = []
-        for t, run in runs:
-            p = next((x for x in run["pairs"] if x["suspect"] == n), None)
-            v = None if p is None else p["p"].get(t)
-            cells.append("-" if v is None else f"{v:.2g}" + (" *" if v < ALPHA else ""))
-        desc = what.get(n, {}).get("what", "")
-        lines.append(f"| {n} | {kind}" + (f": {desc}" if desc else "") + " | "
-                     + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    return common_pairs_table(rec, kind, lambda n: what.get(n, {}).get("what", ""))
 
 
 def section(records: dict, command: str) -> str | None:

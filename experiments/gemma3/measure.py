@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.common.pretrained import run_cli, scrubbed, sha256, shown  # noqa: F401
+from experiments.common.pretrained import (inputs_read, run_cli, scrubbed, sha256,  # noqa: F401
+                                           shown)
 
 OUT = Path("results/experiments/gemma3")
 SUSPECTS = Path("runs/gemma3/suspects")
@@ -208,4 +209,5 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS) -> dict:
         "settings": s["settings"],
         "pairs": [{"suspect": Path(r["spec"]).name if not r["spec"].startswith("preset:")
                    else r["spec"], "p": r["p"], "related": r["related"],
-                   "verdict_test": r["verdict_test"]} for r in s["suspects"]]}}
+                   "verdict_test": r["verdict_test"], "n": inputs_read(folder, r)}
+                  for r in s["suspects"]]}}

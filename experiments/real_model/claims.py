@@ -39,6 +39,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.real_model import EXPERIMENTS, TITLE
+from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95,  # noqa: F401
                                           found_by, index_ranges, lineage_verdict,
                                           negatives_needed, runs_by_test, tested_by)
@@ -227,27 +228,15 @@ def localised_claims(r: dict) -> list[Claim]:
 
 def pairs_table(rec: dict) -> str:
     """Every suspect's p-value under every test."""
-    r = rec["records"]
-    runs = runs_by_test(r)
-    tests = [t for t, _ in runs]
-    names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
-    what = r.get("suspects", {})
-    negs = {x["name"]: x for x in negatives(r)}
-    lines = ["| suspect | kind | " + " | ".join(tests) + " |",
-             "|---|---|" + "---:|" * len(tests)]
-    for n in names:
-        kind = ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
+    what = rec["records"].get("suspects", {})
+    negs = {x["name"]: x for x in negatives(rec["records"])}
+
+    def kind(n):
+        return ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
                 else "shape-changed" if n in SHAPED else "unrelated" if n in negs else "?")
-        cells = []
-        for t, run in runs:
-            p = next((x for x in run["pairs"] if x["suspect"] == n), None)
-            v = None if p is None else p["p"].get(t)
-            cells.append("-" if v is None else f"{v:.2g}" + (" *" if v < ALPHA else ""))
-        desc = what.get(n, {}).get("what", "a fresh initialisation" if n.startswith("preset:")
-                                   else "")
-        lines.append(f"| {n} | {kind}" + (f": {desc}" if desc else "") + " | "
-                     + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    return common_pairs_table(rec, kind, lambda n: what.get(n, {}).get(
+        "what", "a fresh initialisation" if n.startswith("preset:") else ""))
 
 
 def section(records: dict, command: str) -> str | None:

@@ -38,7 +38,8 @@ import numpy as np
 
 from bornbiased_jax.fingerprint.derivatives import DERIVATIVES
 # sha256: also the command line's (__main__)
-from experiments.common.pretrained import run_cli, scrubbed, sha256, shown  # noqa: F401
+from experiments.common.pretrained import (inputs_read, run_cli, scrubbed, sha256,  # noqa: F401
+                                           shown)
 from experiments.real_model import cousins
 
 OUT = Path("results/experiments/real_model")
@@ -228,7 +229,7 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
             "settings": s["settings"],
             "pairs": [{"suspect": Path(r["spec"]).name if not r["spec"].startswith("preset:")
                        else r["spec"], "p": r["p"], "related": r["related"],
-                       "verdict_test": r["verdict_test"],
+                       "verdict_test": r["verdict_test"], "n": inputs_read(folder, r),
                        **localised(model, folder / r["folder"], Path(r["spec"]).name)}
                       for r in s["suspects"]]}
     return by_test
