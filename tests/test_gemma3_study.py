@@ -133,3 +133,10 @@ def test_pairs_table_marks_a_leg_that_stopped_early():
     last = next(line for line in table.splitlines() if line.startswith(f"| {C.UNRELATED[-1]} "))
     assert "(n = " not in last
     assert table.splitlines()[-1].startswith("(n = 16): the test read only")
+    from experiments.common.pretrained import inputs_text
+
+    run = rec["records"]["tests"]["auto"]
+    assert inputs_text(run, "permutation") == (
+        f"n = 100 (16 for the 1 of {len(pairs)} pairs whose matched leg decided the any-pair "
+        f"verdict alone, where the permutation leg stopped)")
+    assert inputs_text(run, "matched") == "n = 100"

@@ -118,6 +118,18 @@ def runs_by_test(r: dict) -> list[tuple[str, dict]]:
 
 
 # --- the steps' plumbing ------------------------------------------------------------------------
+def inputs_text(run: dict, test: str) -> str:
+    """'n = N' of one fingerprint run's test, saying for how many pairs the test read fewer
+    inputs (a leg that stopped once the matched leg decided the any-pair verdict)."""
+    n = run["settings"]["n"]
+    short = [p["n"][test] for p in run["pairs"] if p.get("n", {}).get(test, n) < n]
+    if not short:
+        return f"n = {n}"
+    return (f"n = {n} ({'/'.join(map(str, sorted(set(short))))} for the {len(short)} of "
+            f"{len(run['pairs'])} pairs whose matched leg decided the any-pair verdict alone, "
+            f"where the permutation leg stopped)")
+
+
 def pairs_table(rec: dict, kind, describe) -> str:
     """Every suspect's p-value under every test of a lineage record, one row per suspect
     (``kind(name)``, ``describe(name)``: its kind and what it is). A p of a leg that stopped at

@@ -40,6 +40,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 from experiments.common.contraction import figure2_claim
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
+from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
                                           lineage_verdict, runs_by_test, tested_by)
@@ -224,8 +225,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
                if len(found) < len(honest) else "")
             + f"; fresh initialisations called related {len(flagged)} of {len(unrelated)}"
             + f"; renamed copies found {len(renamed_found)} of {len(renamed)}", verdict,
-            f"{why}; honest edits: {', '.join(HONEST)}; alpha {ALPHA}; n = "
-            f"{run['settings']['n']}, T = {run['settings']['seq_len']}, "
+            f"{why}; honest edits: {', '.join(HONEST)}; alpha {ALPHA}; "
+            f"{inputs_text(run, test)}, T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs"
             + (f"; {earlier_matched(r)}" if earlier_matched(r) and test != "permutation"
                else "")))

@@ -39,6 +39,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 
 from bornbiased_jax.fingerprint.result import ALPHA
 from experiments.real_model import EXPERIMENTS, TITLE
+from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95,  # noqa: F401
                                           found_by, index_ranges, lineage_verdict,
@@ -192,7 +193,7 @@ def lineage_claims(rec: dict) -> list[Claim]:
             f"{level}; rule: all honest edits ({', '.join(HONEST)}) found, no negative "
             f"flagged at alpha {ALPHA}, and trained negatives, one on the descendants' data, "
             f"enough to bound the false-positive rate below {FPR_BOUND:g}; renamed/rotated "
-            f"and shape-changed copies are beyond the paper; n = {run['settings']['n']}, "
+            f"and shape-changed copies are beyond the paper; {inputs_text(run, test)}, "
             f"T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs; {per_pair:.0f} s a pair on this 2-core CPU "
             f"(the whole command over its {len(pairs)} pairs, loading included; the tests' "
