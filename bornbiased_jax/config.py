@@ -93,6 +93,8 @@ class ModelConfig:
         global); 1 without a window.
       rope_local_theta: the RoPE base of the sliding-window layers (Gemma 3: 10,000, while
         ``rope_theta`` = 1,000,000 serves the global ones); None: ``rope_theta``.
+      unembed: False ends the program at Norm_final (``model.head_free``): no W_U built or
+        read, logits None, ``tie_embeddings`` ignored by equality and hashing (one program).
 
     The fields hold what was given: ``head_dim`` and ``n_kv_heads`` stay None when left out, and
     the properties ``resolved_head_dim`` and ``resolved_n_kv_heads`` derive the values in use
@@ -138,6 +140,7 @@ class ModelConfig:
     sliding_window: int | None = None
     sliding_window_pattern: int = 1
     rope_local_theta: float | None = None
+    unembed: bool = True
 
     def __post_init__(self):
         def need(ok: bool, msg: str):
@@ -189,7 +192,7 @@ class ModelConfig:
             need(self.resolved_n_kv_heads == self.n_heads,
                  f"attention={self.attention!r} (Attn0) has no key/value heads; n_kv_heads must "
                  f"equal n_heads={self.n_heads} (or be None), got {self.n_kv_heads}")
-        for f in ("qk_norm", "post_norms", "norm_unit_offset", "embed_scale"):
+        for f in ("qk_norm", "post_norms", "norm_unit_offset", "embed_scale", "unembed"):
             need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
                  f"got {getattr(self, f)!r}")
         need(not self.qk_norm or (self.norm == "rmsnorm" and self.has_attn_params),
@@ -290,10 +293,12 @@ class ModelConfig:
         return dataclasses.replace(self, name=f"{self.name}[{suffix}]", **changes)
 
     def _key(self) -> tuple:
-        """The fields, with ``head_dim`` and ``n_kv_heads`` resolved: what equality compares."""
-        resolved = {"head_dim": self.resolved_head_dim, "n_kv_heads": self.resolved_n_kv_heads}
-        return tuple(resolved.get(f.name, getattr(self, f.name))
-                     for f in dataclasses.fields(self))
+        """The fields, with ``head_dim`` and ``n_kv_heads`` resolved: what equality compares
+        (``unembed`` only when False, and then not ``tie_embeddings``: there is no head)."""
+        resolved = {"head_dim": self.resolved_head_dim, "n_kv_heads": self.resolved_n_kv_heads,
+                    **({} if self.unembed else {"tie_embeddings": None})}
+        return tuple(resolved.get(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+                     if f.name != "unembed" or not self.unembed)
 
     def __eq__(self, other) -> bool:
         if other.__class__ is not self.__class__:
@@ -323,7 +328,7 @@ def family(cfg: ModelConfig) -> dict:
 # existed and one made after name the same model.
 LATER_FIELDS = {"qk_norm": False, "post_norms": False, "norm_unit_offset": False,
                 "embed_scale": False, "query_pre_attn_scalar": None, "sliding_window": None,
-                "sliding_window_pattern": 1, "rope_local_theta": None}
+                "sliding_window_pattern": 1, "rope_local_theta": None, "unembed": True}
 
 
 def config_record(cfg: ModelConfig) -> dict:
@@ -359,10 +364,11 @@ def apply_overrides(cfg: ModelConfig, items: "tuple[str, ...] | list[str]") -> M
     """``cfg`` with ``KEY=VALUE`` settings applied (``--model-set``), e.g.
     ``attn_output_transform=headwise_rmsnorm`` or ``attn_output_gate=true``.
 
-    Keys are ModelConfig fields (not ``name``); values are read by the field's type (bool:
-    true/false, int, float, None for optional ones; text for the rest, checked by the config's
-    own validation). Applied with :meth:`ModelConfig.ablate`."""
-    fields = {f.name: f for f in dataclasses.fields(ModelConfig) if f.name != "name"}
+    Keys are ModelConfig fields (not ``name`` or ``unembed``); values are read by the field's
+    type (bool: true/false, int, float, None for optional ones; text for the rest, checked by
+    the config's own validation). Applied with :meth:`ModelConfig.ablate`."""
+    fields = {f.name: f for f in dataclasses.fields(ModelConfig)
+              if f.name not in ("name", "unembed")}
     changes = {}
     for item in items:
         key, sep, text = str(item).partition("=")

@@ -141,7 +141,7 @@ class Decoder(nn.Module):
         self.embed = Embedding(cfg.vocab_size, cfg.d_model, cfg.init_std, dt)  # W_E (V, d)
         if cfg.position == "learned":
             self.pos_embed = Embedding(cfg.max_seq_len, cfg.d_model, cfg.init_std, dt)
-        if not cfg.tie_embeddings:
+        if cfg.unembed and not cfg.tie_embeddings:
             self.lm_head = LMHead(cfg.d_model, cfg.vocab_size, cfg.init_std, dt)  # W_U (d, V)
         self.layers = [Block(cfg, dt) for _ in range(cfg.n_layers)]  # named layers_0, ...
         self.final_norm = Norm(cfg, dt)
@@ -149,7 +149,8 @@ class Decoder(nn.Module):
     def embedding_group(self) -> None:
         """Touch (so ``init`` creates) the embedding group alone."""
         self.embed.embedding  # noqa: B018
-        self.unembedding()
+        if self.cfg.unembed:
+            self.unembedding()
         if self.cfg.position == "learned":
             self.pos_embed.embedding  # noqa: B018
 
@@ -195,13 +196,15 @@ class Decoder(nn.Module):
                  last_only: bool = False, return_hidden: bool = False) -> "ForwardOutput":
         x_Td = self.inputs(tokens_T, embeds_Td)
         normed_Qd, hidden = self.blocks(x_Td, last_only, return_hidden)
-        logits_QV = normed_Qd @ self.unembedding()  # Eq. 1: L = Norm_final(X^(L)) W_U
+        # Eq. 1: L = Norm_final(X^(L)) W_U; a head-free program (cfg.unembed False) ends before
+        logits_QV = normed_Qd @ self.unembedding() if self.cfg.unembed else None
         return ForwardOutput(logits_QV, jnp.stack(hidden) if return_hidden else None, normed_Qd)
 
 
 # --- functional API ---------------------------------------------------------------------------
 class ForwardOutput(NamedTuple):
-    """logits (T, V) or (1, V) with ``last_only``; hidden (L+1, T, d): X^(0), X^(1), ..., X^(L)
+    """logits (T, V) or (1, V) with ``last_only`` (None for a head-free config,
+    ``cfg.unembed`` False); hidden (L+1, T, d): X^(0), X^(1), ..., X^(L)
     when ``return_hidden``; normed: Norm_final(X^(L)) at the positions logits were computed;
     attention (L, H, Q, T): every layer's softmax probabilities at those Q positions when
     ``return_attention``."""
@@ -268,7 +271,8 @@ def param_shapes(cfg: ModelConfig) -> dict:
 
 @functools.lru_cache(maxsize=32)
 def _param_shapes(cfg: ModelConfig) -> dict:
-    if not cfg.tie_embeddings:  # the tied model's tree and W_U (d, V): one trace serves both
+    # the tied model's tree and W_U (d, V): one trace serves both
+    if cfg.unembed and not cfg.tie_embeddings:
         tied = _param_shapes(dataclasses.replace(cfg, tie_embeddings=True))
         return {**tied, "lm_head": {"kernel": jax.ShapeDtypeStruct(
             (cfg.d_model, cfg.vocab_size), jnp.float32)}}
@@ -277,15 +281,19 @@ def _param_shapes(cfg: ModelConfig) -> dict:
 
 def head_free(cfg: ModelConfig, params: dict, name: str) -> tuple[ModelConfig, dict]:
     """``cfg`` and ``params`` for a program that ends before the unembedding: the config named
-    ``name`` with its embedding tied, the parameters without ``lm_head``. Two checkpoints of one
-    architecture then share one config, so a program cached or compiled per config serves both
+    ``name`` with ``unembed`` False (no W_U built or read, no logits computed), the parameters
+    without ``lm_head``. Such configs ignore ``tie_embeddings``, so two checkpoints of one
+    architecture share one config, and a program cached or compiled per config serves both
     whatever their names and whether their heads are tied."""
-    return (dataclasses.replace(cfg, name=name, tie_embeddings=True),
+    return (dataclasses.replace(cfg, name=name, unembed=False),
             {k: v for k, v in params.items() if k != "lm_head"})
 
 
 def unembedding(params: dict, cfg: ModelConfig) -> jax.Array:
     """W_U of shape (d, V): W_E^T when tied (Eq. 1)."""
+    if not cfg.unembed:
+        raise UserError(f"{cfg.name} is a head-free config (unembed=False): its programs end "
+                        f"before the unembedding")
     if cfg.tie_embeddings:
         return params["embed"]["embedding"].T
     return params["lm_head"]["kernel"]
@@ -334,7 +342,7 @@ def forward(params: dict, cfg: ModelConfig, tokens_T: jax.Array | None = None, *
     out, state = decoder.apply(variables, tokens_T, embeds_Td, last_only, return_hidden,
                                mutable=["intermediates"])
     sown = state["intermediates"]
-    A_LHQT = jnp.stack([sown[f"layers_{i}"]["attn"]["attention_probs"][0][:, -out.logits.shape[0]:]
+    A_LHQT = jnp.stack([sown[f"layers_{i}"]["attn"]["attention_probs"][0][:, -out.normed.shape[0]:]
                         for i in range(cfg.n_layers)])
     return out._replace(attention=A_LHQT)
 

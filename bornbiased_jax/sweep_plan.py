@@ -235,7 +235,7 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
     shared parameters) the call will get) or of an abstract init. Without a probe, the working
     set is the rough :func:`activation_bytes`. On CPUs the sequences of a call also go through
     the model in batches of about ``CPU_TOKENS_PER_BATCH`` tokens, so that a block's
-    activations stay in cache."""
+    activations stay in cache (fewer sequences than two such batches go through as one)."""
     if strategy not in STRATEGIES:
         raise UserError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     for name, v in (("seed_chunk", seed_chunk), ("seq_chunk", seq_chunk),
@@ -262,6 +262,11 @@ def plan_sweep(cfg: ModelConfig, n_seeds: int, n_seqs: int, T: int, *, strategy:
     seed_chunk = seed_dev * math.ceil(min(seed_chunk, n_seeds) / seed_dev)  # beyond S only pads
     local_seqs = math.ceil(n_seqs / seq_dev)  # sequences per device if one call took them all
     cpu_batch = max(1, CPU_TOKENS_PER_BATCH // T) if cpu else None
+    if cpu_batch is not None and cpu_batch < local_seqs < 2 * cpu_batch:
+        # Fewer than two batches: one batch of them all (under 2 x CPU_TOKENS_PER_BATCH
+        # tokens, inside the range measured fast), not a batch and a ragged rest, which
+        # lax.map runs as a second body: the program to trace and compile would double.
+        cpu_batch = local_seqs
     if seq_chunk is None:
         parallel = {"vmap": seed_chunk // seed_dev, "map": min(map_batch, seed_chunk // seed_dev),
                     "loop": 1}[strategy]

@@ -70,6 +70,38 @@ def test_recorded_config_with_resolved_head_fields_matches():
     assert recorded_differences({**old, "d_ff": 1}, cfg) == {"d_ff": (1, cfg.d_ff)}
 
 
+def test_a_head_free_config_ends_before_the_unembedding_and_ignores_the_tie():
+    """``unembed=False`` (``model.head_free``): no W_U built or read, no logits, the hidden
+    states of the model with a head; a tied and an untied checkpoint of one architecture get
+    equal head-free configs (one compiled program), while configs with a head keep the key,
+    the record and the overrides they had before the field existed."""
+    from bornbiased_jax.config import apply_overrides, config_record
+
+    untied = get_preset("llama2-tiny")
+    tied = dataclasses.replace(untied, tie_embeddings=True)
+    assert not untied.tie_embeddings and untied != tied
+    free_u, params_u = model.head_free(untied, _init(untied, seed_key(0)), "x")
+    free_t, _ = model.head_free(tied, {}, "x")
+    assert free_u == free_t and hash(free_u) == hash(free_t) and free_u != untied
+    assert "lm_head" not in params_u and "lm_head" not in model.init(free_u, seed_key(0))
+    assert "lm_head" not in model.param_shapes(free_u)
+    tokens = jnp.arange(6)
+    out = model.forward(params_u, free_u, tokens)
+    ref = model.forward(_init(untied, seed_key(0)), untied, tokens)
+    assert out.logits is None
+    np.testing.assert_array_equal(out.normed, ref.normed)
+    with pytest.raises(UserError, match="head-free"):
+        model.unembedding(params_u, free_u)
+    # a config with a head: the key, hash and record of before the field
+    key = tuple({"head_dim": 16, "n_kv_heads": 4}.get(f.name, getattr(untied, f.name))
+                for f in dataclasses.fields(untied) if f.name != "unembed")
+    assert untied._key() == key and hash(untied) == hash(key)
+    assert "unembed" not in config_record(untied) and config_record(free_u)["unembed"] is False
+    assert recorded_differences(config_record(untied), untied) == {}
+    with pytest.raises(UserError, match="unknown model setting 'unembed'"):
+        apply_overrides(untied, ["unembed=false"])
+
+
 @pytest.mark.parametrize("changes, message", [
     (dict(n_kv_heads=3), "n_kv_heads=3 does not divide n_heads=4"),
     (dict(n_kv_heads=0), "n_kv_heads must be a positive integer"),

@@ -18,14 +18,18 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
     import bornbiased_jax.fingerprint.features as features
     import bornbiased_jax.fingerprint.matched as matched
 
-    calls, sweeps = [], []
-    real = matched.features_and_preactivations
+    passes = []  # (what, sequences) of every forward pass through the sweep engine
 
-    def counting(params, cfg, xs, **k):  # one forward pass: a model's features and MLP views
-        calls.append(k.get("desc"))
-        return real(params, cfg, xs, **k)
+    def counting(module, what):
+        real = module.run_probe
 
-    monkeypatch.setattr(features, "run_probe", lambda *a, **k: sweeps.append(1))
+        def run_probe(probe, cfg, params, inputs, **k):
+            passes.append((what, len(inputs)))
+            return real(probe, cfg, params, inputs, **k)
+        monkeypatch.setattr(module, "run_probe", run_probe)
+
+    counting(matched, "views")
+    counting(features, "features")
 
     null_passes = []
     real_inits = compare.init_features
@@ -34,14 +38,14 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
         null_passes.append(len(seeds))
         return real_inits(cfg, seeds, *a, **k)
 
-    monkeypatch.setattr(matched, "features_and_preactivations", counting)
     monkeypatch.setattr(compare, "init_features", counting_inits)
     out = tmp_path / "fp"
     suspects = ["preset:llama2-tiny@1", "preset:llama2-tiny@2", "preset:llama2-tiny@3"]
     assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST, "--test", "all",
                  "--null-models", "99", "--out", str(out)]) == 0
-    assert len(calls) == 1 + len(suspects)  # the base once, each suspect once
-    assert sweeps == []  # and no second pass for the features
+    # the base once, each suspect once: one pass over each model's 40 sequences, the first
+    # 16 giving both the features and the MLP views, the rest the features
+    assert passes == [("views", 16), ("features", 24)] * (1 + len(suspects))
     assert null_passes == [99]  # the K null inits once, for every suspect and test
     summary = json.loads((out / "summary.json").read_text())
     assert [r["suspect"] for r in summary["suspects"]] == [s[len("preset:"):] for s in suspects]

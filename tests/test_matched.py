@@ -223,7 +223,8 @@ def test_copies_found_and_strangers_not():
 def test_one_forward_pass_gives_the_features_and_the_views():
     """A comparison takes a model's SeedPrint features and its MLP views from one forward
     pass: the features equal the sweep engine's (``model_features``) to float32 rounding
-    (another XLA program: a few ulps of values of order 1), and the views of the first
+    (another XLA program: a few ulps of values of order 1; beyond the first sequences, whose
+    views are read, the same program, bitwise), and the views of the first
     sequences up to a shorter position equal those of the truncated sequences (attention is
     causal), standardised per unit as :func:`preactivations` returns them; the exact
     permutation test's p-value is the same from either set of features."""
@@ -237,6 +238,8 @@ def test_one_forward_pass_gives_the_features_and_the_views():
     loaded = LoadedModel(CFG, params, "s3", "preset", 3, 0)
     F_sweep = model_features(loaded, xs)
     np.testing.assert_allclose(F, F_sweep, rtol=0, atol=1e-5 * np.abs(F_sweep).max())
+    # beyond the views' sequences, the features are the sweep engine's own (one program)
+    np.testing.assert_array_equal(F[19:], model_features(loaded, xs[19:]))
     short = M.preactivations(params, CFG, xs[:19, :20])
     assert len(pre) == CFG.n_layers and pre[0][0].shape == (19 * (20 - M.DROP), CFG.d_ff)
     for (g, u), (g2, u2) in zip(pre, short):
@@ -255,6 +258,83 @@ def test_one_forward_pass_gives_the_features_and_the_views():
     full = dataclasses.replace(CFG, attention="attn0_full")
     with pytest.raises(UserError, match="attn0_full"):
         M.features_and_preactivations(params, full, long_xs, t_views=20)
+
+
+def _views_before(params, cfg, tokens, t_views: int, drop: int = M.DROP, batch: int = 16):
+    """The pass as the matched test ran it before its views became a probe of the sweep
+    engine: its own loop of one jitted, vmapped forward pass per batch of ``batch`` sequences
+    (the last padded), every layer at every position with the MLP's gate and up projections
+    captured, the feature read from the same pass (the final normed state at T). Returns
+    (features (N, d), per layer the standardised (gate, up) views of every sequence)."""
+    from bornbiased_jax.layers import MLP
+
+    decoder = model.Decoder(dataclasses.replace(cfg, tie_embeddings=True))
+    blocks = {k: v for k, v in params.items() if k != "lm_head"}
+
+    def is_view(mdl, method):
+        return method == "__call__" and mdl.name in ("gate_proj", "up_proj") and isinstance(
+            mdl.parent, MLP)
+
+    @jax.jit
+    def run(p, t_BT):
+        def one(t):
+            out, state = decoder.apply({"params": p}, t, None, False, False,
+                                       capture_intermediates=is_view)
+            mlp = [state["intermediates"][f"layers_{l}"]["mlp"] for l in range(cfg.n_layers)]
+            return out.normed[-1], [(m["gate_proj"]["__call__"][0][drop:t_views],
+                                     m["up_proj"]["__call__"][0][drop:t_views]) for m in mlp]
+        return jax.vmap(one)(t_BT)
+
+    feats, views = [], [([], []) for _ in range(cfg.n_layers)]
+    for i in range(0, len(tokens), batch):
+        rows = tokens[i:i + batch]
+        f, v = run(blocks, np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)]))
+        feats.append(np.asarray(f)[:len(rows)])
+        for l in range(cfg.n_layers):
+            for k in range(2):
+                views[l][k].append(np.asarray(v[l][k])[:len(rows)].reshape(-1, cfg.d_ff))
+    return np.concatenate(feats), [tuple(M._standardise(np.concatenate(z)) for z in pair)
+                                   for pair in views]
+
+
+def test_the_views_probe_gives_the_views_of_the_matched_tests_own_loop():
+    """The views probe run by the sweep engine gives what the matched test's own batch loop
+    gave (:func:`_views_before`): the same XLA computation for the views and the features of
+    the sequences whose views are read, bitwise here (batches of 16 both); the features of
+    the rest come from the feature probe (its last layer at T only), equal to float32
+    rounding. The unit counts K and the matched test's p-values are unchanged, for a copy (K
+    near the width) and for a stranger."""
+    xs = np.asarray(jax.random.randint(jax.random.key(9), (40, 24), 0, CFG.vocab_size))
+    base = _init(3)
+    rng = np.random.default_rng(4)
+    perm = np.stack([rng.permutation(CFG.d_ff) for _ in range(CFG.n_layers)])
+    models = {"base": base, "copy": _fine_tuned(permute_mlp_hidden(base, CFG, perm), 5,
+                                                scale=0.5), "stranger": _init(6)}
+    now = {k: M.features_and_preactivations(p, CFG, xs, n_views=16, t_views=20)
+           for k, p in models.items()}
+    # its features of every sequence, its views of the first 16 (standardised over their rows)
+    before = {k: (_views_before(p, CFG, xs, t_views=20)[0],
+                  _views_before(p, CFG, xs[:16], t_views=20)[1]) for k, p in models.items()}
+    for k in models:
+        (F, pre), (F0, pre0) = now[k], before[k]
+        np.testing.assert_array_equal(F[:16], F0[:16])
+        np.testing.assert_allclose(F[16:], F0[16:], rtol=0, atol=1e-5 * np.abs(F0).max())
+        for pair, pair0 in zip(pre, pre0, strict=True):
+            for z, z0 in zip(pair, pair0, strict=True):
+                np.testing.assert_array_equal(z, z0)
+        alone = M.preactivations(models[k], CFG, xs[:16])  # without the features
+        for pair, pair0 in zip(alone, _views_before(models[k], CFG, xs[:16], t_views=24)[1]):
+            for z, z0 in zip(pair, pair0):
+                np.testing.assert_array_equal(z, z0)
+    for k in ("copy", "stranger"):
+        pre_a, pre_b = now["base"][1], now[k][1]
+        pre_a0, pre_b0 = (before[m][1] for m in ("base", k))
+        K, K0 = M.agreement(pre_a, pre_b).K_L, M.agreement(pre_a0, pre_b0).K_L
+        np.testing.assert_array_equal(K, K0)
+        assert (K > CFG.d_ff // 2).all() if k == "copy" else (K < 8).all(), K
+        for slack in (0, M.TRAINED_SLACK):
+            assert (M.matched_test(pre_a, pre_b, slack=slack).p_values
+                    == M.matched_test(pre_a0, pre_b0, slack=slack).p_values)
 
 
 def test_standardised_views_zero_a_constant_unit():

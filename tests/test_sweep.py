@@ -97,6 +97,11 @@ def test_plan_cuts_chunks_evenly_and_batches_for_the_cache():
     plan = plan_sweep(cfg, 30, 7, 64, seed_chunk=4, devices=cpu)
     assert plan.seq_chunk == 7 and plan.seq_batch == 7  # never more than the sequences
     assert plan_sweep(cfg, 2, 10, 1000, devices=cpu).seq_batch == 1
+    # fewer sequences than two batches: one batch, not a batch and a ragged rest (a second
+    # loop body to trace and compile)
+    plan = plan_sweep(cfg, 1, 21, 64, strategy="loop", devices=cpu)
+    assert plan.seq_chunk == plan.seq_batch == 21
+    assert plan_sweep(cfg, 1, 32, 64, strategy="loop", devices=cpu).seq_batch == 16
     with pytest.raises(ValueError, match="positive"):
         plan_sweep(cfg, 2, 10, 64, seq_batch=0, devices=cpu)
 

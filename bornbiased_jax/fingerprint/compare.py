@@ -1,6 +1,11 @@
 """Compare two model sources: features on shared random inputs, then the chosen lineage tests.
 
-This is the library behind ``bornbiased fingerprint BASE SUSPECT``."""
+This is the library behind ``bornbiased fingerprint BASE SUSPECT``. Every forward pass of a
+loaded model goes through the sweep engine (``sweep.run_probe``, one planner and memory plan):
+the features by the feature probe (``probes.outputs``), and where the matched test runs, its
+MLP views and the features of the first ``matched_seqs`` sequences by the views probe
+(``probes.mlp_views``) in the same pass (:func:`model_pass`); a comparison that stops at those
+sequences computes the rest's features only when a leg needs them (:func:`features_only`)."""
 
 from __future__ import annotations
 
@@ -315,23 +320,23 @@ def _one_pass(m: LoadedModel, s: Settings, gated: bool) -> bool:
 
 
 def features_only(m: LoadedModel, xs, s: Settings, progress: bool = False) -> np.ndarray:
-    """The features of the inputs ``xs`` beyond the first leg's, by the program that gave the
-    first leg's (:func:`model_pass`)."""
-    if _one_pass(m, s, True):
-        return M.features_and_preactivations(m.params, m.cfg, xs, n_views=0,
-                                             t_views=MATCHED_MAX_T, progress=progress,
-                                             desc=f"features {m.label}")[0]
+    """The features of the inputs ``xs`` beyond the first leg's: the sweep engine's feature
+    probe (``features.model_features``), the program that gives :func:`model_pass` the
+    features of the sequences beyond the views' (so a comparison that stops early and one that
+    reads every input agree bitwise)."""
     return model_features(m, xs, s.output, progress=progress)
 
 
 def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = False):
     """(features (n, d_out), the matched test's pre-activations or None) of one model on the
-    comparison's inputs ``xs``. Where the matched test runs on the default 'normed' features
-    and the sequences are no longer than the views (:data:`MATCHED_MAX_T`), one forward pass
-    gives both (``matched.features_and_preactivations``: the views of the first
-    ``matched_seqs`` sequences); otherwise the features come from the sweep engine (batches
-    sized to memory, blockwise attention for long sequences) and the pre-activations from a
-    second pass over the sequences cut to :data:`MATCHED_MAX_T`."""
+    comparison's inputs ``xs``, every forward pass by the sweep engine (``sweep.run_probe``).
+    Where the matched test runs on the default 'normed' features and the sequences are no
+    longer than the views (:data:`MATCHED_MAX_T`), one forward pass of each sequence gives
+    both (``matched.features_and_preactivations``: the first ``matched_seqs`` sequences
+    through the views probe, which reads the features beside the views, the rest through the
+    feature probe); otherwise the features come from the feature probe (blockwise attention
+    for long sequences) and the pre-activations from a second pass over the first sequences
+    cut to :data:`MATCHED_MAX_T`."""
     if _one_pass(m, s, gated):
         return M.features_and_preactivations(m.params, m.cfg, xs, n_views=s.matched_seqs,
                                              t_views=MATCHED_MAX_T, progress=progress,

@@ -11,7 +11,9 @@ comparison sees the same rows):
 
 Fresh initialisations are built and run many at a time by the sweep engine
 (:func:`init_features`); a given model (a trained checkpoint, an import) by
-``sweep.run_probe`` (:func:`model_features`).
+``sweep.run_probe`` (:func:`model_features`, :func:`features_of`). The matched test's pass
+(``fingerprint.matched``) reads the same features beside its MLP views
+(``probes.mlp_views``).
 """
 
 from __future__ import annotations
@@ -33,14 +35,22 @@ from bornbiased_jax.sweep import run_probe, sweep
 def model_features(m: LoadedModel, inputs, output: str = "normed", *,
                    seq_batch: int | None = None, progress: bool = False) -> np.ndarray:
     """(n, d_out) float32 features of one loaded model."""
-    check_inputs(m.cfg, inputs)
-    cfg, params = m.cfg, m.params
+    return features_of(m.cfg, m.params, inputs, output, seq_batch=seq_batch,
+                       progress=progress, desc=f"features {m.label}")
+
+
+def features_of(cfg: ModelConfig, params: dict, inputs, output: str = "normed", *,
+                seq_batch: int | None = None, progress: bool = False,
+                desc: str = "features") -> np.ndarray:
+    """(n, d_out) float32 features of the model ``params`` of ``cfg``: ``feature_probe`` run
+    by ``sweep.run_probe``."""
+    check_inputs(cfg, inputs)
     if output != "logits":
         # The features end before the unembedding: one compiled program serves every model
         # of this architecture, whatever its name and whether its head is tied.
         cfg, params = model.head_free(cfg, params, "features")
     F = run_probe(feature_probe(cfg, output), cfg, params, inputs, seq_batch=seq_batch,
-                  progress=progress, desc=f"features {m.label}")
+                  progress=progress, desc=desc)
     return np.asarray(F, dtype=np.float32)
 
 

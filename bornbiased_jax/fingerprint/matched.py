@@ -37,6 +37,13 @@ half (experiments/lineage_level.py, RESULTS.md): a level not rejected where meas
 assumption elsewhere. When either model is an initialisation the default slack is 0, where the
 test is valid.
 
+Pass. The views are a probe (``probes.mlp_views``: the pre-activations captured with Flax's
+``capture_intermediates``) that the sweep engine runs like every other SeedPrint pass
+(``sweep.run_probe``: one planner and memory plan, chunks, padding, progress); beside the views
+it reads the model's 'normed' SeedPrint feature from the same pass, as the feature probe
+defines it (``probes.outputs.feature_of``), so that one forward pass of a sequence gives both
+(:func:`features_and_preactivations`).
+
 Cost: one forward pass per model (capturing the MLP pre-activations), the layer screen and about
 2L correlation matrices F_A x F_B; no null forward pass. Non-gated MLPs (GPT-2-style presets) are
 refused: their single view gives nothing to agree with.
@@ -45,11 +52,8 @@ refused: their single view gives nothing to agree with.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from bornbiased_jax import model
@@ -57,8 +61,11 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import unit_matching as U
+from bornbiased_jax.fingerprint.features import features_of
 from bornbiased_jax.fingerprint.rencontres import fisher_log_p, rencontres_log_sf  # noqa: F401
 from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
+from bornbiased_jax.probes.mlp_views import mlp_views_probe
+from bornbiased_jax.sweep import run_probe
 
 DROP = 4  # positions dropped at the start of every sequence
 
@@ -70,37 +77,6 @@ def check_applicable(cfg: ModelConfig, what: str = "the model") -> None:
                         f"of each unit it compares; {what} ({cfg.name}) has "
                         + ("no MLP" if not cfg.has_mlp else f"a non-gated {cfg.activation} MLP")
                         + ": use --test permutation")
-
-
-def _is_mlp_view(mdl, method: str) -> bool:
-    from bornbiased_jax.layers import MLP
-
-    return method == "__call__" and mdl.name in ("gate_proj", "up_proj") and isinstance(
-        mdl.parent, MLP)
-
-
-@functools.lru_cache(maxsize=8)
-def _pass_fn(cfg: ModelConfig, drop: int, t_views: int):
-    """run(params, tokens (B, T)) -> ((B, d) the final normed state at T, per layer the (gate,
-    up) pre-activations (B, t_views - drop, F) at positions drop..t_views - 1), jitted: one
-    program per architecture and batch shape, shared by every model of a comparison
-    (``model.head_free``: the pass ends before the unembedding)."""
-    decoder = model.Decoder(cfg)
-
-    @jax.jit
-    def run(p, t_BT):
-        def one(t):
-            # every position of every layer (last_only would run the last layer's MLP at
-            # T only); the unused logits are dead code to XLA
-            out, state = decoder.apply({"params": p}, t, None, False, False,
-                                       capture_intermediates=_is_mlp_view)
-            inter = state["intermediates"]
-            mlp = [inter[f"layers_{l}"]["mlp"] for l in range(cfg.n_layers)]
-            return out.normed[-1], [(m["gate_proj"]["__call__"][0][drop:t_views],
-                                     m["up_proj"]["__call__"][0][drop:t_views]) for m in mlp]
-        return jax.vmap(one)(t_BT)
-
-    return run
 
 
 def _standardise(z_RF: np.ndarray) -> np.ndarray:
@@ -123,19 +99,48 @@ def _standardise(z_RF: np.ndarray) -> np.ndarray:
 
 def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
                                 n_views: int | None = None, t_views: int | None = None,
-                                drop: int = DROP, batch: int = 16, progress: bool = False,
-                                desc: str = "forward"):
+                                drop: int = DROP, seq_batch: int | None = None,
+                                progress: bool = False, desc: str = "features"):
     """One forward pass of each sequence of ``tokens_NT`` (N, T) gives both what a comparison
-    needs of a model: its 'normed' SeedPrint features (N, d) float32, the final normed state at
-    T (as ``features.model_features``), and, from the first ``n_views`` sequences (default all)
-    up to position ``t_views`` (default T), the per-layer (gate, up) pre-activations of
-    :func:`preactivations`. Attention is causal, so positions below ``t_views`` are the same
-    whether or not the sequence goes on: the views are those of the truncated sequences (to
-    float rounding). Capturing the views runs the whole attention matrix at length T, B
-    sequences at a time: ``compare.model_pass`` uses this pass only where T is at most the
-    views' length (:data:`compare.MATCHED_MAX_T`), and a model whose attention sees the whole
-    sequence (``attn0_full``) is refused views shorter than its sequences. ``n_views=0``: the
-    features alone (the same program, for the rest of the sequences)."""
+    needs of a model: its 'normed' SeedPrint features (N, d) float32
+    (``features.features_of``), and, from the first ``n_views`` sequences (default all) up to
+    position ``t_views`` (default T), the per-layer (gate, up) pre-activations of
+    :func:`preactivations`. Both go through the sweep engine (``sweep.run_probe``: its plan,
+    chunks and padding): the first ``n_views`` sequences through the views probe, which reads
+    the features from the views' pass (``probes.mlp_views``), the rest through the feature
+    probe alone (so the features of the rest are those ``compare.features_only`` computes;
+    the two passes give a sequence's feature to float32 rounding). Attention
+    is causal, so positions below ``t_views`` are the same whether or not the sequence goes
+    on: the views are those of the truncated sequences (to float rounding). Capturing the views
+    runs the whole attention matrix at length T: ``compare.model_pass`` uses this pass only
+    where T is at most the views' length (:data:`compare.MATCHED_MAX_T`), and a model whose
+    attention sees the whole sequence (``attn0_full``) is refused views shorter than its
+    sequences. ``n_views=0``: the features alone (views None)."""
+    tokens, n_views, t_views = _check_views(cfg, tokens_NT, n_views, t_views, drop)
+    feats, pre = [], None
+    if n_views:
+        out = _views(params, cfg, tokens[:n_views], drop, t_views, True, seq_batch, progress,
+                     desc)
+        feats.append(np.asarray(out["features"], np.float32))
+        pre = _standardised(out["views"])
+    if n_views < len(tokens):
+        feats.append(features_of(cfg, params, tokens[n_views:], "normed", seq_batch=seq_batch,
+                                 progress=progress, desc=desc))
+    return np.concatenate(feats), pre
+
+
+def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
+                   seq_batch: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per layer, (gate, up) pre-activations (R, F), R = N (T - drop), of the model on the
+    token ids ``tokens_NT``, standardised per unit (a constant unit gives zeros), float32: the
+    views probe without the features (``probes.mlp_views``), run by ``sweep.run_probe``."""
+    tokens, n, t = _check_views(cfg, tokens_NT, None, None, drop)
+    return _standardised(_views(params, cfg, tokens, drop, t, False, seq_batch, False,
+                                "views")["views"])
+
+
+def _check_views(cfg: ModelConfig, tokens_NT, n_views, t_views, drop):
+    """(tokens (N, T), n_views, t_views) checked and resolved (None: all N, T)."""
     check_applicable(cfg)
     tokens = np.asarray(tokens_NT)
     if tokens.ndim != 2 or tokens.shape[1] <= drop:
@@ -151,53 +156,20 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
         raise UserError(f"{cfg.name}'s attention (attn0_full) averages the whole sequence, so "
                         f"its views at a position depend on later tokens: take its views from "
                         f"the truncated sequences (preactivations)")
-    cfg_v, blocks = model.head_free(cfg, params, "views")
-    run = _pass_fn(cfg_v, drop, t_views)  # one program: the views of later batches unread
-    batch = min(batch, N)
-    R = t_views - drop  # rows per sequence
-    pre = [tuple(np.empty((n_views * R, cfg.d_ff), np.float32) for _ in range(2))
-           for _ in range(cfg.n_layers)]
-    feats = []
-    starts = list(range(0, N, batch))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(starts), desc=desc, unit="batch")
-
-    def launch(i):  # every batch of one shape: one compiled program
-        rows = tokens[i:i + batch]
-        return run(blocks, jnp.asarray(
-            np.concatenate([rows, np.repeat(rows[-1:], batch - len(rows), 0)])))
-
-    pending = launch(starts[0])
-    for j, i in enumerate(starts):
-        f_BD, views = pending
-        if j + 1 < len(starts):  # dispatched before this batch is copied: the two overlap
-            pending = launch(starts[j + 1])
-        n_rows = min(batch, N - i)
-        feats.append(np.asarray(f_BD)[:n_rows])
-        keep = min(n_rows, n_views - i)
-        for l in range(cfg.n_layers if keep > 0 else 0):
-            for v in range(2):
-                pre[l][v][i * R:(i + keep) * R] = np.asarray(views[l][v])[:keep].reshape(
-                    -1, cfg.d_ff)
-        del f_BD, views  # at most two batches' views on the device at a time
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    for views in pre if n_views else ():
-        for z in views:
-            _standardise(z)
-    return np.concatenate(feats).astype(np.float32), pre if n_views else None
+    return tokens, n_views, t_views
 
 
-def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
-                   batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per layer, (gate, up) pre-activations (R, F), R = N (T - drop), of the model on the
-    token ids ``tokens_NT``, standardised per unit (a constant unit gives zeros), float32."""
-    return features_and_preactivations(params, cfg, tokens_NT, drop=drop, batch=batch)[1]
+def _views(params, cfg, tokens, drop, t_views, features, seq_batch, progress, desc):
+    """``probes.mlp_views``'s outputs for ``tokens`` (host arrays, leading axis N), by
+    ``sweep.run_probe`` on the head-free config, one program per architecture."""
+    cfg_h, params_h = model.head_free(cfg, params, "features")
+    return run_probe(mlp_views_probe(cfg_h, drop, t_views, features), cfg_h, params_h, tokens,
+                     seq_batch=seq_batch, progress=progress, desc=desc)
+
+
+def _standardised(views) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per layer, the (gate, up) views (N, R, F) as (N R, F) rows, standardised in place."""
+    return [tuple(_standardise(z.reshape(-1, z.shape[-1])) for z in pair) for pair in views]
 
 
 def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:

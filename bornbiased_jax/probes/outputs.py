@@ -26,6 +26,20 @@ def check_output(output: str) -> None:
         raise UserError(f"unknown output {output!r}; choose one of {OUTPUTS}")
 
 
+def feature_of(out: model.ForwardOutput, output: str = "normed"):
+    """g(x) from a forward pass of one sequence (``model.forward``'s output): 'normed' the
+    final normed state at T, ``out.normed[-1]``; 'prenorm' X^(L) at T, ``out.hidden[-1, -1]``
+    (a pass with ``return_hidden``). The one definition of the residual features, whichever
+    pass computes them: the feature probe's, or the matched test's views pass
+    (``probes.mlp_views``), which reads them beside its views."""
+    if output == "normed":
+        return out.normed[-1]  # (d,)
+    if output == "prenorm":
+        return out.hidden[-1, -1]
+    raise UserError(f"feature_of reads the residual features ('normed', 'prenorm'), not "
+                    f"{output!r}")
+
+
 @functools.lru_cache(maxsize=32)
 def feature_probe(cfg: ModelConfig, output: str = "normed"):
     """probe(params, x) -> g(x), (d_out,), for one model and one sequence (tokens or embeds).
@@ -33,11 +47,12 @@ def feature_probe(cfg: ModelConfig, output: str = "normed"):
     Cached per (config, output), so repeated sweeps reuse one compiled program."""
     check_output(output)
     if output == "prenorm":
-        return lambda params, x: model.forward_input(  # X^(L) at T
-            params, cfg, x, return_hidden=True).hidden[-1, -1]
+        return lambda params, x: feature_of(model.forward_input(  # X^(L) at T
+            params, cfg, x, return_hidden=True), "prenorm")
 
     def normed(params, x):
-        return model.forward_input(params, cfg, x, last_only=True).normed[-1]  # (d,)
+        # the last block at T only: nothing else of it reaches the feature
+        return feature_of(model.forward_input(params, cfg, x, last_only=True))  # (d,)
 
     if output == "normed":
         return normed
