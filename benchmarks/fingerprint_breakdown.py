@@ -111,10 +111,9 @@ def main() -> None:
         for label in [s[0] for s in STEPS] + ["total"]:
             lines.append(f"| {label} | " + " | ".join(
                 f"{rows[n].get(label, 0.0):.2f}" for n in names) + " |")
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.save.with_suffix(args.save.suffix + ".tmp")
-        tmp.write_text("\n".join(lines) + "\n")
-        tmp.replace(args.save)
+        from bornbiased_jax.files import write_text
+
+        write_text(args.save, "\n".join(lines) + "\n")  # atomic
         print(f"wrote {args.save}")
 
 

@@ -167,10 +167,9 @@ def main() -> None:
         lines += [f"| {t} | {name} | {n} | {f:.1f} | {w:.1f} | {c:.1f} | {r:.0f} | "
                   f"{' '.join(f'{x:.1f}' for x in ws)} |"
                   for t, name, n, f, w, c, r, ws in rows]
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.save.with_suffix(args.save.suffix + ".tmp")
-        tmp.write_text("\n".join(lines) + "\n")
-        tmp.replace(args.save)
+        from bornbiased_jax.files import write_text
+
+        write_text(args.save, "\n".join(lines) + "\n")  # atomic
         print(f"wrote {args.save}")
 
 

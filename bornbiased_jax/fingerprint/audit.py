@@ -263,21 +263,18 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     tests = registry.chosen(choice, init.known, base_cfg.gated_mlp)
     needs = registry.needs(tests)
     suspects = expand_suspects(suspects)
-    suspect_srcs = []
-    for spec in suspects:
+
+    def of_suspect(read, spec, src=None):
         try:
-            suspect_srcs.append(parse_source(spec))
+            return read(spec if src is None else src)
         except UserError as e:
             raise UserError(f"suspect {spec!r}: {e}") from None
+
+    suspect_srcs = [of_suspect(parse_source, spec) for spec in suspects]
     if settings.get("n", 0) is None:  # the default: by the models' forward cost
         from bornbiased_jax.fingerprint.compare import default_n
 
-        cfgs = []
-        for src in suspect_srcs:
-            try:
-                cfgs.append(source_config(src))
-            except UserError as e:
-                raise UserError(f"suspect {src.spec!r}: {e}") from None
+        cfgs = [of_suspect(source_config, src.spec, src) for src in suspect_srcs]
         settings["n"] = default_n(base_cfg, cfgs, settings.get("seq_len") or Settings().seq_len)
     s = Settings(tests=tests, input=input or default_input(tests), **settings)
     t0 = time.time()
@@ -302,10 +299,7 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     base_strings = (vocab.source_strings(base_src, base_cfg.vocab_size) if s.input == "tokens"
                     else None)
     for spec, src in zip(suspects, suspect_srcs):  # each checked before anything is loaded
-        try:
-            cfg = check_source(src)
-        except UserError as e:
-            raise UserError(f"suspect {spec!r}: {e}") from None
+        cfg = of_suspect(check_source, spec, src)
         check_pair(base_cfg, cfg, s, f"suspect {spec!r}")
         if s.input == "tokens":  # the tokenizers read now, so a bad pair stops before work
             vocab.align_strings(base_strings, vocab.source_strings(src, cfg.vocab_size),
