@@ -126,7 +126,7 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
     if n_views < len(tokens):
         feats.append(features_of(cfg, params, tokens[n_views:], "normed", seq_batch=seq_batch,
                                  progress=progress, desc=desc))
-    return np.concatenate(feats), pre
+    return np.concatenate(feats).astype(np.float32, copy=False), pre
 
 
 def preactivations(params: dict, cfg: ModelConfig, tokens_NT, *, drop: int = DROP,
@@ -168,8 +168,10 @@ def _views(params, cfg, tokens, drop, t_views, features, seq_batch, progress, de
 
 
 def _standardised(views) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per layer, the (gate, up) views (N, R, F) as (N R, F) rows, standardised in place."""
-    return [tuple(_standardise(z.reshape(-1, z.shape[-1])) for z in pair) for pair in views]
+    """Per layer, the (gate, up) views (N, R, F) as (N R, F) float32 rows (a bfloat16 model's
+    views converted), standardised in place."""
+    return [tuple(_standardise(np.asarray(z, np.float32).reshape(-1, z.shape[-1]))
+                  for z in pair) for pair in views]
 
 
 def matching(za: np.ndarray, zb: np.ndarray) -> np.ndarray:
