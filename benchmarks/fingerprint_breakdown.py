@@ -26,15 +26,16 @@ import tempfile
 import time
 from pathlib import Path
 
-STEPS = [("plan", "bornbiased_jax.fingerprint.audit", "plan"),
+FP = "bornbiased_jax.fingerprint"
+STEPS = [("plan", f"{FP}.runner.audit", "plan"),
          ("load", "bornbiased_jax.sources", "load_source"),
-         ("forward (first sequences, views)", "bornbiased_jax.fingerprint.compare", "model_pass"),
-         ("forward (the rest)", "bornbiased_jax.fingerprint.compare", "features_only"),
-         ("vocabulary alignment", "bornbiased_jax.fingerprint.vocab", "align"),
-         ("layer screen", "bornbiased_jax.fingerprint.unit_matching", "screen"),
-         ("layer choice", "bornbiased_jax.fingerprint.unit_matching", "choose"),
-         ("unit counts", "bornbiased_jax.fingerprint.unit_matching", "count_pair"),
-         ("permutation test", "bornbiased_jax.fingerprint.permutation", "from_context"),
+         ("forward (first sequences, views)", f"{FP}.runner.compare", "model_pass"),
+         ("forward (the rest)", f"{FP}.runner.compare", "features_only"),
+         ("vocabulary alignment", f"{FP}.runner.vocab", "align"),
+         ("layer screen", f"{FP}.tests.unit_matching", "screen"),
+         ("layer choice", f"{FP}.tests.unit_matching", "choose"),
+         ("unit counts", f"{FP}.tests.unit_matching", "count_pair"),
+         ("permutation test", f"{FP}.tests.permutation", "from_context"),
          ("files", "bornbiased_jax.files", "write_artifacts")]
 
 

@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--save", type=Path)
     args = ap.parse_args()
-    from bornbiased_jax.fingerprint.compare import Settings, compare_many
+    from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
     from bornbiased_jax.sources import load_source
 
     t0 = time.time()

@@ -88,9 +88,9 @@ def plan_7b(device=("NVIDIA H100 80GB HBM3", 80e9)) -> str:
     import json
 
     from bornbiased_jax.defaults import MATCHED_MAX_T, MATCHED_SEQS
-    from bornbiased_jax.fingerprint import memory_plan
-    from bornbiased_jax.fingerprint.compare import default_n
-    from bornbiased_jax.fingerprint.matched import DROP
+    from bornbiased_jax.fingerprint.runner import memory_plan
+    from bornbiased_jax.fingerprint.runner.compare import default_n
+    from bornbiased_jax.fingerprint.tests.matched import DROP
     from bornbiased_jax.hf.configs import config_from_hf
 
     with tempfile.TemporaryDirectory() as d:

@@ -310,8 +310,8 @@ class ModelConfig:
 
 
 # What a descendant keeps whatever its widths, depths and vocabulary: the architecture family
-# (lineage tests compare models of one family only: ``fingerprint.compare.check_pair``). A new
-# architecture's switches belong here.
+# (lineage tests compare models of one family only:
+# ``fingerprint.runner.compare.check_pair``). A new architecture's switches belong here.
 FAMILY_FIELDS = ("block", "attention", "norm", "activation", "gated_mlp", "position",
                  "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate",
                  "qk_norm", "post_norms", "norm_unit_offset", "embed_scale")

@@ -26,13 +26,13 @@ NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"  # Node.js's API documentation
 # data.py: the beginning-of-sequence token a BPE trained for a --bos run carries
 BOS_TOKEN = "<|bos|>"
 
-# fingerprint/calibrated.py: the calibrated lineage test
+# fingerprint/tests/calibrated.py: the calibrated lineage test
 CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all",
                          "spearman_aligned")
 CALIBRATED_STATISTIC = "spearman_all"
 CALIBRATED_NULL_MODELS = 200
 
-# fingerprint/permutation.py: the residual-basis permutation test
+# fingerprint/tests/permutation.py: the residual-basis permutation test
 PERMUTATION_STATISTICS = ("spearman", "pearson", "spearman_abs")
 PERMUTATION_STATISTIC = "spearman"
 PERMUTATION_DRAWS = 9999
@@ -51,7 +51,7 @@ INIT_TIMEOUT_S = 300
 # initialisation on either side: 0, where the test is valid.
 MATCHED_TRAINED_SLACK = 4
 
-# fingerprint/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
+# fingerprint/runner/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
 # position MATCHED_MAX_T (its pre-activations of BASE are kept: rows x F x 2L values; the pass
 # that captures them runs the whole attention matrix, T^2 memory per head, so longer sequences
 # are cut for it); its measured level (experiments/lineage_level.py) is for these rows.

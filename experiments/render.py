@@ -140,7 +140,7 @@ def _table4a_paper(records: dict) -> str:
 
 
 def _test_rule(records: dict) -> str:
-    from bornbiased_jax.fingerprint import registry
+    from bornbiased_jax.fingerprint.runner import registry
 
     return registry.rule_markdown()
 

@@ -1,4 +1,5 @@
-"""The edits of released models (fingerprint/edits.py), each checked for being what it claims:
+"""The edits of released models (fingerprint/edits/downstream.py), each checked for being
+what it claims:
 
   * LoRA: the merged update W' - W has rank exactly r on every targeted kernel, nothing else
     moves, a fresh adapter (B = 0) is the identity, and the trainable mask freezes the base;
@@ -31,9 +32,9 @@ from bornbiased_jax import model
 from bornbiased_jax.config import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import edits as E
-from bornbiased_jax.fingerprint import obfuscation as O
-from bornbiased_jax.fingerprint.permutation import permute_residual
+from bornbiased_jax.fingerprint.edits import downstream as E
+from bornbiased_jax.fingerprint.edits import obfuscation as O
+from bornbiased_jax.fingerprint.tests.permutation import permute_residual
 
 ARCHS = {
     "llama2-tiny": ("llama2-tiny", []),  # RMSNorm, SwiGLU, untied head

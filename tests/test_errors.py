@@ -160,7 +160,7 @@ def test_unknown_probe_input_or_output_is_named_with_the_choices():
     """The probe input kinds and outputs have one check each, used by the probe makers and by
     SeedPrint's settings (which fail before any model is loaded)."""
     from bornbiased_jax.presets import get_preset
-    from bornbiased_jax.fingerprint.compare import Settings
+    from bornbiased_jax.fingerprint.runner.compare import Settings
     from bornbiased_jax.probes.inputs import probe_inputs
     from bornbiased_jax.probes.outputs import feature_probe
 

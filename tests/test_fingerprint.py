@@ -16,10 +16,10 @@ from scipy import stats
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import (calibrated_test, exchangeable_p, official_test,
                                         paper_test)
-from bornbiased_jax.fingerprint import identity_dims as D
-from bornbiased_jax.fingerprint.algorithm1 import null_taus
-from bornbiased_jax.fingerprint.compare import Settings
-from bornbiased_jax.fingerprint.tables import table_markdown
+from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.tests.algorithm1 import null_taus
+from bornbiased_jax.fingerprint.runner.compare import Settings
+from bornbiased_jax.fingerprint.runner.tables import table_markdown
 from bornbiased_jax.stats import kendall_null_sd
 
 

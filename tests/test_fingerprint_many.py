@@ -14,9 +14,9 @@ FAST = ["--num-seqs", "40", "--seq-len", "8", "--no-progress"]
 
 @pytest.mark.slow
 def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
-    import bornbiased_jax.fingerprint.compare as compare
-    import bornbiased_jax.fingerprint.features as features
-    import bornbiased_jax.fingerprint.matched as matched
+    import bornbiased_jax.fingerprint.runner.compare as compare
+    import bornbiased_jax.fingerprint.runner.features as features
+    import bornbiased_jax.fingerprint.tests.matched as matched
 
     passes = []  # (what, sequences) of every forward pass through the sweep engine
 
@@ -141,7 +141,7 @@ def test_aligned_statistic_finds_a_renamed_init(tmp_path):
     import jax
 
     from bornbiased_jax import hf
-    from bornbiased_jax.fingerprint.obfuscation import obfuscate
+    from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate
     from bornbiased_jax.sources import load_source
 
     m = load_source("preset:llama2-tiny@1", shared_embedding=False)

@@ -24,7 +24,7 @@ from bornbiased_jax import data, model
 from bornbiased_jax.cli import main
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.derivatives import DERIVATIVES, derive
+from bornbiased_jax.fingerprint.edits.derivatives import DERIVATIVES, derive
 from bornbiased_jax.hf import model_bos
 from bornbiased_jax.keys import seed_key
 

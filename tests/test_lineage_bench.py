@@ -13,7 +13,7 @@ from scipy import stats
 
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
-from bornbiased_jax.fingerprint import edits as E
+from bornbiased_jax.fingerprint.edits import downstream as E
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.verdicts import BEYOND
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY

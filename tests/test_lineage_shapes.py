@@ -21,14 +21,14 @@ from scipy import stats
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import derivatives
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint import shape_edits as S
-from bornbiased_jax.fingerprint import vocab_edits as VE
-from bornbiased_jax.fingerprint import unit_matching as U
-from bornbiased_jax.fingerprint.compare import Settings, compare_many
-from bornbiased_jax.fingerprint.registry import verdict_order
-from bornbiased_jax.fingerprint.tables import deciding_test
+from bornbiased_jax.fingerprint.edits import derivatives
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.edits import shape_edits as S
+from bornbiased_jax.fingerprint.edits import vocab_edits as VE
+from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
+from bornbiased_jax.fingerprint.runner.registry import verdict_order
+from bornbiased_jax.fingerprint.runner.tables import deciding_test
 from bornbiased_jax.keys import seed_key
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -237,7 +237,7 @@ def test_unrelated_models_padded_the_same_way_are_not_flagged(trained):
 
 
 def test_tokenizers_sharing_too_few_strings_are_refused():
-    from bornbiased_jax.fingerprint import vocab
+    from bornbiased_jax.fingerprint.runner import vocab
 
     a = [f"a{i}" for i in range(100)]
     b = [f"a{i}" for i in range(40)] + [f"b{i}" for i in range(60)]

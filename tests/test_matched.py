@@ -1,4 +1,4 @@
-"""The matched test (``fingerprint.matched``): its null law (rencontres) exactly and by
+"""The matched test (``fingerprint.tests.matched``): its null law (rencontres) exactly and by
 simulation, Fisher's combination in log space, its level on independent initialisations, its
 statistic unchanged by every renaming and rotation, its power on edited copies, and refusals."""
 
@@ -15,11 +15,11 @@ from scipy import stats
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
-from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, mix_value_heads,
-                                                 random_orthogonal, randomized_hadamard,
-                                                 rotate_residual, scale_mlp_units)
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate, permute_mlp_hidden
+from bornbiased_jax.fingerprint.edits.rotation import (flip_residual_signs, mix_value_heads,
+                                                       random_orthogonal, randomized_hadamard,
+                                                       rotate_residual, scale_mlp_units)
 from bornbiased_jax.keys import seed_key
 
 CFG = get_preset("llama2-tiny")  # every parameter seed-dependent below (fresh keys per seed)
@@ -74,7 +74,7 @@ def test_size_is_below_alpha_by_enumeration_and_by_simulation():
     share of 20,000 simulated pairs (fixed points of uniform permutations) with p <= 0.01 is
     within 4 binomial standard errors of it; with one layer the size is the law's tail at
     the first agreement whose tail is at most alpha (P(K >= 5) = 0.0037)."""
-    from bornbiased_jax.fingerprint import rencontres as RC
+    from bornbiased_jax.fingerprint.tests import rencontres as RC
 
     F = 176
     assert RC.size(F, 2, 0.01) == pytest.approx(0.003030, abs=1e-6)
@@ -100,7 +100,7 @@ def test_randomised_tie_break_is_exactly_uniform():
     size 0.01 at alpha = 0.01 (within 4 standard errors), where the default's is 0.0030. The
     randomised p is never above the default one, and with the slack it shifts K like the
     default."""
-    from bornbiased_jax.fingerprint import rencontres as RC
+    from bornbiased_jax.fingerprint.tests import rencontres as RC
 
     F = 176
     pmf = RC.rencontres_pmf(F, 40)
@@ -153,7 +153,7 @@ def test_level_on_independent_initialisations():
     two-sided test of exact uniformity would reject them for being conservative, not invalid
     (a check of gross miscalibration at this sample size; the level at alpha = 0.01 needs far
     more pairs, docs/seedprint.md)."""
-    from bornbiased_jax.fingerprint import unit_matching as U
+    from bornbiased_jax.fingerprint.tests import unit_matching as U
 
     pres = [_pre(_init(s)) for s in range(32)]
     ks, means, variances, ps = [], [], [], []
@@ -228,8 +228,8 @@ def test_one_forward_pass_gives_the_features_and_the_views():
     sequences up to a shorter position equal those of the truncated sequences (attention is
     causal), standardised per unit as :func:`preactivations` returns them; the exact
     permutation test's p-value is the same from either set of features."""
-    from bornbiased_jax.fingerprint.features import model_features
-    from bornbiased_jax.fingerprint.permutation import permutation_test
+    from bornbiased_jax.fingerprint.runner.features import model_features
+    from bornbiased_jax.fingerprint.tests.permutation import permutation_test
     from bornbiased_jax.sources import LoadedModel
 
     params = _init(3)
@@ -371,7 +371,7 @@ def test_refusals():
 def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
     """BASE an HF folder (initialisation unknown): the permutation leg misses a rotated copy,
     the matched leg finds it and a rotated, fine-tuned one; a stranger is not called related."""
-    from bornbiased_jax.fingerprint.compare import Settings, compare
+    from bornbiased_jax.fingerprint.runner.compare import Settings, compare
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.sources import load_source
 
@@ -400,7 +400,7 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
     the full run's (--no-sequential). The verdict is the full run's either way."""
     import dataclasses
 
-    from bornbiased_jax.fingerprint.compare import Settings, compare
+    from bornbiased_jax.fingerprint.runner.compare import Settings, compare
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.sources import load_source
 
@@ -435,8 +435,8 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
 def test_a_stopped_permutation_leg_is_shown_not_combined():
     """Once the matched leg decided, the any-pair p is 2 p_matched whatever the stopped
     permutation leg's p (combining it would let the stop choose the smaller p)."""
-    from bornbiased_jax.fingerprint.any_pair import any_pair, decided_by_matched
-    from bornbiased_jax.fingerprint.result import LineageResult
+    from bornbiased_jax.fingerprint.tests.any_pair import any_pair, decided_by_matched
+    from bornbiased_jax.fingerprint.tests.result import LineageResult
 
     def result(test, p, **details):
         return LineageResult(test, {"p": p}, 0.01, 16, 8, np.arange(0), np.arange(0.0), "none",
@@ -454,10 +454,10 @@ def test_known_initialisation_verdict_finds_rotated_copies_without_nulls(tmp_pat
     test against that initialisation (eps = 0, exact, no null models); it finds a rotated and
     a rotated, fine-tuned copy of BASE that the permutation test misses, and calls a stranger
     unrelated."""
-    from bornbiased_jax.fingerprint import registry
-    from bornbiased_jax.fingerprint.compare import Settings, compare_many
-    from bornbiased_jax.fingerprint.registry import verdict_order
-    from bornbiased_jax.fingerprint.tables import deciding_test
+    from bornbiased_jax.fingerprint.runner import registry
+    from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
+    from bornbiased_jax.fingerprint.runner.registry import verdict_order
+    from bornbiased_jax.fingerprint.runner.tables import deciding_test
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.sources import load_source
 
@@ -589,7 +589,7 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     the suspect's pre-activations: 2 models x 8,192 rows x 11,008 units x 2 views x 32 layers x
     4 bytes), its correlation work per suspect (64 products of 2 R F^2 FLOP) and that the
     11,008 units of a layer are matched as reciprocal best partners."""
-    from bornbiased_jax.fingerprint import audit, memory_plan
+    from bornbiased_jax.fingerprint.runner import audit, memory_plan
     from bornbiased_jax.hf import config_from_hf
     from tests.test_hf import LLAMA2_7B
 
@@ -685,10 +685,10 @@ def test_held_out_level_rule_can_fail_at_rates_a_user_cares_about():
 
 def test_level_rule_and_its_power():
     """experiments/common/level_rule.py: the vectorised jackknife is the one of
-    fingerprint.rejection.rate; the rule's boundary is t_{0.95, M - 1} standard errors; its
+    fingerprint.runner.rejection.rate; the rule's boundary is t_{0.95, M - 1} standard errors; its
     simulated size at a true rate of alpha is at most 5 % (within 3 binomial SE), its power
     grows with the rate, and outcomes repeated at every checkpoint lower it."""
-    from bornbiased_jax.fingerprint import rejection as R
+    from bornbiased_jax.fingerprint.runner import rejection as R
     from experiments.common import level_rule as LR
 
     inc, _ = LR._design(6, 3)

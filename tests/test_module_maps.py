@@ -1,6 +1,6 @@
-"""The maps a reader follows name what is there: each package docstring of experiments/ names
-every module of its package and nothing that does not exist, and every file or folder that the
-README's *Project map* names exists.
+"""The maps a reader follows name what is there: each package docstring of experiments/ and of
+bornbiased_jax/fingerprint/ names every module of its package and nothing that does not exist,
+and every file or folder that the README's *Project map* names exists.
 
 A package docstring names a module as ````name```` (a lowercase Python identifier); the top-level
 docstring (experiments/__init__.py) names the study packages and top-level modules, each
@@ -49,6 +49,20 @@ def test_named_modules_reads_double_backticked_identifiers():
 def test_each_study_package_docstring_maps_its_modules(folder):
     """A study package's docstring names each of its modules (``__main__`` where it has one)
     and no module it does not have."""
+    named, present = named_modules(_doc(folder / "__init__.py")), package_members(folder)
+    assert named == present, (f"not named: {sorted(present - named)}",
+                              f"named, absent: {sorted(named - present)}")
+
+
+FINGERPRINT = ROOT / "bornbiased_jax" / "fingerprint"
+
+
+@pytest.mark.parametrize("folder", [FINGERPRINT, *sorted(p.parent for p in
+                                                         FINGERPRINT.glob("*/__init__.py"))],
+                         ids=lambda p: p.name)
+def test_each_fingerprint_package_docstring_maps_its_modules(folder):
+    """SeedPrint's package and each of its sub-packages (the tests, the edits, running them)
+    name, in their docstrings, every module they hold and none they lack."""
     named, present = named_modules(_doc(folder / "__init__.py")), package_members(folder)
     assert named == present, (f"not named: {sorted(present - named)}",
                               f"named, absent: {sorted(named - present)}")

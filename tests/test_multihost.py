@@ -69,7 +69,7 @@ SUM_ORDER_RTOL = B_T * 2.0**-24
 def null_features():
     """(4, n, d) features of 4 fresh initialisations on 8 Gaussian inputs: the fingerprint's
     calibrated null, built by the sweep engine (sizes given, so nothing is measured)."""
-    from bornbiased_jax.fingerprint.features import init_features
+    from bornbiased_jax.fingerprint.runner.features import init_features
     from bornbiased_jax.probes.inputs import probe_inputs
 
     cfg = dataclasses.replace(get_preset("gpt2-rope-tiny"), shared_embedding=False)

@@ -1,4 +1,4 @@
-"""The residual-basis permutation test (fingerprint/permutation.py).
+"""The residual-basis permutation test (fingerprint/tests/permutation.py).
 
   * piA, built by permuting A's weights, has A's features with permuted coordinates (token
     inputs; three architectures covering every parameter kind);
@@ -27,9 +27,9 @@ from bornbiased_jax import model
 from bornbiased_jax.config import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import permutation as P
-from bornbiased_jax.fingerprint.compare import Settings, compare
-from bornbiased_jax.fingerprint.features import init_features, model_features
+from bornbiased_jax.fingerprint.tests import permutation as P
+from bornbiased_jax.fingerprint.runner.compare import Settings, compare
+from bornbiased_jax.fingerprint.runner.features import init_features, model_features
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import LoadedModel
 
@@ -196,7 +196,7 @@ def test_refused_before_loading_when_the_models_do_not_fit(hf_folders, tmp_path,
                                                            monkeypatch):
     from bornbiased_jax import sources
     from bornbiased_jax.cli import main
-    from bornbiased_jax.fingerprint.memory_plan import param_count
+    from bornbiased_jax.fingerprint.runner.memory_plan import param_count
 
     def no_load(*a, **k):
         raise AssertionError("loaded a model although the plan refused the run")

@@ -1,4 +1,4 @@
-"""The registry of lineage tests (``fingerprint/registry.py``) is the one list every consumer
+"""The registry of lineage tests (``fingerprint/runner/registry.py``) is the one list every consumer
 reads: each registered test is a ``--test`` choice, runs through ``compare``'s dispatch on a
 prepared pair, has its p-values labelled by the tables, and is a column of the lineage
 benchmark (or the benchmark says why not) and of the rejection study where it is one. 'auto',
@@ -12,8 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from bornbiased_jax.fingerprint import registry
-from bornbiased_jax.fingerprint.result import LineageResult
+from bornbiased_jax.fingerprint.runner import registry
+from bornbiased_jax.fingerprint.tests.result import LineageResult
 
 
 def _fingerprint_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -31,7 +31,7 @@ def _test_choices() -> list[str]:
 def _context(tests):
     """A prepared pair as ``compare_many`` makes it, from synthetic features: a related
     suspect, K = 99 null initialisations, two gated-MLP layers' pre-activations."""
-    from bornbiased_jax.fingerprint.compare import Settings
+    from bornbiased_jax.fingerprint.runner.compare import Settings
 
     rng = np.random.default_rng(0)
     n, d, units = 60, 8, 16
@@ -72,7 +72,7 @@ def test_every_entry_is_well_formed():
 
 @pytest.mark.parametrize("name", registry.names())
 def test_every_test_reaches_every_consumer(name):
-    from bornbiased_jax.fingerprint import rejection, tables
+    from bornbiased_jax.fingerprint.runner import rejection, tables
     from experiments.lineage_bench import claims, metrics
 
     e = registry.entry(name)
@@ -92,7 +92,7 @@ def test_every_test_reaches_every_consumer(name):
 
 
 def test_the_studies_list_exactly_the_registered_columns():
-    from bornbiased_jax.fingerprint import rejection
+    from bornbiased_jax.fingerprint.runner import rejection
     from experiments.lineage_bench import metrics
     from experiments.seedprint import trained
 
@@ -172,7 +172,7 @@ def _dummy(**kw) -> registry.Entry:
 
 def test_a_test_without_checks_of_its_own_is_checked_by_its_needs(monkeypatch):
     from bornbiased_jax.errors import UserError
-    from bornbiased_jax.fingerprint.compare import Settings
+    from bornbiased_jax.fingerprint.runner.compare import Settings
 
     monkeypatch.setattr(registry, "ENTRIES", registry.ENTRIES + (
         _dummy(needs={registry.TOKENS, registry.RESIDUAL}),))
@@ -185,8 +185,8 @@ def test_a_test_without_checks_of_its_own_is_checked_by_its_needs(monkeypatch):
 
 def test_a_test_registered_at_runtime_runs_and_is_a_choice(monkeypatch, tmp_path):
     from bornbiased_jax.cli import build_parser
-    from bornbiased_jax.fingerprint import tables
-    from bornbiased_jax.fingerprint.compare import Settings, compare_many
+    from bornbiased_jax.fingerprint.runner import tables
+    from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
     from bornbiased_jax.sources import load_source
 
     monkeypatch.setattr(registry, "ENTRIES", registry.ENTRIES + (_dummy(),))

@@ -1,4 +1,4 @@
-"""The rotation-type renamings (``fingerprint.rotation``) and QuaRot-style int4
+"""The rotation-type renamings (``fingerprint.edits.rotation``) and QuaRot-style int4
 (``edits.quarot_int4``): each preserves the logits to float32 rounding on the LLaMA and Qwen2
 presets (with trained-like gains and biases, so that a misplaced fold or bias shows), and each
 is refused, naming why, where it cannot preserve the function."""
@@ -15,12 +15,13 @@ import pytest
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import derivatives, edits
-from bornbiased_jax.fingerprint.tree import _map
-from bornbiased_jax.fingerprint.obfuscation import permute_heads
-from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, hadamard, mix_value_heads,
-                                                 random_orthogonal, randomized_hadamard,
-                                                 rotate_residual, scale_mlp_units)
+from bornbiased_jax.fingerprint.edits import derivatives, downstream as edits
+from bornbiased_jax.fingerprint.edits.tree import _map
+from bornbiased_jax.fingerprint.edits.obfuscation import permute_heads
+from bornbiased_jax.fingerprint.edits.rotation import (flip_residual_signs, hadamard,
+                                                       mix_value_heads, random_orthogonal,
+                                                       randomized_hadamard, rotate_residual,
+                                                       scale_mlp_units)
 from bornbiased_jax.keys import seed_key
 
 # Both forwards run the same float32 arithmetic on weights that differ by the rounding of one
@@ -107,7 +108,7 @@ def test_sign_flips_keep_a_tied_model_tied(name):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_mlp_units_permuted_and_scaled_with_sign(name):
-    from bornbiased_jax.fingerprint.obfuscation import permute_mlp_hidden
+    from bornbiased_jax.fingerprint.edits.obfuscation import permute_mlp_hidden
 
     cfg = get_preset(name)
     params = _trained_like(cfg, 3)
@@ -182,7 +183,7 @@ def test_what_cannot_be_preserved_is_refused():
         mix_value_heads(model.init(normed, seed_key(0)), normed,
                         np.tile(np.eye(K), (llama.n_layers, llama.resolved_n_kv_heads, 1, 1)))
     # what a refusal protects against: a LayerNorm model rotated anyway changes its function
-    from bornbiased_jax.fingerprint import rotation
+    from bornbiased_jax.fingerprint.edits import rotation
 
     cfg_fake = dataclasses.replace(gpt2, norm="rmsnorm")
     _, moved = rotation.rotate_residual(p, cfg_fake, q, untie=True)

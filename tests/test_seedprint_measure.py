@@ -1,12 +1,12 @@
-"""Rates over many model pairs (bornbiased_jax/fingerprint/rejection.py): counts, the disjoint-pair and
-jackknife intervals on hand-made rows, and the four tests on one planted pair."""
+"""Rates over many model pairs (bornbiased_jax/fingerprint/runner/rejection.py): counts,
+the disjoint-pair and jackknife intervals on hand-made rows, and the four tests on one planted pair."""
 
 import math
 
 import numpy as np
 import pytest
 
-from bornbiased_jax.fingerprint import rejection as SM
+from bornbiased_jax.fingerprint.runner import rejection as SM
 
 
 def rows_of(M, rejected):

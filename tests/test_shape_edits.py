@@ -1,4 +1,4 @@
-"""The shape-changing derivatives (``fingerprint.shape_edits``, registered in
+"""The shape-changing derivatives (``fingerprint.edits.shape_edits``, registered in
 ``derivatives.SHAPES``): each does the shape change it says, states where every layer and
 every token id of the result came from, and keeps the function where it says so."""
 
@@ -13,9 +13,9 @@ import pytest
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import derivatives
-from bornbiased_jax.fingerprint import shape_edits as S
-from bornbiased_jax.fingerprint import vocab_edits as VE
+from bornbiased_jax.fingerprint.edits import derivatives
+from bornbiased_jax.fingerprint.edits import shape_edits as S
+from bornbiased_jax.fingerprint.edits import vocab_edits as VE
 from bornbiased_jax.keys import seed_key
 
 # As tests/test_rotation.py's bound: float32 forwards of re-arranged weights agree to a few

@@ -16,7 +16,7 @@ import pytest
 from bornbiased_jax import model
 from bornbiased_jax.cli import main
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.features import init_features
+from bornbiased_jax.fingerprint.runner.features import init_features
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.probes.outputs import feature_probe
 from bornbiased_jax.sources import load_source
@@ -362,11 +362,11 @@ def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_
     1/(K+1), while the exact permutation test sees no evidence; an unrelated initialisation
     is not called related. The continuation's step 0 is not taken for an initialisation."""
     from bornbiased_jax import hf
-    from bornbiased_jax.fingerprint import identity_dims as D
-    from bornbiased_jax.fingerprint.calibrated import aligned_spearman
-    from bornbiased_jax.fingerprint.compare import Settings, probe_set
-    from bornbiased_jax.fingerprint.features import model_features
-    from bornbiased_jax.fingerprint.obfuscation import obfuscate
+    from bornbiased_jax.fingerprint.tests import identity_dims as D
+    from bornbiased_jax.fingerprint.tests.calibrated import aligned_spearman
+    from bornbiased_jax.fingerprint.runner.compare import Settings, probe_set
+    from bornbiased_jax.fingerprint.runner.features import model_features
+    from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate
 
     run, _ = run_dir
     trained = load_source(str(run))

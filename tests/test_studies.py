@@ -428,14 +428,14 @@ def test_seedprint_power_rule():
 
 def _pair_rows(M, p_of):
     """Rows of all pairs of M models with p-values p_of(test, a, b) for every variant."""
-    from bornbiased_jax.fingerprint import rejection as SM
+    from bornbiased_jax.fingerprint.runner import rejection as SM
 
     return [{"a": a, "b": b, **{t: p_of(t, a, b) for t in SM.VARIANTS + ("paper_u",)}}
             for a, b in SM.all_pairs(M)]
 
 
 def test_seedprint_trained_rule():
-    from bornbiased_jax.fingerprint import rejection as SM
+    from bornbiased_jax.fingerprint.runner import rejection as SM
 
     def record(paper_p):
         rows = _pair_rows(8, lambda t, a, b: paper_p if t in ("paper", "official") else 0.5)
@@ -476,7 +476,7 @@ def test_seedprint_aligned_rules():
     """The aligned test's level rows say 'above its level' exactly when a rate is above alpha
     beyond its intervals, per pool; the renamed-copy rows name the tests that find every copy
     and those that do not."""
-    from bornbiased_jax.fingerprint import rejection as SM
+    from bornbiased_jax.fingerprint.runner import rejection as SM
 
     def fpr(setting, aligned_p, step=250):
         rows = _pair_rows(8, lambda t, a, b: aligned_p if t == "aligned" else 0.5)
@@ -505,7 +505,7 @@ def test_seedprint_aligned_rules():
 
 
 def test_seedprint_confound_rule():
-    from bornbiased_jax.fingerprint import rejection as SM
+    from bornbiased_jax.fingerprint.runner import rejection as SM
 
     def cell(d, p):
         rows = _pair_rows(10, lambda t, a, b: p)
@@ -879,7 +879,7 @@ def test_statistic_choice_names_the_statistics_the_numbers_favour():
 def test_aligned_block_reads_the_trained_record():
     """docs/seedprint.md's aligned block: a row per false-positive pool (base named) and per
     lineage, from the record; a record without the aligned test says it is not measured."""
-    from bornbiased_jax.fingerprint import rejection as SM
+    from bornbiased_jax.fingerprint.runner import rejection as SM
     from experiments.seedprint import docs as SD
 
     rows = _pair_rows(8, lambda t, a, b: 1e-5 if (t, a) == ("aligned", 0) else 0.5)

@@ -19,8 +19,8 @@ from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, CALIBRATED_STATISTI
                                      CALIBRATED_STATISTICS, PERMUTATION_DRAWS,
                                      PERMUTATION_STATISTIC, PERMUTATION_STATISTICS)
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import registry
-from bornbiased_jax.fingerprint.audit import expand_suspects, planned_device  # noqa: F401
+from bornbiased_jax.fingerprint.runner import registry
+from bornbiased_jax.fingerprint.runner.audit import expand_suspects, planned_device  # noqa: F401
 
 FEATURES = ["normed", "prenorm", "logits"]  # --feature's choices
 CPU = dict(n=None, seq_len=64)  # n None: compare.default_n (2,000 for small models)
@@ -179,7 +179,7 @@ def chosen_tests(choice: str, init_known: bool, gated: bool = True) -> tuple[str
 
 def run(args) -> int:
     from bornbiased_jax import distributed, files
-    from bornbiased_jax.fingerprint import audit
+    from bornbiased_jax.fingerprint.runner import audit
 
     files.check_writable(args.out, folder=True, flag="--out")  # before any work
     scale = PAPER if args.scale == "paper" else CPU
@@ -198,7 +198,7 @@ def run(args) -> int:
                    permutation_statistic=args.permutation_statistic,
                    matched_slack=args.matched_slack, matched_eps=args.matched_eps,
                    sequential=args.sequential)
-    from bornbiased_jax.fingerprint import memory_plan
+    from bornbiased_jax.fingerprint.runner import memory_plan
 
     print(a.memory.describe(), flush=True)
     memory_plan.check(a.memory)  # before anything is loaded

@@ -3,7 +3,7 @@ power (the matched test's held-out level, experiments/seedprint/claims.py).
 
 Pairs drawn from M models share models, so their rejections are not independent trials. The
 rule is a one-sided t test of H0 "the rate is at most alpha" with the delete-one-model
-jackknife standard error (``fingerprint.rejection.rate``'s): the level is *rejected* when
+jackknife standard error (``fingerprint.runner.rejection.rate``'s): the level is *rejected* when
 
     (rate - alpha) / se_jk > t_{0.95, M - 1},
 
@@ -59,7 +59,7 @@ def _design(models: int, checkpoints: int) -> tuple[np.ndarray, np.ndarray]:
 
 def jackknife(X: np.ndarray, inc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rates and delete-one-model jackknife standard errors of replicates ``X`` (R, N) of 0/1
-    outcomes on the rows of ``inc`` (as ``fingerprint.rejection.rate`` computes them)."""
+    outcomes on the rows of ``inc`` (as ``fingerprint.runner.rejection.rate`` computes them)."""
     N, M = inc.shape
     K = X.sum(1)
     loo = (K[:, None] - X @ inc) / (N - inc.sum(0))

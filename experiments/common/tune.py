@@ -5,7 +5,7 @@ AdamW run on a (N, T + 1) array of token blocks.
 One loop serves the three (``mode``): the loss is next-token cross-entropy for 'full' and
 'lora', and KL(teacher || student) over the vocabulary at every position for 'distill'; for
 'lora' only the adapters train (``optax.multi_transform`` with the base set to zero, as
-``fingerprint.edits.lora_trainable_mask`` prescribes) and the result is the merged model.
+``fingerprint.edits.downstream.lora_trainable_mask`` prescribes) and the result is the merged model.
 Batches are drawn in a fixed order from ``data_seed``, so an edit is a function of its
 arguments. The optimiser and the next-token loss are the training package's
 (``training.optimizer.make_optimizer`` with a constant rate after the warmup,
@@ -22,7 +22,7 @@ import optax
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import edits as E
+from bornbiased_jax.fingerprint.edits import downstream as E
 from bornbiased_jax.training.config import TrainConfig
 from bornbiased_jax.training.optimizer import make_optimizer
 from bornbiased_jax.training.step import loss_fn

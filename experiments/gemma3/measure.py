@@ -52,7 +52,7 @@ REFUSED = ("rotated", "quarot-int4")
 
 
 def _descendants() -> dict:
-    from bornbiased_jax.fingerprint.derivatives import DERIVATIVES
+    from bornbiased_jax.fingerprint.edits.derivatives import DERIVATIVES
 
     return {"lora": f"rank-{LORA_RANK} LoRA on every projection, {TUNE['steps']} steps of "
                     f"{TUNE['batch']} x {TUNE['seq_len']} tokens of Vim's help (lr {LORA_LR}), "
@@ -161,7 +161,7 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
 
     from bornbiased_jax import files
     from bornbiased_jax.errors import UserError
-    from bornbiased_jax.fingerprint.derivatives import DERIVATIVES, derive
+    from bornbiased_jax.fingerprint.edits.derivatives import DERIVATIVES, derive
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.hf.gguf import load_gguf, load_gguf_tokenizer
     from experiments.common.tune import tune

@@ -31,12 +31,12 @@ import numpy as np
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint import rejection as SM
-from bornbiased_jax.fingerprint import unit_matching as U
-from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T, MATCHED_SEQS, Settings
-from bornbiased_jax.fingerprint.rencontres import fisher_log_p, partial_rencontres_log_sf
-from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.runner import rejection as SM
+from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS, Settings
+from bornbiased_jax.fingerprint.tests.rencontres import fisher_log_p, partial_rencontres_log_sf
+from bornbiased_jax.fingerprint.tests.result import ALPHA
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder

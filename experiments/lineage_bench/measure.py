@@ -4,10 +4,10 @@ model's features on one shared probe set, and every test on every (base, suspect
 Positives: a base with its own suspects; negatives: a base with every other base's suspects
 (and the distilled students, which share no weights with any base, reported apart). Per pair:
 
-  * the many-pairs harness (``fingerprint.rejection.pair_p_values``): the paper's Algorithm 1,
-    the released code, the calibrated test (spearman_all), the permutation test (Spearman and
-    Pearson), and 'aligned' (the calibrated test with spearman_aligned), each with the trained
-    base as base;
+  * the many-pairs harness (``fingerprint.runner.rejection.pair_p_values``): the paper's
+    Algorithm 1, the released code, the calibrated test (spearman_all), the permutation test
+    (Spearman and Pearson), and 'aligned' (the calibrated test with spearman_aligned), each
+    with the trained base as base;
   * 'aligned_init': the aligned test with the base's *initialisation* as base, where its
     p-value is exact (the question a model's owner asks: does the suspect descend from my
     initialisation?);
@@ -36,13 +36,13 @@ import numpy as np
 from bornbiased_jax import data, files, model
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint import baselines as BL
-from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import rejection as SM
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint.any_pair import any_pair_p
-from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T, MATCHED_SEQS, null_seeds
-from bornbiased_jax.fingerprint.features import init_features, model_features
+from bornbiased_jax.fingerprint.tests import baselines as BL
+from bornbiased_jax.fingerprint.tests import calibrated as C
+from bornbiased_jax.fingerprint.runner import rejection as SM
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.tests.any_pair import any_pair_p
+from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS, null_seeds
+from bornbiased_jax.fingerprint.runner.features import init_features, model_features
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source

@@ -10,7 +10,7 @@ other bases' suspects of that edit; TPR at 1 % FPR takes its threshold from all 
 negatives pooled (the score exceeded by at most 1 % of them), so every edit is read against one
 operating point. False-positive rates carry a Clopper-Pearson interval over all negatives (as
 if independent: too narrow) and a jackknife over seeds (a seed left out removes every pair in
-which it is the base or the suspect's origin: ``fingerprint.rejection.rate``).
+which it is the base or the suspect's origin: ``fingerprint.runner.rejection.rate``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
-from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.fingerprint.tests.result import ALPHA
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 
 # The benchmark's columns of each registered test (``registry.ENTRIES``), with their labels,
@@ -90,7 +90,8 @@ def _as_pairs(rows: Sequence[dict], test: str) -> list[dict]:
 def summarise(rows: Sequence[dict], tests: Sequence[str] = TESTS + BASELINES) -> dict:
     """{test: {edit: {tpr, tp, positives, fpr: rate(...), auc, tpr_at_1pct}}, test: {...
     'weight lineage' pooled}}."""
-    from bornbiased_jax.fingerprint import rejection as SM  # JAX: not when RESULTS.md renders
+    # imports JAX: not when RESULTS.md renders
+    from bornbiased_jax.fingerprint.runner import rejection as SM
 
     weight = [r for r in rows if r["edit"] not in KNOWLEDGE_ONLY]
     out = {}

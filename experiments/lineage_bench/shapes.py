@@ -1,5 +1,5 @@
 """The lineage benchmark's shape-changed descendants: every edit of
-``fingerprint.derivatives.SHAPES`` (MLP width padded, split, pruned or masked; layers dropped,
+``fingerprint.edits.derivatives.SHAPES`` (MLP width padded, split, pruned or masked; layers dropped,
 inserted, stacked or shifted; vocabularies extended, truncated or permuted, some behind a
 rotation) applied to each base of the seed family, judged by the verdicts ``bornbiased
 fingerprint`` gives, exactly as a user runs them: every model an HF folder with its tokenizer
@@ -30,9 +30,9 @@ import jax
 import numpy as np
 
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint import derivatives as D
-from bornbiased_jax.fingerprint import vocab_edits as VE
-from bornbiased_jax.fingerprint.compare import Settings, compare_many
+from bornbiased_jax.fingerprint.edits import derivatives as D
+from bornbiased_jax.fingerprint.edits import vocab_edits as VE
+from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from experiments.common import seed_family as SF

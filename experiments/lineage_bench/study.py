@@ -28,7 +28,7 @@ def section(records: dict, outputs=None) -> str | None:
         f"(`{COMMAND} --shapes`, run on "
         f"{run_line(records, ['lineage_bench_shapes'])}). Bases: the first "
         f"{shapes['run']['settings']['bases']} seeds of the 32-seed family, each an HF folder "
-        f"with its tokenizer; every edit of fingerprint.derivatives.SHAPES applied to each "
+        f"with its tokenizer; every edit of fingerprint.edits.derivatives.SHAPES applied to each "
         f"(its tokenizer remapped where the vocabulary changed); `bornbiased fingerprint`'s "
         f"verdicts at its defaults, positives a base's own suspects, negatives every other "
         f"base's.", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",

@@ -7,7 +7,7 @@ llama2-tiny seeds trained on identical data in one program); its suspects are
   ft            a full fine-tune: ``FT_STEPS`` steps on a third corpus (Vim help)
   lora          rank-8 LoRA adapters on every projection, trained with the base frozen on the
                 same data, merged into the weights
-  int8          weight-only int8, per output channel (``fingerprint.edits``)
+  int8          weight-only int8, per output channel (``fingerprint.edits.downstream``)
   int4-g32      weight-only int4, groups of 32 input rows
   int4-g128     groups of 128
   prune-50      unstructured magnitude pruning to 50 % sparsity
@@ -15,11 +15,11 @@ llama2-tiny seeds trained on identical data in one program); its suspects are
   merge         the average of two fine-tunes of the base (ft and continued)
   task-sum      task arithmetic: base + (ft - base) + (continued - base)
   renamed       every function-preserving obfuscation at once (norm rescaling, head, MLP-unit
-                and residual-basis permutations: ``fingerprint.obfuscation.obfuscate``)
+                and residual-basis permutations: ``fingerprint.edits.obfuscation.obfuscate``)
   renamed-ft    the renamed copy fine-tuned as ``ft`` is
-  signs-units   residual sign flips and signed per-unit MLP scales (``fingerprint.rotation``)
+  signs-units   residual sign flips and signed per-unit MLP scales (``fingerprint.edits.rotation``)
   rotated       the residual stream rotated by a Haar-random orthogonal matrix, norm gains
-                folded (``fingerprint.rotation.rotate_residual``): function-preserving
+                folded (``fingerprint.edits.rotation.rotate_residual``): function-preserving
   rotated-ft    the rotated copy fine-tuned as ``ft`` is
   quarot-int4   QuaRot-style: a randomized Hadamard rotation, then int4 (groups of 32)
   distilled     a fresh initialisation (another seed) trained on the base's logits: a
@@ -37,8 +37,8 @@ import jax
 import numpy as np
 
 from bornbiased_jax import files
-from bornbiased_jax.fingerprint import edits as E
-from bornbiased_jax.fingerprint.derivatives import DERIVATIVES, derive
+from bornbiased_jax.fingerprint.edits import downstream as E
+from bornbiased_jax.fingerprint.edits.derivatives import DERIVATIVES, derive
 from experiments.lineage_bench import EDITS
 from experiments.common.tune import tune
 

@@ -37,7 +37,7 @@ import re
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNTESTABLE,
                                      Claim, table)
 
-from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.fingerprint.tests.result import ALPHA
 from experiments.real_model import EXPERIMENTS, TITLE
 from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
@@ -48,7 +48,7 @@ from experiments.common.paper_values import paper_table1_summary
 
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
-# shape-changed copies (fingerprint.derivatives.SHAPES): MLP width, depth, vocabulary
+# shape-changed copies (fingerprint.edits.derivatives.SHAPES): MLP width, depth, vocabulary
 SHAPED = ("prune-width-25", "pad-rotated", "layer-shift-rotated", "depth-upscale", "drop-layer",
           "insert-identity", "vocab-extend", "vocab-permute")
 UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")  # the first record's
@@ -222,7 +222,7 @@ def localised_claims(r: dict) -> list[Claim]:
                   f"attributed, copied layers at their origin {p['localised']:.0%}"
                   for p in shaped),
         MEASURED, f"a layer is attributed when its own p is at most alpha / L; the origins "
-                  f"are the derivatives' own (fingerprint.derivatives.SHAPES); "
+                  f"are the derivatives' own (fingerprint.edits.derivatives.SHAPES); "
                   f"{per_pair:.0f} s a pair at the command's defaults (n = "
                   f"{run['settings']['n']}, T = {run['settings']['seq_len']})")]
 

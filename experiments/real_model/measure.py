@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bornbiased_jax.fingerprint.derivatives import DERIVATIVES
+from bornbiased_jax.fingerprint.edits.derivatives import DERIVATIVES
 # sha256: also the command line's (__main__)
 from experiments.common.pretrained import (inputs_read, run_cli, scrubbed, sha256,  # noqa: F401
                                            shown)
@@ -57,14 +57,14 @@ TUNE = dict(steps=30, batch=8, seq_len=64, corpus_mb=2.0, data_seed=0)
 FULL_STEPS = TUNE["steps"]
 FULL_LR, LORA_LR, LORA_RANK, SCRATCH_LR, SCRATCH_SEED = 5e-5, 1e-3, 8, 1e-3, 3
 # name -> what it is (the weight-derived descendants of the base): two trained here, the rest
-# one-model derivatives registered in ``fingerprint.derivatives``.
+# one-model derivatives registered in ``fingerprint.edits.derivatives``.
 TRAINED = {
     "lora": f"rank-{LORA_RANK} LoRA on every projection, {TUNE['steps']} steps on Vim's help "
             f"(lr {LORA_LR}), merged",
     "full-ft": f"full fine-tune, {FULL_STEPS} steps on Vim's help (lr {FULL_LR})",
 }
 DERIVED = ("int8", "int4-g32", "prune-50", "renamed", "signs-units", "rotated", "quarot-int4",
-           # shape-changing (fingerprint.derivatives.SHAPES): widths, depths, vocabularies
+           # shape-changing (fingerprint.edits.derivatives.SHAPES): widths, depths, vocabularies
            "prune-width-25", "pad-rotated", "layer-shift-rotated", "depth-upscale",
            "drop-layer", "insert-identity", "vocab-extend", "vocab-permute")
 DESCENDANTS = {**TRAINED, **{name: DERIVATIVES[name].what for name in DERIVED}}
@@ -144,7 +144,7 @@ def build_suspects(model: Path, folder: Path = SUSPECTS, log=print) -> dict:
     import jax
 
     from bornbiased_jax import files
-    from bornbiased_jax.fingerprint.derivatives import derive
+    from bornbiased_jax.fingerprint.edits.derivatives import derive
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.hf.gguf import load_gguf, load_gguf_tokenizer
     from bornbiased_jax import model as decoder
@@ -190,7 +190,7 @@ def _write_tokenizer(model: Path, folder: Path, derivative, key) -> None:
     ids where the suspect's vocabulary was edited), so the lineage tests align the two
     vocabularies by token string."""
     from bornbiased_jax import files
-    from bornbiased_jax.fingerprint import vocab_edits
+    from bornbiased_jax.fingerprint.edits import vocab_edits
     from bornbiased_jax.hf.gguf import load_gguf_tokenizer, check_gguf
 
     tok = load_gguf_tokenizer(model)
@@ -240,7 +240,7 @@ def localised(model: Path, pair_folder: Path, name: str) -> dict:
     the SUSPECT layers attributed to a BASE layer and, for a shape-changed derivative whose
     layers' origins are known (``derivatives.SHAPES``), the share of its copied layers
     attributed to their origin; {} where the matched test did not run."""
-    from bornbiased_jax.fingerprint.derivatives import SHAPES
+    from bornbiased_jax.fingerprint.edits.derivatives import SHAPES
     from bornbiased_jax.hf.gguf import check_gguf
 
     f = pair_folder / "fingerprint.json"

@@ -13,7 +13,7 @@ LLaMA-style blocks (RMSNorm, SwiGLU d_ff = 8d/3, RoPE, head_dim 64 or 4 heads at
 Every model sees the same inputs (T tokens each, small on a CPU; the paper scale uses the
 paper's T = 1024 and more models, for a GPU). M models per cell give M(M-1)/2 pairs; the rates
 carry Clopper-Pearson, disjoint-pair and jackknife intervals
-(:mod:`bornbiased_jax.fingerprint.rejection`). ``python -m experiments.seedprint_confound``
+(:mod:`bornbiased_jax.fingerprint.runner.rejection`). ``python -m experiments.seedprint_confound``
 runs it, cell by cell (features cached, so an interrupted sweep resumes where it stopped).
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 from bornbiased_jax import plots
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint import rejection as SM
+from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.seedprint.pools import paper_and_official, pool
 
 CPU = dict(widths=[128, 256, 512, 768], depths=[4, 12], inits=["gpt2", "hf"], n=[500, 2000],

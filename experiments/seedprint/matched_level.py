@@ -1,6 +1,6 @@
 """The matched test's level and power on the 32-seed family (beyond the paper).
 
-The matched test (``bornbiased_jax.fingerprint.matched``) is exact when one model is an
+The matched test (``bornbiased_jax.fingerprint.tests.matched``) is exact when one model is an
 initialisation; for two trained models its p-value rests on an assumption: independent models
 share at most eps F doubly-matched MLP units per layer (eps = 0 by default). Here that
 assumption is measured where the hardest negatives this project can make live: 32 llama2-tiny
@@ -19,14 +19,14 @@ forward pass:
   measured  the 496 trained pairs at every checkpoint and the 248 pairs (final model of seed j,
             continuation of seed k != j): rejection rates at alpha = 0.01 and at alpha / 2 = 0.005
             (the matched leg of the any-pair verdict), with the intervals of
-            ``fingerprint.rejection.rate``;
+            ``fingerprint.runner.rejection.rate``;
   fitted    if eps = 0 rejects unrelated trained pairs, the smallest slack u that brings the
             rate of the trained pairs among seeds 0-15 to a or below at a = alpha and at
             a = alpha / 2, and the rates at that u on the pairs among seeds 16-31 only (held
-            out); ``fingerprint.matched.TRAINED_EPS`` is u / F;
+            out); ``fingerprint.tests.matched.TRAINED_EPS`` is u / F;
   power     each initialisation against its own checkpoints, each final model against its
             continuation, and their renamed, rotated and QuaRot-style int4 copies
-            (``fingerprint.derivatives``), at eps = 0 and at the fitted slack.
+            (``fingerprint.edits.derivatives``), at eps = 0 and at the fitted slack.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ import numpy as np
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint import rejection as SM
-from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T, MATCHED_SEQS
-from bornbiased_jax.fingerprint.derivatives import derive
-from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.runner import rejection as SM
+from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS
+from bornbiased_jax.fingerprint.edits.derivatives import derive
+from bornbiased_jax.fingerprint.tests.result import ALPHA
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
@@ -70,7 +70,7 @@ def _rows(pairs: list[tuple[int, int, list[int]]], F: int, slack: int) -> list[d
 
 
 def rates(pairs, F: int, slack: int = 0) -> dict:
-    """{alpha: fingerprint.rejection.rate} of the pairs' matched p-values at ``slack``."""
+    """{alpha: fingerprint.runner.rejection.rate} of the pairs' matched p-values at ``slack``."""
     rows = _rows(pairs, F, slack)
     return {str(a): SM.rate(rows, "matched", a) for a in ALPHAS}
 

@@ -3,7 +3,7 @@ the width/depth confound): the CPU-scale model shapes, a pool's features on one 
 set, the paper's and the released test over many pairs (one bank of Gaussian-null draws), the
 calibrated test over every pair of a pool (leave-two-out null) or against a disjoint null, and
 a false-positive rate with its exact interval. Pools of *trained* models, whose pairs share
-models, are :mod:`bornbiased_jax.fingerprint.rejection`'s."""
+models, are :mod:`bornbiased_jax.fingerprint.runner.rejection`'s."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ import numpy as np
 
 from bornbiased_jax import files
 from bornbiased_jax.presets import get_preset
-from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import identity_dims as D
-from bornbiased_jax.fingerprint.algorithm1 import null_taus, paper_test
-from bornbiased_jax.fingerprint.features import init_features
-from bornbiased_jax.fingerprint.official import official_test
+from bornbiased_jax.fingerprint.tests import calibrated as C
+from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.tests.algorithm1 import null_taus, paper_test
+from bornbiased_jax.fingerprint.runner.features import init_features
+from bornbiased_jax.fingerprint.tests.official import official_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
-from bornbiased_jax.fingerprint.rejection import all_pairs
+from bornbiased_jax.fingerprint.runner.rejection import all_pairs
 
-from bornbiased_jax.fingerprint.result import ALPHA
+from bornbiased_jax.fingerprint.tests.result import ALPHA
 
 
 def cpu_model(scaled: bool, shared_embedding: bool = False):
@@ -76,7 +76,7 @@ def pool(cfg, seeds, kind: str, n: int, T: int, probe_seed: int = 0, cache: Path
 def false_positive_rate(ps, alpha: float = ALPHA) -> dict:
     """False-positive rate of p-values at alpha, with its 95 % Clopper-Pearson interval, and
     whether alpha lies inside the interval (the pairs counted as independent trials; for
-    pairs that share models see ``fingerprint.rejection.rate``)."""
+    pairs that share models see ``fingerprint.runner.rejection.rate``)."""
     ps = np.asarray(ps)
     k, N = int((ps <= alpha).sum()), int(ps.size)
     lo, hi = clopper_pearson(k, N)

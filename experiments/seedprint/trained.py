@@ -8,12 +8,12 @@ on a shifted corpus, checkpoints every 100).
     (step 0 = the 32 initialisations, token inputs), and final model vs another seed's
     continuation; rates at alpha = 0.01 and 0.05 with three intervals (all pairs as if
     independent, 16 disjoint pairs, jackknife over models:
-    :mod:`bornbiased_jax.fingerprint.rejection`);
+    :mod:`bornbiased_jax.fingerprint.runner.rejection`);
   * power on true lineages: each initialisation vs its own checkpoints (Tables 4b), and each
     final model vs its continuation on the shifted corpus (Table 5's setting), with the
     relative parameter distance travelled;
   * beyond the paper, the copies a thief renames: seeds 0-7's final models and continuations
-    with every function-preserving obfuscation applied (``fingerprint.obfuscation.obfuscate``:
+    with every function-preserving obfuscation applied (``fingerprint.edits.obfuscation.obfuscate``:
     norm rescaling, head, MLP-unit and residual-basis permutations), each against its
     initialisation and its final model; and the 'aligned' test (the calibrated test with
     'spearman_aligned', robust to renaming) from each initialisation against every other
@@ -38,20 +38,20 @@ from scipy import stats
 from bornbiased_jax import files, plots
 from bornbiased_jax.files import progress
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.compare import null_seeds
-from bornbiased_jax.fingerprint.features import init_features, model_features
-from bornbiased_jax.fingerprint.obfuscation import obfuscate
+from bornbiased_jax.fingerprint.runner.compare import null_seeds
+from bornbiased_jax.fingerprint.runner.features import init_features, model_features
+from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
-from bornbiased_jax.fingerprint import rejection as SM
+from bornbiased_jax.fingerprint.runner import rejection as SM
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.checkpoints import run_steps
-from bornbiased_jax.fingerprint import registry
+from bornbiased_jax.fingerprint.runner import registry
 from experiments.common import seed_family as SF
 
 # The four tests whose rates along training the study's figure draws (the paper's two, the
 # calibrated and the permutation test), and the variants its records hold, in their order
-# (``fingerprint.rejection``; a variant registered since, after them).
+# (``fingerprint.runner.rejection``; a variant registered since, after them).
 TESTS = ("paper", "official", "calibrated", "permutation")
 VARIANTS = registry.rejection_variants(first=TESTS + ("permutation_pearson", "aligned"))
 

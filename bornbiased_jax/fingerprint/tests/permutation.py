@@ -60,8 +60,8 @@ from bornbiased_jax.defaults import PERMUTATION_DRAWS as DEFAULT_PERMUTATIONS
 from bornbiased_jax.defaults import PERMUTATION_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import PERMUTATION_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import identity_dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha
 from bornbiased_jax.schema import residual_axis
 
 RESIDUAL_OUTPUTS = ("normed", "prenorm")

@@ -49,8 +49,8 @@ import numpy as np
 from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.obfuscation import norm_names, rescale_norms
-from bornbiased_jax.fingerprint.tree import _layer, _map
+from bornbiased_jax.fingerprint.edits.obfuscation import norm_names, rescale_norms
+from bornbiased_jax.fingerprint.edits.tree import _layer, _map
 from bornbiased_jax.schema import residual_axis
 
 def check_rotatable(cfg: ModelConfig, what: str) -> None:

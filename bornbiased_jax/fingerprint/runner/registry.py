@@ -65,7 +65,7 @@ class Entry:
     null_label: what its figure panel calls its null ('fresh inits'): a histogram of
       ``LineageResult.null`` against its statistic; '' for a panel of per-dimension Kendall
       taus.
-    rejection: the rejection study's variants of it (``fingerprint.rejection.VARIANTS``).
+    rejection: the rejection study's variants of it (``fingerprint.runner.rejection.VARIANTS``).
     verdict: its rank in the verdict line's order (0 first: :func:`verdict_order`), or None.
     localises: its result holds per-layer rows (the matched tests): the tables' localised
       table and the verdict's summary of what descends from where.
@@ -165,7 +165,7 @@ class Context:
     screen_A: Any = None  # BASE's layer screen (unit_matching.screen_views), computed once
 
 
-_FG = "bornbiased_jax.fingerprint"
+_FG = "bornbiased_jax.fingerprint.tests"
 _EXACT = {"exact": "exact", "gaussian_tail": "Gaussian tail"}
 
 # In the order of a comparison's results.

@@ -32,8 +32,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.fingerprint import identity_dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, clip_p
+from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha, clip_p
 from bornbiased_jax.stats import kendall_null_sd
 
 TRIALS = 10

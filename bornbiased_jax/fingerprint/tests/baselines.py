@@ -285,7 +285,7 @@ def text_windows(docs: Sequence[str], tokenizer, n: int, seq_len: int) -> np.nda
 def reef_features(m, windows_NT: np.ndarray, *, progress: bool = False) -> np.ndarray:
     """(N, d) last-token hidden states after the final norm of loaded model ``m`` on the
     windows (the SeedPrint feature probe run on text)."""
-    from bornbiased_jax.fingerprint.features import model_features
+    from bornbiased_jax.fingerprint.runner.features import model_features
 
     return model_features(m, np.asarray(windows_NT, np.int32), "normed", progress=progress)
 

@@ -17,7 +17,7 @@ class LineageResult:
     """One test of H0 "the suspect does not descend from the base's initialisation".
 
     Attributes:
-      test: the name of a registered test (``fingerprint.registry``), or 'any_pair'.
+      test: the name of a registered test (``fingerprint.runner.registry``), or 'any_pair'.
       p_values: named p-values; the first is the test's primary one. Every p is a number in
         [0, 1]: a test that cannot be run (e.g. no identity dimensions) reports p = 1 and says
         why in ``note``.

@@ -19,15 +19,15 @@ from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, FINGERPRINT_FORWARD
                                      FINGERPRINT_N_MAX, FINGERPRINT_N_MIN, MATCHED_MAX_T,
                                      MATCHED_SEQS, SEED_LIMIT)
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint import identity_dims as D
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint import permutation as P
-from bornbiased_jax.fingerprint import registry
-from bornbiased_jax.fingerprint import unit_matching as U
-from bornbiased_jax.fingerprint import vocab as V
-from bornbiased_jax.fingerprint.features import init_features, model_features
-from bornbiased_jax.fingerprint.result import ALPHA, check_alpha, check_int
+from bornbiased_jax.fingerprint.tests import calibrated as C
+from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.tests import permutation as P
+from bornbiased_jax.fingerprint.runner import registry
+from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.runner import vocab as V
+from bornbiased_jax.fingerprint.runner.features import init_features, model_features
+from bornbiased_jax.fingerprint.tests.result import ALPHA, check_alpha, check_int
 from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel

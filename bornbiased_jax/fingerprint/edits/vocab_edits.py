@@ -17,7 +17,7 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.shape_edits import _as_jax, _np, _rng
+from bornbiased_jax.fingerprint.edits.shape_edits import _as_jax, _np, _rng
 
 
 def _rows(params: dict, cfg: ModelConfig, index: np.ndarray, new=None) -> tuple[ModelConfig,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bornbiased_jax.fingerprint.result import LineageResult
+from bornbiased_jax.fingerprint.tests.result import LineageResult
 
 
 def any_pair_p(p_permutation: float, p_matched: float) -> tuple[float, str]:

@@ -9,8 +9,8 @@ import numpy as np
 
 from bornbiased_jax import plots
 from bornbiased_jax.stats import kendall_null_sd
-from bornbiased_jax.fingerprint import registry
-from bornbiased_jax.fingerprint.result import LineageResult
+from bornbiased_jax.fingerprint.runner import registry
+from bornbiased_jax.fingerprint.tests.result import LineageResult
 from bornbiased_jax.stats import fmt_p
 
 def p_labels() -> dict[str, str]:

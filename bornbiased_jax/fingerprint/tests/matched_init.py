@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from bornbiased_jax.fingerprint import matched as M
-from bornbiased_jax.fingerprint.result import LineageResult
+from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.tests.result import LineageResult
 
 
 def from_context(ctx) -> LineageResult:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import registry
+from bornbiased_jax.fingerprint.runner import registry
 
 # for a choice of --test that may run a test needing BASE's initialisation, when it is unknown
 UNKNOWN = ("the initialisation of {base} is not known (it is, or was continued from, an HF "
@@ -171,7 +171,7 @@ class Audit:
         import jax.numpy as jnp
 
         from bornbiased_jax import sources
-        from bornbiased_jax.fingerprint.compare import compare_many
+        from bornbiased_jax.fingerprint.runner.compare import compare_many
 
         dtype = jnp.bfloat16 if self.dtype == "bfloat16" else jnp.float32
         base_src, suspect_srcs, init_src = self.sources
@@ -193,7 +193,7 @@ class Audit:
         (fingerprint.json, .md and .png), 'text' (what the command prints) and 'row' (its
         line of the summary)."""
         from bornbiased_jax import files
-        from bornbiased_jax.fingerprint import tables
+        from bornbiased_jax.fingerprint.runner import tables
 
         s, results, label, base = self.settings, out["results"], out["suspect"], out["base"]
         several = len(self.suspects) > 1
@@ -233,7 +233,7 @@ class Audit:
 
     def summary_files(self, base: str, rows: list[dict]) -> dict:
         """summary.json and summary.md of several suspects' :meth:`pair_report` rows."""
-        from bornbiased_jax.fingerprint import tables
+        from bornbiased_jax.fingerprint.runner import tables
 
         wall = time.time() - self.t0
         return {"summary.json": {"base": base, "settings": dataclasses.asdict(self.settings),
@@ -252,8 +252,8 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     fields), the suspects (:func:`expand_suspects`, each checked against BASE), the memory
     plan (``memory_plan.make_plan`` for the device of :func:`planned_device`) and the notes
     saying why a recommended test cannot run."""
-    from bornbiased_jax.fingerprint import memory_plan
-    from bornbiased_jax.fingerprint.compare import Settings, check_pair
+    from bornbiased_jax.fingerprint.runner import memory_plan
+    from bornbiased_jax.fingerprint.runner.compare import Settings, check_pair
     from bornbiased_jax.sources import check_source, parse_source, source_config
 
     base_src = parse_source(base)  # each source parsed once, here
@@ -272,7 +272,7 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
 
     suspect_srcs = [of_suspect(parse_source, spec) for spec in suspects]
     if settings.get("n", 0) is None:  # the default: by the models' forward cost
-        from bornbiased_jax.fingerprint.compare import default_n
+        from bornbiased_jax.fingerprint.runner.compare import default_n
 
         cfgs = [of_suspect(source_config, src.spec, src) for src in suspect_srcs]
         settings["n"] = default_n(base_cfg, cfgs, settings.get("seq_len") or Settings().seq_len)
@@ -294,7 +294,7 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
             raise UserError(f"BASE's initialisation {init.spec!r} (the {init_tests[0]} "
                             f"test's): {e}") from None
     configs = []
-    from bornbiased_jax.fingerprint import vocab
+    from bornbiased_jax.fingerprint.runner import vocab
 
     base_strings = (vocab.source_strings(base_src, base_cfg.vocab_size) if s.input == "tokens"
                     else None)
@@ -310,8 +310,8 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     reads_init = bool(init_tests) and (init.spec != base or dtype != "float32")
     if reads_init and init_src is None:
         init_src = base_src
-    from bornbiased_jax.fingerprint.compare import MATCHED_MAX_T
-    from bornbiased_jax.fingerprint.matched import DROP
+    from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T
+    from bornbiased_jax.fingerprint.tests.matched import DROP
 
     matched_models = (2 + ("matched_init" in tests and init.spec != base)
                       if registry.GATED in needs else 0)

@@ -14,8 +14,8 @@ import math
 
 from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import calibrated as C
-from bornbiased_jax.fingerprint.result import LineageResult
+from bornbiased_jax.fingerprint.tests import calibrated as C
+from bornbiased_jax.fingerprint.tests.result import LineageResult
 
 
 def check_settings(s) -> None:

@@ -4,7 +4,7 @@ consumer that builds suspects (the lineage benchmark, the real-model study, test
 
     cfg2, params2 = derive("quarot-int4", params, cfg, key)
 
-Adding such an edit is its function (in :mod:`.edits`, :mod:`.obfuscation` or
+Adding such an edit is its function (in :mod:`.downstream`, :mod:`.obfuscation` or
 :mod:`.rotation`) and one entry in :data:`DERIVATIVES`. Edits that train (fine-tunes, LoRA,
 distillation) or combine models (merges) take data or other models and are built by the studies
 that own them.
@@ -20,12 +20,12 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import edits as E
-from bornbiased_jax.fingerprint import shape_edits as S
-from bornbiased_jax.fingerprint import vocab_edits as VE
-from bornbiased_jax.fingerprint.obfuscation import obfuscate, permute_mlp_hidden
-from bornbiased_jax.fingerprint.rotation import (flip_residual_signs, random_orthogonal,
-                                                 rotate_residual, scale_mlp_units)
+from bornbiased_jax.fingerprint.edits import downstream as E
+from bornbiased_jax.fingerprint.edits import shape_edits as S
+from bornbiased_jax.fingerprint.edits import vocab_edits as VE
+from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate, permute_mlp_hidden
+from bornbiased_jax.fingerprint.edits.rotation import (flip_residual_signs, random_orthogonal,
+                                                       rotate_residual, scale_mlp_units)
 
 Apply = Callable[[dict, ModelConfig, jax.Array], tuple[ModelConfig, dict]]
 
@@ -80,7 +80,7 @@ DERIVATIVES: dict[str, Derivative] = {
     "prune-2:4": Derivative("2:4 structured magnitude pruning", _same_cfg(E.prune_2_4), False),
     "renamed": Derivative(
         "every permutation-type renaming at once (norm gains, heads, MLP units, residual "
-        "basis: fingerprint.obfuscation.obfuscate)",
+        "basis: fingerprint.edits.obfuscation.obfuscate)",
         lambda p, cfg, key: (cfg, obfuscate(p, cfg, key)), True),
     "signs-units": Derivative(
         "residual sign flips and signed per-unit SwiGLU scales (rotation module)",
@@ -106,7 +106,7 @@ def _rotate_after(edit: Apply) -> Apply:
     return apply
 
 
-# The shape-changing edits (fingerprint.shape_edits): sizes relative to the model's own, so
+# The shape-changing edits (fingerprint.edits.shape_edits): sizes relative to the model's own, so
 # that one entry serves every model; which layer and which id each part of the result copies
 # is stated (``layers``, ``vocab``), for the localised verdict's score.
 SHAPES: dict[str, Derivative] = {

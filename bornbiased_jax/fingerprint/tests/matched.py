@@ -60,10 +60,11 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import unit_matching as U
-from bornbiased_jax.fingerprint.features import features_of
-from bornbiased_jax.fingerprint.rencontres import fisher_log_p, rencontres_log_sf  # noqa: F401
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha, check_int
+from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.runner.features import features_of
+from bornbiased_jax.fingerprint.tests.rencontres import (fisher_log_p,  # noqa: F401
+                                                         rencontres_log_sf)
+from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha, check_int
 from bornbiased_jax.probes.mlp_views import mlp_views_probe
 from bornbiased_jax.sweep import run_probe
 

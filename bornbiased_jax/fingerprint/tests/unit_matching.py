@@ -73,8 +73,9 @@ import numpy as np
 from scipy import special
 
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.rencontres import (fisher_log_p, partial_log_pmf,
-                                                   partial_rencontres_log_sf, randomised_log_sf)
+from bornbiased_jax.fingerprint.tests.rencontres import (fisher_log_p, partial_log_pmf,
+                                                         partial_rencontres_log_sf,
+                                                         randomised_log_sf)
 
 SCREEN_ROWS = 512  # rows of the views that the layer screen reads
 SCREEN_UNITS = 256  # BASE units per layer the screen reads (each against every SUSPECT unit)
@@ -84,7 +85,7 @@ MIN_ROWS = 32  # rows of MLP views below which correlations tie and the test is 
 DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's 90th-percentile sd is dead
 
 
-# the null's law: fingerprint.rencontres (partial_log_pmf, partial_rencontres_log_sf)
+# the null's law: fingerprint.tests.rencontres (partial_log_pmf, partial_rencontres_log_sf)
 _log_pmf = partial_log_pmf
 
 

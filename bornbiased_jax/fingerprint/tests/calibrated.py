@@ -63,8 +63,8 @@ from scipy import stats
 from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint import identity_dims as D
-from bornbiased_jax.fingerprint.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha
 
 
 def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
@@ -98,7 +98,7 @@ def aligned_spearman(A: D.RankedFeatures, B: D.RankedFeatures
 
     It does not change when B's dimensions are permuted, or multiplied by any non-zero
     numbers (a negative one reverses the ranks and flips rho's sign): the edits that keep a
-    model's function while renaming its residual basis (``fingerprint.obfuscation``) leave it
+    model's function while renaming its residual basis (``fingerprint.edits.obfuscation``) leave it
     as it is, where the per-dimension statistics compare dimension j with dimension j."""
     from scipy.optimize import linear_sum_assignment
 

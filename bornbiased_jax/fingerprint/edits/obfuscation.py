@@ -1,6 +1,6 @@
 """Function-preserving obfuscations: re-parametrisations that leave a model's logits unchanged
 (to float32 rounding) while moving every weight, the cheap way to hide a copy from a lineage
-test that compares coordinate j with coordinate j. Like :mod:`.edits`, each acts on a plain
+test that compares coordinate j with coordinate j. Like :mod:`.downstream`, each acts on a plain
 parameter dict and returns a new one.
 
   :func:`permute_mlp_hidden`, :func:`permute_heads`, :func:`rescale_norms` (with
@@ -31,8 +31,8 @@ import numpy as np
 from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tree import _layer, _map
-from bornbiased_jax.fingerprint.permutation import permute_residual
+from bornbiased_jax.fingerprint.edits.tree import _layer, _map
+from bornbiased_jax.fingerprint.tests.permutation import permute_residual
 from bornbiased_jax.keys import fold_in_name
 
 

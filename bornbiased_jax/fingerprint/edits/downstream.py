@@ -37,7 +37,7 @@ per-array ``qwix.quantize`` takes the scale max|w| / (qmax + 0.5), not the max|w
 error bound s / 2 the tests check; and its model-level path (``quantize_model``) intercepts
 Flax module calls instead of rewriting a parameter dict.
 
-The function-preserving obfuscations are :mod:`bornbiased_jax.fingerprint.obfuscation`'s.
+The function-preserving obfuscations are :mod:`bornbiased_jax.fingerprint.edits.obfuscation`'s.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.rotation import (check_rotatable, randomized_hadamard,
-                                                 rotate_residual)
-from bornbiased_jax.fingerprint.tree import Path, _leaves, _map
+from bornbiased_jax.fingerprint.edits.rotation import (check_rotatable, randomized_hadamard,
+                                                       rotate_residual)
+from bornbiased_jax.fingerprint.edits.tree import Path, _leaves, _map
 from bornbiased_jax.schema import parameter_role  # noqa: F401  (part of this API)
 from bornbiased_jax.keys import fold_in_name
 

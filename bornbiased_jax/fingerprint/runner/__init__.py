@@ -1,0 +1,19 @@
+"""Running the lineage tests on model sources (``bornbiased fingerprint`` and the studies):
+
+  ``registry``      the one list of tests and verdicts (what a test needs, how it runs, its
+                    level, when ``--test auto`` runs it, its place in the verdict), read by
+                    every consumer below and by the command line's help;
+  ``audit``         from the sources alone, what ``bornbiased fingerprint`` runs (the tests,
+                    BASE's initialisation, the settings), and its report;
+  ``memory_plan``   from the configs alone, whether both models fit on the device, and the work;
+  ``compare``       the chosen tests on two model sources: one forward pass per model, the
+                    features and the matched test's views, the verdict;
+  ``features``      the feature matrices F of fresh initialisations (the sweep engine) and of
+                    loaded models;
+  ``vocab``         vocabularies aligned by token string: the inputs two models of different
+                    vocabularies read;
+  ``tables``        a comparison's tables and figure;
+  ``rejection``     the tests over many model pairs: rejection rates with intervals.
+
+Kept light: importing ``registry`` imports neither JAX nor SciPy.
+"""
