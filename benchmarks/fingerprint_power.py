@@ -7,7 +7,7 @@ noise, s = 0.5, 1 and 2: beyond a long fine-tune) and one unrelated model, all i
 Prints, per suspect and setting, log10 p of each leg and of the any-pair verdict (the
 command's default when BASE's initialisation is unknown); ``--save FILE`` writes the table as
 Markdown with the command and the machine. The command's defaults are n from its forward
-budget (37 for a SmolLM2-135M pair) and 16 sequences for the matched leg.
+budget (37 for a SmolLM2-135M pair) and ``defaults.MATCHED_SEQS`` sequences for the matched leg.
 
     python benchmarks/fingerprint_power.py --base "$(bash tests/fixtures/fetch_smollm2.sh)" \\
         --unrelated preset:smollm2-135m@1 --save benchmarks/results/fingerprint_power_cpu.md
@@ -58,6 +58,7 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--save", type=Path)
     args = ap.parse_args()
+    from bornbiased_jax.defaults import MATCHED_SEQS
     from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
     from bornbiased_jax.sources import load_source
 
@@ -67,7 +68,7 @@ def main() -> None:
     suspects = {f"noise {s:g}": (lambda s=s: noisy(base, s, 1)) for s in NOISE}
     suspects["unrelated"] = lambda: load_source(args.unrelated, shared_embedding=False)
     rows = []
-    grid = ([("n", n, dict(n=n, matched_seqs=min(16, n))) for n in NS]
+    grid = ([("n", n, dict(n=n, matched_seqs=min(MATCHED_SEQS, n))) for n in NS]
             + [("matched seqs", k, dict(n=max(NS[0], k), matched_seqs=k)) for k in SEQS])
     for what, value, kw in grid:
         s = Settings(tests=("permutation", "matched"), seq_len=args.seq_len, **kw)
@@ -86,7 +87,7 @@ def main() -> None:
                  f"{wall:.0f} s. BASE `{Path(args.base).name}` (initialisation unknown); "
                  f"suspects: BASE with every weight moved by s x its own std of Gaussian noise, "
                  f"and `{args.unrelated}`. T = {args.seq_len}. 'n' rows: the permutation leg's "
-                 f"n sequences (the matched leg reads min(16, n)); 'matched seqs' rows: the "
+                 f"n sequences (the matched leg reads min({MATCHED_SEQS}, n)); 'matched seqs' rows: the "
                  f"matched leg's sequences (60 rows each). log10 p; related at alpha = 0.01.",
                  "", "| setting | value | suspect | permutation | matched | any-pair | related |",
                  "|---|---:|---|---:|---:|---:|---|"]

@@ -55,7 +55,7 @@ MATCHED_TRAINED_SLACK = 4
 # position MATCHED_MAX_T (its pre-activations of BASE are kept: rows x F x 2L values; the pass
 # that captures them runs the whole attention matrix, T^2 memory per head, so longer sequences
 # are cut for it); its measured level (experiments/lineage_level.py) is for these rows.
-MATCHED_SEQS, MATCHED_MAX_T = 16, 68
+MATCHED_SEQS, MATCHED_MAX_T = 8, 68
 # The matched test's statistic, as a record names it: records of lineage studies written since
 # it replaced the earlier one (a Hungarian assignment of layer l against layer l, the slack a
 # share of the width) carry this string, and their rows read its absence as the earlier one.

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from bornbiased_jax.defaults import MATCHED_SEQS
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
@@ -394,8 +395,9 @@ def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
 
 
 def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_decides(tmp_path):
-    """The matched leg runs first on its 16 sequences: where it decides alone (2 p <= alpha)
-    the permutation leg stops there (n = 16, said in its note) and the verdict's p is
+    """The matched leg runs first on its MATCHED_SEQS sequences: where it decides alone
+    (2 p <= alpha) the permutation leg stops there (n = MATCHED_SEQS, said in its note) and
+    the verdict's p is
     2 p_matched; where it does not, the permutation leg reads all n inputs and every p equals
     the full run's (--no-sequential). The verdict is the full run's either way."""
     import dataclasses
@@ -419,11 +421,12 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
         assert res["matched"].p == ref_res["matched"].p
         assert ref_res["permutation"].n == 64 and "stopped_at" not in ref_res["any_pair"].details
         if related:
-            assert res["permutation"].n == out["n"] == 16
-            assert res["permutation"].details["stopped_at"] == 16
-            assert "stopped at the first 16 inputs" in res["permutation"].note
+            k = MATCHED_SEQS
+            assert res["permutation"].n == out["n"] == k
+            assert res["permutation"].details["stopped_at"] == k
+            assert f"stopped at the first {k} inputs" in res["permutation"].note
             assert res["any_pair"].p == min(1.0, 2 * res["matched"].p)
-            assert res["any_pair"].details == {**res["any_pair"].details, "stopped_at": 16,
+            assert res["any_pair"].details == {**res["any_pair"].details, "stopped_at": k,
                                                "decided_by": "matched"}
         else:
             assert res["permutation"].n == out["n"] == 64
@@ -602,11 +605,11 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
     assert f"{64 * 2 * R * 11008**2 / 1e12:.3g} TFLOP" in text and "best partner" in text
     # the command's own plan: the matched leg's rows from its settings (the first
-    # MATCHED_SEQS = 16 of the n = 40 sequences); BASE is its own initialisation here, so two
+    # MATCHED_SEQS of the n = 40 sequences); BASE is its own initialisation here, so two
     # models' pre-activations are kept
     a = audit.plan("preset:llama2-tiny@0", ["preset:llama2-tiny@1"], n=40, seq_len=16)
     assert a.tests == ("permutation", "matched_init")
-    assert a.memory.matched_host_bytes == 2 * 16 * (16 - M.DROP) * 176 * 2 * 2 * 4  # 16 seqs
+    assert a.memory.matched_host_bytes == 2 * MATCHED_SEQS * (16 - M.DROP) * 176 * 2 * 2 * 4
     assert "176 units per layer matched as reciprocal best partners" in a.memory.describe()
 
 

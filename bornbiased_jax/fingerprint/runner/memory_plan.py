@@ -4,7 +4,7 @@ The Table 6 setting compares two 7B checkpoints (e.g. LLaMA-2-7B and a fine-tune
 holds both models' parameters on the device at once, then runs each on the probe inputs in
 batches (``sweep.run_probe`` sizes the batches to the memory budget; where the matched test
 reads sequences of at most 68 tokens, one pass gives both the features and the MLP views: the
-views probe on the first 16 sequences, the feature probe on the rest). From the configs alone
+views probe on the first ``defaults.MATCHED_SEQS`` sequences, the feature probe on the rest). From the configs alone
 (``sources.source_config`` reads a preset, a run's run.json or an HF config.json, no weights):
 
   weights      = (P_base + P_suspect) x bytes per parameter (2 in bfloat16, 4 in float32),

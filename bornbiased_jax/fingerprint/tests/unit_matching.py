@@ -78,7 +78,7 @@ from bornbiased_jax.fingerprint.tests.rencontres import (fisher_log_p, partial_l
                                                          randomised_log_sf)
 
 SCREEN_ROWS = 512  # rows of the views that the layer screen reads
-SCREEN_UNITS = 256  # BASE units per layer the screen reads (each against every SUSPECT unit)
+SCREEN_UNITS = 128  # BASE units per layer the screen reads (each against every SUSPECT unit)
 CANDIDATES = 2  # each layer's best partners by the screen that the gate view then decides between
 CLEAR = 0.5  # ... unless the runner-up's screen is below this share of the best's
 MIN_ROWS = 32  # rows of MLP views below which correlations tie and the test is refused
