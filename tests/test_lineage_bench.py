@@ -255,3 +255,27 @@ def test_results_section_from_a_record():
     assert text.startswith(f"## {study.TITLE}")
     assert "| Lineage benchmark: valid and robust | - | permutation (exact)" in text
     assert "| int8 | 4/4 (1.00)" in text
+
+
+def test_a_base_cache_of_other_settings_is_measured_again(tmp_path):
+    """The shapes benchmark reuses a base's cached pairs only when they were measured with the
+    command's settings and the matched test's screen as they are now: a cache from another
+    MATCHED_SEQS, screen or statistic (or an older cache without an identity) is not read."""
+    import copy
+    import json
+
+    from experiments.lineage_bench.shapes import cached_pairs, identity
+
+    ident, f = identity(), tmp_path / "pairs-s0.json"
+    assert cached_pairs(f, ident) is None  # no file
+    pairs = [{"base": 0, "edit": "pad-mlp", "p": {"matched": 1e-9}}]
+    f.write_text(json.dumps({"identity": ident, "pairs": pairs}))
+    assert cached_pairs(f, ident) == pairs
+    other = copy.deepcopy(ident)
+    other["settings"]["matched_seqs"] += 8
+    assert cached_pairs(f, other) is None
+    other = copy.deepcopy(ident)
+    other["screen"]["units"] *= 2
+    assert cached_pairs(f, other) is None
+    f.write_text(json.dumps(pairs))  # a cache written before caches kept their identity
+    assert cached_pairs(f, ident) is None

@@ -184,10 +184,12 @@ def _judge(rate: dict, alpha: float, models: int) -> dict:
 def measure(names, runs_dir: Path = LF.RUNS_DIR, family_dir: Path = SF.RUNS_DIR,
             cache: Path | None = None, s: dict = DEFAULTS, log=progress) -> dict:
     """The record: every cell's pair statistics (kept per cell in ``cache``/<cell>.json and
-    read back when the settings match, so a stopped measurement resumes by cell), summarised."""
+    read back when the settings and the layer screen's constants match, so a stopped
+    measurement resumes by cell), summarised."""
     import json
 
     from bornbiased_jax import files
+    from bornbiased_jax.fingerprint.tests.unit_matching import screen_settings
 
     all_cells = cells(runs_dir, family_dir)
     out = {"settings": dict(s), "cells": {}}
@@ -195,11 +197,12 @@ def measure(names, runs_dir: Path = LF.RUNS_DIR, family_dir: Path = SF.RUNS_DIR,
         f = None if cache is None else Path(cache) / f"{name}.json"
         if f is not None and f.is_file():
             saved = json.loads(f.read_text())
-            if saved.get("settings") == dict(s):
+            if saved.get("settings") == dict(s) and saved.get("screen") == screen_settings():
                 out["cells"][name] = saved["cell"]
                 continue
         cell = measure_cell(name, all_cells[name], s, log)
         if f is not None:
-            files.write_json(f, {"settings": dict(s), "cell": cell})
+            files.write_json(f, {"settings": dict(s), "screen": screen_settings(),
+                                 "cell": cell})
         out["cells"][name] = cell
     return {"raw": out, "summary": summarise(out)}

@@ -74,17 +74,45 @@ def localised(result, origin: list) -> float | None:
     return (sum(chosen[l] == o for l, o in copied) / len(copied)) if copied else None
 
 
+def identity() -> dict:
+    """What a base's cached pairs were measured with: the command's settings and the matched
+    test's statistic and screen. A cache of other settings (or of none: an older cache) is
+    measured again, never reused."""
+    import dataclasses
+
+    from bornbiased_jax.defaults import MATCHED_STATISTIC
+    from bornbiased_jax.fingerprint.tests import unit_matching as U
+
+    return {"settings": json.loads(json.dumps(dataclasses.asdict(Settings(tests=TESTS)))),
+            "statistic": MATCHED_STATISTIC,
+            "screen": U.screen_settings()}
+
+
+def cached_pairs(cache: Path, ident: dict) -> list | None:
+    """The pairs a base's ``cache`` file holds when they were measured with ``ident``, else
+    None (no file, another identity, or a cache written before caches kept one)."""
+    if not Path(cache).is_file():
+        return None
+    saved = json.loads(Path(cache).read_text())
+    if isinstance(saved, dict) and saved.get("identity") == ident:
+        return saved["pairs"]
+    return None
+
+
 def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) -> dict:
-    """Every (base, suspect) pair's p-values and localisation; cached per base in ``work``."""
+    """Every (base, suspect) pair's p-values and localisation; cached per base in ``work``
+    with the :func:`identity` it was measured with (reused only under the same one)."""
     from bornbiased_jax import files
 
     folder = Path(runs_dir) / SF.NAME
     built = {k: build(k, work, runs_dir, log) for k in range(bases)}
+    ident = identity()
     rows = []
     for k in range(bases):
         cache = Path(work) / f"pairs-s{k}.json"
-        if cache.is_file():
-            rows += json.loads(cache.read_text())
+        saved = cached_pairs(cache, ident)
+        if saved is not None:
+            rows += saved
             continue
         specs = [(j, e) for j in range(bases) for e in EDITS]
         outs = compare_many(load_source(str(built[k]["base"])),
@@ -99,7 +127,7 @@ def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) 
                          "p": {t: float(r[t].p) for t in (*TESTS, "any_pair")},
                          "localised": {t: localised(r[t], origin) for t in
                                        ("matched", "matched_init")}})
-        files.write_json(cache, mine)
+        files.write_json(cache, {"identity": ident, "pairs": mine})
         rows += mine
         log(f"  base {k}: {len(mine)} pairs")
     return {"bases": bases, "pairs": rows}

@@ -85,6 +85,13 @@ MIN_ROWS = 32  # rows of MLP views below which correlations tie and the test is 
 DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's 90th-percentile sd is dead
 
 
+def screen_settings() -> dict:
+    """The layer screen's and choice's constants, as a measurement's record or cache keeps
+    them (a cache of other ones is stale)."""
+    return {"rows": SCREEN_ROWS, "units": SCREEN_UNITS, "candidates": CANDIDATES,
+            "clear": CLEAR}
+
+
 # the null's law: fingerprint.tests.rencontres (partial_log_pmf, partial_rencontres_log_sf)
 _log_pmf = partial_log_pmf
 
