@@ -38,8 +38,9 @@ inputs instead and picks the neighbour of a stacked copy; the largest |r| alone 
 the 'hub' layers of a trained model, whose units correlate broadly with many others.) Of each
 layer's :data:`CANDIDATES` best partners by the screen, the one with the most reciprocal best
 partners in the gate view on all rows is chosen, unless the screen's choice is clear
-(:func:`choose`: on SmolLM2-135M against its 25 %-pruned copy, 16 sequences, the screen's
-best found 25 of the 30 origins, with this step 29). Both
+(:func:`choose`: a pruned copy's later layers, whose inputs moved most, are where the screen's
+best and this step differ; how many origins each finds is measured in RESULTS.md's localised
+tables, at the screen's :data:`SCREEN_UNITS` and the command's sequences). Both
 steps read gate views only, which re-pairing a layer's up units against its gate units leaves
 in place: choosing, for each layer l_A of A, its partner l_B uses nothing the re-pairing of
 layer l_A moves, and the partial-rencontres p-value of that one pair stays exact given the choice (the
