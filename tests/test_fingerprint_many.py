@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from bornbiased_jax.defaults import MATCHED_SEQS
 from bornbiased_jax.cli import main
 
 FAST = ["--num-seqs", "40", "--seq-len", "8", "--no-progress"]
@@ -44,8 +45,9 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
     assert main(["fingerprint", "preset:llama2-tiny@1", *suspects, *FAST, "--test", "all",
                  "--null-models", "99", "--out", str(out)]) == 0
     # the base once, each suspect once: one pass over each model's 40 sequences, the first
-    # 16 giving both the features and the MLP views, the rest the features
-    assert passes == [("views", 16), ("features", 24)] * (1 + len(suspects))
+    # MATCHED_SEQS giving both the features and the MLP views, the rest the features
+    k = MATCHED_SEQS
+    assert passes == [("views", k), ("features", 40 - k)] * (1 + len(suspects))
     assert null_passes == [99]  # the K null inits once, for every suspect and test
     summary = json.loads((out / "summary.json").read_text())
     assert [r["suspect"] for r in summary["suspects"]] == [s[len("preset:"):] for s in suspects]
@@ -214,3 +216,15 @@ def test_a_stopped_run_resumes_its_missing_pairs(tmp_path, capsys):
     changed = [a if a != "40" else "41" for a in cmd]  # --num-seqs 41: nothing is kept
     assert main(changed) == 0
     assert "resuming" not in capsys.readouterr().out
+    # a pair recorded under another layer screen (an earlier version's) is computed again
+    assert main(cmd) == 0
+    f = out / full[0]["folder"] / "fingerprint.json"
+    saved = json.loads(f.read_text())
+    assert saved["run"]["statistic"]["screen"]["units"] > 0
+    saved["run"]["statistic"]["screen"]["units"] += 1
+    f.write_text(json.dumps(saved))
+    shutil.rmtree(out / full[2]["folder"])
+    capsys.readouterr()
+    assert main(cmd) == 0
+    printed = capsys.readouterr().out
+    assert "resuming: 1 of 3 pairs" in printed and printed.count(" vs base ") == 2

@@ -112,6 +112,15 @@ def default_input(tests: Sequence[str]) -> str:
             else "gaussian")
 
 
+def statistic() -> dict:
+    """What a pair's matched test computed besides its settings: the statistic's name and the
+    layer screen's constants (a pair record keeps them; a resumed run reuses only its own)."""
+    from bornbiased_jax.defaults import MATCHED_STATISTIC
+    from bornbiased_jax.fingerprint.tests.unit_matching import screen_settings
+
+    return {"matched": MATCHED_STATISTIC, "screen": screen_settings()}
+
+
 def _pair_folder(k: int, label: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:60] or "model"
     return f"{k:02d}-{safe}"
@@ -137,10 +146,12 @@ class Audit:
     t0: float
 
     def finished(self, out_dir: Path) -> tuple[dict[int, dict], str | None]:
-        """({k: summary row}, BASE's label) of the suspects whose pair record in ``out_dir`` (from an earlier
-        run of the same command, stopped before the end) was made from the same BASE, suspect
-        source, settings and dtype: a pair's results depend on that pair alone (its inputs,
-        permutations and null seeds are the pair's own), so they are not computed again."""
+        """({k: summary row}, BASE's label) of the suspects whose pair record in ``out_dir``
+        (from an earlier run of the same command, stopped before the end) was made from the
+        same BASE, suspect source, settings, dtype and statistic (:func:`statistic`: a
+        record of another version's matched statistic or screen is computed again): a pair's
+        results depend on that pair alone (its inputs, permutations and null seeds are the
+        pair's own), so they are not computed again."""
         import json
 
         if len(self.suspects) < 2:
@@ -158,7 +169,8 @@ class Audit:
             run, row = saved.get("run", {}), saved.get("row")
             if (row and row.get("spec") == spec and run.get("base_spec") == self.base
                     and run.get("dtype") == self.dtype
-                    and json.loads(json.dumps(want)) == run.get("settings")):
+                    and json.loads(json.dumps(want)) == run.get("settings")
+                    and run.get("statistic") == statistic()):
                 done[k], label = row, run.get("base")
         return done, label
 
@@ -201,7 +213,8 @@ class Audit:
         notes = [*self.notes, *out.get("notes", [])]
         run_info = files.run_record(command_line, wall, base=base, base_spec=self.base,
                                     suspect=label,
-                                    settings=dataclasses.asdict(s), d_out=out["d_out"],
+                                    settings=dataclasses.asdict(s), statistic=statistic(),
+                                    d_out=out["d_out"],
                                     dtype=self.dtype, plan=dataclasses.asdict(self.memory),
                                     notes=notes)
         title = (f"{label} vs base {base}: n = {s.n}, T = {s.seq_len}, {s.input} inputs, "
