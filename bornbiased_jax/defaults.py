@@ -62,7 +62,7 @@ MATCHED_SEQS, MATCHED_MAX_T = 8, 68
 MATCHED_STATISTIC = "reciprocal best partners, layers matched across depths"
 # bornbiased fingerprint's default number of inputs: the most, from N_MIN up to N_MAX, whose
 # forward passes through both models (the last position's head only) stay under
-# FINGERPRINT_FORWARD_BUDGET FLOP (about ten seconds on a 2-core CPU): all 2,000 for small
+# FINGERPRINT_FORWARD_BUDGET FLOP (a few seconds on a 2-core CPU): all 2,000 for small
 # models, 37 for a pair of SmolLM2-135M. The matched leg reads its MATCHED_SEQS sequences whatever n
 # is, so its level does not depend on n; the permutation leg is exact at any n.
 FINGERPRINT_FORWARD_BUDGET, FINGERPRINT_N_MIN, FINGERPRINT_N_MAX = 1e12, 32, 2000

@@ -86,7 +86,7 @@ def add_parser(sub) -> None:
     p.add_argument("--num-seqs", type=int, metavar="N",
                    help=f"number N of random input sequences, at least 3 (default: the most, "
                         f"from {N_MIN} up to {N_MAX:,}, whose forward passes through both "
-                        f"models stay under {FORWARD_BUDGET / 1e12:g} TFLOP (about ten seconds "
+                        f"models stay under {FORWARD_BUDGET / 1e12:g} TFLOP (a few seconds "
                         f"on a 2-core CPU): {N_MAX:,} for small models, 37 for a pair of "
                         f"SmolLM2-135M; the matched test reads the first {MATCHED_SEQS} "
                         f"whatever N is; "
