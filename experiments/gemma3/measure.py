@@ -203,8 +203,7 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS) -> dict:
     args = ["fingerprint", str(model), str(suspects), *UNRELATED, "--test", "auto",
             "--num-seqs", str(FINGERPRINT["n"]), "--seq-len", str(FINGERPRINT["seq_len"]),
             "--no-progress", "--out", str(folder)]
-    if not (folder / "summary.json").is_file():
-        run_cli(args, out / "fingerprint-auto.log")
+    run_cli(args, out / "fingerprint-auto.log")  # resumes the pairs its folder holds
     s = json.loads((folder / "summary.json").read_text())
     return {"auto": {
         "command": shown(args, model), "wall_seconds": s["wall_seconds"],

@@ -218,10 +218,12 @@ def lineage(model: Path, out: Path = OUT, suspects: Path = SUSPECTS,
             *cousins.sources(), "--test", test,
             *[a for k, v in FINGERPRINT.items() for a in (f"--{k.replace('_', '-')}", str(v))],
             "--no-progress", "--out", str(folder)])
-    todo = {t: c for t, c in commands.items() if not (c[0] / "summary.json").is_file()}
-    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+    # every command runs: each resumes the pairs its folder already holds under the same
+    # BASE, settings and statistic and computes the rest (a suspect or negative added since,
+    # e.g. a cousin trained later, is measured; a finished summary is never taken as it is)
+    with ThreadPoolExecutor(max_workers=len(commands)) as pool:
         for f in [pool.submit(run_cli, args, out / f"fingerprint-{t}.log")
-                  for t, (_, args) in todo.items()]:
+                  for t, (_, args) in commands.items()]:
             f.result()
     by_test = {}
     for test, (folder, args) in commands.items():
