@@ -184,8 +184,10 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
     assert [(n["name"], n["kind"], n["trained_steps"], n["same_data"])
             for n in claims.negatives(committed)] == [
         ("preset:smollm2-135m@1", "init", 0, False), ("preset:smollm2-135m@2", "init", 0, False),
-        ("scratch", "trained", 30, True)] + [(f"cousins#{k}", "trained", 300, True)
-                                             for k in range(4)]
+        ("scratch", "trained", 30, True)] + [
+        (f"{program}#{k}", "trained", 300, True)  # the three cousins' programs, 4 seeds each
+        for program, seeds in (("cousins", range(4)), ("cousins-b", range(4, 8)),
+                               ("cousins-c", range(8, 12))) for k in seeds]
 
 
 def test_section_says_what_is_missing():
