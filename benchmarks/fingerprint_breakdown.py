@@ -34,7 +34,7 @@ STEPS = [("plan", f"{FP}.runner.audit", "plan"),
          ("vocabulary alignment", f"{FP}.runner.vocab", "align"),
          ("layer screen", f"{FP}.tests.unit_matching", "screen"),
          ("layer choice", f"{FP}.tests.unit_matching", "choose"),
-         ("unit counts", f"{FP}.tests.unit_matching", "count_pair"),
+         ("unit counts", f"{FP}.tests.unit_matching", "count_pairs"),
          ("permutation test", f"{FP}.tests.permutation", "from_context"),
          ("files", "bornbiased_jax.files", "write_artifacts")]
 

@@ -396,10 +396,10 @@ def test_any_pair_verdict_finds_rotated_copies_of_an_hf_base(tmp_path):
 
 def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_decides(tmp_path):
     """The matched leg runs first on its MATCHED_SEQS sequences: where it decides alone
-    (2 p <= alpha) the permutation leg stops there (n = MATCHED_SEQS, said in its note) and
-    the verdict's p is
-    2 p_matched; where it does not, the permutation leg reads all n inputs and every p equals
-    the full run's (--no-sequential). The verdict is the full run's either way."""
+    (2 p <= alpha) or found nothing (p = 1) the permutation leg stops there (n =
+    MATCHED_SEQS, said in its note) and the verdict's p is min(1, 2 p_matched); where it does
+    neither, the permutation leg reads all n inputs and every p equals the full run's
+    (--no-sequential). The verdict is the full run's in every case here."""
     import dataclasses
 
     from bornbiased_jax.fingerprint.runner.compare import Settings, compare
@@ -411,24 +411,33 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
         CFG.d_model, jax.random.key(2)))
     base = load_source(str(save_hf(CFG, base_params, tmp_path / "base")))
     s = Settings(tests=("permutation", "matched"), n=64, seq_len=16)
-    full = dataclasses.replace(s, sequential=False)
-    for name, params, cfg, related in (("rotated", rotated, rotated_cfg, True),
-                                       ("stranger", _init(11), CFG, False)):
-        suspect = load_source(str(save_hf(cfg, params, tmp_path / name)))
+    # a stranger at the trained pairs' slack shares no more units than it: p_matched = 1;
+    # at slack 0 its p is below 1 and above alpha / 2: neither stop
+    for name, params, cfg, slack, stop in (("rotated", rotated, rotated_cfg, None, "decided"),
+                                           ("stranger", _init(11), CFG, None, "nothing"),
+                                           ("stranger", _init(11), CFG, 0, None)):
+        s = dataclasses.replace(s, matched_slack=slack)
+        full = dataclasses.replace(s, sequential=False)
+        suspect = load_source(str(save_hf(cfg, params, tmp_path / f"{name}-{slack}")))
         out, ref = compare(base, suspect, s), compare(base, suspect, full)
         res, ref_res = out["results"], ref["results"]
-        assert res["any_pair"].same_lineage == ref_res["any_pair"].same_lineage == related
+        assert res["any_pair"].same_lineage == ref_res["any_pair"].same_lineage == \
+            (stop == "decided")
         assert res["matched"].p == ref_res["matched"].p
         assert ref_res["permutation"].n == 64 and "stopped_at" not in ref_res["any_pair"].details
-        if related:
+        if stop is not None:
             k = MATCHED_SEQS
+            assert (res["matched"].p == 1.0) == (stop == "nothing")
             assert res["permutation"].n == out["n"] == k
             assert res["permutation"].details["stopped_at"] == k
+            assert res["permutation"].details["stopped_because"] == stop
             assert f"stopped at the first {k} inputs" in res["permutation"].note
             assert res["any_pair"].p == min(1.0, 2 * res["matched"].p)
+            assert res["any_pair"].p >= ref_res["any_pair"].p  # never below the full legs'
             assert res["any_pair"].details == {**res["any_pair"].details, "stopped_at": k,
                                                "decided_by": "matched"}
         else:
+            assert 0.005 < res["matched"].p < 1.0
             assert res["permutation"].n == out["n"] == 64
             for test in ("permutation", "any_pair"):
                 assert res[test].p_values == ref_res[test].p_values, test
@@ -436,9 +445,11 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
 
 
 def test_a_stopped_permutation_leg_is_shown_not_combined():
-    """Once the matched leg decided, the any-pair p is 2 p_matched whatever the stopped
-    permutation leg's p (combining it would let the stop choose the smaller p)."""
-    from bornbiased_jax.fingerprint.tests.any_pair import any_pair, decided_by_matched
+    """Once the matched leg decided, or found nothing, the any-pair p is min(1, 2 p_matched)
+    whatever the stopped permutation leg's p (combining it would let the stop choose the
+    smaller p)."""
+    from bornbiased_jax.fingerprint.tests.any_pair import (any_pair, any_pair_p,
+                                                           decided_by_matched, stop_reason)
     from bornbiased_jax.fingerprint.tests.result import LineageResult
 
     def result(test, p, **details):
@@ -450,6 +461,18 @@ def test_a_stopped_permutation_leg_is_shown_not_combined():
     stopped = any_pair(result("permutation", 1e-6, stopped_at=16), matched)
     assert stopped.p == 0.008 and stopped.details["decided_by"] == "matched"
     assert any_pair(result("permutation", 1e-6), matched).p == 2e-6
+    # found nothing: the permutation leg stops too, its p shown, not combined (p = 1)
+    nothing = result("matched", 1.0)
+    assert stop_reason(nothing) == "nothing" and stop_reason(result("matched", 0.5)) is None
+    assert stop_reason(matched) == "decided"
+    stopped = any_pair(result("permutation", 1e-6, stopped_at=16, stopped_because="nothing"),
+                       nothing)
+    assert stopped.p == 1.0 and "found nothing" in stopped.note
+    # the benchmarks' p from full legs, as the command gives it
+    assert any_pair_p(1e-6, 1.0, alpha=0.01) == (1.0, "matched")
+    assert any_pair_p(1e-6, 1.0) == (2e-6, "permutation")
+    assert any_pair_p(1e-6, 0.5, alpha=0.01) == (2e-6, "permutation")
+    assert any_pair_p(0.3, 0.004, alpha=0.01) == (0.008, "matched")
 
 
 def test_known_initialisation_verdict_finds_rotated_copies_without_nulls(tmp_path):

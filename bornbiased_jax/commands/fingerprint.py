@@ -154,10 +154,13 @@ def add_parser(sub) -> None:
                             f"depths measured, an assumption elsewhere: docs/seedprint.md)")
     tests.add_argument("--no-sequential", dest="sequential", action="store_false",
                        help="the any-pair verdict runs its matched leg first (it reads the first "
-                            f"{MATCHED_SEQS} sequences) and, where that leg decides alone "
-                            "(2 p <= alpha), stops the permutation leg at those sequences: the "
-                            "same verdict at a fraction of the forward passes; this flag runs "
-                            "the permutation leg on all n inputs always")
+                            f"{MATCHED_SEQS} sequences) and stops the permutation leg at those "
+                            "sequences where that leg decides alone (2 p <= alpha: the same "
+                            "verdict) or found nothing (p = 1: a verdict 'no evidence' that "
+                            "only the permutation leg on more sequences could change; no "
+                            "descendant in the benchmarks is found that way), at a fraction "
+                            "of the forward passes; this flag runs the permutation leg on all "
+                            "n inputs always")
     # the former spelling, a share of BASE's MLP width: kept for a release, hidden
     tests.add_argument("--matched-eps", type=unit_interval, default=None, help=argparse.SUPPRESS)
 

@@ -75,17 +75,16 @@ def localised(result, origin: list) -> float | None:
 
 
 def identity() -> dict:
-    """What a base's cached pairs were measured with: the command's settings and the matched
-    test's statistic and screen. A cache of other settings (or of none: an older cache) is
+    """What a base's cached pairs were measured with: the command's settings and what its
+    verdicts computed (``audit.statistic``: the matched statistic, its screen, the any-pair
+    verdict's stops). A cache of other settings (or of none: an older cache) is
     measured again, never reused."""
     import dataclasses
 
-    from bornbiased_jax.defaults import MATCHED_STATISTIC
-    from bornbiased_jax.fingerprint.tests import unit_matching as U
+    from bornbiased_jax.fingerprint.runner.audit import statistic
 
     return {"settings": json.loads(json.dumps(dataclasses.asdict(Settings(tests=TESTS)))),
-            "statistic": MATCHED_STATISTIC,
-            "screen": U.screen_settings()}
+            **statistic()}
 
 
 def cached_pairs(cache: Path, ident: dict) -> list | None:

@@ -113,12 +113,15 @@ def default_input(tests: Sequence[str]) -> str:
 
 
 def statistic() -> dict:
-    """What a pair's matched test computed besides its settings: the statistic's name and the
-    layer screen's constants (a pair record keeps them; a resumed run reuses only its own)."""
+    """What a pair's verdicts computed besides its settings: the matched statistic's name,
+    the layer screen's constants and where the any-pair verdict stops its permutation leg (a
+    pair record keeps them; a resumed run reuses only its own)."""
     from bornbiased_jax.defaults import MATCHED_STATISTIC
+    from bornbiased_jax.fingerprint.tests.any_pair import STOPS
     from bornbiased_jax.fingerprint.tests.unit_matching import screen_settings
 
-    return {"matched": MATCHED_STATISTIC, "screen": screen_settings()}
+    return {"matched": MATCHED_STATISTIC, "screen": screen_settings(),
+            "any_pair_stops": sorted(STOPS)}
 
 
 def _pair_folder(k: int, label: str) -> str:

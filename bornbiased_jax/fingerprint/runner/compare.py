@@ -66,7 +66,8 @@ class Settings:
     matched_eps: float | None = None  # the older spelling: a share of BASE's MLP width
     # Where the tests are a combination's legs with a first leg (the any-pair verdict: the
     # matched test reads the first matched_seqs sequences), run it first and stop the others
-    # at those sequences when it decides alone (registry.sequential); False: all n always.
+    # at those sequences where its result says so (registry.sequential: it decided alone, or
+    # found nothing; any_pair.stop_reason); False: all n always.
     sequential: bool = True
 
     def __post_init__(self):
@@ -210,7 +211,7 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
     xs = probe_set(base, s)
     gated = registry.GATED in needs
     seq = registry.sequential(s.tests) if s.sequential else None
-    # the sequences the first leg reads: every other leg stops there where it decides
+    # the sequences the first leg reads: every other leg stops there where its result says so
     n1 = s.matched_seqs if seq is not None and 3 <= s.matched_seqs < s.n else None
     head = slice(None) if n1 is None else slice(0, n1)
     base_strings = V.token_strings(base) if s.input == "tokens" else None
@@ -280,10 +281,11 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         done = {}
         if n1 is not None:  # the first leg on its sequences; the rest where it does not decide
             done[seq.first] = registry.entry(seq.first).runner()(ctx)
-            if seq.decider()(done[seq.first]):
+            why = seq.stopper()(done[seq.first])
+            if why is not None:
                 for e in entries:
                     if e.name not in done:
-                        done[e.name] = stopped(e.runner()(ctx), seq.first)
+                        done[e.name] = stopped(e.runner()(ctx), seq.first, why)
             else:
                 ctx.F_A = F_A = base_rest(sd)
                 ctx.F_B = F_B = np.concatenate([F_B, features_only(suspect, xs_B[n1:], s,
@@ -303,13 +305,17 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         del suspect, F_B, pre_B
 
 
-def stopped(result, first: str):
-    """``result``, of a leg that stopped at the first leg's inputs because that leg decided
-    (``details['stopped_at']``: its n), saying so in its note."""
+def stopped(result, first: str, why: str = "decided"):
+    """``result``, of a leg that stopped at the first leg's inputs (``details['stopped_at']``:
+    its n; ``details['stopped_because']``: ``why``, the first leg's stop reason), saying so
+    in its note."""
     result.details["stopped_at"] = result.n
+    result.details["stopped_because"] = why
+    because = {"decided": f"the {first} leg decided the verdict alone",
+               "nothing": f"the {first} leg found nothing"}.get(why, why)
     result.note = "; ".join(x for x in (
-        f"stopped at the first {result.n} inputs: the {first} leg decided the verdict alone "
-        f"(--no-sequential runs it on all n)", result.note) if x)
+        f"stopped at the first {result.n} inputs: {because} (--no-sequential runs it on all "
+        f"n)", result.note) if x)
     return result
 
 

@@ -127,16 +127,18 @@ class Combination:
     description: str
     p_labels: dict = dataclasses.field(default_factory=dict)
     verdict: int | None = None
-    first: str | None = None  # a leg that reads only the first inputs (the matched test's)
-    # and may decide alone ('decides' says when): then the other legs stop at those inputs
-    decides: str | Callable | None = None
+    first: str | None = None  # a leg that reads only the first inputs (the matched test's);
+    # 'stops' says when the other legs stop at those inputs too: stops(first_result) -> a
+    # reason (a string) or None
+    stops: str | Callable | None = None
 
     def combiner(self) -> Callable:
         return _resolve(self.combine)
 
-    def decider(self) -> Callable:
-        """``decides(first_result) -> bool``: whether the first leg alone decides."""
-        return _resolve(self.decides)
+    def stopper(self) -> Callable:
+        """``stops(first_result) -> str | None``: why the other legs stop at the first leg's
+        inputs, or None where they read all of them."""
+        return _resolve(self.stops)
 
 
 @dataclasses.dataclass
@@ -232,7 +234,7 @@ COMBINATIONS: tuple[Combination, ...] = (
                 "the any-pair verdict: the permutation and the matched test each at alpha/2 "
                 "(Bonferroni), the verdict line naming the leg that decided",
                 p_labels={"bonferroni": "Bonferroni of permutation and matched"}, verdict=2,
-                first="matched", decides=f"{_FG}.any_pair:decided_by_matched"),
+                first="matched", stops=f"{_FG}.any_pair:stop_reason"),
 )
 
 

@@ -2,6 +2,18 @@
 for any pair, evaded by renamings) and the matched test (robust to renamings and rotations)
 each at alpha / 2 (Bonferroni). Not run on a pair: ``registry.COMBINATIONS`` computes it from
 the two legs' results wherever both ran.
+
+``compare`` runs the matched leg first (it reads only the first ``matched_seqs`` sequences) and
+stops the permutation leg at those sequences, instead of all n, in two cases
+(:func:`stop_reason`): where the matched leg decides alone (2 p_matched <= alpha: 'related'
+whatever the permutation leg says), and where it found nothing (p_matched = 1: no tested layer
+pair shares more doubly matched units than the slack allows, what unrelated trained models do:
+every unrelated trained pair of the level table but 3 of 1,168 and every negative of the
+lineage benchmarks; RESULTS.md). A stopped leg's p is shown, not combined: the any-pair p is
+then min(1, 2 p_matched), never below the Bonferroni p of the two full legs, so it stays a
+p-value (the second stop can only keep a verdict 'no evidence'). Its price is power where the
+matched leg finds nothing and the permutation leg would have found the lineage on more
+sequences (measured: no such descendant in the benchmarks); ``--no-sequential`` reads all n.
 """
 
 from __future__ import annotations
@@ -10,34 +22,57 @@ import numpy as np
 
 from bornbiased_jax.fingerprint.tests.result import LineageResult
 
+STOPS = {"decided": "the matched leg decided the verdict alone (2 p_matched <= alpha)",
+         "nothing": "the matched leg found nothing (p_matched = 1: no layer pair shares more "
+                    "doubly matched units than the slack allows)"}
 
-def any_pair_p(p_permutation: float, p_matched: float) -> tuple[float, str]:
-    """(p, the deciding leg) of the any-pair verdict: min(1, 2 min(p_perm, p_matched))."""
+
+def any_pair_p(p_permutation: float, p_matched: float, alpha: float | None = None
+               ) -> tuple[float, str]:
+    """(p, the deciding leg) of the any-pair verdict: min(1, 2 min(p_perm, p_matched)); with
+    ``alpha``, as ``bornbiased fingerprint`` gives it from the full legs' p-values: min(1,
+    2 p_matched) where the permutation leg would have stopped (:func:`stop_reason`)."""
+    if alpha is not None and _reason(p_matched, alpha) is not None:
+        return min(1.0, 2 * p_matched), "matched"
     legs = {"permutation": p_permutation, "matched": p_matched}
     leg = min(legs, key=legs.get)
     return min(1.0, 2 * legs[leg]), leg
 
 
+def _reason(p_matched: float, alpha: float) -> str | None:
+    if 2 * p_matched <= alpha:
+        return "decided"
+    if p_matched >= 1.0:
+        return "nothing"
+    return None
+
+
 def decided_by_matched(matched: LineageResult) -> bool:
     """Whether the matched leg alone decides the verdict: 2 p_matched <= alpha rejects
-    whatever the permutation leg says. ``compare`` runs the matched leg first (it reads only
-    the first ``matched_seqs`` sequences) and, where it decides, stops the permutation leg at
-    those sequences instead of all n: the verdict at alpha is the one the full run gives."""
-    return 2 * matched.p <= matched.alpha
+    whatever the permutation leg says."""
+    return _reason(matched.p, matched.alpha) == "decided"
+
+
+def stop_reason(matched: LineageResult) -> str | None:
+    """Why the permutation leg stops at the matched leg's sequences (a key of :data:`STOPS`),
+    or None where it reads all n: 'decided' (:func:`decided_by_matched`), 'nothing'
+    (p_matched = 1)."""
+    return _reason(matched.p, matched.alpha)
 
 
 def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
     """The any-pair verdict from its two legs: p = min(1, 2 min(p_perm, p_matched));
     ``details['decided_by']`` names the leg with the smaller p. Where the permutation leg
-    stopped early (``details['stopped_at']``: the matched leg decided,
-    :func:`decided_by_matched`), p = 2 p_matched: the stopped leg's p is shown, not combined,
-    so that p stays a p-value (P(p <= t) <= t for every t: the event is 2 p_matched <= t, or
-    p_matched > alpha / 2 with the full permutation leg's 2 p_perm <= t)."""
+    stopped early (``details['stopped_at']``, why in ``details['stopped_because']``:
+    :func:`stop_reason`), p = min(1, 2 p_matched): the stopped leg's p is shown, not
+    combined, so that p stays a p-value (P(p <= t) <= t for every t: p is never below the
+    Bonferroni p of the two full legs)."""
     stopped = perm.details.get("stopped_at") is not None
     p, leg = (min(1.0, 2 * matched.p), "matched") if stopped else any_pair_p(perm.p, matched.p)
-    note = ("each leg at alpha / 2; the permutation leg stopped at the matched leg's "
-            f"{perm.n} inputs once the matched leg decided (2 p_matched <= alpha), its p shown, "
-            "not combined" if stopped else "each leg at alpha / 2")
+    why = STOPS.get(perm.details.get("stopped_because", "decided"), "")
+    note = (f"each leg at alpha / 2; the permutation leg stopped at the matched leg's "
+            f"{perm.n} inputs because {why}: its p shown, not combined" if stopped
+            else "each leg at alpha / 2")
     return LineageResult(
         "any_pair", {"bonferroni": p}, perm.alpha, perm.n, perm.d_out, np.arange(0),
         np.arange(0.0), "none", p, np.arange(0.0),

@@ -58,7 +58,7 @@ import math
 from typing import Iterable
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
@@ -154,7 +154,7 @@ def exchangeable_p(s: float, null: np.ndarray) -> tuple[float, float, float]:
     sd = null.std(ddof=1) if K > 1 else 0.0
     if sd > 0:
         z = float((s - null.mean()) / sd)
-        gauss = float(np.exp(stats.norm.logsf(z)))
+        gauss = float(np.exp(special.log_ndtr(-z)))
     else:
         z, gauss = np.nan, exact
     return exact, gauss, z

@@ -67,6 +67,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -84,6 +86,7 @@ CANDIDATES = 2  # each layer's best partners by the screen that the gate view th
 CLEAR = 0.5  # ... unless the runner-up's screen is below this share of the best's
 MIN_ROWS = 32  # rows of MLP views below which correlations tie and the test is refused
 DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's 90th-percentile sd is dead
+WORKERS = min(2, os.cpu_count() or 1)  # matchings computed at once (threads)
 
 
 def screen_settings() -> dict:
@@ -119,13 +122,40 @@ def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
     needs), and it costs one product and two arg-maxes, no assignment problem (a Hungarian
     assignment of 1,536 units takes 0.2 s, and a 30-layer pair needs 60 of them). Dead units
     (``live_*`` False) are no one's partner."""
-    la = live(za) if live_a is None else live_a
-    lb = live(zb) if live_b is None else live_b
-    if not la.any() or not lb.any():
-        return np.full(za.shape[1], -1, np.int64)
-    # float32 products: the |r| only rank candidate partners (see matched.matching)
-    return np.asarray(_partners(_rows_last(za), np.asarray(zb, np.float32), np.asarray(la),
-                                np.asarray(lb))).astype(np.int64)
+    return _match(_View.of(za, True, live_a), _View.of(zb, False, live_b))
+
+
+@dataclasses.dataclass(frozen=True)
+class _View:
+    """One view (gate or up) of one layer as the matchings read it, prepared once per pair
+    of models: its live units and the standardised view as a float32 array, (F, R) on A's
+    side (the product's left factor, :func:`_rows_last`), (R, F) on B's."""
+
+    z: jax.Array
+    live: np.ndarray
+
+    @property
+    def F(self) -> int:
+        return len(self.live)
+
+    @staticmethod
+    def of(z: np.ndarray, left: bool, live_z: np.ndarray | None = None) -> "_View":
+        lv = live(z) if live_z is None else np.asarray(live_z)
+        # float32 products: the |r| only rank candidate partners (see matched.matching)
+        return _View(jnp.asarray(_rows_last(z) if left else np.asarray(z, np.float32)), lv)
+
+
+def _prepare(pre, left: bool) -> list[tuple[_View, _View]]:
+    """A model's (gate, up) views per layer as :class:`_View` s."""
+    return [(_View.of(g, left), _View.of(u, left)) for g, u in pre]
+
+
+def _match(a: _View, b: _View) -> np.ndarray:
+    """:func:`partners` of two prepared views."""
+    if not a.live.any() or not b.live.any():
+        return np.full(a.F, -1, np.int64)
+    return np.asarray(_partners(a.z, b.z, jnp.asarray(a.live), jnp.asarray(b.live))
+                      ).astype(np.int64)
 
 
 def _rows_last(z: np.ndarray) -> np.ndarray:
@@ -135,19 +165,53 @@ def _rows_last(z: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(z, np.float32).T)
 
 
-@jax.jit
+def _parallel(f, items) -> list:
+    """[f(x) for x in items], on :data:`WORKERS` threads: XLA runs a reduction of the
+    matchings on one core, so two matchings at once keep both cores of a small CPU busy."""
+    items = list(items)
+    if WORKERS < 2 or len(items) < 2:
+        return [f(x) for x in items]
+    with ThreadPoolExecutor(WORKERS) as pool:
+        return list(pool.map(f, items))
+
+
 def _partners(zaT, zb, la, lb):
-    """:func:`partners` of live units (``la``, ``lb``; each side has one), jitted: a dead
-    unit's |r| is set to -1, below every live one, so that the arg-maxes and ties read live
-    units alone, as if the dead ones were not there. ``zaT``: A's views (F_A, R)."""
-    c = jnp.where(la[:, None] & lb[None, :], jnp.abs(zaT @ zb), -1.0)  # (F_A, F_B)
-    best_b = jnp.argmax(c, 1)  # for each unit of A, its best of B
-    best_a = jnp.argmax(c, 0)  # for each unit of B, its best of A
+    """:func:`partners` of live units (``la``, ``lb``; each side has one): a dead unit's |r|
+    is set to -1, below every live one, so that the arg-maxes and ties read live units alone,
+    as if the dead ones were not there. ``zaT``: A's views (F_A, R). Three jitted programs,
+    not one: XLA's CPU compiler fuses a product's epilogue and reductions along both axes into
+    loops that run on one core (and an arg-max into a slow two-value reduction); apart, the
+    product runs on every core and each side's reductions in one pass (same values, about
+    twice as fast for 1,536 units)."""
+    c = _abs_r(zaT, zb, la, lb)  # (F_A, F_B)
+    best_b, unique_b = _best(c, 1)  # for each unit of A, its best of B
+    best_a, unique_a = _best(c, 0)  # for each unit of B, its best of A
+    return _mutual(best_b, unique_b, best_a, unique_a, la, lb)
+
+
+@jax.jit
+def _abs_r(zaT, zb, la, lb):
+    return jnp.where(la[:, None] & lb[None, :], jnp.abs(zaT @ zb), -1.0)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _best(c, axis: int):
+    """Along ``axis`` of c: the first position of the largest value and whether it is the
+    only one at that value (the rest's largest is below it). Plain max and min reductions:
+    XLA's CPU arg-max (a two-value reduction) and a count of the ties run several times
+    slower."""
+    top = c.max(axis, keepdims=True)
+    pos = jax.lax.broadcasted_iota(jnp.int32, c.shape, axis)
+    best = jnp.min(jnp.where(c == top, pos, c.shape[axis]), axis, keepdims=True)
+    unique = jnp.where(pos == best, -jnp.inf, c).max(axis, keepdims=True) < top
+    return jnp.squeeze(best, axis), jnp.squeeze(unique, axis)
+
+
+@jax.jit
+def _mutual(best_b, unique_b, best_a, unique_a, la, lb):
     # a best that ties with another is decided by the units' labels, which a relabelling
     # moves: such a unit takes no partner (exact ties need degenerate views, e.g. two rows)
-    unique_b = (c == jnp.take_along_axis(c, best_b[:, None], 1)).sum(1) == 1
-    unique_a = (c == jnp.take_along_axis(c, best_a[None, :], 0)).sum(0) == 1
-    mutual = ((best_a[best_b] == jnp.arange(c.shape[0])) & unique_b & unique_a[best_b]
+    mutual = ((best_a[best_b] == jnp.arange(best_b.shape[0])) & unique_b & unique_a[best_b]
               & la & lb[best_b])
     return jnp.where(mutual, best_b, -1)
 
@@ -186,16 +250,22 @@ def count_pair(views_a, views_b, gate: np.ndarray | None = None) -> PairCount:
     if len(ga) != len(gb):
         raise UserError(f"MLP views of {len(ga)} and {len(gb)} rows: both models must read "
                         f"the same inputs")
-    lga, lua, lgb, lub = live(ga), live(ua), live(gb), live(ub)
-    g = partners(ga, gb, lga, lgb) if gate is None else gate
-    u = partners(ua, ub, lua, lub)
+    a = (_View.of(ga, True), _View.of(ua, True))
+    b = (_View.of(gb, False), _View.of(ub, False))
+    return _count(a, b, _match(a[0], b[0]) if gate is None else gate, _match(a[1], b[1]))
+
+
+def _count(a: tuple[_View, _View], b: tuple[_View, _View], g: np.ndarray,
+           u: np.ndarray) -> PairCount:
+    """:class:`PairCount` of a layer pair's prepared (gate, up) views from the gate and up
+    views' partners ``g`` and ``u``."""
     both = (g >= 0) & (u >= 0)
     K = int(np.sum(both & (g == u)))
-    image_u = np.zeros(gb.shape[1], bool)
+    image_u = np.zeros(b[0].F, bool)
     image_u[u[u >= 0]] = True
     m_a = int(np.sum((g >= 0) & image_u[np.maximum(g, 0)]))
-    return PairCount(K, ga.shape[1], m_a, gb.shape[1], int(both.sum()),
-                     int(np.sum(~(lga & lua))), int(np.sum(~(lgb & lub))))
+    return PairCount(K, a[0].F, m_a, b[0].F, int(both.sum()),
+                     int(np.sum(~(a[0].live & a[1].live))), int(np.sum(~(b[0].live & b[1].live))))
 
 
 # ----------------------------------------------------------------------------- the layers
@@ -231,8 +301,8 @@ def screen(views_a, views_b) -> np.ndarray:
     widths = {v.shape[1] for v in views_b}
     if len(widths) == 1 and min(widths) >= 2:  # B's layers of one width: one jitted program
         zb = jnp.asarray(np.concatenate(views_b, axis=1))  # (R, L_B F_B), layer by layer
-        return np.stack([np.asarray(_margins(jnp.asarray(_rows_last(za)), zb, len(views_b)),
-                                    np.float64) for za in views_a])
+        return np.stack(_parallel(lambda za: np.asarray(
+            _margins(jnp.asarray(_rows_last(za)), zb, len(views_b)), np.float64), views_a))
     zb = np.concatenate(views_b, axis=1)  # (R, sum F_B)
     edges = np.cumsum([0] + [v.shape[1] for v in views_b])
     S = np.zeros((len(views_a), len(views_b)))
@@ -247,39 +317,59 @@ def screen(views_a, views_b) -> np.ndarray:
     return S
 
 
-@functools.partial(jax.jit, static_argnums=2)
 def _margins(zaT, zb, L_B: int):
     """One row of :func:`screen`: A's screened units ``zaT`` (U, R) against B's ``L_B``
     layers of one width ``zb`` (R, L_B F_B), F_B >= 2: per B layer the mean margin of each
     unit's best |r| over its second (a tie for the best leaves no margin, as a partition
-    would)."""
-    U, R = zaT.shape
-    c = (jnp.abs(zaT @ zb) / R).reshape(U, L_B, -1)  # (U, L_B, F_B)
+    would). The product and the margins are two programs (see :func:`_partners`)."""
+    return _layer_margins(_product(zaT, zb), zaT.shape[1], L_B)
+
+
+@jax.jit
+def _product(x, y):
+    return x @ y
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _layer_margins(c, R: int, L_B: int):
+    c = (jnp.abs(c) / R).reshape(c.shape[0], L_B, -1)  # (U, L_B, F_B)
     top = c.max(-1, keepdims=True)
-    at_top = c == top
-    second = jnp.where(at_top.sum(-1, keepdims=True) > 1, top,
-                       jnp.where(at_top, -jnp.inf, c).max(-1, keepdims=True))
+    # the runner-up: the largest value but the first at the top (a tie for the top is the
+    # runner-up too), by max and min reductions, as in _best
+    pos = jax.lax.broadcasted_iota(jnp.int32, c.shape, 2)
+    first = jnp.min(jnp.where(c == top, pos, c.shape[-1]), -1, keepdims=True)
+    second = jnp.where(pos == first, -jnp.inf, c).max(-1, keepdims=True)
     return (top - second)[..., 0].mean(0)
 
 
-def choose(S: np.ndarray, live_pairs, candidates: int | None = None
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """(to_b, to_a): each layer's partner in the other model: its best by the screen S when
-    the runner-up's screen is below :data:`CLEAR` of it, else, among its ``candidates``
-    (default :data:`CANDIDATES`) best, the one with the most reciprocal best partners in the
-    gate view (``live_pairs(l_a, l_b)``; ties to the screen's order). Gate views only, as the
-    screen."""
-    k_max = CANDIDATES if candidates is None else candidates
+def candidates(S: np.ndarray, k: int | None = None) -> tuple[list[list[int]], list[list[int]]]:
+    """(for each layer of A its candidate layers of B, for each layer of B its candidates of
+    A): its best by the screen S alone when the runner-up's screen is below :data:`CLEAR` of
+    it, else its ``k`` (default :data:`CANDIDATES`) best, in the screen's order."""
+    k_max = max(1, CANDIDATES if k is None else k)
 
-    def pick(scores, count):
-        order = list(np.argsort(-scores, kind="stable")[:max(1, k_max)])
-        if len(order) == 1 or scores[order[1]] < CLEAR * scores[order[0]]:
-            return order[0]
-        counts = [count(int(c)) for c in order]
-        return order[int(np.argmax(counts))]
-    to_b = np.array([pick(S[l], lambda c, l=l: live_pairs(l, c)) for l in range(S.shape[0])])
-    to_a = np.array([pick(S[:, l], lambda c, l=l: live_pairs(c, l)) for l in range(S.shape[1])])
-    return to_b.astype(int), to_a.astype(int)
+    def of(scores) -> list[int]:
+        order = [int(c) for c in np.argsort(-scores, kind="stable")[:k_max]]
+        return order[:1] if len(order) == 1 or scores[order[1]] < CLEAR * scores[order[0]] \
+            else order
+    return ([of(S[l]) for l in range(S.shape[0])], [of(S[:, l]) for l in range(S.shape[1])])
+
+
+def choose(S: np.ndarray, live_pairs, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(to_b, to_a): each layer's partner in the other model: of its :func:`candidates`, the
+    one with the most reciprocal best partners in the gate view (``live_pairs(pairs)``: a
+    {(l_a, l_b): count} for the list of pairs asked; ties to the screen's order). Gate views
+    only, as the screen."""
+    cand_b, cand_a = candidates(S, k)
+    asked = sorted({(l, c) for l, cs in enumerate(cand_b) if len(cs) > 1 for c in cs}
+                   | {(c, l) for l, cs in enumerate(cand_a) if len(cs) > 1 for c in cs})
+    count = live_pairs(asked) if asked else {}
+
+    def pick(cs, pair):
+        return cs[int(np.argmax([count[pair(c)] for c in cs]))] if len(cs) > 1 else cs[0]
+    to_b = [pick(cs, lambda c, l=l: (l, c)) for l, cs in enumerate(cand_b)]
+    to_a = [pick(cs, lambda c, l=l: (c, l)) for l, cs in enumerate(cand_a)]
+    return np.array(to_b, int), np.array(to_a, int)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,6 +414,15 @@ class LayerMatch:
         return rows
 
 
+def count_pairs(va, vb, keys, gates: dict) -> dict:
+    """{(l_a, l_b): PairCount} of the layer pairs ``keys`` from two models' prepared views
+    (:func:`_prepare`), with the gate partners already in ``gates`` reused (and added)."""
+    todo = [p for p in keys if p not in gates]
+    gates.update(zip(todo, _parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+    ups = _parallel(lambda p: _match(va[p[0]][1], vb[p[1]][1]), keys)
+    return {p: _count(va[p[0]], vb[p[1]], gates[p], u) for p, u in zip(keys, ups)}
+
+
 def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", screen_a=None,
                  rows: np.ndarray | None = None) -> LayerMatch:
     """The matched test of B against A across shapes (the module docstring): the screen, each
@@ -354,18 +453,19 @@ def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", scree
     rows = screen_rows(R) if rows is None else rows
     S = screen(screen_a if screen_a is not None else screen_views(pre_a, rows),
                screen_views(pre_b, rows, units=None))
+    va, vb = _prepare(pre_a, True), _prepare(pre_b, False)
     gates: dict = {}  # (l_a, l_b) -> the gate view's reciprocal best partners
 
-    def gate(la: int, lb: int) -> np.ndarray:
-        if (la, lb) not in gates:
-            gates[(la, lb)] = partners(pre_a[la][0], pre_b[lb][0])
-        return gates[(la, lb)]
+    def live_pairs(pairs) -> dict:
+        todo = [p for p in pairs if p not in gates]
+        gates.update(zip(todo, _parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+        return {p: int(np.sum(gates[p] >= 0)) for p in pairs}
 
-    to_b, to_a = choose(S, lambda la, lb: int(np.sum(gate(la, lb) >= 0)))
-    counts = {}
-    for key in sorted({(l, int(to_b[l])) for l in range(len(pre_a))}
-                      | {(int(to_a[l]), l) for l in range(len(pre_b))}):
-        counts[key] = count_pair(pre_a[key[0]], pre_b[key[1]], gate(*key))
+    to_b, to_a = choose(S, live_pairs)
+    keys = sorted({(l, int(to_b[l])) for l in range(len(pre_a))}
+                  | {(int(to_a[l]), l) for l in range(len(pre_b))})
+    counts = count_pairs(va, vb, keys, gates)
+    del va, vb
     log_p_a = np.array([counts[(l, int(to_b[l]))].log_p(slack, "a") for l in range(len(pre_a))])
     log_p_b = np.array([counts[(int(to_a[l]), l)].log_p(slack, "b") for l in range(len(pre_b))])
     return LayerMatch(S, to_b, to_a, counts, int(slack), log_p_a, log_p_b,
