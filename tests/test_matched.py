@@ -613,7 +613,7 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     """Table 6's setting, two LLaMA-2-7B checkpoints (HF config) on one 80 GB device in
     bfloat16: the plan printed before loading states the matched leg's host memory (BASE's and
     the suspect's pre-activations: 2 models x 8,192 rows x 11,008 units x 2 views x 32 layers x
-    4 bytes), its correlation work per suspect (64 products of 2 R F^2 FLOP) and that the
+    4 bytes; a pair's working copy of them on the device), its correlation work per suspect (64 products of 2 R F^2 FLOP) and that the
     11,008 units of a layer are matched as reciprocal best partners."""
     from bornbiased_jax.fingerprint.runner import audit, memory_plan
     from bornbiased_jax.hf import config_from_hf
@@ -626,6 +626,9 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     assert plan.fits and plan.matched_host_bytes == 2 * R * 11008 * 2 * 32 * 4
     text = plan.describe()
     assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
+    # while a pair is matched, both models' views are on the device as float32 arrays
+    assert plan.matched_device_bytes == 2 * R * 11008 * 2 * 32 * 4
+    assert f"({plan.matched_device_bytes / 1e9:.3g} GB of them on the device" in text
     assert f"{64 * 2 * R * 11008**2 / 1e12:.3g} TFLOP" in text and "best partner" in text
     # the command's own plan: the matched leg's rows from its settings (the first
     # MATCHED_SEQS of the n = 40 sequences); BASE is its own initialisation here, so two

@@ -18,7 +18,9 @@ views probe on the first ``defaults.MATCHED_SEQS`` sequences, the feature probe 
                  in float32: R rows (``matched_rows``: sequences x positions read, sink
                  positions dropped) x F units x 2 views x L layers per model, for BASE (kept
                  for every suspect), the suspect and, for matched_init, BASE's
-                 initialisation; then per suspect about 2L products of R x F by R x F
+                 initialisation; a working copy of the pair being matched (2 models'
+                 views, as float32 arrays on the device: ``unit_matching._prepare``); then
+                 per suspect about 2L products of R x F by R x F
                  (2 R F^2 FLOP each: the layer pairs the screen chooses) matching reciprocal
                  best partners, and the layer screen (``unit_matching.screen``).
 
@@ -69,6 +71,7 @@ class Plan:
     seconds: float | None
     null_models: int = 0
     matched_host_bytes: int = 0
+    matched_device_bytes: int = 0
     matched_flops: float = 0.0
     matched_units: int = 0
 
@@ -88,7 +91,9 @@ class Plan:
                 + (f" (with {self.null_models} null initialisations in float32)"
                    if self.null_models else "") + f"; {t}"
                 + (f"; matched test: {self.matched_host_bytes / gb:.3g} GB of MLP "
-                   f"pre-activations on the host, {self.matched_flops / 1e12:.3g} TFLOP of "
+                   f"pre-activations on the host ({self.matched_device_bytes / gb:.3g} GB of "
+                   f"them on the device while a pair is matched), "
+                   f"{self.matched_flops / 1e12:.3g} TFLOP of "
                    f"unit correlations per suspect, {self.matched_units} units per layer "
                    f"matched as reciprocal best partners" if self.matched_host_bytes else ""))
 
@@ -140,6 +145,8 @@ def make_plan(base: ModelConfig, suspect: ModelConfig, n: int, T: int, dtype: st
     return Plan(pb, ps, dtype, held * DTYPE_BYTES[dtype], flops_models + flops_nulls, name,
                 avail, seconds, null_models,
                 matched_host_bytes=matched_models * matched_rows * F * 2 * L * 4,
+                matched_device_bytes=(2 * matched_rows * F * 2 * L * 4 if matched_models
+                                      else 0),
                 matched_flops=float(2 * L * 2 * matched_rows * F * F) if matched_models else 0.0,
                 matched_units=F if matched_models else 0)
 
