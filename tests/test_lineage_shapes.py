@@ -110,6 +110,53 @@ def test_dead_units_are_never_counted_as_agreeing():
     assert not r.same_lineage and r.details["dead_units"] == {"base": 32, "suspect": 32}
 
 
+def _partners_reference(za, zb, la, lb):
+    """Reciprocal best partners as their definition reads, in plain numpy (float64 |r|):
+    unique best both ways, dead units no one's partner."""
+    c = np.abs(za.T.astype(np.float64) @ zb.astype(np.float64))
+    c[~la, :] = -1
+    c[:, ~lb] = -1
+    out = np.full(za.shape[1], -1)
+    for i in np.flatnonzero(la):
+        j = int(np.argmax(c[i]))
+        if lb[j] and np.sum(c[i] == c[i, j]) == 1 and np.sum(c[:, j] == c[i, j]) == 1 \
+                and int(np.argmax(c[:, j])) == i:
+            out[i] = j
+    return out
+
+
+def test_partners_and_screen_agree_with_plain_references_ties_and_dead_units_included():
+    """The jitted matchings (separate programs, arg-maxes and tie checks as max and min
+    reductions, two threads) against the definitions in numpy: reciprocal best partners with
+    ties and dead units, and the screen's mean margin of the best |r| over the second (a tie
+    for the best leaves none). Views on a coarse grid make exact ties common."""
+    rng = np.random.default_rng(0)
+    for R, FA, FB in ((40, 30, 45), (64, 50, 50)):
+        za = rng.integers(-2, 3, (R, FA)).astype(np.float32)
+        zb = rng.integers(-2, 3, (R, FB)).astype(np.float32)
+        zb[:, :6] = za[:, :6]  # shared units: matched
+        za[:, 7] = za[:, 8]  # two units of A alike, and a unit of B equal to both: a tie
+        zb[:, 6] = za[:, 7]
+        za[:, 3] = 0  # dead units
+        zb[:, 10] = 0
+        la, lb = U.live(za), U.live(zb)
+        want = _partners_reference(za, zb, la, lb)
+        np.testing.assert_array_equal(U.partners(za, zb), want)
+        assert np.all(want[[0, 1, 2, 4, 5]] == [0, 1, 2, 4, 5]) and want[3] == -1
+        assert want[7] == want[8] == -1 and 6 not in want
+        # the screen: B's layers of one width (the jitted path) and of two widths (numpy)
+        views_b = [zb, zb[:, ::-1].copy(), zb[:, :20]]
+        S_mixed = U.screen([za], views_b)
+        S_one = U.screen([za], views_b[:2])
+        for j, v in enumerate(views_b):
+            c = np.abs(za.T.astype(np.float64) @ v) / R
+            top = np.sort(c, axis=1)[:, -2:]
+            want_j = (top[:, 1] - top[:, 0]).mean()
+            assert S_mixed[0, j] == pytest.approx(want_j, rel=1e-5)
+            if j < 2:
+                assert S_one[0, j] == pytest.approx(want_j, rel=1e-5)
+
+
 def test_a_model_whose_every_unit_is_dead_is_refused():
     params = jax.tree.map(np.array, _init(0))
     for l in range(CFG.n_layers):

@@ -208,3 +208,19 @@ def test_refused_before_loading_when_the_models_do_not_fit(hf_folders, tmp_path,
                "--device-memory-gib", str(weights_gib), "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "--dtype bfloat16 halves it" in err and not out.exists()
+
+
+def test_column_ranks_are_scipys_average_ranks():
+    """``identity_dims.column_ranks`` (numpy, no scipy.stats import) gives what
+    ``scipy.stats.rankdata(axis=0)`` gives: ordinal ranks without ties, average ranks for
+    ties, NaN columns all NaN, a constant column all (n + 1) / 2."""
+    from scipy import stats
+
+    from bornbiased_jax.fingerprint.tests.identity_dims import column_ranks
+
+    rng = np.random.default_rng(0)
+    tied = rng.integers(0, 4, (37, 9)).astype(np.float64)
+    tied[:, 0] = 1.0
+    tied[5, 1] = np.nan
+    for F in (rng.standard_normal((37, 64)), tied):
+        np.testing.assert_array_equal(column_ranks(F), stats.rankdata(F, axis=0))
