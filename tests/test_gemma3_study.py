@@ -137,6 +137,13 @@ def test_pairs_table_marks_a_leg_that_stopped_early():
 
     run = rec["records"]["tests"]["auto"]
     assert inputs_text(run, "permutation") == (
-        f"n = 100 (16 for the 1 of {len(pairs)} pairs whose matched leg decided the any-pair "
-        f"verdict alone, where the permutation leg stopped)")
+        f"n = 100 (16 for the 1 whose matched leg decided the any-pair verdict alone, of "
+        f"{len(pairs)} pairs, where the permutation leg stopped)")
+    # a leg stopped because the matched leg found nothing is counted apart
+    pairs[-1]["n"] = {"any_pair": 16, "permutation": 16}
+    pairs[-1]["p"]["matched"] = 1.0
+    assert inputs_text(run, "permutation") == (
+        f"n = 100 (16 for the 1 whose matched leg decided the any-pair verdict alone and 1 whose "
+        f"matched leg found nothing (p = 1), of {len(pairs)} pairs, where the permutation leg "
+        f"stopped)")
     assert inputs_text(run, "matched") == "n = 100"

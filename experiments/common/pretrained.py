@@ -120,14 +120,20 @@ def runs_by_test(r: dict) -> list[tuple[str, dict]]:
 # --- the steps' plumbing ------------------------------------------------------------------------
 def inputs_text(run: dict, test: str) -> str:
     """'n = N' of one fingerprint run's test, saying for how many pairs the test read fewer
-    inputs (a leg that stopped once the matched leg decided the any-pair verdict)."""
+    inputs (a leg that stopped at the matched leg's sequences: that leg decided the any-pair
+    verdict alone, or found nothing, p_matched = 1)."""
     n = run["settings"]["n"]
-    short = [p["n"][test] for p in run["pairs"] if p.get("n", {}).get(test, n) < n]
+    short = [p for p in run["pairs"] if p.get("n", {}).get(test, n) < n]
     if not short:
         return f"n = {n}"
-    return (f"n = {n} ({'/'.join(map(str, sorted(set(short))))} for the {len(short)} of "
-            f"{len(run['pairs'])} pairs whose matched leg decided the any-pair verdict alone, "
-            f"where the permutation leg stopped)")
+    nothing = sum(p["p"].get("matched", 0.0) >= 1.0 for p in short)
+    why = " and ".join(x for x in (
+        f"{len(short) - nothing} whose matched leg decided the any-pair verdict alone"
+        if len(short) > nothing else "",
+        f"{nothing} whose matched leg found nothing (p = 1)" if nothing else "") if x)
+    sizes = "/".join(map(str, sorted({p["n"][test] for p in short})))
+    return (f"n = {n} ({sizes} for the {why}, of {len(run['pairs'])} pairs, where the "
+            f"permutation leg stopped)")
 
 
 def pairs_table(rec: dict, kind, describe) -> str:
@@ -157,8 +163,8 @@ def pairs_table(rec: dict, kind, describe) -> str:
     if stopped:
         lines += ["", "(n = " + ", ".join(map(str, sorted(stopped))) + "): the test read only "
                   "the matched leg's sequences: the matched leg decided the any-pair verdict "
-                  "alone, so the permutation leg stopped there (its p shown, not combined into "
-                  "the verdict's; `--no-sequential` reads all n)."]
+                  "alone, or found nothing (p = 1), so the permutation leg stopped there (its "
+                  "p shown, not combined into the verdict's; `--no-sequential` reads all n)."]
     return "\n".join(lines)
 
 
