@@ -74,7 +74,7 @@ def table_text(results: Mapping[str, LineageResult]) -> str:
     v = max([22] + [len(row["variant"]) for row in table])
     out = [f"{'test':<{w}} {'p-value':<{v}} {'p':>14} {'|S|':>5} {'mean corr':>10}  verdict"]
     for row in table:
-        stat = "nan" if not math.isfinite(row["statistic"]) else f"{row['statistic']:+.4f}"
+        stat = "-" if not math.isfinite(row["statistic"]) else f"{row['statistic']:+.4f}"
         out.append(f"{row['test']:<{w}} {row['variant']:<{v}} {fmt_p(row['p']):>14} "
                    f"{row['n_dims']:>5} {stat:>10}  {row['verdict']}")
     return "\n".join(out)

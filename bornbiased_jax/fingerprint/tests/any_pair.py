@@ -75,7 +75,7 @@ def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
             else "each leg at alpha / 2")
     return LineageResult(
         "any_pair", {"bonferroni": p}, perm.alpha, perm.n, perm.d_out, np.arange(0),
-        np.arange(0.0), "none", p, np.arange(0.0),
+        np.arange(0.0), "none", float("nan"), np.arange(0.0),  # no correlation of its own
         {"decided_by": leg, "p_permutation": perm.p, "p_matched": matched.p,
          **({"stopped_at": perm.n} if stopped else {})},
         "; ".join(x for x in (note, matched.note) if x))
