@@ -6,7 +6,10 @@ fingerprint`` gives, exactly as a user runs them: every model an HF folder with 
 (remapped where the vocabulary was edited), ``compare_many`` with the command's defaults.
 
   any_pair      BASE's initialisation unknown (BASE a downloaded model): the permutation and
-                the matched test each at alpha / 2, the matched test at the default slack;
+                the matched test each at alpha / 2, the matched test at the default slack,
+                with the command's stops (``any_pair.any_pair_p`` at alpha: min(1,
+                2 p_matched) where the matched leg decided alone or found nothing; the legs
+                themselves read every input here);
   matched_init  BASE's initialisation known (its training run): the matched test of the
                 suspect against it, exact;
   localised     the share of the suspect's layers copied from a BASE layer (the derivative
@@ -38,6 +41,7 @@ from bornbiased_jax.training import run_folder
 from experiments.common import seed_family as SF
 
 TESTS = ("permutation", "matched", "matched_init")  # any_pair follows from the first two
+ALPHA = 0.01
 EDITS = tuple(D.SHAPES)
 
 
@@ -111,7 +115,7 @@ def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) 
         cache = Path(work) / f"pairs-s{k}.json"
         saved = cached_pairs(cache, ident)
         if saved is not None:
-            rows += saved
+            rows += [_as_command(r) for r in saved]
             continue
         specs = [(j, e) for j in range(bases) for e in EDITS]
         outs = compare_many(load_source(str(built[k]["base"])),
@@ -127,12 +131,22 @@ def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) 
                          "localised": {t: localised(r[t], origin) for t in
                                        ("matched", "matched_init")}})
         files.write_json(cache, {"identity": ident, "pairs": mine})
-        rows += mine
+        rows += [_as_command(r) for r in mine]
         log(f"  base {k}: {len(mine)} pairs")
     return {"bases": bases, "pairs": rows}
 
 
-def summarise(rec: dict, alpha: float = 0.01) -> dict:
+def _as_command(row: dict) -> dict:
+    """``row`` with its any-pair p as ``bornbiased fingerprint`` gives it from the two legs'
+    p-values (its stops applied: ``any_pair.any_pair_p`` at :data:`ALPHA`)."""
+    from bornbiased_jax.fingerprint.tests.any_pair import any_pair_p
+
+    p = dict(row["p"])
+    p["any_pair"] = any_pair_p(p["permutation"], p["matched"], alpha=ALPHA)[0]
+    return {**row, "p": p}
+
+
+def summarise(rec: dict, alpha: float = ALPHA) -> dict:
     """Per edit and verdict test: positives found, negatives rejected (with a Clopper-Pearson
     95 % interval), and the mean share of copied layers localised."""
     from bornbiased_jax.stats import clopper_pearson
