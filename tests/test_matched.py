@@ -444,12 +444,41 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
             np.testing.assert_array_equal(out["features"][1], ref["features"][1])
 
 
+def test_a_stop_for_nothing_is_called_off_where_the_permutation_leg_already_found_it(tmp_path):
+    """A descendant the matched leg cannot see: BASE with every MLP taken from a stranger (an
+    MLP transplant; embeddings, attention and norms BASE's). The matched leg finds nothing
+    (p = 1), but the permutation leg's p on its sequences is already at most alpha / 2, so
+    the stop is called off: both legs read all n, the verdict is the full run's, 'related'."""
+    import dataclasses
+
+    from bornbiased_jax.fingerprint.runner.compare import Settings, compare
+    from bornbiased_jax.hf import save_hf
+    from bornbiased_jax.sources import load_source
+
+    base_params = _fine_tuned(_init(0), 9, scale=0.5)
+    stranger = _fine_tuned(_init(11), 3, scale=0.5)
+    transplant = {k: ({**v, "mlp": stranger[k]["mlp"]} if k.startswith("layers_") else v)
+                  for k, v in base_params.items()}
+    base = load_source(str(save_hf(CFG, base_params, tmp_path / "base")))
+    suspect = load_source(str(save_hf(CFG, transplant, tmp_path / "transplant")))
+    s = Settings(tests=("permutation", "matched"), n=64, seq_len=16)
+    out = compare(base, suspect, s)
+    ref = compare(base, suspect, dataclasses.replace(s, sequential=False))
+    res, ref_res = out["results"], ref["results"]
+    assert res["matched"].p == 1.0
+    assert res["permutation"].n == 64 and "stopped_at" not in res["permutation"].details
+    for test in ("permutation", "any_pair"):
+        assert res[test].p_values == ref_res[test].p_values, test
+    assert res["any_pair"].same_lineage and res["any_pair"].details["decided_by"] == "permutation"
+
+
 def test_a_stopped_permutation_leg_is_shown_not_combined():
     """Once the matched leg decided, or found nothing, the any-pair p is min(1, 2 p_matched)
     whatever the stopped permutation leg's p (combining it would let the stop choose the
     smaller p)."""
     from bornbiased_jax.fingerprint.tests.any_pair import (any_pair, any_pair_p,
-                                                           decided_by_matched, stop_reason)
+                                                           decided_by_matched, stop_holds,
+                                                           stop_reason)
     from bornbiased_jax.fingerprint.tests.result import LineageResult
 
     def result(test, p, **details):
@@ -468,8 +497,16 @@ def test_a_stopped_permutation_leg_is_shown_not_combined():
     stopped = any_pair(result("permutation", 1e-6, stopped_at=16, stopped_because="nothing"),
                        nothing)
     assert stopped.p == 1.0 and "found nothing" in stopped.note
+    # a stop for 'nothing' stands unless the permutation leg's p on those inputs is already
+    # at most alpha / 2 (then every leg reads all n)
+    assert stop_holds("nothing", result("permutation", 0.006))
+    assert not stop_holds("nothing", result("permutation", 0.005))
+    assert stop_holds("decided", result("permutation", 1e-6))
     # the benchmarks' p from full legs, as the command gives it
-    assert any_pair_p(1e-6, 1.0, alpha=0.01) == (1.0, "matched")
+    assert any_pair_p(0.3, 1.0, alpha=0.01) == (1.0, "matched")
+    assert any_pair_p(1e-6, 1.0, alpha=0.01, p_permutation_first=0.2) == (1.0, "matched")
+    assert any_pair_p(1e-6, 1.0, alpha=0.01, p_permutation_first=0.004) == (2e-6, "permutation")
+    assert any_pair_p(1e-6, 1.0, alpha=0.01) == (2e-6, "permutation")  # the full p stands in
     assert any_pair_p(1e-6, 1.0) == (2e-6, "permutation")
     assert any_pair_p(1e-6, 0.5, alpha=0.01) == (2e-6, "permutation")
     assert any_pair_p(0.3, 0.004, alpha=0.01) == (0.008, "matched")

@@ -16,7 +16,9 @@ Positives: a base with its own suspects; negatives: a base with every other base
     'any_pair', the verdict ``bornbiased fingerprint`` gives when BASE's initialisation is
     unknown (two HF folders or GGUF files): the permutation and matched tests each at
     alpha / 2, with the command's stops (``any_pair.any_pair_p`` at alpha: min(1,
-    2 p_matched) where the matched leg decided alone or found nothing);
+    2 p_matched) where the matched leg decided alone, or found nothing and the permutation
+    test on its first ``MATCHED_SEQS`` sequences, kept as 'permutation_first', is above
+    alpha / 2);
   * 'matched_init': the matched test with the base's initialisation as base (exact, eps = 0,
     no null models), the default verdict of ``bornbiased fingerprint`` for a gated MLP whose
     initialisation is known;
@@ -41,6 +43,7 @@ from bornbiased_jax.fingerprint.tests import baselines as BL
 from bornbiased_jax.fingerprint.tests import calibrated as C
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.tests import permutation as P
 from bornbiased_jax.fingerprint.tests.any_pair import any_pair_p
 from bornbiased_jax.fingerprint.tests.result import ALPHA
 from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS, null_seeds
@@ -175,7 +178,13 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
                                      slack=M.default_slack(None, one_is_init=False))
             row["matched"], row["matched_K"] = matched.p, matched.details["K_per_layer"]
             row["matched_eps0"] = M.matched_test(pre[("base", b, "")], pre[key]).p
-            row["any_pair"] = any_pair_p(row["permutation"], row["matched"], alpha=ALPHA)[0]
+            # the permutation leg on the matched leg's sequences: whether the command's stop
+            # for a matched leg that found nothing stands (any_pair.stop_holds)
+            row["permutation_first"] = P.permutation_test(
+                prepared[("base", b, "")].F[:MATCHED_SEQS], prepared[key].F[:MATCHED_SEQS],
+                permutations=s["permutations"], rng=np.random.default_rng(len(rows))).p
+            row["any_pair"] = any_pair_p(row["permutation"], row["matched"], alpha=ALPHA,
+                                         p_permutation_first=row["permutation_first"])[0]
             row["matched_init"] = M.matched_test(pre[init], pre[key], init="base").p
             for name, res in (("pcs", BL.pcs(base.params, m.params)),
                               ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),

@@ -7,9 +7,12 @@ fingerprint`` gives, exactly as a user runs them: every model an HF folder with 
 
   any_pair      BASE's initialisation unknown (BASE a downloaded model): the permutation and
                 the matched test each at alpha / 2, the matched test at the default slack,
-                with the command's stops (``any_pair.any_pair_p`` at alpha: min(1,
-                2 p_matched) where the matched leg decided alone or found nothing; the legs
-                themselves read every input here);
+                as the command gives it: ``compare_many`` with only the any-pair verdict's
+                two legs would stop the permutation leg (``any_pair``), here the legs read
+                every input beside matched_init, so the stops are applied to their p-values
+                (``any_pair.any_pair_p`` at alpha, the full permutation p standing in for
+                the first sequences' where the matched leg found nothing: the verdict at
+                least as often 'related' as the command's);
   matched_init  BASE's initialisation known (its training run): the matched test of the
                 suspect against it, exact;
   localised     the share of the suspect's layers copied from a BASE layer (the derivative
@@ -80,15 +83,17 @@ def localised(result, origin: list) -> float | None:
 
 def identity() -> dict:
     """What a base's cached pairs were measured with: the command's settings and what its
-    verdicts computed (``audit.statistic``: the matched statistic, its screen, the any-pair
-    verdict's stops). A cache of other settings (or of none: an older cache) is
+    tests computed (``audit.statistic``: the matched statistic and its screen). A cache of other settings (or of none: an older cache) is
     measured again, never reused."""
     import dataclasses
 
     from bornbiased_jax.fingerprint.runner.audit import statistic
 
+    # the legs read every input here (the any-pair p follows from theirs: _as_command), so
+    # the any-pair stops are no part of what the cache measured
+    what = {k: v for k, v in statistic().items() if k != "any_pair_stops"}
     return {"settings": json.loads(json.dumps(dataclasses.asdict(Settings(tests=TESTS)))),
-            **statistic()}
+            **what}
 
 
 def cached_pairs(cache: Path, ident: dict) -> list | None:

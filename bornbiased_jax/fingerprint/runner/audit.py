@@ -117,11 +117,11 @@ def statistic() -> dict:
     the layer screen's constants and where the any-pair verdict stops its permutation leg (a
     pair record keeps them; a resumed run reuses only its own)."""
     from bornbiased_jax.defaults import MATCHED_STATISTIC
-    from bornbiased_jax.fingerprint.tests.any_pair import STOPS
+    from bornbiased_jax.fingerprint.tests.any_pair import RULES
     from bornbiased_jax.fingerprint.tests.unit_matching import screen_settings
 
     return {"matched": MATCHED_STATISTIC, "screen": screen_settings(),
-            "any_pair_stops": sorted(STOPS)}
+            "any_pair_stops": dict(RULES)}
 
 
 def _pair_folder(k: int, label: str) -> str:

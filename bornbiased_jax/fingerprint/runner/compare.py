@@ -66,8 +66,9 @@ class Settings:
     matched_eps: float | None = None  # the older spelling: a share of BASE's MLP width
     # Where the tests are a combination's legs with a first leg (the any-pair verdict: the
     # matched test reads the first matched_seqs sequences), run it first and stop the others
-    # at those sequences where its result says so (registry.sequential: it decided alone, or
-    # found nothing; any_pair.stop_reason); False: all n always.
+    # at those sequences where its result says so and theirs there do not call it off
+    # (registry.sequential: it decided alone, or found nothing and the permutation leg's
+    # first p is above alpha / 2; any_pair.stop_reason, stop_holds); False: all n always.
     sequential: bool = True
 
     def __post_init__(self):
@@ -282,11 +283,11 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
         if n1 is not None:  # the first leg on its sequences; the rest where it does not decide
             done[seq.first] = registry.entry(seq.first).runner()(ctx)
             why = seq.stopper()(done[seq.first])
-            if why is not None:
-                for e in entries:
-                    if e.name not in done:
-                        done[e.name] = stopped(e.runner()(ctx), seq.first, why)
-            else:
+            early = ({e.name: e.runner()(ctx) for e in entries if e.name not in done}
+                     if why is not None else {})
+            if why is not None and all(seq.holder()(why, r) for r in early.values()):
+                done.update({k: stopped(r, seq.first, why) for k, r in early.items()})
+            else:  # no stop, or one that the other legs' first results call off
                 ctx.F_A = F_A = base_rest(sd)
                 ctx.F_B = F_B = np.concatenate([F_B, features_only(suspect, xs_B[n1:], s,
                                                                    progress)])

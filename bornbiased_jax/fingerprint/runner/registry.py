@@ -129,8 +129,10 @@ class Combination:
     verdict: int | None = None
     first: str | None = None  # a leg that reads only the first inputs (the matched test's);
     # 'stops' says when the other legs stop at those inputs too: stops(first_result) -> a
-    # reason (a string) or None
+    # reason (a string) or None; 'holds(reason, leg_result)' whether the stop stands given a
+    # leg's result on those inputs (else every leg reads all of them)
     stops: str | Callable | None = None
+    holds: str | Callable | None = None
 
     def combiner(self) -> Callable:
         return _resolve(self.combine)
@@ -139,6 +141,11 @@ class Combination:
         """``stops(first_result) -> str | None``: why the other legs stop at the first leg's
         inputs, or None where they read all of them."""
         return _resolve(self.stops)
+
+    def holder(self) -> Callable:
+        """``holds(reason, leg_result) -> bool``: whether a stop stands given another leg's
+        result on the first leg's inputs (always, without ``holds``)."""
+        return _resolve(self.holds) if self.holds is not None else (lambda why, r: True)
 
 
 @dataclasses.dataclass
@@ -234,7 +241,8 @@ COMBINATIONS: tuple[Combination, ...] = (
                 "the any-pair verdict: the permutation and the matched test each at alpha/2 "
                 "(Bonferroni), the verdict line naming the leg that decided",
                 p_labels={"bonferroni": "Bonferroni of permutation and matched"}, verdict=2,
-                first="matched", stops=f"{_FG}.any_pair:stop_reason"),
+                first="matched", stops=f"{_FG}.any_pair:stop_reason",
+                holds=f"{_FG}.any_pair:stop_holds"),
 )
 
 

@@ -5,15 +5,17 @@ the two legs' results wherever both ran.
 
 ``compare`` runs the matched leg first (it reads only the first ``matched_seqs`` sequences) and
 stops the permutation leg at those sequences, instead of all n, in two cases
-(:func:`stop_reason`): where the matched leg decides alone (2 p_matched <= alpha: 'related'
-whatever the permutation leg says), and where it found nothing (p_matched = 1: no tested layer
-pair shares more doubly matched units than the slack allows, what unrelated trained models do:
-every unrelated trained pair of the level table but 3 of 1,168 and every negative of the
-lineage benchmarks; RESULTS.md). A stopped leg's p is shown, not combined: the any-pair p is
-then min(1, 2 p_matched), never below the Bonferroni p of the two full legs, so it stays a
-p-value (the second stop can only keep a verdict 'no evidence'). Its price is power where the
-matched leg finds nothing and the permutation leg would have found the lineage on more
-sequences (measured: no such descendant in the benchmarks); ``--no-sequential`` reads all n.
+(:func:`stop_reason`, :func:`stop_holds`): where the matched leg decides alone (2 p_matched <=
+alpha: 'related' whatever the permutation leg says), and where it found nothing (p_matched = 1
+as computed: no tested layer pair shares more doubly matched units than the slack allows, or so
+few more that the combined p rounds to 1 -- what unrelated trained models give) unless the
+permutation leg's p on those sequences is already at most alpha / 2. A stopped leg's p is
+shown, not combined: the any-pair p is then min(1, 2 p_matched), never below the Bonferroni p
+of the two full legs (whatever decides the stop), so it stays a p-value; the second stop can
+only keep a verdict 'no evidence'. Its price is power where the matched leg finds nothing and
+the permutation leg would reach alpha / 2 on all n sequences but not on the first ones
+(measured in RESULTS.md and docs/seedprint.md: no such descendant in the benchmarks);
+``--no-sequential`` reads all n.
 """
 
 from __future__ import annotations
@@ -24,15 +26,27 @@ from bornbiased_jax.fingerprint.tests.result import LineageResult
 
 STOPS = {"decided": "the matched leg decided the verdict alone (2 p_matched <= alpha)",
          "nothing": "the matched leg found nothing (p_matched = 1: no layer pair shares more "
-                    "doubly matched units than the slack allows)"}
+                    "doubly matched units than the slack allows, or too few more to move the "
+                    "combined p) and the permutation leg's p on those inputs is above "
+                    "alpha / 2"}
 
 
-def any_pair_p(p_permutation: float, p_matched: float, alpha: float | None = None
-               ) -> tuple[float, str]:
+# each stop's rule, as a pair record keeps it (a record of another rule is measured again)
+RULES = {"decided": "2 p_matched <= alpha",
+         "nothing": "p_matched >= 1 and 2 p_permutation(first inputs) > alpha"}
+
+
+def any_pair_p(p_permutation: float, p_matched: float, alpha: float | None = None,
+               p_permutation_first: float | None = None) -> tuple[float, str]:
     """(p, the deciding leg) of the any-pair verdict: min(1, 2 min(p_perm, p_matched)); with
     ``alpha``, as ``bornbiased fingerprint`` gives it from the full legs' p-values: min(1,
-    2 p_matched) where the permutation leg would have stopped (:func:`stop_reason`)."""
-    if alpha is not None and _reason(p_matched, alpha) is not None:
+    2 p_matched) where the permutation leg would have stopped (:func:`stop_reason`; a stop
+    for 'nothing' holds unless ``p_permutation_first``, the permutation p on the matched
+    leg's sequences, is at most alpha / 2; where it is not given, the full leg's p stands in,
+    and the verdict at alpha is 'related' at least as often as the command's)."""
+    why = None if alpha is None else _reason(p_matched, alpha)
+    first = p_permutation if p_permutation_first is None else p_permutation_first
+    if why == "decided" or (why == "nothing" and 2 * first > alpha):
         return min(1.0, 2 * p_matched), "matched"
     legs = {"permutation": p_permutation, "matched": p_matched}
     leg = min(legs, key=legs.get)
@@ -56,8 +70,16 @@ def decided_by_matched(matched: LineageResult) -> bool:
 def stop_reason(matched: LineageResult) -> str | None:
     """Why the permutation leg stops at the matched leg's sequences (a key of :data:`STOPS`),
     or None where it reads all n: 'decided' (:func:`decided_by_matched`), 'nothing'
-    (p_matched = 1)."""
+    (p_matched = 1; the stop stands unless :func:`stop_holds` calls it off)."""
     return _reason(matched.p, matched.alpha)
+
+
+def stop_holds(reason: str, leg: LineageResult) -> bool:
+    """Whether a stop for ``reason`` stands given the permutation leg's result on the matched
+    leg's inputs: always where the matched leg decided; where it found nothing, unless that
+    p is already at most alpha / 2 (then both legs read all n: the evidence the stop would
+    leave unread is the permutation leg's)."""
+    return reason != "nothing" or 2 * leg.p > leg.alpha
 
 
 def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
