@@ -118,8 +118,8 @@ def test_the_section_lists_every_record_and_says_what_is_missing():
 
 
 def test_pairs_table_marks_a_leg_that_stopped_early():
-    """A p read from fewer inputs than the command's n (the permutation leg stopped once the
-    matched leg decided) carries its n and a footnote; a record without per-test n is shown as
+    """A p read from fewer inputs than the command's n (the permutation leg stopped at the
+    matched leg's sequences: that leg decided, or found nothing) carries its n and a footnote; a record without per-test n is shown as
     before."""
     rec = lineage_record()
     plain = C.pairs_table(rec)

@@ -279,3 +279,21 @@ def test_a_base_cache_of_other_settings_is_measured_again(tmp_path):
     assert cached_pairs(f, other) is None
     f.write_text(json.dumps(pairs))  # a cache written before caches kept their identity
     assert cached_pairs(f, ident) is None
+
+
+def test_the_any_pair_row_counts_what_its_stop_for_nothing_did():
+    """The any-pair row says how many negatives and positives the stop for a matched leg that
+    found nothing shortened, and how many positives it cost: a positive whose full
+    permutation leg is at most alpha / 2 while its first sequences' is not."""
+    from experiments.lineage_bench.claims import stops_note
+
+    def row(related, matched, first, full):
+        return {"related": related, "matched": matched, "permutation_first": first,
+                "permutation": full}
+    pairs = [row(False, 1.0, 0.3, 0.4), row(False, 1.0, 0.004, 0.001), row(False, 0.5, 0.3, 0.3),
+             row(True, 0.0, 0.3, 0.001), row(True, 1.0, 0.2, 0.001), row(True, 1.0, 0.2, 0.5)]
+    note = stops_note(pairs)
+    assert "for 1 of 3 negatives and 2 of 3 positives" in note
+    assert note.endswith("found by the permutation leg on all n): 1")
+    assert stops_note([{k: v for k, v in r.items() if k != "permutation_first"}
+                       for r in pairs]) is None

@@ -157,6 +157,17 @@ def test_partners_and_screen_agree_with_plain_references_ties_and_dead_units_inc
                 assert S_one[0, j] == pytest.approx(want_j, rel=1e-5)
 
 
+def test_views_with_nan_are_refused():
+    """The matchings rank finite correlations: a NaN or infinite view is refused (XLA's CPU
+    max would drop a NaN along one axis and not the other)."""
+    z = np.random.default_rng(0).standard_normal((40, 12)).astype(np.float32)
+    bad = z.copy()
+    bad[3, 4] = np.nan
+    for a, b in ((bad, z), (z, bad)):
+        with pytest.raises(UserError, match="NaN or infinite"):
+            U.partners(a, b)
+
+
 def test_a_model_whose_every_unit_is_dead_is_refused():
     params = jax.tree.map(np.array, _init(0))
     for l in range(CFG.n_layers):

@@ -649,8 +649,9 @@ def test_the_default_slack_for_trained_pairs_is_the_one_the_level_study_fitted()
 def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     """Table 6's setting, two LLaMA-2-7B checkpoints (HF config) on one 80 GB device in
     bfloat16: the plan printed before loading states the matched leg's host memory (BASE's and
-    the suspect's pre-activations: 2 models x 8,192 rows x 11,008 units x 2 views x 32 layers x
-    4 bytes; a pair's working copy of them on the device), its correlation work per suspect (64 products of 2 R F^2 FLOP) and that the
+    the suspect's pre-activations, and BASE's transposed while a pair is matched: 3 x 8,192
+    rows x 11,008 units x 2 views x 32 layers x 4 bytes), its device memory (per matching
+    running, its two views and the F x F correlations), its correlation work per suspect (64 products of 2 R F^2 FLOP) and that the
     11,008 units of a layer are matched as reciprocal best partners."""
     from bornbiased_jax.fingerprint.runner import audit, memory_plan
     from bornbiased_jax.hf import config_from_hf
@@ -660,19 +661,29 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     R = 128 * (68 - M.DROP)
     plan = memory_plan.make_plan(cfg, cfg, 2000, 64, "bfloat16", ("NVIDIA H100 80GB HBM3", 80e9),
                                  matched_models=2, matched_rows=R)
-    assert plan.fits and plan.matched_host_bytes == 2 * R * 11008 * 2 * 32 * 4
+    # BASE's and the suspect's views, and BASE's once more, transposed, while a pair is matched
+    assert plan.fits and plan.matched_host_bytes == 3 * R * 11008 * 2 * 32 * 4
     text = plan.describe()
     assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
-    # while a pair is matched, both models' views are on the device as float32 arrays
-    assert plan.matched_device_bytes == 2 * R * 11008 * 2 * 32 * 4
-    assert f"({plan.matched_device_bytes / 1e9:.3g} GB of them on the device" in text
+    # on the device: per matching running (WORKERS at once) its two views and F x F
+    # correlations
+    from bornbiased_jax.fingerprint.tests.unit_matching import WORKERS
+
+    assert plan.matched_device_bytes == WORKERS * (2 * R * 11008 + 3 * 11008**2) * 4
+    assert f"{plan.matched_device_bytes / 1e9:.3g} GB on the device for the matchings" in text
+    # on a device that holds the weights alone, the matchings do not fit beside them: refused
+    small = memory_plan.make_plan(cfg, cfg, 2000, 64, "bfloat16", ("a GPU", 34e9),
+                                  matched_models=2, matched_rows=R)
+    assert small.weight_bytes <= (1 - memory_plan.ACTIVATION_RESERVE) * 34e9 and not small.fits
+    with pytest.raises(UserError, match="GB for the matched test's matchings"):
+        memory_plan.check(small)
     assert f"{64 * 2 * R * 11008**2 / 1e12:.3g} TFLOP" in text and "best partner" in text
     # the command's own plan: the matched leg's rows from its settings (the first
     # MATCHED_SEQS of the n = 40 sequences); BASE is its own initialisation here, so two
     # models' pre-activations are kept
     a = audit.plan("preset:llama2-tiny@0", ["preset:llama2-tiny@1"], n=40, seq_len=16)
     assert a.tests == ("permutation", "matched_init")
-    assert a.memory.matched_host_bytes == 2 * MATCHED_SEQS * (16 - M.DROP) * 176 * 2 * 2 * 4
+    assert a.memory.matched_host_bytes == 3 * MATCHED_SEQS * (16 - M.DROP) * 176 * 2 * 2 * 4
     assert "176 units per layer matched as reciprocal best partners" in a.memory.describe()
 
 

@@ -139,8 +139,8 @@ def inputs_text(run: dict, test: str) -> str:
 def pairs_table(rec: dict, kind, describe) -> str:
     """Every suspect's p-value under every test of a lineage record, one row per suspect
     (``kind(name)``, ``describe(name)``: its kind and what it is). A p of a leg that stopped at
-    the first inputs because another leg decided (the pair's ``n`` of that test below the
-    command's) is marked, with a footnote."""
+    the first inputs because another leg decided or found nothing (the pair's ``n`` of that
+    test below the command's) is marked, with a footnote."""
     runs = runs_by_test(rec["records"])
     names = list(dict.fromkeys(p["suspect"] for _, run in runs for p in run["pairs"]))
     lines = ["| suspect | kind | " + " | ".join(t for t, _ in runs) + " |",

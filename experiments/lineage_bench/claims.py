@@ -101,6 +101,26 @@ def intrinsic_degenerate(pairs: list[dict] | None) -> str | None:
 MATCHED_COLUMNS = ("matched", "matched_eps0", "matched_init", "any_pair")
 
 
+def stops_note(pairs: list[dict] | None, alpha: float = 0.01) -> str | None:
+    """What the any-pair verdict's stop for a matched leg that found nothing did on the
+    benchmark's pairs (``any_pair.stop_reason``, ``stop_holds``): how many negatives and
+    positives it stopped at the matched leg's sequences, and how many positives it cost (the
+    permutation leg on all n at most alpha / 2, on the first sequences not); None for a
+    record without the first sequences' permutation p."""
+    if not pairs or any("permutation_first" not in r for r in pairs):
+        return None
+
+    def stops(r):
+        return r["matched"] >= 1.0 and 2 * r["permutation_first"] > alpha
+    neg = [r for r in pairs if not r["related"]]
+    pos = [r for r in pairs if r["related"]]
+    lost = sum(stops(r) and 2 * r["permutation"] <= alpha for r in pos)
+    return (f"its permutation leg stopped at the matched leg's sequences because that leg "
+            f"found nothing (p = 1) for {sum(map(stops, neg))} of {len(neg)} negatives and "
+            f"{sum(map(stops, pos))} of {len(pos)} positives; positives that stop cost (found "
+            f"by the permutation leg on all n): {lost}")
+
+
 def claims(summary: dict, pairs: list[dict] | None = None, statistic_note: str = ""
            ) -> list[Claim]:
     """The rows of every test by the two rules (module docstring); ``pairs`` (the record's
@@ -133,6 +153,8 @@ def claims(summary: dict, pairs: list[dict] | None = None, statistic_note: str =
             why += "; " + notes[t]
         if statistic_note and t in MATCHED_COLUMNS:
             why += "; " + statistic_note
+        if t == "any_pair" and stops_note(pairs):
+            why += "; " + stops_note(pairs)
         out.append(Claim(f"Lineage benchmark: {LABELS.get(t, t)}", "-", ours, BEYOND, why,
                          "beyond the paper"))
     why = ("tests that hold their level and find every weight-lineage edit"

@@ -18,14 +18,16 @@ views probe on the first ``defaults.MATCHED_SEQS`` sequences, the feature probe 
                  in float32: R rows (``matched_rows``: sequences x positions read, sink
                  positions dropped) x F units x 2 views x L layers per model, for BASE (kept
                  for every suspect), the suspect and, for matched_init, BASE's
-                 initialisation; a working copy of the pair being matched (2 models'
-                 views, as float32 arrays on the device: ``unit_matching._prepare``); then
-                 per suspect about 2L products of R x F by R x F
+                 initialisation, and BASE's once more, transposed, while a pair is matched
+                 (``unit_matching._prepare``); on the device, per matching running (two at
+                 once: ``unit_matching.WORKERS``), its two views and the F x F correlations;
+                 then per suspect about 2L products of R x F by R x F
                  (2 R F^2 FLOP each: the layer pairs the screen chooses) matching reciprocal
                  best partners, and the layer screen (``unit_matching.screen``).
 
-The comparison is refused before any loading when the weights leave less than
-``ACTIVATION_RESERVE`` of the device for the forward pass and the features; the time is an
+The comparison is refused before any loading when the weights (and the matched test's
+matchings) leave less than ``ACTIVATION_RESERVE`` of the device for the forward
+pass and the features; the time is an
 estimate at an assumed rate (stated), not a measurement.
 """
 
@@ -39,6 +41,7 @@ import numpy as np
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.flops import forward_flops
+from bornbiased_jax.fingerprint.tests.unit_matching import WORKERS
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
 ACTIVATION_RESERVE = 0.2  # share of the device kept free for activations and features
@@ -77,7 +80,10 @@ class Plan:
 
     @property
     def fits(self) -> bool:
-        return self.weight_bytes <= (1 - ACTIVATION_RESERVE) * self.device_bytes
+        """Whether the weights and the matched test's matchings leave the device
+        ``ACTIVATION_RESERVE`` for the forward pass and the features."""
+        return (self.weight_bytes + self.matched_device_bytes
+                <= (1 - ACTIVATION_RESERVE) * self.device_bytes)
 
     def describe(self) -> str:
         gb = 1e9
@@ -91,8 +97,8 @@ class Plan:
                 + (f" (with {self.null_models} null initialisations in float32)"
                    if self.null_models else "") + f"; {t}"
                 + (f"; matched test: {self.matched_host_bytes / gb:.3g} GB of MLP "
-                   f"pre-activations on the host ({self.matched_device_bytes / gb:.3g} GB of "
-                   f"them on the device while a pair is matched), "
+                   f"pre-activations on the host, {self.matched_device_bytes / gb:.3g} GB on "
+                   f"the device for the matchings running, "
                    f"{self.matched_flops / 1e12:.3g} TFLOP of "
                    f"unit correlations per suspect, {self.matched_units} units per layer "
                    f"matched as reciprocal best partners" if self.matched_host_bytes else ""))
@@ -144,9 +150,10 @@ def make_plan(base: ModelConfig, suspect: ModelConfig, n: int, T: int, dtype: st
     F, L = base.d_ff, base.n_layers
     return Plan(pb, ps, dtype, held * DTYPE_BYTES[dtype], flops_models + flops_nulls, name,
                 avail, seconds, null_models,
-                matched_host_bytes=matched_models * matched_rows * F * 2 * L * 4,
-                matched_device_bytes=(2 * matched_rows * F * 2 * L * 4 if matched_models
-                                      else 0),
+                matched_host_bytes=(matched_models + 1) * matched_rows * F * 2 * L * 4
+                if matched_models else 0,
+                matched_device_bytes=(WORKERS * (2 * matched_rows * F + 3 * F * F) * 4
+                                      if matched_models else 0),
                 matched_flops=float(2 * L * 2 * matched_rows * F * F) if matched_models else 0.0,
                 matched_units=F if matched_models else 0)
 
@@ -155,9 +162,11 @@ def check(plan: Plan) -> None:
     """A UserError, before anything is loaded, when the two models cannot be held at once."""
     if plan.fits:
         return
-    need = plan.weight_bytes / (1 - ACTIVATION_RESERVE) / 1e9
+    need = (plan.weight_bytes + plan.matched_device_bytes) / (1 - ACTIVATION_RESERVE) / 1e9
     hint = ("; --dtype bfloat16 halves it" if plan.dtype == "float32" else "")
+    views = (f" and {plan.matched_device_bytes / 1e9:.3g} GB for the matched test's "
+             f"matchings" if plan.matched_device_bytes else "")
     raise UserError(f"the two models need {plan.weight_bytes / 1e9:.3g} GB of weights held at "
-                    f"once (about {need:.3g} GB with room for the forward pass), but "
+                    f"once{views} (about {need:.3g} GB with room for the forward pass), but "
                     f"{plan.device} has {plan.device_bytes / 1e9:.3g} GB{hint}; run on a "
                     f"larger device")

@@ -128,10 +128,12 @@ def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
 @dataclasses.dataclass(frozen=True)
 class _View:
     """One view (gate or up) of one layer as the matchings read it, prepared once per pair
-    of models: its live units and the standardised view as a float32 array, (F, R) on A's
-    side (the product's left factor, :func:`_rows_last`), (R, F) on B's."""
+    of models: its live units and the standardised view as a float32 host array, (F, R) on
+    A's side (the product's left factor, :func:`_rows_last`: a copy), (R, F) on B's (no copy
+    of a float32 view). Each matching sends its two views to the device, so the device holds
+    those of the matchings running, not a model's."""
 
-    z: jax.Array
+    z: np.ndarray
     live: np.ndarray
 
     @property
@@ -140,9 +142,13 @@ class _View:
 
     @staticmethod
     def of(z: np.ndarray, left: bool, live_z: np.ndarray | None = None) -> "_View":
+        if not np.isfinite(z).all():
+            raise UserError("MLP views with NaN or infinite values: the matchings rank finite "
+                            "correlations only (standardised views are finite: "
+                            "matched._standardise)")
         lv = live(z) if live_z is None else np.asarray(live_z)
         # float32 products: the |r| only rank candidate partners (see matched.matching)
-        return _View(jnp.asarray(_rows_last(z) if left else np.asarray(z, np.float32)), lv)
+        return _View(_rows_last(z) if left else np.ascontiguousarray(z, np.float32), lv)
 
 
 def _prepare(pre, left: bool) -> list[tuple[_View, _View]]:
