@@ -156,11 +156,12 @@ def add_parser(sub) -> None:
                        help="the any-pair verdict runs its matched leg first (it reads the first "
                             f"{MATCHED_SEQS} sequences) and stops the permutation leg at those "
                             "sequences where that leg decides alone (2 p <= alpha: the same "
-                            "verdict) or found nothing (p = 1: a verdict 'no evidence' that "
-                            "only the permutation leg on more sequences could change; no "
-                            "descendant in the benchmarks is found that way), at a fraction "
-                            "of the forward passes; this flag runs the permutation leg on all "
-                            "n inputs always")
+                            "verdict) or found nothing (p = 1, unless the permutation leg's "
+                            "p on those sequences is already at most alpha/2: a verdict 'no "
+                            "evidence' that only the permutation leg on more sequences could "
+                            "change; no descendant in the benchmarks is found that way), at a "
+                            "fraction of the forward passes; this flag runs the permutation "
+                            "leg on all n inputs always")
     # the former spelling, a share of BASE's MLP width: kept for a release, hidden
     tests.add_argument("--matched-eps", type=unit_interval, default=None, help=argparse.SUPPRESS)
 
