@@ -667,7 +667,7 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
     # on the device: per matching running (WORKERS at once) its two views and F x F
     # correlations
-    from bornbiased_jax.fingerprint.tests.unit_matching import WORKERS
+    from bornbiased_jax.fingerprint.tests.kernels import WORKERS
 
     assert plan.matched_device_bytes == WORKERS * (2 * R * 11008 + 3 * 11008**2) * 4
     assert f"{plan.matched_device_bytes / 1e9:.3g} GB on the device for the matchings" in text

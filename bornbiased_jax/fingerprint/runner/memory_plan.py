@@ -20,7 +20,7 @@ views probe on the first ``defaults.MATCHED_SEQS`` sequences, the feature probe 
                  for every suspect), the suspect and, for matched_init, BASE's
                  initialisation, and BASE's once more, transposed, while a pair is matched
                  (``unit_matching._prepare``); on the device, per matching running (two at
-                 once: ``unit_matching.WORKERS``), its two views and the F x F correlations;
+                 once: ``kernels.WORKERS``), its two views and the F x F correlations;
                  then per suspect about 2L products of R x F by R x F
                  (2 R F^2 FLOP each: the layer pairs the screen chooses) matching reciprocal
                  best partners, and the layer screen (``unit_matching.screen``).
@@ -41,7 +41,7 @@ import numpy as np
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.flops import forward_flops
-from bornbiased_jax.fingerprint.tests.unit_matching import WORKERS
+from bornbiased_jax.fingerprint.tests.kernels import WORKERS
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
 ACTIVATION_RESERVE = 0.2  # share of the device kept free for activations and features

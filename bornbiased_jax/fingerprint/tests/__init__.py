@@ -24,7 +24,8 @@ same random inputs, one module each:
 
 What they share: ``identity_dims`` (the top-m / bottom-k dimensions, the identity dimensions
 S, per-dimension Kendall and Spearman correlations), ``unit_matching`` (MLP units matched
-across widths, layers across depths, and the null of both), ``rencontres`` (the matched
+across widths, layers across depths, and the null of both; its jitted programs in
+``kernels``), ``rencontres`` (the matched
 test's null law, light enough for the results renderer). ``result`` is a test's outcome
 (``LineageResult``, the level ``ALPHA``).
 

@@ -65,17 +65,15 @@ at every width measured (RESULTS.md, the level table per width and depth).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy import special
 
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint.tests.kernels import (margins, parallel, reciprocal_partners,
+                                                      rows_last)
 from bornbiased_jax.fingerprint.tests.rencontres import (fisher_log_p, partial_log_pmf,
                                                          partial_rencontres_log_sf,
                                                          randomised_log_sf)
@@ -86,7 +84,6 @@ CANDIDATES = 2  # each layer's best partners by the screen that the gate view th
 CLEAR = 0.5  # ... unless the runner-up's screen is below this share of the best's
 MIN_ROWS = 32  # rows of MLP views below which correlations tie and the test is refused
 DEAD_RTOL = 1e-6  # a view whose sd is below this share of its layer's 90th-percentile sd is dead
-WORKERS = min(2, os.cpu_count() or 1)  # matchings computed at once (threads)
 
 
 def screen_settings() -> dict:
@@ -129,8 +126,8 @@ def partners(za: np.ndarray, zb: np.ndarray, live_a: np.ndarray | None = None,
 class _View:
     """One view (gate or up) of one layer as the matchings read it, prepared once per pair
     of models: its live units and the standardised view as a float32 host array, (F, R) on
-    A's side (the product's left factor, :func:`_rows_last`: a copy), (R, F) on B's (no copy
-    of a float32 view). Each matching sends its two views to the device, so the device holds
+    A's side (the product's left factor, ``kernels.rows_last``: a copy), (R, F) on B's (no
+    copy of a float32 view). Each matching sends its two views to the device, so the device holds
     those of the matchings running, not a model's."""
 
     z: np.ndarray
@@ -148,7 +145,7 @@ class _View:
                             "matched._standardise)")
         lv = live(z) if live_z is None else np.asarray(live_z)
         # float32 products: the |r| only rank candidate partners (see matched.matching)
-        return _View(_rows_last(z) if left else np.ascontiguousarray(z, np.float32), lv)
+        return _View(rows_last(z) if left else np.ascontiguousarray(z, np.float32), lv)
 
 
 def _prepare(pre, left: bool) -> list[tuple[_View, _View]]:
@@ -160,66 +157,8 @@ def _match(a: _View, b: _View) -> np.ndarray:
     """:func:`partners` of two prepared views."""
     if not a.live.any() or not b.live.any():
         return np.full(a.F, -1, np.int64)
-    return np.asarray(_partners(a.z, b.z, jnp.asarray(a.live), jnp.asarray(b.live))
+    return np.asarray(reciprocal_partners(a.z, b.z, jnp.asarray(a.live), jnp.asarray(b.live))
                       ).astype(np.int64)
-
-
-def _rows_last(z: np.ndarray) -> np.ndarray:
-    """(R, F) views as a contiguous float32 (F, R) array: the left factor of the products
-    below in the layout XLA's CPU matmul runs on every core (a transposed left factor runs
-    on one, about 2.5 times slower on 2 cores)."""
-    return np.ascontiguousarray(np.asarray(z, np.float32).T)
-
-
-def _parallel(f, items) -> list:
-    """[f(x) for x in items], on :data:`WORKERS` threads: XLA runs a reduction of the
-    matchings on one core, so two matchings at once keep both cores of a small CPU busy."""
-    items = list(items)
-    if WORKERS < 2 or len(items) < 2:
-        return [f(x) for x in items]
-    with ThreadPoolExecutor(WORKERS) as pool:
-        return list(pool.map(f, items))
-
-
-def _partners(zaT, zb, la, lb):
-    """:func:`partners` of live units (``la``, ``lb``; each side has one): a dead unit's |r|
-    is set to -1, below every live one, so that the arg-maxes and ties read live units alone,
-    as if the dead ones were not there. ``zaT``: A's views (F_A, R). Three jitted programs,
-    not one: XLA's CPU compiler fuses a product's epilogue and reductions along both axes into
-    loops that run on one core (and an arg-max into a slow two-value reduction); apart, the
-    product runs on every core and each side's reductions in one pass (same values, about
-    twice as fast for 1,536 units)."""
-    c = _abs_r(zaT, zb, la, lb)  # (F_A, F_B)
-    best_b, unique_b = _best(c, 1)  # for each unit of A, its best of B
-    best_a, unique_a = _best(c, 0)  # for each unit of B, its best of A
-    return _mutual(best_b, unique_b, best_a, unique_a, la, lb)
-
-
-@jax.jit
-def _abs_r(zaT, zb, la, lb):
-    return jnp.where(la[:, None] & lb[None, :], jnp.abs(zaT @ zb), -1.0)
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def _best(c, axis: int):
-    """Along ``axis`` of c: the first position of the largest value and whether it is the
-    only one at that value (the rest's largest is below it). Plain max and min reductions:
-    XLA's CPU arg-max (a two-value reduction) and a count of the ties run several times
-    slower."""
-    top = c.max(axis, keepdims=True)
-    pos = jax.lax.broadcasted_iota(jnp.int32, c.shape, axis)
-    best = jnp.min(jnp.where(c == top, pos, c.shape[axis]), axis, keepdims=True)
-    unique = jnp.where(pos == best, -jnp.inf, c).max(axis, keepdims=True) < top
-    return jnp.squeeze(best, axis), jnp.squeeze(unique, axis)
-
-
-@jax.jit
-def _mutual(best_b, unique_b, best_a, unique_a, la, lb):
-    # a best that ties with another is decided by the units' labels, which a relabelling
-    # moves: such a unit takes no partner (exact ties need degenerate views, e.g. two rows)
-    mutual = ((best_a[best_b] == jnp.arange(best_b.shape[0])) & unique_b & unique_a[best_b]
-              & la & lb[best_b])
-    return jnp.where(mutual, best_b, -1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,8 +246,8 @@ def screen(views_a, views_b) -> np.ndarray:
     widths = {v.shape[1] for v in views_b}
     if len(widths) == 1 and min(widths) >= 2:  # B's layers of one width: one jitted program
         zb = jnp.asarray(np.concatenate(views_b, axis=1))  # (R, L_B F_B), layer by layer
-        return np.stack(_parallel(lambda za: np.asarray(
-            _margins(jnp.asarray(_rows_last(za)), zb, len(views_b)), np.float64), views_a))
+        return np.stack(parallel(lambda za: np.asarray(
+            margins(jnp.asarray(rows_last(za)), zb, len(views_b)), np.float64), views_a))
     zb = np.concatenate(views_b, axis=1)  # (R, sum F_B)
     edges = np.cumsum([0] + [v.shape[1] for v in views_b])
     S = np.zeros((len(views_a), len(views_b)))
@@ -321,31 +260,6 @@ def screen(views_a, views_b) -> np.ndarray:
                 S[i, j] = float((top[:, 1] - top[:, 0]).mean())
             # a one-unit layer has no runner-up: no margin, a score of 0
     return S
-
-
-def _margins(zaT, zb, L_B: int):
-    """One row of :func:`screen`: A's screened units ``zaT`` (U, R) against B's ``L_B``
-    layers of one width ``zb`` (R, L_B F_B), F_B >= 2: per B layer the mean margin of each
-    unit's best |r| over its second (a tie for the best leaves no margin, as a partition
-    would). The product and the margins are two programs (see :func:`_partners`)."""
-    return _layer_margins(_product(zaT, zb), zaT.shape[1], L_B)
-
-
-@jax.jit
-def _product(x, y):
-    return x @ y
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _layer_margins(c, R: int, L_B: int):
-    c = (jnp.abs(c) / R).reshape(c.shape[0], L_B, -1)  # (U, L_B, F_B)
-    top = c.max(-1, keepdims=True)
-    # the runner-up: the largest value but the first at the top (a tie for the top is the
-    # runner-up too), by max and min reductions, as in _best
-    pos = jax.lax.broadcasted_iota(jnp.int32, c.shape, 2)
-    first = jnp.min(jnp.where(c == top, pos, c.shape[-1]), -1, keepdims=True)
-    second = jnp.where(pos == first, -jnp.inf, c).max(-1, keepdims=True)
-    return (top - second)[..., 0].mean(0)
 
 
 def candidates(S: np.ndarray, k: int | None = None) -> tuple[list[list[int]], list[list[int]]]:
@@ -424,8 +338,8 @@ def count_pairs(va, vb, keys, gates: dict) -> dict:
     """{(l_a, l_b): PairCount} of the layer pairs ``keys`` from two models' prepared views
     (:func:`_prepare`), with the gate partners already in ``gates`` reused (and added)."""
     todo = [p for p in keys if p not in gates]
-    gates.update(zip(todo, _parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
-    ups = _parallel(lambda p: _match(va[p[0]][1], vb[p[1]][1]), keys)
+    gates.update(zip(todo, parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+    ups = parallel(lambda p: _match(va[p[0]][1], vb[p[1]][1]), keys)
     return {p: _count(va[p[0]], vb[p[1]], gates[p], u) for p, u in zip(keys, ups)}
 
 
@@ -464,7 +378,7 @@ def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", scree
 
     def live_pairs(pairs) -> dict:
         todo = [p for p in pairs if p not in gates]
-        gates.update(zip(todo, _parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+        gates.update(zip(todo, parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
         return {p: int(np.sum(gates[p] >= 0)) for p in pairs}
 
     to_b, to_a = choose(S, live_pairs)
