@@ -403,6 +403,7 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
     import dataclasses
 
     from bornbiased_jax.fingerprint.runner.compare import Settings, compare
+    from bornbiased_jax.fingerprint.runner.tables import verdict_line
     from bornbiased_jax.hf import save_hf
     from bornbiased_jax.sources import load_source
 
@@ -435,7 +436,11 @@ def test_the_any_pair_verdict_stops_its_permutation_leg_once_the_matched_leg_dec
             assert res["any_pair"].p == min(1.0, 2 * res["matched"].p)
             assert res["any_pair"].p >= ref_res["any_pair"].p  # never below the full legs'
             assert res["any_pair"].details == {**res["any_pair"].details, "stopped_at": k,
-                                               "decided_by": "matched"}
+                                               "decided_by": "matched",
+                                               "stopped_because": stop}
+            line = verdict_line(res, "any_pair", "base", name)
+            assert ("the matched leg found nothing" in line) == (stop == "nothing")
+            assert ("decided by the matched leg" in line) == (stop == "decided")
         else:
             assert 0.005 < res["matched"].p < 1.0
             assert res["permutation"].n == out["n"] == 64

@@ -98,7 +98,9 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
               else f"no evidence that {suspect} is related to {base}")
     rec = (recommended,) if isinstance(recommended, str) else tuple(recommended)
     why = "" if name in rec else f"; the recommended {' or '.join(rec)} test did not run"
-    if "decided_by" in r.details:  # a combination of tests (registry.COMBINATIONS)
+    if r.details.get("stopped_because") == "nothing":  # the any-pair verdict's second stop
+        why += "; the matched leg found nothing and the permutation leg stopped at its inputs"
+    elif "decided_by" in r.details:  # a combination of tests (registry.COMBINATIONS)
         why += f"; decided by the {r.details['decided_by']} leg"
     units = registry.localising(results)
     descent = f"; {descent_summary(units)}" if units is not None and r.same_lineage else ""

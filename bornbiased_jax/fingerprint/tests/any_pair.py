@@ -99,5 +99,7 @@ def any_pair(perm: LineageResult, matched: LineageResult) -> LineageResult:
         "any_pair", {"bonferroni": p}, perm.alpha, perm.n, perm.d_out, np.arange(0),
         np.arange(0.0), "none", float("nan"), np.arange(0.0),  # no correlation of its own
         {"decided_by": leg, "p_permutation": perm.p, "p_matched": matched.p,
-         **({"stopped_at": perm.n} if stopped else {})},
+         **({"stopped_at": perm.n,
+             "stopped_because": perm.details.get("stopped_because", "decided")}
+            if stopped else {})},
         "; ".join(x for x in (note, matched.note) if x))
