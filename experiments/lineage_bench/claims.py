@@ -111,8 +111,10 @@ def stops_note(pairs: list[dict] | None, alpha: float = 0.01) -> str | None:
     if not pairs or any("permutation_first" not in r for r in pairs):
         return None
 
+    from bornbiased_jax.fingerprint.tests.any_pair import stops_for_nothing
+
     def stops(r):
-        return r["matched"] >= 1.0 and 2 * r["permutation_first"] > alpha
+        return stops_for_nothing(r["matched"], r["permutation_first"], alpha)
     neg = [r for r in pairs if not r["related"]]
     pos = [r for r in pairs if r["related"]]
     lost = sum(stops(r) and 2 * r["permutation"] <= alpha for r in pos)

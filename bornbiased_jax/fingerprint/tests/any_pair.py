@@ -44,13 +44,20 @@ def any_pair_p(p_permutation: float, p_matched: float, alpha: float | None = Non
     for 'nothing' holds unless ``p_permutation_first``, the permutation p on the matched
     leg's sequences, is at most alpha / 2; where it is not given, the full leg's p stands in,
     and the verdict at alpha is 'related' at least as often as the command's)."""
-    why = None if alpha is None else _reason(p_matched, alpha)
     first = p_permutation if p_permutation_first is None else p_permutation_first
-    if why == "decided" or (why == "nothing" and 2 * first > alpha):
+    if alpha is not None and (_reason(p_matched, alpha) == "decided"
+                              or stops_for_nothing(p_matched, first, alpha)):
         return min(1.0, 2 * p_matched), "matched"
     legs = {"permutation": p_permutation, "matched": p_matched}
     leg = min(legs, key=legs.get)
     return min(1.0, 2 * legs[leg]), leg
+
+
+def stops_for_nothing(p_matched: float, p_permutation_first: float, alpha: float) -> bool:
+    """Whether the permutation leg stops because the matched leg found nothing, from the two
+    p-values (the permutation leg's on the matched leg's inputs): :func:`stop_reason` and
+    :func:`stop_holds` in one."""
+    return _reason(p_matched, alpha) == "nothing" and 2 * p_permutation_first > alpha
 
 
 def _reason(p_matched: float, alpha: float) -> str | None:

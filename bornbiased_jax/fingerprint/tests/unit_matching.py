@@ -127,8 +127,8 @@ class _View:
     """One view (gate or up) of one layer as the matchings read it, prepared once per pair
     of models: its live units and the standardised view as a float32 host array, (F, R) on
     A's side (the product's left factor, ``kernels.rows_last``: a copy), (R, F) on B's (no
-    copy of a float32 view). Each matching sends its two views to the device, so the device holds
-    those of the matchings running, not a model's."""
+    copy of a float32 view). Each matching sends its two views to the device, so the device
+    holds those of the matchings running, not a model's."""
 
     z: np.ndarray
     live: np.ndarray
@@ -334,11 +334,17 @@ class LayerMatch:
         return rows
 
 
+def gate_partners(va, vb, pairs, gates: dict) -> None:
+    """The gate views' partners of the layer pairs ``pairs`` of two models' prepared views
+    (:func:`_prepare`) added to ``gates`` where it lacks them (two matchings at once)."""
+    todo = [p for p in pairs if p not in gates]
+    gates.update(zip(todo, parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+
+
 def count_pairs(va, vb, keys, gates: dict) -> dict:
     """{(l_a, l_b): PairCount} of the layer pairs ``keys`` from two models' prepared views
     (:func:`_prepare`), with the gate partners already in ``gates`` reused (and added)."""
-    todo = [p for p in keys if p not in gates]
-    gates.update(zip(todo, parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+    gate_partners(va, vb, keys, gates)
     ups = parallel(lambda p: _match(va[p[0]][1], vb[p[1]][1]), keys)
     return {p: _count(va[p[0]], vb[p[1]], gates[p], u) for p, u in zip(keys, ups)}
 
@@ -377,8 +383,7 @@ def match_layers(pre_a, pre_b, *, slack: int = 0, direction: str = "both", scree
     gates: dict = {}  # (l_a, l_b) -> the gate view's reciprocal best partners
 
     def live_pairs(pairs) -> dict:
-        todo = [p for p in pairs if p not in gates]
-        gates.update(zip(todo, parallel(lambda p: _match(va[p[0]][0], vb[p[1]][0]), todo)))
+        gate_partners(va, vb, pairs, gates)
         return {p: int(np.sum(gates[p] >= 0)) for p in pairs}
 
     to_b, to_a = choose(S, live_pairs)
