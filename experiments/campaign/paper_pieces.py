@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bornbiased_jax.config import config_record
+from bornbiased_jax.config_io import config_record
 from experiments.campaign import plan as campaign
 from experiments.common.paper_records import save, shape  # noqa: F401  (paper_scale.py saves)
 
@@ -54,8 +54,8 @@ def _profile(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None
 BLOCK = 250  # sequences per saved block of a summarised pass (8 blocks of N = 2,000)
 
 
-def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None,
-                n: int = N_SEQS):
+def _summarised_parts(cfg, seeds, kind: str, T: int, state: Path,
+                      budget_gb: float | None = None, n: int = N_SEQS) -> list:
     """The last-token probe of ``seeds`` on the first ``n`` (N = 2,000 unless given) sequences
     of the probe set of ``kind`` at length T (in 8 blocks, or blocks of ``BLOCK`` if more;
     N must split into equal ones, as the jackknife of ``block_mean_loo`` assumes), kept as
@@ -63,19 +63,11 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
     sums of unit last-token states, a few hundred kB a block) in ``state``, a folder that is
     committed as it grows, so the pass resumes on any machine from its last block (on another
     platform than the one it began on with --resume-across-versions, which the campaign
-    passes: ``blockwise_sweep``). Returns
-    ``top`` (S, N), ``block_mean`` (S, L+1) mean pairwise cosines per block, ``block_mean_loo``
-    (B, S, L+1) the same leaving out each saved block of sequences in turn (a jackknife's
-    inputs) and ``direction`` (S, d), Finding 2.2's mean unit final state."""
-    import numpy as np
-
+    passes: ``blockwise_sweep``). Returns the blocks' summaries, in order."""
     from bornbiased_jax.blockwise import blockwise_sweep
-    from bornbiased_jax.probes.contraction import (last_token_probe, last_token_sums,
-                                                   mean_similarity_from_sums,
-                                                   mean_similarity_leave_one_out)
-    from bornbiased_jax.probes.inputs import probe_inputs
-
     from bornbiased_jax.errors import UserError
+    from bornbiased_jax.probes.contraction import last_token_probe, last_token_sums
+    from bornbiased_jax.probes.inputs import probe_inputs
 
     block = max(BLOCK, n // 8)
     if n % block or n // block < 2:  # the delete-one-block jackknife needs >= 2 equal blocks
@@ -85,11 +77,25 @@ def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | N
                         f"{8 * BLOCK:,}, or a multiple of 8 above")
     xs = probe_inputs(kind, cfg, n, T)
     budget = int(budget_gb * 2**30) if budget_gb else None
-    parts = blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
-                            block=block, state=state, progress=True, memory_budget=budget,
-                            desc=f"{cfg.name} {kind} T={T}",
-                            state_identity=probe_identity("last_token_sums"),
-                            allow_version_change=ALLOW_VERSIONS)
+    return blockwise_sweep(last_token_probe(cfg), cfg, seeds, xs, summarise=last_token_sums,
+                           block=block, state=state, progress=True, memory_budget=budget,
+                           desc=f"{cfg.name} {kind} T={T}",
+                           state_identity=probe_identity("last_token_sums"),
+                           allow_version_change=ALLOW_VERSIONS)
+
+
+def _summarised(cfg, seeds, kind: str, T: int, state: Path, budget_gb: float | None = None,
+                n: int = N_SEQS):
+    """:func:`_summarised_parts`, aggregated: ``top`` (S, N), ``block_mean`` (S, L+1) mean
+    pairwise cosines per block, ``block_mean_loo`` (B, S, L+1) the same leaving out each saved
+    block of sequences in turn (a jackknife's inputs) and ``direction`` (S, d), Finding 2.2's
+    mean unit final state."""
+    import numpy as np
+
+    from bornbiased_jax.probes.contraction import (mean_similarity_from_sums,
+                                                   mean_similarity_leave_one_out)
+
+    parts = _summarised_parts(cfg, seeds, kind, T, state, budget_gb, n)
     n = sum(int(p["n"]) for p in parts)
     blocks = sum(p["unit_blocks"] for p in parts)
     normed = sum(p["unit_normed"] for p in parts)
@@ -431,9 +437,113 @@ def figure10_so_far(state: Path, summaries: Path) -> dict:
     return {"figure10": (settings, rows, settings["blocks_seconds"])}
 
 
+# Gemma 3's birth bias at the LLaMA-2 protocol of Table 1(b) (N = 10,000, T = 64): a fresh
+# gemma3-270m and three ablations of it, each with seeds 0, 1, 2 and the shared embedding.
+GEMMA3_ARMS = {"gemma3-270m": {}, "no-qk-norm": {"qk_norm": False},
+               "no-post-norms": {"post_norms": False}, "no-embed-scale": {"embed_scale": False}}
+GEMMA3_SEEDS, GEMMA3_T = [0, 1, 2], 64
+
+
+def _gemma3_arm(arm: str):
+    from bornbiased_jax.presets import get_preset
+
+    changes = GEMMA3_ARMS[arm]
+    base = get_preset("gemma3-270m")
+    return base.ablate(**changes) if changes else base
+
+
+def _gemma3_rows(cfg, parts: list) -> list[dict]:
+    """Per seed: Table 1's statistic of the arg-max tokens of the blocks ``parts`` and Figure 2's
+    mean pairwise cosine of the last-token states per block (0 = embeddings), with its
+    leave-one-block-out values."""
+    import numpy as np
+
+    from bornbiased_jax.probes.contraction import (mean_similarity_from_sums,
+                                                   mean_similarity_leave_one_out)
+    from bornbiased_jax.probes.token_preference import summarize
+
+    top = np.concatenate([p["top"] for p in parts], axis=1)
+    n = sum(int(p["n"]) for p in parts)
+    cos = mean_similarity_from_sums(sum(p["unit_blocks"] for p in parts), n)
+    loo = (mean_similarity_leave_one_out([p["unit_blocks"] for p in parts],
+                                         [p["n"] for p in parts]) if len(parts) > 1 else None)
+    rows = []
+    for i, seed in enumerate(GEMMA3_SEEDS):
+        pref = summarize(top[i], cfg.vocab_size, preset=cfg.name, seed=seed, seq_len=GEMMA3_T,
+                         input="tokens")
+        rows.append({"seed": seed, "top1_id": pref.top1_id, "top1_count": pref.top1_count,
+                     "top1_freq": pref.top1_freq, "log10_p": pref.log10_p,
+                     "distinct_tokens": pref.distinct_tokens,
+                     "block_mean_cos": [float(c) for c in cos[i]],
+                     "block_mean_cos_loo": None if loo is None else loo[:, i].tolist()})
+    return rows
+
+
+def _gemma3_record(arms: dict, n_target: int) -> dict:
+    """The record of ``arms`` ({arm: (cfg, parts, n, saved state)}): settings name N per arm
+    and, where an arm is unfinished, the pass's full N."""
+    from bornbiased_jax.blockwise import block_provenance
+
+    body, secs = {}, 0.0
+    for arm, (cfg, parts, n, saved) in arms.items():
+        prov = block_provenance(saved, len(parts)) if saved is not None else {}
+        secs += prov.get("blocks_seconds", 0.0)
+        body[arm] = {"changes": GEMMA3_ARMS[arm], "num_seqs": n, "blocks": len(parts),
+                     "per_seed": _gemma3_rows(cfg, parts) if parts else [], **prov}
+    first = next(iter(arms.values()))[0]
+    settings = {**shape(first), "preset": "gemma3-270m", "seeds": GEMMA3_SEEDS,
+                "seq_len": GEMMA3_T, "num_seqs": min(a[2] for a in arms.values()),
+                "input": "tokens", "probe_seed": 0, "shared_embedding": True,
+                "block": GEMMA3_N // 8, "arms": list(GEMMA3_ARMS)}
+    if settings["num_seqs"] < n_target:
+        settings["target_num_seqs"] = n_target
+    return {"gemma3_init_n10k": (settings, body, round(secs, 1))}
+
+
+GEMMA3_N = campaign.PAPER_N_LLAMA
+
+
+def run_gemma3_init(state: Path, summaries: Path) -> dict:
+    """Table 1(b)'s protocol on fresh gemma3-270m networks: each arm of :data:`GEMMA3_ARMS`,
+    seeds 0-2, N = 10,000 random token sequences of T = 64, kept as per-block sums in
+    ``summaries/<arm>/`` (8 blocks of 1,250 sequences, committed as they come), one arm after
+    the other."""
+    from bornbiased_jax.blockwise import blockwise_state
+
+    arms = {}
+    for arm in GEMMA3_ARMS:
+        cfg = _gemma3_arm(arm)
+        folder = summaries / arm
+        parts = _summarised_parts(cfg, GEMMA3_SEEDS, "tokens", GEMMA3_T, folder, n=GEMMA3_N)
+        arms[arm] = (cfg, parts, GEMMA3_N, blockwise_state(folder))
+    return _gemma3_record(arms, GEMMA3_N)
+
+
+def gemma3_init_so_far(state: Path, summaries: Path) -> dict:
+    """The Gemma 3 record from the blocks finished so far in every arm, computing nothing."""
+    from bornbiased_jax.blockwise import blockwise_finished
+    from bornbiased_jax.errors import UserError
+    from bornbiased_jax.probes.inputs import probe_inputs
+
+    arms = {}
+    for arm in GEMMA3_ARMS:
+        cfg = _gemma3_arm(arm)
+        xs = probe_inputs("tokens", cfg, GEMMA3_N, GEMMA3_T)
+        try:
+            parts, n, saved = blockwise_finished(
+                cfg, GEMMA3_SEEDS, xs, block=GEMMA3_N // 8, state=summaries / arm,
+                state_identity=probe_identity("last_token_sums"))
+        except UserError:
+            parts, n, saved = [], 0, None
+        arms[arm] = (cfg, parts, n, saved)
+    if not any(a[1] for a in arms.values()):
+        raise UserError(f"no block of the Gemma 3 passes is finished in {summaries} yet")
+    return _gemma3_record(arms, GEMMA3_N)
+
+
 # Pieces whose record can be written from the blocks finished so far (``--so-far``): one
 # model, one length, a rule judged at whatever N is there.
-SO_FAR = {"figure10": figure10_so_far}
+SO_FAR = {"figure10": figure10_so_far, "gemma3-init-n10k": gemma3_init_so_far}
 
 
 RUNNERS = {
@@ -455,6 +565,7 @@ RUNNERS = {
                                                     num_seqs=campaign.PAPER_N_LLAMA),
     "table4a-n10k": run_table4a_n10k,
     "figure10": run_figure10,
+    "gemma3-init-n10k": run_gemma3_init,
 }
 STUDY = campaign.PAPER_RECORDS
 ALLOW_VERSIONS = False

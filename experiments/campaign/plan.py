@@ -144,6 +144,10 @@ PAPER_SCALE = {s.name: s for s in [
     PaperScale("figure10", "Figure 10 at the paper's shape: GPT-2+RoPE nano, seed 42, T = 1,024, "
                "N = 10,000: the predicted token's and the max hidden dimension's frequencies",
                (("gpt2-rope-nano", "attn_mlp", 1024, PAPER_N_LLAMA),)),
+    PaperScale("gemma3-init-n10k", "Is a fresh Gemma 3 born biased, at Table 1(b)'s N: "
+               "gemma3-270m and its no-QK-norm, no-post-norm and no-sqrt(d)-embedding-scale "
+               "arms, seeds 0-2, T = 64, N = 10,000",
+               tuple(("gemma3-270m", "attn_mlp", 64, 3 * PAPER_N_LLAMA) for _ in range(4))),
     PaperScale("table2", "Table 2, Figures 3 and 7: full / attention-only / MLP-only "
                "GPT-2+RoPE nano, seed 42, Gaussian inputs, T = 1,024, N = 2,000",
                tuple(("gpt2-rope-nano", b, 1024, PAPER_N)
@@ -375,9 +379,9 @@ def _run_group(argv: list[str], log_file, env: dict, timeout_s: float) -> int | 
 
 
 def _model_config(model: dict):
-    from bornbiased_jax.config import ModelConfig
+    from bornbiased_jax.config_io import from_record
 
-    return ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in model.items()})
+    return from_record(model)
 
 
 def state_chunks(state_file: Path) -> list[tuple[int, float]]:

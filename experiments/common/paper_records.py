@@ -22,7 +22,7 @@ PAPER_RECORDS = {"table1a": "initialisation", "table1b": "initialisation",
                  "table1c_t256": "initialisation", "table1c_t1024": "initialisation",
                  "table1b_n10k_t1024": "initialisation",
                  "table4a_n10k": "seedprint", "figure10": "initialisation",
-                 "figure8": "initialisation"}
+                 "figure8": "initialisation", "gemma3_init_n10k": "gemma3"}
 
 
 def shape(cfg) -> dict:
