@@ -1,7 +1,11 @@
 """bornbiased-jax: transformers at random initialisation, seed by seed.
 
-  models        ``config`` (the model's fields), ``presets`` (named configs), ``keys`` (seeds
-                and key streams), ``layers`` and ``model`` (the decoder), ``schema`` (every
+  models        ``config`` (the model's fields), ``architectures`` (one record per model
+                family: its HF and GGUF names, config keys and presets), ``presets`` (named
+                configs), ``keys`` (seeds and key streams), ``layers`` and ``model`` (the
+                decoder), ``rope`` (RoPE's angles, scaled and unscaled), ``config_checks``
+                (what a valid config is), ``config_io`` (a config in records and on the
+                command line), ``schema`` (every
                 parameter's role, logical axes and the norm it reads), ``hf`` (Hugging Face
                 checkpoints in and out, GGUF files in), ``sources`` (one spec string for any
                 model: a preset and seed, a training run, an HF folder, a GGUF file),

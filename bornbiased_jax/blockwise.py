@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from tqdm.auto import tqdm
 
-from bornbiased_jax.config import config_record
+from bornbiased_jax.config_io import config_record
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_list
 

@@ -4,33 +4,23 @@
 Ablations are the same config with flags changed via :meth:`ModelConfig.ablate`, so a variant
 is always a small, named delta.
 
-The fields also describe released checkpoints (GPT-2, LLaMA-2, Qwen2, Gemma 3): grouped-query attention
-(``n_kv_heads``), an explicit head size (``head_dim``), the RoPE base, norm epsilon, tied or
-untied LM head, Q/K/V biases, GPT-2's biases everywhere and learned absolute positions.
+The fields also describe released checkpoints (the families of :mod:`bornbiased_jax.architectures`):
+grouped-query attention (``n_kv_heads``), an explicit head size (``head_dim``), the RoPE base
+and its scaling (:class:`RopeScaling`), norm epsilon, tied or untied LM head, Q/K/V biases,
+GPT-2's biases everywhere, learned absolute positions, QK-norm per head or over the whole
+projection, norms before and/or after each sublayer, and each layer's attention type
+(``layer_types``: full or sliding window).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Literal, Sequence
 
-from bornbiased_jax.errors import UserError
-
-Activation = Literal["relu", "gelu", "gelu_tanh", "tanh", "silu"]
-Norm = Literal["layernorm", "rmsnorm", "none"]
-Block = Literal["attn_mlp", "attn_only", "mlp_only"]
-# "softmax" is standard causal self-attention. "attn0_causal" / "attn0_full" are the paper's
-# Attn0 (Definition 3): uniform weights and identity W_V, W_O, i.e. the causal running average
-# o_i = (1/i) sum_{j<=i} x_j, or the full average over the sequence at every position.
-Attention = Literal["softmax", "attn0_causal", "attn0_full"]
-Position = Literal["rope", "learned", "none"]
-# Per-head transform of the aggregated attention output o_i (before W_O), paper Sec. 6.2.1:
-# "sqrt_i" multiplies o_i by sqrt(i) (positional amplification), "sqrt_i_over_T" by sqrt(i/T)
-# with T = max_seq_len (positional attenuation), "headwise_rmsnorm" RMS-normalises each head's
-# o_i and multiplies it by a learned per-head scale gamma (H, K) initialised to 1 (the companion
-# paper's head-wise RMSNorm; that paper gives no formula, so this form is our reading).
-OutputTransform = Literal["none", "sqrt_i", "sqrt_i_over_T", "headwise_rmsnorm"]
-
+from bornbiased_jax.config_checks import (FULL, SLIDING, Activation, Attention,  # noqa: F401
+                                          Block, LayerType, Norm, OutputTransform, Position,
+                                          QKNormScope, positive_int, validate)
+from bornbiased_jax.rope import RopeScaling
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ModelConfig:
@@ -76,10 +66,14 @@ class ModelConfig:
         element-wise per head, W_g (d, H K) ~ N(0, init_std^2), applied after the transform
         (the gate recent LLMs put after attention against attention sinks); softmax only.
       attn_output_gate_bias: a bias b_g (H K,) on the gate, initialised to 0; needs the gate.
-      qk_norm: RMS-normalise each head's query and key (over its K coordinates, one gain (K,)
-        shared by the heads) before RoPE (Gemma 3's QK-norm); needs norm="rmsnorm".
-      post_norms: sandwich norms: the attention's and the MLP's outputs are normalised too
-        before they join the residual (Gemma 2 and 3): H = X + Norm(MHA(Norm(X))).
+      qk_norm: RMS-normalise queries and keys before RoPE (Gemma 3, Qwen3: each head over its
+        K coordinates; OLMo 2: the whole projection, ``qk_norm_scope``); needs norm="rmsnorm".
+      qk_norm_scope: "head" (one gain (K,) shared by the heads) or "projection" (one gain
+        (H K,) for q and (N K,) for k, the RMS taken over all heads at once).
+      pre_norms: normalise each sublayer's input (the pre-norm block of Sec. 2.1); False with
+        ``post_norms`` is OLMo 2's block, H = X + Norm(MHA(X)), norms after the sublayers only.
+      post_norms: the attention's and the MLP's outputs are normalised before they join the
+        residual (with ``pre_norms``, Gemma 2 and 3's sandwich norms: H = X + Norm(MHA(Norm(X)))).
       norm_unit_offset: every norm (and the QK-norm) multiplies by (1 + w), w initialised to
         0 (Gemma's convention; HF checkpoints store w, GGUF files 1 + w); False: by w, = 1.
       embed_scale: token embeddings are multiplied by sqrt(d_model) on input (Gemma); the tied
@@ -88,11 +82,20 @@ class ModelConfig:
         means head_dim (Gemma 3 sets it explicitly, equal to head_dim).
       sliding_window: W, the keys a sliding-window layer sees: query i attends to keys j with
         i - W < j <= i. None: every layer attends to the whole prefix.
-      sliding_window_pattern: with a window, layer l (0-based) is global when (l + 1) is a
-        multiple of this and sliding otherwise (Gemma 3: 6, five sliding layers then one
-        global); 1 without a window.
+      layer_types: each layer's attention, "full_attention" or "sliding_attention" (gemma's
+        ``attention_types``, HF's ``layer_types``); None: every layer sliding when a window is
+        given (Mistral), every layer full otherwise. A tuple of all one type is stored as None.
+        Gemma 3's five sliding layers then one full is ``gemma3_layer_types(L, 6)``; the period
+        of such a pattern is the derived :attr:`sliding_window_pattern`.
       rope_local_theta: the RoPE base of the sliding-window layers (Gemma 3: 10,000, while
         ``rope_theta`` = 1,000,000 serves the global ones); None: ``rope_theta``.
+      rope_scaling: a scaled RoPE (:class:`RopeScaling`: Llama 3's, YaRN, LongRoPE, linear,
+        dynamic) of the layers that use ``rope_theta``; None: unscaled.
+      architecture: the family record (``bornbiased_jax.architectures``) that read this model
+        from a checkpoint, or whose preset it is, so that an export writes it in that family's
+        format (Phi-3's fused projections) when several families compute the same function;
+        None: the first family that computes it. Not part of equality: it names a storage
+        format, not a function.
       unembed: False ends the program at Norm_final (``model.head_free``): no W_U built or
         read, logits None, ``tie_embeddings`` ignored by equality and hashing (one program).
 
@@ -138,97 +141,25 @@ class ModelConfig:
     embed_scale: bool = False
     query_pre_attn_scalar: float | None = None
     sliding_window: int | None = None
-    sliding_window_pattern: int = 1
     rope_local_theta: float | None = None
     unembed: bool = True
+    layer_types: tuple[LayerType, ...] | None = None
+    rope_scaling: RopeScaling | None = None
+    qk_norm_scope: QKNormScope = "head"
+    pre_norms: bool = True
+    architecture: str | None = None
 
     def __post_init__(self):
-        def need(ok: bool, msg: str):
-            if not ok:
-                raise UserError(f"invalid ModelConfig {self.name!r}: {msg}")
-
-        for f in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len"):
-            need(_positive_int(getattr(self, f)),
-                 f"{f} must be a positive integer, got {getattr(self, f)!r}")
-        for f in ("head_dim", "n_kv_heads"):
-            v = getattr(self, f)
-            need(v is None or _positive_int(v),
-                 f"{f} must be a positive integer or None, got {v!r}")
-        need(self.head_dim is not None or self.d_model % self.n_heads == 0,
-             f"n_heads={self.n_heads} does not divide d_model={self.d_model}; choose "
-             f"n_heads among the divisors of d_model, or give head_dim explicitly")
-        need(self.n_heads % self.resolved_n_kv_heads == 0,
-             f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}; each "
-             f"key/value head must serve the same number of query heads (1 <= n_kv_heads "
-             f"<= n_heads, a divisor of n_heads)")
-        choices = {
-            "block": Block, "attention": Attention, "activation": Activation, "norm": Norm,
-            "position": Position, "attn_output_transform": OutputTransform,
-        }
-        for f, lit in choices.items():
-            allowed = lit.__args__
-            need(getattr(self, f) in allowed, f"{f}={getattr(self, f)!r}; allowed: {allowed}")
-        need(self.position != "rope" or self.resolved_head_dim % 2 == 0,
-             f"RoPE rotates pairs of coordinates, so it needs an even head_dim, got "
-             f"{self.resolved_head_dim}; choose an even head_dim or position='learned'/'none'")
-        need(not self.attn_output_gate_bias or self.attn_output_gate,
-             "attn_output_gate_bias=True needs attn_output_gate=True (the bias belongs to the gate)")
-        for f in ("attn_output_gate", "attn_output_gate_bias"):
-            need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
-                 f"got {getattr(self, f)!r}")
-        if not self.has_attn:
-            need(self.attn_output_transform == "none" and not self.attn_output_gate,
-                 f"block={self.block!r} has no attention, so attn_output_transform must be "
-                 f"'none' and attn_output_gate False (got {self.attn_output_transform!r}, "
-                 f"{self.attn_output_gate}); use block='attn_mlp' or 'attn_only'")
-        if self.attention != "softmax":
-            need(not self.attn_output_gate,
-                 f"attention={self.attention!r} (Attn0) has no per-head output to gate; "
-                 f"attn_output_gate must be False, or use attention='softmax'")
-            need(self.attn_output_transform == "none",
-                 f"attention={self.attention!r} (Attn0) has no per-head output to transform; "
-                 f"attn_output_transform must be 'none' (got {self.attn_output_transform!r}), "
-                 f"or use attention='softmax'")
-            need(self.resolved_n_kv_heads == self.n_heads,
-                 f"attention={self.attention!r} (Attn0) has no key/value heads; n_kv_heads must "
-                 f"equal n_heads={self.n_heads} (or be None), got {self.n_kv_heads}")
-        for f in ("qk_norm", "post_norms", "norm_unit_offset", "embed_scale", "unembed"):
-            need(isinstance(getattr(self, f), bool), f"{f} must be True or False, "
-                 f"got {getattr(self, f)!r}")
-        need(not self.qk_norm or (self.norm == "rmsnorm" and self.has_attn_params),
-             f"qk_norm=True RMS-normalises each head's queries and keys: it needs "
-             f"norm='rmsnorm' and softmax attention (got norm={self.norm!r}, "
-             f"attention={self.attention!r}, block={self.block!r})")
-        need(not self.post_norms or self.norm != "none",
-             "post_norms=True normalises the sublayers' outputs: it needs a norm "
-             "(norm='rmsnorm' or 'layernorm'), not norm='none'")
-        need(self.query_pre_attn_scalar is None or (
-            isinstance(self.query_pre_attn_scalar, (int, float))
-            and not isinstance(self.query_pre_attn_scalar, bool)
-            and self.query_pre_attn_scalar > 0),
-             f"query_pre_attn_scalar must be a number > 0 or None, got "
-             f"{self.query_pre_attn_scalar!r}")
-        need(self.sliding_window is None or _positive_int(self.sliding_window),
-             f"sliding_window must be a positive integer or None, got {self.sliding_window!r}")
-        need(_positive_int(self.sliding_window_pattern),
-             f"sliding_window_pattern must be a positive integer, got "
-             f"{self.sliding_window_pattern!r}")
-        if self.sliding_window is None:
-            need(self.sliding_window_pattern == 1 and self.rope_local_theta is None,
-                 f"sliding_window_pattern={self.sliding_window_pattern} and rope_local_theta="
-                 f"{self.rope_local_theta} describe sliding-window layers; give sliding_window "
-                 f"too, or leave them at 1 and None")
-        else:
-            need(self.sliding_window_pattern >= 2,
-                 f"sliding_window={self.sliding_window} with sliding_window_pattern=1 makes "
-                 f"every layer global; give a pattern >= 2 (Gemma 3: 6)")
-            need(self.has_attn_params, f"sliding_window needs softmax attention (got "
-                 f"attention={self.attention!r}, block={self.block!r})")
-        need(self.rope_local_theta is None or self.rope_local_theta > 0,
-             "rope_local_theta must be > 0 or None")
-        need(self.init_std > 0, "init_std must be > 0")
-        need(self.norm_eps > 0, "norm_eps must be > 0")
-        need(self.rope_theta > 0, "rope_theta must be > 0")
+        # Records (JSON) give lists and dicts: held as a tuple and a RopeScaling.
+        if isinstance(self.rope_scaling, dict):
+            object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
+        if isinstance(self.layer_types, list):
+            object.__setattr__(self, "layer_types", tuple(self.layer_types))
+        validate(self)
+        types = self.layer_types  # all one type: None says it (see the docstring), where it
+        if types is not None and (set(types) == {SLIDING} or (  # means the same
+                set(types) == {FULL} and self.sliding_window is None)):
+            object.__setattr__(self, "layer_types", None)
 
     # Derived values -------------------------------------------------------------------------
     @property
@@ -260,7 +191,36 @@ class ModelConfig:
 
     def is_sliding(self, layer: int) -> bool:
         """Whether block ``layer`` (0-based) attends through the sliding window."""
-        return self.sliding_window is not None and (layer + 1) % self.sliding_window_pattern != 0
+        if self.sliding_window is None:
+            return False
+        return self.layer_types is None or self.layer_types[layer] == SLIDING
+
+    @property
+    def attention_types(self) -> tuple[LayerType, ...]:
+        """Every layer's attention type (``layer_types`` with None spelled out)."""
+        return tuple(SLIDING if self.is_sliding(i) else FULL for i in range(self.n_layers))
+
+    @property
+    def sliding_window_pattern(self) -> int | None:
+        """Derived from ``layer_types``: 1 when no layer slides; k when layer l is full exactly
+        where (l + 1) is a multiple of k >= 2 (Gemma 3: 6; records made before ``layer_types``
+        stored this number); None for any other arrangement (every layer sliding included)."""
+        if self.sliding_window is None:
+            return 1
+        if self.layer_types is None:
+            return None
+        k = self.layer_types.index(FULL) + 1
+        return k if self.layer_types == gemma3_layer_types(self.n_layers, k) else None
+
+    def relayered(self, origin: Sequence[int | None]) -> "ModelConfig":
+        """This config with ``len(origin)`` layers, layer j a copy of layer ``origin[j]`` (its
+        attention type kept) or, where ``origin[j]`` is None, a new full-attention layer: the
+        config of a depth edit (layers dropped, inserted, stacked)."""
+        types = tuple(FULL if o is None else self.attention_types[o] for o in origin)
+        if SLIDING not in types:  # no window left
+            return dataclasses.replace(self, n_layers=len(origin), layer_types=None,
+                                       sliding_window=None, rope_local_theta=None)
+        return dataclasses.replace(self, n_layers=len(origin), layer_types=types)
 
     def layer_window(self, layer: int) -> int | None:
         """W of block ``layer``: ``sliding_window`` on a sliding layer, None on a global one."""
@@ -269,9 +229,15 @@ class ModelConfig:
     def layer_rope_theta(self, layer: int) -> float:
         """The RoPE base of block ``layer``: ``rope_local_theta`` on a sliding layer (when
         given), else ``rope_theta``."""
+        return self.layer_rope(layer)[0]
+
+    def layer_rope(self, layer: int) -> tuple[float, "RopeScaling | None"]:
+        """(base, scaling) of block ``layer``'s RoPE: a sliding layer with its own base
+        (``rope_local_theta``) is unscaled; every other layer has ``rope_theta`` and
+        ``rope_scaling`` (Gemma 3's larger models scale their global layers only)."""
         if self.is_sliding(layer) and self.rope_local_theta is not None:
-            return self.rope_local_theta
-        return self.rope_theta
+            return self.rope_local_theta, None
+        return self.rope_theta, self.rope_scaling
 
     @property
     def attn_scalar(self) -> float:
@@ -298,7 +264,7 @@ class ModelConfig:
         resolved = {"head_dim": self.resolved_head_dim, "n_kv_heads": self.resolved_n_kv_heads,
                     **({} if self.unembed else {"tie_embeddings": None})}
         return tuple(resolved.get(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                     if f.name != "unembed" or not self.unembed)
+                     if (f.name != "unembed" or not self.unembed) and f.name != "architecture")
 
     def __eq__(self, other) -> bool:
         if other.__class__ is not self.__class__:
@@ -309,91 +275,21 @@ class ModelConfig:
         return hash(self._key())
 
 
+def gemma3_layer_types(n_layers: int, k: int) -> tuple[LayerType, ...]:
+    """k - 1 sliding layers then one full, repeated over ``n_layers`` (Gemma 3: k = 6; gemma's
+    ``make_attention_layers_types``); k = 1: every layer full."""
+    return tuple(FULL if (i + 1) % k == 0 else SLIDING for i in range(n_layers))
+
+
 # What a descendant keeps whatever its widths, depths and vocabulary: the architecture family
 # (lineage tests compare models of one family only:
 # ``fingerprint.runner.compare.check_pair``). A new architecture's switches belong here.
 FAMILY_FIELDS = ("block", "attention", "norm", "activation", "gated_mlp", "position",
                  "linear_bias", "qkv_bias", "attn_output_transform", "attn_output_gate",
-                 "qk_norm", "post_norms", "norm_unit_offset", "embed_scale")
+                 "qk_norm", "post_norms", "norm_unit_offset", "embed_scale", "qk_norm_scope",
+                 "pre_norms")
 
 
 def family(cfg: ModelConfig) -> dict:
     """The fields of ``cfg`` that make its architecture family (:data:`FAMILY_FIELDS`)."""
     return {f: getattr(cfg, f) for f in FAMILY_FIELDS}
-
-
-# Fields added after records (run.json, probe and sweep states, campaign summaries) were first
-# written, with the default that every earlier record means by its silence. A record leaves
-# them out while they hold that default (:func:`config_record`), so a record made before they
-# existed and one made after name the same model.
-LATER_FIELDS = {"qk_norm": False, "post_norms": False, "norm_unit_offset": False,
-                "embed_scale": False, "query_pre_attn_scalar": None, "sliding_window": None,
-                "sliding_window_pattern": 1, "rope_local_theta": None, "unembed": True}
-
-
-def config_record(cfg: ModelConfig) -> dict:
-    """``dataclasses.asdict(cfg)`` for records and state identities, without the
-    :data:`LATER_FIELDS` that hold their defaults (``ModelConfig(**record)`` rebuilds cfg)."""
-    d = dataclasses.asdict(cfg)
-    return {k: v for k, v in d.items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
-
-
-def recorded_differences(recorded: dict, cfg: ModelConfig) -> dict[str, tuple]:
-    """{field: (recorded value, cfg's value)} for every field where a recorded config (a dict,
-    e.g. run.json's ``model_config``) and ``cfg`` differ; "<absent>" where one lacks the
-    field. ``head_dim`` and ``n_kv_heads`` are compared (and shown) resolved, so a record that
-    spells out the derived values equals one that leaves them None; a record without one of
-    the :data:`LATER_FIELDS` holds its default."""
-    rec, cur = {**LATER_FIELDS, **dict(recorded)}, dataclasses.asdict(cfg)
-    d, h = rec.get("d_model"), rec.get("n_heads")
-    if rec.get("head_dim") is None and _positive_int(d) and _positive_int(h) and d % h == 0:
-        rec["head_dim"] = d // h
-    if rec.get("n_kv_heads") is None and _positive_int(h):
-        rec["n_kv_heads"] = h
-    cur.update(head_dim=cfg.resolved_head_dim, n_kv_heads=cfg.resolved_n_kv_heads)
-    absent = "<absent>"
-    return {k: (rec.get(k, absent), cur.get(k, absent)) for k in sorted(set(rec) | set(cur))
-            if rec.get(k, absent) != cur.get(k, absent)}
-
-
-def _positive_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x > 0
-
-
-def apply_overrides(cfg: ModelConfig, items: "tuple[str, ...] | list[str]") -> ModelConfig:
-    """``cfg`` with ``KEY=VALUE`` settings applied (``--model-set``), e.g.
-    ``attn_output_transform=headwise_rmsnorm`` or ``attn_output_gate=true``.
-
-    Keys are ModelConfig fields (not ``name`` or ``unembed``); values are read by the field's
-    type (bool: true/false, int, float, None for optional ones; text for the rest, checked by
-    the config's own validation). Applied with :meth:`ModelConfig.ablate`."""
-    fields = {f.name: f for f in dataclasses.fields(ModelConfig)
-              if f.name not in ("name", "unembed")}
-    changes = {}
-    for item in items:
-        key, sep, text = str(item).partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise UserError(f"cannot read model setting {item!r}: use KEY=VALUE, e.g. "
-                            f"attn_output_transform=sqrt_i")
-        if key not in fields:
-            raise UserError(f"unknown model setting {key!r}; allowed: {', '.join(fields)}")
-        changes[key] = _parse_value(key, str(fields[key].type), text.strip())
-    return cfg.ablate(**changes) if changes else cfg
-
-
-def _parse_value(key: str, typ: str, text: str):
-    if "None" in typ and text.lower() == "none":
-        return None
-    try:
-        if typ == "bool":
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError
-            return text.lower() in ("true", "1")
-        if typ.startswith("int"):
-            return int(text)
-        if typ.startswith("float"):
-            return float(text)
-    except ValueError:
-        raise UserError(f"model setting {key}={text!r}: expected a value of type {typ}") from None
-    return text

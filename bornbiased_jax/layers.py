@@ -104,18 +104,20 @@ class Norm(nn.Module):
 
 
 # --- rotary position embedding ----------------------------------------------------------------
-def rope_cos_sin(T: int, K: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
-    """cos, sin tables of shape (T, K) in the HF LLaMA layout (halves, not interleaved).
+def rope_cos_sin(T: int, K: int, theta: float, scaling=None,
+                 max_positions: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """cos, sin tables of shape (T, K) in the HF LLaMA layout (halves, not interleaved), for
+    RoPE base ``theta`` and its ``scaling`` (a ``config.RopeScaling`` or None;
+    :mod:`bornbiased_jax.rope`).
 
     Computed on the host in float64 and rounded to float32, so they enter compiled programs as
     constants. (Traced tables were recomputed inside every fusion that reads them: XLA's CPU
     backend fused cos and sin into each RoPE-and-transpose loop, which cost ~2.5 ms per
     attention layer at 1,024 tokens, d = 512, about 15 % of the layer.) float64 angles are also
     more exact than HF's float32 ones, which differ by up to ~1e-4 rad at position 2,048."""
-    inv_freq_K2 = 1.0 / theta ** (np.arange(0, K, 2, dtype=np.float64) / K)
-    ang_TK2 = np.arange(T, dtype=np.float64)[:, None] * inv_freq_K2[None, :]
-    ang_TK = np.concatenate([ang_TK2, ang_TK2], axis=-1)
-    return np.cos(ang_TK).astype(np.float32), np.sin(ang_TK).astype(np.float32)
+    from bornbiased_jax.rope import cos_sin
+
+    return cos_sin(T, K, theta, scaling, max_positions)
 
 
 def apply_rope(x_THK: jax.Array, cos_TK: jax.Array, sin_TK: jax.Array) -> jax.Array:
@@ -221,9 +223,11 @@ class Attention(nn.Module):
     kernels ~ N(0, init_std^2), o_proj ~ N(0, residual_std^2) (App. B.1); biases zeros.
     With ``attn_output_transform="headwise_rmsnorm"``: ``head_norm/scale`` gamma (H, K) = 1.
     With ``attn_output_gate`` (not from the paper): ``gate_proj`` W_g (d, H K) ~ N(0, init_std^2)
-    and, with ``attn_output_gate_bias``, its bias (H K,) = 0. With ``qk_norm`` (Gemma 3):
+    and, with ``attn_output_gate_bias``, its bias (H K,) = 0. With ``qk_norm`` (Gemma 3, Qwen3):
     ``q_norm`` and ``k_norm``, RMSNorms over each head's K coordinates (gain (K,), shared by
-    the heads), applied to q and k before RoPE. ``window``: the layer's sliding window W
+    the heads), applied to q and k before RoPE; with ``qk_norm_scope="projection"`` (OLMo 2)
+    ``q_proj_norm`` (H K,) and ``k_proj_norm`` (N K,), RMSNorms of the whole projections
+    before they split into heads. ``window``: the layer's sliding window W
     (None: global), see :func:`causal_softmax`.
     Attn0 (Definition 3) has none: uniform weights and identity W_V, W_O.
 
@@ -258,9 +262,12 @@ class Attention(nn.Module):
             self.head_norm = HeadScale(cfg.n_heads, K, dt, name="head_norm")
         if cfg.attn_output_gate:
             self.gate_proj = dense(HK, s, cfg.attn_output_gate_bias, dt, "gate_proj")
-        if cfg.qk_norm:
+        if cfg.qk_norm and cfg.qk_norm_scope == "head":  # one gain (K,) shared by the heads
             self.q_norm = Norm(cfg, dt, features=K)
             self.k_norm = Norm(cfg, dt, features=K)
+        elif cfg.qk_norm:  # over the whole projection: gains (H K,) and (N K,)
+            self.q_proj_norm = Norm(cfg, dt, features=HK)
+            self.k_proj_norm = Norm(cfg, dt, features=NK)
 
     def qkv(self, x_Td: jax.Array, rope: Rope = None,
             last_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -270,10 +277,12 @@ class Attention(nn.Module):
         T, H, N, K = x_Td.shape[0], cfg.n_heads, cfg.resolved_n_kv_heads, cfg.resolved_head_dim
         xq_Qd = x_Td[-1:] if last_only else x_Td
         Q = xq_Qd.shape[0]
-        q_QHK = self.q_proj(xq_Qd).reshape(Q, H, K)
-        k_TNK = self.k_proj(x_Td).reshape(T, N, K)
+        q_QHK, k_TNK = self.q_proj(xq_Qd), self.k_proj(x_Td)
+        if cfg.qk_norm and cfg.qk_norm_scope == "projection":  # OLMo 2: before the heads split
+            q_QHK, k_TNK = self.q_proj_norm(q_QHK), self.k_proj_norm(k_TNK)
+        q_QHK, k_TNK = q_QHK.reshape(Q, H, K), k_TNK.reshape(T, N, K)
         v_TNK = self.v_proj(x_Td).reshape(T, N, K)
-        if cfg.qk_norm:  # per head, over its K coordinates
+        if cfg.qk_norm and cfg.qk_norm_scope == "head":  # per head, over its K coordinates
             q_QHK, k_TNK = self.q_norm(q_QHK), self.k_norm(k_TNK)
         if rope is not None:
             cos_TK, sin_TK = rope

@@ -93,7 +93,8 @@ class Block(nn.Module):
     Without ``residual`` the sublayers replace the stream; ``block`` removes either sublayer.
     With ``post_norms`` (Gemma's sandwich norms) each sublayer's output is normalised before
     it joins the stream: H = X + Norm_post(MHA(Norm(X))), Y = H + Norm_post(MLP(Norm(H))),
-    with ``attn_post_norm`` and ``mlp_post_norm`` of their own."""
+    with ``attn_post_norm`` and ``mlp_post_norm`` of their own; without ``pre_norms`` (OLMo 2)
+    the sublayers read the stream itself: H = X + Norm_post(MHA(X))."""
 
     cfg: ModelConfig
     param_dtype: Any = jnp.float32
@@ -101,12 +102,14 @@ class Block(nn.Module):
     def setup(self):
         cfg, dt = self.cfg, self.param_dtype
         if cfg.has_attn:
-            self.attn_norm = Norm(cfg, dt)
+            if cfg.pre_norms:
+                self.attn_norm = Norm(cfg, dt)
             self.attn = Attention(cfg, dt)
             if cfg.post_norms:
                 self.attn_post_norm = Norm(cfg, dt)
         if cfg.has_mlp:
-            self.mlp_norm = Norm(cfg, dt)
+            if cfg.pre_norms:
+                self.mlp_norm = Norm(cfg, dt)
             self.mlp = MLP(cfg, dt)
             if cfg.post_norms:
                 self.mlp_post_norm = Norm(cfg, dt)
@@ -118,12 +121,13 @@ class Block(nn.Module):
         cfg = self.cfg
         x_Qd = x_Td[-1:] if last_only else x_Td
         if cfg.has_attn:  # H^(l) = X^(l-1) + MHA(Norm(X^(l-1)))
-            a_Qd = self.attn(self.attn_norm(x_Td), rope, last_only, window)
+            a_Qd = self.attn(self.attn_norm(x_Td) if cfg.pre_norms else x_Td, rope, last_only,
+                             window)
             if cfg.post_norms:
                 a_Qd = self.attn_post_norm(a_Qd)
             x_Qd = x_Qd + a_Qd if cfg.residual else a_Qd
         if cfg.has_mlp:  # X^(l) = H^(l) + MLP(Norm(H^(l)))
-            m_Qd = self.mlp(self.mlp_norm(x_Qd))
+            m_Qd = self.mlp(self.mlp_norm(x_Qd) if cfg.pre_norms else x_Qd)
             if cfg.post_norms:
                 m_Qd = self.mlp_post_norm(m_Qd)
             x_Qd = x_Qd + m_Qd if cfg.residual else m_Qd
@@ -178,15 +182,15 @@ class Decoder(nn.Module):
         when ``return_hidden`` (else [])."""
         cfg = self.cfg
         T = x_Td.shape[0]
-        ropes = {}  # one table per RoPE base (Gemma 3: the global layers' and the sliding ones')
+        ropes = {}  # one table per RoPE (Gemma 3: the global layers' and the sliding ones')
         if cfg.position == "rope":
-            for theta in dict.fromkeys(cfg.layer_rope_theta(i) for i in range(cfg.n_layers)):
-                ropes[theta] = rope_cos_sin(T, cfg.resolved_head_dim, theta)
+            for rope in dict.fromkeys(cfg.layer_rope(i) for i in range(cfg.n_layers)):
+                ropes[rope] = rope_cos_sin(T, cfg.resolved_head_dim, *rope, cfg.max_seq_len)
         hidden = [x_Td] if return_hidden else []
         for i, block in enumerate(self.layers):
             # Without hidden states, the last block is needed at the last position only.
             last = last_only and not return_hidden and i == cfg.n_layers - 1
-            x_Td = block(x_Td, ropes.get(cfg.layer_rope_theta(i)), last, cfg.layer_window(i))
+            x_Td = block(x_Td, ropes.get(cfg.layer_rope(i)), last, cfg.layer_window(i))
             if return_hidden:
                 hidden.append(x_Td)
         h_Qd = x_Td[-1:] if last_only else x_Td
@@ -226,10 +230,11 @@ def _as_dict_layout(cfg: ModelConfig, params: dict) -> dict:
     """Linen omits modules without parameters; keep an empty dict for each (``final_norm`` with
     ``norm="none"``, Attn0's ``attn``), so that every block has the same keys."""
     out = dict(params)
-    post = cfg.post_norms
-    names = (("attn_norm", "attn") + (("attn_post_norm",) if post else ())
+    pre, post = cfg.pre_norms, cfg.post_norms
+    names = ((("attn_norm",) if pre else ()) + ("attn",) + (("attn_post_norm",) if post else ())
              if cfg.has_attn else ()) + (
-        ("mlp_norm", "mlp") + (("mlp_post_norm",) if post else ()) if cfg.has_mlp else ())
+        (("mlp_norm",) if pre else ()) + ("mlp",) + (("mlp_post_norm",) if post else ())
+        if cfg.has_mlp else ())
     for i in range(cfg.n_layers):
         blk = params.get(f"layers_{i}", {})
         out[f"layers_{i}"] = {n: blk.get(n, {}) for n in names}

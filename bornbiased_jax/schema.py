@@ -6,7 +6,8 @@ pattern of ``LEAVES``, where ``layers_<i>`` stands for any block. Each pattern s
   * ``role``: what an edit does with the leaf ('embedding', 'head' (the untied unembedding),
     'norm' (a gain or bias in the residual basis: before a sublayer, after it with Gemma's
     sandwich norms, or the final one), 'head_norm' (the head-wise gain gamma (H, K)),
-    'qk_norm' (Gemma's per-head gain of queries and keys, in a head's basis), 'kernel' or
+    'qk_norm' (the gain of queries and keys: per head, in a head's basis, or over the whole
+    projection), 'kernel' or
     'bias' (of a block's projection));
   * ``axes``: the logical name of each dimension (kernels are (in, out)): ``vocab``,
     ``position``, ``embed`` (= d_model: the residual stream's basis, ``RESIDUAL``), ``qkv``
@@ -91,6 +92,10 @@ LEAVES: tuple[Leaf, ...] = (
          what="the head-wise RMSNorm's gain"),
     Leaf(f"{_B}/attn/q_norm/scale", "qk_norm", ("head_dim",), what="the QK-norm's query gain"),
     Leaf(f"{_B}/attn/k_norm/scale", "qk_norm", ("head_dim",), what="the QK-norm's key gain"),
+    Leaf(f"{_B}/attn/q_proj_norm/scale", "qk_norm", ("qkv",),
+         what="the QK-norm's query gain over the whole projection"),
+    Leaf(f"{_B}/attn/k_proj_norm/scale", "qk_norm", ("qkv",),
+         what="the QK-norm's key gain over the whole projection"),
     *_proj(f"{_B}/mlp/gate_proj", (RESIDUAL, "mlp"), "mlp_norm", "the MLP's gate", "mlp"),
     *_proj(f"{_B}/mlp/up_proj", (RESIDUAL, "mlp"), "mlp_norm", "the MLP's up projection",
            "mlp"),
@@ -147,7 +152,8 @@ def writes_residual(path: Sequence[str]) -> bool:
 
 def norm_read_by(path: Sequence[str]) -> str | None:
     """The norm whose output parameter ``path`` reads, as a path (``layers_3/attn_norm``,
-    ``final_norm``), or None."""
+    ``final_norm``), or None; a block's pre-norm, which a model without pre-norms (OLMo 2's
+    block, ``pre_norms=False``) lacks: its matrices read the stream itself."""
     reads = leaf(path).reads
     if reads is None or reads == "final_norm":
         return reads

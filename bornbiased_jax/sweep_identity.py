@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from bornbiased_jax.config import config_record
+from bornbiased_jax.config_io import config_record
 
 
 def _requested(strategy: str = "auto", seed_chunk: int | None = None,

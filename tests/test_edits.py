@@ -29,7 +29,7 @@ import optax
 import pytest
 
 from bornbiased_jax import model
-from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.edits import downstream as E

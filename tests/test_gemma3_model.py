@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from bornbiased_jax import layers, model
-from bornbiased_jax.config import LATER_FIELDS, ModelConfig, config_record, recorded_differences
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.config_io import LATER_FIELDS, config_record, from_record, recorded_differences
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.keys import seed_key
@@ -243,8 +244,12 @@ def test_each_layer_gets_its_own_rope_base():
     ({"qk_norm": True, "norm": "layernorm"}, "qk_norm=True .* needs norm='rmsnorm'"),
     ({"post_norms": True, "norm": "none"}, "post_norms=True .* not norm='none'"),
     ({"sliding_window": 0}, "sliding_window must be a positive integer"),
-    ({"sliding_window": 8}, "sliding_window_pattern=1 makes every layer global"),
-    ({"sliding_window_pattern": 3}, "give sliding_window too"),
+    ({"layer_types": ("sliding_attention",) * 5}, "layer_types has 5 entries, one per layer "
+                                                   "is 2"),
+    ({"layer_types": ("sliding_attention", "full_attention")},
+     "names sliding_attention layers but sliding_window is None"),
+    ({"layer_types": ("sliding", "full_attention"), "sliding_window": 4},
+     "layer_types must be a list of full_attention / sliding_attention"),
     ({"rope_local_theta": 1e4}, "give sliding_window too"),
     ({"query_pre_attn_scalar": 0.0}, "query_pre_attn_scalar must be a number > 0"),
     ({"embed_scale": "yes"}, "embed_scale must be True or False"),
@@ -262,7 +267,10 @@ def test_records_without_the_new_fields_name_the_same_model():
     assert not set(LATER_FIELDS) & set(rec)
     assert ModelConfig(**rec) == llama and recorded_differences(rec, llama) == {}
     gemma = config_record(TINY)
-    assert gemma["qk_norm"] is True and ModelConfig(**gemma) == TINY
+    # Gemma's layer types are recorded as their period, as records made before them hold it
+    assert gemma["qk_norm"] is True and gemma["sliding_window_pattern"] == 6
+    assert "layer_types" not in gemma and from_record(gemma) == TINY
+    assert recorded_differences(gemma, TINY) == {}
     assert recorded_differences(rec, dataclasses.replace(llama, post_norms=True)) == {
         "post_norms": (False, True)}
 
@@ -270,7 +278,7 @@ def test_records_without_the_new_fields_name_the_same_model():
 def test_model_set_reads_the_new_fields_by_their_types():
     """--model-set on a preset: optional floats are read as floats (or None), flags as
     booleans, so the arms of the Gemma study can be asked for on the command line."""
-    from bornbiased_jax.config import apply_overrides
+    from bornbiased_jax.config_io import apply_overrides
 
     cfg = apply_overrides(TINY, ["rope_local_theta=20000", "query_pre_attn_scalar=16",
                                  "qk_norm=false", "post_norms=false"])

@@ -951,7 +951,7 @@ def test_figure10_so_far_record_and_row(tmp_path):
     from pathlib import Path
 
     from bornbiased_jax import resume
-    from bornbiased_jax.config import config_record
+    from bornbiased_jax.config_io import config_record
     from experiments.campaign import paper_pieces as PP
 
     def so_far(summaries, records, says="") -> int:  # the command line, as a user runs it

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from experiments.common import family
 

@@ -24,7 +24,7 @@ import pytest
 from scipy import stats
 
 from bornbiased_jax import model
-from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.tests import permutation as P

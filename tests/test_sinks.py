@@ -16,7 +16,7 @@ import pytest
 
 from bornbiased_jax import layers, model
 from bornbiased_jax.cli import main
-from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.defaults import SINK_LENGTHS
 from bornbiased_jax.errors import UserError

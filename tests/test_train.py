@@ -24,7 +24,7 @@ import pytest
 
 from bornbiased_jax import data
 from bornbiased_jax.cli import main
-from bornbiased_jax.config import config_record
+from bornbiased_jax.config_io import config_record
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.training.config import TrainConfig
 from bornbiased_jax.training.loop import Run

@@ -94,7 +94,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import files, model
-    from bornbiased_jax.config import apply_overrides, config_record
+    from bornbiased_jax.config_io import apply_overrides, config_record
     from bornbiased_jax.probes.sinks import metric, tables, windows
     from bornbiased_jax.sources import init_params, load_source
 

@@ -137,7 +137,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from bornbiased_jax import distributed, files, resume
-    from bornbiased_jax.config import config_record
+    from bornbiased_jax.config_io import config_record
     from bornbiased_jax.presets import get_preset
     from bornbiased_jax.probes import token_preference as tp
     from bornbiased_jax.probes import token_preference_tables as tables

@@ -14,7 +14,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bornbiased_jax.config import ModelConfig, apply_overrides
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.defaults import BOS_TOKEN, SEED_LIMIT, SEED_RANGE
 from bornbiased_jax.errors import UserError

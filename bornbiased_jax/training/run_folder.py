@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from bornbiased_jax import files
-from bornbiased_jax.config import ModelConfig, config_record, recorded_differences
+from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.config_io import config_record, from_record, recorded_differences
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.training.checkpoints import run_steps
 from bornbiased_jax.training.config import (TrainConfig, jsonable, model_config,
@@ -151,7 +152,7 @@ def run_config(path: str | Path) -> tuple[ModelConfig, dict]:
     info = read_run_info(path)
     try:
         if "model_config" in info:
-            return ModelConfig(**info["model_config"]), info
+            return from_record(info["model_config"]), info
         tc = TrainConfig(**info["train_config"])
         return model_config(tc, int(info["data"]["vocab_size"])), info
     except (KeyError, TypeError, ValueError) as e:

@@ -33,7 +33,7 @@ import sysconfig
 from pathlib import Path
 
 from bornbiased_jax import bigram_backcopy, plots
-from bornbiased_jax.config import apply_overrides
+from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.defaults import SINK_EPS, SINK_LENGTHS, SINK_SETTINGS, VIM_DOCS
 from bornbiased_jax.errors import UserError

@@ -71,7 +71,8 @@ def permute_heads(params: dict, cfg: ModelConfig, kv_perm_LN: Any,
     New K/V head n of layer l is old head kv_perm_LN[l, n], and new query head (n, g) (head
     n G + g, which reads K/V head n) is old query head (kv_perm_LN[l, n], group_perm_LNG[l, n,
     g]); None keeps each group's order. Moved: q/k/v/o kernels and biases (o_proj by its input
-    rows), the head-wise norm's rows and the output gate's columns; the coordinates inside a
+    rows), the head-wise norm's rows, the output gate's columns and a QK-norm's gains over the
+    whole projection (OLMo 2's; a per-head gain is shared and stays); the coordinates inside a
     head keep their order, so RoPE acts as before."""
     if not cfg.has_attn_params:
         raise UserError(f"{cfg.name} has no attention heads (block={cfg.block!r}, "
@@ -86,11 +87,15 @@ def permute_heads(params: dict, cfg: ModelConfig, kv_perm_LN: Any,
     kv_cols = (kv[:, :, None] * K + np.arange(K)).reshape(L, N * K)
 
     def fn(path, role, leaf):
-        if path[1] != "attn" or role not in ("kernel", "bias", "head_norm"):
+        if path[1] != "attn" or role not in ("kernel", "bias", "head_norm", "qk_norm"):
             return leaf
         w, l = np.asarray(leaf), _layer(path)
         if role == "head_norm":
             return w[head_LH[l]]  # gamma (H, K)
+        if role == "qk_norm":  # a gain over the whole projection moves with its heads (OLMo 2);
+            if path[2] == "q_proj_norm":  # one (K,) shared by the heads stays (Gemma 3, Qwen3)
+                return w[q_cols[l]]
+            return w[kv_cols[l]] if path[2] == "k_proj_norm" else w
         if path[2] == "o_proj":
             return w[q_cols[l]] if role == "kernel" else w  # rows = heads; bias in residual basis
         cols = kv_cols[l] if path[2] in ("k_proj", "v_proj") else q_cols[l]

@@ -209,7 +209,8 @@ def _relayer(params: dict, cfg: ModelConfig, origin: list) -> tuple[ModelConfig,
         p[f"layers_{j}"] = _np(blocks[o]) if isinstance(o, (int, np.integer)) else o
     if not origin:
         raise UserError("the edit would leave no layer")
-    return dataclasses.replace(cfg, n_layers=len(origin)), p
+    # each copied layer keeps its attention type (and RoPE); a new block attends to everything
+    return cfg.relayered([o if isinstance(o, (int, np.integer)) else None for o in origin]), p
 
 
 @_as_jax
