@@ -1,7 +1,9 @@
 """Tiny GGUF files for the tests, written the way llama.cpp's ``convert_hf_to_gguf.py`` writes
-an HF LLaMA / Qwen2 / Gemma 3 folder: its metadata keys, its tensor names, LLaMA's Q and K rows
-permuted for llama.cpp's RoPE, Gemma's norm weights stored as 1 + w, norms in F32 and matrices
-in the asked type (``gguf.quants``)."""
+an HF folder of a registered family: the family record's metadata keys, tensor names and
+converter fix-ups (``bornbiased_jax.architectures``: ``gguf_metadata``, ``gguf_name``,
+``to_gguf``, ``gguf_extra_tensors``: LLaMA's Q and K rows permuted for llama.cpp's RoPE, Gemma's
+norm weights stored as 1 + w, Llama 3's ``rope_freqs``, Phi-3's LongRoPE factors), norms in F32
+and matrices in the asked type (``gguf.quants``)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import numpy as np
 from gguf import GGMLQuantizationType, GGUFWriter, quants
 from safetensors.numpy import load_file
 
+from bornbiased_jax import architectures
 from bornbiased_jax.hf.configs import config_from_hf
-from bornbiased_jax.hf.gguf import _gguf_name, permute_rope_rows
 
 
 def write_gguf(path: Path, hf_folder: Path, qtype: str = "F32", *, arch: str | None = None,
@@ -23,44 +25,31 @@ def write_gguf(path: Path, hf_folder: Path, qtype: str = "F32", *, arch: str | N
 
     qtype: the type of every matrix (F32, F16 or one ``gguf.quants.quantize`` writes); norms
     and biases stay F32, as llama.cpp keeps them. arch: ``general.architecture`` (default the
-    folder's model_type). permute: apply llama.cpp's Q/K row permutation (LLaMA only). drop:
-    GGUF tensor names to leave out. extra: a function given the writer before the tensors,
-    to add or change metadata. tokenizer: a byte-level ``tokenizers.Tokenizer`` whose
-    vocabulary and merges go into ``tokenizer.ggml.*``.
+    family's GGUF architecture, or the one its files are written as: Mistral's ``llama``).
+    permute: apply the family's converter fix-ups (False leaves every tensor as HF holds it:
+    LLaMA's Q/K rows unpermuted). drop: GGUF tensor names to leave out. extra: a function given
+    the writer before the tensors, to add or change metadata. tokenizer: a byte-level
+    ``tokenizers.Tokenizer`` whose vocabulary and merges go into ``tokenizer.ggml.*``.
     """
-    hf = json.loads((Path(hf_folder) / "config.json").read_text())
     cfg = config_from_hf(hf_folder)
-    kind = hf["model_type"]
-    gemma = kind == "gemma3_text"
-    w = GGUFWriter(str(path), arch or ("gemma3" if gemma else kind))
-    w.add_block_count(cfg.n_layers)
-    w.add_context_length(cfg.max_seq_len)
-    w.add_embedding_length(cfg.d_model)
-    w.add_feed_forward_length(cfg.d_ff)
-    w.add_head_count(cfg.n_heads)
-    w.add_head_count_kv(cfg.resolved_n_kv_heads)
-    w.add_key_length(cfg.resolved_head_dim)
-    w.add_value_length(cfg.resolved_head_dim)
-    w.add_rope_dimension_count(cfg.resolved_head_dim)
-    w.add_rope_freq_base(cfg.rope_theta)
-    w.add_layer_norm_rms_eps(cfg.norm_eps)
-    w.add_vocab_size(cfg.vocab_size)
-    if gemma:  # what convert_hf_to_gguf.py's Gemma3Model writes; the rest is llama.cpp's
-        w.add_sliding_window(cfg.sliding_window)  # (pattern 6, local base 10,000, scalar = K)
+    fam = architectures.get(cfg.architecture)
+    name = arch or fam.gguf_arch or fam.gguf_as
+    w = GGUFWriter(str(path), name)
+    for key, value in fam.gguf_metadata(cfg).items():
+        _add(w, f"{name}.{key}", value)
     if tokenizer is not None:
         _add_tokenizer(w, tokenizer)
     if extra is not None:
         extra(w)
-    for name, a in load_file(str(Path(hf_folder) / "model.safetensors")).items():
-        gname = _gguf_name(name, kind)
+    tensors = {fam.gguf_name(n): a for n, a in
+               load_file(str(Path(hf_folder) / "model.safetensors")).items()}
+    tensors.update(fam.gguf_extra_tensors(cfg))
+    for gname, a in tensors.items():
         if gname in drop:
             continue
         a = np.asarray(a, np.float32)
-        if gemma and gname.endswith("norm.weight"):
-            a = a + np.float32(1)  # convert_hf_to_gguf.py: data_torch + norm_shift
-        if kind == "llama" and permute and (".attn_q." in gname or ".attn_k." in gname):
-            a = permute_rope_rows(a, cfg.n_heads if ".attn_q." in gname
-                                  else cfg.resolved_n_kv_heads)
+        if permute:
+            a = fam.to_gguf(gname, a, cfg)
         if a.ndim == 1 or qtype == "F32":
             w.add_tensor(gname, a)
         elif qtype == "F16":
@@ -73,6 +62,20 @@ def write_gguf(path: Path, hf_folder: Path, qtype: str = "F32", *, arch: str | N
     w.write_tensors_to_file()
     w.close()
     return Path(path)
+
+
+def _add(w: GGUFWriter, key: str, value) -> None:
+    """One metadata value with the type llama.cpp's converter gives it."""
+    if isinstance(value, bool):
+        w.add_bool(key, value)
+    elif isinstance(value, int):
+        w.add_uint32(key, value)
+    elif isinstance(value, float):
+        w.add_float32(key, value)
+    elif isinstance(value, str):
+        w.add_string(key, value)
+    else:
+        raise TypeError(f"{key}: no GGUF type for {value!r}")
 
 
 def _add_tokenizer(w: GGUFWriter, tok) -> None:

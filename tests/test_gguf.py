@@ -20,9 +20,11 @@ from safetensors.numpy import load_file
 from bornbiased_jax import model
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.hf import load_hf, save_hf
-from bornbiased_jax.hf.gguf import (SUPPORTED_TYPES, _gguf_name, load_gguf,
-                                    load_gguf_tokenizer, permute_rope_rows,
-                                    unpermute_rope_rows)
+from bornbiased_jax.architectures import REGISTRY
+from bornbiased_jax.hf.gguf import (SUPPORTED_TYPES, load_gguf, load_gguf_tokenizer,
+                                    permute_rope_rows, unpermute_rope_rows)
+
+_gguf_name = REGISTRY["llama"].gguf_name
 from bornbiased_jax.sources import check_source, load_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
@@ -135,9 +137,14 @@ def test_bad_files_are_one_clear_error(tmp_path):
         load_gguf(write_gguf(tmp_path / "m.gguf", FIXTURES / "llama_gqa",
                              drop=("blk.1.attn_v.weight",)))
     scaled = write_gguf(tmp_path / "s.gguf", FIXTURES / "llama_gqa",
-                        extra=lambda w: w.add_string("llama.rope.scaling.type", "yarn"))
-    with pytest.raises(UserError, match="rope.scaling.type='yarn' is not supported"):
+                        extra=lambda w: w.add_string("llama.rope.scaling.type", "longrope"))
+    with pytest.raises(UserError, match="rope.scaling.type='longrope' is not supported by the "
+                                        "llama architecture record"):
         load_gguf(scaled)
+    yarn = write_gguf(tmp_path / "y.gguf", FIXTURES / "llama_gqa",
+                      extra=lambda w: w.add_string("llama.rope.scaling.type", "yarn"))
+    with pytest.raises(UserError, match="metadata key llama.rope.scaling.factor is missing"):
+        load_gguf(yarn)
 
 
 def test_gguf_is_a_model_source(tmp_path):

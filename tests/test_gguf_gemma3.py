@@ -175,7 +175,7 @@ def test_each_quantized_type_of_the_file_decodes_as_its_block_layout_says(qtype,
     """The first tensor of each type in the real file, dequantized by the loader (llama.cpp's
     gguf package), equals this file's reading of ggml's block layout (ggml-quants.c's
     dequantize_row_*), to float32 rounding of the scale products."""
-    from bornbiased_jax.hf.gguf import _dequantized
+    from bornbiased_jax.hf.gguf_reader import dequantized as _dequantized
 
     path = gemma3[0]
     t = next(t for t in _reader(path).tensors if t.tensor_type.name == qtype)
@@ -211,11 +211,13 @@ def test_the_one_plus_w_gains_read_back_to_the_hf_models_gains(tmp_path):
 
 @pytest.mark.parametrize("extra, match", [
     (lambda w: w.add_float32("gemma3.final_logit_softcapping", 30.0),
-     "gemma3.final_logit_softcapping=30.0 is not supported: logit soft-capping"),
+     "gemma3.final_logit_softcapping=30.0 is not supported by the gemma3 architecture "
+     "record: logit soft-capping"),
     (lambda w: w.add_float32("gemma3.attn_logit_softcapping", 50.0),
      "gemma3.attn_logit_softcapping=50.0 is not supported"),
-    (lambda w: w.add_sliding_window_pattern([True, False, False, True, True, False]),
-     "layer_types=.* is not supported: only the pattern of every k-th layer global"),
+    (lambda w: w.add_sliding_window_pattern([True, False, False, True]),
+     "layer_types='4 entries' is not supported by the gemma3 architecture record: one per "
+     "layer"),
 ])
 def test_a_gemma_file_with_what_gemma_3_lacks_is_refused(extra, match, tmp_path):
     with pytest.raises(UserError, match=match):
@@ -258,7 +260,7 @@ def test_quantized_tiny_gemma_files_decode_to_what_was_quantized(qtype, tmp_path
     flat = {"/".join(k.key for k in path): np.asarray(a)
             for path, a in jax.tree_util.tree_flatten_with_path(params)[0]}
     tensors = load_file(str(TINY / "model.safetensors"))
-    for spec in tensor_specs(cfg, "gemma3_text"):
+    for spec in tensor_specs(cfg, "gemma3"):
         a = np.asarray(tensors[spec.hf_name], np.float32)
         want = (quantized_roundtrip(a, qtype) if a.ndim == 2
                 else (a + np.float32(1)) - np.float32(1))

@@ -21,7 +21,8 @@ from safetensors.numpy import load_file
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.hf import config_from_hf, config_to_hf, expected_shapes, load_hf, save_hf
+from bornbiased_jax.hf import (config_from_hf, config_to_hf, expected_shapes, hf_architecture,
+                               load_hf, save_hf)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hf" / "gemma3"
 
@@ -109,11 +110,13 @@ def test_the_tiny_preset_exports_and_reimports(tmp_path):
 @pytest.mark.parametrize("change, match", [
     ({"final_logit_softcapping": 30.0}, "final_logit_softcapping=30.0 .*soft-capping"),
     ({"attn_logit_softcapping": 50.0}, "attn_logit_softcapping=50.0 .*soft-capping"),
-    ({"layer_types": ["sliding_attention", "full_attention", "full_attention"] * 6},
-     "layer_types=.*every k-th layer global"),
     ({"layer_types": ["chunked_attention"] * 18}, "layer_types=\\['chunked_attention'\\]"),
     ({"layer_types": ["full_attention"] * 17}, "one per layer"),
-    ({"rope_scaling": {"rope_type": "linear", "factor": 8.0}}, "rope_type='linear'"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                          "sliding_attention": {"rope_type": "linear", "factor": 8.0,
+                                                "rope_theta": 1e4}}},
+     "sliding_attention='linear' .*the sliding layers' RoPE is unscaled"),
+    ({"rope_scaling": {"rope_type": "su"}}, "RoPE scaling 'longrope' needs short_factor"),
     ({"use_bidirectional_attention": True}, "use_bidirectional_attention"),
     ({"attention_bias": True}, "attention_bias=True"),
     ({"model_type": "gemma3"}, "model_type='gemma3' .*text and vision"),
@@ -143,7 +146,10 @@ def test_a_refusal_names_the_folder_and_the_file(tmp_path):
 
 
 def test_only_a_whole_gemma_is_exported():
-    half = get_preset("llama2-tiny").ablate(qk_norm=True)
+    """Sandwich norms alone are no family's: Gemma 3 has them with QK-norm, (1 + w) gains and
+    sqrt(d) embeddings. (QK-norm alone is Qwen3's and exports as Qwen3.)"""
+    assert hf_architecture(get_preset("llama2-tiny").ablate(qk_norm=True)) == "qwen3"
+    half = get_preset("llama2-tiny").ablate(post_norms=True)
     with pytest.raises(UserError, match="cannot be exported.*part of Gemma 3's architecture"):
         config_to_hf(half)
 

@@ -31,15 +31,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bornbiased_jax import model
+from bornbiased_jax import architectures, model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.hf.checkpoint import (FLOAT_DTYPES, INDEX, SINGLE, SafetensorsFolder,
                                           write_safetensors)
 from bornbiased_jax.hf.configs import (ARCHITECTURES, config_from_hf, config_to_hf,
                                        hf_architecture, read_hf_config)
-from bornbiased_jax.hf.names import (BASE_PREFIX, EMBED_NAME, HEAD_ALIAS, LM_HEAD, is_buffer,
-                                     tensor_specs, to_hf, to_ours)
+from bornbiased_jax.hf.names import LM_HEAD, is_buffer, tensor_specs, to_hf, to_ours
 
 __all__ = ["load_hf", "save_hf", "load_hf_tokenizer", "load_gguf", "load_gguf_tokenizer", "model_bos",
            "config_from_hf", "config_to_hf", "hf_architecture", "ARCHITECTURES"]
@@ -81,12 +80,13 @@ def _nest(flat: dict[str, jax.Array]) -> dict:
     return out
 
 
-def _file_names(names: list[str], kind: str) -> dict[str, str]:
+def _file_names(names: list[str], family: str) -> dict[str, str]:
     """Canonical HF name -> name in the files: checkpoints saved from the base model lack the
-    ``transformer.`` / ``model.`` prefix on everything but the head, which GPT-NeoX files may
-    call ``embed_out``."""
-    prefix, alias = BASE_PREFIX[kind], HEAD_ALIAS.get(kind)
-    strip = EMBED_NAME[kind] not in names and EMBED_NAME[kind][len(prefix):] in names
+    ``transformer.`` / ``model.`` prefix on everything but the head, which some families'
+    files call by another name (GPT-NeoX's ``embed_out``)."""
+    fam = architectures.get(family)
+    prefix, alias, embed = fam.base_prefix, fam.head_alias, fam.embed_name
+    strip = embed not in names and embed[len(prefix):] in names
     out = {(prefix + n if strip and n not in (LM_HEAD, alias) else n): n for n in names}
     if alias in out and LM_HEAD not in out:
         out[LM_HEAD] = out.pop(alias)
@@ -106,10 +106,11 @@ def _check_name_map(cfg: ModelConfig, specs: list) -> None:
 
 
 def _check_checkpoint(ckpt: SafetensorsFolder, in_file: dict, specs: list, cfg: ModelConfig,
-                      kind: str, folder: Path) -> None:
+                      family: str, folder: Path) -> None:
     """UserError for missing, unexpected, misshapen or non-float tensors, or an untied head in
     a tied model; reads no tensor except a stored copy of a tied head."""
-    what = f"the {ARCHITECTURES[kind]} that {folder / 'config.json'} describes"
+    fam = architectures.get(family)
+    what = f"the {fam.hf_class} that {folder / 'config.json'} describes"
     missing = [s.hf_name for s in specs if s.hf_name not in in_file]
     if missing:
         raise UserError(f"{folder}: tensor(s) missing from the checkpoint: {_listed(missing)}"
@@ -130,8 +131,8 @@ def _check_checkpoint(ckpt: SafetensorsFolder, in_file: dict, specs: list, cfg: 
             raise UserError(f"{folder}: tensor {s.hf_name} has dtype {dtype}; weights must be "
                             f"one of {FLOAT_DTYPES}")
     if tied_head and not np.array_equal(ckpt.get(in_file[LM_HEAD]),
-                                        ckpt.get(in_file[EMBED_NAME[kind]])):
-        raise UserError(f"{folder}: {in_file[LM_HEAD]} differs from {EMBED_NAME[kind]} "
+                                        ckpt.get(in_file[fam.embed_name])):
+        raise UserError(f"{folder}: {in_file[LM_HEAD]} differs from {fam.embed_name} "
                         f"although config.json says tie_word_embeddings=true")
 
 
@@ -155,7 +156,7 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
     jdtype = _DTYPES[_dtype_name(dtype)]
     hf = read_hf_config(folder)
     cfg = config_from_hf(hf, name=folder.resolve().name, source=folder / "config.json")
-    kind = hf["model_type"]
+    kind = cfg.architecture  # the family that read config.json
     specs = tensor_specs(cfg, kind)
     _check_name_map(cfg, specs)
     with SafetensorsFolder(folder) as ckpt:
@@ -228,7 +229,8 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
         for i, shard in enumerate(shards):
             f = (SINGLE if len(shards) == 1
                  else f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors")
-            tensors = {HEAD_ALIAS.get(kind, LM_HEAD) if s.hf_name == LM_HEAD else s.hf_name:
+            tensors = {(architectures.get(kind).head_alias or LM_HEAD) if s.hf_name == LM_HEAD
+                       else s.hf_name:
                        to_hf(s, [np.asarray(flat[p]) for p in s.paths]) for s in shard}
             write_safetensors(tmp / f, tensors)
             weight_map.update(dict.fromkeys(tensors, f))

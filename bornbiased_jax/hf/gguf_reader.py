@@ -16,6 +16,10 @@ import numpy as np
 from bornbiased_jax.errors import UserError
 
 MAGIC = b"GGUF"
+# Types dequantized by gguf.quants (llama.cpp's reference code): F32 and F16 are read as they
+# are, the others block by block.
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
+                   "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 
 
 def is_gguf(path: str | os.PathLike) -> bool:
@@ -62,9 +66,13 @@ def _parsed(path: str, mtime_ns: int, size: int):
                         f"truncated or corrupt, download or convert it again") from None
 
 
-def _field(reader, key: str, default=None):
+def field(reader, key: str, default=None):
+    """A metadata value of the file (``reader``: :func:`_reader`'s), or ``default``."""
     f = reader.fields.get(key)
     return default if f is None else f.contents()
+
+
+_field = field
 
 
 
@@ -111,3 +119,21 @@ def reader_class():
             return offs - orig_offs, parts, data, types
 
     return Reader
+
+
+def dequantized(path, t) -> np.ndarray:
+    """float32 numpy array of GGUF tensor ``t`` in torch's (out, in) order."""
+    from gguf import quants
+
+    kind = t.tensor_type.name
+    if kind not in SUPPORTED_TYPES:
+        raise UserError(f"{path}: tensor {t.name} has type {kind}, which is not supported; "
+                        f"supported types: {', '.join(SUPPORTED_TYPES)}")
+    shape = tuple(int(n) for n in reversed(t.shape))
+    try:
+        a = (np.asarray(t.data, np.float32) if kind in ("F32", "F16")
+             else quants.dequantize(np.asarray(t.data), t.tensor_type))
+        return np.asarray(a, np.float32).reshape(shape)
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{path}: tensor {t.name} ({kind}, shape {shape}) does not decode "
+                        f"({e}); the file is truncated or corrupt") from None

@@ -28,8 +28,11 @@ PRE_TOKENIZERS = {"gpt2": (False, _GPT2), "default": (False, _GPT2),
                   "smollm": (True, _GPT2), "starcoder": (True, _GPT2),
                   "llama3": (False, _LLAMA3), "llama-v3": (False, _LLAMA3),
                   "llama-bpe": (False, _LLAMA3), "smaug-bpe": (False, _LLAMA3),
-                  "qwen2": (False, _QWEN2), "deepseek-r1-qwen": (False, _QWEN2)}
+                  "qwen2": (False, _QWEN2), "deepseek-r1-qwen": (False, _QWEN2),
+                  "dbrx": (False, _LLAMA3)}  # llama-vocab.cpp: "same as llama3"
 
+# tokenizer.ggml.model's name of a SentencePiece vocabulary (llama.cpp's word for it)
+SENTENCEPIECE = "llama"
 _CONTROL = 3  # llama.cpp's token type of special tokens (<|im_start|>, <|endoftext|>, ...)
 
 
@@ -44,13 +47,16 @@ def load_gguf_tokenizer(path: str | os.PathLike):
     if kind is None:
         raise UserError(f"{path}: the file has no tokenizer (tokenizer.ggml.model); give "
                         f"--tokenizer tokenizer.json")
-    if kind == "llama" and _field(reader, "general.architecture") == "gemma3":
-        return _gemma_tokenizer(reader)
-    if kind == "llama":
+    if kind == SENTENCEPIECE:
+        from bornbiased_jax import architectures
+
+        arch = _field(reader, "general.architecture")
+        rebuilt = [a.gguf_arch for a in architectures.FAMILIES if a.gguf_spm_tokenizer]
+        if arch in rebuilt:
+            return _gemma_tokenizer(reader)
         raise UserError(f"{path}: tokenizer.ggml.model='llama' (a SentencePiece vocabulary) is "
-                        f"rebuilt here for Gemma 3 files only, whose merge order is known (the "
-                        f"vocabulary's own order); for "
-                        f"{_field(reader, 'general.architecture')!r} give --tokenizer "
+                        f"rebuilt here for {', '.join(rebuilt)} files only, whose merge order "
+                        f"is known (the vocabulary's own order); for {arch!r} give --tokenizer "
                         f"tokenizer.json")
     if kind != "gpt2":
         raise UserError(f"{path}: tokenizer.ggml.model={kind!r} is not supported: only "
@@ -123,7 +129,7 @@ def gguf_bos(path: str | os.PathLike) -> tuple[bool, int | None, str | None]:
     reader = _reader(path)
     kind = _field(reader, "tokenizer.ggml.model")
     bos = _field(reader, "tokenizer.ggml.bos_token_id")
-    adds = _field(reader, "tokenizer.ggml.add_bos_token", kind == "llama")
+    adds = _field(reader, "tokenizer.ggml.add_bos_token", kind == SENTENCEPIECE)
     tokens = reader.fields.get("tokenizer.ggml.tokens")
     text = None
     if bos is not None and tokens is not None and 0 <= int(bos) < len(tokens.data):
