@@ -25,6 +25,11 @@ The presets draw the same numbers where a parameter has the same path and shape 
 shared embedding, q_proj, the first rows of down_proj): Linen keys each parameter by its path.
 gemma3-tiny (QK-norm, sandwich norms, (1 + w) gains initialised to 0, init std 0.01) pins the
 new architecture's initialisation and forward pass; its norm entries are the zeros of w.
+llama3-tiny, qwen3-tiny, mistral-tiny, phi3-tiny and olmo2-tiny pin the families auditors hold
+at test size (Llama 3's RoPE scaling, QK-norm per head, windows, LongRoPE, post-norms only);
+their released shapes (llama3-1b ... olmo2-1b, 0.6-7.2 B parameters: too large to initialise
+in a test) are pinned by their parameter counts against the model cards
+(tests/test_families.py).
 """
 
 import dataclasses
@@ -82,7 +87,8 @@ def last_logits(params: dict, cfg, tokens) -> np.ndarray:
 
 def test_the_fixture_holds_what_it_says():
     assert GOLDEN["prng_impl"] == "threefry2x32"
-    assert PRESETS == ["gemma3-tiny", "gpt2-rope-tiny", "llama2-tiny"]
+    assert PRESETS == sorted(["gemma3-tiny", "gpt2-rope-tiny", "llama2-tiny", "llama3-tiny",
+                              "qwen3-tiny", "mistral-tiny", "phi3-tiny", "olmo2-tiny"])
     for name, g in GOLDEN["presets"].items():
         last = get_preset(name).n_layers - 1  # the last layer's down_proj is pinned
         assert {"embed/embedding", "layers_0/attn/q_proj/kernel",
