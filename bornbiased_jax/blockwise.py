@@ -54,12 +54,12 @@ def blockwise_sweep(probe, cfg, seeds: Sequence[int], inputs, *,
     (``devices_used``). Each block is whole on one machine; the pass is then no longer
     bitwise one machine's."""
     from bornbiased_jax import resume
-    from bornbiased_jax.sweep import _check_inputs, plan_sweep, sweep
+    from bornbiased_jax.sweep import check_inputs, plan_sweep, sweep
 
     if not isinstance(block, int) or block < 1:
         raise UserError(f"block must be a positive number of sequences, got {block!r}")
     seeds = seed_list(seeds)
-    inputs, N, T = _check_inputs(cfg, inputs)
+    inputs, N, T = check_inputs(cfg, inputs)
     devices = jax.devices()
     here = {"platform": devices[0].platform, "count": len(devices)}
     identity = {**(state_identity or {}), "model": config_record(cfg),
@@ -171,7 +171,7 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
     import numpy as np
 
     from bornbiased_jax import resume
-    from bornbiased_jax.sweep import _check_inputs
+    from bornbiased_jax.sweep import check_inputs
 
     folder = Path(state)
     saved = blockwise_state(folder)
@@ -179,7 +179,7 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
         raise UserError(f"no blockwise state in {folder} (no {resume.STATE}): nothing is "
                         f"finished yet")
     seeds = seed_list(seeds)
-    inputs, N, _ = _check_inputs(cfg, inputs)
+    inputs, N, _ = check_inputs(cfg, inputs)
     now = resume.plain({**state_identity, "model": config_record(cfg),
                         "seeds": list(seeds), "inputs": resume.inputs_identity(inputs),
                         "block": block})
@@ -195,7 +195,7 @@ def blockwise_finished(cfg, seeds: Sequence[int], inputs, *, block: int, state: 
         if name not in saved["done"]:
             break
         with np.load(folder / name, allow_pickle=False) as z:
-            out.append(resume._unflatten(saved["tree"], {k: z[k] for k in z.files}))
+            out.append(resume.unflatten(saved["tree"], {k: z[k] for k in z.files}))
         n = min(b0 + block, N)
     return out, n, saved
 

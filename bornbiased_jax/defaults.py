@@ -26,13 +26,13 @@ NODE_DOCS_MD = "/usr/share/doc/nodejs/api/*.md"  # Node.js's API documentation
 # data.py: the beginning-of-sequence token a BPE trained for a --bos run carries
 BOS_TOKEN = "<|bos|>"
 
-# fingerprint/tests/calibrated.py: the calibrated lineage test
+# fingerprint/methods/calibrated.py: the calibrated lineage test
 CALIBRATED_STATISTICS = ("spearman_all", "spearman_S", "tau_S", "residual_all",
                          "spearman_aligned")
 CALIBRATED_STATISTIC = "spearman_all"
 CALIBRATED_NULL_MODELS = 200
 
-# fingerprint/tests/permutation.py: the residual-basis permutation test
+# fingerprint/methods/permutation.py: the residual-basis permutation test
 PERMUTATION_STATISTICS = ("spearman", "pearson", "spearman_abs")
 PERMUTATION_STATISTIC = "spearman"
 PERMUTATION_DRAWS = 9999

@@ -301,7 +301,7 @@ class ChunkStore:
     def load(self, index: tuple[int, ...]):
         """The saved outputs of chunk ``index`` as the pytree they were saved from."""
         with np.load(self.folder / self.name(index), allow_pickle=False) as z:
-            tree = _unflatten(self.state["tree"], {k: z[k] for k in z.files})
+            tree = unflatten(self.state["tree"], {k: z[k] for k in z.files})
         self.read += 1
         return tree
 
@@ -369,7 +369,7 @@ def _flatten(tree, prefix: str = "") -> tuple[Any, dict]:
     return None, {prefix.rstrip("/") or "value": np.asarray(tree)}
 
 
-def _unflatten(spec, flat: dict, prefix: str = ""):
+def unflatten(spec, flat: dict, prefix: str = ""):
     if spec is None:
         return flat[prefix.rstrip("/") or "value"]
-    return {k: _unflatten(v, flat, f"{prefix}{k}/") for k, v in spec.items()}
+    return {k: unflatten(v, flat, f"{prefix}{k}/") for k, v in spec.items()}

@@ -21,7 +21,7 @@ pattern of ``LEAVES``, where ``layers_<i>`` stands for any block. Each pattern s
 
 Everything that walks a parameter tree looks a leaf up here: the edits' roles
 (``fingerprint/edits/tree.py``), the residual axis of a permutation or rotation
-(``fingerprint/tests/permutation.py``, ``fingerprint/edits/rotation.py``), the norms and their
+(``fingerprint/methods/permutation.py``, ``fingerprint/edits/rotation.py``), the norms and their
 readers (``fingerprint/edits/obfuscation.py``), the logical axes of sharding (``sharding.py``). A path that
 matches no pattern is a ``UserError`` naming it, so a new kind of parameter cannot be skipped
 silently; a new architecture's parameters are added here (``tests/test_schema.py`` walks every

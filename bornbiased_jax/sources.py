@@ -192,10 +192,18 @@ def load_source(spec: str | Source, *, shared_embedding: bool = True,
     return _load_hf(src.path, dtype)
 
 
-def source_config(spec: str | Source) -> ModelConfig:
-    """The config of the model ``spec`` names, without building or reading its weights (for
-    planning memory before a load); the errors of :func:`parse_source` for bad specs."""
-    src = parse_source(spec)
+def _parsed(src) -> "Source":
+    """``src`` itself: the planning functions below take a parsed :class:`Source` only, so
+    that a command parses each spec once (:func:`parse_source`) and every step reads that."""
+    if not isinstance(src, Source):
+        raise TypeError(f"expected a parsed Source (sources.parse_source), got {src!r}")
+    return src
+
+
+def source_config(src: Source) -> ModelConfig:
+    """The config of the model ``src`` names, without building or reading its weights (for
+    planning memory before a load)."""
+    src = _parsed(src)
     if src.kind == "preset":
         return get_preset(src.preset)
     if src.kind == "gguf":
@@ -209,10 +217,10 @@ def source_config(spec: str | Source) -> ModelConfig:
     return config_from_hf(src.path, name=src.path.name)
 
 
-def source_location(spec: str | Source) -> tuple[str, Path | None]:
-    """(kind, path) of the model ``spec`` names without reading it: 'preset' (no path), 'gguf'
+def source_location(src: Source) -> tuple[str, Path | None]:
+    """(kind, path) of the model ``src`` names without reading it: 'preset' (no path), 'gguf'
     (the file), 'run' (the run folder) or 'hf' (the folder)."""
-    src = parse_source(spec)
+    src = _parsed(src)
     return src.kind, src.path
 
 
@@ -244,16 +252,16 @@ def split_run_spec(spec: str) -> tuple[Path, int | None, int | None]:
     return Path(path), int(sel), step
 
 
-def initialisation_spec(spec: str | Source) -> str | None:
-    """:meth:`Source.initialisation` of ``spec``."""
-    return parse_source(spec).initialisation()
+def initialisation_spec(src: Source) -> str | None:
+    """:meth:`Source.initialisation` of ``src``."""
+    return _parsed(src).initialisation()
 
 
-def check_source(spec: str | Source) -> ModelConfig:
+def check_source(src: Source) -> ModelConfig:
     """:func:`source_config`, and the checks :func:`load_source` makes before it reads weights
     (a run's seed and checkpoint step, an HF folder's weight files), so that a command given
     several models can refuse a bad one before any work."""
-    src = parse_source(spec)
+    src = _parsed(src)
     cfg = source_config(src)
     if src.kind == "run":
         _run_selection(src)

@@ -64,9 +64,9 @@ from bornbiased_jax.sweep_plan import (  # noqa: F401  (the engine's public name
     CPU_TOKENS_PER_BATCH, MEASURE_BATCH, STRATEGIES, Probe, SplitProbe, SweepPlan,
     activation_bytes, build_bytes, compiled_one, default_budget, param_bytes, plan_sweep,
     probe_working_set)
-from bornbiased_jax.sweep_plan import _init_seed_fn, _run_one_fn, _shared_params  # noqa: F401
-from bornbiased_jax.sweep_identity import (_probe_identity, _requested, _store,  # noqa: F401
-                                           _sweep_identity, params_sha256)
+from bornbiased_jax.sweep_plan import init_seed_fn, run_one_fn, shared_params  # noqa: F401
+from bornbiased_jax.sweep_identity import (probe_identity, requested_plan, open_state,  # noqa: F401
+                                           sweep_identity, params_sha256)
 
 
 class _Compiled:
@@ -77,13 +77,13 @@ class _Compiled:
 
     def __init__(self, cfg: ModelConfig, probe: Probe, plan: SweepPlan, devices):
         self.cfg, self.plan = cfg, plan
-        init_seed = _init_seed_fn(cfg)
-        run_one = _run_one_fn(probe, plan.seq_batch)
+        init_seed = init_seed_fn(cfg)
+        run_one = run_one_fn(probe, plan.seq_batch)
 
         def build_and_run(key, shared_params, xs):
             return run_one(init_seed(key), shared_params, xs)
 
-        shared = jax.jit(lambda: _shared_params(cfg))
+        shared = jax.jit(lambda: shared_params(cfg))
         self.keys_sharding = self.seqs_sharding = None  # set when the mesh spans processes
         if plan.strategy == "loop":
             self.shared_params = shared()
@@ -170,14 +170,14 @@ def sweep(probe: Probe, cfg: ModelConfig, seeds: Sequence[int], inputs: jax.Arra
     """
     seeds = seed_list(seeds)  # any iterable, read once; validates: non-empty, integers in range
     keys = seed_keys(seeds)
-    inputs, N, T = _check_inputs(cfg, inputs)
+    inputs, N, T = check_inputs(cfg, inputs)
     devices = list(devices or jax.devices())
-    requested = _requested(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
+    requested = requested_plan(strategy=strategy, seed_chunk=seed_chunk, seq_chunk=seq_chunk,
                            map_batch=map_batch, seq_batch=seq_batch,
                            memory_budget=memory_budget)
     store = None
     if state is not None:
-        store = _store(state, _sweep_identity(state_identity, cfg, seeds, inputs, devices,
+        store = open_state(state, sweep_identity(state_identity, cfg, seeds, inputs, devices,
                                               requested), "a sweep", allow_version_change)
     if store is not None and store.plan is not None:
         plan = SweepPlan(**store.plan)  # resume with the plan the first chunks were run with
@@ -215,10 +215,10 @@ def sweep_state(state: str | Path, cfg: ModelConfig, seeds: Sequence[int], input
     ``plan_settings``: sweep's ``strategy``, ``seed_chunk``, ``seq_chunk``, ``map_batch``,
     ``seq_batch``, ``memory_budget``."""
     seeds = seed_list(seeds)
-    inputs, _, _ = _check_inputs(cfg, inputs)
-    ident = _sweep_identity(state_identity, cfg, seeds, inputs, list(devices or jax.devices()),
-                            _requested(**plan_settings))
-    return _store(state, ident, "a sweep", allow_version_change)
+    inputs, _, _ = check_inputs(cfg, inputs)
+    ident = sweep_identity(state_identity, cfg, seeds, inputs, list(devices or jax.devices()),
+                            requested_plan(**plan_settings))
+    return open_state(state, ident, "a sweep", allow_version_change)
 
 
 def _run_chunks(compute, lead: tuple[int, ...], sizes: tuple[int, ...], store, *,
@@ -273,12 +273,12 @@ def run_probe(probe: Probe, cfg: ModelConfig, params: dict, inputs, *,
     Returns:
       the probe's pytree with host numpy leaves of shape (N, ...).
     """
-    inputs, N, T = _check_inputs(cfg, inputs)
+    inputs, N, T = check_inputs(cfg, inputs)
     device = jax.local_devices()[0]
     requested = dict(seq_chunk=seq_chunk, seq_batch=seq_batch, memory_budget=memory_budget)
     store = None
     if state is not None:
-        store = _store(state, _probe_identity(state_identity, cfg, params, inputs, device,
+        store = open_state(state, probe_identity(state_identity, cfg, params, inputs, device,
                                               requested), "run_probe", allow_version_change)
     if store is not None and store.plan is not None:
         plan = SweepPlan(**store.plan)
@@ -304,14 +304,14 @@ def probe_state(state: str | Path, cfg: ModelConfig, params: dict, inputs, *,
                 memory_budget: int | None = None):
     """The store that :func:`run_probe` with these arguments would open, opened now (see
     :func:`sweep_state`)."""
-    inputs, _, _ = _check_inputs(cfg, inputs)
+    inputs, _, _ = check_inputs(cfg, inputs)
     requested = dict(seq_chunk=seq_chunk, seq_batch=seq_batch, memory_budget=memory_budget)
-    ident = _probe_identity(state_identity, cfg, params, inputs, jax.local_devices()[0],
+    ident = probe_identity(state_identity, cfg, params, inputs, jax.local_devices()[0],
                             requested)
-    return _store(state, ident, "run_probe", allow_version_change)
+    return open_state(state, ident, "run_probe", allow_version_change)
 
 
-def _check_inputs(cfg: ModelConfig, inputs) -> tuple[Any, int, int]:
+def check_inputs(cfg: ModelConfig, inputs) -> tuple[Any, int, int]:
     """(inputs, N, T): ``inputs`` as an array-like with ``shape`` and first-axis slicing; a
     UserError unless they are (N, T) tokens or (N, T, d) embeddings with N >= 1 and T within
     the model's context."""

@@ -11,7 +11,7 @@ import numpy as np
 from bornbiased_jax.config_io import config_record
 
 
-def _requested(strategy: str = "auto", seed_chunk: int | None = None,
+def requested_plan(strategy: str = "auto", seed_chunk: int | None = None,
                seq_chunk: int | None = None, map_batch: int | None = None,
                seq_batch: int | None = None, memory_budget: int | None = None) -> dict:
     """A sweep's requested plan settings, as :func:`plan_sweep` takes them and a sweep's state
@@ -20,7 +20,7 @@ def _requested(strategy: str = "auto", seed_chunk: int | None = None,
                 map_batch=map_batch, seq_batch=seq_batch, memory_budget=memory_budget)
 
 
-def _sweep_identity(identity: dict | None, cfg, seeds, inputs, devices, requested) -> dict:
+def sweep_identity(identity: dict | None, cfg, seeds, inputs, devices, requested) -> dict:
     """A sweep state's identity: the caller's ``identity`` (which must name the probe), the
     model configuration, the seeds, the inputs, the requested plan settings, and the devices'
     kind and number."""
@@ -32,7 +32,7 @@ def _sweep_identity(identity: dict | None, cfg, seeds, inputs, devices, requeste
                         "processes": jax.process_count()}}
 
 
-def _probe_identity(identity: dict | None, cfg, params, inputs, device, requested) -> dict:
+def probe_identity(identity: dict | None, cfg, params, inputs, device, requested) -> dict:
     """A :func:`run_probe` state's identity: as a sweep's, with the parameters' SHA-256 in
     place of the seeds (so a state never resumes with another model)."""
     from bornbiased_jax import resume
@@ -42,7 +42,7 @@ def _probe_identity(identity: dict | None, cfg, params, inputs, device, requeste
             "requested_plan": requested, "devices": {"platform": device.platform, "count": 1}}
 
 
-def _store(state, identity: dict, caller: str, allow_version_change: bool):
+def open_state(state, identity: dict, caller: str, allow_version_change: bool):
     """The state of one engine run: ``state`` opened with ``identity``
     (:func:`bornbiased_jax.resume.open_store`), or ``state`` itself when it is a store already
     opened with that identity (a ValueError naming the differences otherwise)."""

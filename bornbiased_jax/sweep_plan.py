@@ -81,7 +81,7 @@ def build_bytes(cfg: ModelConfig) -> int:
     temporaries (random bits before they become weights), from XLA's analysis of the compiled
     one-seed init (the parameters alone where the backend gives no statistics). For
     gpt2-rope-cpu on a CPU the temporaries are about 1.3 times the parameters."""
-    stats = jax.jit(_init_seed_fn(cfg)).lower(jax.random.key(0)).compile().memory_analysis()
+    stats = jax.jit(init_seed_fn(cfg)).lower(jax.random.key(0)).compile().memory_analysis()
     return param_bytes(cfg) + (stats.temp_size_in_bytes if stats is not None else 0)
 
 
@@ -111,7 +111,7 @@ def default_budget(devices: Sequence[jax.Device]) -> int:
 MEASURE_BATCH = 8
 
 
-def _init_seed_fn(cfg: ModelConfig):
+def init_seed_fn(cfg: ModelConfig):
     """init_seed(key) -> one seed's parameters (its seed-dependent group when the embeddings
     are shared)."""
     if cfg.shared_embedding:
@@ -119,13 +119,13 @@ def _init_seed_fn(cfg: ModelConfig):
     return lambda key: model.init(cfg, key)
 
 
-def _shared_params(cfg: ModelConfig) -> dict:
+def shared_params(cfg: ModelConfig) -> dict:
     """The seed-independent embedding group (empty unless ``cfg.shared_embedding``)."""
     return (model.init_embeddings(cfg, model.embed_key(cfg, None)) if cfg.shared_embedding
             else {})
 
 
-def _run_one_fn(probe: Probe, seq_batch: int):
+def run_one_fn(probe: Probe, seq_batch: int):
     """run_one(seed_params, shared_params, xs (n, ...)) -> the probe's outputs (n, ...) for one
     seed: ``features`` over batches of ``seq_batch`` sequences (a compiled loop when n is
     larger), a SplitProbe's ``head`` once over all n."""
@@ -147,18 +147,18 @@ def _run_one_fn(probe: Probe, seq_batch: int):
 @functools.lru_cache(maxsize=32)
 def compiled_one(probe: Probe, seq_batch: int):
     """The jitted per-model call ``run_one(seed_params, shared_params, xs)`` (see
-    :func:`_run_one_fn`). The planner's measurement and :func:`bornbiased_jax.sweep.run_probe`
+    :func:`run_one_fn`). The planner's measurement and :func:`bornbiased_jax.sweep.run_probe`
     both use this one object, so a chunk of the measured size is compiled once, and models of
     one shape share it."""
-    return jax.jit(_run_one_fn(probe, seq_batch))
+    return jax.jit(run_one_fn(probe, seq_batch))
 
 
 @functools.lru_cache(maxsize=16)
 def _init_avals(cfg: ModelConfig) -> tuple:
     """(seed parameters, shared parameters) of ``cfg`` as shapes (an abstract init)."""
-    seed = (jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0)) if cfg.shared_embedding
+    seed = (jax.eval_shape(init_seed_fn(cfg), jax.random.key(0)) if cfg.shared_embedding
             else model.param_shapes(cfg))
-    return seed, jax.eval_shape(lambda: _shared_params(cfg))
+    return seed, jax.eval_shape(lambda: shared_params(cfg))
 
 
 def _avals_key(params) -> tuple:

@@ -10,9 +10,9 @@ import pytest
 
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
-from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.methods import identity_dims as D
 from bornbiased_jax.fingerprint.edits import obfuscation as O
-from bornbiased_jax.fingerprint.tests.calibrated import calibrated_test, aligned_spearman, statistic
+from bornbiased_jax.fingerprint.methods.calibrated import calibrated_test, aligned_spearman, statistic
 from bornbiased_jax.fingerprint.runner.features import init_features
 from bornbiased_jax.keys import seed_key
 from bornbiased_jax.probes.inputs import probe_inputs

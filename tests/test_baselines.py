@@ -16,7 +16,7 @@ import pytest
 
 from bornbiased_jax import model
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import baselines as B
+from bornbiased_jax.fingerprint.methods import baselines as B
 from bornbiased_jax.sources import load_source
 
 PRESETS = ["llama2-tiny", "qwen2-tiny"]

@@ -34,7 +34,7 @@ from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.edits import downstream as E
 from bornbiased_jax.fingerprint.edits import obfuscation as O
-from bornbiased_jax.fingerprint.tests.permutation import permute_residual
+from bornbiased_jax.fingerprint.edits.obfuscation import permute_residual
 
 ARCHS = {
     "llama2-tiny": ("llama2-tiny", []),  # RMSNorm, SwiGLU, untied head

@@ -412,7 +412,7 @@ def test_a_gguf_of_an_unknown_architecture_is_named(tmp_path):
 def _trained_like(cfg, seed: int) -> dict:
     """A fresh init with every gain 1 + N(0, 0.3^2) (QK-norm and post-norms too, so that a
     gain an edit forgets to move shows) and biases N(0, 0.1^2)."""
-    from bornbiased_jax.fingerprint.edits.tree import _map
+    from bornbiased_jax.fingerprint.edits.tree import map_roles
     from bornbiased_jax.keys import seed_key
 
     rng = np.random.default_rng(seed)
@@ -422,7 +422,7 @@ def _trained_like(cfg, seed: int) -> dict:
         if role in ("norm", "qk_norm") and path[-1] == "scale":
             return (1 + 0.3 * rng.standard_normal(w.shape)).astype(w.dtype)
         return (0.1 * rng.standard_normal(w.shape)).astype(w.dtype) if role == "bias" else w
-    return _map(model.init(cfg, seed_key(seed)), fn)
+    return map_roles(model.init(cfg, seed_key(seed)), fn)
 
 
 # what each family refuses, and why (the rest run)

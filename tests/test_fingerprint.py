@@ -16,8 +16,8 @@ from scipy import stats
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint import (calibrated_test, exchangeable_p, official_test,
                                         paper_test)
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.algorithm1 import null_taus
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.algorithm1 import null_taus
 from bornbiased_jax.fingerprint.runner.compare import Settings
 from bornbiased_jax.fingerprint.runner.tables import table_markdown
 from bornbiased_jax.stats import kendall_null_sd

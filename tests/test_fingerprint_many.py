@@ -17,7 +17,7 @@ FAST = ["--num-seqs", "40", "--seq-len", "8", "--no-progress"]
 def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
     import bornbiased_jax.fingerprint.runner.compare as compare
     import bornbiased_jax.fingerprint.runner.features as features
-    import bornbiased_jax.fingerprint.tests.matched as matched
+    import bornbiased_jax.fingerprint.methods.matched as matched
 
     passes = []  # (what, sequences) of every forward pass through the sweep engine
 

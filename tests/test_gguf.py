@@ -25,7 +25,7 @@ from bornbiased_jax.hf.gguf import (SUPPORTED_TYPES, load_gguf, load_gguf_tokeni
                                     permute_rope_rows, unpermute_rope_rows)
 
 _gguf_name = REGISTRY["llama"].gguf_name
-from bornbiased_jax.sources import check_source, load_source
+from bornbiased_jax.sources import check_source, load_source, parse_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf"
 NAMES = ["llama_gqa", "llama_tied", "qwen2"]
@@ -132,7 +132,7 @@ def test_bad_files_are_one_clear_error(tmp_path):
                                         r"supported; supported types: F32, F16"):
         load_gguf(iq)
     with pytest.raises(UserError, match="IQ4_NL"):
-        check_source(str(iq))
+        check_source(parse_source(str(iq)))
     with pytest.raises(UserError, match=r"missing from the file: blk.1.attn_v.weight"):
         load_gguf(write_gguf(tmp_path / "m.gguf", FIXTURES / "llama_gqa",
                              drop=("blk.1.attn_v.weight",)))
@@ -153,7 +153,7 @@ def test_gguf_is_a_model_source(tmp_path):
     assert (src.kind, src.label, src.seed, src.step, src.folder) == (
         "gguf", "tiny.Q8_0", None, None, f)
     assert not src.is_init
-    assert check_source(str(f)) == src.cfg
+    assert check_source(parse_source(str(f))) == src.cfg
     for bad, what in ((f"{f}@3", "'@3'"), (f"{f}#1", "'#1'")):
         with pytest.raises(UserError, match=f"GGUF model file, which has no seeds or training "
                                             f"steps; drop {what}"):
@@ -171,7 +171,7 @@ def test_a_files_header_is_parsed_once_until_the_file_changes(tmp_path, monkeypa
     real = G._check_file
     monkeypatch.setattr(G, "_check_file", lambda p: parses.append(p) or real(p))
     f = write_gguf(tmp_path / "tiny.gguf", FIXTURES / "llama_gqa", "Q8_0")
-    cfg = check_source(str(f))
+    cfg = check_source(parse_source(str(f)))
     assert load_source(str(f)).cfg == cfg and len(parses) == 1
     first = load_gguf(f)[1]
     write_gguf(tmp_path / "other.gguf", FIXTURES / "llama_gqa", "F32").replace(f)
@@ -257,7 +257,7 @@ def test_the_fast_header_parser_reads_what_gguf_reads(tmp_path):
     data indices, types, contents) for arrays of strings and numbers and an array of arrays (the stock parser's path), and the same tensors."""
     import gguf
 
-    from bornbiased_jax.hf.gguf import _reader
+    from bornbiased_jax.hf.gguf import open_reader as _reader
 
     def extra(w):
         w.add_array("test.strings", ["a", "", "ünïcode", "x" * 300])

@@ -34,7 +34,8 @@ from real_model import require_gemma3
 from bornbiased_jax import model
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.hf import load_hf
-from bornbiased_jax.hf.gguf import _reader, gguf_bos, load_gguf, load_gguf_tokenizer
+from bornbiased_jax.hf.gguf import gguf_bos, load_gguf, load_gguf_tokenizer
+from bornbiased_jax.hf.gguf import open_reader as _reader
 
 EXPECTED = Path(__file__).parent / "fixtures" / "gguf" / "gemma3_expected.npz"
 TINY = Path(__file__).parent / "fixtures" / "hf" / "gemma3"

@@ -327,3 +327,34 @@ def test_no_module_is_longer_than_a_few_hundred_lines():
     long = {str(f.relative_to(PACKAGE)): n for f in PACKAGE.rglob("*.py")
             if (n := len(f.read_text().splitlines())) > 400}
     assert not long, f"split these modules: {long}"
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own: no module of the toolkit imports
+    one from another module (``from x import _y``) or reads one off an imported module
+    (``x._y``), so that files split along concepts, with their shared pieces public."""
+    import ast
+
+    found = []
+    for f in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(f.read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "bornbiased_jax"):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        found.append(f"{f.relative_to(PACKAGE)}:{node.lineno} "
+                                     f"{node.module}.{a.name}")
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("bornbiased_jax"):
+                        aliases[a.asname or a.name.split(".")[0]] = a.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases):
+                found.append(f"{f.relative_to(PACKAGE)}:{node.lineno} "
+                             f"{aliases[node.value.id]}.{node.attr}")
+    assert not found, "private names used across modules: " + "; ".join(found)

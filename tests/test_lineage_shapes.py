@@ -22,10 +22,10 @@ from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.edits import derivatives
-from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.methods import matched as M
 from bornbiased_jax.fingerprint.edits import shape_edits as S
 from bornbiased_jax.fingerprint.edits import vocab_edits as VE
-from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.methods import unit_matching as U
 from bornbiased_jax.fingerprint.runner.compare import Settings, compare_many
 from bornbiased_jax.fingerprint.runner.registry import verdict_order
 from bornbiased_jax.fingerprint.runner.tables import deciding_test

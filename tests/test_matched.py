@@ -1,4 +1,4 @@
-"""The matched test (``fingerprint.tests.matched``): its null law (rencontres) exactly and by
+"""The matched test (``fingerprint.methods.matched``): its null law (rencontres) exactly and by
 simulation, Fisher's combination in log space, its level on independent initialisations, its
 statistic unchanged by every renaming and rotation, its power on edited copies, and refusals."""
 
@@ -16,7 +16,7 @@ from bornbiased_jax.defaults import MATCHED_SEQS
 from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.methods import matched as M
 from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate, permute_mlp_hidden
 from bornbiased_jax.fingerprint.edits.rotation import (flip_residual_signs, mix_value_heads,
                                                        random_orthogonal, randomized_hadamard,
@@ -75,7 +75,7 @@ def test_size_is_below_alpha_by_enumeration_and_by_simulation():
     share of 20,000 simulated pairs (fixed points of uniform permutations) with p <= 0.01 is
     within 4 binomial standard errors of it; with one layer the size is the law's tail at
     the first agreement whose tail is at most alpha (P(K >= 5) = 0.0037)."""
-    from bornbiased_jax.fingerprint.tests import rencontres as RC
+    from bornbiased_jax.fingerprint.methods import rencontres as RC
 
     F = 176
     assert RC.size(F, 2, 0.01) == pytest.approx(0.003030, abs=1e-6)
@@ -101,7 +101,7 @@ def test_randomised_tie_break_is_exactly_uniform():
     size 0.01 at alpha = 0.01 (within 4 standard errors), where the default's is 0.0030. The
     randomised p is never above the default one, and with the slack it shifts K like the
     default."""
-    from bornbiased_jax.fingerprint.tests import rencontres as RC
+    from bornbiased_jax.fingerprint.methods import rencontres as RC
 
     F = 176
     pmf = RC.rencontres_pmf(F, 40)
@@ -154,7 +154,7 @@ def test_level_on_independent_initialisations():
     two-sided test of exact uniformity would reject them for being conservative, not invalid
     (a check of gross miscalibration at this sample size; the level at alpha = 0.01 needs far
     more pairs, docs/seedprint.md)."""
-    from bornbiased_jax.fingerprint.tests import unit_matching as U
+    from bornbiased_jax.fingerprint.methods import unit_matching as U
 
     pres = [_pre(_init(s)) for s in range(32)]
     ks, means, variances, ps = [], [], [], []
@@ -230,7 +230,7 @@ def test_one_forward_pass_gives_the_features_and_the_views():
     causal), standardised per unit as :func:`preactivations` returns them; the exact
     permutation test's p-value is the same from either set of features."""
     from bornbiased_jax.fingerprint.runner.features import model_features
-    from bornbiased_jax.fingerprint.tests.permutation import permutation_test
+    from bornbiased_jax.fingerprint.methods.permutation import permutation_test
     from bornbiased_jax.sources import LoadedModel
 
     params = _init(3)
@@ -481,10 +481,10 @@ def test_a_stopped_permutation_leg_is_shown_not_combined():
     """Once the matched leg decided, or found nothing, the any-pair p is min(1, 2 p_matched)
     whatever the stopped permutation leg's p (combining it would let the stop choose the
     smaller p)."""
-    from bornbiased_jax.fingerprint.tests.any_pair import (any_pair, any_pair_p,
+    from bornbiased_jax.fingerprint.methods.any_pair import (any_pair, any_pair_p,
                                                            decided_by_matched, stop_holds,
                                                            stop_reason)
-    from bornbiased_jax.fingerprint.tests.result import LineageResult
+    from bornbiased_jax.fingerprint.methods.result import LineageResult
 
     def result(test, p, **details):
         return LineageResult(test, {"p": p}, 0.01, 16, 8, np.arange(0), np.arange(0.0), "none",
@@ -672,7 +672,7 @@ def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     assert f"matched test: {plan.matched_host_bytes / 1e9:.3g} GB" in text
     # on the device: per matching running (WORKERS at once) its two views and F x F
     # correlations
-    from bornbiased_jax.fingerprint.tests.kernels import WORKERS
+    from bornbiased_jax.fingerprint.methods.kernels import WORKERS
 
     assert plan.matched_device_bytes == WORKERS * (2 * R * 11008 + 3 * 11008**2) * 4
     assert f"{plan.matched_device_bytes / 1e9:.3g} GB on the device for the matchings" in text

@@ -1,4 +1,4 @@
-"""The residual-basis permutation test (fingerprint/tests/permutation.py).
+"""The residual-basis permutation test (fingerprint/methods/permutation.py).
 
   * piA, built by permuting A's weights, has A's features with permuted coordinates (token
     inputs; three architectures covering every parameter kind);
@@ -27,7 +27,8 @@ from bornbiased_jax import model
 from bornbiased_jax.config_io import apply_overrides
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import permutation as P
+from bornbiased_jax.fingerprint.edits.obfuscation import permute_residual
+from bornbiased_jax.fingerprint.methods import permutation as P
 from bornbiased_jax.fingerprint.runner.compare import Settings, compare
 from bornbiased_jax.fingerprint.runner.features import init_features, model_features
 from bornbiased_jax.probes.inputs import probe_inputs
@@ -66,7 +67,7 @@ def test_permuted_weights_give_permuted_features(name, overrides):
     cfg = independent(name, overrides)
     params = jax.device_get(model.init(cfg, jax.random.key(3)))
     perm = np.random.default_rng(1).permutation(cfg.d_model)
-    permuted = P.permute_residual(params, perm)
+    permuted = permute_residual(params, perm)
     tokens = np.asarray(probe_inputs("tokens", cfg, 40, 16, 0)[:40])
     run = jax.jit(_outputs, static_argnums=2)
     outs, outs_pi = run(params, tokens, cfg), run(permuted, tokens, cfg)
@@ -216,7 +217,7 @@ def test_column_ranks_are_scipys_average_ranks():
     ties, NaN columns all NaN, a constant column all (n + 1) / 2."""
     from scipy import stats
 
-    from bornbiased_jax.fingerprint.tests.identity_dims import column_ranks
+    from bornbiased_jax.fingerprint.methods.identity_dims import column_ranks
 
     rng = np.random.default_rng(0)
     tied = rng.integers(0, 4, (37, 9)).astype(np.float64)

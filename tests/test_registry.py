@@ -12,8 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from bornbiased_jax.fingerprint.runner import registry
-from bornbiased_jax.fingerprint.tests.result import LineageResult
+from bornbiased_jax.fingerprint.runner import context, registry
+from bornbiased_jax.fingerprint.methods.result import LineageResult
 
 
 def _fingerprint_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -43,11 +43,12 @@ def _context(tests):
              for g, u in pre_A]
     s = Settings(tests=tests, n=n, seq_len=16, null_models=99, permutations=99, trials=2)
     model = types.SimpleNamespace(is_init=True, label="model", seed=0)
-    return registry.Context(
+    return context.Context(
         settings=s, base=model, suspect=model, xs=None, F_A=F_A, F_B=F_B, d_out=d,
-        null_seeds=list(range(99)), F_0=F_A, init_label="init",
-        nulls=[rng.standard_normal((n, d)) for _ in range(99)], pre_A=pre_A, pre_B=pre_B,
-        pre_0=pre_A)
+        init=context.InitSide(F=F_A, views=pre_A, label="init"),
+        nulls=context.Nulls(seeds=list(range(99)),
+                             F=[rng.standard_normal((n, d)) for _ in range(99)]),
+        views=context.Views(A=pre_A, B=pre_B))
 
 
 def test_every_entry_is_well_formed():
@@ -161,7 +162,7 @@ def test_a_combination_is_computed_where_its_legs_ran():
 def _dummy(**kw) -> registry.Entry:
     def run(ctx):
         n, d = ctx.F_A.shape
-        assert ctx.F_B.shape == (n, d) and ctx.nulls is None and ctx.pre_A is None
+        assert ctx.F_B.shape == (n, d) and ctx.nulls is None and ctx.views is None
         return LineageResult("dummy", {"exact": 0.5}, ctx.settings.alpha, n, d, np.arange(d),
                              np.zeros(d), "none", 0.0, np.zeros(0), {"seen": ctx.suspect.label})
 

@@ -16,7 +16,7 @@ from bornbiased_jax import model
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.edits import derivatives, downstream as edits
-from bornbiased_jax.fingerprint.edits.tree import _map
+from bornbiased_jax.fingerprint.edits.tree import map_roles
 from bornbiased_jax.fingerprint.edits.obfuscation import permute_heads
 from bornbiased_jax.fingerprint.edits.rotation import (flip_residual_signs, hadamard,
                                                        mix_value_heads, random_orthogonal,
@@ -48,7 +48,7 @@ def _trained_like(cfg, seed: int) -> dict:
         if role == "bias":
             return (0.1 * rng.standard_normal(w.shape)).astype(w.dtype)
         return w
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def _logits(cfg, params, tokens):

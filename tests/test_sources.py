@@ -141,39 +141,39 @@ def test_initialisation_spec_names_each_sources_initialisation(run_dir, tmp_path
     a run continued from another model (run.json's init_from) has its source's; an HF
     folder's is unknown. A continued run's step 0 is that trained source, not an init."""
     from bornbiased_jax import hf
-    from bornbiased_jax.sources import initialisation_spec
+    from bornbiased_jax.sources import initialisation_spec, parse_source
 
     out, run = run_dir
-    assert initialisation_spec("preset:llama2-tiny@3") == "preset:llama2-tiny@3"
-    assert initialisation_spec(str(out)) == f"{out}@0"
-    assert initialisation_spec(f"{out}@4") == f"{out}@0"
-    assert initialisation_spec(f"{out}#7@2") == f"{out}#7@0"
+    assert initialisation_spec(parse_source("preset:llama2-tiny@3")) == "preset:llama2-tiny@3"
+    assert initialisation_spec(parse_source(str(out))) == f"{out}@0"
+    assert initialisation_spec(parse_source(f"{out}@4")) == f"{out}@0"
+    assert initialisation_spec(parse_source(f"{out}#7@2")) == f"{out}#7@0"
     continued = tmp_path / "continued"
     continued.mkdir()
     info = json.loads((out / "run.json").read_text())
     info["init_from"] = {"spec": f"{out}@4", "label": "run@4", "kind": "run", "seed": 7,
                          "step": 4}
     (continued / "run.json").write_text(json.dumps(info))
-    assert initialisation_spec(f"{continued}@2") == f"{out}@0"
+    assert initialisation_spec(parse_source(f"{continued}@2")) == f"{out}@0"
     start = load_source(f"{continued}@0")
     assert start.step == 0 and start.seed == 7 and not start.is_init  # trained, 4 steps
     leaves_equal(start.params, load_source(f"{out}@4").params)
     m = load_source("preset:llama2-tiny@1", shared_embedding=False)
     hf.save_hf(m.cfg, m.params, tmp_path / "hf")
-    assert initialisation_spec(str(tmp_path / "hf")) is None
+    assert initialisation_spec(parse_source(str(tmp_path / "hf"))) is None
     moved = tmp_path / "moved"  # continued from a run that is not where run.json says
     moved.mkdir()
     info["init_from"]["spec"] = str(tmp_path / "gone") + "@4"
     (moved / "run.json").write_text(json.dumps(info))
     with pytest.raises(UserError, match="which is not found from"):
-        initialisation_spec(str(moved))
+        initialisation_spec(parse_source(str(moved)))
     assert main(["fingerprint", str(moved), "preset:llama2-tiny@1", "--test", "aligned",
                  "--out", str(tmp_path / "fp")]) == 2
     assert not (tmp_path / "fp").exists()
     info["init_from"]["spec"] = str(moved)  # a run that says it continues itself
     (moved / "run.json").write_text(json.dumps(info))
     with pytest.raises(UserError, match="cycle of continued runs"):
-        initialisation_spec(str(moved))
+        initialisation_spec(parse_source(str(moved)))
 
 
 def test_run_missing_step_lists_steps(run_dir):
@@ -362,8 +362,8 @@ def test_aligned_verdict_for_a_trained_run_finds_its_renamed_copy(tmp_path, run_
     1/(K+1), while the exact permutation test sees no evidence; an unrelated initialisation
     is not called related. The continuation's step 0 is not taken for an initialisation."""
     from bornbiased_jax import hf
-    from bornbiased_jax.fingerprint.tests import identity_dims as D
-    from bornbiased_jax.fingerprint.tests.calibrated import aligned_spearman
+    from bornbiased_jax.fingerprint.methods import identity_dims as D
+    from bornbiased_jax.fingerprint.methods.calibrated import aligned_spearman
     from bornbiased_jax.fingerprint.runner.compare import Settings, probe_set
     from bornbiased_jax.fingerprint.runner.features import model_features
     from bornbiased_jax.fingerprint.edits.obfuscation import obfuscate

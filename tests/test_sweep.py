@@ -233,7 +233,7 @@ def test_accelerator_plan_measures_the_batch_it_will_run():
     set must be measured that way: measured in batches of 8 it saw only the outputs (an int per
     sequence here), and a chunk of 512 sequences needed 1 GiB of logits against a 128 MiB
     half-budget."""
-    from bornbiased_jax.sweep import _init_seed_fn, _run_one_fn, _shared_params
+    from bornbiased_jax.sweep_plan import init_seed_fn, run_one_fn, shared_params
 
     cfg = get_preset("gpt2-rope-tiny").ablate(vocab_size=8192)
     T = 64
@@ -245,9 +245,9 @@ def test_accelerator_plan_measures_the_batch_it_will_run():
     plan = plan_sweep(cfg, 1, 1000, T, memory_budget=budget, devices=[StubAccelerator()],
                       probe=argmax_of_all_logits, row_shape=(T,), row_dtype=np.int32)
     assert plan.seq_batch == plan.seq_chunk
-    run_one = jax.jit(_run_one_fn(argmax_of_all_logits, plan.seq_batch))
-    m = run_one.lower(jax.eval_shape(_init_seed_fn(cfg), jax.random.key(0)),
-                      jax.eval_shape(lambda: _shared_params(cfg)),
+    run_one = jax.jit(run_one_fn(argmax_of_all_logits, plan.seq_batch))
+    m = run_one.lower(jax.eval_shape(init_seed_fn(cfg), jax.random.key(0)),
+                      jax.eval_shape(lambda: shared_params(cfg)),
                       jax.ShapeDtypeStruct((plan.seq_chunk, T), np.int32)).compile()
     m = m.memory_analysis()
     assert m.temp_size_in_bytes + m.output_size_in_bytes <= budget // 2

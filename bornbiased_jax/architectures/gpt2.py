@@ -50,7 +50,7 @@ class GPT2(Architecture):
             why.append("GPT-2 has biases on every linear (linear_bias=True)")
         if cfg.n_groups != 1 or cfg.resolved_head_dim * cfg.n_heads != cfg.d_model:
             why.append("GPT-2 has n_kv_heads = n_heads and head_dim = d_model / n_heads")
-        return why + _no_extras(cfg, "GPT-2")
+        return why + no_extras(cfg, "GPT-2")
 
     def to_hf(self, cfg: ModelConfig) -> dict:
         return {"n_embd": cfg.d_model, "n_layer": cfg.n_layers, "n_head": cfg.n_heads,
@@ -92,7 +92,7 @@ class GPT2(Architecture):
         return specs
 
 
-def _no_extras(cfg: ModelConfig, family: str, rope_scaling: bool = False) -> list[str]:
+def no_extras(cfg: ModelConfig, family: str, rope_scaling: bool = False) -> list[str]:
     """What no LayerNorm family here has: the newer families' switches (RoPE scaling unless
     ``rope_scaling``)."""
     extras = {f: getattr(cfg, f) for f in ("qk_norm", "post_norms", "norm_unit_offset",

@@ -8,7 +8,7 @@ reader."""
 from __future__ import annotations
 
 from bornbiased_jax.architectures.base import ACT_TO_HF, Architecture, activation, linear_specs
-from bornbiased_jax.architectures.gpt2 import _no_extras
+from bornbiased_jax.architectures.gpt2 import no_extras
 from bornbiased_jax.architectures.rope_config import read_rope, refuse, rope_to_hf
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.architectures.tensors import TensorSpec
@@ -61,7 +61,7 @@ class GPTNeoX(Architecture):
             why.append("GPT-NeoX has biases on every linear and LayerNorm (linear_bias=True)")
         if cfg.n_groups != 1 or cfg.resolved_head_dim * cfg.n_heads != cfg.d_model:
             why.append("GPT-NeoX has n_kv_heads = n_heads and head_dim = d_model / n_heads")
-        return why + _no_extras(cfg, "GPT-NeoX", rope_scaling=True)
+        return why + no_extras(cfg, "GPT-NeoX", rope_scaling=True)
 
     def to_hf(self, cfg: ModelConfig) -> dict:
         rope = rope_to_hf(cfg.rope_theta, cfg.rope_scaling)

@@ -2,7 +2,7 @@
 
 Three sub-packages, one job each:
 
-  ``tests``   the lineage tests of H0 "the suspect does not descend from the base's
+  ``methods`` the lineage tests of H0 "the suspect does not descend from the base's
               initialisation" (Algorithm 1 as written, the authors' code, the calibrated,
               permutation, matched, aligned and matched-init tests, the any-pair verdict),
               what they share (identity dimensions, unit matching, the rencontres law), a
@@ -23,10 +23,10 @@ import importlib
 
 # Imported when first used, so that importing a light submodule (``runner.registry``, which the
 # command line's --help reads) does not import SciPy.
-_EXPORTS = {"paper_test": "tests.algorithm1", "BaselineResult": "tests.baselines",
-            "calibrated_test": "tests.calibrated", "exchangeable_p": "tests.calibrated",
-            "official_test": "tests.official", "ALPHA": "tests.result",
-            "LineageResult": "tests.result"}
+_EXPORTS = {"paper_test": "methods.algorithm1", "BaselineResult": "methods.baselines",
+            "calibrated_test": "methods.calibrated", "exchangeable_p": "methods.calibrated",
+            "official_test": "methods.official", "ALPHA": "methods.result",
+            "LineageResult": "methods.result"}
 
 __all__ = ["ALPHA", "BaselineResult", "LineageResult", "calibrated_test", "exchangeable_p",
            "official_test", "paper_test"]

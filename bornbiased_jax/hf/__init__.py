@@ -47,12 +47,12 @@ _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 _LIST = 8  # how many names an error message lists before "and N more"
 
 
-def _listed(names: list[str]) -> str:
+def listed(names: list[str]) -> str:
     more = f" and {len(names) - _LIST} more" if len(names) > _LIST else ""
     return ", ".join(names[:_LIST]) + more
 
 
-def _dtype_name(dtype) -> str:
+def checked_dtype_name(dtype) -> str:
     try:
         name = np.dtype(dtype).name
     except TypeError:
@@ -69,7 +69,7 @@ def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
-def _nest(flat: dict[str, jax.Array]) -> dict:
+def nest(flat: dict[str, jax.Array]) -> dict:
     out: dict = {}
     for path, a in flat.items():
         *parents, leaf = path.split("/")
@@ -93,7 +93,7 @@ def _file_names(names: list[str], family: str) -> dict[str, str]:
     return out
 
 
-def _check_name_map(cfg: ModelConfig, specs: list) -> None:
+def check_name_map(cfg: ModelConfig, specs: list) -> None:
     """The name map gives exactly the parameters of ``model.init`` (else a bug, not bad input)."""
     # one trace for every tensor (a real model has hundreds; a trace each took seconds)
     outs = jax.eval_shape(lambda arrays: [to_ours(s, a) for s, a in zip(specs, arrays)],
@@ -113,14 +113,14 @@ def _check_checkpoint(ckpt: SafetensorsFolder, in_file: dict, specs: list, cfg: 
     what = f"the {fam.hf_class} that {folder / 'config.json'} describes"
     missing = [s.hf_name for s in specs if s.hf_name not in in_file]
     if missing:
-        raise UserError(f"{folder}: tensor(s) missing from the checkpoint: {_listed(missing)}"
+        raise UserError(f"{folder}: tensor(s) missing from the checkpoint: {listed(missing)}"
                         f"; {what} needs them")
     used = {in_file[s.hf_name] for s in specs}
     tied_head = cfg.tie_embeddings and LM_HEAD in in_file
     extra = [n for n in ckpt.names() if n not in used and not is_buffer(n)
              and not (tied_head and n == in_file[LM_HEAD])]
     if extra:
-        raise UserError(f"{folder}: unexpected tensor(s) in the checkpoint: {_listed(extra)}"
+        raise UserError(f"{folder}: unexpected tensor(s) in the checkpoint: {listed(extra)}"
                         f"; {what} has no such parameters")
     for s in specs + ([specs[0]._replace(hf_name=LM_HEAD)] if tied_head else []):
         found, dtype = ckpt.shape(in_file[s.hf_name]), ckpt.dtype(in_file[s.hf_name])
@@ -153,12 +153,12 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
     if not folder.is_dir():
         raise UserError(f"{folder}: not a folder; give an HF model folder (config.json and "
                         f"model.safetensors)")
-    jdtype = _DTYPES[_dtype_name(dtype)]
+    jdtype = _DTYPES[checked_dtype_name(dtype)]
     hf = read_hf_config(folder)
     cfg = config_from_hf(hf, name=folder.resolve().name, source=folder / "config.json")
     kind = cfg.architecture  # the family that read config.json
     specs = tensor_specs(cfg, kind)
-    _check_name_map(cfg, specs)
+    check_name_map(cfg, specs)
     with SafetensorsFolder(folder) as ckpt:
         in_file = _file_names(ckpt.names(), kind)
         _check_checkpoint(ckpt, in_file, specs, cfg, kind, folder)
@@ -166,7 +166,7 @@ def load_hf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, di
         for s in specs:  # one tensor at a time: copied out of the mapped file, sent, converted
             for p, a in zip(s.paths, to_ours(s, jnp.asarray(ckpt.get(in_file[s.hf_name])))):
                 flat[p] = a.astype(jdtype)
-    return cfg, _nest(flat)
+    return cfg, nest(flat)
 
 
 def _shards(specs: list, itemsize: int, max_bytes: int) -> list[list]:
@@ -205,12 +205,12 @@ def save_hf(cfg: ModelConfig, params: dict, path: str | os.PathLike, *,
     got = {p: tuple(a.shape) for p, a in flat.items()}
     if got != want:
         bad = sorted(set(got) ^ set(want)) or [p for p in want if got[p] != want[p]]
-        raise UserError(f"params do not match {cfg.name!r}: {_listed(bad)} (missing, extra or "
+        raise UserError(f"params do not match {cfg.name!r}: {listed(bad)} (missing, extra or "
                         f"misshapen; expected the structure of model.init(cfg, key))")
     dtypes = sorted({np.dtype(a.dtype).name for a in flat.values()})
     if len(dtypes) != 1:
         raise UserError(f"params mix dtypes {dtypes}; cast them to one of {sorted(_DTYPES)}")
-    dtype_name = _dtype_name(dtypes[0])
+    dtype_name = checked_dtype_name(dtypes[0])
     if not (isinstance(max_shard_bytes, int) and max_shard_bytes > 0):
         raise UserError(f"max_shard_bytes must be a positive integer, got {max_shard_bytes!r}")
     shards = _shards(tensor_specs(cfg, kind), np.dtype(dtypes[0]).itemsize, max_shard_bytes)

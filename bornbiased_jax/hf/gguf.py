@@ -47,7 +47,7 @@ from bornbiased_jax.architectures.base import GGUFMeta
 from bornbiased_jax.architectures.llama import permute_rope_rows, unpermute_rope_rows  # noqa: F401
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.hf.gguf_reader import (MAGIC, SUPPORTED_TYPES, _field, _reader,  # noqa: F401
+from bornbiased_jax.hf.gguf_reader import (MAGIC, SUPPORTED_TYPES, field, open_reader,  # noqa: F401
                                            dequantized, is_gguf)
 # the file's tokenizer (a module of its own), found here with the rest of a GGUF's API
 from bornbiased_jax.hf.gguf_tokenizer import (PRE_TOKENIZERS, gguf_bos,  # noqa: F401
@@ -64,7 +64,7 @@ _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 def gguf_metadata(path: str | os.PathLike) -> dict:
     """Every metadata key of the file but the tokenizer's long arrays (tokens, merges, types,
     scores), with its value; for a look at a file and for chat templates."""
-    reader = _reader(path)
+    reader = open_reader(path)
     long = {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type",
             "tokenizer.ggml.scores"}
     return {k: (f"<{len(f.data)} entries>" if k in long else f.contents())
@@ -84,13 +84,13 @@ def read_gguf_config(path: str | os.PathLike, reader=None) -> dict:
     ``configs.config_from_hf``, read by the family record of its ``general.architecture``; a
     UserError naming the key and family for what has no counterpart here (another
     architecture, scaled or partial RoPE, experts, soft-capping, ...)."""
-    reader = reader or _reader(path)
+    reader = reader or open_reader(path)
     return family_of(path, reader).gguf_config(_meta(path, reader))
 
 
 def family_of(path, reader) -> architectures.Architecture:
     """The family record reading the file (by ``general.architecture``)."""
-    return architectures.by_gguf(_field(reader, "general.architecture"), path)
+    return architectures.by_gguf(field(reader, "general.architecture"), path)
 
 
 def _meta(path, reader) -> GGUFMeta:
@@ -111,7 +111,7 @@ def _checked(p: Path):
         st = p.stat()
         key = (str(p.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     except OSError:
-        return _check_file(p)  # a missing file: _reader's error
+        return _check_file(p)  # a missing file: open_reader's error
     if key not in _LAST_CHECKED:
         answer = _check_file(p)
         _LAST_CHECKED.clear()
@@ -120,11 +120,11 @@ def _checked(p: Path):
 
 
 def _check_file(p: Path):
-    from bornbiased_jax.hf import _check_name_map, _listed
+    from bornbiased_jax.hf import check_name_map, listed
     from bornbiased_jax.hf.configs import config_from_hf
     from bornbiased_jax.hf.names import tensor_specs
 
-    reader = _reader(p)
+    reader = open_reader(p)
     fam = family_of(p, reader)
     hf = fam.gguf_config(_meta(p, reader))
     try:
@@ -133,16 +133,16 @@ def _check_file(p: Path):
         raise UserError(f"{p}: {e}") from None
     kind = cfg.architecture
     specs = tensor_specs(cfg, kind)
-    _check_name_map(cfg, specs)
+    check_name_map(cfg, specs)
     tensors = _tensor_names(reader)
     want = {fam.gguf_name(s.hf_name): s for s in specs}
     missing = [n for n in want if n not in tensors]
     if missing:
-        raise UserError(f"{p}: tensor(s) missing from the file: {_listed(missing)}; the "
+        raise UserError(f"{p}: tensor(s) missing from the file: {listed(missing)}; the "
                         f"{fam.name} model its metadata describes needs them")
     extra = [n for n in tensors if n not in want and n not in fam.gguf_consumed]
     if extra:
-        raise UserError(f"{p}: unexpected tensor(s) in the file: {_listed(extra)}; the "
+        raise UserError(f"{p}: unexpected tensor(s) in the file: {listed(extra)}; the "
                         f"{fam.name} model its metadata describes has no such parameters")
     for n, s in want.items():
         shape = tuple(int(x) for x in reversed(tensors[n].shape))
@@ -159,23 +159,23 @@ def load_gguf(path: str | os.PathLike, dtype=jnp.float32) -> tuple[ModelConfig, 
     """(config, params) of the GGUF file ``path``, as :func:`bornbiased_jax.hf.load_hf` gives
     them for an HF folder: the config named after the file (``shared_embedding=False``) and
     the parameter dict of ``model.init``'s structure, in ``dtype`` (float32 or bfloat16)."""
-    from bornbiased_jax.hf import _dtype_name, _nest
+    from bornbiased_jax.hf import checked_dtype_name, nest
     from bornbiased_jax.hf.names import to_ours
 
     p = Path(path)
-    jdtype = _DTYPES[_dtype_name(dtype)]
+    jdtype = _DTYPES[checked_dtype_name(dtype)]
     _, cfg, fam, want = _checked(p)
     flat = {}
     for n, (t, s) in want.items():  # one tensor at a time: decoded, fixed up, sent, converted
         a = fam.from_gguf(n, dequantized(p, t), cfg)
         for path_, out in zip(s.paths, to_ours(s, jnp.asarray(a))):
             flat[path_] = out.astype(jdtype)
-    return cfg, _nest(flat)
+    return cfg, nest(flat)
 
 
 def gguf_token_strings(path: str | os.PathLike) -> list[str] | None:
     """The file's token strings by id (``tokenizer.ggml.tokens``), or None when it has none."""
-    tokens = _field(_reader(path), "tokenizer.ggml.tokens")
+    tokens = field(open_reader(path), "tokenizer.ggml.tokens")
     return None if tokens is None else list(tokens)
 
 

@@ -1,5 +1,5 @@
-"""Opening llama.cpp GGUF files: :func:`is_gguf`, :func:`_reader` (a readable file's reader, or a
-UserError saying why not), :func:`_field` (a metadata value), and the faster header parser
+"""Opening llama.cpp GGUF files: :func:`is_gguf`, :func:`open_reader` (a readable file's reader, or a
+UserError saying why not), :func:`field` (a metadata value), and the faster header parser
 they use, gguf's own ``GGUFReader`` with its arrays parsed in one pass each
 (:func:`reader_class`); used by :mod:`.gguf` and :mod:`.gguf_tokenizer`."""
 
@@ -34,7 +34,7 @@ def is_gguf(path: str | os.PathLike) -> bool:
         return False
 
 
-def _reader(path: str | os.PathLike):
+def open_reader(path: str | os.PathLike):
     """gguf's reader of ``path``, or a UserError saying why the file is not a readable GGUF.
     A file is parsed once per process while it is unchanged (its metadata -- the tokenizer's
     arrays of 50,000-260,000 strings -- take a second to parse; a command reads it to plan, to
@@ -48,7 +48,7 @@ def _reader(path: str | os.PathLike):
 
 @functools.lru_cache(maxsize=4)
 def _parsed(path: str, mtime_ns: int, size: int):
-    """:func:`_reader` of an unchanged file (the key: its path, modification time and size)."""
+    """:func:`open_reader` of an unchanged file (the key: its path, modification time and size)."""
     p = Path(path)
     with open(p, "rb") as f:
         magic = f.read(4)
@@ -67,14 +67,9 @@ def _parsed(path: str, mtime_ns: int, size: int):
 
 
 def field(reader, key: str, default=None):
-    """A metadata value of the file (``reader``: :func:`_reader`'s), or ``default``."""
+    """A metadata value of the file (``reader``: :func:`open_reader`'s), or ``default``."""
     f = reader.fields.get(key)
     return default if f is None else f.contents()
-
-
-_field = field
-
-
 
 
 def reader_class():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.hf.gguf_reader import _field, _reader
+from bornbiased_jax.hf.gguf_reader import field, open_reader
 
 # llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by ``tokenizer.ggml.pre``. "gpt2" is
 # GPT-2's own split (tokenizers' ByteLevel with use_regex); the others split first with their
@@ -42,15 +42,15 @@ def load_gguf_tokenizer(path: str | os.PathLike):
     module docstring), or a UserError naming the key it cannot serve."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    reader = _reader(path)
-    kind = _field(reader, "tokenizer.ggml.model")
+    reader = open_reader(path)
+    kind = field(reader, "tokenizer.ggml.model")
     if kind is None:
         raise UserError(f"{path}: the file has no tokenizer (tokenizer.ggml.model); give "
                         f"--tokenizer tokenizer.json")
     if kind == SENTENCEPIECE:
         from bornbiased_jax import architectures
 
-        arch = _field(reader, "general.architecture")
+        arch = field(reader, "general.architecture")
         rebuilt = [a.gguf_arch for a in architectures.FAMILIES if a.gguf_spm_tokenizer]
         if arch in rebuilt:
             return _gemma_tokenizer(reader)
@@ -62,13 +62,13 @@ def load_gguf_tokenizer(path: str | os.PathLike):
         raise UserError(f"{path}: tokenizer.ggml.model={kind!r} is not supported: only "
                         f"byte-level BPE vocabularies ('gpt2') are rebuilt here; give "
                         f"--tokenizer tokenizer.json")
-    pre = _field(reader, "tokenizer.ggml.pre", "default")
+    pre = field(reader, "tokenizer.ggml.pre", "default")
     if pre not in PRE_TOKENIZERS:
         raise UserError(f"{path}: tokenizer.ggml.pre={pre!r} is not supported; supported: "
                         f"{', '.join(sorted(PRE_TOKENIZERS))}; give --tokenizer tokenizer.json")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
-    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    merges = [tuple(m.split(" ", 1)) for m in field(reader, "tokenizer.ggml.merges", [])]
+    types = field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
     tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges,
                                fuse_unk=False))
     digits, split = PRE_TOKENIZERS[pre]
@@ -99,15 +99,15 @@ def _gemma_tokenizer(reader):
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     tokens = [("\u2581" * len(t) if " " in t and not t.strip() else t)
-              for t in _field(reader, "tokenizer.ggml.tokens")]
-    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
+              for t in field(reader, "tokenizer.ggml.tokens")]
+    types = field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
     vocab = {t: i for i, t in enumerate(tokens)}
     merges = []
     for t in tokens:
         pairs = [(t[:k], t[k:]) for k in range(len(t) - 1, 0, -1)
                  if t[:k] in vocab and t[k:] in vocab]
         merges += pairs
-    unk = tokens[_field(reader, "tokenizer.ggml.unknown_token_id", 3)]
+    unk = tokens[field(reader, "tokenizer.ggml.unknown_token_id", 3)]
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=True, unk_token=unk,
                                byte_fallback=True))
     tok.normalizer = normalizers.Replace(" ", "\u2581")
@@ -126,10 +126,10 @@ def gguf_bos(path: str | os.PathLike) -> tuple[bool, int | None, str | None]:
     one before a text (``tokenizer.ggml.add_bos_token``; absent: llama.cpp's default, True for a
     SentencePiece vocabulary, False for byte-level BPE), and the token's id and string
     (``tokenizer.ggml.bos_token_id``; None when the file names none)."""
-    reader = _reader(path)
-    kind = _field(reader, "tokenizer.ggml.model")
-    bos = _field(reader, "tokenizer.ggml.bos_token_id")
-    adds = _field(reader, "tokenizer.ggml.add_bos_token", kind == SENTENCEPIECE)
+    reader = open_reader(path)
+    kind = field(reader, "tokenizer.ggml.model")
+    bos = field(reader, "tokenizer.ggml.bos_token_id")
+    adds = field(reader, "tokenizer.ggml.add_bos_token", kind == SENTENCEPIECE)
     tokens = reader.fields.get("tokenizer.ggml.tokens")
     text = None
     if bos is not None and tokens is not None and 0 <= int(bos) < len(tokens.data):

@@ -5,7 +5,7 @@
   outputs             a model's output at the last position as a probe (normed, pre-norm or
                       logits): SeedPrint's g(x) and the first stage of Table 1's probe
   mlp_views           a gated MLP's gate and up pre-activations per layer, beside the normed
-                      feature: the matched test's views (``fingerprint.tests.matched``)
+                      feature: the matched test's views (``fingerprint.methods.matched``)
   token_preference    the token a random initialisation prefers (Sec. 3, Table 1, Figure 1a);
                       ``token_preference_tables`` draws Table 1 and Figure 1a
   contraction         how representations contract at initialisation (Sec. 4: Figures 2, 4,

@@ -1,4 +1,4 @@
-"""The matched test's MLP views as a probe (``fingerprint.tests.matched``).
+"""The matched test's MLP views as a probe (``fingerprint.methods.matched``).
 
 A gated MLP's unit has two views, its gate and up pre-activations x_l W_gate and x_l W_up on
 the normed MLP input x_l of layer l. ``mlp_views_probe(cfg, drop, t_views)`` reads them for

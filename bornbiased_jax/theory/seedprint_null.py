@@ -24,7 +24,7 @@ import itertools
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.fingerprint.tests.identity_dims import coset
+from bornbiased_jax.fingerprint.methods.identity_dims import coset
 
 
 def kendall_tau_exact_null(n: int) -> np.ndarray:
@@ -49,7 +49,7 @@ def identity_dims_moments(d_out: int, m: int) -> tuple[float, float]:
 def simulate_gaussian_null(n: int, d_out: int, m: int, reps: int,
                            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Run Algorithm 1's null ``reps`` times: (|S| per rep, all taus pooled). The identity
-    dimensions S are the fingerprint's own (``fingerprint.tests.identity_dims.coset``)."""
+    dimensions S are the fingerprint's own (``fingerprint.methods.identity_dims.coset``)."""
     sizes, taus = [], []
     for _ in range(reps):
         Y1, Y2 = rng.standard_normal((n, d_out)), rng.standard_normal((n, d_out))

@@ -53,7 +53,7 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.edits.rotation import (check_rotatable, randomized_hadamard,
                                                        rotate_residual)
-from bornbiased_jax.fingerprint.edits.tree import Path, _leaves, _map
+from bornbiased_jax.fingerprint.edits.tree import Path, leaves, map_roles
 from bornbiased_jax.schema import parameter_role  # noqa: F401  (part of this API)
 from bornbiased_jax.keys import fold_in_name
 
@@ -85,7 +85,7 @@ def _on_matrices(params: dict, embeddings: bool, edit_io: Callable[[np.ndarray, 
         if w.ndim != 2:
             raise UserError(f"parameter {'/'.join(path)} should be a matrix, has shape {w.shape}")
         return edit_io(w, "/".join(path)) if axis == 0 else edit_io(w.T, "/".join(path)).T
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 # --- LoRA -----------------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def _lora_modules(params: dict, targets: Iterable[str]) -> dict[Path, tuple[int,
     wanted = set(targets)
     for t in wanted - set(_LORA_ALLOWED):
         raise UserError(f"unknown LoRA target {t!r}; allowed: {', '.join(_LORA_ALLOWED)}")
-    return {p[:-1]: np.shape(x) for p, role, x in _leaves(params)
+    return {p[:-1]: np.shape(x) for p, role, x in leaves(params)
             if role == "kernel" and "/".join(p[1:-1]) in wanted}
 
 
@@ -167,7 +167,7 @@ def lora_merge(params: dict, adapters: dict, scale: float = 1.0) -> dict:
             return leaf
         delta = jnp.matmul(ab["A"], ab["B"], precision=jax.lax.Precision.HIGHEST)
         return leaf + (scale * delta).astype(jnp.asarray(leaf).dtype)
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def lora_trainable_mask(params: dict, adapters: dict) -> dict:

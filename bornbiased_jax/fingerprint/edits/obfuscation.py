@@ -4,7 +4,7 @@ test that compares coordinate j with coordinate j. Like :mod:`.downstream`, each
 parameter dict and returns a new one.
 
   :func:`permute_mlp_hidden`, :func:`permute_heads`, :func:`rescale_norms` (with
-  :func:`norm_names`), the residual-basis permutation (``permutation.permute_residual``), and all
+  :func:`norm_names`), the residual-basis permutation (:func:`permute_residual`), and all
   of them at once, :func:`obfuscate`.
 
 Obfuscations and tied embeddings. Permutations of the residual basis, of MLP hidden units
@@ -31,9 +31,9 @@ import numpy as np
 from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.edits.tree import _layer, _map
-from bornbiased_jax.fingerprint.tests.permutation import permute_residual
+from bornbiased_jax.fingerprint.edits.tree import layer_index, map_roles
 from bornbiased_jax.keys import fold_in_name
+from bornbiased_jax.schema import residual_axis
 
 
 def _check_perms(perms: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -57,11 +57,11 @@ def permute_mlp_hidden(params: dict, cfg: ModelConfig, perm_LF: Any) -> dict:
     def fn(path, role, leaf):
         if role not in ("kernel", "bias") or path[1] != "mlp":
             return leaf
-        p = perm[_layer(path)]
+        p = perm[layer_index(path)]
         if path[2] == "down_proj":
             return np.take(np.asarray(leaf), p, axis=0) if role == "kernel" else leaf
         return np.take(np.asarray(leaf), p, axis=-1)
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def permute_heads(params: dict, cfg: ModelConfig, kv_perm_LN: Any,
@@ -89,7 +89,7 @@ def permute_heads(params: dict, cfg: ModelConfig, kv_perm_LN: Any,
     def fn(path, role, leaf):
         if path[1] != "attn" or role not in ("kernel", "bias", "head_norm", "qk_norm"):
             return leaf
-        w, l = np.asarray(leaf), _layer(path)
+        w, l = np.asarray(leaf), layer_index(path)
         if role == "head_norm":
             return w[head_LH[l]]  # gamma (H, K)
         if role == "qk_norm":  # a gain over the whole projection moves with its heads (OLMo 2);
@@ -100,7 +100,7 @@ def permute_heads(params: dict, cfg: ModelConfig, kv_perm_LN: Any,
             return w[q_cols[l]] if role == "kernel" else w  # rows = heads; bias in residual basis
         cols = kv_cols[l] if path[2] in ("k_proj", "v_proj") else q_cols[l]
         return np.take(w, cols, axis=-1)  # q (and gate) by head, k and v by K/V head
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def norm_names(params: dict, cfg: ModelConfig) -> list[str]:
@@ -143,7 +143,7 @@ def rescale_norms(params: dict, cfg: ModelConfig, scales: dict[str, Any]) -> dic
         if reader_of in c_by:  # (c y) (W / c[:, None]) = y W
             return (np.asarray(leaf) / c_by[reader_of][:, None]).astype(leaf.dtype)
         return leaf
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def obfuscate(params: dict, cfg: ModelConfig, key: jax.Array, log_scale_std: float = 0.5
@@ -172,3 +172,23 @@ def obfuscate(params: dict, cfg: ModelConfig, key: jax.Array, log_scale_std: flo
         out = permute_mlp_hidden(out, cfg, perms(ks["mlp"], (L, cfg.d_ff)))
     res = permute_residual(out, perms(ks["residual"], (1, cfg.d_model))[0])
     return jax.tree.map(jnp.asarray, res)
+
+
+# --- the residual basis: each parameter's residual axis from the schema -----------------------
+def permute_residual(params: dict, perm: np.ndarray) -> dict:
+    """The parameters of piA: every residual-basis axis indexed by ``perm``, so that piA's
+    residual coordinate j is A's coordinate perm[j] (F_piA = F_A[:, perm])."""
+    perm = np.asarray(perm)
+
+    def walk(tree, path):
+        if isinstance(tree, dict) or hasattr(tree, "items"):
+            return {k: walk(v, path + (str(k),)) for k, v in tree.items()}
+        axis = residual_axis(path)
+        if axis is None:
+            return tree
+        if tree.shape[axis] != perm.size:
+            raise UserError(f"parameter {'/'.join(path)} has {tree.shape[axis]} entries on its "
+                            f"residual axis, the permutation {perm.size}")
+        return np.take(np.asarray(tree), perm, axis=axis)
+
+    return walk(params, ())

@@ -50,7 +50,7 @@ from bornbiased_jax import schema
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.edits.obfuscation import norm_names, rescale_norms
-from bornbiased_jax.fingerprint.edits.tree import _layer, _map
+from bornbiased_jax.fingerprint.edits.tree import layer_index, map_roles
 from bornbiased_jax.schema import residual_axis
 
 def check_rotatable(cfg: ModelConfig, what: str) -> None:
@@ -172,7 +172,7 @@ def rotate_residual(params: dict, cfg: ModelConfig, q: np.ndarray, *, untie: boo
             return (w @ q).astype(np.float32)
         reader = role in ("kernel", "head") and axis == 0
         return ((q.T @ w) if reader else (w @ q)).astype(np.float32)
-    return cfg, _map(params, fn)
+    return cfg, map_roles(params, fn)
 
 
 def flip_residual_signs(params: dict, cfg: ModelConfig, signs: np.ndarray) -> dict:
@@ -191,7 +191,7 @@ def flip_residual_signs(params: dict, cfg: ModelConfig, signs: np.ndarray) -> di
             return leaf
         w = np.asarray(leaf)
         return w * (s if w.ndim == 1 or axis == 1 else s[:, None])
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def scale_mlp_units(params: dict, cfg: ModelConfig, scale_LF: np.ndarray) -> dict:
@@ -210,13 +210,13 @@ def scale_mlp_units(params: dict, cfg: ModelConfig, scale_LF: np.ndarray) -> dic
     def fn(path, role, leaf):
         if path[1] != "mlp" or role not in ("kernel", "bias"):
             return leaf
-        w, cl = np.asarray(leaf, np.float64), c[_layer(path)]
+        w, cl = np.asarray(leaf, np.float64), c[layer_index(path)]
         if path[2] == "up_proj":
             return (w * cl).astype(np.float32)
         if path[2] == "down_proj" and role == "kernel":
             return (w / cl[:, None]).astype(np.float32)
         return leaf
-    return _map(params, fn)
+    return map_roles(params, fn)
 
 
 def mix_value_heads(params: dict, cfg: ModelConfig, m_LNKK: np.ndarray) -> dict:
@@ -241,7 +241,7 @@ def mix_value_heads(params: dict, cfg: ModelConfig, m_LNKK: np.ndarray) -> dict:
     def fn(path, role, leaf):
         if path[1] != "attn" or role not in ("kernel", "bias"):
             return leaf
-        w, ml, il = np.asarray(leaf, np.float64), m[_layer(path)], inv[_layer(path)]
+        w, ml, il = np.asarray(leaf, np.float64), m[layer_index(path)], inv[layer_index(path)]
         if path[2] == "v_proj":  # (d, N K) or (N K,): columns of head n times M_n
             heads = w.reshape(*w.shape[:-1], N, K)
             return np.einsum("...nk,nkj->...nj", heads, ml).reshape(w.shape).astype(np.float32)
@@ -249,4 +249,4 @@ def mix_value_heads(params: dict, cfg: ModelConfig, m_LNKK: np.ndarray) -> dict:
             rows = w.reshape(N, G, K, -1)
             return np.einsum("nkj,ngjd->ngkd", il, rows).reshape(w.shape).astype(np.float32)
         return leaf
-    return _map(params, fn)
+    return map_roles(params, fn)

@@ -37,11 +37,11 @@ from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 
 
-def _np(tree):
+def host_copy(tree):
     return jax.tree.map(lambda a: np.array(a, dtype=np.asarray(a).dtype), tree)
 
 
-def _as_jax(edit):
+def returns_jax(edit):
     """The edit with its parameters returned as ``jax.Array`` leaves, as every edit returns."""
     @functools.wraps(edit)
     def wrapped(*args, **kw):
@@ -50,7 +50,7 @@ def _as_jax(edit):
     return wrapped
 
 
-def _rng(key) -> np.random.Generator:
+def numpy_rng(key) -> np.random.Generator:
     return np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel())
 
 
@@ -82,7 +82,7 @@ def _unit_columns(mlp: dict, index: np.ndarray) -> dict:
 
 
 def _with_mlp(params: dict, cfg: ModelConfig, edit) -> tuple[ModelConfig, dict]:
-    p = _np(params)
+    p = host_copy(params)
     widths = set()
     for name in _layers(p):
         p[name]["mlp"] = edit(p[name]["mlp"], int(name.removeprefix("layers_")))
@@ -92,7 +92,7 @@ def _with_mlp(params: dict, cfg: ModelConfig, edit) -> tuple[ModelConfig, dict]:
     return dataclasses.replace(cfg, d_ff=widths.pop()), p
 
 
-@_as_jax
+@returns_jax
 def pad_mlp(params: dict, cfg: ModelConfig, k: int, key, *, dead: bool = False
             ) -> tuple[ModelConfig, dict]:
     """k units added to every MLP layer after the F existing ones. ``dead``: zero gate, up and
@@ -102,7 +102,7 @@ def pad_mlp(params: dict, cfg: ModelConfig, k: int, key, *, dead: bool = False
     _check_mlp(cfg)
     if k < 1:
         raise UserError(f"pad_mlp adds k >= 1 units, got {k}")
-    rng = _rng(key)
+    rng = numpy_rng(key)
 
     def edit(mlp, _):
         out = {}
@@ -122,7 +122,7 @@ def pad_mlp(params: dict, cfg: ModelConfig, k: int, key, *, dead: bool = False
     return _with_mlp(params, cfg, edit)
 
 
-@_as_jax
+@returns_jax
 def split_mlp_units(params: dict, cfg: ModelConfig, k: int, key) -> tuple[ModelConfig, dict]:
     """k units of every layer (drawn at random) each split in two: the copy appended after the
     F units with the same gate and up columns, the down rows of both halved (the unit's output
@@ -131,7 +131,7 @@ def split_mlp_units(params: dict, cfg: ModelConfig, k: int, key) -> tuple[ModelC
     F = cfg.d_ff
     if not 1 <= k <= F:
         raise UserError(f"split_mlp_units splits 1 <= k <= F = {F} units, got {k}")
-    rng = _rng(key)
+    rng = numpy_rng(key)
 
     def edit(mlp, _):
         chosen = rng.choice(F, k, replace=False)
@@ -162,7 +162,7 @@ def _least_important(mlp: dict, frac: float) -> np.ndarray:
     return np.sort(np.argsort(unit_importance(mlp), kind="stable")[:n])
 
 
-@_as_jax
+@returns_jax
 def prune_mlp_width(params: dict, cfg: ModelConfig, frac: float) -> tuple[ModelConfig, dict]:
     """Structured width pruning: in every layer the ``frac`` share of units of least
     :func:`unit_importance` removed, the others kept in their order (not
@@ -176,7 +176,7 @@ def prune_mlp_width(params: dict, cfg: ModelConfig, frac: float) -> tuple[ModelC
     return _with_mlp(params, cfg, edit)
 
 
-@_as_jax
+@returns_jax
 def mask_mlp_units(params: dict, cfg: ModelConfig, frac: float) -> tuple[ModelConfig, dict]:
     """Masked pruning: the units :func:`prune_mlp_width` would remove zeroed in place (gate,
     up and down; biases of those units too), the width unchanged (not function-preserving:
@@ -185,7 +185,7 @@ def mask_mlp_units(params: dict, cfg: ModelConfig, frac: float) -> tuple[ModelCo
 
     def edit(mlp, _):
         drop = _least_important(mlp, frac)
-        out = _np(mlp)
+        out = host_copy(mlp)
         for name, p in out.items():
             for leaf, a in p.items():
                 if name == "down_proj":
@@ -200,20 +200,20 @@ def mask_mlp_units(params: dict, cfg: ModelConfig, frac: float) -> tuple[ModelCo
 # ----------------------------------------------------------------------------------- depth
 def _relayer(params: dict, cfg: ModelConfig, origin: list) -> tuple[ModelConfig, dict]:
     """A model whose layer j is BASE's layer ``origin[j]`` (a copy), or the given layer dict."""
-    p = _np(params)
+    p = host_copy(params)
     names = _layers(p)
     blocks = [p[n] for n in names]
     for n in names:
         del p[n]
     for j, o in enumerate(origin):
-        p[f"layers_{j}"] = _np(blocks[o]) if isinstance(o, (int, np.integer)) else o
+        p[f"layers_{j}"] = host_copy(blocks[o]) if isinstance(o, (int, np.integer)) else o
     if not origin:
         raise UserError("the edit would leave no layer")
     # each copied layer keeps its attention type (and RoPE); a new block attends to everything
     return cfg.relayered([o if isinstance(o, (int, np.integer)) else None for o in origin]), p
 
 
-@_as_jax
+@returns_jax
 def drop_layers(params: dict, cfg: ModelConfig, layers) -> tuple[ModelConfig, dict]:
     """The layers ``layers`` removed, the others renumbered in order (ShortGPT)."""
     bad = [l for l in layers if not 0 <= l < cfg.n_layers]
@@ -226,8 +226,8 @@ def identity_block(params: dict, cfg: ModelConfig, key) -> dict:
     """A fresh block shaped like layer 0: projections drawn N(0, init_std^2) except the
     attention's and the MLP's output projections (o_proj, down_proj), which are zero, so the
     block adds nothing to the residual stream; norm gains 1, biases 0."""
-    rng = _rng(key)
-    template = _np(params[_layers(params)[0]])
+    rng = numpy_rng(key)
+    template = host_copy(params[_layers(params)[0]])
 
     def fill(path, a):
         if path[-1] == "scale":
@@ -239,7 +239,7 @@ def identity_block(params: dict, cfg: ModelConfig, key) -> dict:
         lambda kp, a: fill(tuple(getattr(k, "key", str(k)) for k in kp), a), template)
 
 
-@_as_jax
+@returns_jax
 def insert_identity(params: dict, cfg: ModelConfig, at: int, key) -> tuple[ModelConfig, dict]:
     """:func:`identity_block` inserted before layer ``at`` (function-preserving)."""
     if not 0 <= at <= cfg.n_layers:
@@ -248,7 +248,7 @@ def insert_identity(params: dict, cfg: ModelConfig, at: int, key) -> tuple[Model
     return _relayer(params, cfg, origin[:at] + [identity_block(params, cfg, key)] + origin[at:])
 
 
-@_as_jax
+@returns_jax
 def depth_upscale(params: dict, cfg: ModelConfig, m: int) -> tuple[ModelConfig, dict]:
     """SOLAR's depth up-scaling: two copies stacked, the first without its last m layers and
     the second without its first m (2L - 2m layers)."""
@@ -258,7 +258,7 @@ def depth_upscale(params: dict, cfg: ModelConfig, m: int) -> tuple[ModelConfig, 
     return _relayer(params, cfg, list(range(L - m)) + list(range(m, L)))
 
 
-@_as_jax
+@returns_jax
 def shift_layers(params: dict, cfg: ModelConfig, key) -> tuple[ModelConfig, dict]:
     """An identity block at 0 and the last layer dropped: the same depth and widths, every
     layer one place later (not function-preserving: the last layer is gone)."""

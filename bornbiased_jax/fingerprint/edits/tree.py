@@ -13,7 +13,7 @@ from bornbiased_jax.schema import parameter_role
 Path = tuple[str, ...]
 
 
-def _map(params: dict, fn: Callable[[Path, str, Any], Any]) -> dict:
+def map_roles(params: dict, fn: Callable[[Path, str, Any], Any]) -> dict:
     """A new nested dict with ``fn(path, role, leaf)`` at every leaf (as a jax.Array)."""
     def walk(tree, path):
         if hasattr(tree, "items"):
@@ -22,14 +22,14 @@ def _map(params: dict, fn: Callable[[Path, str, Any], Any]) -> dict:
     return walk(params, ())
 
 
-def _leaves(params: dict, path: Path = ()) -> Iterable[tuple[Path, str, Any]]:
+def leaves(params: dict, path: Path = ()) -> Iterable[tuple[Path, str, Any]]:
     """(path, role, leaf) of every leaf, in tree order."""
     for k, v in params.items():
         if hasattr(v, "items"):
-            yield from _leaves(v, path + (str(k),))
+            yield from leaves(v, path + (str(k),))
         else:
             yield path + (str(k),), parameter_role(path + (str(k),)), v
 
 
-def _layer(path: Path) -> int:
+def layer_index(path: Path) -> int:
     return int(path[0].removeprefix("layers_"))

@@ -17,14 +17,14 @@ import numpy as np
 
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.edits.shape_edits import _as_jax, _np, _rng
+from bornbiased_jax.fingerprint.edits.shape_edits import returns_jax, host_copy, numpy_rng
 
 
 def _rows(params: dict, cfg: ModelConfig, index: np.ndarray, new=None) -> tuple[ModelConfig,
                                                                                 dict]:
     """Embedding rows and LM-head columns re-indexed by ``index`` (old ids), then ``new`` (a
     function (V', d) arrays -> appended rows) where given."""
-    p = _np(params)
+    p = host_copy(params)
     emb = p["embed"]["embedding"][index]
     head = p["lm_head"]["kernel"][:, index] if "lm_head" in p else None
     if new is not None:
@@ -39,14 +39,14 @@ def _rows(params: dict, cfg: ModelConfig, index: np.ndarray, new=None) -> tuple[
     return dataclasses.replace(cfg, vocab_size=len(emb)), p
 
 
-@_as_jax
+@returns_jax
 def extend_vocab(params: dict, cfg: ModelConfig, k: int, key) -> tuple[ModelConfig, dict]:
     """k new tokens after the V old ones, each embedding row (and head column) the mean of the
     old ones plus noise of a tenth of their std (a common initialisation of added tokens);
     the old ids' logits are unchanged."""
     if k < 1:
         raise UserError(f"extend_vocab adds k >= 1 tokens, got {k}")
-    rng = _rng(key)
+    rng = numpy_rng(key)
 
     def new(emb, head):
         e = emb.mean(0) + 0.1 * emb.std() * rng.standard_normal((k, emb.shape[1]))
@@ -57,7 +57,7 @@ def extend_vocab(params: dict, cfg: ModelConfig, k: int, key) -> tuple[ModelConf
     return _rows(params, cfg, np.arange(cfg.vocab_size), new)
 
 
-@_as_jax
+@returns_jax
 def truncate_vocab(params: dict, cfg: ModelConfig, keep: int) -> tuple[ModelConfig, dict]:
     """The first ``keep`` ids kept."""
     if not 1 <= keep <= cfg.vocab_size:
@@ -67,10 +67,10 @@ def truncate_vocab(params: dict, cfg: ModelConfig, keep: int) -> tuple[ModelConf
 
 def vocab_permutation(cfg: ModelConfig, key) -> np.ndarray:
     """old id of each new id: a uniform permutation drawn from ``key``."""
-    return _rng(key).permutation(cfg.vocab_size)
+    return numpy_rng(key).permutation(cfg.vocab_size)
 
 
-@_as_jax
+@returns_jax
 def permute_vocab(params: dict, cfg: ModelConfig, key) -> tuple[ModelConfig, dict]:
     """New id j is old id :func:`vocab_permutation`[j] (embedding rows and head columns moved
     together; with the tokenizer remapped alike, :func:`remap_strings`, the same function of

@@ -117,8 +117,8 @@ def statistic() -> dict:
     the layer screen's constants and where the any-pair verdict stops its permutation leg (a
     pair record keeps them; a resumed run reuses only its own)."""
     from bornbiased_jax.defaults import MATCHED_STATISTIC
-    from bornbiased_jax.fingerprint.tests.any_pair import RULES
-    from bornbiased_jax.fingerprint.tests.unit_matching import screen_settings
+    from bornbiased_jax.fingerprint.methods.any_pair import RULES
+    from bornbiased_jax.fingerprint.methods.unit_matching import screen_settings
 
     return {"matched": MATCHED_STATISTIC, "screen": screen_settings(),
             "any_pair_stops": dict(RULES)}
@@ -267,9 +267,8 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     ``compare.Settings`` (``input`` None: :func:`default_input`; ``settings``: the other
     fields), the suspects (:func:`expand_suspects`, each checked against BASE), the memory
     plan (``memory_plan.make_plan`` for the device of :func:`planned_device`) and the notes
-    saying why a recommended test cannot run."""
-    from bornbiased_jax.fingerprint.runner import memory_plan
-    from bornbiased_jax.fingerprint.runner.compare import Settings, check_pair
+    saying why a recommended test cannot run. The steps: :func:`_settings`,
+    :func:`_init_source`, :func:`_checked_suspects`, :func:`_memory`, :func:`_notes`."""
     from bornbiased_jax.sources import check_source, parse_source, source_config
 
     base_src = parse_source(base)  # each source parsed once, here
@@ -277,75 +276,111 @@ def plan(base: str, suspects: Sequence[str], choice: str = "auto", *, input: str
     init = base_initialisation(base_src, choice)
     base_cfg = source_config(base_src)
     tests = registry.chosen(choice, init.known, base_cfg.gated_mlp)
-    needs = registry.needs(tests)
     suspects = expand_suspects(suspects)
-
-    def of_suspect(read, spec, src=None):
-        try:
-            return read(spec if src is None else src)
-        except UserError as e:
-            raise UserError(f"suspect {spec!r}: {e}") from None
-
-    suspect_srcs = [of_suspect(parse_source, spec) for spec in suspects]
-    if settings.get("n", 0) is None:  # the default: by the models' forward cost
-        from bornbiased_jax.fingerprint.runner.compare import default_n
-
-        cfgs = [of_suspect(source_config, src.spec, src) for src in suspect_srcs]
-        settings["n"] = default_n(base_cfg, cfgs, settings.get("seq_len") or Settings().seq_len)
-    s = Settings(tests=tests, input=input or default_input(tests), **settings)
+    suspect_srcs = [_of_suspect(parse_source, spec) for spec in suspects]
+    s = _settings(tests, base_cfg, suspect_srcs, input, settings)
     t0 = time.time()
     device = planned_device(device_memory_gib, device_memory_gb)
     base_cfg = check_source(base_src)
     init_tests = [e.name for e in registry.selected(tests) if registry.INIT in e.needs]
-    if init_tests and not init.known:
-        raise UserError(f"the {init_tests[0]} test compares SUSPECT with BASE's initialisation: "
-                        f"{init.note}; give BASE as preset:NAME@SEED or a train run, or use "
-                        f"--test permutation")
-    init_src = None
-    if init_tests and init.spec != base:
-        try:
-            init_src = parse_source(init.spec)
-            check_source(init_src)
-        except UserError as e:
-            raise UserError(f"BASE's initialisation {init.spec!r} (the {init_tests[0]} "
-                            f"test's): {e}") from None
-    configs = []
-    from bornbiased_jax.fingerprint.runner import vocab
-
-    base_strings = (vocab.source_strings(base_src, base_cfg.vocab_size) if s.input == "tokens"
-                    else None)
-    for spec, src in zip(suspects, suspect_srcs):  # each checked before anything is loaded
-        cfg = of_suspect(check_source, spec, src)
-        check_pair(base_cfg, cfg, s, f"suspect {spec!r}")
-        if s.input == "tokens":  # the tokenizers read now, so a bad pair stops before work
-            vocab.align_strings(base_strings, vocab.source_strings(src, cfg.vocab_size),
-                                base_cfg.vocab_size, cfg.vocab_size, f"suspect {spec!r}")
-        configs.append(cfg)
+    init_src = _init_source(init, init_tests, base)
+    configs = _checked_suspects(base_src, base_cfg, suspects, suspect_srcs, s)
     # BASE's initialisation is read apart (in float32, like the null initialisations, so that
     # it is exchangeable with them) unless BASE is that very initialisation in float32.
     reads_init = bool(init_tests) and (init.spec != base or dtype != "float32")
     if reads_init and init_src is None:
         init_src = base_src
-    from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T
-    from bornbiased_jax.fingerprint.tests.matched import DROP
+    memory = _memory(base_cfg, configs, s, dtype, device, reads_init,
+                     matched_init_apart="matched_init" in tests and init.spec != base)
+    return Audit(base, suspects, (base_src, suspect_srcs, init_src), tests, s, init, reads_init,
+                 memory, _notes(choice, init, tests), dtype, t0)
 
-    matched_models = (2 + ("matched_init" in tests and init.spec != base)
-                      if registry.GATED in needs else 0)
-    memory = memory_plan.make_plan(
+
+def _of_suspect(read, spec, src=None):
+    """``read(src or spec)``, its UserError prefixed with the suspect it is about."""
+    try:
+        return read(spec if src is None else src)
+    except UserError as e:
+        raise UserError(f"suspect {spec!r}: {e}") from None
+
+
+def _settings(tests, base_cfg, suspect_srcs, input, settings: dict):
+    """The comparison's ``compare.Settings``: n by the models' forward cost where not given."""
+    from bornbiased_jax.fingerprint.runner.compare import Settings, default_n
+    from bornbiased_jax.sources import source_config
+
+    if settings.get("n", 0) is None:  # the default: by the models' forward cost
+        cfgs = [_of_suspect(source_config, src.spec, src) for src in suspect_srcs]
+        settings = {**settings, "n": default_n(base_cfg, cfgs,
+                                               settings.get("seq_len") or Settings().seq_len)}
+    return Settings(tests=tests, input=input or default_input(tests), **settings)
+
+
+def _init_source(init: BaseInit, init_tests: list[str], base: str):
+    """The parsed and checked source of BASE's initialisation where a test needs it and it is
+    not BASE itself (else None); a UserError where it is needed and unknown or unreadable."""
+    from bornbiased_jax.sources import check_source, parse_source
+
+    if init_tests and not init.known:
+        raise UserError(f"the {init_tests[0]} test compares SUSPECT with BASE's initialisation: "
+                        f"{init.note}; give BASE as preset:NAME@SEED or a train run, or use "
+                        f"--test permutation")
+    if not init_tests or init.spec == base:
+        return None
+    try:
+        src = parse_source(init.spec)
+        check_source(src)
+    except UserError as e:
+        raise UserError(f"BASE's initialisation {init.spec!r} (the {init_tests[0]} test's): "
+                        f"{e}") from None
+    return src
+
+
+def _checked_suspects(base_src, base_cfg, suspects, suspect_srcs, s) -> list:
+    """Each suspect's config, checked against BASE (and, for token inputs, its tokenizer's
+    strings against BASE's) before anything is loaded, so a bad pair stops before work."""
+    from bornbiased_jax.fingerprint.runner import vocab
+    from bornbiased_jax.fingerprint.runner.compare import check_pair
+    from bornbiased_jax.sources import check_source
+
+    base_strings = (vocab.source_strings(base_src, base_cfg.vocab_size) if s.input == "tokens"
+                    else None)
+    configs = []
+    for spec, src in zip(suspects, suspect_srcs):
+        cfg = _of_suspect(check_source, spec, src)
+        check_pair(base_cfg, cfg, s, f"suspect {spec!r}")
+        if s.input == "tokens":
+            vocab.align_strings(base_strings, vocab.source_strings(src, cfg.vocab_size),
+                                base_cfg.vocab_size, cfg.vocab_size, f"suspect {spec!r}")
+        configs.append(cfg)
+    return configs
+
+
+def _memory(base_cfg, configs, s, dtype, device, reads_init: bool, matched_init_apart: bool):
+    """The memory plan of the comparison (``memory_plan.make_plan``) on ``device``."""
+    from bornbiased_jax.fingerprint.methods.matched import DROP
+    from bornbiased_jax.fingerprint.runner import memory_plan
+    from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T
+
+    needs = registry.needs(s.tests)
+    matched_models = 2 + matched_init_apart if registry.GATED in needs else 0
+    return memory_plan.make_plan(
         base_cfg, max(configs, key=memory_plan.param_count), s.n, s.seq_len, dtype, device,
         reads_init=reads_init, null_models=s.null_models if registry.NULLS in needs else 0,
         matched_models=matched_models,
         matched_rows=min(s.n, s.matched_seqs) * max(0, min(s.seq_len, MATCHED_MAX_T) - DROP))
-    notes = []
-    if choice in ("auto", "all") and not init.known and _may_need_init(choice):
-        notes.append(f"{init.note}: the {' and '.join(_may_need_init(choice))} test cannot "
-                     f"run, and the verdict is " + (
-                         "the any-pair verdict: the permutation test (exact; a renamed or "
-                         "rotated copy evades it) and the matched test (robust to renamings "
-                         "and rotations; exact when one model is an initialisation, else "
-                         "resting on an assumption, docs/seedprint.md), each at alpha/2"
-                         if "matched" in tests else
-                         "the permutation test's, which a copy with a renamed residual basis "
-                         "evades (the matched test needs a gated MLP)"))
-    return Audit(base, suspects, (base_src, suspect_srcs, init_src), tests, s, init, reads_init,
-                 memory, notes, dtype, t0)
+
+
+def _notes(choice: str, init: BaseInit, tests) -> list[str]:
+    """Why a recommended test cannot run on this BASE, and which verdict follows."""
+    if not (choice in ("auto", "all") and not init.known and _may_need_init(choice)):
+        return []
+    return [f"{init.note}: the {' and '.join(_may_need_init(choice))} test cannot run, and the "
+            f"verdict is " + (
+                "the any-pair verdict: the permutation test (exact; a renamed or rotated copy "
+                "evades it) and the matched test (robust to renamings and rotations; exact "
+                "when one model is an initialisation, else resting on an assumption, "
+                "docs/seedprint.md), each at alpha/2"
+                if "matched" in tests else
+                "the permutation test's, which a copy with a renamed residual basis evades "
+                "(the matched test needs a gated MLP)")]

@@ -19,15 +19,16 @@ from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, FINGERPRINT_FORWARD
                                      FINGERPRINT_N_MAX, FINGERPRINT_N_MIN, MATCHED_MAX_T,
                                      MATCHED_SEQS, SEED_LIMIT)
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests import matched as M
-from bornbiased_jax.fingerprint.tests import permutation as P
-from bornbiased_jax.fingerprint.runner import registry
-from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods import matched as M
+from bornbiased_jax.fingerprint.methods import permutation as P
+from bornbiased_jax.fingerprint.runner import context, registry
+from bornbiased_jax.fingerprint.methods import unit_matching as U
 from bornbiased_jax.fingerprint.runner import vocab as V
-from bornbiased_jax.fingerprint.runner.features import init_features, model_features
-from bornbiased_jax.fingerprint.tests.result import ALPHA, check_alpha, check_int
+from bornbiased_jax.fingerprint.runner.features import init_features
+from bornbiased_jax.fingerprint.runner.passes import features_only, model_pass
+from bornbiased_jax.fingerprint.methods.result import ALPHA, check_alpha, check_int
 from bornbiased_jax.probes.inputs import check_kind, probe_inputs
 from bornbiased_jax.probes.outputs import check_output
 from bornbiased_jax.sources import LoadedModel
@@ -201,109 +202,159 @@ def compare_many(base: LoadedModel, suspects, settings: Settings = Settings(), *
     the base's initialisation, which the aligned test compares with (None: the base itself,
     which must then be one), or a callable that loads it (its features are taken and the model
     released before any suspect is loaded). Yields one :func:`compare` result per suspect."""
-    s = settings
-    entries = registry.selected(s.tests)
-    needs = registry.needs(s.tests)
-    if registry.INIT in needs and init is None and not base.is_init:
-        name = next(e.name for e in entries if registry.INIT in e.needs)
-        raise UserError(f"the {name} test compares the suspect with BASE's initialisation, "
-                        f"which is not known for {base.label}; give BASE as preset:NAME@SEED "
-                        f"or a training run (its step 0 is read), or choose another --test")
-    xs = probe_set(base, s)
-    gated = registry.GATED in needs
-    seq = registry.sequential(s.tests) if s.sequential else None
-    # the sequences the first leg reads: every other leg stops there where its result says so
-    n1 = s.matched_seqs if seq is not None and 3 <= s.matched_seqs < s.n else None
-    head = slice(None) if n1 is None else slice(0, n1)
-    base_strings = V.token_strings(base) if s.input == "tokens" else None
-    sides: dict = {}  # alignment key -> BASE's side of the comparison on those inputs
+    comparison = Comparison(base, settings, progress=progress, seeds=seeds, init=init)
+    for load in suspects:
+        yield comparison.run(load)
 
-    def side(al: V.Alignment | None) -> dict:
+
+class Comparison:
+    """One BASE against its suspects, in named steps: BASE's passes on the comparison's inputs
+    (:meth:`side`, once per vocabulary alignment), then per suspect (:meth:`run`) its pass,
+    the parts its tests need (one preparer per need, :data:`PREPARERS`), the tests
+    (:meth:`run_tests`: the first leg of a sequential combination first) and the result."""
+
+    def __init__(self, base: LoadedModel, settings: Settings, *, progress: bool = False,
+                 seeds: Sequence[int | None] = (),
+                 init: LoadedModel | Callable[[], LoadedModel] | None = None):
+        s = self.s = settings
+        self.base, self.progress, self.seeds, self.init = base, progress, seeds, init
+        self.entries = registry.selected(s.tests)
+        self.needs = registry.needs(s.tests)
+        if registry.INIT in self.needs and init is None and not base.is_init:
+            name = next(e.name for e in self.entries if registry.INIT in e.needs)
+            raise UserError(f"the {name} test compares the suspect with BASE's initialisation, "
+                            f"which is not known for {base.label}; give BASE as "
+                            f"preset:NAME@SEED or a training run (its step 0 is read), or "
+                            f"choose another --test")
+        self.xs = probe_set(base, s)
+        self.gated = registry.GATED in self.needs
+        self.seq = registry.sequential(s.tests) if s.sequential else None
+        # the sequences the first leg reads: every other leg stops there where its result
+        # says so
+        self.n1 = (s.matched_seqs if self.seq is not None and 3 <= s.matched_seqs < s.n
+                   else None)
+        self.head = slice(None) if self.n1 is None else slice(0, self.n1)
+        self.base_strings = V.token_strings(base) if s.input == "tokens" else None
+        self.sides: dict = {}  # alignment key -> BASE's side of the comparison on its inputs
+        self.null_features: dict = {}  # (null seeds, inputs) -> their features
+        self.side(None)  # BASE's pass on the comparison's own inputs, before any suspect
+
+    # ------------------------------------------------------------------ BASE's side
+    def side(self, al: V.Alignment | None) -> dict:
         """BASE's (and its initialisation's) passes on the inputs of alignment ``al``: the
         comparison's own inputs when the vocabularies agree id for id, else drawn from the
         shared strings (computed once per alignment; the latest non-identity one is kept)."""
+        s, base = self.s, self.base
         key = None if al is None or al.identity else al.key()
-        if key in sides:
-            return sides[key]
+        if key in self.sides:
+            return self.sides[key]
         if key is None:
-            xs_A, idx = xs, None
+            xs_A, idx = self.xs, None
         else:
-            for k in [k for k in sides if k is not None]:
-                del sides[k]
+            for k in [k for k in self.sides if k is not None]:
+                del self.sides[k]
             idx = np.asarray(probe_inputs("tokens", dataclasses.replace(
                 base.cfg, vocab_size=al.shared), s.n, s.seq_len, s.probe_seed)[:])
             xs_A = al.base_ids[idx].astype(np.int32)
-        F_A, pre_A = model_pass(base, xs_A[head], s, gated, progress)
-        out = dict(xs=xs_A, idx=idx, F_A=F_A, pre_A=pre_A, F_0=None, pre_0=None,
-                   init_label=base.label, init_seed=base.seed,
+        F_A, pre_A = model_pass(base, xs_A[self.head], s, self.gated, self.progress)
+        out = dict(xs=xs_A, idx=idx, F_A=F_A, pre_A=pre_A, init_side=None,
+                   init_seed=base.seed,
                    screen_A=(U.screen_views(pre_A, U.screen_rows(len(pre_A[0][0])))
-                            if pre_A is not None else None))
-        if registry.INIT in needs:
-            if init is None:
-                out.update(F_0=F_A, pre_0=pre_A)
-            else:
-                model = init() if callable(init) else init
-                check_pair(base.cfg, model.cfg, s, f"BASE's initialisation {model.label}")
-                out["F_0"], out["pre_0"] = model_pass(model, xs_A, s, gated, progress)
-                out.update(init_label=model.label, init_seed=model.seed)
-                del model
-        sides[key] = out
+                             if pre_A is not None else None))
+        if registry.INIT in self.needs:
+            out["init_side"] = self._init_side(xs_A, F_A, pre_A)
+            out["init_seed"] = out["init_side"].seed
+        self.sides[key] = out
         return out
 
-    def base_rest(sd: dict) -> np.ndarray:
+    def _init_side(self, xs_A, F_A, pre_A) -> context.InitSide:
+        """BASE's initialisation on BASE's inputs: BASE itself when it is one."""
+        if self.init is None:
+            return context.InitSide(F=F_A, views=pre_A, label=self.base.label,
+                                     seed=self.base.seed)
+        model = self.init() if callable(self.init) else self.init
+        check_pair(self.base.cfg, model.cfg, self.s, f"BASE's initialisation {model.label}")
+        F_0, pre_0 = model_pass(model, xs_A, self.s, self.gated, self.progress)
+        return context.InitSide(F=F_0, views=pre_0, label=model.label, seed=model.seed)
+
+    def base_rest(self, sd: dict) -> np.ndarray:
         """BASE's features on all n inputs of side ``sd``: the first leg's sequences' and,
         computed once when a suspect first needs them, the rest's."""
         if len(sd["F_A"]) < len(sd["xs"]):
-            sd["F_A"] = np.concatenate([sd["F_A"], features_only(base, sd["xs"][n1:], s,
-                                                                 progress)])
+            sd["F_A"] = np.concatenate([sd["F_A"], features_only(
+                self.base, sd["xs"][self.n1:], self.s, self.progress)])
         return sd["F_A"]
 
-    side(None)  # BASE's pass on the comparison's own inputs, before any suspect is loaded
-    nulls: dict = {}  # (null seeds, inputs) -> their features
-    for load in suspects:
+    # ------------------------------------------------------------------ each need's preparer
+    def prepare_init(self, sd: dict, al, suspect, pre_B) -> context.InitSide:
+        return sd["init_side"]
+
+    def prepare_nulls(self, sd: dict, al, suspect, pre_B) -> context.Nulls:
+        ids = null_seeds(self.s.null_models, [self.base.seed, sd["init_seed"], *self.seeds,
+                                              suspect.seed])
+        key = (tuple(ids), None if sd["idx"] is None else al.key())
+        if key not in self.null_features:
+            self.null_features[key] = [F for _, F in init_features(
+                self.base.cfg, ids, sd["xs"], self.s.output, progress=self.progress)]
+        return context.Nulls(seeds=ids, F=self.null_features[key])
+
+    def prepare_views(self, sd: dict, al, suspect, pre_B) -> context.Views:
+        return context.Views(A=sd["pre_A"], B=pre_B, screen_A=sd["screen_A"])
+
+    # need -> (the Context field it fills, its preparer)
+    PREPARERS = {registry.INIT: ("init", prepare_init), registry.NULLS: ("nulls", prepare_nulls),
+                 registry.GATED: ("views", prepare_views)}
+
+    # ------------------------------------------------------------------ one suspect
+    def run(self, load) -> dict:
+        """Load a suspect, run the tests on it, release it: one :func:`compare` result."""
+        s = self.s
         suspect = load()
-        d_out = check_pair(base.cfg, suspect.cfg, s, suspect.label)
-        al = V.align(base, suspect, base_strings) if s.input == "tokens" else None
-        sd = side(al)
+        d_out = check_pair(self.base.cfg, suspect.cfg, s, suspect.label)
+        al = V.align(self.base, suspect, self.base_strings) if s.input == "tokens" else None
+        sd = self.side(al)
         xs_B = sd["xs"] if sd["idx"] is None else al.suspect_ids[sd["idx"]].astype(np.int32)
-        F_A, pre_A = sd["F_A"][head], sd["pre_A"]
-        F_B, pre_B = model_pass(suspect, xs_B[head], s, gated, progress)
+        F_A = sd["F_A"][self.head]
+        F_B, pre_B = model_pass(suspect, xs_B[self.head], s, self.gated, self.progress)
         D.check_features(F_A, F_B)
-        null_ids = null_seeds(s.null_models, [base.seed, sd["init_seed"], *seeds, suspect.seed])
-        nkey = (tuple(null_ids), None if sd["idx"] is None else al.key())
-        if registry.NULLS in needs and nkey not in nulls:
-            nulls[nkey] = [F for _, F in init_features(
-                base.cfg, null_ids, sd["xs"], s.output, progress=progress)]
-        ctx = registry.Context(
-            settings=s, base=base, suspect=suspect, xs=sd["xs"], F_A=F_A, F_B=F_B, d_out=d_out,
-            null_seeds=null_ids, F_0=sd["F_0"], init_label=sd["init_label"],
-            nulls=nulls.get(nkey), pre_A=pre_A, pre_0=sd["pre_0"], pre_B=pre_B,
-            screen_A=sd["screen_A"])
-        done = {}
-        if n1 is not None:  # the first leg on its sequences; the rest where it does not decide
+        ctx = context.Context(settings=s, base=self.base, suspect=suspect, xs=sd["xs"],
+                               F_A=F_A, F_B=F_B, d_out=d_out)
+        for need in self.needs:
+            if need in self.PREPARERS:
+                field, prepare = self.PREPARERS[need]
+                setattr(ctx, field, prepare(self, sd, al, suspect, pre_B))
+        results = self.run_tests(ctx, sd, suspect, xs_B)
+        notes = []
+        if al is not None and (not al.identity or al.suspect_only or (
+                al.by == "ids" and "preset" not in (self.base.kind, suspect.kind))):
+            notes.append(al.describe())
+        return {"results": results, "features": (ctx.F_A, ctx.F_B), "notes": notes,
+                "d_out": d_out, "n": len(ctx.F_A), "seq_len": s.seq_len,
+                "suspect": suspect.label, "vocab": al.record() if al is not None else None}
+
+    def run_tests(self, ctx: context.Context, sd: dict, suspect, xs_B) -> dict:
+        """Every selected test's result on ``ctx``, in the registry's order, and the
+        combinations'. With a sequential combination the first leg runs first on its
+        sequences, and the others stop there where its result says so and theirs there do
+        not call the stop off; else every leg reads all n inputs (both models' features of
+        the rest computed here)."""
+        s, seq, done = self.s, self.seq, {}
+        if self.n1 is not None:
             done[seq.first] = registry.entry(seq.first).runner()(ctx)
             why = seq.stopper()(done[seq.first])
-            early = ({e.name: e.runner()(ctx) for e in entries if e.name not in done}
+            early = ({e.name: e.runner()(ctx) for e in self.entries if e.name not in done}
                      if why is not None else {})
             if why is not None and all(seq.holder()(why, r) for r in early.values()):
                 done.update({k: stopped(r, seq.first, why) for k, r in early.items()})
             else:  # no stop, or one that the other legs' first results call off
-                ctx.F_A = F_A = base_rest(sd)
-                ctx.F_B = F_B = np.concatenate([F_B, features_only(suspect, xs_B[n1:], s,
-                                                                   progress)])
-                D.check_features(F_A, F_B)
+                ctx.F_A = self.base_rest(sd)
+                ctx.F_B = np.concatenate([ctx.F_B, features_only(suspect, xs_B[self.n1:], s,
+                                                                 self.progress)])
+                D.check_features(ctx.F_A, ctx.F_B)
         results = {e.name: done[e.name] if e.name in done else e.runner()(ctx)
-                   for e in entries}
-        del ctx
+                   for e in self.entries}
         results.update(registry.combined(results))
-        notes = []
-        if al is not None and (not al.identity or al.suspect_only or (
-                al.by == "ids" and "preset" not in (base.kind, suspect.kind))):
-            notes.append(al.describe())
-        yield {"results": results, "features": (F_A, F_B), "notes": notes, "d_out": d_out,
-               "n": len(F_A), "seq_len": s.seq_len, "suspect": suspect.label,
-               "vocab": al.record() if al is not None else None}
-        del suspect, F_B, pre_B
+        return results
 
 
 def stopped(result, first: str, why: str = "decided"):
@@ -318,37 +369,3 @@ def stopped(result, first: str, why: str = "decided"):
         f"stopped at the first {result.n} inputs: {because} (--no-sequential runs it on all "
         f"n)", result.note) if x)
     return result
-
-
-def _one_pass(m: LoadedModel, s: Settings, gated: bool) -> bool:
-    """Whether one forward pass gives both the features and the matched test's views."""
-    return (gated and s.output == "normed" and s.seq_len <= MATCHED_MAX_T
-            and m.cfg.attention != "attn0_full")
-
-
-def features_only(m: LoadedModel, xs, s: Settings, progress: bool = False) -> np.ndarray:
-    """The features of the inputs ``xs`` beyond the first leg's: the sweep engine's feature
-    probe (``features.model_features``), the program that gives :func:`model_pass` the
-    features of the sequences beyond the views' (so a comparison that stops early and one that
-    reads every input agree bitwise)."""
-    return model_features(m, xs, s.output, progress=progress)
-
-
-def model_pass(m: LoadedModel, xs, s: Settings, gated: bool, progress: bool = False):
-    """(features (n, d_out), the matched test's pre-activations or None) of one model on the
-    comparison's inputs ``xs``, every forward pass by the sweep engine (``sweep.run_probe``).
-    Where the matched test runs on the default 'normed' features and the sequences are no
-    longer than the views (:data:`MATCHED_MAX_T`), one forward pass of each sequence gives
-    both (``matched.features_and_preactivations``: the first ``matched_seqs`` sequences
-    through the views probe, which reads the features beside the views, the rest through the
-    feature probe); otherwise the features come from the feature probe (blockwise attention
-    for long sequences) and the pre-activations from a second pass over the first sequences
-    cut to :data:`MATCHED_MAX_T`."""
-    if _one_pass(m, s, gated):
-        return M.features_and_preactivations(m.params, m.cfg, xs, n_views=s.matched_seqs,
-                                             t_views=MATCHED_MAX_T, progress=progress,
-                                             desc=f"features {m.label}")
-    F = model_features(m, xs, s.output, progress=progress)
-    pre = (M.preactivations(m.params, m.cfg, xs[:s.matched_seqs, :MATCHED_MAX_T])
-           if gated else None)
-    return F, pre

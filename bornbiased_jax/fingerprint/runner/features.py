@@ -12,7 +12,7 @@ comparison sees the same rows):
 Fresh initialisations are built and run many at a time by the sweep engine
 (:func:`init_features`); a given model (a trained checkpoint, an import) by
 ``sweep.run_probe`` (:func:`model_features`, :func:`features_of`). The matched test's pass
-(``fingerprint.tests.matched``) reads the same features beside its MLP views
+(``fingerprint.methods.matched``) reads the same features beside its MLP views
 (``probes.mlp_views``).
 """
 

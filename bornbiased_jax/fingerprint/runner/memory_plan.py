@@ -41,7 +41,7 @@ import numpy as np
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.flops import forward_flops
-from bornbiased_jax.fingerprint.tests.kernels import WORKERS
+from bornbiased_jax.fingerprint.methods.kernels import WORKERS
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
 ACTIVATION_RESERVE = 0.2  # share of the device kept free for activations and features

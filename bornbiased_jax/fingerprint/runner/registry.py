@@ -148,33 +148,7 @@ class Combination:
         return _resolve(self.holds) if self.holds is not None else (lambda why, r: True)
 
 
-@dataclasses.dataclass
-class Context:
-    """What compare prepares for one (BASE, SUSPECT) pair, which a test's ``run`` reads: the
-    settings, both models (``LoadedModel``) and their features on the shared inputs ``xs``;
-    where its needs ask for them, the features of BASE's initialisation (INIT: ``F_0``, from
-    the model ``init_label``), of the null initialisations (NULLS: ``nulls``, seeds
-    ``null_seeds``), and both models' MLP pre-activations (GATED: ``pre_A``, ``pre_B``; with
-    INIT too, those of BASE's initialisation: ``pre_0``)."""
-
-    settings: Any
-    base: Any
-    suspect: Any
-    xs: Any
-    F_A: Any
-    F_B: Any
-    d_out: int
-    null_seeds: list
-    F_0: Any = None
-    init_label: str | None = None
-    nulls: list | None = None
-    pre_A: Any = None
-    pre_B: Any = None
-    pre_0: Any = None
-    screen_A: Any = None  # BASE's layer screen (unit_matching.screen_views), computed once
-
-
-_FG = "bornbiased_jax.fingerprint.tests"
+_FG = "bornbiased_jax.fingerprint.methods"
 _EXACT = {"exact": "exact", "gaussian_tail": "Gaussian tail"}
 
 # In the order of a comparison's results.

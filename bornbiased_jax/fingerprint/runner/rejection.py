@@ -10,7 +10,7 @@ Every model's features are computed once on one shared token probe set, and each
   * 'official'    the released code's 2 Phi-bar(z);
   * 'calibrated'  'spearman_all' against K fresh initialisations of the architecture (their
                   rank-standardised features are computed once: ``NullBank``);
-  * 'permutation' the residual-basis permutation test (fingerprint/tests/permutation.py);
+  * 'permutation' the residual-basis permutation test (fingerprint/methods/permutation.py);
   * 'aligned'     'spearman_aligned' against the same K fresh initialisations: the mean |rho|
                   after the best one-to-one alignment of A's dimensions to B's, unchanged by a
                   renamed (permuted, rescaled) basis; exact when the base is an initialisation.
@@ -30,12 +30,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests import permutation as P
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods import permutation as P
 from bornbiased_jax.fingerprint.runner import registry
-from bornbiased_jax.fingerprint.tests.algorithm1 import TRIALS, null_taus, paper_test
-from bornbiased_jax.fingerprint.tests.official import official_test
+from bornbiased_jax.fingerprint.methods.algorithm1 import TRIALS, null_taus, paper_test
+from bornbiased_jax.fingerprint.methods.official import official_test
 from bornbiased_jax.stats import clopper_pearson
 
 # Every registered test's variants (``registry.Entry.rejection``): beside one per test, the

@@ -10,7 +10,7 @@ import numpy as np
 from bornbiased_jax import plots
 from bornbiased_jax.stats import kendall_null_sd
 from bornbiased_jax.fingerprint.runner import registry
-from bornbiased_jax.fingerprint.tests.result import LineageResult
+from bornbiased_jax.fingerprint.methods.result import LineageResult
 from bornbiased_jax.stats import fmt_p
 
 def p_labels() -> dict[str, str]:

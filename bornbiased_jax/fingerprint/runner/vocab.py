@@ -94,12 +94,12 @@ def token_strings(m) -> list[str] | None:
     return location_strings(m.kind, m.folder, m.cfg.vocab_size)
 
 
-def source_strings(spec, vocab_size: int) -> list[str] | None:
-    """:func:`token_strings` of the model ``spec`` (a spec or a ``sources.Source``) names,
-    read without loading its weights."""
+def source_strings(src, vocab_size: int) -> list[str] | None:
+    """:func:`token_strings` of the model a parsed ``sources.Source`` names, read without
+    loading its weights."""
     from bornbiased_jax.sources import source_location
 
-    return location_strings(*source_location(spec), vocab_size)
+    return location_strings(*source_location(src), vocab_size)
 
 
 def location_strings(kind: str, folder, vocab_size: int) -> list[str] | None:

@@ -32,8 +32,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha, clip_p
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.result import ALPHA, LineageResult, check_alpha, clip_p
 from bornbiased_jax.stats import kendall_null_sd
 
 TRIALS = 10
@@ -115,7 +115,7 @@ def paper_test(F_A: np.ndarray, F_B: np.ndarray, m: int | None = None, *,
 
 
 def from_context(ctx) -> LineageResult:
-    """The paper test of one pair that ``compare`` prepared (``registry.Context``)."""
+    """The paper test of one pair that ``compare`` prepared (``runner.context.Context``)."""
     s = ctx.settings
     return paper_test(ctx.F_A, ctx.F_B, s.m, trials=s.trials, alpha=s.alpha,
                       rng=np.random.default_rng(s.probe_seed))

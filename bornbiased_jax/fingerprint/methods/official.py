@@ -23,8 +23,8 @@ import math
 import numpy as np
 from scipy import special
 
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.result import ALPHA, LineageResult, check_alpha
 from bornbiased_jax.stats import kendall_null_sd
 
 TEMPERATURE = 10.0
@@ -70,5 +70,5 @@ def official_test(F_A: np.ndarray, F_B: np.ndarray, k: int | None = None, *,
 
 def from_context(ctx) -> LineageResult:
     """The released code's test of one pair that ``compare`` prepared
-    (``registry.Context``)."""
+    (``runner.context.Context``)."""
     return official_test(ctx.F_A, ctx.F_B, ctx.settings.k, alpha=ctx.settings.alpha)

@@ -72,9 +72,9 @@ import numpy as np
 from scipy import special
 
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests.kernels import (margins, parallel, reciprocal_partners,
+from bornbiased_jax.fingerprint.methods.kernels import (margins, parallel, reciprocal_partners,
                                                       rows_last)
-from bornbiased_jax.fingerprint.tests.rencontres import (fisher_log_p, partial_log_pmf,
+from bornbiased_jax.fingerprint.methods.rencontres import (fisher_log_p, partial_log_pmf,
                                                          partial_rencontres_log_sf,
                                                          randomised_log_sf)
 
@@ -93,7 +93,7 @@ def screen_settings() -> dict:
             "clear": CLEAR}
 
 
-# the null's law: fingerprint.tests.rencontres (partial_log_pmf, partial_rencontres_log_sf)
+# the null's law: fingerprint.methods.rencontres (partial_log_pmf, partial_rencontres_log_sf)
 _log_pmf = partial_log_pmf
 
 

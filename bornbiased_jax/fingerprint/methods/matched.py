@@ -60,11 +60,11 @@ from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
 from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.methods import unit_matching as U
 from bornbiased_jax.fingerprint.runner.features import features_of
-from bornbiased_jax.fingerprint.tests.rencontres import (fisher_log_p,  # noqa: F401
+from bornbiased_jax.fingerprint.methods.rencontres import (fisher_log_p,  # noqa: F401
                                                          rencontres_log_sf)
-from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha, check_int
+from bornbiased_jax.fingerprint.methods.result import ALPHA, LineageResult, check_alpha, check_int
 from bornbiased_jax.probes.mlp_views import mlp_views_probe
 from bornbiased_jax.sweep import run_probe
 
@@ -109,11 +109,11 @@ def features_and_preactivations(params: dict, cfg: ModelConfig, tokens_NT, *,
     :func:`preactivations`. Both go through the sweep engine (``sweep.run_probe``: its plan,
     chunks and padding): the first ``n_views`` sequences through the views probe, which reads
     the features from the views' pass (``probes.mlp_views``), the rest through the feature
-    probe alone (so the features of the rest are those ``compare.features_only`` computes;
+    probe alone (so the features of the rest are those ``passes.features_only`` computes;
     the two passes give a sequence's feature to float32 rounding). Attention
     is causal, so positions below ``t_views`` are the same whether or not the sequence goes
     on: the views are those of the truncated sequences (to float rounding). Capturing the views
-    runs the whole attention matrix at length T: ``compare.model_pass`` uses this pass only
+    runs the whole attention matrix at length T: ``passes.model_pass`` uses this pass only
     where T is at most the views' length (:data:`compare.MATCHED_MAX_T`), and a model whose
     attention sees the whole sequence (``attn0_full``) is refused views shorter than its
     sequences. ``n_views=0``: the features alone (views None)."""
@@ -295,15 +295,15 @@ def check_pair(base_cfg: ModelConfig, suspect_cfg: ModelConfig, s, suspect: str)
 
 
 def from_context(ctx) -> LineageResult:
-    """The matched test of one pair that ``compare`` prepared (``registry.Context``): exact
+    """The matched test of one pair that ``compare`` prepared (``runner.context.Context``): exact
     when either model is an initialisation (slack 0 by default), else at
     :func:`default_slack`'s slack."""
     s = ctx.settings
     exact = ctx.base.is_init or ctx.suspect.is_init
-    slack = default_slack(s.matched_slack, exact, s.matched_eps, ctx.pre_A[0][0].shape[1])
+    slack = default_slack(s.matched_slack, exact, s.matched_eps, ctx.views.A[0][0].shape[1])
     init = "base" if ctx.base.is_init else "suspect" if ctx.suspect.is_init else None
-    return matched_test(ctx.pre_A, ctx.pre_B, alpha=s.alpha, slack=slack, exact=exact,
-                        init=init, screen_a=ctx.screen_A)
+    return matched_test(ctx.views.A, ctx.views.B, alpha=s.alpha, slack=slack, exact=exact,
+                        init=init, screen_a=ctx.views.screen_A)
 
 
 def default_slack(slack: int | None, one_is_init: bool, eps: float | None = None,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bornbiased_jax.fingerprint.tests.result import LineageResult
+from bornbiased_jax.fingerprint.methods.result import LineageResult
 
 STOPS = {"decided": "the matched leg decided the verdict alone (2 p_matched <= alpha)",
          "nothing": "the matched leg found nothing (p_matched = 1: no layer pair shares more "

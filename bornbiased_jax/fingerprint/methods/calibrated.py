@@ -63,8 +63,8 @@ from scipy import special
 from bornbiased_jax.defaults import CALIBRATED_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import CALIBRATED_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.result import ALPHA, LineageResult, check_alpha
 
 
 def statistic(name: str, A: D.RankedFeatures, B: D.RankedFeatures,
@@ -241,10 +241,10 @@ def null_seeds_text(ids) -> str:
 
 
 def from_context(ctx) -> LineageResult:
-    """The calibrated test of one pair that ``compare`` prepared (``registry.Context``):
+    """The calibrated test of one pair that ``compare`` prepared (``runner.context.Context``):
     BASE against the null initialisations, with a note where BASE is not one."""
     s = ctx.settings
-    r = calibrated_test(ctx.F_A, ctx.F_B, iter(ctx.nulls), statistic_name=s.statistic, m=s.m,
+    r = calibrated_test(ctx.F_A, ctx.F_B, iter(ctx.nulls.F), statistic_name=s.statistic, m=s.m,
                         alpha=s.alpha)
     if not ctx.base.is_init:
         extra = ("the base is not an initialisation, so the null models (fresh inits of "
@@ -252,5 +252,5 @@ def from_context(ctx) -> LineageResult:
                  "an unrelated trained model correlates with the suspect no more than "
                  "a fresh init does")
         r = dataclasses.replace(r, note="; ".join(filter(None, [r.note, extra])))
-    r.details["null_seeds"] = null_seeds_text(ctx.null_seeds)
+    r.details["null_seeds"] = null_seeds_text(ctx.nulls.seeds)
     return r

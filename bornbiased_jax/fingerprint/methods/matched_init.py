@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from bornbiased_jax.fingerprint.tests import matched as M
-from bornbiased_jax.fingerprint.tests.result import LineageResult
+from bornbiased_jax.fingerprint.methods import matched as M
+from bornbiased_jax.fingerprint.methods.result import LineageResult
 
 
 def from_context(ctx) -> LineageResult:
-    """The matched test of SUSPECT against BASE's *initialisation* (``registry.Context``'s
-    ``pre_0``): exact for any SUSPECT (slack 0; under H0 SUSPECT is independent of that
+    """The matched test of SUSPECT against BASE's *initialisation* (``runner.context.Context``'s
+    ``init.views``): exact for any SUSPECT (slack 0; under H0 SUSPECT is independent of that
     initialisation, whose gate and up rows are independent), unchanged by renamings and
     rotations of SUSPECT, and with no null models to compute. The test the verdict uses for a
     gated MLP whose initialisation is known."""
     s = ctx.settings
-    res = M.matched_test(ctx.pre_0, ctx.pre_B, alpha=s.alpha, slack=0, exact=True, init="base")
+    res = M.matched_test(ctx.init.views, ctx.views.B, alpha=s.alpha, slack=0, exact=True,
+                         init="base")
     return dataclasses.replace(
         res, test="matched_init",
-        note=f"exact: SUSPECT against BASE's initialisation {ctx.init_label}")
+        note=f"exact: SUSPECT against BASE's initialisation {ctx.init.label}")

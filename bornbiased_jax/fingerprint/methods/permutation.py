@@ -8,7 +8,7 @@ coordinates i.i.d.; RMSNorm and LayerNorm act alike on every coordinate; AdamW (
 Adafactor, Muon) updates coordinates alike. So for a permutation pi of the d_model residual
 coordinates, the model piA (embedding columns, learned positions, norm gains and biases, the input
 side of every Q/K/V/gate/up projection, the output side of every O/down projection and their
-biases, the LM head's rows: all permuted together, :func:`permute_residual`) has the same law as
+biases, the LM head's rows: all permuted together, :func:`~bornbiased_jax.fingerprint.edits.obfuscation.permute_residual`) has the same law as
 A. Under H0, (piA, B) has the law of (A, B) for every fixed pi, and for any statistic s the values
 s(A, B), s(pi_1 A, B), ..., s(pi_K A, B) with pi_k drawn uniformly are exchangeable, so
 
@@ -60,9 +60,8 @@ from bornbiased_jax.defaults import PERMUTATION_DRAWS as DEFAULT_PERMUTATIONS
 from bornbiased_jax.defaults import PERMUTATION_STATISTIC as DEFAULT_STATISTIC
 from bornbiased_jax.defaults import PERMUTATION_STATISTICS as STATISTICS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.result import ALPHA, LineageResult, check_alpha
-from bornbiased_jax.schema import residual_axis
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.result import ALPHA, LineageResult, check_alpha
 
 RESIDUAL_OUTPUTS = ("normed", "prenorm")
 
@@ -211,28 +210,8 @@ def check_settings(s) -> None:
 
 
 def from_context(ctx) -> LineageResult:
-    """The permutation test of one pair that ``compare`` prepared (``registry.Context``)."""
+    """The permutation test of one pair that ``compare`` prepared (``runner.context.Context``)."""
     s = ctx.settings
     return permutation_test(ctx.F_A, ctx.F_B, statistic=s.permutation_statistic,
                             permutations=s.permutations, alpha=s.alpha,
                             rng=np.random.default_rng(s.probe_seed))
-
-
-# --- building piA: each parameter's residual axis from the schema ------------------------------
-def permute_residual(params: dict, perm: np.ndarray) -> dict:
-    """The parameters of piA: every residual-basis axis indexed by ``perm``, so that piA's
-    residual coordinate j is A's coordinate perm[j] (F_piA = F_A[:, perm])."""
-    perm = np.asarray(perm)
-
-    def walk(tree, path):
-        if isinstance(tree, dict) or hasattr(tree, "items"):
-            return {k: walk(v, path + (str(k),)) for k, v in tree.items()}
-        axis = residual_axis(path)
-        if axis is None:
-            return tree
-        if tree.shape[axis] != perm.size:
-            raise UserError(f"parameter {'/'.join(path)} has {tree.shape[axis]} entries on its "
-                            f"residual axis, the permutation {perm.size}")
-        return np.take(np.asarray(tree), perm, axis=axis)
-
-    return walk(params, ())

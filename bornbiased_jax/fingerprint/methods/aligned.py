@@ -14,8 +14,8 @@ import math
 
 from bornbiased_jax.defaults import CALIBRATED_NULL_MODELS
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests.result import LineageResult
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods.result import LineageResult
 
 
 def check_settings(s) -> None:
@@ -35,11 +35,11 @@ def check_settings(s) -> None:
 
 
 def from_context(ctx) -> LineageResult:
-    """The aligned test of one pair that ``compare`` prepared (``registry.Context``): the
+    """The aligned test of one pair that ``compare`` prepared (``runner.context.Context``): the
     'spearman_aligned' statistic from BASE's initialisation against the null
     initialisations."""
-    r = C.calibrated_test(ctx.F_0, ctx.F_B, iter(ctx.nulls),
+    r = C.calibrated_test(ctx.init.F, ctx.F_B, iter(ctx.nulls.F),
                           statistic_name="spearman_aligned", alpha=ctx.settings.alpha)
-    r.details["base_initialisation"] = ctx.init_label
-    r.details["null_seeds"] = C.null_seeds_text(ctx.null_seeds)
+    r.details["base_initialisation"] = ctx.init.label
+    r.details["null_seeds"] = C.null_seeds_text(ctx.nulls.seeds)
     return dataclasses.replace(r, test="aligned")
