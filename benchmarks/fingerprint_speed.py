@@ -90,7 +90,7 @@ def plan_7b(device=("NVIDIA H100 80GB HBM3", 80e9)) -> str:
     from bornbiased_jax.defaults import MATCHED_MAX_T, MATCHED_SEQS
     from bornbiased_jax.fingerprint.runner import memory_plan
     from bornbiased_jax.fingerprint.runner.compare import default_n
-    from bornbiased_jax.fingerprint.tests.matched import DROP
+    from bornbiased_jax.fingerprint.methods.matched import DROP
     from bornbiased_jax.hf.configs import config_from_hf
 
     with tempfile.TemporaryDirectory() as d:

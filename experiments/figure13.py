@@ -17,7 +17,7 @@ from scipy import stats
 
 from experiments.common.cli import parse, write
 
-from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.methods import identity_dims as D
 from bornbiased_jax.stats import kendall_null_sd
 from experiments.seedprint.pools import cpu_model, nano_model, pool
 

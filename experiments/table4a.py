@@ -13,10 +13,10 @@ import numpy as np
 from experiments.common.cli import parse, write
 from experiments.seedprint.pools import cpu_model, nano_model, pool
 
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests.algorithm1 import paper_test
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.runner.compare import null_seeds
-from bornbiased_jax.fingerprint.tests.official import official_test
+from bornbiased_jax.fingerprint.methods.official import official_test
 from bornbiased_jax.stats import fmt_p
 
 NAME = "table4a"

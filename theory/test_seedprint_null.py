@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bornbiased_jax.fingerprint.tests import identity_dims as D
+from bornbiased_jax.fingerprint.methods import identity_dims as D
 from bornbiased_jax.stats import kendall_null_var
 from bornbiased_jax.theory import seedprint_null as sp
 from theory.mc import assert_mc

@@ -311,10 +311,10 @@ def _table4a_part(cfg, kind: str, folder: Path, n: int = N_SEQS):
     its features."""
     import numpy as np
 
-    from bornbiased_jax.fingerprint.tests.algorithm1 import paper_test
+    from bornbiased_jax.fingerprint.methods.algorithm1 import paper_test
     from bornbiased_jax.fingerprint.runner.features import init_features
-    from bornbiased_jax.fingerprint.tests.official import official_test
-    from bornbiased_jax.fingerprint.tests.permutation import permutation_test
+    from bornbiased_jax.fingerprint.methods.official import official_test
+    from bornbiased_jax.fingerprint.methods.permutation import permutation_test
     from bornbiased_jax.probes.inputs import probe_inputs
 
     records = []

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.stats import clopper_pearson
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED
 

@@ -38,7 +38,7 @@ from bornbiased_jax.stats import seed_mean, t_quantile
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED,
                                      UNDERPOWERED, Claim, table)
 from experiments.common.contraction import figure2_claim
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
 from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table

@@ -15,7 +15,7 @@ from experiments.artifacts import legend
 from experiments.lineage import HFINIT_TITLE, LINEAGE_TITLE, QWEN2_HFINIT_TITLE, QWEN2_TITLE
 
 from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 TITLES = {"figure11": "Figure 11: seed-42 init vs checkpoints",
           "table4b": "Table 4b / 8: init vs own trained model",
           "table4c": "Table 4c: init s_i vs trained s_j", "table5": "Table 5: continued models",

@@ -31,12 +31,12 @@ import numpy as np
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.methods import matched as M
 from bornbiased_jax.fingerprint.runner import rejection as SM
-from bornbiased_jax.fingerprint.tests import unit_matching as U
+from bornbiased_jax.fingerprint.methods import unit_matching as U
 from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS, Settings
-from bornbiased_jax.fingerprint.tests.rencontres import fisher_log_p, partial_rencontres_log_sf
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.rencontres import fisher_log_p, partial_rencontres_log_sf
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
@@ -189,7 +189,7 @@ def measure(names, runs_dir: Path = LF.RUNS_DIR, family_dir: Path = SF.RUNS_DIR,
     import json
 
     from bornbiased_jax import files
-    from bornbiased_jax.fingerprint.tests.unit_matching import screen_settings
+    from bornbiased_jax.fingerprint.methods.unit_matching import screen_settings
 
     all_cells = cells(runs_dir, family_dir)
     out = {"settings": dict(s), "cells": {}}

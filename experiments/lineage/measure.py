@@ -11,7 +11,7 @@ for any pair of its models, every SeedPrint test and the four baselines:
     calibrated test's null for every pair. Features are cached on disk (``--cache``).
   * Tests (the library's): ``paper_test`` (Algorithm 1: t and U, mean of 10 null draws and
     pooled), ``official_test`` (the released code) and ``calibrated_test`` ('spearman_all').
-  * Baselines (``fingerprint.tests.baselines``): Intrinsic, REEF (CKA on ``reef_windows`` windows of
+  * Baselines (``fingerprint.methods.baselines``): Intrinsic, REEF (CKA on ``reef_windows`` windows of
     held-out base-corpus text, the last ``val_fraction`` of its documents, which no run trains
     on), PCS and ICS (the ``ics_tokens`` least frequent tokens of the base corpus's training
     documents), plus PCS with the norm gains left out and PCS between the suspect and its own
@@ -29,12 +29,12 @@ import numpy as np
 
 from bornbiased_jax import data, plots
 from bornbiased_jax.errors import UserError
-from bornbiased_jax.fingerprint.tests import baselines as B
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests.algorithm1 import paper_test
+from bornbiased_jax.fingerprint.methods import baselines as B
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.runner.compare import null_seeds
 from bornbiased_jax.fingerprint.runner.features import init_features, model_features
-from bornbiased_jax.fingerprint.tests.official import official_test
+from bornbiased_jax.fingerprint.methods.official import official_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source

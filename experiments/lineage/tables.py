@@ -22,8 +22,8 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax import plots
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.algorithm1 import paper_test
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.algorithm1 import paper_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.stats import kendall_null_sd
 from experiments import artifacts

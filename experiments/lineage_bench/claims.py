@@ -111,7 +111,7 @@ def stops_note(pairs: list[dict] | None, alpha: float = 0.01) -> str | None:
     if not pairs or any("permutation_first" not in r for r in pairs):
         return None
 
-    from bornbiased_jax.fingerprint.tests.any_pair import stops_for_nothing
+    from bornbiased_jax.fingerprint.methods.any_pair import stops_for_nothing
 
     def stops(r):
         return stops_for_nothing(r["matched"], r["permutation_first"], alpha)

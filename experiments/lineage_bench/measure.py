@@ -39,13 +39,13 @@ import numpy as np
 from bornbiased_jax import data, files, model
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint.tests import baselines as BL
-from bornbiased_jax.fingerprint.tests import calibrated as C
+from bornbiased_jax.fingerprint.methods import baselines as BL
+from bornbiased_jax.fingerprint.methods import calibrated as C
 from bornbiased_jax.fingerprint.runner import rejection as SM
-from bornbiased_jax.fingerprint.tests import matched as M
-from bornbiased_jax.fingerprint.tests import permutation as P
-from bornbiased_jax.fingerprint.tests.any_pair import any_pair_p
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods import matched as M
+from bornbiased_jax.fingerprint.methods import permutation as P
+from bornbiased_jax.fingerprint.methods.any_pair import any_pair_p
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS, null_seeds
 from bornbiased_jax.fingerprint.runner.features import init_features, model_features
 from bornbiased_jax.keys import seed_key

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from bornbiased_jax.defaults import BASELINE_THRESHOLD as THRESHOLD  # at or above: related
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY
 
 # The benchmark's columns of each registered test (``registry.ENTRIES``), with their labels,

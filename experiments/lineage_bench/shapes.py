@@ -144,7 +144,7 @@ def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) 
 def _as_command(row: dict) -> dict:
     """``row`` with its any-pair p as ``bornbiased fingerprint`` gives it from the two legs'
     p-values (its stops applied: ``any_pair.any_pair_p`` at :data:`ALPHA`)."""
-    from bornbiased_jax.fingerprint.tests.any_pair import any_pair_p
+    from bornbiased_jax.fingerprint.methods.any_pair import any_pair_p
 
     p = dict(row["p"])
     p["any_pair"] = any_pair_p(p["permutation"], p["matched"], alpha=ALPHA)[0]

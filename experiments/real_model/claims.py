@@ -37,7 +37,7 @@ import re
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED, UNTESTABLE,
                                      Claim, table)
 
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.real_model import EXPERIMENTS, TITLE
 from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table

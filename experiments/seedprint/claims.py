@@ -12,7 +12,7 @@ from bornbiased_jax.stats import fmt_p
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED,
                                      UNTESTABLE, Claim)
 
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 
 INTRO = ("CPU scale: LLaMA-style d = 128 or 256, 4 blocks, and the 12-block d = 768 shape at "
          "small n; each run's settings are in its record. Tests: 'paper' = Algorithm 1 with its "
@@ -484,7 +484,7 @@ def held_out_by_checkpoint(r: dict) -> list[tuple[str, int, int, int | None, int
     """Per trained pool of the record, at the fitted slack u and alpha: (pool, held-out
     rejections, held-out pairs (both seeds in 16-31; None for a pool without such pairs),
     rejections and pairs over all its pairs)."""
-    from bornbiased_jax.fingerprint.tests import rencontres as RC
+    from bornbiased_jax.fingerprint.methods import rencontres as RC
 
     F, u = r["units"], r["fit"]["slack"]
     out = []
@@ -581,7 +581,7 @@ def matched_init_level_claim(r: dict, setup: str) -> Claim:
         layers leave few attainable p-values; the randomised tie-break p_l = P(K > K_l) +
         U P(K = K_l) would make it exact (``rencontres``' docstring; ``matched_test(randomise=
         ...)``), at the price of a verdict that depends on the draw U."""
-    from bornbiased_jax.fingerprint.tests import rencontres as RC
+    from bornbiased_jax.fingerprint.methods import rencontres as RC
 
     F, L = r["units"], r["layers"]
     exact = {n: s for n, s in r["settings"].items() if s["kind"] == "exact"}

@@ -17,7 +17,7 @@ from bornbiased_jax.errors import UserError
 from experiments import STUDY_OF
 from experiments.seedprint.claims import EXCESS, table4a_cell
 
-from bornbiased_jax.fingerprint.tests.result import ALPHA  # the paper's significance level
+from bornbiased_jax.fingerprint.methods.result import ALPHA  # the paper's significance level
 DOCS = "docs/seedprint.md"
 
 

@@ -1,6 +1,6 @@
 """The matched test's level and power on the 32-seed family (beyond the paper).
 
-The matched test (``bornbiased_jax.fingerprint.tests.matched``) is exact when one model is an
+The matched test (``bornbiased_jax.fingerprint.methods.matched``) is exact when one model is an
 initialisation; for two trained models its p-value rests on an assumption: independent models
 share at most eps F doubly-matched MLP units per layer (eps = 0 by default). Here that
 assumption is measured where the hardest negatives this project can make live: 32 llama2-tiny
@@ -23,7 +23,7 @@ forward pass:
   fitted    if eps = 0 rejects unrelated trained pairs, the smallest slack u that brings the
             rate of the trained pairs among seeds 0-15 to a or below at a = alpha and at
             a = alpha / 2, and the rates at that u on the pairs among seeds 16-31 only (held
-            out); ``fingerprint.tests.matched.TRAINED_EPS`` is u / F;
+            out); ``fingerprint.methods.matched.TRAINED_EPS`` is u / F;
   power     each initialisation against its own checkpoints, each final model against its
             continuation, and their renamed, rotated and QuaRot-style int4 copies
             (``fingerprint.edits.derivatives``), at eps = 0 and at the fitted slack.
@@ -39,11 +39,11 @@ import numpy as np
 
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
-from bornbiased_jax.fingerprint.tests import matched as M
+from bornbiased_jax.fingerprint.methods import matched as M
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS
 from bornbiased_jax.fingerprint.edits.derivatives import derive
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder

@@ -16,17 +16,17 @@ import numpy as np
 
 from bornbiased_jax import files
 from bornbiased_jax.presets import get_preset
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.algorithm1 import null_taus, paper_test
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.algorithm1 import null_taus, paper_test
 from bornbiased_jax.fingerprint.runner.features import init_features
-from bornbiased_jax.fingerprint.tests.official import official_test
+from bornbiased_jax.fingerprint.methods.official import official_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.stats import clopper_pearson
 from bornbiased_jax.fingerprint.runner.rejection import all_pairs
 
-from bornbiased_jax.fingerprint.tests.result import ALPHA
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 
 
 def cpu_model(scaled: bool, shared_embedding: bool = False):

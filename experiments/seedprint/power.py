@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from bornbiased_jax import files, plots
-from bornbiased_jax.fingerprint.tests import calibrated as C
-from bornbiased_jax.fingerprint.tests import identity_dims as D
-from bornbiased_jax.fingerprint.tests.algorithm1 import paper_test
+from bornbiased_jax.fingerprint.methods import calibrated as C
+from bornbiased_jax.fingerprint.methods import identity_dims as D
+from bornbiased_jax.fingerprint.methods.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.runner.compare import null_seeds
 from bornbiased_jax.fingerprint.runner.features import init_features, model_features
-from bornbiased_jax.fingerprint.tests.official import official_test
+from bornbiased_jax.fingerprint.methods.official import official_test
 from bornbiased_jax.files import progress
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import LoadedModel, init_params, load_source
