@@ -18,11 +18,11 @@ from bornbiased_jax.fingerprint.methods.algorithm1 import paper_test
 from bornbiased_jax.fingerprint.runner.compare import null_seeds
 from bornbiased_jax.fingerprint.methods.official import official_test
 from bornbiased_jax.stats import fmt_p
+from experiments.common.paper_values import PAPER_TABLE4A
 
 NAME = "table4a"
 PAIRS = [(42, 2000), (123, 42), (1000, 123), (2000, 1000)]
-PAPER_P = {(42, 2000): (0.357, 0.532), (123, 42): (0.678, 0.565), (1000, 123): (0.363, 0.335),
-           (2000, 1000): (0.434, 0.481)}
+PAPER_P = PAPER_TABLE4A
 CPU = dict(model="llama-d128x4", n=1000, seq_len=32, null_models=99)
 PAPER = dict(model="llama2-nano", n=10_000, seq_len=1024, null_models=200)
 

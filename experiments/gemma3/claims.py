@@ -44,6 +44,7 @@ from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
                                           lineage_verdict, runs_by_test, tested_by)
+from experiments.common.paper_values import FIGURE12_BASELINE, paper_table1_summary
 
 COMMAND = "python -m experiments.gemma3 --model gemma-3-270m-q4_k_m.gguf"
 MODEL = "Gemma 3 270M (Q4_K_M GGUF)"
@@ -79,8 +80,8 @@ def sinks_claims(rec: dict) -> list[Claim]:
                                  for x in xs)
     rows = [Claim(f"Attention sinks in a trained model, windows with `<bos>` (Figure 12's "
                   f"baseline; the file says add_bos_token) [{MODEL}]",
-                  "a 'consistently significant' sink rate at every length (Figure 12; no "
-                  "numbers)", f"sink rate {rates(bos)}", verdict,
+                  f"'{FIGURE12_BASELINE}' (Sec. 6.2.1, Figure 12; no numbers)",
+                  f"sink rate {rates(bos)}", verdict,
                   f"rule: 95 % lower bound of the per-sequence sink rate above "
                   f"{SIGNIFICANT_RATE} at every length; it holds at {sum(ok)} of {len(ok)} "
                   f"({where})", "6.2.1")]
@@ -127,8 +128,7 @@ def token_preference_claims(rec: dict) -> list[Claim]:
         rows.append(Claim(
             f"A trained model's preference on random token sequences (Table 1's protocol, "
             f"T = {x['seq_len']}, no `<bos>`) [{MODEL}]",
-            "at initialisation: top-1 2.60-5.20 % at N = 2,000 for the GPT-2-style models, "
-            "weak for LLaMA-2 (Table 1); nothing after training",
+            f"at initialisation: {paper_table1_summary()}; nothing after training",
             f"top-1 token {x['top1_id']}" + (f" ({text!r})" if text else "") +
             f": {_pct(x['top1_freq'])} of N = {x['num_seqs']:,}, log10 p {x['log10_p']:.1f}",
             BEYOND, ("a preference: Bonferroni binomial p below " if favours else
@@ -159,7 +159,7 @@ def init_claims(rec: dict) -> list[Claim]:
         rows.append(Claim(
             f"Born biased: a fresh {ARM_TEXT.get(arm, arm)} prefers a token (Table 1's "
             f"statistic) [{scale}]",
-            "top-1 2.60-5.20 % at N = 2,000 (GPT-2-style models), weak for LLaMA-2 (Table 1)",
+            paper_table1_summary(),
             f"top-1 frequency {_pct(freq.mean)} ± {_pct(freq.se)} over seeds ("
             + ", ".join(f"seed {p['seed']}: token {p['top1_id']} {p['top1_count']}/"
                         f"{s['num_seqs']}, log10 p {p['log10_p']:.1f}" for p in per) + ")",

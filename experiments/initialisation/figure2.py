@@ -11,11 +11,12 @@ from scipy import stats
 from bornbiased_jax.stats import clopper_pearson
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 from experiments.common.contraction import figure2_claim  # noqa: F401  (Finding 2.1)
+from experiments.common.paper_values import FINDING22_PAPER, PAPER_TABLE2
 from experiments.initialisation.levels import ALPHA
 
 
 UNAMBIGUOUS_P = 0.05  # Finding 2.2: a favourite beats its runner-up at this two-sided level
-FINDING22_PAPER = (76, 100)  # the paper's 76 of 100 models
+
 
 
 def favourite_stats(top_N: np.ndarray, vocab_size: int, d_top: int) -> dict:
@@ -66,7 +67,8 @@ def finding22_claim(d: dict) -> Claim:
     r = d["records"]
     per = r["per_seed"]
     n_seqs = d["run"]["settings"]["num_seqs"]
-    paper = "76 % of 100 models"
+    k, n = FINDING22_PAPER
+    paper = f"{k} % of {n} models"
     a, u = r["summary"]["all"], r["summary"]["unambiguous"]
     if not a["models"]:
         return Claim("Finding 2.2", paper, "no model", UNTESTABLE, "no model measured", "Sec. 4")
@@ -83,14 +85,15 @@ def finding22_claim(d: dict) -> Claim:
     k0, n0 = FINDING22_PAPER
     pv = float(stats.fisher_exact([[a["matches"], a["models"] - a["matches"]],
                                    [k0, n0 - k0]]).pvalue)
-    test = f"Fisher exact p {pv:.2g} against 76 of 100"
+    test = f"Fisher exact p {pv:.2g} against {k} of {n}"
     width, paper_width = hi - lo, paper_interval_width()
     if pv <= ALPHA:
         final_cos = float(np.mean([p["block_mean_cos"][-1] for p in per]))
         side = "below" if a["matches"] / a["models"] < k0 / n0 else "above"
         return Claim("Finding 2.2", paper, ours, DIFFERS,
                      f"our match rate is {side} the paper's ({test}); final-block cosine "
-                     f"{final_cos:.2f} (paper's nano model: 0.46, Table 2)", "Sec. 4")
+                     f"{final_cos:.2f} (paper's nano model: {PAPER_TABLE2['full model'][0]:.2f}, "
+                     f"Table 2)", "Sec. 4")
     if a["models"] >= n0 and lo <= k0 / n0 <= hi:
         return Claim("Finding 2.2", paper, ours, REPRODUCED,
                      f"{test}; our interval is {width:.2f} wide (the paper's own: "
@@ -99,10 +102,10 @@ def finding22_claim(d: dict) -> Claim:
     if not lo <= k0 / n0 <= hi:
         return Claim("Finding 2.2", paper, ours, UNDERPOWERED,
                      f"{test}: not different by the two samples, but our interval excludes "
-                     f"76 % ({models}): neither confirmed nor contradicted", "Sec. 4")
+                     f"{k} % ({models}): neither confirmed nor contradicted", "Sec. 4")
     return Claim("Finding 2.2", paper, ours, UNDERPOWERED,
                  f"{test}, but our interval is {width:.2f} wide ({models}), the paper's own "
-                 f"(76 of 100) {paper_width:.2f}: it cannot confirm 76 %", "Sec. 4")
+                 f"({k} of {n}) {paper_width:.2f}: it cannot confirm {k} %", "Sec. 4")
 
 
 # Finding 2 ("Combining Findings 2.1 and 2.2, ..."): its parts, by their rows' claim names

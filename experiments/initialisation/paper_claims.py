@@ -137,9 +137,11 @@ def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
     why = "; ".join(f"{k}: {v}" for k, v in parts.items())
     if "scale" not in parts:
         why += "; scale: not measured (Table 1(c) has no record yet)"
+    t1 = lambda part, seed, T: f"{100 * PAPER_TABLE1[(part, seed, T)][1]:.2f} %"  # noqa: E731
     return Claim("Finding 1.2 (longer sequences, larger models: more extreme)",
-                 "1.2B seed 43: 5.20 % -> 10.20 % (T 64 -> 1,024; nano seed 42: 2.60 % -> "
-                 "5.20 %); 1.2B above nano at every T",
+                 f"1.2B seed 43: {t1('c', 43, 64)} -> {t1('c', 43, 1024)} (T 64 -> 1,024; "
+                 f"nano seed 42: {t1('a', 42, 64)} -> {t1('a', 42, 1024)}); 1.2B above nano at "
+                 f"every T",
                  "; ".join(texts) + " (each comparison's one-sided Fisher exact p)", verdict,
                  why, "Sec. 3")
 
@@ -402,7 +404,8 @@ def seed_spread_claim(a: dict, spread: dict) -> Claim:
     caveat = ("|V| 50,304 vs 50,257 and our shared probe sequences are not separated from the "
               "networks" + ("; our networks also share one embedding draw" if shared else ""))
     name, claim = ("Table 1(a) against the spread between seeds",
-                   "seeds 42, 43 at T = 64: 2.60 %, 3.00 %")
+                   f"seeds 42, 43 at T = 64: {100 * PAPER_TABLE1[('a', 42, 64)][1]:.2f} %, "
+                   f"{100 * PAPER_TABLE1[('a', 43, 64)][1]:.2f} %")
     side = "above" if sum(above) > len(paper) * len(f) / 2 else "below"
     less = "less" if side == "above" else "more"
     if p_rank <= ALPHA:

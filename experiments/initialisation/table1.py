@@ -10,6 +10,7 @@ from bornbiased_jax.stats import bonferroni_log10_p, clopper_pearson, format_log
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, Claim
 from experiments.initialisation.levels import (ALPHA, DECISIVE_LOG10_P, LLAMA_ALPHA, PAPER_N,
                                                PAPER_N_LLAMA)
+from experiments.common.paper_values import paper_table1_p_range, paper_table1_range
 
 
 def seed_specificity(recs: list[dict], alpha: float = ALPHA) -> str:
@@ -70,8 +71,10 @@ def llama_significance(llama: list[dict]) -> tuple[str | None, str]:
     significant on their own; state None (with the reason) when no row reaches that N."""
     at = [r for r in llama if r["num_seqs"] >= PAPER_N_LLAMA]
     if not at:
+        lo, hi = paper_table1_range("b")
         return None, (f"LLaMA-2's significance is untestable below N = {PAPER_N_LLAMA:,} (the "
-                      f"paper's rows are 6-9 of {PAPER_N_LLAMA:,}: 1.2-1.8 of N = 2,000)")
+                      f"paper's rows are {lo * PAPER_N_LLAMA:.0f}-{hi * PAPER_N_LLAMA:.0f} of "
+                      f"{PAPER_N_LLAMA:,}: {lo * 2000:.1f}-{hi * 2000:.1f} of N = 2,000)")
     cut = np.log10(LLAMA_ALPHA)
     sig = [r for r in at if r["log10_p"] < cut]
     pooled = float(stats.combine_pvalues([min(1.0, 10 ** r["log10_p"]) for r in at],
@@ -162,5 +165,9 @@ def table1_claim(d: dict, llama_hint: str = "") -> Claim:
     why.insert(0, rule)
     why.append(llama_text)
     why.append(seed_specificity(recs))
-    return Claim("Table 1 / Finding 1", "GPT-2 nano 2.6-6.75 %, p < 1e-136; LLaMA-2 0.06-0.09 %, "
-                 "p 1e-6..0.03; 1.2B stronger", ours, verdict, "; ".join(why), "Sec. 3")
+    lo_a, hi_a = paper_table1_range("a")
+    lo_b, hi_b = paper_table1_range("b")
+    paper = (f"GPT-2 nano {100 * lo_a:.2f}-{100 * hi_a:.2f} %, p {paper_table1_p_range('a')}; "
+             f"LLaMA-2 {100 * lo_b:.2f}-{100 * hi_b:.2f} %, p {paper_table1_p_range('b')}; "
+             f"1.2B stronger")
+    return Claim("Table 1 / Finding 1", paper, ours, verdict, "; ".join(why), "Sec. 3")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bornbiased_jax.stats import format_log10_p
 from bornbiased_jax.verdicts import Claim
+from experiments.common.paper_values import PAPER_TABLE2, printed
 from experiments.initialisation.levels import ok_verdict
 
 
@@ -14,8 +15,10 @@ def table2_claim(d: dict) -> Claim:
     full, att, mlp = m["full model"], m["self-attention-only"], m["MLP-only"]
     ok = full["avg_sim"] > mlp["avg_sim"] > 0.05 and abs(att["avg_sim"]) < 0.01 \
         and att["log10_p"] > -2
-    return Claim("Table 2 / Findings 3.1-3.2", "full 0.46, attention-only 1.1e-4 (p 0.16), "
-                 "MLP-only 0.25",
+    (f_sim, _), (a_sim, a_p), (m_sim, _) = (PAPER_TABLE2[k] for k in (
+        "full model", "self-attention-only", "MLP-only"))
+    return Claim("Table 2 / Findings 3.1-3.2", f"full {f_sim:.2f}, attention-only "
+                 f"{printed(a_sim)} (p {a_p}), MLP-only {m_sim:.2f}",
                  f"full {full['avg_sim']:.3f} (p {format_log10_p(full['log10_p'])}), attention-only "
                  f"{att['avg_sim']:.2e} (p {format_log10_p(att['log10_p'])}), MLP-only "
                  f"{mlp['avg_sim']:.3f} (p {format_log10_p(mlp['log10_p'])}); p: z-test of H0 "

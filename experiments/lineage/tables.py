@@ -28,6 +28,9 @@ from bornbiased_jax.files import progress
 from bornbiased_jax.stats import kendall_null_sd
 from experiments import artifacts
 from experiments.common import family
+from experiments.common.paper_values import (PAPER_TABLE4B_8, PAPER_TABLE4C, PAPER_TABLE5,
+                                             PAPER_TABLE9, PAPER_TABLE10, PAPER_TABLE11,
+                                             PAPER_TABLE12)
 from experiments.lineage.claims import TITLES
 from experiments.lineage.measure import (
     BASES,
@@ -58,39 +61,15 @@ LLAMA2 = PaperTables(
     "llama2",
     {"checkpoints": "figure11", "own": "table4b", "cross": "table4c", "continued": "table5",
      "runs": "lineage_runs"},
-    # Tables 4b and 8
-    own={42: (2.20e-8, 6.28e-8, -0.021, 0.375, 0.580, 0.196),
-         123: (7.09e-6, 1.37e-5, 0.149, 0.369, 0.581, 0.188),
-         1000: (5.58e-4, 2.81e-3, -0.252, 0.381, 0.581, 0.188),
-         2000: (4.00e-10, 1.27e-9, -0.337, 0.331, 0.581, 0.188)},
-    # Table 4c
-    cross={(123, 1000): (0.385, 0.486), (1000, 2000): (0.035, 0.096),
-           (42, 123): (0.426, 0.337), (2000, 42): (0.388, 0.287)},
-    # Table 5
-    continued={"cont-prose-s1000": (0.0, 7.77e-89, 1.000, 0.759, 0.999, 0.996),
-               "cont-prose-s123": (0.943, 0.902, 0.950, 0.658, 0.332, 0.012),
-               "cont-code-s1000": (0.0, 3.09e-69, 0.489, 0.557, 0.585, 0.123),
-               "cont-code-s123": (0.732, 0.831, 0.445, 0.580, 0.301, 0.026)},
+    own=PAPER_TABLE4B_8, cross=PAPER_TABLE4C, continued=PAPER_TABLE5,
     init_pairs={})
 
 QWEN2 = PaperTables(
     "qwen2",
     {"checkpoints": "figure14", "init_pairs": "table9", "own": "table10", "cross": "table11",
      "continued": "table12", "runs": "lineage_qwen2_runs"},
-    # Table 10 (t and U only)
-    own={123: (7.36e-15, 3.38e-13), 1000: (4.41e-13, 2.01e-11), 42: (1.06e-24, 2.05e-19),
-         2000: (4.87e-24, 1.92e-20)},
-    # Table 11
-    cross={(123, 1000): (0.286, 0.254), (1000, 123): (0.036, 0.040),
-           (42, 2000): (0.026, 0.043), (2000, 42): (0.112, 0.123)},
-    # Table 12
-    continued={"cont-prose-s1000": (8.49e-214, 5.09e-71, 1.000, 0.957, 0.999, 0.996),
-               "cont-prose-s123": (0.256, 0.065, 0.913, 0.199, 0.328, 0.039),
-               "cont-code-s1000": (1.16e-211, 2.30e-76, 0.999, 0.313, 0.995, 0.976),
-               "cont-code-s123": (0.610, 0.491, 0.916, 0.255, 0.328, 0.038)},
-    # Table 9
-    init_pairs={(123, 1000): (0.094, 0.074), (1000, 123): (0.125, 0.094),
-                (42, 2000): (0.451, 0.529), (2000, 42): (0.130, 0.095)})
+    own=PAPER_TABLE10, cross=PAPER_TABLE11, continued=PAPER_TABLE12,
+    init_pairs=PAPER_TABLE9)
 
 ARCHS = {t.arch: t for t in (LLAMA2, QWEN2)}
 PAPER_KEYS = ("t", "u", "intrinsic", "reef", "pcs", "ics")

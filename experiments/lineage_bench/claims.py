@@ -222,8 +222,7 @@ def section(record: dict, command: str, run_line: str) -> str:
              f"experiments/lineage_bench/suspects.py applied to each; each base tested against "
              f"its own suspects (positives) and every other base's (negatives); SeedPrint "
              f"features on n = {s['n']} token sequences of T = {s['seq_len']}, calibrated "
-             f"null K = {s['null_models']}. For context only (another benchmark, other "
-             f"models): SeedPrints reports AUC 0.9966 and FPR 0.0069 on LeaFBench.", "",
+             f"null K = {s['null_models']}.", "",
              "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     lines += ["| " + " | ".join(c.cells()) + " |"
               for c in claims(record["records"]["summary"], record["records"].get("pairs"),

@@ -45,6 +45,8 @@ from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95,  # 
                                           found_by, index_ranges, lineage_verdict,
                                           negatives_needed, runs_by_test, tested_by)
 from experiments.common.paper_values import paper_table1_summary
+from experiments.common.paper_values import PAPER_TABLE6, paper_table6_range
+from experiments.common.paper_values import FIGURE12_BASELINE, paper_table1_summary
 
 HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
@@ -83,8 +85,8 @@ def sinks_claims(rec: dict) -> list[Claim]:
            f"{'with' if r['settings'].get('bos_prepended') else 'no'} BOS)")
     rows = [Claim(f"Attention sinks in a trained model (Sec. 6.2's premise, Gu et al.; "
                   f"Figure 12's baseline) [{MODEL}]",
-                  "a 'consistently significant' sink rate at every length (Figure 12; no "
-                  "numbers)", f"sink rate {ours}", verdict, why, "6.2.1")]
+                  f"'{FIGURE12_BASELINE}' (Sec. 6.2.1, Figure 12; no numbers)",
+                  f"sink rate {ours}", verdict, why, "6.2.1")]
     last = res[-1]
     L = len(last["alpha_LH"])
     sink_layers = [l for l, heads in enumerate(last["alpha_LH"])
@@ -155,10 +157,16 @@ def negatives(r: dict) -> list[dict]:
 
 
 
+def _table6_tokens() -> str:
+    """The fine-tuning tokens of Table 6's suspects, as a range ('5M-500B')."""
+    tokens = [t for t, _ in PAPER_TABLE6.values()]
+    return f"{tokens[0]}-{tokens[-1]}"
+
+
 def lineage_claims(rec: dict) -> list[Claim]:
     r = rec["records"]
     rows = [Claim("Table 6: SeedPrint finds five released 7B descendants of Llama-2-7B "
-                  "(fine-tunes of 5M-500B tokens)", "U p 1.3e-41 .. 2.0e-3, all found", "-",
+                  f"(fine-tunes of {_table6_tokens()} tokens)", f"U p {paper_table6_range()}, all found", "-",
                   UNTESTABLE, "no 7B weights on this machine (nothing is downloaded from the "
                   "hub here) and a 7B forward pass on 2 CPU cores takes hours per pair; the "
                   "rows below ask the same question of a 135M model", "6.1.2")]

@@ -13,6 +13,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, PARTLY, REPRODUCED, UNDERP
                                      UNTESTABLE, Claim)
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
+from experiments.common.paper_values import PAPER_TABLE4A
 
 INTRO = ("CPU scale: LLaMA-style d = 128 or 256, 4 blocks, and the 12-block d = 768 shape at "
          "small n; each run's settings are in its record. Tests: 'paper' = Algorithm 1 with its "
@@ -72,11 +73,18 @@ def table4a_claims(d: dict) -> list[Claim]:
         + f"; the calibrated test {'does not' if cal_bad == 0 else f'{cal_bad} of {len(recs)}'}")
     verdict = REPRODUCED if bad == 0 else DIFFERS if bound < EXCESS else UNDERPOWERED
     return [Claim("Table 4a: init vs init, seeds 42/123/1000/2000 (4 pairs)",
-                  "t 0.357, 0.678, 0.363, 0.434; U 0.532, 0.565, 0.335, 0.481 (all > 0.01)",
+                  table4a_paper(),
                   "; ".join(parts), verdict, why, "Table 4a")]
 
 
 EXCESS = 0.05  # a rejection count is "more than chance" when its bound is below this
+
+
+def table4a_paper() -> str:
+    """Table 4a as the paper prints it: 't 0.357, ...; U 0.532, ... (all > 0.01)'."""
+    t = ", ".join(f"{v[0]:.3f}" for v in PAPER_TABLE4A.values())
+    u = ", ".join(f"{v[1]:.3f}" for v in PAPER_TABLE4A.values())
+    return f"t {t}; U {u} (all > 0.01)"
 
 
 def table4a_cell(rs: list[dict]) -> dict:
@@ -108,7 +116,7 @@ def table4a_paper_scale_claims(d: dict | None) -> list[Claim]:
     yet). The released code's test and the exact permutation test
     (token inputs) are reported beside. The paper states neither n nor T for Table 4a; the
     row names ours."""
-    paper = "t 0.357, 0.678, 0.363, 0.434; U 0.532, 0.565, 0.335, 0.481 (all > 0.01)"
+    paper = table4a_paper()
     if d is None:
         return [Claim("Table 4a [paper scale]", paper, "no record yet; `python -m "
                       "experiments.paper_scale table4a` measures it (resumable)", UNTESTABLE,
