@@ -256,6 +256,18 @@ def test_depth_and_ablation_rules_could_fail():
     assert c.verdict == V.REPRODUCED and "9 df, from the spread between 10 models" in c.why
     flat = [[0.0, 0.07, 0.07 + 0.01 * (-1) ** i] for i in range(12)]  # block 1 -> 2: 0 on average
     assert I.figure2_claim(f2(flat)).verdict == V.UNDERPOWERED
+    # the size: a rise below a tenth of the paper's 0.46 (0.046) is not Finding 2.1's contraction
+    # however significant its steps (a fresh Gemma 3: 0.005); a flat curve reads so; a rise
+    # whose interval holds 0.046 is not decided; the rise's SE here is that of the last block,
+    # s sqrt(7) (h1 = 0.0063 at s = 1e-3)
+    c = I.figure2_claim(f2([[0.0, 0.002, 0.004]], loo_spread=1e-4))
+    assert c.verdict == V.DIFFERS and "rises by less than a tenth" in c.why, c.why
+    c = I.figure2_claim(f2([[0.0, 0.00001, 0.00002]], loo_spread=1e-4))
+    assert c.verdict == V.DIFFERS and "flat: no step rises" in c.why, c.why
+    c = I.figure2_claim(f2([[0.0, 0.02, 0.046]], loo_spread=1e-3))
+    assert c.verdict == V.UNDERPOWERED and "holds the size threshold" in c.why, c.why
+    assert I.figure2_claim(f2([[0.0, 0.02, 0.046 + h1 + 1e-4]], loo_spread=1e-3)).verdict \
+        == V.REPRODUCED
     falling = [[0.3 + e, 0.2, 0.25 + f] for e, f in rng.normal(0, 0.01, (12, 2))]
     c = I.figure2_claim(f2(falling))  # block 1 below the embeddings
     assert c.verdict == V.DIFFERS and "falls from embeddings -> block 1" in c.why

@@ -8,8 +8,18 @@ import numpy as np
 
 from bornbiased_jax.stats import jackknife_se, seed_mean, t_quantile
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, Claim
+from experiments.common.paper_values import PAPER_TABLE2
 
 FIGURE2_BETWEEN_MODELS = 10  # from this many models, Figure 2's SE is the spread between them
+# The paper gives its contraction one size: Table 2's average last-token cosine of its nano full
+# model, 0.46. A curve that rises by less than this fraction of it (0.046: an order of magnitude
+# below) is not the "severe" contraction of Finding 2.1, however significant its steps.
+FIGURE2_SIZE_FRACTION = 0.1
+
+
+def figure2_size_threshold() -> float:
+    """The rise (last block minus embeddings) below which a curve is not Finding 2.1's."""
+    return FIGURE2_SIZE_FRACTION * PAPER_TABLE2["full model"][0]
 
 
 def figure2_intervals(per: list, contrasts: np.ndarray) -> tuple:
@@ -51,14 +61,20 @@ def figure2_claim(d: dict) -> Claim:
     delete-one-block jackknife of the mean curve over the blocks of sequences that the networks
     share (``block_mean_cos_loo``; B - 1 df): these networks.
 
-    Differs when an overall step lies below 0; partly reproduced when both lie above 0 but a
-    consecutive step lies below 0 (the cosine falls somewhere); reproduced when both lie above 0
-    and no consecutive step falls; consistent, underpowered otherwise, or with no standard
-    error. The paper's "severe" contraction has no size to test against."""
+    The size: the rise from the embeddings to the last block against
+    :func:`figure2_size_threshold`, a tenth of the paper's only number for the contraction
+    (Table 2's 0.46), so that a flat or negligible curve cannot pass.
+
+    Differs when an overall step lies below 0, or when the whole rise's interval lies below the
+    size threshold (the row says whether the curve is flat: every step's interval holds 0);
+    partly reproduced when both overall steps lie above 0 but a consecutive step lies below 0
+    (the cosine falls somewhere); reproduced when both lie above 0, no consecutive step falls
+    and the rise's interval lies above the threshold; consistent, underpowered otherwise, or
+    with no standard error."""
     per = d["records"]["per_seed"]
     L = len(per[0]["block_mean_cos"]) - 1
     eye = np.eye(L + 1)
-    overall = np.stack([eye[1] - eye[0], eye[L] - eye[1]])
+    overall = np.stack([eye[1] - eye[0], eye[L] - eye[1], eye[L] - eye[0]])  # + the whole rise
     consecutive = eye[1:] - eye[:-1]  # (L, L+1)
     est, se, df, source = figure2_intervals(per, np.concatenate([overall, consecutive]))
     settings = d.get("run", {}).get("settings", {})
@@ -76,22 +92,35 @@ def figure2_claim(d: dict) -> Claim:
                "record; steps " + ", ".join(f"{n} {e:+.4f}" for n, e in zip(names, est)))
         return Claim(*claim, UNDERPOWERED, why, section="Sec. 4")
     half = t_quantile(df) * se[:2]
-    half_k = t_quantile(df, 1 - 0.025 / L) * se[2:]
+    rise, half_rise = est[2], t_quantile(df) * se[2]
+    half_k = t_quantile(df, 1 - 0.025 / L) * se[3:]
     up = all(est[:2] - half > 0)
     down = [n for n, e, h in zip(names, est, half) if e + h < 0]
-    falls = [k for k in range(L) if est[2 + k] + half_k[k] < 0]
-    rises = sum(est[2 + k] - half_k[k] > 0 for k in range(L))
+    falls = [k for k in range(L) if est[3 + k] + half_k[k] < 0]
+    rises = sum(est[3 + k] - half_k[k] > 0 for k in range(L))
     text = "; ".join(f"{n} {e:+.4f} ± {h:.4f}" for n, e, h in zip(names, est, half))
+    size = figure2_size_threshold()
     why = (f"steps {text} (95 % t intervals, {df} df, from {source}); consecutive steps: "
-           f"{rises} of {L} rise, {len(falls)} fall (Bonferroni over {L}); the paper's "
-           "\"severe\" has no size to test against")
+           f"{rises} of {L} rise, {len(falls)} fall (Bonferroni over {L}); size: the rise "
+           f"from the embeddings to block {L} is {rise:+.4f} ± {half_rise:.4f}, against "
+           f"{size:.3f} ({FIGURE2_SIZE_FRACTION:g} of the paper's {PAPER_TABLE2['full model'][0]}, "
+           f"Table 2's nano last-token cosine)")
     if down:
         return Claim(*claim, DIFFERS, f"the cosine falls from {' and '.join(down)}; {why}",
                      section="Sec. 4")
+    if rise + half_rise < size:
+        flat = not rises and all(abs(e) <= h for e, h in zip(est[:2], half))
+        what = (f"flat: no step rises, the cosine stays within {np.abs(m).max():.4f} of 0 at "
+                f"every block" if flat and np.abs(m).max() < size else
+                "the curve rises by less than a tenth of the paper's contraction")
+        return Claim(*claim, DIFFERS, f"{what}; {why}", section="Sec. 4")
     if up and falls:
         return Claim(*claim, PARTLY, "grows overall but falls from block(s) "
                      + ", ".join(f"{k} -> {k + 1}" for k in falls) + f"; {why}", section="Sec. 4")
-    if up:
+    if up and rise - half_rise >= size:
         return Claim(*claim, REPRODUCED, why, section="Sec. 4")
+    if up:
+        return Claim(*claim, UNDERPOWERED, f"the rise's interval holds the size threshold; {why}",
+                     section="Sec. 4")
     return Claim(*claim, UNDERPOWERED, f"an overall step's interval holds 0; {why}",
                  section="Sec. 4")
