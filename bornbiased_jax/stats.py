@@ -197,6 +197,54 @@ def uniform_max_quantile(n: int, v: int, q: float = 0.99) -> int:
     return int(ms[np.argmax(log_cdf_max >= np.log(q))])
 
 
+def uniform_distinct(n: int, v: int) -> tuple[float, float]:
+    """Mean and standard deviation of the number of distinct cells hit by N uniform draws over V
+    cells (the occupancy problem, exact moments):
+
+      E[D] = V (1 - (1 - 1/V)^N),
+      Var[D] = V (V - 1) (1 - 2/V)^N + V (1 - 1/V)^N - V^2 (1 - 1/V)^(2N).
+
+    A preference spread over many tokens, none of them far above the rest, shows as fewer
+    distinct arg-max tokens than this while no single count is significant."""
+    _check(0, n, v)
+    a, b = (1 - 1 / v) ** n, (1 - 2 / v) ** n
+    mean = v * (1 - a)
+    var = v * (v - 1) * b + v * a - (v * a) ** 2
+    return float(mean), float(math.sqrt(max(var, 0.0)))
+
+
+def collisions_log10_p(distinct: int, n: int, v: int) -> float:
+    """log10 of the p-value of N - ``distinct`` collisions or more among N uniform draws over V
+    cells: the collision count taken as Poisson with the exact mean N - E[D]
+    (:func:`uniform_distinct`), accurate in the sparse regime N << V (its tail holds its level
+    against multinomial draws at N = 10,000, V = 262,144: tested). Small when the draws
+    concentrate on fewer cells than uniform ones do."""
+    _check(0, n, v)
+    if not 0 <= distinct <= min(n, v):
+        raise UserError(f"distinct must be in [0, min(N, V)] = [0, {min(n, v)}], got {distinct}")
+    mean, _ = uniform_distinct(n, v)
+    return float(stats.poisson.logsf(n - distinct - 1, n - mean) / math.log(10))
+
+
+def critical_count(n: int, v: int, alpha: float) -> int:
+    """The smallest top-1 count whose Bonferroni binomial p (:func:`bonferroni_log10_p`) at N
+    draws over V tokens is below ``alpha``; N + 1 when no count is."""
+    _check(0, n, v)
+    cut = math.log10(alpha)
+    for k in range(1, n + 1):
+        if bonferroni_log10_p(k, n, v) < cut:
+            return k
+    return n + 1
+
+
+def preference_power(freq: float, n: int, v: int, alpha: float) -> float:
+    """The probability that a network preferring one token with probability ``freq`` (on each
+    of N sequences, independently) shows a top-1 count at or above :func:`critical_count`: the
+    power of Table 1's per-row test against a preference of that size (a lower bound: another
+    token's count may also pass)."""
+    return float(stats.binom.sf(critical_count(n, v, alpha) - 1, n, freq))
+
+
 def simulate_uniform_rank_frequency(n: int, v: int, ranks: int, reps: int,
                                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Monte Carlo E[X_(r)] and its standard error from ``reps`` multinomial draws."""

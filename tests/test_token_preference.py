@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bornbiased_jax.cli import main
 from bornbiased_jax.commands.arguments import parse_seeds
+from bornbiased_jax.errors import UserError
 from bornbiased_jax.presets import get_preset
 from bornbiased_jax.probes.token_preference import summarize, token_preference
 from bornbiased_jax.stats import (bonferroni_log10_p, format_log10_p,
@@ -103,6 +104,53 @@ def test_uniform_max_quantile_against_multinomial_draws():
     assert uniform_max_quantile(3, 3, 0.3) == 1 and uniform_max_quantile(3, 3, 0.5) == 2
     with pytest.raises(ValueError):
         uniform_max_quantile(10, 5, 1.0)
+
+
+def test_uniform_distinct_and_the_collision_test_against_uniform_draws():
+    """The occupancy moments against 2,000 simulated counts of distinct tokens (mean within 4
+    standard errors, SD within 10 %), and the collision test's level at N = 10,000 over
+    Gemma 3's 262,144 tokens: at most alpha + 3 SE of uniform draws rejected (2,000 draws, SE
+    0.0049 at 0.05). A spread preference (each draw from a tenth of the vocabulary with
+    probability 0.5: 3.25 times uniform draws' collisions, its largest count still about 3) is
+    found at every one of 20 draws."""
+    from bornbiased_jax.stats import collisions_log10_p, uniform_distinct
+
+    rng = np.random.default_rng(3)
+    n, v, reps = 10_000, 262_144, 2000
+    d = np.array([np.unique(rng.integers(0, v, n)).size for _ in range(reps)])
+    mean, sd = uniform_distinct(n, v)
+    assert abs(d.mean() - mean) < 4 * sd / math.sqrt(reps)
+    assert abs(d.std() / sd - 1) < 0.1
+    lp = np.array([collisions_log10_p(int(x), n, v) for x in d])
+    for alpha in (0.05, 0.01):
+        assert np.mean(lp < math.log10(alpha)) <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / reps)
+    for _ in range(20):
+        small = rng.random(n) < 0.5
+        x = np.where(small, rng.integers(0, v // 10, n), rng.integers(0, v, n))
+        assert collisions_log10_p(np.unique(x).size, n, v) < -2
+    assert np.allclose(uniform_distinct(1, 5), (1.0, 0.0))
+    with pytest.raises(UserError, match="distinct must be in"):
+        collisions_log10_p(11, 10, 100)
+
+
+def test_critical_count_and_the_power_of_one_row():
+    """The critical count is the first with Bonferroni p below alpha; the power is the binomial
+    tail at it, matching simulated top-1 counts of a network that prefers one token with
+    probability 0.06 % (Table 1(b)'s weakest) at N = 10,000 over 32,000 tokens, within 4 SE of
+    4,000 draws; LLaMA-2's rows pass on their own about half the time, as the rule's docstring
+    says."""
+    from bornbiased_jax.stats import bonferroni_log10_p, critical_count, preference_power
+
+    for n, v in [(10_000, 32_000), (10_000, 262_144), (250, 262_144), (2000, 50_257)]:
+        k = critical_count(n, v, 0.05)
+        assert bonferroni_log10_p(k, n, v) < math.log10(0.05) <= bonferroni_log10_p(k - 1, n, v)
+    assert critical_count(3, 10**6, 1e-300) == 4  # no count reaches it
+    power = preference_power(0.0006, 10_000, 32_000, 0.05)
+    assert 0.45 < power < 0.65
+    rng = np.random.default_rng(4)
+    k = critical_count(10_000, 32_000, 0.05)
+    hits = rng.binomial(10_000, 0.0006, 4000) >= k
+    assert abs(hits.mean() - power) < 4 * math.sqrt(power * (1 - power) / 4000)
 
 
 def test_summarize_counts():

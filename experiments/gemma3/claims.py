@@ -1,5 +1,6 @@
 """Verdict rules of the Gemma 3 study and its RESULTS.md section: pure functions of the records
-``gemma3_sinks``, ``gemma3_token_preference``, ``gemma3_init`` and ``gemma3_lineage``.
+``gemma3_sinks``, ``gemma3_token_preference``, ``gemma3_init`` and ``gemma3_lineage``, and of
+the campaign's paper-N record ``gemma3_init_n10k`` (results/records/paper/gemma3/).
 
 Rules (each stated in its row):
   * sinks with ``<bos>`` (the file's tokenizer adds it): the real-model study's rule -- the 95 %
@@ -13,13 +14,19 @@ Rules (each stated in its row):
   * the trained model's token preference (beyond the paper): Table 1's Bonferroni binomial p
     below :data:`ALPHA`;
   * born biased at initialisation, per arm (full ``gemma3-270m``, QK-norm off, post-norms
-    off): Table 1's statistic -- every seed's Bonferroni p below :data:`ALPHA` reproduces "a
-    fresh model prefers a token", some seeds partly, none differs; Figure 2's contraction by
-    the initialisation study's own rule (:func:`experiments.common.contraction.figure2_claim`,
-    jackknife over blocks of sequences);
-  * what QK-norm and the post-norms change (beyond the paper): per ablation, the paired
-    difference from the full arm seed by seed in the top-1 frequency and in the last block's
-    mean cosine, a 95 % t interval over the seeds; "changes" where it excludes 0;
+    off, and in the campaign's N = 10,000 record the embedding scale off), at the CPU record's
+    N and at Table 1(b)'s: Table 1(b)'s rule (:func:`experiments.common.preference.
+    weak_preference`) -- the seeds' Bonferroni p pooled by Fisher's method below 0.05
+    reproduces "a fresh model prefers a token"; not below, it differs where each seed's power
+    against the paper's weakest preference (0.06 %, LLaMA-2) reaches 0.8 and is underpowered
+    where not (N = 250: power 0.0005); beyond the paper, at N = 10,000, a spread preference:
+    arg-max tokens that repeat more often than uniform draws' (a Poisson collision test, p below
+    :data:`ALPHA`); Figure 2's contraction by the initialisation study's own rule
+    (:func:`experiments.common.contraction.figure2_claim`, jackknife over blocks of sequences);
+  * what each ablation changes (beyond the paper): the paired difference from the full arm
+    seed by seed in the top-1 frequency and the fraction of distinct arg-max tokens (when the
+    arms share N) and in the last block's mean cosine, a 95 % t interval over the seeds;
+    "changes" where it excludes 0;
   * Table 6's question on Gemma 3: its honest descendants (LoRA, int8, int4, pruning) found and
     fresh initialisations not flagged reproduces at this scale; some found or one flagged
     partly; none differs. Renamed copies are beyond the paper, counted; the rotations are
@@ -38,6 +45,7 @@ from bornbiased_jax.stats import seed_mean, t_quantile
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED,
                                      UNDERPOWERED, Claim, table)
 from experiments.common.contraction import figure2_claim
+from experiments.common.preference import spread_preference, weak_preference
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
 from experiments.common.pretrained import inputs_text
@@ -52,13 +60,19 @@ HONEST = ("lora", "int8", "int4-g32", "prune-50")
 RENAMED = ("renamed", "signs-units")
 UNRELATED = ("preset:gemma3-270m@1", "preset:gemma3-270m@2")
 ARM_TEXT = {"gemma3-270m": "gemma3-270m", "no-qk-norm": "gemma3-270m without QK-norm",
-            "no-post-norms": "gemma3-270m without post-norms"}
+            "no-post-norms": "gemma3-270m without post-norms",
+            "no-embed-scale": "gemma3-270m without the embedding scale"}
 PATTERN = 6  # every 6th layer global (Gemma 3)
-CHANGE_TEXT = {"no-qk-norm": "switching QK-norm off", "no-post-norms": "switching the post-norms off"}
+CHANGE_TEXT = {"no-qk-norm": "switching QK-norm off", "no-post-norms": "switching the post-norms off",
+               "no-embed-scale": "switching the embedding scale (sqrt(d_model)) off"}
+PAPER_N_RECORD = "gemma3_init_n10k"  # the campaign's record at Table 1(b)'s N
+PAPER_N_COMMAND = "python -m experiments.paper_scale gemma3-init-n10k"
+GEMMA3_VOCAB = 262_144  # the gemma3-270m preset's vocabulary, for records that do not name it
+PREFERENCE_VERDICT = {"holds": REPRODUCED, "fails": DIFFERS, "underpowered": UNDERPOWERED}
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
+    return f"{100 * x:.1f} %" if x >= 0.01 or x == 0 else f"{100 * x:.3f} %"
 
 
 def _is_global(layer: int) -> bool:
@@ -142,63 +156,115 @@ def _arm_record(init: dict, arm: str) -> dict:
     s = init["settings"]
     return {"records": {"per_seed": init["arms"][arm]["per_seed"]},
             "run": {"settings": {"preset": ARM_TEXT.get(arm, arm), "seq_len": s["seq_len"],
-                                 "num_seqs": s["num_seqs"]}}}
+                                 "num_seqs": _arm_n(init, arm)}}}
 
 
-def init_claims(rec: dict) -> list[Claim]:
-    init = rec["records"]
+def _arm_n(init: dict, arm: str) -> int:
+    return init["arms"][arm].get("num_seqs", init["settings"]["num_seqs"])
+
+
+def paper_n_init(rec: dict) -> dict:
+    """The campaign's N = 10,000 record (``gemma3_init_n10k``) in the shape of ``gemma3_init``'s
+    records: settings, and per arm its N, blocks and per-seed rows (arms not started omitted)."""
+    return {"settings": rec["run"]["settings"],
+            "arms": {a: v for a, v in rec["records"].items() if v["per_seed"]}}
+
+
+def paper_n_text(rec: dict | None) -> str:
+    """Where the paper-N rows come from: the campaign piece's command, each arm's N and compute
+    seconds, and the arms still to measure."""
+    if rec is None:
+        return (f"Initialisation at Table 1(b)'s N = 10,000: not measured yet "
+                f"(`{PAPER_N_COMMAND}`, resumable).")
+    run, target = rec["run"], rec["run"]["settings"].get("target_num_seqs")
+    arms = "; ".join(f"{a}: N = {v['num_seqs']:,}" + (f" of {target:,}" if target and
+                                                       v["num_seqs"] < target else "")
+                     + f", {v.get('blocks_seconds', 0):.0f} s" for a, v in rec["records"].items())
+    return (f"Initialisation at Table 1(b)'s N (rows marked [paper N: ...]): results/records/"
+            f"paper/gemma3/{PAPER_N_RECORD}.json, measured in blocks of "
+            f"{run['settings']['block']:,} sequences by `{PAPER_N_COMMAND}` (resumable; record "
+            f"written by `{run['command']}`) on {run.get('device', '?')} "
+            f"({run.get('machine', '?')}), jax {run.get('jax', '?')}; per arm its N and the "
+            f"compute seconds of its blocks: {arms}.")
+
+
+def init_claims(rec: dict, paper_n: bool = False) -> list[Claim]:
+    """The rows of one initialisation record (``gemma3_init``, or with ``paper_n`` the
+    campaign's ``gemma3_init_n10k``): per arm, born biased by Table 1(b)'s rule
+    (:func:`experiments.common.preference.weak_preference`) and Figure 2's contraction; then
+    the arms' paired differences."""
+    init = paper_n_init(rec) if paper_n else rec["records"]
     s = init["settings"]
-    scale = (f"{len(s['seeds'])} seeds, N = {s['num_seqs']} uniform random token sequences of "
-             f"T = {s['seq_len']}, shared embedding (App. B.2)")
+    vocab = s.get("vocab_size", GEMMA3_VOCAB)
     rows = []
     for arm, a in init["arms"].items():
-        per = a["per_seed"]
-        sig = [10 ** p["log10_p"] < ALPHA for p in per]
-        verdict = REPRODUCED if all(sig) else PARTLY if any(sig) else DIFFERS
+        per, n = a["per_seed"], _arm_n(init, arm)
+        scale = (f"{'paper N: ' if paper_n else ''}{len(per)} seeds, N = {n:,} uniform random "
+                 f"token sequences of T = {s['seq_len']}, shared embedding (App. B.2)")
+        state, why = weak_preference(
+            [{**p, "num_seqs": n, "seq_len": s["seq_len"]} for p in per], vocab,
+            ARM_TEXT.get(arm, arm))
         freq = seed_mean([p["top1_freq"] for p in per])
         rows.append(Claim(
             f"Born biased: a fresh {ARM_TEXT.get(arm, arm)} prefers a token (Table 1's "
-            f"statistic) [{scale}]",
+            f"statistic, Table 1(b)'s rule) [{scale}]",
             paper_table1_summary(),
             f"top-1 frequency {_pct(freq.mean)} ± {_pct(freq.se)} over seeds ("
-            + ", ".join(f"seed {p['seed']}: token {p['top1_id']} {p['top1_count']}/"
-                        f"{s['num_seqs']}, log10 p {p['log10_p']:.1f}" for p in per) + ")",
-            verdict, f"rule: every seed's Bonferroni binomial p below {ALPHA}; "
-                     f"{sum(sig)} of {len(sig)} seeds"))
+            + ", ".join(f"seed {p['seed']}: token {p['top1_id']} {p['top1_count']}/{n:,}"
+                        for p in per) + ")",
+            PREFERENCE_VERDICT[state], f"rule: {why}"))
+        if paper_n:  # at N = 250 uniform draws collide 0.1 times: nothing to see
+            hits, why = spread_preference([{**p, "num_seqs": n} for p in per], vocab, ALPHA)
+            rows.append(Claim(
+                f"A spread preference: the arg-max tokens of a fresh {ARM_TEXT.get(arm, arm)} "
+                f"repeat more often than uniform draws' [{scale}]", "-",
+                f"collisions beyond uniform at {hits} of {len(per)} seeds", BEYOND, why))
         fig2 = figure2_claim(_arm_record(init, arm))
         fig2.claim = f"Figure 2 / Finding 2.1 on a fresh {ARM_TEXT.get(arm, arm)} [{scale}]"
         rows.append(fig2)
-    rows += arm_differences(init)
+    rows += arm_differences(init, paper_n)
     return rows
 
 
-def arm_differences(init: dict) -> list[Claim]:
-    """Per ablation arm: the paired difference from the full arm, seed by seed."""
+def arm_differences(init: dict, paper_n: bool = False) -> list[Claim]:
+    """Per ablation arm: the paired difference from the full arm, seed by seed, in the top-1
+    frequency, the fraction of distinct arg-max tokens (both depend on N: compared only when
+    the arms share it) and the last block's mean cosine."""
     full = {p["seed"]: p for p in init["arms"]["gemma3-270m"]["per_seed"]}
+    n_full = _arm_n(init, "gemma3-270m")
     rows = []
     for arm, a in init["arms"].items():
         if arm == "gemma3-270m":
             continue
         pairs = [(p, full[p["seed"]]) for p in a["per_seed"] if p["seed"] in full]
+        n = _arm_n(init, arm)
+        metrics = [("last block's mean cosine", lambda p, n: p["block_mean_cos"][-1])]
+        if n == n_full:
+            metrics = [("top-1 frequency", lambda p, n: p["top1_freq"]),
+                       ("distinct arg-max fraction", lambda p, n: p["distinct_tokens"] / n)
+                       ] + metrics
         parts, changed = [], []
-        for what, f in (("top-1 frequency", lambda p: p["top1_freq"]),
-                        ("last block's mean cosine", lambda p: p["block_mean_cos"][-1])):
-            d = seed_mean([f(x) - f(y) for x, y in pairs])
+        for what, f in metrics:
+            d = seed_mean([f(x, n) - f(y, n_full) for x, y in pairs])
             if len(pairs) < 2 or not np.isfinite(d.se):
-                parts.append(f"{what} {d.mean:+.3f} (one seed: no interval)")
+                parts.append(f"{what} {d.mean:+.4f} (one seed: no interval)")
                 continue
             half = t_quantile(len(pairs) - 1) * d.se
             if abs(d.mean) > half:
                 changed.append(what)
-            parts.append(f"{what} {d.mean:+.3f} ± {half:.3f}")
+            parts.append(f"{what} {d.mean:+.4f} ± {half:.4f}")
+        at = f"N = {n:,}" if n == n_full else f"N = {n:,} and {n_full:,}"
         rows.append(Claim(
             f"What {CHANGE_TEXT.get(arm, arm)} changes at initialisation: "
-            f"{ARM_TEXT.get(arm, arm)} minus gemma3-270m, paired by seed", "-", "; ".join(parts),
+            f"{ARM_TEXT.get(arm, arm)} minus gemma3-270m, paired by seed [{at}"
+            f"{', paper N' if paper_n else ''}]", "-", "; ".join(parts),
             BEYOND if len(pairs) >= 2 else UNDERPOWERED,
             f"rule: a 95 % t interval over {len(pairs)} seeds ({len(pairs) - 1} df) that "
             f"excludes 0 is a change; "
             + (f"it changes the {' and the '.join(changed)}" if changed
-               else "no change detected in either")))
+               else "no change detected")
+            + ("" if n == n_full else "; the top-1 frequency and the distinct fraction depend "
+               "on N and are compared once the arms share it")))
     return rows
 
 
@@ -259,6 +325,8 @@ def section(records: dict, command: str) -> str | None:
                      ("gemma3_init", init_claims), ("gemma3_lineage", lineage_claims)):
         if name in records:
             rows += fn(records[name])
+        if name == "gemma3_init" and PAPER_N_RECORD in records.get("paper", {}):
+            rows += init_claims(records["paper"][PAPER_N_RECORD], paper_n=True)
     lines = [f"## {TITLE}", "",
              "Generated from results/records/gemma3/ (written by "
              f"`{command}`; the model is the registry's gemma-3-270m-q4_k_m.gguf, joined from "
@@ -282,6 +350,7 @@ def section(records: dict, command: str) -> str | None:
             lines += ["", "Initialisation arms (Python API, `blockwise_sweep` of the last-token "
                           "probe; compute seconds of their blocks): "
                       + "; ".join(f"{a}: {v['seconds']:.0f} s" for a, v in arms.items())]
+            lines += ["", paper_n_text(records.get("paper", {}).get(PAPER_N_RECORD))]
     if "gemma3_lineage" in records:
         lines += ["", "Every pair: p of each test (* below alpha = 0.01):", "",
                   pairs_table(records["gemma3_lineage"])]

@@ -4,12 +4,11 @@ and seeds, judged per row by the Bonferroni binomial p, at the paper's N where i
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from bornbiased_jax.stats import bonferroni_log10_p, clopper_pearson, format_log10_p
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, Claim
-from experiments.initialisation.levels import (ALPHA, DECISIVE_LOG10_P, LLAMA_ALPHA, PAPER_N,
-                                               PAPER_N_LLAMA)
+from experiments.common.preference import llama_significance
+from experiments.initialisation.levels import ALPHA, DECISIVE_LOG10_P, PAPER_N
 from experiments.common.paper_values import paper_table1_p_range, paper_table1_range
 
 
@@ -56,37 +55,6 @@ def decisive_count(vocab_size: int, n: int = PAPER_N, log10_p: float = DECISIVE_
 def _freq_interval(r: dict) -> tuple[float, float]:
     k = round(r["top1_freq"] * r["num_seqs"])
     return clopper_pearson(k, r["num_seqs"])
-
-
-def llama_significance(llama: list[dict]) -> tuple[str | None, str]:
-    """Finding 1.1's LLaMA-2 part: "a non-random preference" (the paper's Table 1(b): p-values
-    1.9e-6 to 3.16e-2 at N = 10,000). Judged on the LLaMA-2 rows measured at N >= 10,000 only:
-    the paper's rows are top-1 counts of 6-9 of 10,000, so at N = 2,000 its preferred token
-    would be predicted 1.2-1.8 times, below the top-1 of uniform draws (about 3 of 2,000 over
-    32,000 tokens). The rows' Bonferroni p-values are pooled by Fisher's method (conservative:
-    a Bonferroni p is not uniform under the null): one row at the paper's weakest (6 of 10,000,
-    p 0.032) passes on its own only about half the time even for a network as biased as the
-    paper's, so requiring every row to pass would reject the paper's own table. Returns
-    (state, text): 'holds' when the pooled p < 0.05, 'fails' otherwise, with the count of rows
-    significant on their own; state None (with the reason) when no row reaches that N."""
-    at = [r for r in llama if r["num_seqs"] >= PAPER_N_LLAMA]
-    if not at:
-        lo, hi = paper_table1_range("b")
-        return None, (f"LLaMA-2's significance is untestable below N = {PAPER_N_LLAMA:,} (the "
-                      f"paper's rows are {lo * PAPER_N_LLAMA:.0f}-{hi * PAPER_N_LLAMA:.0f} of "
-                      f"{PAPER_N_LLAMA:,}: {lo * 2000:.1f}-{hi * 2000:.1f} of N = 2,000)")
-    cut = np.log10(LLAMA_ALPHA)
-    sig = [r for r in at if r["log10_p"] < cut]
-    pooled = float(stats.combine_pvalues([min(1.0, 10 ** r["log10_p"]) for r in at],
-                                         method="fisher").pvalue)
-    state = "holds" if pooled < LLAMA_ALPHA else "fails"
-    rows = ", ".join(f"seed {r['seed']} T={r['seq_len']} "
-                     f"{r.get('top1_count', round(r['top1_freq'] * r['num_seqs']))}/{r['num_seqs']:,} "
-                     f"p {format_log10_p(r['log10_p'])}" for r in at)
-    return state, (f"LLaMA-2 preference at N = {PAPER_N_LLAMA:,} (Bonferroni p of each row, "
-                   f"pooled by Fisher's method, < {LLAMA_ALPHA}): {state}, pooled p "
-                   f"{pooled:.2g}; {len(sig)} of {len(at)} rows significant on their own "
-                   f"({rows})")
 
 
 def _range(rows: list[dict], name: str) -> str:
