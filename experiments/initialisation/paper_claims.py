@@ -11,8 +11,7 @@ import statistics
 import numpy as np
 from scipy import special, stats
 
-from bornbiased_jax.stats import (bonferroni_log10_p, format_log10_p,
-                                  mantel_haenszel_greater)
+from bornbiased_jax.stats import bonferroni_log10_p, format_log10_p
 from experiments.initialisation.claims import (ALPHA, DECISIVE_LOG10_P, FIGURE10_PAPER,
                                                LLAMA_ALPHA, figure1a_claim, figure3_row,
                                                figure4_from_figure7, figure7_claim,
@@ -22,128 +21,7 @@ from experiments.initialisation.table1 import _freq_interval
 from bornbiased_jax.verdicts import DIFFERS, PARTLY, REPRODUCED, UNDERPOWERED, UNTESTABLE, Claim
 from experiments.common.contraction import figure2_claim
 from experiments.common.paper_values import PAPER_TABLE1, PAPER_TABLE1_N, paper_table1_range
-
-
-def _count(r: dict) -> int:
-    """A Table 1 record's top-1 count (older records keep only the frequency)."""
-    return int(r["top1_count"]) if "top1_count" in r else round(r["top1_freq"] * r["num_seqs"])
-
-
-def _proportion_p(k1: int, n1: int, k2: int, n2: int) -> float:
-    """One-sided p of "the second proportion is larger" (Fisher's exact test)."""
-    return float(stats.fisher_exact([[k2, n2 - k2], [k1, n1 - k1]],
-                                    alternative="greater").pvalue)
-
-
-def finding12_claim(nano: dict, big: dict | None = None) -> Claim:
-    """Finding 1.2 from Table 1(a) (and (c) when measured), two directional parts, each judged
-    by one pooled test across seeds and models with the comparison-by-comparison tests beside
-    it:
-
-      * "the longer the sequence, the more extreme": for every model and seed, the top-1
-        frequency at its longest measured T against that at its shortest (the 1.2B model's
-        seeds count once (c) is measured at two lengths);
-      * "the larger the model, the more extreme": for every seed and T measured for both, the
-        1.2B model's frequency against the nano model's.
-
-    A part *holds* when the one-sided Cochran-Mantel-Haenszel test over its comparisons
-    (:func:`~bornbiased_jax.stats.mantel_haenszel_greater`: one 2 x 2 table of top-1 count
-    and N per comparison, so the strata are model and seed for the length part, seed and T
-    for the scale part) gives p <= 0.01 and no comparison goes significantly the other way; *fails*
-    when one does (one-sided Fisher exact p <= 0.01 reversed) or the pooled test rejects
-    the other direction; is *undecided* otherwise. A claim about a direction is a claim
-    about every comparison together: a comparison not significant on its own at 1 % is
-    evidence in the paper's direction, not against it, so the row gives each comparison's
-    one-sided Fisher exact p and how many go the paper's way, and does not fail a part for
-    them. The scale part holds in full only when the 1.2B model is compared at every nano
-    length ("at the same input length"); compared at some lengths only it holds "at T = ...
-    only", which gives partly. Reproduced when every part holds (the scale part needs (c));
-    differs when one fails; partly when a part holds, wholly or in part, and the other does
-    not; consistent, underpowered when none is decided, or when every measured part holds
-    and the scale part is not measured."""
-    def compare(pairs):
-        if not pairs:
-            return "undecided (no comparison)", []
-        tables, ok, bad, way, text = [], [], [], [], []
-        for a, b in pairs:
-            k1, n1 = _count(a), a["num_seqs"]
-            k2, n2 = _count(b), b["num_seqs"]
-            tables.append((k1, n1, k2, n2))
-            up, down = _proportion_p(k1, n1, k2, n2), _proportion_p(k2, n2, k1, n1)
-            ok.append(up <= ALPHA)
-            bad.append(down <= ALPHA)
-            way.append(k2 / n2 > k1 / n1)
-            text.append(f"{a['top1_freq']:.2%} -> {b['top1_freq']:.2%} (p {up:.2g})")
-        pooled = mantel_haenszel_greater(tables)
-        against = mantel_haenszel_greater([(k2, n2, k1, n1) for k1, n1, k2, n2 in tables])
-        state = ("fails" if any(bad) or against <= ALPHA else
-                 "holds" if pooled <= ALPHA else "undecided")
-        state += (f" (pooled one-sided Mantel-Haenszel p {pooled:.2g} over {len(pairs)} "
-                  f"comparison{'s' if len(pairs) > 1 else ''}; on their own: {sum(ok)} of "
-                  f"{len(ok)} significant at {ALPHA:g}, {sum(way)} of {len(way)} in the "
-                  f"paper's direction" + (f", {sum(bad)} significantly against it" if any(bad)
-                                          else "") + ")")
-        return state, text
-
-    def by_seed_and_length(records):
-        return {(r["seed"], r["seq_len"]): r for r in records}
-
-    def length_pairs(by):  # each seed's shortest against its longest length
-        Ts = sorted({T for _, T in by})
-        seeds = sorted({s for s, T in by if (s, Ts[0]) in by and (s, Ts[-1]) in by})
-        return Ts, seeds, [(by[(s, Ts[0])], by[(s, Ts[-1])]) for s in seeds]
-
-    recs = nano["records"]
-    parts, texts = {}, []
-    by = by_seed_and_length(recs)
-    Ts = sorted({r["seq_len"] for r in recs})
-    pairs, names = [], []
-    for model, d in (("", by), ("1.2B ", by_seed_and_length(big["records"]) if big else {})):
-        ts, seeds, p = length_pairs(d) if d else ([], [], [])
-        if len(ts) > 1 and p:
-            pairs += p
-            names.append((f"{model}T = {ts[0]} -> {ts[-1]}", seeds))
-    if pairs:
-        parts["length"], t = compare(pairs)
-        i = 0
-        for head, seeds in names:
-            texts.append(f"{head}: " + "; ".join(
-                f"seed {s}: {x}" for s, x in zip(seeds, t[i:i + len(seeds)])))
-            i += len(seeds)
-    else:
-        parts["length"] = "undecided (one length measured)"
-    if big is not None:
-        bb = by_seed_and_length(big["records"])
-        common = sorted((s, T) for (s, T) in bb if (s, T) in by)
-        parts["scale"], t = compare([(by[k], bb[k]) for k in common])
-        texts.append("nano -> 1.2B: " + "; ".join(
-            f"seed {s} T={T}: {x}" for (s, T), x in zip(common, t)))
-        missing_T = sorted(set(Ts) - {T for _, T in common})
-        if missing_T and parts["scale"].startswith("holds"):  # "at the same input length"
-            parts["scale"] = (f"holds at T = {', '.join(f'{T:,}' for T in sorted({T for _, T in common}))}"
-                              f" only (1.2B not measured at T = "
-                              f"{', '.join(f'{T:,}' for T in missing_T)})"
-                              + parts["scale"][len("holds"):])
-    states = [x.split(" (")[0] for x in parts.values()]
-    if "fails" in states:
-        verdict = DIFFERS
-    elif all(x == "holds" for x in states) and "scale" in parts:
-        verdict = REPRODUCED
-    elif any(x.startswith("holds") for x in states) and not (
-            all(x == "holds" for x in states) and "scale" not in parts):
-        verdict = PARTLY
-    else:  # nothing decided, or every measured part holds and the scale part is missing
-        verdict = UNDERPOWERED
-    why = "; ".join(f"{k}: {v}" for k, v in parts.items())
-    if "scale" not in parts:
-        why += "; scale: not measured (Table 1(c) has no record yet)"
-    t1 = lambda part, seed, T: f"{100 * PAPER_TABLE1[(part, seed, T)][1]:.2f} %"  # noqa: E731
-    return Claim("Finding 1.2 (longer sequences, larger models: more extreme)",
-                 f"1.2B seed 43: {t1('c', 43, 64)} -> {t1('c', 43, 1024)} (T 64 -> 1,024; "
-                 f"nano seed 42: {t1('a', 42, 64)} -> {t1('a', 42, 1024)}); 1.2B above nano at "
-                 f"every T",
-                 "; ".join(texts) + " (each comparison's one-sided Fisher exact p)", verdict,
-                 why, "Sec. 3")
+from experiments.initialisation.finding12 import finding12_claim
 
 
 def contenders(r: dict, alpha: float = 0.05) -> set[int] | None:
@@ -528,7 +406,8 @@ def paper_scale_claims(paper: dict) -> dict[str, Claim]:
     out["Finding 1.1"] = (finding11_claim(every, _table1_label(paper)) if every else
                           missing("Finding 1.1 (the preference across architectures, scales "
                                   "and lengths)", "table1a", "table1b-n10k", "table1c"))
-    out["Finding 1.2"] = (named(finding12_claim(a, c), a) if a else
+    spreads = tuple(x for x in [paper.get("table1a_seeds")] if x)  # nano networks by seed
+    out["Finding 1.2"] = (named(finding12_claim(a, c, spreads), a) if a else
                           missing("Finding 1.2", "table1a", "table1c"))
     out["Finding 1.3"] = (named(finding13_claim([r for r in (a, c) if r]), a) if a else
                           missing("Finding 1.3", "table1a", "table1c"))
