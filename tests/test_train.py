@@ -39,6 +39,7 @@ TINY = dict(preset="llama2-tiny", seq_len=32, batch_size=8, vocab_size=256, warm
     TrainConfig(),
     TrainConfig(preset="llama2-tiny", seeds=tuple(range(32)), seq_len=64, steps=250,
                 vocab_size=2048, warmup=25, lr=3e-3, min_lr=3e-4, keep_every=50, keep_last=2, log_every=10),
+    TrainConfig(steps=4000, save_every=250, keep_steps=(4000, 250, 1000), keep_last=1),
     TrainConfig(seeds=(1, 5, 9), bos=True, bos_token="<s>", doc_aligned=True, bf16=True,
                 fsdp=True, schedule="constant", stop_at=100, grad_accum=4, corpus_max_mb=2.5,
                 model_set=("n_layers=1", "attn_output_gate=true")),
@@ -334,6 +335,21 @@ def test_keep_every_keeps_periodic_checkpoints(corpus, tmp_path):
     Run(tc, [str(corpus)], tmp_path / "k").train(progress=False)
     kept = sorted(int(p.name) for p in (tmp_path / "k/checkpoints").iterdir())
     assert kept == [4, 8]  # 2 and 6 pruned by keep_last=1; 4 kept as a multiple of keep_every
+
+
+def test_keep_steps_keeps_the_steps_named_across_a_resume(corpus, tmp_path):
+    """--keep-steps keeps checkpoints at geometric steps of a long run, through a stop and a
+    resume; a kept step that is never a checkpoint's step is refused, saying which."""
+    tc = TrainConfig(steps=8, save_every=1, keep_last=1, keep_steps=(1, 2, 4), **TINY)
+    Run(dataclasses.replace(tc, stop_at=5), [str(corpus)], tmp_path / "g").train(progress=False)
+    kept = sorted(int(p.name) for p in (tmp_path / "g/checkpoints").iterdir())
+    assert kept == [1, 2, 4, 5]
+    Run(tc, [str(corpus)], tmp_path / "g").train(progress=False)
+    kept = sorted(int(p.name) for p in (tmp_path / "g/checkpoints").iterdir())
+    assert kept == [1, 2, 4, 8]
+    assert TrainConfig(steps=8, warmup=2, save_every=4, keep_steps=(8, 4, 4)).keep_steps == (4, 8)
+    with pytest.raises(UserError, match=r"keep_steps \[3, 9\]: each kept step must lie in"):
+        TrainConfig(steps=8, warmup=2, save_every=2, keep_steps=(2, 3, 9))
 
 
 @pytest.mark.slow

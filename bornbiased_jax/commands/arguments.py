@@ -58,6 +58,14 @@ def positive(text: str) -> int:
     return v
 
 
+def step_list(text: str) -> list[int]:
+    """``type=`` of a list of steps, '250,1000,4000': positive integers, comma-separated."""
+    steps = [positive(x.strip()) for x in text.split(",") if x.strip()]
+    if not steps:
+        raise argparse.ArgumentTypeError(f"expected steps such as 250,1000,4000, got {text!r}")
+    return steps
+
+
 def positive_float(text: str) -> float:
     try:
         v = float(text)

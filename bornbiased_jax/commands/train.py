@@ -10,7 +10,7 @@ from bornbiased_jax import precision
 from bornbiased_jax.commands.arguments import (add_alias, add_multiprocess_arguments,
                                                add_precision_argument, command_parser,
                                                memory_budget_argument, positive, precision_group,
-                                               seeds_arg)
+                                               seeds_arg, step_list)
 
 
 def add_parser(sub) -> None:
@@ -94,6 +94,7 @@ def add_parser(sub) -> None:
     field("--save-every", type=positive, metavar="STEPS", group=cadence)
     field("--keep-last", type=positive, metavar="N", group=cadence)
     field("--keep-every", type=positive, metavar="STEPS", group=cadence)
+    field("--keep-steps", type=step_list, metavar="STEP,STEP,...", group=cadence)
     field("--eval-every", type=positive, metavar="STEPS", group=cadence)
     field("--eval-batches", type=positive, metavar="N", group=cadence)
     field("--log-every", type=positive, metavar="STEPS", group=cadence)
@@ -131,6 +132,7 @@ def train_config(args):
 
     fields = {f: getattr(args, f) for f in TrainConfig.__dataclass_fields__ if hasattr(args, f)}
     fields["seeds"] = tuple(fields.get("seeds") or ())
+    fields["keep_steps"] = tuple(fields.get("keep_steps") or ())
     if fields.get("bos") is None:
         fields["bos"], token, note = source_bos(fields.get("init_from"))
         if fields["bos"] and fields.get("bos_token") is None:

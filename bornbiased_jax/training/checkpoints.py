@@ -128,17 +128,26 @@ def load_checkpoint_params(path: str | Path, step: int, cfg: ModelConfig,
 
 class Checkpoints:
     """The checkpoints of the run in ``folder`` as training writes and reads them: an Orbax
-    ``CheckpointManager`` keeping the last ``keep_last`` (and every ``keep_every``-th), each
+    ``CheckpointManager`` keeping the last ``keep_last`` (and every ``keep_every``-th, and
+    those at ``keep_steps``), each
     written whole before :meth:`save` returns; a temporary folder left by a crash is removed."""
 
-    def __init__(self, folder: str | Path, keep_last: int, keep_every: int | None = None):
+    def __init__(self, folder: str | Path, keep_last: int, keep_every: int | None = None,
+                 keep_steps: tuple[int, ...] = ()):
         import orbax.checkpoint as ocp
 
         self.folder = Path(folder)
         self.path = checkpoints_path(folder)
+        keep = dict(max_to_keep=keep_last, keep_period=keep_every)
+        if keep_steps:  # the latest, every keep_every-th, and the steps named
+            from orbax.checkpoint import checkpoint_managers as cm
+
+            policies = [cm.LatestN(keep_last), cm.CustomSteps(steps=list(keep_steps))]
+            if keep_every:
+                policies.append(cm.EveryNSteps(keep_every))
+            keep = dict(preservation_policy=cm.AnyPreservationPolicy(policies))
         self.manager = ocp.CheckpointManager(self.path, options=ocp.CheckpointManagerOptions(
-            max_to_keep=keep_last, keep_period=keep_every, create=True,
-            enable_async_checkpointing=False, cleanup_tmp_directories=True))
+            **keep, create=True, enable_async_checkpointing=False, cleanup_tmp_directories=True))
 
     def latest_step(self) -> int | None:
         """The latest complete checkpoint's step (None: none yet)."""

@@ -94,6 +94,9 @@ class TrainConfig:
     keep_last: int = _field(3, "how many of the latest checkpoints are kept")
     keep_every: int | None = _field(None, "also keep every checkpoint whose step is a multiple "
                                     "of this (default: only the --keep-last latest)")
+    keep_steps: tuple[int, ...] = _field((), "also keep the checkpoints at these steps, e.g. "
+                                         "250,1000,4000 (geometric spacing along a long run); "
+                                         "each a multiple of --save-every or the last step")
     stop_at: int | None = _field(None, "stop after this step (default: --steps); the "
                                  "learning-rate schedule still spans --steps, so a later run "
                                  "with a larger --stop-at (or none) continues it exactly")
@@ -144,6 +147,7 @@ class TrainConfig:
             raise UserError(f"warmup must lie in [0, steps), got {self.warmup}")
         if self.keep_every is not None and self.keep_every < 1:
             raise UserError("keep_every must be >= 1")
+        self._check_keep_steps()
         if self.stop_at is not None and not 1 <= self.stop_at <= self.steps:
             raise UserError(f"stop_at must lie in [1, steps={self.steps}], got {self.stop_at}")
         self._check_seeds()
@@ -156,6 +160,16 @@ class TrainConfig:
         if self.init_from is not None and self.model_set:
             raise UserError("model settings (--model-set) cannot be combined with init_from: "
                             "the architecture is the source model's")
+
+    def _check_keep_steps(self) -> None:
+        steps = sorted({int(k) for k in self.keep_steps})
+        bad = [k for k in steps if not 1 <= k <= self.steps or
+               (k % self.save_every and k != self.steps)]
+        if bad:
+            raise UserError(f"keep_steps {bad}: each kept step must lie in [1, steps="
+                            f"{self.steps}] and be a checkpoint's step, a multiple of "
+                            f"save_every={self.save_every} or the last step")
+        object.__setattr__(self, "keep_steps", tuple(steps))
 
     def _check_seeds(self) -> None:
         seeds = tuple(int(s) for s in self.seeds)
@@ -190,7 +204,7 @@ class TrainConfig:
     # the schedule's length (see ``bornbiased_jax.training``'s docstring).
     # ``fsdp`` changes where the state lives, not what it is (as the number of devices does).
     RESUMABLE = ("stop_at", "eval_every", "eval_batches", "log_every", "save_every",
-                 "keep_last", "keep_every", "fsdp")
+                 "keep_last", "keep_every", "keep_steps", "fsdp")
 
 
 def field_help(name: str) -> str:
@@ -229,6 +243,8 @@ def train_command(tc: TrainConfig, corpus, out: str | Path) -> list[str]:
             argv += [a for item in value for a in ("--model-set", item)]
         elif f.name == "seeds":
             argv += ["--seeds", _seeds_text(value)]
+        elif f.name == "keep_steps":
+            argv += [flag, ",".join(str(k) for k in value)]
         elif str(value).startswith("-"):  # argparse would read "-1e-05" as an option
             argv.append(f"{flag}={value}")
         else:

@@ -81,7 +81,7 @@ class Run:
                                                  seed_group, seed_batching)
         if setup.fresh and distributed.is_writer():  # planned: now write
             run_folder.write_new_run(self.out, self.run_info, setup.tokenizer)
-        self.checkpoints = Checkpoints(self.out, tc.keep_last, tc.keep_every)
+        self.checkpoints = Checkpoints(self.out, tc.keep_last, tc.keep_every, tc.keep_steps)
         latest = self.checkpoints.latest_step()
         if latest is not None:  # read straight into the state's layout; nothing is built
             self.state = self.checkpoints.restore(
