@@ -50,6 +50,11 @@ INIT_TIMEOUT_S = 300
 # held-out seeds at those widths and depths, an assumption for any other model. With an
 # initialisation on either side: 0, where the test is valid.
 MATCHED_TRAINED_SLACK = 4
+# Where that slack was measured: the widest MLP, the deepest model and the most training tokens
+# per model of any cell whose seeds judged it (tests/test_matched.py checks these against the
+# level records). A pair of trained models beyond them, wider, deeper or trained on more tokens
+# (released models see billions to trillions), is an extrapolation, which the verdict says.
+MATCHED_SLACK_MEASURED = {"units": 1536, "layers": 12, "tokens": 256_000}
 
 # fingerprint/runner/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
 # position MATCHED_MAX_T (its pre-activations of BASE are kept: rows x F x 2L values; the pass

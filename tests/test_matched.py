@@ -651,6 +651,44 @@ def test_the_default_slack_for_trained_pairs_is_the_one_the_level_study_fitted()
     assert summary["default_slack"] == max(c["fit_slack"] for c in summary["cells"].values())
 
 
+def test_the_default_slacks_reach_is_the_level_records_and_the_verdict_names_an_extrapolation():
+    """defaults.MATCHED_SLACK_MEASURED is the widest, deepest and longest-trained cell of the
+    level records; two trained models wider or deeper than it get the extrapolation named in
+    the verdict line and the note, models within it only the note on tokens, and an
+    initialisation neither."""
+    import json
+    from pathlib import Path
+
+    from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
+    from bornbiased_jax.fingerprint.runner.tables import verdict_line
+
+    root = Path(__file__).resolve().parents[1] / "results/records/lineage_level"
+    cells = json.loads((root / "lineage_level.json").read_text())["records"]["summary"]["cells"]
+    assert MATCHED_SLACK_MEASURED["units"] == max(c["units"] for c in cells.values())
+    assert MATCHED_SLACK_MEASURED["layers"] == max(c["layers"] for c in cells.values())
+    tokens = [256_000]  # the level cells: 250 steps of 16 x 64 tokens
+    long = root / "lineage_level_long.json"
+    if long.exists():  # the long cells' checkpoints judged so far
+        tokens += [int(s) * 1024 for c in json.loads(long.read_text())["records"]["cells"].values()
+                   for s in c["steps"]]
+    assert MATCHED_SLACK_MEASURED["tokens"] == max(tokens)
+    assert M.slack_beyond((1536, 2048), (2, 12)) == ["MLP width 2,048 (measured up to 1,536)"]
+    assert M.slack_beyond((344, 344), (30, 2)) == ["depth 30 layers (measured up to 12)"]
+    assert M.slack_beyond((344, 1536), (2, 12)) == []
+    pre_a, pre_b = _pre(_init(0)), _pre(_init(1))
+    trained = M.matched_test(pre_a, pre_b, slack=M.TRAINED_SLACK)
+    assert "trained up to 0.26 M tokens per model" in trained.note
+    assert "slack_beyond" not in trained.details  # tiny models: within the widths and depths
+    beyond = M.matched_test(pre_a, pre_b, slack=M.TRAINED_SLACK)
+    beyond.details["slack_beyond"] = M.slack_beyond((2048, 2048), (30, 30))
+    line = verdict_line({"matched": beyond}, ("matched",), "A", "B")
+    assert "default slack is extrapolated to MLP width 2,048 (measured up to 1,536) and depth " \
+           "30 layers (measured up to 12)" in line
+    assert "extrapolated" not in verdict_line({"matched": trained}, ("matched",), "A", "B")
+    exact = M.matched_test(pre_a, pre_b, exact=True, init="base")
+    assert "tokens" not in exact.note and "slack_beyond" not in exact.details
+
+
 def test_the_plan_covers_the_matched_test_for_a_7b_pair():
     """Table 6's setting, two LLaMA-2-7B checkpoints (HF config) on one 80 GB device in
     bfloat16: the plan printed before loading states the matched leg's host memory (BASE's and

@@ -58,6 +58,7 @@ import numpy as np
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
+from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
 from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.methods import unit_matching as U
@@ -242,6 +243,8 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
     a_L = K_b / F_b
     n_layers = len(rows)
     attributed = [r for r in rows if r["log10_p"] <= math.log10(alpha / n_layers)]
+    default = not exact and slack == TRAINED_SLACK  # two trained models at the default slack
+    beyond = slack_beyond((int(pre_a[0][0].shape[1]), F_b), (len(pre_a), len(pre_b)))
     note = (("exact null law, randomised tie-break (size alpha): one model is an "
              "initialisation" if draws is not None else
              "exact null law, conservative test (a discrete p): one model is an initialisation")
@@ -250,7 +253,8 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
             f"{slack} doubly matched units per layer pair (the default {TRAINED_SLACK}, fitted "
             f"on held-in seeds trained on identical data, is a level not rejected on the "
             f"held-out ones at the widths and depths measured, an assumption for other models: "
-            f"docs/seedprint.md)")
+            f"docs/seedprint.md)"
+            + (f"; {slack_reach(beyond)}" if default else ""))
     return LineageResult(
         test="matched", p_values={"fisher": p}, alpha=alpha, n=int(len(pre_a[0][0])),
         d_out=F_b, dims=np.arange(n_layers), taus=a_L, corr_kind="unit_agreement",
@@ -260,6 +264,7 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
                  "base_layer_of": [r["base_layer"] for r in rows],
                  "suspect_layer_of": lm.to_b.tolist(),
                  "screen": [r["screen"] for r in rows], "slack": int(slack),
+                 **({"slack_beyond": beyond} if default and beyond else {}),
                  "dead_units": {"base": U.dead_units(pre_a), "suspect": U.dead_units(pre_b)},
                  "attributed_layers": len(attributed),
                  "attributed_units": int(sum(r["K"] for r in attributed)),
@@ -269,6 +274,29 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
                  "log10_p_per_layer": [round(r["log10_p"], 3) for r in rows],
                  **({} if draws is None else {"randomised_u": draws.tolist()})},
         note=note)
+
+
+def slack_beyond(units: tuple[int, int], layers: tuple[int, int],
+                 measured: dict = MATCHED_SLACK_MEASURED) -> list[str]:
+    """The widths and depths of a pair of trained models beyond what the default slack was
+    measured on, by name ('MLP width 2,048 (measured up to 1,536)'); empty within it."""
+    out = []
+    if max(units) > measured["units"]:
+        out.append(f"MLP width {max(units):,} (measured up to {measured['units']:,})")
+    if max(layers) > measured["layers"]:
+        out.append(f"depth {max(layers)} layers (measured up to {measured['layers']})")
+    return out
+
+
+def slack_reach(beyond: list[str], measured: dict = MATCHED_SLACK_MEASURED) -> str:
+    """The note on what the default slack rests on: the pair's widths and depths beyond it
+    (:func:`slack_beyond`), and always the training tokens, which no model states."""
+    tokens = f"{measured['tokens'] / 1e6:.2f} M"
+    return ((f"this pair lies beyond what the default slack was measured on: "
+             f"{' and '.join(beyond)}, so it is an extrapolation; " if beyond else "")
+            + f"the default was measured on unrelated same-data seeds trained up to {tokens} "
+              f"tokens per model: for models trained on more (released models see billions), "
+              f"it is an extrapolation")
 
 
 def check_settings(s) -> None:

@@ -104,6 +104,11 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
         why += f"; decided by the {r.details['decided_by']} leg"
     units = registry.localising(results)
     descent = f"; {descent_summary(units)}" if units is not None and r.same_lineage else ""
+    beyond = next((x.details["slack_beyond"] for x in results.values()
+                   if x.details.get("slack_beyond")), None)
+    if beyond and (r.details.get("slack_beyond") or "decided_by" in r.details):
+        # the verdict rests on the slack: the matched test's own, or a combination of it
+        why += f"; the matched leg's default slack is extrapolated to {' and '.join(beyond)}"
     return (f"verdict ({name} test, {p_labels().get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}{descent}")
 
