@@ -79,8 +79,9 @@ def fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
-def clopper_pearson(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) confidence interval of a proportion k/n."""
+def clopper_pearson(k: float, n: int, conf: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) confidence interval of a proportion k/n. A fractional k (an
+    effective count: a rate times an effective sample size) reads the same beta quantiles."""
     a = 1 - conf
     lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
     hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)

@@ -29,9 +29,11 @@ GPU_ROOT = gpu_window.ROOT
 
 
 def load_records(root: Path = RECORDS) -> dict[str, dict]:
-    """Every saved record under ``root``: {experiment name: {"run": ..., "records": ...}}, and
+    """Every saved record under ``root``: {experiment name: {"run": ..., "records": ...}},
     under "paper" (when there are any) the paper-scale records of ``root``/paper/
-    (experiments/paper_scale.py): {name: record}."""
+    (experiments/paper_scale.py): {name: record}, and under "training" (when there are any)
+    the training runs' records of ``root``/training/ (e.g. the seed family's settings, which
+    the level table's cells share): {name: record}."""
     out = {}
     for name in STUDY_OF:
         f = record_path(root, name)
@@ -44,6 +46,11 @@ def load_records(root: Path = RECORDS) -> dict[str, dict]:
             paper[name] = json.loads(f.read_text())
     if paper:
         out["paper"] = paper
+    training = {f.stem: json.loads(f.read_text())
+                for f in sorted((Path(root) / "training").glob("*.json"))
+                if not f.name.endswith(".tokenizer.json")}
+    if training:
+        out["training"] = training
     return out
 
 

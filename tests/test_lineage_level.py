@@ -1,12 +1,17 @@
 """The level study across widths and depths (experiments/lineage/level.py) and its RESULTS.md
 rules (experiments/lineage/level_claims.py) on hand-made pair statistics: the slack fitted on
-the first half of the seeds, judged on the second, the rules passing and failing."""
+the first half of the seeds, judged on the second, the rules passing and failing; the tokens
+its cells were trained on (experiments/common/level_range.py), stated in the table and beside a
+released model's own where a row applies the default slack to it."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bornbiased_jax.verdicts import DIFFERS, HOLDS, UNDERPOWERED
+import pytest
+
+from bornbiased_jax.verdicts import BEYOND, UNTESTABLE
+from experiments.common import level_range as LR
 from experiments.lineage import level
 from experiments.lineage import level_claims as LC
 
@@ -50,20 +55,25 @@ def test_rules_hold_fail_and_say_underpowered():
     assert good["default_slack"] == c["fit_slack"] >= 1
     assert c["held_out"]["0.01"]["rejections"] == 0
     rows = LC.claims(good)
-    assert rows[0].verdict == HOLDS  # the initialisations
-    assert rows[1].verdict in (HOLDS, UNDERPOWERED) and "not rejected" in rows[1].why
-    assert rows[1].verdict == (HOLDS if c["held_out_power"]["0.05"] >= LC.POWER_NEEDED
-                               else UNDERPOWERED)
+    # beyond the paper: the verdict says so, the why begins with the rule's outcome
+    assert {r.verdict for r in rows} == {BEYOND}
+    assert rows[0].why.startswith("holds its level: a rate not above alpha")  # the inits
+    assert "not rejected" in rows[1].why
+    strong = c["held_out_power"]["0.05"] >= LC.POWER_NEEDED
+    assert rows[1].why.startswith("holds its level: " if strong else "underpowered: ")
+    assert rows[-1].why.startswith("holds its level: " if strong else "underpowered: ")
     # the held-out half shares far more units than the fit half: the level fails there
     bad = level.summarise({"settings": dict(level.DEFAULTS), "cells": {"L2-F176": _cell(
         24, lambda a, b: 30 if a >= 12 and b >= 12 else 1)}})
     rows = LC.claims(bad)
-    assert rows[1].verdict == DIFFERS and "above its level" in rows[1].why
-    assert rows[-1].verdict == DIFFERS
+    assert rows[1].verdict == BEYOND and rows[1].why.startswith("above its level: ")
+    assert rows[-1].verdict == BEYOND and rows[-1].why.startswith(
+        "above its level: held out, the level is rejected in L2-F176")
     # initialisations that reject (an invalid null): the init row fails
     broken = level.summarise({"settings": dict(level.DEFAULTS), "cells": {
         "L2-F176": _cell(24, lambda a, b: 1, init_K=40)}})
-    assert LC.claims(broken)[0].verdict == DIFFERS
+    assert LC.claims(broken)[0].why.startswith("above its level: the rate is above alpha")
+    assert LC.claims({"cells": {}, "default_slack": 0})[-1].verdict == UNTESTABLE
 
 
 def test_the_default_is_the_largest_fit_over_the_cells():
@@ -74,4 +84,115 @@ def test_the_default_is_the_largest_fit_over_the_cells():
     assert out["default_slack"] == max(fits) and len(set(fits)) == 2
     text = LC.section({"run": {"settings": dict(level.DEFAULTS)}, "records": {
         "summary": out}}, "python -m experiments.lineage_level --measure", "cpu")
-    assert "MLP widths 176, 344, depths 2" in text
+    assert "MLP widths 176, 344, depths 2, training tokens not recorded" in text
+
+
+def _level_record(cells: dict, train: dict | None = None) -> dict:
+    """A level record of ``cells`` ({name: steps}), each with ``train`` when given, its summary
+    the default slack 4 and no rows."""
+    raw = {n: {"steps": st, **({"train": train} if train else {})} for n, st in cells.items()}
+    return {"run": {"settings": dict(level.DEFAULTS)},
+            "records": {"raw": {"cells": raw}, "summary": {"cells": {}, "default_slack": 4}}}
+
+
+FAMILY = {"run": {"train_config": {"steps": 250, "batch_size": 16, "seq_len": 64},
+                  "data": {"vocab_size": 2048}}}
+
+
+def test_cell_training_from_the_record_or_the_family_schedule():
+    """A cell's training tokens come from its own recorded settings; where the level record
+    holds only its steps, from the seed family's training record, but only when the steps are
+    the family's (the schedule every cell shares): otherwise they are unknown."""
+    own = {"steps": 100, "batch_size": 8, "seq_len": 32, "vocab_size": 512}
+    got = LR.cells_training(_level_record({"A": 100}, own), FAMILY)
+    assert got == {"A": {**own, "tokens": 100 * 8 * 32}}
+    got = LR.cells_training(_level_record({"A": 250, "B": 500}), FAMILY)
+    assert got["A"] == {"steps": 250, "batch_size": 16, "seq_len": 64, "vocab_size": 2048,
+                        "tokens": 256_000}
+    assert got["B"] is None  # another schedule: the family's batch and T do not apply
+    assert LR.cells_training(_level_record({"A": 250})) == {"A": None}  # no family record
+    assert LR.range_text(got) == "256,000 (where recorded)"
+    assert LR.range_text({"A": {"tokens": 100}, "B": {"tokens": 2e9}}) == "100 to 2 billion"
+    assert LR.range_text({"A": None}) is None
+    assert LR.schedule_text({"A": got["A"]}) == (
+        "250 steps of 16 x 64 tokens, 256,000 tokens per model, vocabulary 2,048")
+    assert LR.schedule_text(got).startswith("A: 250 steps") and "B: training not recorded" in (
+        LR.schedule_text(got))
+
+
+def test_the_level_table_states_its_cells_training_tokens():
+    """The tokens per cell, computed from the records, are in the section's text, in every
+    cell's rows and in the slack row's measured range."""
+    out = level.summarise({"settings": dict(level.DEFAULTS), "cells": {
+        "L2-F176": _cell(16, lambda a, b: 1)}})
+    rec = {"run": {"settings": dict(level.DEFAULTS)},
+           "records": {"raw": {"cells": {"L2-F176": {"steps": 250}}}, "summary": out}}
+    text = LC.section(rec, "python -m experiments.lineage_level --measure", "cpu", FAMILY)
+    assert ("Training: 250 steps of 16 x 64 tokens, 256,000 tokens per model, vocabulary "
+            "2,048 (steps from this record; the batch, T and vocabulary") in text
+    rows = [line for line in text.splitlines() if line.startswith("| Matched leg")]
+    assert len(rows) == 2 and all("32 seeds" not in r and "16 seeds trained 256,000 tokens each"
+                                  in r for r in rows)
+    assert "depths 2, models trained 256,000 tokens; beyond these an assumption" in text
+    rec["records"]["raw"]["cells"]["L2-F176"]["train"] = {
+        "steps": 250, "batch_size": 16, "seq_len": 64, "vocab_size": 2048}
+    text = LC.section(rec, "python -m experiments.lineage_level --measure", "cpu")
+    assert "vocabulary 2,048. A row elsewhere" in text  # its own settings: nothing borrowed
+
+
+def test_the_level_cells_share_the_seed_familys_recorded_schedule():
+    """The fallback's premise: every level cell trains with the seed family's steps, batch, T
+    and vocabulary, which the committed training record holds (its tokens among them)."""
+    import json
+    from pathlib import Path
+
+    from experiments.common import seed_family as SF
+    from experiments.lineage import level_families as LF
+
+    keys = ("steps", "batch_size", "grad_accum", "seq_len", "vocab_size")
+    for tc in LF.CELLS.values():
+        assert [getattr(tc, k) for k in keys] == [getattr(SF.RUN, k) for k in keys]
+    assert SF.RECORD.stem == LR.FAMILY_RECORD
+    record = json.loads((Path(__file__).resolve().parents[1] / SF.RECORD).read_text())
+    assert {k: record["run"]["train_config"][k] for k in keys} == {
+        k: getattr(SF.RUN, k) for k in keys}
+    assert record["records"][0]["tokens"] == SF.RUN.steps * SF.RUN.batch_size * SF.RUN.seq_len
+
+
+def test_a_row_applying_the_default_slack_puts_the_tables_range_beside_its_models_tokens():
+    records = {"lineage_level": _level_record({"L2-F176": 250, "L2-F344": 250}),
+               "training": {LR.FAMILY_RECORD: FAMILY}}
+    note = LR.extrapolation(records, "SmolLM2-135M")
+    assert note == ("its matched leg between two trained models applies the default slack (4 "
+                    "units per layer pair), the largest the level table fitted, on cells of "
+                    "models trained 256,000 tokens each; SmolLM2-135M was pretrained on 2 "
+                    "trillion tokens (its model card), 7.8 million times as many as any cell's "
+                    "models: the default is extrapolated to it, not measured there")
+    assert "Gemma 3 270M was pretrained on 6 trillion tokens" in LR.extrapolation(
+        records, "Gemma 3 270M")
+    unknown = LR.extrapolation({"lineage_level": records["lineage_level"]}, "SmolLM2-135M")
+    assert "cells whose training tokens are not recorded" in unknown
+    assert "extrapolated to it" in unknown and "times as many" not in unknown
+    assert "its record is missing here" in LR.extrapolation({}, "Gemma 3 270M")
+    with pytest.raises(KeyError):
+        LR.extrapolation(records, "a model with no stated pretraining")
+
+
+def test_the_real_models_default_slack_rows_state_the_range_from_the_committed_records():
+    """In RESULTS.md's SmolLM2 and Gemma 3 sections, the rows of the tests that apply the
+    default slack between two trained models (the any-pair verdict and the matched test) put
+    the level table's training tokens beside the model's; the other tests' rows do not."""
+    from pathlib import Path
+
+    from experiments import render
+    from experiments.gemma3 import claims as G
+    from experiments.real_model import claims as R
+
+    records = render.load_records(Path(render.__file__).resolve().parents[1] / render.RECORDS)
+    for section, model in ((R.section(records, R.COMMAND), "SmolLM2-135M was pretrained on 2"),
+                           (G.section(records, G.COMMAND), "Gemma 3 270M was pretrained on 6")):
+        rows = [line for line in section.splitlines() if line.startswith("| Table 6's question")]
+        noted = [r for r in rows if "models trained 256,000 tokens each; " + model in r]
+        assert len(noted) == 2
+        assert all(r.split(" | ")[0].split(", by the ")[1].startswith(("any", "matched"))
+                   for r in noted)

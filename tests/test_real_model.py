@@ -107,9 +107,9 @@ def test_lineage_rule_passes_fails_and_splits():
                                           suspects=SCRATCH_WHAT))
     assert rows[0].verdict == UNTESTABLE and "no 7B weights" in rows[0].why
     assert rows[1].verdict == UNDERPOWERED and "renamed or rotated copies found 0 of 4" in rows[1].ours
-    assert ("3 negatives: 1 trained from scratch (scratch: 30 steps, the descendants' data), 2 "
-            "untrained initialisations; flagged 0 of 3, the false-positive rate below 0.71 over "
-            "all and below 0.97 over the trained ones") in rows[1].why
+    assert ("3 negatives: 1 trained from scratch (scratch: 30 steps, tokens not recorded, the "
+            "descendants' data), 2 untrained initialisations; flagged 0 of 3, the false-positive "
+            "rate below 0.71 over all and below 0.97 over the trained ones") in rows[1].why
     assert "not below 0.3 (11 trained negatives, none flagged, would bound it there)" in rows[1].why
     assert claims.negatives_needed() == 11
     eleven = {f"neg{i}": 0.4 for i in range(11)}
@@ -152,9 +152,10 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
     descriptions, as the first SmolLM2 record needs."""
     rec = _lineage({"scratch": 0.4, "preset:smollm2-135m@1": 0.3}, suspects=SCRATCH_WHAT)
     assert claims.negatives(rec["records"]) == [
-        {"name": "scratch", "kind": "trained", "trained_steps": 30, "same_data": True},
+        {"name": "scratch", "kind": "trained", "trained_steps": 30, "same_data": True,
+         "layers": None, "tokens": None},
         {"name": "preset:smollm2-135m@1", "kind": "init", "trained_steps": 0,
-         "same_data": False}]
+         "same_data": False, "layers": None, "tokens": 0}]
     assert claims.negatives(_lineage({"mystery": 0.4})["records"])[0]["kind"] == "unknown"
     written = measure.negatives(with_cousins=False)
     assert [n["name"] for n in written] == [*measure.UNRELATED_PRESETS, *measure.SCRATCH]
@@ -171,12 +172,14 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
         monkey.undo()
     assert [n["name"] for n in cousins] == [f"cousins#{k}" for k in range(4)]
     assert all(n["kind"] == "trained" and n["same_data"] and n["trained_steps"] == 300
-               for n in cousins)
+               and n["tokens"] == 300 * 16 * 64 for n in cousins)
     assert written[-1] == {"name": "scratch", "kind": "trained",
                            "trained_steps": measure.FULL_STEPS, "same_data": True,
-                           "what": measure.SCRATCH["scratch"]}
+                           "tokens": 30 * 8 * 64, "what": measure.SCRATCH["scratch"]}
     rec = _lineage({n["name"]: 0.4 for n in written}, negatives=written)
-    assert claims.negatives(rec["records"]) == written
+    assert [{k: v for k, v in n.items() if k != "layers"}
+            for n in claims.negatives(rec["records"])] == [
+        {**n, "tokens": n.get("tokens", 0)} for n in written]
     import json
 
     committed = json.loads((Path(__file__).resolve().parents[1] / "results/records/real_model/"
@@ -188,6 +191,141 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
         (f"{program}#{k}", "trained", 300, True)  # the three cousins' programs, 4 seeds each
         for program, seeds in (("cousins", range(4)), ("cousins-b", range(4, 8)),
                                ("cousins-c", range(8, 12))) for k in seeds]
+    # their depth as the matched test measured it, their tokens from their description: the
+    # cousins 4 layers and 300 x 16 x 64 tokens; the inits and the scratch model the base's 30
+    # layers; the scratch model's batch is not in this record
+    assert {(n["kind"], n["trained_steps"], n["layers"], n["tokens"])
+            for n in claims.negatives(committed)} == {
+        ("init", 0, 30, 0), ("trained", 30, 30, None), ("trained", 300, 4, 307_200)}
+
+
+def _cousins(k, layers=4, steps=300, batch=16, seq=64):
+    """k trained negatives described as the study describes its cousins (depth, steps, batch
+    and sequence length in the description only)."""
+    return [{"name": f"cousins#{i}", "kind": "trained", "trained_steps": steps,
+             "same_data": True,
+             "what": f"a {layers}-layer cousin of the base, seed {i}, trained from scratch "
+                     f"{steps} steps of {batch} x {seq} tokens on Vim's help"}
+            for i in range(k)]
+
+
+def _study_record(negs, p_neg=0.4, n_read=None, layers=None):
+    """A lineage record of the study's shape: the honest edits found, ``negs`` at ``p_neg``,
+    the command's n = 32, each pair's n of the permutation test ``n_read`` (None: 32) and each
+    negative's depth ``layers`` {name: L} as the matched test records it."""
+    honest = {n: 1e-4 for n in claims.HONEST}
+    rec = _lineage({**honest, **{n["name"]: p_neg for n in negs}}, negatives=negs)
+    run = rec["records"]["tests"]["auto"]
+    run["settings"]["n"] = 32
+    for p in run["pairs"]:
+        p["n"] = {"permutation": n_read or 32}
+        if p["suspect"] in (layers or {}):
+            p["layers"] = layers[p["suspect"]]
+    return rec
+
+
+INITS = [{"name": f"preset:smollm2-135m@{i}", "kind": "init", "trained_steps": 0,
+          "same_data": False, "what": "a fresh initialisation of the base's shape"}
+         for i in (1, 2)]
+
+
+def test_lineage_rows_state_the_negatives_depth_and_tokens_and_what_the_bound_covers():
+    """Each row states every kind of negative's depth and training tokens, read from the
+    record (the pairs' measured depth, the description's steps x batch x T), and the 95 %
+    upper bounds of the false-positive rate its count gives. The rule weighs the number and
+    kind of the negatives, not their depth or training: 13 briefly trained ones (12 of them 4
+    layers deep) and two inits, none flagged, reproduce (the rule's own threshold: 11 trained,
+    0.3), and that
+    row says its bound is for unrelated models like them, not for ones trained as long as the
+    base; too few, or one flagged, do not reproduce, and say nothing of such a bound."""
+    scratch = {"name": "scratch", "kind": "trained", "trained_steps": 30, "same_data": True,
+               "tokens": 15_360, "what": "a fresh init of the base's shape trained 30 steps"}
+    negs = INITS + [scratch] + _cousins(12)
+    depth = {n["name"]: 30 for n in INITS + [scratch]} | {f"cousins#{i}": 4 for i in range(12)}
+    row = claims.lineage_claims(_study_record(negs, layers=depth))[1]
+    assert row.verdict == REPRODUCED
+    assert ("15 negatives: 13 trained from scratch (scratch: 30 layers, 30 steps, 15,360 tokens, "
+            "the descendants' data; cousins#0 .. cousins#11 (12): 4 layers, 300 steps, 307,200 "
+            "tokens each, the descendants' data), 2 untrained initialisations (30 layers, 0 "
+            "tokens); flagged 0 of 15, the false-positive rate below 0.22 over all and below "
+            "0.25 over the trained ones (95 % Clopper-Pearson)") in row.why
+    assert row.why.startswith("every honest edit found, no negative flagged, and 13 trained "
+                              "negatives (13 on the descendants' data) bound the "
+                              "false-positive rate below 0.3: ")
+    assert ("not their depth or training length, so the bound is for unrelated models like "
+            "these negatives (4 or 30 layers, trained at most 307,200 tokens), not for "
+            f"unrelated models trained longer, as the base was ({claims.BASE_TRAINING})"
+            ) in row.why
+    # other depths and training in the record: other text (nothing hard-coded)
+    other = claims.lineage_claims(_study_record(
+        INITS + _cousins(12, layers=8, steps=600, batch=32, seq=128)))[1]
+    assert other.verdict == REPRODUCED
+    assert "(12): 8 layers, 600 steps, 2,457,600 tokens each" in other.why
+    assert "(8 layers, trained at most 2,457,600 tokens)" in other.why  # no pair's depth: the
+    # description's; the inits' depth is then not recorded and not stated
+    assert "2 untrained initialisations;" in other.why
+    # a trained negative whose tokens the record lacks is said so, and the bound's reach too
+    bare = dict(scratch, what="trained 30 steps")
+    del bare["tokens"]
+    row = claims.lineage_claims(_study_record(INITS + [bare] + _cousins(12), layers=depth))[1]
+    assert "scratch: 30 layers, 30 steps, tokens not recorded, the descendants' data" in row.why
+    assert "trained at most 307,200 tokens where recorded" in row.why
+    # ten trained negatives cannot bound the rate below 0.3: underpowered, no bound's reach
+    few = claims.lineage_claims(_study_record(INITS + _cousins(10), layers=depth))[1]
+    assert few.verdict == UNDERPOWERED
+    assert "cousins#0 .. cousins#9 (10): 4 layers, 300 steps, 307,200 tokens each" in few.why
+    assert "below 0.26 over all and below 0.31 over the trained ones" in few.why
+    assert "the bound is for" not in few.why
+    flagged = claims.lineage_claims(_study_record(negs, p_neg=1e-3, layers=depth))[1]
+    assert flagged.verdict == PARTLY and "4 layers, 300 steps, 307,200 tokens each" in flagged.why
+    assert "the bound is for" not in flagged.why
+
+
+def test_lineage_verdict_says_why_and_its_reach_without_a_base():
+    from experiments.common.pretrained import lineage_verdict
+
+    neg = [{"name": f"m{i}", "kind": "trained", "trained_steps": 5, "same_data": True,
+            "layers": 2, "tokens": 640} for i in range(11)]
+    verdict, why = lineage_verdict(3, 3, neg, [])
+    assert verdict == REPRODUCED
+    assert "m0 .. m10 (11): 2 layers, 5 steps, 640 tokens each" in why
+    assert why.endswith("(2 layers, trained at most 640 tokens), not for unrelated models "
+                        "trained longer")
+    assert lineage_verdict(3, 3, neg[:10], [])[0] == UNDERPOWERED
+    assert lineage_verdict(2, 3, neg, [])[0] == PARTLY
+    assert lineage_verdict(0, 3, neg, [])[0] == DIFFERS
+
+
+def test_the_rows_state_the_n_the_p_values_were_read_from():
+    """Where every pair's permutation leg stopped at the matched leg's 8 sequences, the
+    permutation and any-pair rows say n = 8 for every pair, not the command's 32; where some
+    did, the command's n leads and the stopped ones are counted; where none did, n = 32."""
+    from experiments.common.pretrained import inputs_text
+
+    negs = INITS + _cousins(12)
+    rec = _study_record(negs, n_read=8)
+    run = rec["records"]["tests"]["auto"]
+    for p in run["pairs"]:
+        p["p"]["matched"] = 1.0 if p["suspect"] in [n["name"] for n in negs] else 0.0
+    pairs = len(run["pairs"])
+    text = inputs_text(run, "permutation")
+    assert text == (f"n = 8 for every one of the {pairs} pairs, not the command's 32: the "
+                    f"permutation leg stopped at the matched leg's sequences (for the "
+                    f"{len(claims.HONEST)} whose matched leg decided the any-pair verdict alone "
+                    f"and {len(negs)} whose matched leg found nothing (p = 1))")
+    rows = claims.lineage_claims(rec)
+    perm = next(r for r in rows if "by the permutation" in r.claim)
+    assert text in perm.why and "n = 32" not in perm.why
+    matched = next(r for r in rows if "by the matched" in r.claim)
+    assert "n = 32, T = 32" in matched.why  # the matched leg read the command's n
+    # some pairs stopped: the command's n leads
+    run["pairs"][0]["n"]["permutation"] = 32
+    assert inputs_text(run, "permutation").startswith(f"n = 32 (8 for the ")
+    assert inputs_text(run, "permutation").endswith(f"of {pairs} pairs, where the permutation "
+                                                    f"leg stopped)")
+    for p in run["pairs"]:
+        p["n"]["permutation"] = 32
+    assert inputs_text(run, "permutation") == "n = 32"
 
 
 def test_section_says_what_is_missing():

@@ -39,6 +39,30 @@ def test_jackknife_equals_its_definition():
     assert se > math.sqrt(0.4 * 0.6 / 10)
 
 
+def test_rows_repeating_a_pair_are_counted_per_pair():
+    """Rows that repeat one pair of models (edits or checkpoints of the same two) add the
+    interval with the pair as the trial, at the rate observed: wider than the one over all rows,
+    and not blind, as the jackknife is, to a rate of no rejections; rows of distinct pairs add
+    nothing."""
+    from bornbiased_jax.stats import clopper_pearson
+
+    once = rows_of(6, {(0, 1)})
+    assert "per_pair" not in SM.rate(once, "permutation", 0.01)
+    repeated = [dict(r) for r in once for _ in range(10)]  # every pair 10 times: 150 rows
+    r = SM.rate(repeated, "permutation", 0.01)
+    assert (r["rejections"], r["pairs"], r["per_pair"]["pairs"]) == (10, 150, 15)
+    assert r["per_pair"]["ci95"] == pytest.approx(list(clopper_pearson(1, 15)))
+    assert r["per_pair"]["ci95"][1] > r["ci95"][1]
+    # one of a pair's 10 rows rejected: an effective count of 1/10 of a pair
+    some = [dict(row, permutation=0.0 if (row["a"], row["b"], i) == (0, 1, 0) else 1.0)
+            for row in once for i in range(10)]
+    r = SM.rate(some, "permutation", 0.01)
+    assert r["per_pair"]["ci95"] == pytest.approx(list(clopper_pearson(0.1, 15)))
+    none = SM.rate([dict(row, permutation=1.0) for row in repeated], "permutation", 0.01)
+    assert none["jackknife"]["ci95"] == [0.0, 0.0]
+    assert none["per_pair"]["ci95"][1] == pytest.approx(clopper_pearson(0, 15)[1])
+
+
 def test_four_tests_on_a_planted_pair_and_an_unrelated_one():
     rng = np.random.default_rng(0)
     n, d = 300, 16

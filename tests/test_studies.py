@@ -850,7 +850,7 @@ def test_seedprint_docs_blocks_of_other_studies_are_the_committed_records():
     assert SD.render(page, records, render.DOC_BLOCKS) == page
     assert SD.render(page, records, {**SD.BLOCKS, **render.DOC_BLOCKS}) == page
     assert "| aligned, base's init (exact; default, ungated MLPs) | 0/896 |" in page
-    assert "| matched, base's init (exact, default) | 2/896 |" in page
+    assert "| matched, base's init (conservative, default) | 2/896 |" in page
     assert "<!-- table4a-paper:begin -->\nTable 4a at the paper's width and depth" in page
 
 

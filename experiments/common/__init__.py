@@ -17,9 +17,13 @@ this one (tests/test_import_graph.py), and this one imports no study:
                      the lineage benchmark and of the real-model studies);
   ``level_rule``     the rule that judges a false-positive rate measured on pairs of a pool of
                      models, and its power;
+  ``level_range``    what the level table measured the default slack on (its cells' training
+                     tokens), stated beside a released model's own where a row applies it;
   ``pretrained``     the real-model studies' steps (each a bornbiased command, records that
                      name a model by its sha256) and the rules their rows share;
   ``contraction``    Figure 2's rule (the initialisation study's and Gemma 3's);
+  ``preference``     Table 1(b)'s rule for a weak preference (the initialisation study's
+                     LLaMA-2 rows and Gemma 3's fresh networks);
   ``paper_values``   the paper's printed values that several studies quote (Table 1);
   ``paper_records``  where the paper-scale records live, whose study each is, their writer.
 """

@@ -14,7 +14,10 @@ Rules:
     bound over them; 0 of :func:`negatives_needed` flagged) with at least one on the
     descendants' data: reproduced; every honest edit found and no negative flagged but the
     negatives too few or too weak to bound the rate: consistent, underpowered; some found, or
-    a negative flagged: partly; none: differs.
+    a negative flagged: partly; none: differs. The rule weighs the negatives' number, kind
+    (trained or an initialisation) and data, not their depth or how long they were trained,
+    so each row states every kind's depth and training tokens where the record holds them,
+    and a reproduced row says that its bound is for unrelated models like its negatives.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ Z95 = 1.959964
 FPR_BOUND = 0.30
 # the order of the tests' rows
 ORDER = ("any_pair", "permutation", "matched", "paper", "official")
+# The released models' pretraining tokens, each from its model card, which rows state beside the
+# tokens of the small models a rule was measured on (e.g. the level table's default slack:
+# common.level_range.extrapolation): SmolLM2-135M "was trained on 2 trillion tokens"
+# (huggingface.co/HuggingFaceTB/SmolLM2-135M, Model Summary); Gemma 3 270M on 6 trillion tokens
+# (huggingface.co/google/gemma-3-270m, Training Dataset).
+PRETRAINING_TOKENS = {"SmolLM2-135M": 2e12, "Gemma 3 270M": 6e12}
 
 
 def index_ranges(xs: list[int]) -> str:
@@ -63,23 +72,68 @@ def negatives_needed(bound: float = FPR_BOUND) -> int:
     return n
 
 
-def lineage_verdict(found: int, honest: int, neg: list[dict], flagged: list[str]
-                    ) -> tuple[str, str]:
+def _negatives_alike(neg: list[dict]) -> list[list[dict]]:
+    """``neg`` grouped by what the verdict's text says of each (depth, training steps, tokens,
+    data), in the order of their first member."""
+    groups: dict = {}
+    for n in neg:
+        key = (n.get("layers"), n["trained_steps"], n.get("tokens"), n["same_data"])
+        groups.setdefault(key, []).append(n)
+    return list(groups.values())
+
+
+def _trained_text(group: list[dict]) -> str:
+    """'scratch: 30 layers, 30 steps, 15,360 tokens, the descendants' data' of one group of
+    alike trained negatives (several named by the first and the last, and how many)."""
+    n = group[0]
+    names = (n["name"] if len(group) == 1
+             else f"{n['name']} .. {group[-1]['name']} ({len(group)})")
+    each = " each" if len(group) > 1 else ""
+    return (f"{names}: " + (f"{n['layers']} layers, " if n.get("layers") else "")
+            + f"{n['trained_steps']} steps, "
+            + (f"{n['tokens']:,} tokens{each}" if n.get("tokens") else "tokens not recorded")
+            + ", " + ("the descendants' data" if n["same_data"] else "other data"))
+
+
+def _scope_text(neg: list[dict], trained: list[dict], base: str) -> str:
+    """What a bound from the negatives ``neg`` (``trained``: the trained ones) covers: unrelated
+    models like them, at their depths and training tokens (the rule weighs neither)."""
+    layers = sorted({n["layers"] for n in neg if n.get("layers")})
+    tokens = [n.get("tokens") for n in trained]
+    like = ", ".join(x for x in (
+        " or ".join(map(str, layers)) + " layers" if layers else "",
+        (f"trained at most {max(t for t in tokens if t):,} tokens"
+         + (" where recorded" if not all(tokens) else "")) if any(tokens) else "") if x)
+    return ("the rule weighs the negatives' number, kind and data, not their depth or "
+            "training length, so the bound is for unrelated models like these negatives"
+            + (f" ({like})" if like else "")
+            + ", not for unrelated models trained longer"
+            + (f", as the base was ({base})" if base else ""))
+
+
+def lineage_verdict(found: int, honest: int, neg: list[dict], flagged: list[str],
+                    base: str = "") -> tuple[str, str]:
     """(verdict, why) of one test's Table 6 row from the honest edits found of ``honest``,
-    the negatives ``neg`` (each {"name", "kind", "trained_steps", "same_data"}, those this
-    test measured) and the names among them it flagged (module docstring)."""
+    the negatives ``neg`` (each {"name", "kind", "trained_steps", "same_data"}, and where the
+    record holds them "layers" (depth) and "tokens" (training tokens); those this test
+    measured) and the names among them it flagged (module docstring). The why states every
+    kind's depth and training tokens and the 95 % upper bounds of the false-positive rate;
+    a reproduced one says the bound is for unrelated models like the negatives, not for ones
+    trained longer (``base``: how the base was trained, said there)."""
     trained = [n for n in neg if n["kind"] == "trained" and n["trained_steps"] > 0]
     same = [n for n in trained if n["same_data"]]
+    untrained = [n for n in neg if n not in trained]
     k_t = sum(n["name"] in flagged for n in trained)
     hi_all = clopper_pearson(len(flagged), len(neg))[1] if neg else 1.0
     hi_t = clopper_pearson(k_t, len(trained))[1] if trained else 1.0
+    depths = sorted({n["layers"] for n in untrained if n.get("layers")})
     kinds = (f"{len(neg)} negatives: {len(trained)} trained from scratch ("
-             + (", ".join(f"{n['name']}: {n['trained_steps']} steps, "
-                          + ("the descendants' data" if n["same_data"] else "other data")
-                          for n in trained) or "none")
-             + f"), {len(neg) - len(trained)} untrained initialisations; flagged "
-             f"{len(flagged)} of {len(neg)}, the false-positive rate below {hi_all:.2f} over "
-             f"all and below {hi_t:.2f} over the trained ones (95 % Clopper-Pearson)")
+             + ("; ".join(map(_trained_text, _negatives_alike(trained))) or "none")
+             + f"), {len(untrained)} untrained initialisations"
+             + (f" ({' or '.join(map(str, depths))} layers, 0 tokens)" if depths else "")
+             + f"; flagged {len(flagged)} of {len(neg)}, the false-positive rate below "
+             f"{hi_all:.2f} over all and below {hi_t:.2f} over the trained ones (95 % "
+             f"Clopper-Pearson)")
     if not found:
         return DIFFERS, f"no honest edit found; {kinds}"
     if found < honest or flagged:
@@ -93,7 +147,10 @@ def lineage_verdict(found: int, honest: int, neg: list[dict], flagged: list[str]
     if short:
         return UNDERPOWERED, (f"every honest edit found and no negative flagged, but {kinds}: "
                               + "; ".join(short))
-    return REPRODUCED, kinds
+    return REPRODUCED, (f"every honest edit found, no negative flagged, and {len(trained)} "
+                        f"trained negatives ({len(same)} on the descendants' data) bound the "
+                        f"false-positive rate below {FPR_BOUND:g}: {kinds}; "
+                        + _scope_text(neg, trained, base))
 
 
 def found_by(pairs: list[dict], names, test: str) -> list[str]:
@@ -119,9 +176,10 @@ def runs_by_test(r: dict) -> list[tuple[str, dict]]:
 
 # --- the steps' plumbing ------------------------------------------------------------------------
 def inputs_text(run: dict, test: str) -> str:
-    """'n = N' of one fingerprint run's test, saying for how many pairs the test read fewer
-    inputs (a leg that stopped at the matched leg's sequences: that leg decided the any-pair
-    verdict alone, or found nothing, p_matched = 1)."""
+    """'n = N' of one fingerprint run's test: the inputs its p-values were read from. Where a
+    leg stopped at the matched leg's sequences (that leg decided the any-pair verdict alone,
+    or found nothing, p_matched = 1: the pair's ``n`` of the test below the command's), it says
+    for how many pairs and why; where every pair stopped, the n read leads, not the command's."""
     n = run["settings"]["n"]
     short = [p for p in run["pairs"] if p.get("n", {}).get(test, n) < n]
     if not short:
@@ -132,6 +190,10 @@ def inputs_text(run: dict, test: str) -> str:
         if len(short) > nothing else "",
         f"{nothing} whose matched leg found nothing (p = 1)" if nothing else "") if x)
     sizes = "/".join(map(str, sorted({p["n"][test] for p in short})))
+    if len(short) == len(run["pairs"]):
+        return (f"n = {sizes} for every one of the {len(short)} pairs, not the command's "
+                f"{n}: the permutation leg stopped at the matched leg's sequences (for the "
+                f"{why})")
     return (f"n = {n} ({sizes} for the {why}, of {len(run['pairs'])} pairs, where the "
             f"permutation leg stopped)")
 

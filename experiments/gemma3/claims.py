@@ -48,6 +48,7 @@ from experiments.common.contraction import figure2_claim
 from experiments.common.preference import spread_preference, weak_preference
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
+from experiments.common.level_range import DEFAULT_SLACK_TESTS, extrapolation
 from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
@@ -269,7 +270,9 @@ def arm_differences(init: dict, paper_n: bool = False) -> list[Claim]:
 
 
 # --- lineage -------------------------------------------------------------------------------------
-def lineage_claims(rec: dict) -> list[Claim]:
+def lineage_claims(rec: dict, slack_note: str = "") -> list[Claim]:
+    """Table 6's rows; ``slack_note`` (``level_range.extrapolation``) is added to the rows of the
+    tests that apply the default slack between two trained models."""
     r = rec["records"]
     rows = []
     for test, run in runs_by_test(r):
@@ -295,7 +298,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
             f"{inputs_text(run, test)}, T = {run['settings']['seq_len']}, "
             f"{run['settings']['input']} inputs"
             + (f"; {earlier_matched(r)}" if earlier_matched(r) and test != "permutation"
-               else "")))
+               else "")
+            + (f"; {slack_note}" if slack_note and test in DEFAULT_SLACK_TESTS else "")))
     refused = {n: s for n, s in r.get("suspects", {}).items() if "refused" in s}
     if refused:
         rows.append(Claim(
@@ -322,7 +326,9 @@ def section(records: dict, command: str) -> str | None:
     rows = []
     for name, fn in (("gemma3_sinks", sinks_claims),
                      ("gemma3_token_preference", token_preference_claims),
-                     ("gemma3_init", init_claims), ("gemma3_lineage", lineage_claims)):
+                     ("gemma3_init", init_claims),
+                     ("gemma3_lineage", lambda rec: lineage_claims(
+                         rec, extrapolation(records, "Gemma 3 270M")))):
         if name in records:
             rows += fn(records[name])
         if name == "gemma3_init" and PAPER_N_RECORD in records.get("paper", {}):

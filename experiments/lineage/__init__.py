@@ -4,7 +4,9 @@ their Qwen-style repeats), ``command`` (the table scripts' command line), ``stud
 the lineage sections and the level's); ``python -m experiments.lineage`` runs it
 (``__main__``). The matched leg's level between trained models
 per MLP width and depth (beyond the paper): ``level`` (the measurement), ``level_families``
-(the families trained for it), ``level_claims`` (its RESULTS.md table and rules). The trained
+(the families trained for it), ``level_claims`` (its RESULTS.md table and rules); along
+training: ``level_long`` (the long cells), ``level_long_measure``, ``level_long_law`` (the
+slack as a law of training length) and ``level_long_claims`` (its section). The trained
 families are shared with the sink study (:mod:`experiments.common.family`; ``family`` keeps
 the address that committed RESULTS.md sections cite)."""
 
@@ -17,3 +19,4 @@ HFINIT_TITLE = ("Lineage with the released code's HF default init (paper Sec. 5,
 QWEN2_HFINIT_TITLE = ("Lineage with Qwen-style models and the released code's HF default init "
                       "(paper App. B.3.3: Tables 9-12, Figure 14)")
 LEVEL_TITLE = "The matched leg's level between trained models, per width and depth"
+LONG_TITLE = "The matched leg's level along training: shared units against tokens seen"

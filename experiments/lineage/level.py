@@ -82,19 +82,22 @@ def log_p(stats: dict, slack: int, direction: str = "both") -> float:
 
 
 def measure_cell(name: str, cell: dict, s: dict = DEFAULTS, log=progress) -> dict:
-    """The pair statistics of one cell's final models and of its initialisations."""
+    """The pair statistics of one cell's final models and of its initialisations, and how the
+    cell was trained (``train``: steps, global batch, T and vocabulary from its run.json)."""
     folder, seeds, tc = cell["folder"], cell["seeds"], cell["tc"]
     if not run_folder.finished(folder, tc, what=f"the level cell {name}",
                                remedy="use another runs folder"):
         raise UserError(f"the level cell {name} is not trained in {folder}: run "
                         f"'python -m experiments.lineage_level --train' (the 32-seed family: "
                         f"'python -m experiments.seed_family')")
-    cfg = run_folder.run_config(folder)[0]
+    cfg, info = run_folder.run_config(folder)
     tokens = np.asarray(probe_inputs("tokens", cfg, s["n"], s["seq_len"],
                                      s["probe_seed"])[:s["seqs"]])[:, :s["t_views"]]
     out = {"units": cfg.d_ff, "layers": cfg.n_layers, "d_model": cfg.d_model,
            "seeds": seeds, "rows_per_model": int(tokens.shape[0] * (tokens.shape[1] - M.DROP)),
-           "steps": tc.steps}
+           "steps": tc.steps,
+           "train": {**{k: info["train_config"][k] for k in ("steps", "batch_size", "seq_len")},
+                     "vocab_size": info["data"]["vocab_size"]}}
     for kind, at in (("init", "@0"), ("trained", "")):
         pres = [M.preactivations(load_source(f"{folder}#{k}{at}", shared_embedding=False).params,
                                  cfg, tokens) for k in seeds]

@@ -7,12 +7,13 @@ records have their own folder, results/records/lineage_level/."""
 from __future__ import annotations
 
 from experiments.common.study import Section, Study, run_line
-from experiments.lineage import (HFINIT_TITLE, LEVEL_TITLE, LINEAGE_TITLE, QWEN2_HFINIT_TITLE,
-                                 QWEN2_TITLE)
+from experiments.lineage import (HFINIT_TITLE, LEVEL_TITLE, LINEAGE_TITLE, LONG_TITLE,
+                                 QWEN2_HFINIT_TITLE, QWEN2_TITLE)
 
 COMMAND = "python -m experiments.lineage"
 QWEN2_COMMAND = "python -m experiments.lineage --arch qwen2"
 LEVEL_COMMAND = "python -m experiments.lineage_level --measure"
+LONG_COMMAND = "python -m experiments.lineage_level_long --measure"
 _ARCH = ("figure11", "table4b", "table4c", "table5", "lineage_runs")
 _QWEN2 = ("figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs")
 EXPERIMENTS = (*_ARCH, *_QWEN2, *(n + "_hfinit" for n in _ARCH + _QWEN2))
@@ -63,12 +64,14 @@ def lineage_qwen2_hfinit(records: dict, outputs=None) -> str | None:
 
 
 def level(records: dict, outputs=None) -> str | None:
+    from experiments.common.level_range import FAMILY_RECORD
     from experiments.lineage import level_claims
 
     if "lineage_level" not in records:
         return None
     return level_claims.section(records["lineage_level"], LEVEL_COMMAND,
-                                run_line(records, ["lineage_level"]))
+                                run_line(records, ["lineage_level"]),
+                                records.get("training", {}).get(FAMILY_RECORD))
 
 
 STUDY = Study("lineage", EXPERIMENTS, (
@@ -77,5 +80,14 @@ STUDY = Study("lineage", EXPERIMENTS, (
     Section("lineage_qwen2", QWEN2_TITLE, lineage_qwen2, QWEN2_COMMAND),
     Section("lineage_qwen2_hfinit", QWEN2_HFINIT_TITLE, lineage_qwen2_hfinit,
             f"{QWEN2_COMMAND} --init hf")))
-LEVEL_STUDY = Study("lineage_level", ("lineage_level",),
-                    (Section("lineage_level", LEVEL_TITLE, level, LEVEL_COMMAND),))
+def level_long(records: dict, outputs=None) -> str:
+    """The slack along training: from its record, or a line saying it is not measured yet."""
+    from experiments.lineage import level_long_claims
+
+    return level_long_claims.section(records.get("lineage_level_long"), LONG_COMMAND,
+                                     run_line(records, ["lineage_level_long"]))
+
+
+LEVEL_STUDY = Study("lineage_level", ("lineage_level", "lineage_level_long"),
+                    (Section("lineage_level", LEVEL_TITLE, level, LEVEL_COMMAND),
+                     Section("lineage_level_long", LONG_TITLE, level_long, LONG_COMMAND)))

@@ -19,9 +19,10 @@ Positives: a base with its own suspects; negatives: a base with every other base
     2 p_matched) where the matched leg decided alone, or found nothing and the permutation
     test on its first ``MATCHED_SEQS`` sequences, kept as 'permutation_first', is above
     alpha / 2);
-  * 'matched_init': the matched test with the base's initialisation as base (exact, eps = 0,
-    no null models), the default verdict of ``bornbiased fingerprint`` for a gated MLP whose
-    initialisation is known;
+  * 'matched_init': the matched test with the base's initialisation as base (slack 0, no null
+    models; its null law exact, the test conservative: a discrete p is valid, not exact), the
+    default verdict of ``bornbiased fingerprint`` for a gated MLP whose initialisation is
+    known;
   * the four similarity baselines (PCS, ICS, REEF, Intrinsic) with their 0.8 threshold.
 
 Features and built suspects are kept in ``work`` (a folder under runs/, not committed), so a

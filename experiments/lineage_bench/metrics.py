@@ -34,7 +34,7 @@ COLUMNS = {"permutation": {"permutation": "permutation (exact)"},
            "paper": {"paper": "paper (Algorithm 1's test, token inputs)"},
            "official": {"official": "released code"},
            "matched": {"matched": "matched (trained base, default slack)"},
-           "matched_init": {"matched_init": "matched, base's init (exact, default)"}}
+           "matched_init": {"matched_init": "matched, base's init (conservative, default)"}}
 EXCLUDED: dict[str, str] = {}
 # 'any_pair' (``registry.COMBINATIONS``) is what `bornbiased fingerprint` answers when BASE's
 # initialisation is unknown (two HF folders or GGUF files): the permutation and matched tests

@@ -14,7 +14,8 @@ fingerprint`` gives, exactly as a user runs them: every model an HF folder with 
                 the first sequences' where the matched leg found nothing: the verdict at
                 least as often 'related' as the command's);
   matched_init  BASE's initialisation known (its training run): the matched test of the
-                suspect against it, exact;
+                suspect against it, its null law exact, the test conservative (a discrete
+                p: valid, not exact);
   localised     the share of the suspect's layers copied from a BASE layer (the derivative
                 states which) that the matched test's table attributes to that layer.
 

@@ -32,7 +32,8 @@ def section(records: dict, outputs=None) -> str | None:
         f"(its tokenizer remapped where the vocabulary changed); `bornbiased fingerprint`'s "
         f"verdicts at its defaults, positives a base's own suspects, negatives every other "
         f"base's.", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",
-        *["| " + " | ".join(c.cells()) + " |" for c in shapes_claims.claims(summary)],
+        *["| " + " | ".join(c.cells()) + " |"
+          for c in shapes_claims.claims(summary, shapes["records"]["pairs"])],
         "", shapes_claims.markdown(summary).rstrip("\n")])
 
 

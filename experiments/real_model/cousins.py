@@ -98,7 +98,7 @@ def sources() -> list[str]:
 def negatives() -> list[dict]:
     """The trained cousins as the lineage record's negatives list keeps them."""
     return [{"name": f"{f.name}#{k}", "kind": "trained", "trained_steps": tc.steps,
-             "same_data": True,
+             "same_data": True, "tokens": tc.steps * tc.batch_size * tc.seq_len,
              "what": f"a 4-layer cousin of the base (its widths, heads and tokenizer), seed {k}, "
                      f"trained from scratch {tc.steps} steps of {tc.batch_size} x "
                      f"{tc.seq_len} tokens on Vim's help (the fine-tunes' text)"}

@@ -77,7 +77,8 @@ SCRATCH = {"scratch": f"a fresh init of the base's shape (HF's default init, see
 def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS,
               with_cousins: bool | None = None) -> list[dict]:
     """The lineage step's unrelated models as the record keeps them (``claims.negatives``
-    reads them): each {"name", "kind", "trained_steps", "same_data", "what"}; ``unrelated``
+    reads them): each {"name", "kind", "trained_steps", "same_data", "what"}, and "tokens"
+    (the tokens it was trained on) for a trained one; ``unrelated``
     presets are untrained initialisations, :data:`SCRATCH` is trained from a fresh init on the
     fine-tunes' text, and the cousins (:mod:`.cousins`; by default those that are
     trained; ``with_cousins`` False: none) are trained from scratch on it too. A negative added here (and to the fingerprint
@@ -86,7 +87,8 @@ def negatives(unrelated: tuple[str, ...] = UNRELATED_PRESETS,
             "what": "a fresh initialisation of the base's shape (HF's default init)"}
            for spec in unrelated]
     out += [{"name": name, "kind": "trained", "trained_steps": FULL_STEPS, "same_data": True,
-             "what": what} for name, what in SCRATCH.items()]
+             "tokens": FULL_STEPS * TUNE["batch"] * TUNE["seq_len"], "what": what}
+            for name, what in SCRATCH.items()]
     if with_cousins is not False:
         out += cousins.negatives()
     return out

@@ -26,7 +26,9 @@ What they share: ``identity_dims`` (the top-m / bottom-k dimensions, the identit
 S, per-dimension Kendall and Spearman correlations), ``unit_matching`` (MLP units matched
 across widths, layers across depths, and the null of both; its jitted programs in
 ``kernels``), ``rencontres`` (the matched
-test's null law, light enough for the results renderer). ``result`` is a test's outcome
+test's null law, light enough for the results renderer), ``unit_overlap`` (what two models'
+units share in each view: the diagnostic behind the matched test's level between trained
+models). ``result`` is a test's outcome
 (``LineageResult``, the level ``ALPHA``).
 
 ``baselines`` holds the four fingerprints the paper compares with (App. B.3.2): Intrinsic,

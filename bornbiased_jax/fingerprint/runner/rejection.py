@@ -20,6 +20,9 @@ Pairs drawn from one pool of M models share models, so they are not independent 
 them as independent and is too narrow), the interval over M // 2 *disjoint* pairs (0, 1),
 (2, 3), ... (independent under H0; wide) and a jackknife over models (leave one model out,
 recompute the rate over the remaining pairs), whose standard error accounts for the sharing.
+Where rows repeat a pair of models (several edits or checkpoints of the same two), it adds the
+interval with the pair as the trial (``per_pair``), which a rate of no rejections, where the
+jackknife's standard error is 0, still bounds only by the number of pairs.
 """
 
 from __future__ import annotations
@@ -139,12 +142,19 @@ def all_pairs(M: int) -> list[tuple[int, int]]:
 def rate(rows: Sequence[dict], test: str, alpha: float) -> dict:
     """Rejections of ``test`` at ``alpha`` over ``rows`` (pairs with 'a', 'b' and p-values):
     the rate, its Clopper-Pearson 95 % interval over all pairs (as if independent), the same
-    over the disjoint pairs {2i, 2i+1} among them, and a jackknife-over-models standard error
-    with its normal 95 % interval (clipped to [0, 1])."""
+    over the disjoint pairs {2i, 2i+1} among them, a jackknife-over-models standard error
+    with its normal 95 % interval (clipped to [0, 1]), and, where rows repeat an (a, b) pair,
+    ``per_pair``: the Clopper-Pearson interval with the P distinct pairs as the trials, at the
+    rate observed (an effective count rate x P: each pair's rows as one outcome, the most
+    dependent they can be, so at least as wide as any lesser dependence within a pair needs)."""
     x = np.array([r[test] <= alpha for r in rows], dtype=float)
     k, N = int(x.sum()), len(x)
     out = {"rejections": k, "pairs": N, "rate": k / N if N else math.nan,
            "ci95": list(clopper_pearson(k, N)) if N else [math.nan, math.nan]}
+    distinct = len({(r["a"], r["b"]) for r in rows})
+    if distinct < N:
+        out["per_pair"] = {"pairs": distinct,
+                           "ci95": list(clopper_pearson(k * distinct / N, distinct))}
     disjoint = [r[test] <= alpha for r in rows if r["a"] % 2 == 0 and r["b"] == r["a"] + 1]
     if disjoint:
         kd = int(sum(disjoint))

@@ -1,0 +1,112 @@
+"""What the level table measured the matched leg's default slack on, and the sentence a row that
+applies that default to another model states beside the model's own training.
+
+The level table (experiments/lineage/level_claims.py) fits the slack between two trained models
+(units per layer pair) on small models of the level families, each trained on a fixed number of
+tokens, and the default is its largest fit. A released model (SmolLM2-135M, Gemma 3 270M) was
+trained on millions of times as many: a row that applies the default to it puts the tokens the
+cells were trained on beside the model's own (:func:`extrapolation`), so a reader sees that the
+default is extrapolated there, not measured.
+
+A cell's training comes from the records: its own ``train`` settings in the level record
+(steps, global batch, T, vocabulary: ``experiments.lineage.level`` keeps them), else its steps
+from the level record with the global batch, T and vocabulary of the seed family's training
+record (results/records/training/seed_family.json, :data:`FAMILY_RECORD`), whose schedule every
+cell shares (experiments/lineage/level_families.py changes only the shape): when the cell's
+steps are not the family record's, its tokens are unknown (None).
+"""
+
+from __future__ import annotations
+
+import math
+
+FAMILY_RECORD = "seed_family"  # the training record of the 32-seed family (cell L2-F176)
+# the tests whose matched leg, between two trained models, applies the default slack
+DEFAULT_SLACK_TESTS = ("any_pair", "matched")
+
+
+def cells_training(level: dict, family: dict | None = None) -> dict[str, dict | None]:
+    """{cell: {"steps", "batch_size", "seq_len", "vocab_size", "tokens"}, or None where the
+    records do not give it} of the level record ``level``; ``family``: the seed family's
+    training record (module docstring)."""
+    out = {}
+    for name, c in level["records"].get("raw", {}).get("cells", {}).items():
+        t = c.get("train")
+        if t is None and family is not None:
+            tc = family["run"]["train_config"]
+            if tc["steps"] == c.get("steps"):
+                t = {"steps": c["steps"], "batch_size": tc["batch_size"],
+                     "seq_len": tc["seq_len"], "vocab_size": family["run"]["data"]["vocab_size"]}
+        out[name] = None if t is None else {**t, "tokens": t["steps"] * t["batch_size"]
+                                            * t["seq_len"]}
+    return out
+
+
+def tokens_text(x: float) -> str:
+    """'256,000' below a billion; '1.5 billion', '2 trillion' above."""
+    for unit, scale in (("trillion", 1e12), ("billion", 1e9)):
+        if x >= scale:
+            return f"{x / scale:g} {unit}"
+    return f"{int(x):,}"
+
+
+def range_text(training: dict[str, dict | None]) -> str | None:
+    """The cells' training tokens per model: '256,000' when every cell's are that, '100,000 to
+    256,000' otherwise; None when no cell's are known."""
+    known = sorted({t["tokens"] for t in training.values() if t})
+    if not known:
+        return None
+    text = tokens_text(known[0]) + ("" if len(known) == 1 else f" to {tokens_text(known[-1])}")
+    return text + ("" if all(training.values()) else " (where recorded)")
+
+
+def schedule_text(training: dict[str, dict | None]) -> str:
+    """How the cells' models were trained, grouped by schedule: '250 steps of 16 x 64 tokens,
+    256,000 tokens per model, vocabulary 2,048' (cells named where they differ)."""
+    groups: dict = {}
+    for name, t in training.items():
+        key = None if t is None else tuple(t[k] for k in ("steps", "batch_size", "seq_len",
+                                                           "tokens", "vocab_size"))
+        groups.setdefault(key, []).append(name)
+    texts = []
+    for key, names in groups.items():
+        text = ("training not recorded" if key is None else
+                f"{key[0]} steps of {key[1]} x {key[2]} tokens, {tokens_text(key[3])} tokens "
+                f"per model, vocabulary {key[4]:,}")
+        texts.append(text if len(groups) == 1 else f"{', '.join(names)}: {text}")
+    return "; ".join(texts) or "not recorded"
+
+
+def extrapolation(records: dict, model: str) -> str:
+    """What a row that applies the default slack between two trained models to ``model`` (a
+    key of ``pretrained.PRETRAINING_TOKENS``: its pretraining tokens, per its model card)
+    states: the level table's default and the training tokens of the cells it was measured on
+    (``records``: every record, the level record and the seed family's training record among
+    them), beside the model's, and their ratio."""
+    from experiments.common.pretrained import PRETRAINING_TOKENS
+
+    tokens = PRETRAINING_TOKENS[model]
+    level = records.get("lineage_level")
+    if level is None:
+        return (f"its matched leg between two trained models applies the default slack, which "
+                f"the level table measures on small models (its record is missing here); "
+                f"{model} was pretrained on {tokens_text(tokens)} tokens (its model card)")
+    training = cells_training(level, records.get("training", {}).get(FAMILY_RECORD))
+    known = [t["tokens"] for t in training.values() if t]
+    cells = (f"cells of models trained {range_text(training)} tokens each" if known else
+             "cells whose training tokens are not recorded")
+    ratio = f", {_times(tokens / max(known))} as many as any cell's models" if known else ""
+    return (f"its matched leg between two trained models applies the default slack "
+            f"({level['records']['summary']['default_slack']} units per layer pair), the "
+            f"largest the level table fitted, on {cells}; {model} was pretrained on "
+            f"{tokens_text(tokens)} tokens (its model card){ratio}: the default is "
+            f"extrapolated to it, not measured there")
+
+
+def _times(r: float) -> str:
+    """'7.8 million times' for 7.8e6 (a ratio of token counts)."""
+    if r < 1e3:
+        return f"{r:.3g} times"
+    e = 3 * int(math.log10(r) // 3)
+    word = {3: "thousand", 6: "million", 9: "billion"}.get(e)
+    return f"{r / 10 ** e:.2g} {word} times" if word else f"{r:.2g} times"

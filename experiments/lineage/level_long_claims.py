@@ -1,0 +1,182 @@
+"""RESULTS.md's section on the matched leg's level along training (beyond the paper): pure
+functions of the long cells' record (:mod:`experiments.lineage.level_long_law` computes what
+the rows read).
+
+Rules (each can fail; tests/test_level_long.py gives records that pass and fail them):
+
+  * growth, per cell: the pairs' mean K at the last checkpoint minus at the first, with a
+    delete-one-model jackknife standard error over the cell's models (pairs share models);
+    "grows" when the difference exceeds t_{0.975, M-1} standard errors, "shrinks" when it is
+    below minus that, "no change detected" otherwise;
+  * the law: fitted on the first halves of the seeds, judged on the second halves at every
+    cell and checkpoint (and on the different-text pairs) by the level rule; the row counts
+    the (cell, checkpoint)s where the level is rejected and states the rule's power;
+  * the default slack against the law: where the law at the largest tokens measured exceeds
+    the default, the default is too small there; else the default covers what was measured,
+    and beyond it (more tokens, wider or deeper models) is an extrapolation, which the row
+    names.
+
+Every row's verdict is "beyond the paper" (the paper has no such claim) or "measured"; the
+rule's outcome is in the row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK
+from bornbiased_jax.stats import t_quantile
+from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
+from experiments.lineage import LONG_TITLE
+from experiments.lineage.level_long_law import POWER_RATE, judge
+
+
+def _tokens(t: float) -> str:
+    return f"{t / 1e6:.2f} M" if t < 1e9 else f"{t / 1e9:.2f} B"
+
+
+def growth(first: list[dict], last: list[dict]) -> tuple[str, float, float, int]:
+    """(state, mean difference, jackknife se, models) of the pairs' mean K (over layers)
+    between two checkpoints of the same pairs (module docstring)."""
+    key = lambda p: (p["a"], p["b"])  # noqa: E731
+    k0 = {key(p): float(np.mean([K for K, _, _ in p["dir_b"]])) for p in first}
+    d = {key(p): float(np.mean([K for K, _, _ in p["dir_b"]])) - k0[key(p)]
+         for p in last if key(p) in k0}
+    models = sorted({m for k in d for m in k})
+    mean = float(np.mean(list(d.values())))
+    loo = np.array([np.mean([v for k, v in d.items() if m not in k]) for m in models])
+    M = len(models)
+    se = float(np.sqrt((M - 1) / M * ((loo - loo.mean()) ** 2).sum())) if M > 2 else np.nan
+    half = t_quantile(M - 1) * se if M > 2 else np.inf
+    state = ("grows" if mean > half else "shrinks" if mean < -half else "no change detected")
+    return state, mean, se, M
+
+
+def _rate(r: dict) -> str:
+    return f"{r['rejections']}/{r['pairs']} ({r['rate']:.1%})"
+
+
+def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -> list[Claim]:
+    shape = (f"F = {cell['units']:,}, {cell['layers']} layers, d = {cell['d_model']}, "
+             f"{len(cell['seeds'])} seeds, {', '.join(cell['corpus'])}")
+    steps = sorted(cell["steps"], key=int)
+    along = "; ".join(
+        f"{_tokens(s['tokens'])} tokens (step {s['step']:,}"
+        + (f", val loss {s['val_loss']:.2f}" if s["val_loss"] is not None else "")
+        + f"): K mean {s['K_mean']:.2f}, q99 {s['K_q99']:.0f}, max {s['K_max']}, K/F "
+        f"{s['K_over_F']:.4f}, by layer {', '.join(f'{k:.2f}' for k in s['K_by_layer'])}; "
+        f"rejected at slack 0 {_rate(s['rate_slack0'])}; fitted slack {s['fit_slack']}"
+        for s in rows)
+    out = [Claim(f"Shared units of unrelated same-data seeds along training, {name} [{shape}]",
+                 "- (beyond the paper)", along, MEASURED,
+                 f"K: doubly matched units per suspect layer and the base layer it chose, every "
+                 f"pair of the cell's seeds at each checkpoint; slack fitted on the first half")]
+    if len(steps) > 1:
+        first, last = cell["steps"][steps[0]], cell["steps"][steps[-1]]
+        state, d, se, M = growth(first["pairs"], last["pairs"])
+        out.append(Claim(
+            f"Does K grow with training? {name} [{_tokens(first['tokens'])} -> "
+            f"{_tokens(last['tokens'])} tokens]", "- (beyond the paper)",
+            f"mean K per layer {rows[0]['K_mean']:.2f} -> {rows[-1]['K_mean']:.2f} "
+            f"(difference {d:+.2f} ± {se:.2f}, jackknife over {M} models)", BEYOND,
+            f"rule: the difference beyond t_0.975,{M - 1} jackknife standard errors; {state}"))
+    last_over = rows[-1]["overlap"]
+    if last_over:
+        o = last_over
+        out.append(Claim(
+            f"What the two views share, {name} at {_tokens(rows[-1]['tokens'])} tokens",
+            "- (beyond the paper)",
+            f"per layer of {cell['units']:,} units (means over pairs): reciprocal partners in "
+            f"the gate view {o['gate']:.1f}, in the up view {o['up']:.1f}, in both "
+            f"{o['both']:.1f}, the same unit in both (K) {o['K']:.2f}; partners with |r| > 0.5: "
+            f"gate {o['gate_hi']:.1f}, up {o['up_hi']:.1f}, both {o['both_hi']:.1f}, of K "
+            f"{o['K_hi']:.2f}; units correlated above 0.5 with some unit of the other model "
+            f"(gate view) {o['gate_any_hi']:.1f}", MEASURED,
+            "how many of the units that match in one view also match in the other: the "
+            "double matching's share in keeping shared (universal) units out of K"))
+    rej = [r for r in law_rows if r["level"]["rejected"]]
+    out.append(Claim(
+        f"The law's slack held out, {name}", "- (beyond the paper)",
+        "; ".join(f"{_tokens(r['tokens'])} tokens: slack {r['slack']}, "
+                  f"{_rate(r['rate'])} rejected" for r in law_rows), BEYOND,
+        f"rule: the held-out seeds' rate at alpha = 0.01 (one-sided jackknife t over the "
+        f"models); rejected at {len(rej)} of {len(law_rows)} checkpoints"
+        + (f" ({', '.join(_tokens(r['tokens']) for r in rej)})" if rej else "")
+        + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
+        f"{law_rows[0]['power']:.2f} at this many held-out models" if law_rows else ""))
+    return out
+
+
+def claims(record: dict) -> list[Claim]:
+    rec = record["records"]
+    j = judge(rec)
+    law = j["law"]
+    out = []
+    for name, cell in rec["cells"].items():
+        out += cell_claims(name, cell, j["summaries"][name], j["cells"][name])
+        if j["cross"].get(name):
+            xs = j["cross"][name]
+            rej = [r for r in xs if r["level"]["rejected"]]
+            out.append(Claim(
+                f"Unrelated seeds trained on different text: {name} against "
+                f"{xs[0]['with']}, same step", "- (beyond the paper)",
+                "; ".join(f"{_tokens(r['tokens'])} tokens: K mean {r['K_mean']:.2f}, max "
+                          f"{r['K_max']}; at slack 0 {_rate(r['rate_slack0'])}; held out at "
+                          f"the law's {r['slack']}: {_rate(r['rate'])}" for r in xs), BEYOND,
+                f"rule: the level rule on the held-out halves of both cells; rejected at "
+                f"{len(rej)} of {len(xs)} checkpoints"))
+    lo, hi = j["tokens_range"]
+    top = max(s for rows in j["cells"].values() for s in [r["slack"] for r in rows])
+    form = ("a constant: K does not grow detectably with tokens (slope "
+            f"{law['slope']:+.2f} ± {law['slope_se']:.2f} units per decade)"
+            if law["form"] == "constant" else
+            f"u(T) = ceil({law['intercept']:.2f} + {law['slope']:.2f} log10 T) (slope "
+            f"± {law['slope_se']:.2f})")
+    beyond = ("the default is below the law at the largest tokens measured: too small there"
+              if top > MATCHED_TRAINED_SLACK else
+              "the default covers the law over what was measured")
+    out.append(Claim(
+        "The slack as a law of training length, and the default", "- (beyond the paper)",
+        f"fitted on {law['points']} (cell, checkpoint) first halves: {form}; at "
+        f"{_tokens(hi)} tokens: {top} units; the default: {MATCHED_TRAINED_SLACK}", BEYOND,
+        f"{beyond}; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, MLP widths "
+        f"{', '.join(f'{w:,}' for w in j['widths'])}, depths {', '.join(map(str, j['depths']))}; "
+        "beyond these (models trained on billions or trillions of tokens, wider or deeper) "
+        "the slack is an extrapolation"))
+    return out
+
+
+def k_over_f_table(record: dict) -> str:
+    """K / F against tokens seen, one column per cell (the section's figure as a table)."""
+    j = judge(record["records"])
+    cols = list(j["summaries"])
+    tokens = sorted({s["tokens"] for rows in j["summaries"].values() for s in rows})
+    by = {(n, s["tokens"]): s for n, rows in j["summaries"].items() for s in rows}
+    lines = ["| tokens per model | " + " | ".join(cols) + " |",
+             "|---|" + "---|" * len(cols)]
+    for t in tokens:
+        lines.append(f"| {_tokens(t)} | " + " | ".join(
+            f"{by[(n, t)]['K_over_F']:.4f} ({by[(n, t)]['K_mean']:.2f})" if (n, t) in by else "-"
+            for n in cols) + " |")
+    return "\n".join(lines)
+
+
+def section(record: dict | None, command: str, run_line: str) -> str:
+    if record is None:
+        return "\n".join([f"## {LONG_TITLE}", "",
+                          f"Not measured yet: `python -m experiments.lineage_level_long "
+                          f"--train` trains the long cells (resumable, about 20 CPU-hours), "
+                          f"then `{command}` measures every kept checkpoint."])
+    cells = record["records"]["cells"]
+    lines = [f"## {LONG_TITLE}", "",
+             f"Generated from results/records/lineage_level/lineage_level_long.json "
+             f"(`{command}`, run on {run_line}). Cells: seeds trained on identical data in one "
+             f"program with checkpoints at geometric steps (experiments/lineage/level_long.py); "
+             f"16 x 64 tokens per step; the matched leg as `bornbiased fingerprint` runs it. "
+             f"Checkpoints measured so far: " + "; ".join(
+                 f"{n}: steps {', '.join(sorted(c['steps'], key=int))} of "
+                 f"{c['schedule_steps']:,}" for n, c in cells.items()) + ".", "",
+             table(claims(record)), "",
+             "K / F (mean K per layer in brackets) against tokens seen per model:", "",
+             k_over_f_table(record)]
+    return "\n".join(lines)

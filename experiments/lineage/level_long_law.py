@@ -1,0 +1,129 @@
+"""The matched leg's slack as a law of training length (beyond the paper): pure functions of the
+long cells' record (:mod:`experiments.lineage.level_long_measure`).
+
+Per cell and checkpoint (:func:`step_summary`): the shared units K of every pair's suspect
+layers (the B direction: each layer of one model with the layer of the other it chose), their
+mean, high quantiles and maximum, K / F, per layer; what the two views share
+(:func:`~bornbiased_jax.fingerprint.methods.unit_overlap.view_overlap`, means over pairs and
+layers); the rejection rate at slack 0; and the slack fitted on the first half of the seeds
+(:func:`experiments.lineage.level.fit_slack`).
+
+The law (:func:`fit_law`), fitted on the first halves only: the fitted slacks of every cell and
+checkpoint regressed on log10 tokens by least squares. When the slope is significantly above 0
+(one-sided t at 95 %, df = points - 2) the law grows with training, u(T) = ceil(c + b log10 T)
+with c the smallest intercept that covers every fitted point (an upper envelope of slope b);
+otherwise K does not grow detectably and the law is the largest fitted slack, a constant.
+Either way the law is judged on the held-out halves (:func:`judge`): at every cell and
+checkpoint the rate among the other half's pairs at u(T), by the rule of
+:mod:`experiments.common.level_rule` (one-sided jackknife t over the models), with the rule's
+simulated power at that many models; the different-text pairs (each model of one corpus with
+each of the other, held-out halves of both) are judged at the same u(T).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from bornbiased_jax.fingerprint.methods.result import ALPHA
+from experiments.common import level_rule as LR
+from experiments.lineage.level import _among, _judge, fit_slack, halves, rates
+
+POWER_RATE = 0.05  # the held-out rate the rule's power is stated against (five times alpha)
+OVERLAP_KEYS = ("gate", "up", "both", "K", "gate_hi", "up_hi", "both_hi", "K_hi", "gate_any_hi")
+
+
+def k_table(pairs: list[dict]) -> np.ndarray:
+    """K of every pair (rows) and suspect layer (columns), the B direction."""
+    return np.array([[K for K, _, _ in p["dir_b"]] for p in pairs], dtype=float).reshape(
+        len(pairs), -1)
+
+
+def step_summary(step: dict, seeds: list[int], units: int) -> dict:
+    """The statistics of one cell at one checkpoint (module docstring)."""
+    pairs = step["pairs"]
+    K = k_table(pairs)
+    fit_seeds, held = halves(seeds)
+    val = step.get("val_loss")
+    over = {k: float(np.mean([o[k] for p in pairs for o in p["overlap"]]))
+            for k in OVERLAP_KEYS} if pairs and "overlap" in pairs[0] else {}
+    return {"step": step["step"], "tokens": step["tokens"],
+            "val_loss": None if not val else float(np.mean(val)),
+            "pairs": len(pairs), "K_mean": float(K.mean()), "K_q90": float(np.quantile(K, 0.9)),
+            "K_q99": float(np.quantile(K, 0.99)), "K_max": int(K.max()),
+            "K_over_F": float(K.mean() / units), "K_by_layer": K.mean(0).round(3).tolist(),
+            "overlap": over, "rate_slack0": rates(pairs, 0)[str(ALPHA)],
+            "fit_slack": fit_slack(_among(pairs, fit_seeds)),
+            "fit_pairs": len(_among(pairs, fit_seeds)), "held_seeds": held}
+
+
+def summaries(record: dict) -> dict:
+    """{cell: [step_summary, ...] in step order} of the record's cells."""
+    return {name: [step_summary(st, c["seeds"], c["units"])
+                   for _, st in sorted(c["steps"].items(), key=lambda kv: int(kv[0]))]
+            for name, c in record["cells"].items()}
+
+
+def fit_law(points: list[tuple[float, int]]) -> dict:
+    """The law from (tokens, fitted slack) points (module docstring): {"form": "constant" or
+    "log-tokens", "slope", "slope_se", "intercept", "points"}."""
+    x = np.log10([t for t, _ in points])
+    y = np.array([u for _, u in points], dtype=float)
+    out = {"points": len(points), "slope": 0.0, "slope_se": math.nan,
+           "intercept": float(y.max()), "form": "constant"}
+    if len(points) > 2 and np.ptp(x) > 0:
+        fit = stats.linregress(x, y)
+        out["slope"], out["slope_se"] = float(fit.slope), float(fit.stderr)
+        t = stats.t.ppf(0.95, len(points) - 2)
+        if fit.stderr > 0 and fit.slope / fit.stderr > t or fit.stderr == 0 and fit.slope > 0:
+            out["form"] = "log-tokens"
+            out["intercept"] = float(np.max(y - fit.slope * x))
+    return out
+
+
+def law_slack(law: dict, tokens: float) -> int:
+    """u(T): the law's slack at ``tokens``, a whole number of units."""
+    if law["form"] == "constant":
+        return int(math.ceil(law["intercept"]))
+    return max(0, int(math.ceil(law["intercept"] + law["slope"] * math.log10(tokens) - 1e-9)))
+
+
+def judge(record: dict) -> dict:
+    """The law fitted on the first halves and judged on the held-out halves at every cell and
+    checkpoint, and on the different-text pairs: {"law", "cells": {cell: [{"step", "tokens",
+    "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths"}."""
+    summ = summaries(record)
+    points = [(s["tokens"], s["fit_slack"]) for rows in summ.values() for s in rows]
+    law = fit_law(points)
+    cells, cross = {}, {}
+    for name, c in record["cells"].items():
+        _, held = halves(c["seeds"])
+        rows = []
+        for s in summ[name]:
+            st = c["steps"][str(s["step"])]
+            u = law_slack(law, s["tokens"])
+            r = rates(_among(st["pairs"], held), u)[str(ALPHA)]
+            rows.append({"step": s["step"], "tokens": s["tokens"], "slack": u, "rate": r,
+                         "level": _judge(r, ALPHA, len(held)),
+                         "power": LR.power(POWER_RATE, ALPHA, len(held), 1)})
+            if "cross" in st:
+                other = record["cells"].get(st["cross"]["with"])
+                o_held = halves(other["seeds"])[1] if other else []
+                pairs = [p for p in st["cross"]["pairs"] if p["a"] in o_held and p["b"] in held]
+                if pairs:
+                    rc = rates(pairs, u)[str(ALPHA)]
+                    models = len(set(o_held) | set(held))
+                    cross.setdefault(name, []).append({
+                        "step": s["step"], "tokens": s["tokens"], "slack": u, "rate": rc,
+                        "with": st["cross"]["with"], "level": _judge(rc, ALPHA, models),
+                        "rate_slack0": rates(st["cross"]["pairs"], 0)[str(ALPHA)],
+                        "K_mean": float(k_table(st["cross"]["pairs"]).mean()),
+                        "K_max": int(k_table(st["cross"]["pairs"]).max())})
+        cells[name] = rows
+    tokens = [s["tokens"] for rows in summ.values() for s in rows]
+    return {"law": law, "summaries": summ, "cells": cells, "cross": cross,
+            "tokens_range": [min(tokens), max(tokens)] if tokens else None,
+            "widths": sorted({c["units"] for c in record["cells"].values()}),
+            "depths": sorted({c["layers"] for c in record["cells"].values()})}

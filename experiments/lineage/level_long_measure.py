@@ -1,0 +1,124 @@
+"""The matched leg's shared units along training (beyond the paper): for every long cell
+(:mod:`experiments.lineage.level_long`) at every kept checkpoint, every pair of its seeds' models
+through the matched test across shapes at slack 0 (:func:`experiments.lineage.level.pair_stats`:
+K, n, m per direction and layer, so the p at any slack follows) and, for each of the suspect's
+layers and the base layer it chose, what the two share in each view
+(:func:`bornbiased_jax.fingerprint.methods.unit_overlap.view_overlap`). The prose cell's seeds
+are also paired with the code cell's at the same step (unrelated models trained on different
+text). Each checkpoint's pairs are kept in a cache as they finish, so a stopped measurement
+resumes by checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bornbiased_jax import files
+from bornbiased_jax.files import progress
+from bornbiased_jax.fingerprint.methods import matched as M
+from bornbiased_jax.fingerprint.methods.unit_matching import screen_settings
+from bornbiased_jax.fingerprint.methods.unit_overlap import view_overlap
+from bornbiased_jax.fingerprint.runner import rejection as SM
+from bornbiased_jax.probes.inputs import probe_inputs
+from bornbiased_jax.sources import load_source
+from bornbiased_jax.training import run_folder
+from bornbiased_jax.training.checkpoints import run_steps
+from experiments.lineage import level_long as LL
+from experiments.lineage.level import DEFAULTS, pair_stats
+
+CROSS = {"L2-F344-prose": "L2-F344-long"}  # cell -> the cell of other text it is paired with
+
+
+def kept_steps(cell: str, runs_dir: Path = LL.RUNS_DIR) -> list[int]:
+    """The cell's checkpoints at its kept steps (:data:`LL.KEEP` and its last), ascending."""
+    keep = set(LL.CELLS[cell].run.keep_steps)
+    return [s for s in run_steps(LL.folder(cell, runs_dir)) if s in keep]
+
+
+def checkpoint_info(cell: str, step: int, runs_dir: Path = LL.RUNS_DIR) -> dict:
+    """Tokens seen per model at ``step`` and the seeds' held-out loss logged at that step."""
+    tc = LL.CELLS[cell].run
+    recs = [r for r in run_folder.read_metrics(LL.folder(cell, runs_dir))
+            if r.get("step") == step and "val_loss" in r]
+    val = recs[-1]["val_loss"] if recs else None
+    return {"step": step, "tokens": step * tc.batch_size * tc.seq_len,
+            "val_loss": val if val is None or isinstance(val, list) else [val]}
+
+
+def _tokens(cfg, s: dict) -> np.ndarray:
+    return np.asarray(probe_inputs("tokens", cfg, s["n"], s["seq_len"],
+                                   s["probe_seed"])[:s["seqs"]])[:, :s["t_views"]]
+
+
+def _views(cell: str, step: int, runs_dir: Path, s: dict) -> tuple[list, list]:
+    folder = LL.folder(cell, runs_dir)
+    cfg = run_folder.run_config(folder)[0]
+    tokens = _tokens(cfg, s)
+    seeds = list(LL.CELLS[cell].run.seeds)
+    return seeds, [M.preactivations(load_source(f"{folder}#{k}@{step}",
+                                                shared_embedding=False).params, cfg, tokens)
+                   for k in seeds]
+
+
+def pair_record(a: int, b: int, pre_a, pre_b) -> dict:
+    """One pair's statistics: :func:`pair_stats` and, per layer of B, the views' overlap with
+    the layer of A it chose."""
+    st = pair_stats(pre_a, pre_b)
+    st["overlap"] = [view_overlap(pre_a[la], pre_b[lb]) for lb, la in enumerate(st["to_a"])]
+    return {"a": a, "b": b, **st}
+
+
+def measure_step(cell: str, step: int, runs_dir: Path = LL.RUNS_DIR, s: dict = DEFAULTS,
+                 log=progress) -> dict:
+    """Every pair of ``cell``'s seeds at ``step`` (and, for a cell of :data:`CROSS`, every
+    pair of its seeds with the other cell's at that step)."""
+    seeds, pres = _views(cell, step, runs_dir, s)
+    out = {**checkpoint_info(cell, step, runs_dir), "pairs": [
+        pair_record(seeds[i], seeds[j], pres[i], pres[j])
+        for i, j in SM.all_pairs(len(seeds))]}
+    log(f"  {cell} @ {step}: {len(out['pairs'])} pairs")
+    other = CROSS.get(cell)
+    if other is not None and step in kept_steps(other, runs_dir):
+        o_seeds, o_pres = _views(other, step, runs_dir, s)
+        out["cross"] = {"with": other, "pairs": [
+            pair_record(a, b, pa, pb) for a, pa in zip(o_seeds, o_pres)
+            for b, pb in zip(seeds, pres)]}
+        log(f"  {cell} @ {step}: {len(out['cross']['pairs'])} pairs with {other}")
+    return out
+
+
+def measure(cells=None, runs_dir: Path = LL.RUNS_DIR, cache: Path | None = None,
+            s: dict = DEFAULTS, log=progress) -> dict:
+    """{"settings", "cells": {cell: {"units", "layers", "d_model", "seeds", "steps": {step:
+    measure_step}}}} over every kept checkpoint trained so far; each (cell, step) is read back
+    from ``cache`` when measured with the same settings and layer screen."""
+    out = {"settings": dict(s), "cells": {}}
+    for cell in cells or LL.CELLS:
+        steps = kept_steps(cell, runs_dir)
+        if not steps:
+            continue
+        cfg = run_folder.run_config(LL.folder(cell, runs_dir))[0]
+        tc = LL.CELLS[cell].run
+        entry = {"units": cfg.d_ff, "layers": cfg.n_layers, "d_model": cfg.d_model,
+                 "seeds": list(tc.seeds), "schedule_steps": tc.steps,
+                 "corpus": [str(c) for c in LL.CELLS[cell].corpus], "steps": {}}
+        for step in steps:
+            f = None if cache is None else Path(cache) / f"{cell}@{step}.json"
+            saved = json.loads(f.read_text()) if f is not None and f.is_file() else None
+            ok = (saved is not None and saved.get("settings") == dict(s)
+                  and saved.get("screen") == screen_settings()
+                  and ("cross" in saved["step"]) == (CROSS.get(cell) is not None and
+                                                     step in kept_steps(CROSS[cell], runs_dir)))
+            if ok:
+                entry["steps"][str(step)] = saved["step"]
+                continue
+            got = measure_step(cell, step, runs_dir, s, log)
+            if f is not None:
+                files.write_json(f, {"settings": dict(s), "screen": screen_settings(),
+                                     "step": got})
+            entry["steps"][str(step)] = got
+        out["cells"][cell] = entry
+    return out

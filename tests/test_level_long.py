@@ -1,0 +1,136 @@
+"""The matched leg's level along training: the overlap of two models' views, the law of the
+slack in training length fitted on hand-made K tables (growing, flat), its held-out judgement,
+the growth rule, and the section; each rule shown passing and failing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bornbiased_jax.fingerprint.methods.unit_overlap import view_overlap
+from bornbiased_jax.verdicts import BEYOND
+from experiments.lineage import level_long as LL
+from experiments.lineage import level_long_claims as LC
+from experiments.lineage import level_long_law as LW
+
+F = 344
+
+
+def _std(z):
+    z = z - z.mean(0)
+    return (z / z.std(0)).astype(np.float32)
+
+
+def test_view_overlap_of_a_copy_an_unrelated_model_and_shared_gate_units():
+    """A copy shares every unit in both views (K = F, all correlated); unrelated random views
+    share about one; units shared in the gate view only are counted there and kept out of K."""
+    rng = np.random.default_rng(0)
+    R, n = 480, 64
+    g, u = _std(rng.normal(size=(R, n))), _std(rng.normal(size=(R, n)))
+    same = view_overlap((g, u), (g, u))
+    assert same["K"] == n and same["K_hi"] == n and same["gate_any_hi"] == n
+    g2, u2 = _std(rng.normal(size=(R, n))), _std(rng.normal(size=(R, n)))
+    other = view_overlap((g, u), (g2, u2))
+    assert other["K"] <= 4 and other["gate_hi"] == 0 and other["gate_any_hi"] == 0
+    # B's gate units 0-31 are A's 0-31 under a shift of labels (noise added), up views unrelated
+    shared = g2.copy()
+    shared[:, (np.arange(32) + 5) % 32] = _std(g[:, :32] + 0.3 * rng.normal(size=(R, 32)))
+    o = view_overlap((g, u), (shared, u2))
+    assert o["gate_hi"] >= 30 and o["up_hi"] == 0 and o["K_hi"] == 0 and o["K"] <= 4
+
+
+def test_the_long_cells_keep_geometric_checkpoints_and_share_a_tokenizer():
+    for name, c in LL.CELLS.items():
+        keep = c.run.keep_steps
+        assert keep[-1] == c.run.steps and all(b / a <= 2 for a, b in zip(keep, keep[1:]))
+        assert keep[0] == 250 and c.run.save_every == 250
+    assert LL.CELLS["L2-F344-long"].run.steps == 100 * 250  # two decades beyond 250 steps
+    assert {c.run.steps for n, c in LL.CELLS.items() if n != "L2-F344-long"} >= {2500}
+    prose = LL.CELLS["L2-F344-prose"]
+    assert prose.tokenizer_of == "L2-F344-long" and not set(prose.run.seeds) & set(
+        LL.CELLS["L2-F344-long"].run.seeds)  # other initialisations, not the code cell's
+    assert "--tokenizer runs/level-long/L2-F344-long/tokenizer.json" in LL.command(
+        "L2-F344-prose")
+    assert "--keep-steps 250,500,1000,2000,4000,8000,16000,25000" in LL.command("L2-F344-long")
+
+
+def _pair(a, b, Ks):
+    """A pair whose suspect layers share Ks units (equal widths, no dead unit)."""
+    return {"a": a, "b": b, "dir_a": [[k, F, F] for k in Ks], "dir_b": [[k, F, F] for k in Ks],
+            "to_b": list(range(len(Ks))), "to_a": list(range(len(Ks))),
+            "overlap": [dict.fromkeys(LW.OVERLAP_KEYS, 1.0) for _ in Ks]}
+
+
+def _record(k_of_step, seeds=range(8), layers=2, at=(250, 1000, 4000)):
+    """A long-cell record whose pairs share ``k_of_step(step, a, b)`` units in layer 0."""
+    steps = {}
+    for step in at:
+        pairs = [_pair(a, b, [k_of_step(step, a, b)] + [0] * (layers - 1))
+                 for i, a in enumerate(seeds) for b in list(seeds)[i + 1:]]
+        steps[str(step)] = {"step": step, "tokens": step * 1024, "val_loss": [3.0] * len(seeds),
+                            "pairs": pairs}
+    cells = {"L2-F344-long": {"units": F, "layers": layers, "d_model": 128,
+                              "seeds": list(seeds), "schedule_steps": 25000,
+                              "corpus": ["python-stdlib"], "steps": steps}}
+    return {"settings": {}, "cells": cells}
+
+
+def test_the_law_is_constant_when_k_is_flat_and_grows_when_k_grows():
+    flat = LW.fit_law([(2.6e5, 2), (1e6, 3), (4e6, 2), (1.6e7, 3), (2.6e7, 2)])
+    assert flat["form"] == "constant" and LW.law_slack(flat, 1e12) == 3
+    growing = LW.fit_law([(2.6e5, 2), (1e6, 4), (4e6, 6), (1.6e7, 8), (2.6e7, 9)])
+    assert growing["form"] == "log-tokens" and growing["slope"] == pytest.approx(3.5, abs=0.3)
+    # an upper envelope: it covers every fitted point, and extrapolates by its slope
+    for t, u in [(2.6e5, 2), (1e6, 4), (4e6, 6), (1.6e7, 8), (2.6e7, 9)]:
+        assert LW.law_slack(growing, t) >= u
+    assert LW.law_slack(growing, 2.6e9) >= LW.law_slack(growing, 2.6e7) + 6
+
+
+def test_judge_holds_on_flat_pairs_and_is_rejected_where_the_held_out_half_shares_more():
+    # every pair shares 6 units in layer 0 with one pair in three: the slack fitted on the
+    # first half covers it
+    flat = _record(lambda s, a, b: 6 if (a + b) % 3 == 0 else 1)
+    j = LW.judge(flat)
+    assert j["law"]["form"] == "constant"
+    assert not any(r["level"]["rejected"] for r in j["cells"]["L2-F344-long"])
+    # the held-out seeds (4-7) share 12 units at the last checkpoint only: rejected there
+    late = _record(lambda s, a, b: 12 if s == 4000 and a >= 4 else 1)
+    rows = LW.judge(late)["cells"]["L2-F344-long"]
+    assert [r["level"]["rejected"] for r in rows] == [False, False, True]
+    claims = LC.claims({"records": late})
+    held = next(c for c in claims if c.claim.startswith("The law's slack held out"))
+    assert "rejected at 1 of 3 checkpoints (4.10 M)" in held.why and held.verdict == BEYOND
+    assert "with probability 0.01 at this many held-out models" in held.why  # 4 models: weak
+
+
+def test_growth_rule_sees_growth_and_no_change():
+    grow = _record(lambda s, a, b: {250: 1, 1000: 3, 4000: 6}[s] + (a * b) % 2)
+    c = grow["cells"]["L2-F344-long"]["steps"]
+    state, d, se, M = LC.growth(c["250"]["pairs"], c["4000"]["pairs"])
+    assert state == "grows" and d == pytest.approx(2.5) and M == 8
+    flat = _record(lambda s, a, b: 1 + (a * b + s // 250) % 2)
+    c = flat["cells"]["L2-F344-long"]["steps"]
+    assert LC.growth(c["250"]["pairs"], c["4000"]["pairs"])[0] == "no change detected"
+
+
+def test_the_law_row_names_the_default_and_the_extrapolation():
+    # three checkpoints cannot show growth (t on 1 df); five can
+    few = _record(lambda s, a, b: {250: 2, 1000: 5, 4000: 9}[s] if (a + b) % 2 else 0)
+    law = next(c for c in LC.claims({"records": few}) if c.claim.startswith("The slack as"))
+    assert "a constant: K does not grow detectably" in law.ours
+    grow = _record(lambda s, a, b: {250: 2, 500: 5, 1000: 8, 2000: 11, 4000: 14}[s]
+                   if (a + b) % 2 else 0, at=(250, 500, 1000, 2000, 4000))
+    law = next(c for c in LC.claims({"records": grow}) if c.claim.startswith("The slack as"))
+    assert "u(T) = ceil(" in law.ours and "the default: 4" in law.ours
+    assert "too small there" in law.why and "an extrapolation" in law.why
+    flat = _record(lambda s, a, b: 1)
+    law = next(c for c in LC.claims({"records": flat}) if c.claim.startswith("The slack as"))
+    assert "a constant" in law.ours and "the default covers the law" in law.why
+
+
+def test_the_section_says_when_nothing_is_measured_and_tables_k_over_f():
+    text = LC.section(None, "python -m experiments.lineage_level_long --measure", "?")
+    assert "Not measured yet" in text and "--train" in text
+    rec = {"run": {}, "records": _record(lambda s, a, b: 1)}
+    text = LC.section(rec, "cmd", "cpu")
+    assert "| 0.26 M | 0.0015 (0.50) |" in text and "steps 250, 1000, 4000 of 25,000" in text
