@@ -211,4 +211,7 @@ def test_pairs_table_marks_a_leg_that_stopped_early():
         f"n = 100 (16 for the 1 whose matched leg decided the any-pair verdict alone and 1 whose "
         f"matched leg found nothing (p = 1), of {len(pairs)} pairs, where the permutation leg "
         f"stopped)")
-    assert inputs_text(run, "matched") == "n = 100"
+    assert inputs_text(run, "matched") == "n = 100"  # no matched_seqs in the settings
+    run["settings"]["matched_seqs"] = 8
+    assert inputs_text(run, "matched") == ("n = 8 (the matched leg reads the first 8 of the "
+                                           "command's 100)")

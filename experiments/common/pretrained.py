@@ -179,8 +179,12 @@ def inputs_text(run: dict, test: str) -> str:
     """'n = N' of one fingerprint run's test: the inputs its p-values were read from. Where a
     leg stopped at the matched leg's sequences (that leg decided the any-pair verdict alone,
     or found nothing, p_matched = 1: the pair's ``n`` of the test below the command's), it says
-    for how many pairs and why; where every pair stopped, the n read leads, not the command's."""
+    for how many pairs and why; where every pair stopped, the n read leads, not the command's.
+    The matched test reads the first ``matched_seqs`` sequences only, whatever n."""
     n = run["settings"]["n"]
+    seqs = run["settings"].get("matched_seqs")
+    if test == "matched" and seqs is not None and seqs < n:
+        return f"n = {seqs} (the matched leg reads the first {seqs} of the command's {n})"
     short = [p for p in run["pairs"] if p.get("n", {}).get(test, n) < n]
     if not short:
         return f"n = {n}"
