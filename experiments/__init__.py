@@ -1,27 +1,29 @@
 """The paper's reproduction: one package per study, each holding its measurements, its verdict
 rules and what its command lines need; one renderer for RESULTS.md (:mod:`experiments.render`).
-Run from a checkout as modules (``python -m experiments.<name>``, or through the one entry
-point, ``python -m experiments NAME``, whose ``--help`` lists every study and command:
-``__main__``); not part of the installed toolkit (``bornbiased_jax``), which never imports this
-package.
+Run from a checkout through the one entry point, ``python -m experiments NAME [ARGS]``
+(``__main__``; ``--help`` lists every study and experiment); not part of the installed toolkit
+(``bornbiased_jax``), which never imports this package.
 
-Each experiment (``experiments/<name>.py``, a thin command line, or a study package's
-``__main__.py``, as ``python -m experiments.lineage`` and ``python -m experiments.campaign``)
-runs a measurement and saves a record, ``{"run": ..., "records": ...}``, committed under
-``results/records/<study>/<name>.json``. Each study's claims module turns its records into
-:class:`bornbiased_jax.verdicts.Claim` rows (and tables) without running anything, so every
-verdict rule is unit-tested on small hand-made records. Each study package declares its study
-in its study module (:class:`experiments.common.study.Study`: its experiments, its RESULTS.md
-sections with their titles, commands and builders); :data:`STUDIES` lists the declarations in
-RESULTS.md's order, :data:`EXPERIMENTS` and :data:`STUDY_OF` follow from them, and
-:mod:`experiments.render` writes RESULTS.md by iterating them.
+Each study package declares its study in its study module
+(:class:`experiments.common.study.Study`): its experiments, a table of
+:class:`~experiments.common.study.Experiment` (a name, the entry that measures it, its CPU- and
+paper-scale settings, the records it writes), and its RESULTS.md sections with their titles,
+commands and builders. An experiment runs a measurement and saves a record, ``{"run": ...,
+"records": ...}``, committed under ``results/records/<study>/<name>.json``. Each study's claims
+modules turn its records into :class:`bornbiased_jax.verdicts.Claim` rows (and tables) without
+running anything, so every verdict rule is unit-tested on small hand-made records.
+:data:`STUDIES` lists the declarations in RESULTS.md's order, :data:`EXPERIMENTS` (study -> the
+records it reads) and :data:`STUDY_OF` follow from them, and :mod:`experiments.render` writes
+RESULTS.md by iterating them (``artifacts`` writes an experiment's outputs and record). The
+experiments' former module paths (``python -m experiments.table1``) run for one release
+through one table, :mod:`experiments.common.names`.
 
 Each study package's docstring maps its modules; ``common`` holds what several studies
 share (the trained families, tuning, the scripts' command line, shared rules), the only
 package a study imports besides its own. Here, what each study is:
 
   * ``initialisation``: paper Sec. 3-4 (Table 1 to Figure 10), at CPU scale and at the paper's
-    own shapes (the rows from ``experiments/paper_scale.py``'s records under
+    own shapes (the rows from the campaign's paper-scale records under
     results/records/paper/);
   * ``theory``: the propositions' closed forms beside their simulations (``bornbiased
     theory``);
@@ -46,6 +48,10 @@ package a study imports besides its own. Here, what each study is:
 
 from __future__ import annotations
 
+from experiments.common import names as _names
+
+_names.install()  # the former module paths, for one release
+
 from experiments.initialisation.study import STUDY as _initialisation
 from experiments.theory.study import STUDY as _theory
 from experiments.seedprint.study import STUDY as _seedprint
@@ -59,6 +65,7 @@ from experiments.campaign.study import STUDY as _campaign
 # every study's declaration (experiments/<package>/study.py), in RESULTS.md's order of sections
 STUDIES = (_initialisation, _theory, _seedprint, _lineage, _lineage_bench, _lineage_level,
            _sinks, _real_model, _gemma3, _campaign)
-# study -> the experiments whose records it reads (results/records/<study>/<name>.json)
-EXPERIMENTS = {s.name: list(s.experiments) for s in STUDIES if s.experiments}
+# study -> the records its experiments write and its sections read
+# (results/records/<study>/<name>.json)
+EXPERIMENTS = {s.name: list(s.records) for s in STUDIES if s.records}
 STUDY_OF = {name: study for study, names in EXPERIMENTS.items() for name in names}

@@ -1,112 +1,104 @@
-"""One entry point for the reproduction: ``python -m experiments NAME [ARGS]`` runs the command
-``python -m experiments.NAME [ARGS]`` (which keeps working), and ``python -m experiments``
-(or ``--help``) lists the studies, each with the sections it writes and the command that
-measures each, then every command with the first line of its docstring.
+"""One entry point for the reproduction: ``python -m experiments NAME [ARGS]`` runs the
+experiment NAME, an entry of its study's table (``Study.experiments``, declared in
+``experiments/<study>/study.py``; :data:`experiments.STUDIES` lists the studies), on ARGS;
+``python -m experiments`` (or ``--help``) lists every study with its experiments and its
+RESULTS.md sections, in one shape. A former module path (``python -m experiments.table4b``)
+still runs through the one table of old names, :data:`experiments.common.names.OLD`, for a
+release.
 
-A command is a module of experiments/ that runs as a script (``if __name__ == "__main__"``:
-the thin scripts ``experiments/<name>.py`` and modules such as
-``initialisation.unembedding_null``) or a study package with a ``__main__`` (``lineage``,
-``campaign``, ...). They are found by reading the files, so listing them imports none; running
-one runs it as ``python -m experiments.NAME`` would (``runpy``), its records naming that
-command.
+Listing imports no experiment's code: an entry is imported when it runs (its first docstring
+line is shown by ``NAME --help``).
 """
 
 from __future__ import annotations
 
-import ast
-import runpy
 import sys
-import textwrap
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
 PROG = "python -m experiments"
 
 
-def _is_script(tree: ast.Module) -> bool:
-    """Whether a module's body has ``if __name__ == "__main__":``."""
-    for node in tree.body:
-        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-                and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
-                and any(isinstance(c, ast.Constant) and c.value == "__main__"
-                        for c in node.test.comparators)):
-            return True
-    return False
+def find(name: str):
+    """The experiment ``name`` of whichever study declares it, or None."""
+    from experiments import STUDIES
+
+    return next((e for s in STUDIES if (e := s.experiment(name)) is not None), None)
 
 
-def _summary(path: Path, width: int) -> str:
-    """The first paragraph of a module's docstring, shortened to ``width`` characters."""
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    return textwrap.shorten(" ".join(doc.strip().split("\n\n")[0].split()), width,
-                            placeholder=" ...")
-
-
-def command_file(name: str) -> Path | None:
-    """The file that runs command ``name`` (``figure4``: experiments/figure4.py; ``lineage``:
-    experiments/lineage/__main__.py; ``initialisation.unembedding_null``), or None when
-    ``name`` is no command."""
-    parts = name.split(".")
-    if not 1 <= len(parts) <= 2 or not all(p.isidentifier() for p in parts):
+def _scale_text(exp, scale: str) -> str | None:
+    """The arguments of ``python -m experiments`` that measure ``exp`` at ``scale``."""
+    s = exp.cpu if scale == "cpu" else exp.paper
+    if s is None:
         return None
-    if len(parts) == 1 and (HERE / name / "__main__.py").is_file():
-        return HERE / name / "__main__.py"
-    f = HERE.joinpath(*parts).with_suffix(".py")
-    if (parts[-1] in ("__init__", "__main__") or not f.is_file()
-            or (len(parts) == 2 and not (f.parent / "__init__.py").is_file())):
-        return None
-    text = f.read_text()
-    return f if "__main__" in text and _is_script(ast.parse(text)) else None
+    if isinstance(s, str):
+        return s
+    return exp.name + ("" if scale == "cpu" else " --scale paper")
 
 
-def commands() -> dict[str, Path]:
-    """{NAME: its file} for every command (:func:`command_file`), by name."""
-    names = ([f.stem for f in HERE.glob("*.py")]
-             + [f.parent.name for f in HERE.glob("*/__main__.py")]
-             + [f"{f.parent.name}.{f.stem}" for f in HERE.glob("*/*.py")])
-    return {n: f for n in sorted(set(names)) if (f := command_file(n)) is not None}
+def _line(exp) -> str:
+    """One experiment in the listing: its name, its commands at each scale, its records."""
+    parts = [] if exp.cpu is None else [f"cpu: {_scale_text(exp, 'cpu')}"]
+    if exp.paper is not None:
+        parts.append(f"paper: {_scale_text(exp, 'paper')}")
+    if exp.writes != (exp.name,):
+        w = exp.writes
+        parts.append("records: " + ("none" if not w else ", ".join(w) if len(w) <= 4 else
+                                    f"{', '.join(w[:3])}, ... ({len(w)})"))
+    return f"    {exp.name:22} " + "; ".join(parts)
 
 
 def listing() -> str:
-    """The text of ``python -m experiments --help``: the studies, then the commands."""
+    """The text of ``python -m experiments --help``: each study with its sections of RESULTS.md
+    and its experiments, one line each (the arguments that measure it at CPU scale and, where
+    there is a variant, at the paper's; the records it writes where not one of its name)."""
     from experiments import STUDIES
 
-    lines = [f"usage: {PROG} NAME [ARGS]   (the same as: python -m experiments.NAME [ARGS])",
-             f"       {PROG} NAME --help",
-             "", "Studies (experiments.STUDIES, in RESULTS.md's order): each RESULTS.md section "
-             "and the command that measures it", ""]
+    lines = [f"usage: {PROG} NAME [ARGS]      run the experiment NAME",
+             f"       {PROG} NAME --help     its flags and what it measures",
+             "",
+             "Studies (experiments.STUDIES, in RESULTS.md's order): the sections each writes "
+             "into RESULTS.md,",
+             f"then each experiment: the arguments of `{PROG}` that measure it (cpu: at CPU "
+             "scale,",
+             "paper: at the paper's) and the records it writes under results/records/<study>/ "
+             "(where",
+             "not one named as the experiment)."]
     for study in STUDIES:
-        lines.append(f"  {study.name}")
-        for s in study.sections:
-            how = s.command or "read from the GPU runs' outputs (results/gpu/, results/campaign/)"
-            lines.append(f"      {s.name:22} {how}")
-    found = commands()
-    width = max(map(len, found)) + 2
-    lines += ["", "Commands:", ""]
-    lines += [f"  {name:{width}}{_summary(path, max(40, 98 - width))}"
-              for name, path in found.items()]
+        lines += ["", f"  {study.name} (sections: {', '.join(s.name for s in study.sections)})"]
+        lines += [_line(e) for e in study.experiments]
+    lines += ["", "Former module paths (python -m experiments.OLD) run the experiments they "
+                  "became, for one",
+              "release: experiments/common/names.py."]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, old_path: bool = False) -> int:
+    """Run ``argv`` = [NAME, *ARGS]; ``old_path``: it came in as ``python -m
+    experiments.NAME`` (a former module path)."""
+    from experiments.common import names
+
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(listing())
         return 0
     name, rest = argv[0], argv[1:]
-    path = command_file(name)
-    if path is None:
+    exp = None if old_path else find(name)
+    if exp is None and (new := names.new_command(name)) is not None:
+        exp, rest = find(new[0]), new[1:] + rest
+        if old_path or new[0] != name:
+            print(f"(python -m experiments{'.' if old_path else ' '}{name} is now "
+                  f"`{PROG} {names.OLD[name]}`)", file=sys.stderr)
+    if exp is None:
         from experiments import STUDIES
 
         study = next((s for s in STUDIES if s.name == name), None)
         hint = ("" if study is None else
-                f"; the study {name} is measured by: "
-                + "; ".join(s.command for s in study.sections if s.command))
-        print(f"{PROG}: no command {name!r}{hint} ({PROG} --help lists them)", file=sys.stderr)
+                f"; the study {name}'s experiments: "
+                + ", ".join(e.name for e in study.experiments))
+        print(f"{PROG}: no experiment {name!r}{hint} ({PROG} --help lists them)",
+              file=sys.stderr)
         return 2
-    sys.argv = [str(path), *rest]
-    runpy.run_module(f"experiments.{name}", run_name="__main__", alter_sys=True)
-    return 0
+    return exp.run(rest)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

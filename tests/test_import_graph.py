@@ -174,20 +174,10 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
-def scripts() -> set[str]:
-    """The experiments' command lines: the modules ``experiments/<name>.py`` and the study
-    packages' ``__main__`` (not the study packages' measurements and verdict rules, nor the
-    renderer, which tests may import)."""
-    top = {f"experiments.{p.stem}" for p in EXPERIMENTS.glob("*.py")
-           if p.stem not in ("__init__", "render", "artifacts")}
-    return top | {f"experiments.{p.parent.name}.__main__" for p in EXPERIMENTS.glob("*/__main__.py")}
-
-
-def script_uses(folder: Path, names: set[str] | None = None) -> list[str]:
-    """'file:line' of every import statement naming a module of ``names`` (default: the
-    experiments' command lines, :func:`scripts`) in the Python files under ``folder``, at any
-    depth of the code; ``from experiments import x`` names ``experiments.x``."""
-    names = scripts() if names is None else names
+def script_uses(folder: Path, names: set[str]) -> list[str]:
+    """'file:line' of every import statement naming a module of ``names`` in the Python files
+    under ``folder``, at any depth of the code; ``from experiments import x`` names
+    ``experiments.x``."""
     found = []
     for f in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(f.read_text())):
@@ -202,17 +192,22 @@ def script_uses(folder: Path, names: set[str] | None = None) -> list[str]:
     return found
 
 
-def test_tests_never_import_the_experiment_scripts(tmp_path):
-    root = PACKAGE.parent
-    assert "experiments.table1" in scripts() and "experiments.lineage.__main__" in scripts()
-    assert "experiments.render" not in scripts()
-    for folder in ("tests", "theory"):
-        assert script_uses(root / folder) == [], folder
-    # the scanner sees both import forms, also inside a function
+def test_the_import_scanner_sees_both_forms(tmp_path):
     (tmp_path / "t.py").write_text("import os\nfrom experiments import table1\n"
                                    "def f():\n    import experiments.figure7\n"
-                                   "from experiments.lineage import claims\n")
-    assert script_uses(tmp_path) == ["t.py:2", "t.py:4"]
+                                   "from bornbiased_jax import cli\n")
+    assert script_uses(tmp_path, {"experiments"}) == ["t.py:2", "t.py:4"]
+
+
+def test_one_entry_point_runs_every_experiment():
+    """No module of experiments/ runs as a script but the entry point (``python -m experiments
+    NAME`` looks NAME up in the studies' tables: no module of its own per command), and the
+    entry point imports no experiment's module: an entry is imported when it runs."""
+    scripts = sorted(str(f.relative_to(EXPERIMENTS.parent)) for f in EXPERIMENTS.rglob("*.py")
+                     if '__name__ == "__main__"' in f.read_text())
+    assert scripts == ["experiments/__main__.py"]
+    entry = module_imports(deferred=True, package=EXPERIMENTS)["experiments.__main__"]
+    assert entry <= {"experiments", "experiments.common.names"}, entry
 
 
 def test_the_toolkit_never_imports_the_experiments():
@@ -230,7 +225,7 @@ def test_the_experiments_import_one_another_without_a_cycle():
 
 # experiments/'s packages that are not studies: what the studies share, and the paper-scale
 # driver, which runs other studies' measurements at the paper's shapes and renders their rows
-# (as experiments/render.py and experiments/run_all.py do), so it sits above them.
+# (as experiments/render.py does), so it sits above them.
 SHARED, DRIVERS = "common", {"campaign"}
 # top-level modules the shared package may import: the package's names and the record format
 SHARED_MAY_IMPORT = {"experiments", "experiments.artifacts"}

@@ -370,7 +370,7 @@ def test_figure3_judges_flat_through_the_models_own_unembedding():
 def test_the_unembedding_null_simulates_top1_counts_through_the_final_norm():
     import numpy as np
 
-    from experiments.initialisation import unembedding_null as U
+    from experiments.initialisation import figure3_null as U
 
     rng = np.random.default_rng(0)
     z = rng.normal(3.0, 2.0, (5, 8))
@@ -895,13 +895,13 @@ def test_render_adds_finding2_after_its_parts_and_figure3s_cpu_null(tmp_path):
 
 @pytest.mark.slow
 def test_the_cpu_null_is_simulated_for_the_cpu_records_model_and_n():
-    """The CPU-scale null (experiments/figure3_null.py) is for the model and N of the committed
+    """The CPU-scale null (``python -m experiments figure3_null``) is for the model and N of the committed
     CPU-scale Table 2 / Figure 3 record (else the rule would not use it), and ``simulate``
     builds that model's three block types and returns R counts of N."""
     import json
     from pathlib import Path
 
-    from experiments.initialisation import unembedding_null as U
+    from experiments.initialisation import figure3_null as U
 
     root = Path(__file__).resolve().parents[1] / "results/records/initialisation"
     s = json.loads((root / "table2_figure3.json").read_text())["run"]["settings"]

@@ -12,7 +12,7 @@ import pytest
 
 from bornbiased_jax.verdicts import BEYOND, UNTESTABLE
 from experiments.common import level_range as LR
-from experiments.lineage import level
+from experiments.lineage import level, level_fit
 from experiments.lineage import level_claims as LC
 
 
@@ -41,9 +41,9 @@ def test_partial_law_p_of_a_pair_and_the_fitted_slack():
              for a in range(16) for b in range(a + 1, 16)]
     u = level.fit_slack(pairs)
     assert 0 < u <= 3
-    rows = level._rows(pairs, u)
+    rows = level_fit.pair_rows(pairs, u)
     assert all(np.mean([r["matched"] <= a for r in rows]) <= a for a in level.ALPHAS)
-    rows = level._rows(pairs, u - 1)
+    rows = level_fit.pair_rows(pairs, u - 1)
     assert any(np.mean([r["matched"] <= a for r in rows]) > a for a in level.ALPHAS)
 
 

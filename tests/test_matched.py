@@ -782,7 +782,7 @@ def test_held_out_level_rule_can_fail_at_rates_a_user_cares_about():
         rec = _held_out_record(_spread(k))
         assert rec["fit"]["slack"] == 3 and rec["fit"]["held_out_rates"]["0.01"]["rejections"] == k
         held = rec["fit"]["held_out_rates"]["0.01"]
-        assert not S._over(held, 0.01)  # the former rule: passes
+        assert not S.over_alpha(held, 0.01)  # the former rule: passes
         row = S.matched_claims({"records": rec})[2]
         assert row.why.startswith("the held-out rate is above its level at alpha = 0.01 and "
                                   "0.005: level rejected (at 0.01: rejected"), (k, row.why)

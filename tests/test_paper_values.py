@@ -50,7 +50,8 @@ def row_modules() -> list[Path]:
     ex = ROOT / "experiments"
     return sorted({*ex.glob("*/claims*.py"), *ex.glob("*/*_claims.py"),
                    *(ex / "initialisation").glob("*.py"), ex / "lineage" / "tables.py",
-                   ex / "table4a.py"} - {ex / "initialisation" / "__init__.py"})
+                   ex / "seedprint" / "table4a.py", ex / "seedprint" / "figure13.py"}
+                  - {ex / "initialisation" / "__init__.py"})
 
 
 def _literals(tree):

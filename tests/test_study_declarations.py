@@ -43,10 +43,12 @@ def test_sections_are_results_mds_in_order_with_unique_names():
                                                    section.command), section.command
 
 
-def test_each_experiment_belongs_to_one_study_and_its_records_folder():
-    every = [n for s in STUDIES for n in s.experiments]
+def test_each_record_belongs_to_one_study_and_its_records_folder():
+    every = [n for s in STUDIES for n in s.records]
     assert len(every) == len(set(every)) == len(STUDY_OF)
-    assert EXPERIMENTS == {s.name: list(s.experiments) for s in STUDIES if s.experiments}
+    assert EXPERIMENTS == {s.name: list(s.records) for s in STUDIES if s.records}
+    names = [e.name for s in STUDIES for e in s.experiments]
+    assert len(names) == len(set(names))  # python -m experiments NAME: one experiment
     # every committed record of a study's folder is one of its experiments (training/ holds the
     # seed family's run record, paper/ the paper-scale records; a tokenizer sits beside one)
     for folder in (ROOT / "results" / "records").iterdir():
@@ -63,7 +65,7 @@ def test_the_lineage_declaration_reads_every_record_its_sections_need():
 
     needed = (claims.EXPERIMENTS + claims.HFINIT_EXPERIMENTS + claims.QWEN2_EXPERIMENTS
               + claims.QWEN2_HFINIT_EXPERIMENTS)
-    assert sorted(needed) == sorted(STUDY.experiments)
+    assert sorted(needed) == sorted(STUDY.records)
 
 
 def test_a_section_without_records_names_its_title_and_command(tmp_path):

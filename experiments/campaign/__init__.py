@@ -1,7 +1,8 @@
 """Paper-scale work in resumable pieces: ``plan`` (the pieces, the ledger, the driver, RESULTS.md
-rows), ``paper_pieces`` (the Sec. 3-4 pieces' forward passes and what they keep, run by
-``python -m experiments.paper_scale``), ``gpu_window`` (the first GPU window's logs), ``study`` (the GPU sections' declaration);
-``python -m experiments.campaign`` runs the driver (``__main__``)."""
+rows), ``paper_pieces`` (the Sec. 3-4 pieces' forward passes and what they keep), ``paper_scale``
+(their command line, ``python -m experiments paper_scale PIECE``), ``gpu_window`` (the first GPU
+window's logs), ``study`` (the GPU sections' declaration and the two experiments);
+``command`` is the driver's command line, ``python -m experiments campaign``."""
 
 # the section's title (the study's declaration and the section's heading)
 TITLE = "The GPU campaign (paper scale, piece by piece)"

@@ -1,12 +1,15 @@
 """What the studies share; a study package imports, of the other packages of experiments/, only
 this one (tests/test_import_graph.py), and this one imports no study:
 
-  ``study``          a study's declaration (its experiments, its RESULTS.md sections with their
-                     titles, commands and builders), which each study package makes in its
-                     own ``study`` module and experiments.STUDIES lists;
-  ``cli``            the experiment scripts' command line: ``--scale``, ``--out``,
-                     ``--records``, ``--matmul-precision``, writing an experiment's outputs
-                     and record, running scripts in turn;
+  ``study``          a study's declaration (its experiments, each a name, its entry, its
+                     settings at CPU and paper scale and its records; its RESULTS.md sections
+                     with their titles, commands and builders), which each study package makes
+                     in its own ``study`` module and experiments.STUDIES lists;
+  ``cli``            the experiments' command line: ``--scale``, ``--out``, ``--records``,
+                     ``--matmul-precision``, writing an experiment's outputs and record,
+                     running experiments in turn;
+  ``names``          the experiments' former module paths (``python -m experiments.table1``),
+                     each the command it now is, for one release;
   ``family``         the trained families of the lineage and attention-sink studies (corpora,
                      schedules, the sink arms, at CPU and paper scale), trained or resumed run
                      by run;

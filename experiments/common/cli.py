@@ -1,7 +1,7 @@
-"""Shared plumbing of the experiment scripts: flags, scales, and atomic result writing.
+"""Shared plumbing of the experiments' command lines: flags, scales, and atomic result writing.
 
-Run a script as a module from the repository root, e.g. ``python -m experiments.table3``. Every
-script takes ``--scale cpu|paper`` (cpu: minutes on a 2-core CPU; paper: the paper's
+Run an experiment from the repository root through the entry point, e.g. ``python -m
+experiments table3``. Every experiment with settings takes ``--scale cpu|paper`` (cpu: minutes on a 2-core CPU; paper: the paper's
 settings, for a GPU) and ``--out DIR`` (default results/experiments/<name>), and writes
 ``<name>.json``, ``<name>.md`` and ``<name>.png`` into it; the record (the JSON's run info and
 records, compact) also goes to ``--records`` (default results/records, committed; at paper
@@ -26,7 +26,7 @@ def parse(name: str, doc: str, cpu: dict, paper: dict, extra=None,
           argv=None) -> tuple[argparse.Namespace, dict]:
     """Flags ``--scale`` and ``--out`` (plus those ``extra(parser)`` adds); the settings of the
     chosen scale."""
-    p = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=doc,
+    p = argparse.ArgumentParser(prog=f"python -m experiments {name}", description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", choices=["cpu", "paper"], default="cpu",
                    help=f"cpu: {cpu}; paper: {paper}")
@@ -62,11 +62,11 @@ def write(args: argparse.Namespace, name: str, settings: dict, records, table_md
 
 
 def command_line(script: str, argv=None) -> str:
-    """``python -m experiments.<script>`` with the script's arguments (``argv``, default this
-    process's), paths inside the repository relative to its root (the commands run from
-    there)."""
-    args = sys.argv[1:] if argv is None else argv
-    return shlex.join(["python", "-m", f"experiments.{script}", *map(repo_relative, args)])
+    """``python -m experiments <script>`` with the experiment's arguments (``argv``, default
+    this process's after its name), paths inside the repository relative to its root (the
+    commands run from there)."""
+    args = sys.argv[2:] if argv is None else argv
+    return shlex.join(["python", "-m", "experiments", script, *map(repo_relative, args)])
 
 
 def user_errors_exit(name: str):
@@ -87,19 +87,33 @@ def user_errors_exit(name: str):
 
 
 def run_scripts(names, scale: str, root: Path, records: Path) -> None:
-    """Run ``python -m experiments.<name> --scale SCALE --out ROOT/<name> --records RECORDS``
-    for each name in turn, from the repository's root; stop (exit with a message) at the first
-    that fails."""
+    """Run ``python -m experiments <name> --scale SCALE --out ROOT/<name> --records RECORDS``
+    for each name in turn, each in a process of its own, from the repository's root; stop
+    (exit with a message) at the first that fails."""
     import subprocess
 
     repo = Path(__file__).resolve().parents[2]
     for name in names:
         print(f"== {name}", flush=True)
-        rc = subprocess.call([sys.executable, "-m", f"experiments.{name}", "--scale", scale,
+        rc = subprocess.call([sys.executable, "-m", "experiments", name, "--scale", scale,
                               "--out", str(Path(root).absolute() / name),
                               "--records", str(Path(records).absolute())], cwd=repo)
         if rc:
             sys.exit(f"{name} failed with exit status {rc}")
+
+
+def theory_plot(name: str, doc: str, argv: list[str]) -> None:
+    """The command line of an experiment that :mod:`bornbiased_jax.theory.plots` measures
+    (``name``: figure5, table3, figure8, figure9): its settings there, its table and figure
+    from there, written as every experiment's."""
+    import time
+
+    from bornbiased_jax.theory import plots
+
+    args, s = parse(name, doc, plots.CPU[name], plots.PAPER[name], argv=argv)
+    t0 = time.time()
+    rows, md, fig = getattr(plots, name)(s, progress=True)
+    write(args, name, s, rows, md, fig, t0)
 
 
 def records_root(scale: str) -> Path:

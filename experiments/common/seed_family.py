@@ -16,7 +16,7 @@ Once trained, the run's settings, its command and its summary (steps, tokens, wa
 seed's final validation loss) go to the committed record
 ``results/records/training/seed_family.json`` (:func:`write_record`), so the run can be rebuilt
 and checked where the run folder (``runs/`` is not committed) is gone. The command line is
-``python -m experiments.seed_family``; the SeedPrint study on these models is
+``python -m experiments seed_family`` (:func:`main`); the SeedPrint study on these models is
 :mod:`experiments.seedprint.trained`.
 
 Sizes, chosen to finish within an hour even on a busy 2-core CPU: ``RUN`` below; ``EXPECTED``
@@ -122,3 +122,38 @@ def write_record(folder: Path, path: Path = RECORD, continued: list[Path] = ()) 
     record = portable(record)
     files.write_json(path, record)
     return record
+
+
+def main(argv: list[str]) -> None:
+    """Train the seed family: thirty-two llama2-tiny models from different initialisation seeds
+    on identical data in an identical order (this module's docstring says what and why), and
+    write its record results/records/training/seed_family.json.
+
+        python -m experiments seed_family --print-command   # the bornbiased train command
+        python -m experiments seed_family                   # train it (or resume it)
+        python -m experiments seed_family --continued       # and continue seeds 0-7 on prose
+    """
+    import argparse
+
+    from experiments.common.cli import user_errors_exit
+
+    p = argparse.ArgumentParser(prog="python -m experiments seed_family", description=main.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
+    p.add_argument("--print-command", action="store_true",
+                   help="print the bornbiased train command and exit")
+    p.add_argument("--continued", action="store_true",
+                   help="also continue seeds 0-7 on the prose corpus (runs/seed-family/"
+                        "cont-prose-sK)")
+    p.add_argument("--record", type=Path, default=RECORD,
+                   help="where the finished run's settings and summary are written (JSON)")
+    args = p.parse_args(argv)
+    if args.print_command:
+        print(command(args.runs_dir))
+        return
+    with user_errors_exit("seed_family"):
+        folder = ensure(args.runs_dir)
+        conts = [ensure_continued(k, args.runs_dir) for k in CONTINUED_SEEDS] \
+            if args.continued else []
+        write_record(folder, args.record, conts)
+    print(f"trained: {folder} {' '.join(map(str, conts))}; record: {args.record}")

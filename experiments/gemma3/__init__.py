@@ -10,11 +10,11 @@ post-norms:
                 its step finishes;
   ``claims``    the verdict rules (pure functions of the records) and the RESULTS.md section;
   ``study``     the study's declaration: its records, title, command and section;
-  ``__main__``  ``python -m experiments.gemma3``.
+  ``command``   its command line, ``python -m experiments gemma3``.
 
 Records: results/records/gemma3/{gemma3_sinks,gemma3_token_preference,gemma3_init,
 gemma3_lineage}.json, and at Table 1(b)'s N = 10,000 the campaign's
-results/records/paper/gemma3/gemma3_init_n10k.json (``python -m experiments.paper_scale
+results/records/paper/gemma3/gemma3_init_n10k.json (``python -m experiments paper_scale
 gemma3-init-n10k``: four arms, the fourth without the embedding scale). The model file is named
 by its file name and sha256, never by a path.
 """

@@ -3,7 +3,7 @@ family): its records and its RESULTS.md section (:mod:`experiments.common.study`
 
 from __future__ import annotations
 
-from experiments.common.study import Section, Study
+from experiments.common.study import Experiment, Section, Study
 from experiments.gemma3 import EXPERIMENTS, TITLE
 
 COMMAND = "python -m experiments.gemma3"
@@ -13,4 +13,6 @@ def section(records: dict, outputs=None) -> str | None:
     return claims.section(records, claims.COMMAND)
 
 
-STUDY = Study("gemma3", EXPERIMENTS, (Section("gemma3", TITLE, section, COMMAND),))
+STUDY = Study("gemma3", (Experiment("gemma3", "experiments.gemma3.command:entry",
+                                   cpu="gemma3 --model FILE", records=EXPERIMENTS),),
+              (Section("gemma3", TITLE, section, COMMAND),))

@@ -16,3 +16,14 @@ def figure5_claim(d: dict) -> Claim:
                  "rises slower", f"after {len(relu) - 1} blocks: ReLU MLP0 {relu[-1]:.3f} "
                  f"(block 1: {relu[1]:.3f} vs 1/pi), tanh {tanh[-1]:.1e}, ReLU block {blk[-1]:.3f}",
                  ok_verdict(ok), section="Sec. 4.2")
+
+
+# --- the measurement: python -m experiments figure5 ------------------------------------
+def main(argv: list[str]) -> None:
+    """Figure 5: ReLU vs tanh in MLP0 blocks (no LayerNorm, no residual; identical weights),
+    with the standard ReLU MLP block (LayerNorm + residual) for reference, against Proposition
+    2's recurrence (paper Sec. 4.2). The measurement, table and figure are
+    :func:`bornbiased_jax.theory.plots.figure5`."""
+    from experiments.common.cli import theory_plot
+
+    theory_plot("figure5", main.__doc__, argv)

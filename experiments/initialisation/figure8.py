@@ -95,3 +95,14 @@ def figure8_claim(d: dict) -> Claim:
     return Claim("Figure 8 / Finding 5, Prop. 5",
                  "intra-sequence cosine rises with depth toward 1, faster for short T; Attn0 "
                  "curves closely match softmax", ours, verdict, why, "Sec. 4.4")
+
+
+# --- the measurement: python -m experiments figure8 ------------------------------------
+def main(argv: list[str]) -> None:
+    """Figure 8 / Proposition 5: intra-sequence cosine after each of L stacked attention
+    blocks, standard causal softmax attention (pre-LayerNorm, W_V, W_O, no residual) vs Attn0,
+    for T = 16 and T = 512, against the exact finite-T Attn0 closed form (paper Sec. 4.4). The
+    measurement, table and figure are :func:`bornbiased_jax.theory.plots.figure8`."""
+    from experiments.common.cli import theory_plot
+
+    theory_plot("figure8", main.__doc__, argv)

@@ -27,3 +27,14 @@ def figure9_claim(d: dict, overlap: float = 0.01) -> Claim:
            f"neither curve within {overlap:.0%} of the measurement")
     return Claim("Figure 9 / Eq. 2", "std(o_i) ~ 1/sqrt(i), 'near-perfect overlap'", ours,
                  verdict, why, "Sec. 4.4")
+
+
+# --- the measurement: python -m experiments figure9 ------------------------------------
+def main(argv: list[str]) -> None:
+    """Figure 9 / Eq. 2: the standard deviation of the aggregated attention output o_i at
+    each position of a random pre-LayerNorm attention block (T = 32), vs the paper's 1/sqrt(i)
+    and the softmax-corrected curve (paper Sec. 4.4). The measurement, table and figure are
+    :func:`bornbiased_jax.theory.plots.figure9`."""
+    from experiments.common.cli import theory_plot
+
+    theory_plot("figure9", main.__doc__, argv)

@@ -139,3 +139,29 @@ def table1_claim(d: dict, llama_hint: str = "") -> Claim:
              f"LLaMA-2 {100 * lo_b:.2f}-{100 * hi_b:.2f} %, p {paper_table1_p_range('b')}; "
              f"1.2B stronger")
     return Claim("Table 1 / Finding 1", paper, ours, verdict, "; ".join(why), "Sec. 3")
+
+
+# --- the measurement: python -m experiments table1 ------------------------------------------
+CPU = dict(presets=["gpt2-rope-cpu", "llama2-cpu"], seeds=[42, 43], seq_lens=[64, 128],
+           num_seqs=600)
+PAPER = dict(presets=["gpt2-rope-nano", "llama2-nano", "gpt2-rope-1.2b"], seeds=[42, 43],
+             seq_lens=[64, 256, 1024], num_seqs=10_000)
+
+
+def main(argv: list[str]) -> None:
+    """Table 1: extreme token preference across models, sequence lengths and seeds (paper
+    Sec. 3)."""
+    import time
+
+    from bornbiased_jax.presets import get_preset
+    from bornbiased_jax.probes import token_preference_tables as tables
+    from bornbiased_jax.probes.token_preference import token_preference
+    from experiments.common.cli import parse, write
+
+    args, s = parse("table1", main.__doc__, CPU, PAPER, argv=argv)
+    t0 = time.time()
+    recs = []
+    for name in s["presets"]:
+        recs += token_preference(get_preset(name), s["seeds"], s["seq_lens"], s["num_seqs"],
+                                 progress=True)
+    write(args, "table1", s, recs, tables.table1_markdown(recs), tables.figure1a(recs), t0)

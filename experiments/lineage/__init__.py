@@ -1,11 +1,12 @@
 """Lineage after training (paper Sec. 5, 6.1.2; App. B.3.3): ``claims`` (verdict rules),
 ``measure`` (tests over the trained family's pairs), ``tables`` (Figure 11, Tables 4b, 4c, 5 and
-their Qwen-style repeats), ``command`` (the table scripts' command line), ``study`` (the two studies' declarations:
-the lineage sections and the level's); ``python -m experiments.lineage`` runs it
-(``__main__``). The matched leg's level between trained models
-per MLP width and depth (beyond the paper): ``level`` (the measurement), ``level_families``
+their Qwen-style repeats), ``command`` (the study's command line, ``python -m experiments
+lineage``), ``study`` (the two studies' declarations: the lineage sections and the level's).
+The matched leg's level between trained models per MLP width and depth (beyond the paper):
+``level`` (the measurement and its command line), ``level_fit`` (the slack and the
+rates from the measured pair statistics), ``level_families``
 (the families trained for it), ``level_claims`` (its RESULTS.md table and rules); along
-training: ``level_long`` (the long cells), ``level_long_measure``, ``level_long_law`` (the
+training: ``level_long`` (the long cells), ``level_long_measure`` (and the command line), ``level_long_law`` (the
 slack as a law of training length) and ``level_long_claims`` (its section). The trained
 families are shared with the sink study (:mod:`experiments.common.family`; ``family`` keeps
 the address that committed RESULTS.md sections cite)."""

@@ -20,11 +20,13 @@ p-value at any slack follows without another pass:
             the rate among the other half at the default slack (the largest fit over the
             cells: ``defaults.MATCHED_TRAINED_SLACK``) is the held-out level, judged by the
             same rule, with its simulated power.
+
+The slack, the rates and their judgement from these statistics are pure functions
+(:mod:`experiments.lineage.level_fit`), which the rows render from without the models.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -35,15 +37,14 @@ from bornbiased_jax.fingerprint.methods import matched as M
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from bornbiased_jax.fingerprint.methods import unit_matching as U
 from bornbiased_jax.fingerprint.runner.compare import MATCHED_MAX_T, MATCHED_SEQS, Settings
-from bornbiased_jax.fingerprint.methods.rencontres import fisher_log_p, partial_rencontres_log_sf
-from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from experiments.lineage import level_families as LF
+from experiments.lineage.level_fit import (ALPHAS, fit_slack, halves, log_p,  # noqa: F401
+                                          rates, summarise)
 from experiments.common import seed_family as SF
 
-ALPHAS = (ALPHA, ALPHA / 2)  # the matched test alone; its leg of the any-pair verdict
 # The defaults of `bornbiased fingerprint` that fix what the matched leg reads
 DEFAULTS = dict(n=Settings().n, seq_len=Settings().seq_len, seqs=MATCHED_SEQS,
                 t_views=MATCHED_MAX_T, probe_seed=Settings().probe_seed)
@@ -69,16 +70,6 @@ def pair_stats(pre_a, pre_b) -> dict:
     return {"dir_a": [[c.K, c.n_a, c.m_a] for c in a],
             "dir_b": [[c.K, c.n_b, c.m_b] for c in b],
             "to_b": lm.to_b.tolist(), "to_a": lm.to_a.tolist()}
-
-
-def log_p(stats: dict, slack: int, direction: str = "both") -> float:
-    """The matched test's log p of a pair from its :func:`pair_stats` at ``slack``."""
-    def one(d):
-        return fisher_log_p(np.array([partial_rencontres_log_sf(n, m, K - slack)
-                                      for K, n, m in stats[f"dir_{d}"]]))
-    if direction == "both":
-        return max(one("a"), one("b"))
-    return one(direction)
 
 
 def measure_cell(name: str, cell: dict, s: dict = DEFAULTS, log=progress) -> dict:
@@ -110,80 +101,6 @@ def measure_cell(name: str, cell: dict, s: dict = DEFAULTS, log=progress) -> dic
     return out
 
 
-def _rows(pairs, slack: int, direction: str = "both") -> list[dict]:
-    return [{"a": p["a"], "b": p["b"], "matched": math.exp(log_p(p, slack, direction))}
-            for p in pairs]
-
-
-def _among(pairs, seeds) -> list:
-    s = set(seeds)
-    return [p for p in pairs if p["a"] in s and p["b"] in s]
-
-
-def halves(seeds: list[int]) -> tuple[list[int], list[int]]:
-    """(fit seeds, held-out seeds): the first and the second half."""
-    h = len(seeds) // 2
-    return list(seeds[:h]), list(seeds[h:])
-
-
-def fit_slack(pairs) -> int:
-    """The smallest slack u >= 0 at which at most a share a of ``pairs`` reject at a, for
-    a = alpha and a = alpha / 2."""
-    worst = max((K for p in pairs for K, _, _ in p["dir_a"] + p["dir_b"]), default=0)
-    for u in range(worst + 1):
-        rows = _rows(pairs, u)
-        if all(np.mean([r["matched"] <= a for r in rows]) <= a for a in ALPHAS):
-            return u
-    return worst
-
-
-def rates(pairs, slack: int, direction: str = "both") -> dict:
-    rows = _rows(pairs, slack, direction)
-    return {str(a): SM.rate(rows, "matched", a) for a in ALPHAS}
-
-
-def summarise(out: dict) -> dict:
-    """Per cell: the initialisations' rates (exact direction), the trained pairs' rate at
-    slack 0, the fitted slack on the first half of the seeds; the default slack (the largest
-    fit); per cell the held-out rates at it; and the mean K of trained pairs (the shared units
-    the slack must cover)."""
-    from experiments.common import level_rule as LR
-
-    cells_out = {}
-    for name, c in out["cells"].items():
-        fit_seeds, held = halves(c["seeds"])
-        cells_out[name] = {
-            "units": c["units"], "layers": c["layers"], "d_model": c["d_model"],
-            "seeds": len(c["seeds"]), "rows_per_model": c["rows_per_model"],
-            "init": rates(c["init"], 0, "a"),
-            "trained_slack0": rates(c["trained"], 0),
-            "fit_slack": fit_slack(_among(c["trained"], fit_seeds)),
-            "fit_pairs": len(_among(c["trained"], fit_seeds)),
-            "held_out_pairs": len(_among(c["trained"], held)),
-            "mean_K": float(np.mean([K for p in c["trained"] for K, _, _ in p["dir_b"]])),
-            "max_K": int(max(K for p in c["trained"] for K, _, _ in p["dir_b"]))}
-    default = max(c["fit_slack"] for c in cells_out.values())
-    for name, c in out["cells"].items():
-        _, held = halves(c["seeds"])
-        r = rates(_among(c["trained"], held), default)
-        cells_out[name]["held_out"] = r
-        cells_out[name]["held_out_power"] = {
-            str(rt): LR.power(rt, ALPHA, len(held), 1) for rt in (0.02, 0.03, 0.05, 0.08)}
-        init = cells_out[name]["init"][str(ALPHA)]
-        cells_out[name]["init_level"] = _judge(init, ALPHA, len(c["seeds"]))
-        cells_out[name]["held_out_level"] = {
-            str(a): _judge(r[str(a)], a, len(held)) for a in ALPHAS}
-    return {"cells": cells_out, "default_slack": default, "settings": out["settings"]}
-
-
-def _judge(rate: dict, alpha: float, models: int) -> dict:
-    from experiments.common import level_rule as LR
-
-    se = rate.get("jackknife", {}).get("se", 0.0)
-    rejected, z = LR.level_rejected(rate["rate"], se, alpha, models)
-    return {"rejected": bool(rejected), "z": z}
-
-
 def measure(names, runs_dir: Path = LF.RUNS_DIR, family_dir: Path = SF.RUNS_DIR,
             cache: Path | None = None, s: dict = DEFAULTS, log=progress) -> dict:
     """The record: every cell's pair statistics (kept per cell in ``cache``/<cell>.json and
@@ -209,3 +126,68 @@ def measure(names, runs_dir: Path = LF.RUNS_DIR, family_dir: Path = SF.RUNS_DIR,
                                  "cell": cell})
         out["cells"][name] = cell
     return {"raw": out, "summary": summarise(out)}
+
+
+def main(argv: list[str]) -> None:
+    """The lineage verdict's level between two trained models, per MLP width and depth (beyond the
+    paper): train the level families (:mod:`experiments.lineage.level_families`) and measure the
+    matched leg's false-positive rate on every pair of unrelated seeds of each cell, the slack
+    fitted on half the seeds and judged on the other half (:mod:`experiments.lineage.level`);
+    the record is results/records/lineage_level/lineage_level.json, RESULTS.md's level table.
+
+        python -m experiments lineage_level --train                 # train (or resume) the cells
+        python -m experiments lineage_level --train --cells L2-F344 # one cell
+        python -m experiments lineage_level --measure               # measure every trained cell
+        python -m experiments lineage_level --print-commands        # their bornbiased train lines
+
+    The 32-seed family (cell L2-F176) is ``python -m experiments seed_family``'s.
+    """
+    import argparse
+
+    from experiments.common.cli import (add_records_flag, command_line, records_root,
+                                        user_errors_exit)
+
+    p = argparse.ArgumentParser(prog="python -m experiments lineage_level",
+                                description=main.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs-dir", type=Path, default=LF.RUNS_DIR)
+    p.add_argument("--family-dir", type=Path, default=SF.RUNS_DIR,
+                   help="where the 32-seed family (cell L2-F176) is trained")
+    p.add_argument("--cells", nargs="+", choices=["L2-F176", *LF.CELLS],
+                   default=None, help="the cells to train or measure (default: all, in order)")
+    p.add_argument("--train", action="store_true", help="train (or resume) the cells")
+    p.add_argument("--measure", action="store_true",
+                   help="measure the cells (each kept in --cache as it finishes) and write the "
+                        "record")
+    p.add_argument("--cache", type=Path, default=Path("results/lineage_level/cache"),
+                   help="per-cell pair statistics, read back by a rerun with the same settings")
+    add_records_flag(p)
+    p.add_argument("--print-commands", action="store_true",
+                   help="print each cell's bornbiased train command and exit")
+    args = p.parse_args(argv)
+    cells = args.cells or ["L2-F176", *LF.CELLS]
+    trainable = [c for c in cells if c in LF.CELLS]
+    if args.print_commands:
+        for c in trainable:
+            print(LF.command(c, args.runs_dir))
+        return
+    if args.train:
+        with user_errors_exit("lineage_level"):
+            for c in trainable:
+                print(f"{c}: {LF.ensure(c, args.runs_dir)}", flush=True)
+    if args.measure:
+        import time
+
+        from experiments import render
+
+        t0 = time.time()
+        with user_errors_exit("lineage_level"):
+            out = measure(cells, args.runs_dir, args.family_dir, args.cache)
+        from bornbiased_jax import files
+
+        run = files.run_record(command_line("lineage_level", argv), time.time() - t0,
+                               experiment="lineage_level", scale="cpu",
+                               settings=out["raw"]["settings"])
+        root = args.records if args.records is not None else records_root("cpu")
+        rec = render.save_record(root, "lineage_level", {"run": run, "records": out})
+        print(f"wrote {rec}; default slack {out['summary']['default_slack']} units")

@@ -6,7 +6,7 @@ layers (the B direction: each layer of one model with the layer of the other it 
 mean, high quantiles and maximum, K / F, per layer; what the two views share
 (:func:`~bornbiased_jax.fingerprint.methods.unit_overlap.view_overlap`, means over pairs and
 layers); the rejection rate at slack 0; and the slack fitted on the first half of the seeds
-(:func:`experiments.lineage.level.fit_slack`).
+(:func:`experiments.lineage.level_fit.fit_slack`).
 
 The law (:func:`fit_law`), fitted on the first halves only: the fitted slacks of every cell and
 checkpoint regressed on log10 tokens by least squares. When the slope is significantly above 0
@@ -29,7 +29,7 @@ from scipy import stats
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.common import level_rule as LR
-from experiments.lineage.level import _among, _judge, fit_slack, halves, rates
+from experiments.lineage.level_fit import among, fit_slack, halves, judge_rate, rates
 
 POWER_RATE = 0.05  # the held-out rate the rule's power is stated against (five times alpha)
 OVERLAP_KEYS = ("gate", "up", "both", "K", "gate_hi", "up_hi", "both_hi", "K_hi", "gate_any_hi")
@@ -55,8 +55,8 @@ def step_summary(step: dict, seeds: list[int], units: int) -> dict:
             "K_q99": float(np.quantile(K, 0.99)), "K_max": int(K.max()),
             "K_over_F": float(K.mean() / units), "K_by_layer": K.mean(0).round(3).tolist(),
             "overlap": over, "rate_slack0": rates(pairs, 0)[str(ALPHA)],
-            "fit_slack": fit_slack(_among(pairs, fit_seeds)),
-            "fit_pairs": len(_among(pairs, fit_seeds)), "held_seeds": held}
+            "fit_slack": fit_slack(among(pairs, fit_seeds)),
+            "fit_pairs": len(among(pairs, fit_seeds)), "held_seeds": held}
 
 
 def summaries(record: dict) -> dict:
@@ -104,9 +104,9 @@ def judge(record: dict) -> dict:
         for s in summ[name]:
             st = c["steps"][str(s["step"])]
             u = law_slack(law, s["tokens"])
-            r = rates(_among(st["pairs"], held), u)[str(ALPHA)]
+            r = rates(among(st["pairs"], held), u)[str(ALPHA)]
             rows.append({"step": s["step"], "tokens": s["tokens"], "slack": u, "rate": r,
-                         "level": _judge(r, ALPHA, len(held)),
+                         "level": judge_rate(r, ALPHA, len(held)),
                          "power": LR.power(POWER_RATE, ALPHA, len(held), 1)})
             if "cross" in st:
                 other = record["cells"].get(st["cross"]["with"])
@@ -117,7 +117,7 @@ def judge(record: dict) -> dict:
                     models = len(set(o_held) | set(held))
                     cross.setdefault(name, []).append({
                         "step": s["step"], "tokens": s["tokens"], "slack": u, "rate": rc,
-                        "with": st["cross"]["with"], "level": _judge(rc, ALPHA, models),
+                        "with": st["cross"]["with"], "level": judge_rate(rc, ALPHA, models),
                         "rate_slack0": rates(st["cross"]["pairs"], 0)[str(ALPHA)],
                         "K_mean": float(k_table(st["cross"]["pairs"]).mean()),
                         "K_max": int(k_table(st["cross"]["pairs"]).max())})

@@ -6,7 +6,7 @@ records have their own folder, results/records/lineage_level/."""
 
 from __future__ import annotations
 
-from experiments.common.study import Section, Study, run_line
+from experiments.common.study import Experiment, Section, Study, run_line
 from experiments.lineage import (HFINIT_TITLE, LEVEL_TITLE, LINEAGE_TITLE, LONG_TITLE,
                                  QWEN2_HFINIT_TITLE, QWEN2_TITLE)
 
@@ -16,7 +16,10 @@ LEVEL_COMMAND = "python -m experiments.lineage_level --measure"
 LONG_COMMAND = "python -m experiments.lineage_level_long --measure"
 _ARCH = ("figure11", "table4b", "table4c", "table5", "lineage_runs")
 _QWEN2 = ("figure14", "table9", "table10", "table11", "table12", "lineage_qwen2_runs")
+# the records of the one lineage command: each family (--arch, --init) its own
 EXPERIMENTS = (*_ARCH, *_QWEN2, *(n + "_hfinit" for n in _ARCH + _QWEN2))
+LINEAGE = Experiment("lineage", "experiments.lineage.command:entry", cpu="lineage",
+                     paper="lineage --scale paper", records=EXPERIMENTS)
 
 
 def _complete(records, names) -> bool:
@@ -74,7 +77,7 @@ def level(records: dict, outputs=None) -> str | None:
                                 records.get("training", {}).get(FAMILY_RECORD))
 
 
-STUDY = Study("lineage", EXPERIMENTS, (
+STUDY = Study("lineage", (LINEAGE,), (
     Section("lineage", LINEAGE_TITLE, lineage, COMMAND),
     Section("lineage_hfinit", HFINIT_TITLE, lineage_hfinit, f"{COMMAND} --init hf"),
     Section("lineage_qwen2", QWEN2_TITLE, lineage_qwen2, QWEN2_COMMAND),
@@ -88,6 +91,10 @@ def level_long(records: dict, outputs=None) -> str:
                                      run_line(records, ["lineage_level_long"]))
 
 
-LEVEL_STUDY = Study("lineage_level", ("lineage_level", "lineage_level_long"),
-                    (Section("lineage_level", LEVEL_TITLE, level, LEVEL_COMMAND),
-                     Section("lineage_level_long", LONG_TITLE, level_long, LONG_COMMAND)))
+LEVEL_STUDY = Study(
+    "lineage_level",
+    (Experiment("lineage_level", "experiments.lineage.level:main", cpu="lineage_level --measure"),
+     Experiment("lineage_level_long", "experiments.lineage.level_long_measure:main",
+                cpu="lineage_level_long --measure")),
+    (Section("lineage_level", LEVEL_TITLE, level, LEVEL_COMMAND),
+     Section("lineage_level_long", LONG_TITLE, level_long, LONG_COMMAND)))

@@ -1,7 +1,7 @@
 """The lineage benchmark (beyond the paper): every edit a downstream user or a thief applies,
-on every base of the seed family, against every lineage test (``python -m
-experiments.lineage_bench``, ``__main__``). ``suspects`` (the edits; the fine-tunes by
-:mod:`experiments.common.tune`), ``measure`` (features and every test on every pair),
+on every base of the seed family, against every lineage test (``python -m experiments
+lineage_bench``). ``suspects`` (the edits; the fine-tunes by :mod:`experiments.common.tune`),
+``measure`` (features and every test on every pair, and the command line),
 ``metrics`` (TPR, FPR with its intervals, AUC, TPR at 1 % FPR), ``claims`` (verdict rules,
 table, ROC figure, RESULTS.md section); the shape-changed descendants: ``shapes`` (the edits
 and ``bornbiased fingerprint``'s verdicts on them), ``shapes_claims`` (their rows); ``study`` (its declaration). This module

@@ -3,7 +3,7 @@ shape-changed descendants, and its RESULTS.md section (:mod:`experiments.common.
 
 from __future__ import annotations
 
-from experiments.common.study import Section, Study, run_line
+from experiments.common.study import Experiment, Section, Study, run_line, scales
 from experiments.lineage_bench import TITLE
 
 COMMAND = "python -m experiments.lineage_bench"
@@ -37,5 +37,8 @@ def section(records: dict, outputs=None) -> str | None:
         "", shapes_claims.markdown(summary).rstrip("\n")])
 
 
-STUDY = Study("lineage_bench", ("lineage_bench", "lineage_bench_shapes"),
+STUDY = Study("lineage_bench",
+              (Experiment("lineage_bench", "experiments.lineage_bench.measure:main",
+                          **scales("experiments.lineage_bench.measure"),
+                          records=("lineage_bench", "lineage_bench_shapes")),),
               (Section("lineage_bench", TITLE, section, COMMAND),))

@@ -11,7 +11,7 @@ the toolkit's own commands, typed as a new user types them:
   ``cousins``   the strongest negatives: SmolLM2's shallower cousins trained from scratch;
   ``claims``    the verdict rules (pure functions of the records) and the RESULTS.md section;
   ``study``     the study's declaration: its records, title, command and section;
-  ``__main__``  ``python -m experiments.real_model``.
+  ``command``   its command line, ``python -m experiments real_model``.
 
 Records: results/records/real_model/{smollm2_sinks,smollm2_token_preference,
 smollm2_lineage}.json. Model files are named by their file name and sha256, never by a path.

@@ -3,7 +3,7 @@ not make, a GGUF): its records and its RESULTS.md section (:mod:`experiments.com
 
 from __future__ import annotations
 
-from experiments.common.study import Section, Study
+from experiments.common.study import Experiment, Section, Study
 from experiments.real_model import EXPERIMENTS, TITLE
 
 COMMAND = "python -m experiments.real_model"
@@ -13,4 +13,6 @@ def section(records: dict, outputs=None) -> str | None:
     return claims.section(records, claims.COMMAND)
 
 
-STUDY = Study("real_model", EXPERIMENTS, (Section("real_model", TITLE, section, COMMAND),))
+STUDY = Study("real_model", (Experiment("real_model", "experiments.real_model.command:entry",
+                                   cpu="real_model --model FILE", records=EXPERIMENTS),),
+              (Section("real_model", TITLE, section, COMMAND),))

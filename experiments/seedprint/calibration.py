@@ -151,3 +151,21 @@ def figure(records: list[dict]):
     fig.suptitle("SeedPrint on independent initialisations (every pair is unrelated)")
     fig.tight_layout()
     return fig
+
+
+def main(argv: list[str]) -> None:
+    """SeedPrint calibration: how often does each test call two *independent*
+    initialisations related? Every test's false-positive rate at alpha = 0.01 on pools of fresh
+    initialisations (what and why: this module's docstring). The report is rewritten after
+    every pool; features are cached under ``--out``/cache."""
+    import time
+
+    from experiments.common.cli import parse, write
+
+    args, s = parse("seedprint_calibration", main.__doc__, CPU, PAPER, argv=argv)
+    t0 = time.time()
+    records = []
+    for p in pools(s):
+        records.append(measure_pool(p, s, cache=args.out / "cache"))
+        print({k: v for k, v in records[-1].items() if not k.startswith("_")}, flush=True)
+        write(args, "seedprint_calibration", s, records, markdown(records), figure(records), t0)

@@ -119,3 +119,21 @@ def figure(records: list[dict], s: dict):
         ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
+
+
+def main(argv: list[str]) -> None:
+    """Where does the paper's lineage test hold? The false-positive rate of the paper's and
+    the released test on pairs of independent initialisations with Gaussian inputs, over
+    width, depth, initialisation and n (what and why: this module's docstring). Features are
+    cached per cell under ``--out``/cache, so an interrupted sweep resumes where it stopped;
+    the report is rewritten after every cell."""
+    import time
+
+    from experiments.common.cli import parse, write
+
+    args, s = parse("seedprint_confound", main.__doc__, CPU, PAPER, argv=argv)
+    t0 = time.time()
+    records = []
+    for d, layers, init in cells(s):
+        records += measure_cell(s, d, layers, init, args.out / "cache")
+        write(args, "seedprint_confound", s, records, markdown(records), figure(records, s), t0)

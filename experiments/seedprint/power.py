@@ -180,3 +180,17 @@ def figure(records: list[dict]):
     axes[2].legend(fontsize=6)
     fig.tight_layout()
     return fig
+
+
+def main(argv: list[str]) -> None:
+    """SeedPrint power: does each test recognise a model's own initialisation after training?
+    Trains two seeds of a small LLaMA-style model on identical data and tests every checkpoint
+    of the first against its initialisation, another seed's initialisation and the other
+    trained run (what and why: this module's docstring)."""
+    from experiments.common.cli import parse, user_errors_exit, write
+
+    args, s = parse("seedprint_power", main.__doc__, CPU, PAPER, argv=argv)
+    t0 = time.time()
+    with user_errors_exit("seedprint_power"):
+        records = measure(s, args.out)
+    write(args, "seedprint_power", s, records, markdown(records, s), figure(records), t0)

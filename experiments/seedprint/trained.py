@@ -303,3 +303,25 @@ def _cell(r: dict) -> str:
     if "jackknife" in r:
         text += f"; jk {r['jackknife']['ci95'][0]:.3f}-{r['jackknife']['ci95'][1]:.3f}"
     return text + "]"
+
+
+def main(argv: list[str]) -> None:
+    """SeedPrint on *trained* models: the four lineage tests (paper, official, calibrated,
+    permutation) side by side on the same pairs of the 32-seed family: false-positive rates on
+    unrelated trained pairs and power on true lineages (what is measured and how: this
+    module's docstring). Needs the family and its continuations first (``python -m
+    experiments seed_family --continued``)."""
+    import time
+
+    from experiments.common.cli import parse, user_errors_exit, write
+
+    def extra(p):
+        p.add_argument("--runs-dir", type=Path, default=SF.RUNS_DIR)
+
+    args, s = parse("seedprint_trained", main.__doc__, CPU, PAPER, extra, argv)
+    t0 = time.time()
+    with user_errors_exit("seedprint_trained"):
+        records, figure_data = measure(s, args.runs_dir,
+                                       args.out / "cache" / f"features-{args.scale}.npz")
+    write(args, "seedprint_trained", s, records, markdown(records),
+          figure(records, figure_data), t0)

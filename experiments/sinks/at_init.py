@@ -136,3 +136,19 @@ def figure(curves: dict, s: dict):
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return fig
+
+
+def main(argv: list[str]) -> None:
+    """Sec. 6.2.1 at initialisation: does each attention-output variant (amplification,
+    attenuation, head-wise RMSNorm, a sigmoid gate) flatten the 1/sqrt(i) decay of the
+    per-position output std (Eq. 2, Figure 9)? What and how: this module's docstring."""
+    import time
+
+    from experiments.common.cli import parse, write
+
+    args, s = parse("sinks_init", main.__doc__, CPU, PAPER, argv=argv)
+    t0 = time.time()
+    records, curves = measure(s)
+    for name, rec in records.items():
+        print(f"{name}: slope {rec['loglog_slope']:+.3f}")
+    write(args, "sinks_init", s, records, markdown(records, s["seq_len"]), figure(curves, s), t0)

@@ -4,7 +4,7 @@ arms trained with several seeds there (:mod:`experiments.common.study`)."""
 
 from __future__ import annotations
 
-from experiments.common.study import Section, Study, run_line
+from experiments.common.study import Experiment, Section, Study, defined, run_line, scales
 from experiments.sinks import COMMAND, TITLE
 
 REGIME_TITLE = "Where attention sinks form at CPU scale (Sec. 6.2's precondition)"
@@ -87,7 +87,17 @@ def arms_section(records: dict, outputs=None) -> str | None:
         sinks_arms.markdown(rec["records"]).rstrip("\n")])
 
 
-STUDY = Study("sinks", ("figure12_table7", "sinks_init", "sinks_regime", "sinks_arms"), (
+_P = "experiments.sinks."
+EXPERIMENT_TABLE = (
+    Experiment("figure12_table7", _P + "command:entry", **scales(_P + "measure")),
+    Experiment("sinks_init", _P + "at_init:main", **scales(_P + "at_init")),
+    Experiment("sinks_regime", _P + "regime_measure:main",
+               cpu=defined(_P + "regime_measure", "REGIME_CPU"),
+               paper=defined(_P + "regime_measure", "REGIME_PAPER")),
+    Experiment("sinks_arms", _P + "arms_measure:main",
+               cpu=defined(_P + "arms_measure", "ARMS_CPU"),
+               paper=defined(_P + "arms_measure", "ARMS_PAPER")))
+STUDY = Study("sinks", EXPERIMENT_TABLE, (
     Section("sinks", TITLE, section, COMMAND),
     Section("sinks_regime", REGIME_TITLE, regime_section, REGIME_COMMAND),
     Section("sinks_arms", ARMS_TITLE, arms_section, ARMS_COMMAND)))

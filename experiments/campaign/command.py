@@ -1,27 +1,5 @@
-"""The campaign's driver: run the next pieces of paper-scale work within a time budget, on
-whatever machine it runs.
-
-The pieces, their order, commands and limits are ``experiments/campaign/plan.py``; each
-finished piece is skipped next time, so every window picks up where the last one stopped. On a
-GPU the GPU pieces run first; on a CPU they are skipped and the paper-scale forward passes of
-Sec. 3-4 run (``experiments/paper_scale.py``): each saves every finished chunk, is stopped when
-the budget ends ('partial') and continues from its last chunk the next time. Start it in the
-background whenever a machine starts and commit the records it finishes:
-
-    nice -n 19 python -m experiments.campaign --budget 36000 > results/campaign/driver.log 2>&1 &
-    python -m experiments.campaign --list                 # every piece: state, estimate, progress
-    python -m experiments.campaign --budget 480           # run what fits in 8 minutes
-    python -m experiments.campaign --only precision-timing --root "$OUT"/campaign
-    python -m experiments.campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --retry
-
-``--env JAX_DEFAULT_MATMUL_PRECISION=`` takes the short names of bornbiased_jax/precision.py
-(bf16x6) and hands the pieces JAX's spelling (BF16_BF16_F32_X6).
-
-On a lent GPU where only an output folder comes back, copy the committed campaign folder there
-first and run with ``--root`` and ``--records`` in it; copy both back (results/campaign/ and
-results/records/paper/) and commit them, then ``python -m experiments.run_all --no-run``
-renders the finished pieces' rows into RESULTS.md.
-"""
+"""The campaign's command line, ``python -m experiments campaign`` (:func:`main`): run the
+next pieces of paper-scale work (:mod:`experiments.campaign.plan`) within a time budget."""
 
 from __future__ import annotations
 
@@ -33,8 +11,32 @@ from bornbiased_jax.errors import UserError
 from experiments.campaign import plan as campaign
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__,
+def main(argv: list[str]) -> int:
+    """The campaign's driver: run the next pieces of paper-scale work within a time budget, on
+    whatever machine it runs.
+
+    The pieces, their order, commands and limits are ``experiments/campaign/plan.py``; each
+    finished piece is skipped next time, so every window picks up where the last one stopped. On a
+    GPU the GPU pieces run first; on a CPU they are skipped and the paper-scale forward passes of
+    Sec. 3-4 run (``python -m experiments paper_scale``): each saves every finished chunk, is stopped when
+    the budget ends ('partial') and continues from its last chunk the next time. Start it in the
+    background whenever a machine starts and commit the records it finishes:
+
+        nice -n 19 python -m experiments campaign --budget 36000 > results/campaign/driver.log 2>&1 &
+        python -m experiments campaign --list                 # every piece: state, estimate, progress
+        python -m experiments campaign --budget 480           # run what fits in 8 minutes
+        python -m experiments campaign --only precision-timing --root "$OUT"/campaign
+        python -m experiments campaign --env JAX_DEFAULT_MATMUL_PRECISION=bf16x6 --retry
+
+    ``--env JAX_DEFAULT_MATMUL_PRECISION=`` takes the short names of bornbiased_jax/precision.py
+    (bf16x6) and hands the pieces JAX's spelling (BF16_BF16_F32_X6).
+
+    On a lent GPU where only an output folder comes back, copy the committed campaign folder there
+    first and run with ``--root`` and ``--records`` in it; copy both back (results/campaign/ and
+    results/records/paper/) and commit them, then ``python -m experiments run_all --no-run``
+    renders the finished pieces' rows into RESULTS.md.
+    """
+    p = argparse.ArgumentParser(prog="python -m experiments campaign", description=main.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", type=Path, default=campaign.ROOT,
                    help=f"the campaign's folder: ledger and one folder per piece "
@@ -70,7 +72,3 @@ def main(argv=None) -> int:
         return 2
     print(campaign.status_markdown(args.root), end="")
     return 0 if all(a["state"] in ("done", "partial") for a in attempts) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,16 +1,6 @@
-"""The Gemma 3 study: Gemma 3 270M measured with the toolkit's own commands (see
-experiments/gemma3/measure.py), its records saved as each step finishes, RESULTS.md rewritten
-from the records.
-
-    python -m experiments.gemma3 --model "$(bash tests/fixtures/fetch_gemma3.sh)"
-    python -m experiments.gemma3 --model M.gguf --steps sinks init     # some steps only
-    python -m experiments.gemma3 --no-run                              # RESULTS.md only
-
-Every step is resumable: a command whose output folder exists under
-results/experiments/gemma3/ is not run again, the initialisation arms keep their blockwise
-states there, and built suspects under runs/gemma3/ are kept. Run it niced: on a 2-core CPU the
-whole study takes about an hour and a half.
-"""
+"""The Gemma 3 study's command line, ``python -m experiments gemma3`` (:func:`main`): its
+steps (:mod:`experiments.gemma3.measure`), each record saved as its step finishes, RESULTS.md
+rewritten from the records."""
 
 from __future__ import annotations
 
@@ -39,8 +29,21 @@ def _save(records: Path, name: str, body: dict, t0: float) -> None:
     print(f"saved {name}")
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m experiments.gemma3", description=__doc__,
+def main(argv: list[str]) -> None:
+    """The Gemma 3 study: Gemma 3 270M measured with the toolkit's own commands (see
+    experiments/gemma3/measure.py), its records saved as each step finishes, RESULTS.md rewritten
+    from the records.
+
+        python -m experiments gemma3 --model "$(bash tests/fixtures/fetch_gemma3.sh)"
+        python -m experiments gemma3 --model M.gguf --steps sinks init     # some steps only
+        python -m experiments gemma3 --no-run                              # RESULTS.md only
+
+    Every step is resumable: a command whose output folder exists under
+    results/experiments/gemma3/ is not run again, the initialisation arms keep their blockwise
+    states there, and built suspects under runs/gemma3/ are kept. Run it niced: on a 2-core CPU the
+    whole study takes about an hour and a half.
+    """
+    p = argparse.ArgumentParser(prog="python -m experiments gemma3", description=main.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, help="the gemma-3-270m-q4_k_m.gguf file "
                    "(tests/fixtures/fetch_gemma3.sh prints where it put it)")
@@ -81,6 +84,7 @@ def main(argv=None) -> None:
     print(render.sections(text).get("gemma3", ""))
 
 
-if __name__ == "__main__":
+def entry(argv: list[str]) -> None:
+    """:func:`main`, a bad input's message and exit status instead of a traceback."""
     with user_errors_exit("gemma3"):
-        main()
+        main(argv)

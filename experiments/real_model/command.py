@@ -1,16 +1,6 @@
-"""The real-model study: SmolLM2-135M-Instruct measured with the toolkit's own commands (see
-experiments/real_model/measure.py), its records saved as each step finishes, RESULTS.md
-rewritten from the records.
-
-    python -m experiments.real_model --model "$(bash tests/fixtures/fetch_smollm2.sh)"
-    python -m experiments.real_model --model M.gguf --steps sinks sweep   # some steps only
-    python -m experiments.real_model --no-run                             # RESULTS.md only
-
-Every step is resumable: a command whose output folder exists under
-results/experiments/real_model/ is not run again, and built suspects under runs/smollm2/ are
-kept. On a 2-core CPU the whole study takes a few hours (the fine-tunes and the fingerprint
-passes dominate).
-"""
+"""The real-model study's command line, ``python -m experiments real_model`` (:func:`main`):
+its steps (:mod:`experiments.real_model.measure`), each record saved as its step finishes,
+RESULTS.md rewritten from the records."""
 
 from __future__ import annotations
 
@@ -45,8 +35,21 @@ def _save(records: Path, name: str, body: dict, t0: float) -> None:
     print(f"saved {name}")
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m experiments.real_model", description=__doc__,
+def main(argv: list[str]) -> None:
+    """The real-model study: SmolLM2-135M-Instruct measured with the toolkit's own commands (see
+    experiments/real_model/measure.py), its records saved as each step finishes, RESULTS.md
+    rewritten from the records.
+
+        python -m experiments real_model --model "$(bash tests/fixtures/fetch_smollm2.sh)"
+        python -m experiments real_model --model M.gguf --steps sinks sweep   # some steps only
+        python -m experiments real_model --no-run                             # RESULTS.md only
+
+    Every step is resumable: a command whose output folder exists under
+    results/experiments/real_model/ is not run again, and built suspects under runs/smollm2/ are
+    kept. On a 2-core CPU the whole study takes a few hours (the fine-tunes and the fingerprint
+    passes dominate).
+    """
+    p = argparse.ArgumentParser(prog="python -m experiments real_model", description=main.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, help="the SmolLM2-135M-Instruct.Q4_1.gguf file "
                    "(tests/fixtures/fetch_smollm2.sh prints where it put it)")
@@ -92,6 +95,7 @@ def main(argv=None) -> None:
     print(render.sections(text).get("real_model", ""))
 
 
-if __name__ == "__main__":
+def entry(argv: list[str]) -> None:
+    """:func:`main`, a bad input's message and exit status instead of a traceback."""
     with user_errors_exit("real_model"):
-        main()
+        main(argv)

@@ -6,9 +6,9 @@ random inputs. Each *piece* below runs the sweep engine with a state folder
 stopped at any moment (the machine going away, a time limit, SIGKILL) resumes from its last chunk when
 the same command runs again, and finishes bitwise equal to an uninterrupted run.
 
-    python -m experiments.paper_scale --list                 # pieces, sizes, what is done
-    python -m experiments.paper_scale table1a                # run (or resume) one piece
-    python -m experiments.paper_scale figure10 --so-far      # its record from the blocks done
+    python -m experiments paper_scale --list                 # pieces, sizes, what is done
+    python -m experiments paper_scale table1a                # run (or resume) one piece
+    python -m experiments paper_scale figure10 --so-far      # its record from the blocks done
 
 Pieces and the records they write (under ``--records``, default results/records/paper/):
 
@@ -28,7 +28,7 @@ Pieces and the records they write (under ``--records``, default results/records/
             T = 1,024, N = 2,000: initialisation/table2_figure3.json and figure7.json
             (Figure 3's null, the top-1 counts of isotropic final states through the same
             model's final norm and unembedding, is no forward pass and no piece: `python -m
-            experiments.initialisation.unembedding_null` writes initialisation/figure3_null.json)
+            experiments figure3_null --scale paper` writes initialisation/figure3_null.json)
   table4a   LLaMA-2 nano, seeds 42, 123, 1000, 2000, n = 2,000, T = 256, token and Gaussian
             inputs, HF init and GPT-2-scaled init: seedprint/table4a.json
   table1c   GPT-2+RoPE 1.2B (24L, 32H, 2048d), seeds 42, 43, T = 64, N = 2,000:
@@ -64,7 +64,7 @@ value, hundreds of MB for the nano pieces, and last only as long as the machine;
 table4a, which need whole per-sequence values, keep each finished part (one block type; one
 init and input kind) as its results in ``--summaries`` (``<part>.json``), so a part of under an
 hour is the most a new machine repeats. The
-campaign (``python -m experiments.campaign``) runs these pieces in order within a time budget;
+campaign (``python -m experiments campaign``) runs these pieces in order within a time budget;
 the pieces, their FLOPs and time estimates are ``experiments/campaign/plan.py``'s
 ``PAPER_SCALE``.
 """
@@ -81,8 +81,10 @@ from experiments.campaign import paper_pieces as pieces
 from experiments.campaign import plan as campaign
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.paper_scale", description=__doc__,
+def main(argv: list[str]) -> int:
+    """Sec. 3-4 at the paper's own shapes, as resumable forward passes that a CPU can finish
+    (the pieces and what they keep: this module's docstring)."""
+    p = argparse.ArgumentParser(prog="python -m experiments paper_scale", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("piece", nargs="?", choices=list(pieces.SPECS), help="the piece to run or resume")
     p.add_argument("--state", type=Path, default=pieces.STATE,
@@ -166,7 +168,3 @@ def _fewer_than_held(records: Path, name: str, n: int) -> str | None:
                 f"found {n:,} finished here and would replace it: remove that record first "
                 f"to do so")
     return None
-
-
-if __name__ == "__main__":
-    sys.exit(main())
