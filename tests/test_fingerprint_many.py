@@ -58,8 +58,9 @@ def test_several_suspects_cost_one_base_pass(tmp_path, capsys, monkeypatch):
         pair = json.loads((out / row["folder"] / "fingerprint.json").read_text())
         assert pair["verdict"] == row["verdict"] and pair["run"]["suspect"] == row["suspect"]
     md = (out / "summary.md").read_text()
-    assert "| 0.01 | 0.01 | 1.00e-04 | 0 (underflow) | 0 (underflow) | 0 (underflow) | related " \
-           "(matched_init) |" in md  # calibrated, aligned (K = 99), permutation, matched...
+    assert "| 0.01 | 0.01 | 1.00e-04 | 0 (underflow) | 0 (underflow) | 0.00174 | 0 (underflow) " \
+           "| related (matched_init) |" in md  # calibrated, aligned (K = 99), permutation,
+    # matched, matched_init, attention (every head doubly matched: 1/4!^2), any_pair
     assert "| llama2-tiny@2 |" in md and "no evidence (matched_init)" in md
     assert md in capsys.readouterr().out
 

@@ -30,8 +30,10 @@ def _test_choices() -> list[str]:
 
 def _context(tests):
     """A prepared pair as ``compare_many`` makes it, from synthetic features: a related
-    suspect, K = 99 null initialisations, two gated-MLP layers' pre-activations."""
+    suspect, K = 99 null initialisations, two gated-MLP layers' pre-activations; the models
+    themselves one llama2-tiny initialisation (the tests that read weights read it)."""
     from bornbiased_jax.fingerprint.runner.compare import Settings
+    from bornbiased_jax.sources import load_source
 
     rng = np.random.default_rng(0)
     n, d, units = 60, 8, 16
@@ -42,7 +44,9 @@ def _context(tests):
     pre_B = [(g + 0.1 * rng.standard_normal(g.shape), u + 0.1 * rng.standard_normal(u.shape))
              for g, u in pre_A]
     s = Settings(tests=tests, n=n, seq_len=16, null_models=99, permutations=99, trials=2)
-    model = types.SimpleNamespace(is_init=True, label="model", seed=0)
+    loaded = load_source("preset:llama2-tiny@0")
+    model = types.SimpleNamespace(is_init=True, label="model", seed=0, cfg=loaded.cfg,
+                                  params=loaded.params)
     return context.Context(
         settings=s, base=model, suspect=model, xs=None, F_A=F_A, F_B=F_B, d_out=d,
         init=context.InitSide(F=F_A, views=pre_A, label="init"),
@@ -118,10 +122,10 @@ def test_auto_and_all_keep_their_meaning():
     assert chosen_tests("all", False, True) == tuple(n for n in registry.names()
                                                      if n not in ("aligned", "matched_init"))
     assert chosen_tests("all", False, False) == ("paper", "official", "calibrated",
-                                                 "permutation")
+                                                 "permutation", "attention")
     assert chosen_tests("paper", False, False) == ("paper",)
     assert _test_choices() == ["auto", "aligned", "permutation", "matched", "matched_init",
-                               "paper", "official", "calibrated", "all"]
+                               "paper", "official", "calibrated", "attention", "all"]
 
 
 def test_the_help_and_the_docs_state_the_registrys_rule():

@@ -259,7 +259,7 @@ def test_fingerprint_cli_writes_table_json_png(tmp_path, capsys):
     res = saved["results"]
     # every test that applies (matched: llama2's MLP is gated) and the any-pair combination
     assert list(res) == ["paper", "official", "calibrated", "aligned", "permutation", "matched",
-                         "matched_init", "any_pair"]
+                         "matched_init", "attention", "any_pair"]
     assert saved["run"]["settings"]["input"] == "tokens"  # the aligned/permutation tests' inputs
     assert saved["verdict"].startswith("verdict (matched_init test, ")
     assert res["permutation"]["details"]["K"] == 9999

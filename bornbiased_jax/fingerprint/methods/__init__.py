@@ -20,7 +20,12 @@ same random inputs, one module each:
                     initialisation: exact, sees through a renamed basis (beyond the paper);
   ``matched_init``  the matched test against BASE's known initialisation: exact, no null
                     models (beyond the paper);
-  ``any_pair``      the any-pair verdict combining the permutation and the matched test.
+  ``any_pair``      the any-pair verdict combining the permutation and the matched test;
+  ``attention``     :func:`attention_test`, from the weights alone: heads matched by the
+                    spectra of their QK and OV circuits (``head_spectra``), agreements
+                    against the law of re-paired heads: unchanged by rotations and head
+                    maps, valid when one model is an initialisation, no leg of any verdict
+                    (beyond the paper).
 
 What they share: ``identity_dims`` (the top-m / bottom-k dimensions, the identity dimensions
 S, per-dimension Kendall and Spearman correlations), ``unit_matching`` (MLP units matched
