@@ -54,11 +54,14 @@ def test_the_long_cells_keep_geometric_checkpoints_and_share_a_tokenizer():
     assert "--keep-steps 250,500,1000,2000,4000,8000,16000,25000" in LL.command("L2-F344-long")
 
 
-def _pair(a, b, Ks):
+def _pair(a, b, Ks, attention_log10_p=-0.5):
     """A pair whose suspect layers share Ks units (equal widths, no dead unit)."""
     return {"a": a, "b": b, "dir_a": [[k, F, F] for k in Ks], "dir_b": [[k, F, F] for k in Ks],
             "to_b": list(range(len(Ks))), "to_a": list(range(len(Ks))),
-            "overlap": [dict.fromkeys(LW.OVERLAP_KEYS, 1.0) for _ in Ks]}
+            "overlap": [dict.fromkeys(LW.OVERLAP_KEYS, 1.0) for _ in Ks],
+            "attention": {"K_total_a": 2, "K_total_b": 3, "log10_p_a": attention_log10_p,
+                          "log10_p_b": attention_log10_p - 0.2, "heads": 8, "null_mean": 2.0,
+                          "K_per_layer": [1, 2]}}
 
 
 def _record(k_of_step, seeds=range(8), layers=2, at=(250, 1000, 4000)):
@@ -126,6 +129,42 @@ def test_the_law_row_names_the_default_and_the_extrapolation():
     flat = _record(lambda s, a, b: 1)
     law = next(c for c in LC.claims({"records": flat}) if c.claim.startswith("The slack as"))
     assert "a constant" in law.ours and "the default covers the law" in law.why
+
+
+def test_the_attention_tests_level_between_trained_seeds_holds_or_is_rejected():
+    rec = _record(lambda s, a, b: 1)
+    row = next(c for c in LC.claims({"records": rec}) if c.claim.startswith("The attention"))
+    assert "rejected at 0 of 3 checkpoints" in row.why and "0/28 (0.0%) rejected" in row.ours
+    # every pair at p 0.001 at the last checkpoint: rejected there
+    for p in rec["cells"]["L2-F344-long"]["steps"]["4000"]["pairs"]:
+        p["attention"]["log10_p_a"] = p["attention"]["log10_p_b"] = -3.0
+    row = next(c for c in LC.claims({"records": rec}) if c.claim.startswith("The attention"))
+    assert "rejected at 1 of 3 checkpoints (4.10 M)" in row.why
+
+
+def test_a_pair_record_reads_mlp_units_and_attention_heads():
+    """pair_record on two fresh llama2-tiny initialisations and on a copy: the matched views'
+    statistics, the overlap per suspect layer, and the attention test's doubly matched heads
+    (all of them for the copy)."""
+    import jax
+
+    from bornbiased_jax.fingerprint.methods import matched as M
+    from bornbiased_jax.model import init as init_params
+    from bornbiased_jax.presets import get_preset
+    from experiments.lineage.level_long_measure import pair_record
+
+    cfg = get_preset("llama2-tiny")
+    tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (8, 68))
+    models = []
+    for seed in (0, 1):
+        params = init_params(cfg, jax.random.key(seed))
+        models.append((M.preactivations(params, cfg, tokens), params, cfg))
+    other = pair_record(0, 1, models[0], models[1])
+    copy = pair_record(0, 0, models[0], models[0])
+    heads = copy["attention"]["heads"]
+    assert copy["attention"]["K_total_a"] == heads and other["attention"]["K_total_a"] < heads
+    assert copy["overlap"][0]["K"] == cfg.d_ff and other["overlap"][0]["K"] < 10
+    assert len(other["dir_b"]) == cfg.n_layers
 
 
 def test_the_section_says_when_nothing_is_measured_and_tables_k_over_f():

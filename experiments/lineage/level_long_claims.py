@@ -11,6 +11,9 @@ Rules (each can fail; tests/test_level_long.py gives records that pass and fail 
   * the law: fitted on the first halves of the seeds, judged on the second halves at every
     cell and checkpoint (and on the different-text pairs) by the level rule; the row counts
     the (cell, checkpoint)s where the level is rejected and states the rule's power;
+  * the attention test between unrelated trained seeds: its rejection rate at alpha over every
+    pair of a cell at each checkpoint, by the level rule; the row counts the checkpoints where
+    the level is rejected;
   * the default slack against the law: where the law at the largest tokens measured exceeds
     the default, the default is too small there; else the default covers what was measured,
     and beyond it (more tokens, wider or deeper models) is an extrapolation, which the row
@@ -94,6 +97,23 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
             f"(gate view) {o['gate_any_hi']:.1f}", MEASURED,
             "how many of the units that match in one view also match in the other: the "
             "double matching's share in keeping shared (universal) units out of K"))
+    att = [s for s in rows if s.get("attention")]
+    if att:
+        bad = [s for s in att if s["attention"]["level"]["rejected"]]
+        out.append(Claim(
+            f"The attention test between unrelated same-data seeds, {name}",
+            "- (beyond the paper)",
+            "; ".join(f"{_tokens(s['tokens'])} tokens: {_rate(s['attention']['rate'])} rejected "
+                      f"at alpha = 0.01; doubly matched heads {s['attention']['K_mean']:.1f} of "
+                      f"{s['attention']['heads']} (null mean {s['attention']['null_mean']:.1f})"
+                      for s in att), BEYOND,
+            f"rule: the rate at alpha over every pair (the larger p of the two re-pairings) by "
+            f"the level rule (one-sided jackknife t over the {len(cell['seeds'])} models); "
+            f"rejected at {len(bad)} of {len(att)} checkpoints"
+            + (f" ({', '.join(_tokens(s['tokens']) for s in bad)})" if bad else "")
+            + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
+            f"{att[0]['attention']['power']:.2f}; the test stays out of every verdict until its "
+            f"level holds"))
     rej = [r for r in law_rows if r["level"]["rejected"]]
     out.append(Claim(
         f"The law's slack held out, {name}", "- (beyond the paper)",

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
+from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
 from experiments.lineage.level_fit import among, fit_slack, halves, judge_rate, rates
 
@@ -56,7 +57,31 @@ def step_summary(step: dict, seeds: list[int], units: int) -> dict:
             "K_over_F": float(K.mean() / units), "K_by_layer": K.mean(0).round(3).tolist(),
             "overlap": over, "rate_slack0": rates(pairs, 0)[str(ALPHA)],
             "fit_slack": fit_slack(among(pairs, fit_seeds)),
-            "fit_pairs": len(among(pairs, fit_seeds)), "held_seeds": held}
+            "fit_pairs": len(among(pairs, fit_seeds)), "held_seeds": held,
+            "attention": attention_level(pairs, len(seeds))}
+
+
+def attention_rows(pairs: list[dict]) -> list[dict]:
+    """The attention test's p of each pair (the larger of its two directions: neither model is
+    an initialisation), as the rate functions read it."""
+    return [{"a": p["a"], "b": p["b"], "attention": 10 ** max(p["attention"]["log10_p_a"],
+                                                              p["attention"]["log10_p_b"])}
+            for p in pairs if "attention" in p]
+
+
+def attention_level(pairs: list[dict], models: int) -> dict | None:
+    """The attention test's rejection rate at alpha over ``pairs`` of unrelated trained models,
+    judged by the level rule (one-sided jackknife t over the ``models``), with the doubly
+    matched heads' mean against the null's; None when no pair has the test."""
+    rows = attention_rows(pairs)
+    if not rows:
+        return None
+    r = SM.rate(rows, "attention", ALPHA)
+    att = [p["attention"] for p in pairs if "attention" in p]
+    return {"rate": r, "level": judge_rate(r, ALPHA, models),
+            "K_mean": float(np.mean([max(a["K_total_a"], a["K_total_b"]) for a in att])),
+            "null_mean": float(np.mean([a["null_mean"] for a in att])),
+            "heads": int(att[0]["heads"]), "power": LR.power(POWER_RATE, ALPHA, models, 1)}
 
 
 def summaries(record: dict) -> dict:

@@ -19,6 +19,7 @@ import numpy as np
 from bornbiased_jax import files
 from bornbiased_jax.files import progress
 from bornbiased_jax.fingerprint.methods import matched as M
+from bornbiased_jax.fingerprint.methods.attention import attention_test
 from bornbiased_jax.fingerprint.methods.unit_matching import screen_settings
 from bornbiased_jax.fingerprint.methods.unit_overlap import view_overlap
 from bornbiased_jax.fingerprint.runner import rejection as SM
@@ -53,21 +54,30 @@ def _tokens(cfg, s: dict) -> np.ndarray:
                                    s["probe_seed"])[:s["seqs"]])[:, :s["t_views"]]
 
 
-def _views(cell: str, step: int, runs_dir: Path, s: dict) -> tuple[list, list]:
+def _models(cell: str, step: int, runs_dir: Path, s: dict) -> tuple[list, list]:
+    """The cell's seeds and, per seed at ``step``, (MLP views, parameters, config)."""
     folder = LL.folder(cell, runs_dir)
     cfg = run_folder.run_config(folder)[0]
     tokens = _tokens(cfg, s)
     seeds = list(LL.CELLS[cell].run.seeds)
-    return seeds, [M.preactivations(load_source(f"{folder}#{k}@{step}",
-                                                shared_embedding=False).params, cfg, tokens)
-                   for k in seeds]
+    models = []
+    for k in seeds:
+        params = load_source(f"{folder}#{k}@{step}", shared_embedding=False).params
+        models.append((M.preactivations(params, cfg, tokens), params, cfg))
+    return seeds, models
 
 
-def pair_record(a: int, b: int, pre_a, pre_b) -> dict:
-    """One pair's statistics: :func:`pair_stats` and, per layer of B, the views' overlap with
-    the layer of A it chose."""
+def pair_record(a: int, b: int, model_a, model_b) -> dict:
+    """One pair's statistics: :func:`pair_stats` of the MLP views and, per layer of B, the
+    views' overlap with the layer of A it chose; and the attention test's doubly matched heads
+    and p in each direction (:func:`~bornbiased_jax.fingerprint.methods.attention.
+    attention_test`), its level between trained models measured on the same pairs."""
+    (pre_a, params_a, cfg_a), (pre_b, params_b, cfg_b) = model_a, model_b
     st = pair_stats(pre_a, pre_b)
     st["overlap"] = [view_overlap(pre_a[la], pre_b[lb]) for lb, la in enumerate(st["to_a"])]
+    d = attention_test(params_a, cfg_a, params_b, cfg_b).details
+    st["attention"] = {k: d[k] for k in ("K_total_a", "K_total_b", "log10_p_a", "log10_p_b",
+                                         "heads", "null_mean", "K_per_layer")}
     return {"a": a, "b": b, **st}
 
 
@@ -75,14 +85,14 @@ def measure_step(cell: str, step: int, runs_dir: Path = LL.RUNS_DIR, s: dict = D
                  log=progress) -> dict:
     """Every pair of ``cell``'s seeds at ``step`` (and, for a cell of :data:`CROSS`, every
     pair of its seeds with the other cell's at that step)."""
-    seeds, pres = _views(cell, step, runs_dir, s)
+    seeds, pres = _models(cell, step, runs_dir, s)
     out = {**checkpoint_info(cell, step, runs_dir), "pairs": [
         pair_record(seeds[i], seeds[j], pres[i], pres[j])
         for i, j in SM.all_pairs(len(seeds))]}
     log(f"  {cell} @ {step}: {len(out['pairs'])} pairs")
     other = CROSS.get(cell)
     if other is not None and step in kept_steps(other, runs_dir):
-        o_seeds, o_pres = _views(other, step, runs_dir, s)
+        o_seeds, o_pres = _models(other, step, runs_dir, s)
         out["cross"] = {"with": other, "pairs": [
             pair_record(a, b, pa, pb) for a, pa in zip(o_seeds, o_pres)
             for b, pb in zip(seeds, pres)]}
@@ -110,6 +120,7 @@ def measure(cells=None, runs_dir: Path = LL.RUNS_DIR, cache: Path | None = None,
             saved = json.loads(f.read_text()) if f is not None and f.is_file() else None
             ok = (saved is not None and saved.get("settings") == dict(s)
                   and saved.get("screen") == screen_settings()
+                  and "attention" in saved["step"]["pairs"][0]
                   and ("cross" in saved["step"]) == (CROSS.get(cell) is not None and
                                                      step in kept_steps(CROSS[cell], runs_dir)))
             if ok:
