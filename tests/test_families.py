@@ -487,7 +487,7 @@ def _run(*args):
 def test_every_command_runs_on_each_family(preset, tmp_path):
     """Random-weight checkpoints of each family as HF folders (written by save_hf, in the
     family's format): ``bornbiased fingerprint`` finds a renamed copy (residual, head and unit
-    permutations, rescaled norms) and no evidence against another seed; ``sweep --model``,
+    permutations, rescaled norms) and no evidence against a model of another seed and embedding; ``sweep --model``,
     ``sinks`` and ``train --init-from`` run on it."""
     from bornbiased_jax.fingerprint.edits.derivatives import derive
     from bornbiased_jax.keys import seed_key
@@ -495,7 +495,10 @@ def test_every_command_runs_on_each_family(preset, tmp_path):
     cfg = get_preset(preset)
     tok = _tiny_tokenizer(cfg.vocab_size)
     base = save_hf(cfg, model.init(cfg, seed_key(0)), tmp_path / "base", tokenizer=tok)
-    save_hf(cfg, model.init(cfg, seed_key(1)), tmp_path / "other", tokenizer=tok)
+    # An unrelated model: its own seed and its own embedding (the presets share the embedding
+    # across seeds, as the paper's probes do, and a shared embedding is a shared lineage).
+    other_cfg = dataclasses.replace(cfg, shared_embedding=False)
+    save_hf(cfg, model.init(other_cfg, seed_key(1)), tmp_path / "other", tokenizer=tok)
     save_hf(*derive("renamed", model.init(cfg, seed_key(0)), cfg, jax.random.key(9)),
             tmp_path / "renamed", tokenizer=tok)
     r = _run("fingerprint", base, tmp_path / "renamed", tmp_path / "other", "--num-seqs", 16,
