@@ -36,11 +36,14 @@ package a study imports besides its own. Here, what each study is:
     or a thief applies, same-shape and shape-changed, against every lineage test;
   * ``sinks``: Sec. 6.2 (Figure 12, Table 7), where sinks form at CPU scale and the arms
     trained with several seeds there;
-  * ``real_model``: SmolLM2-135M-Instruct, the first model this toolkit did not make (a GGUF):
-    attention sinks, token preference and Table 6's question on it;
-  * ``gemma3``: Gemma 3 270M, the second real model and a new architecture family (QK-norm,
-    sandwich norms): sinks with and without ``<bos>``, its token preference, whether a fresh
-    ``gemma3-270m`` is born biased with and without those pieces, and its descendants' lineage;
+  * ``real_model``: real pretrained models this toolkit did not make, one driver for every
+    model record (a JSON file: the model file, its sha256 and how it is fetched, its
+    descendants, its negatives, which steps apply), so that another model is another record
+    and no new code. Two records are studies with a section each: SmolLM2-135M-Instruct
+    (attention sinks, token preference and Table 6's question on it) and Gemma 3 270M, a new
+    architecture family (QK-norm, sandwich norms: sinks with and without ``<bos>``, whether a
+    fresh ``gemma3-270m`` is born biased with and without those pieces, its descendants'
+    lineage);
   * ``campaign``: paper-scale work in resumable pieces (the pieces, the ledger, the driver, the
     first GPU window's logs); it runs other studies' measurements at the paper's shapes, so it
     may import them, and no study imports it.
@@ -58,8 +61,7 @@ from experiments.seedprint.study import STUDY as _seedprint
 from experiments.lineage.study import STUDY as _lineage, LEVEL_STUDY as _lineage_level
 from experiments.lineage_bench.study import STUDY as _lineage_bench
 from experiments.sinks.study import STUDY as _sinks
-from experiments.real_model.study import STUDY as _real_model
-from experiments.gemma3.study import STUDY as _gemma3
+from experiments.real_model.study import STUDY as _real_model, GEMMA3_STUDY as _gemma3
 from experiments.campaign.study import STUDY as _campaign
 
 # every study's declaration (experiments/<package>/study.py), in RESULTS.md's order of sections

@@ -62,15 +62,17 @@ def plain(x):
     return x
 
 
-def record_path(root: Path, name: str) -> Path:
-    """Where experiment ``name``'s record lives under ``root``: ``<study>/<name>.json``."""
-    return Path(root) / STUDY_OF[name] / f"{name}.json"
+def record_path(root: Path, name: str, study: str | None = None) -> Path:
+    """Where experiment ``name``'s record lives under ``root``: ``<study>/<name>.json``, its
+    study's folder (``study``: a folder for a record no study declares, e.g. a model record's
+    of :mod:`experiments.real_model`)."""
+    return Path(root) / (study or STUDY_OF[name]) / f"{name}.json"
 
 
-def save_record(root: Path, name: str, record: dict) -> Path:
-    """Write one experiment's record, compact, atomically: its ``run`` info and ``records``
-    without the keys that start with '_' (per-pair arrays drawn only in figures), every path
-    in it :func:`portable`."""
+def save_record(root: Path, name: str, record: dict, study: str | None = None) -> Path:
+    """Write one experiment's record (under ``study``'s folder when given, else its study's),
+    compact, atomically: its ``run`` info and ``records`` without the keys that start with '_'
+    (per-pair arrays drawn only in figures), every path in it :func:`portable`."""
     def strip(x):
         if isinstance(x, dict):
             return {k: strip(v) for k, v in x.items() if not str(k).startswith("_")}
@@ -80,7 +82,7 @@ def save_record(root: Path, name: str, record: dict) -> Path:
 
     record = portable({"run": record.get("run", {}), "records": strip(record["records"])})
     text = json.dumps(record, separators=(",", ":"))
-    return files.write_text(record_path(root, name), text + "\n")
+    return files.write_text(record_path(root, name, study), text + "\n")
 
 
 # ------------------------------------------------------------------------------------ paths --

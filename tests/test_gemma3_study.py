@@ -1,4 +1,4 @@
-"""The Gemma 3 study (experiments/gemma3): its verdict rules on hand-made records, each rule
+"""The Gemma 3 study (experiments/real_model/gemma3_claims.py): its verdict rules on hand-made records, each rule
 shown both ways, and its RESULTS.md section."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bornbiased_jax.verdicts import UNDERPOWERED, BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED
-from experiments.gemma3 import claims as C
+from experiments.real_model import gemma3_claims as C
 
 L, H = 18, 4
 

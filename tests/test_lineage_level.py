@@ -185,7 +185,7 @@ def test_the_real_models_default_slack_rows_state_the_range_from_the_committed_r
     from pathlib import Path
 
     from experiments import render
-    from experiments.gemma3 import claims as G
+    from experiments.real_model import gemma3_claims as G
     from experiments.real_model import claims as R
 
     records = render.load_records(Path(render.__file__).resolve().parents[1] / render.RECORDS)

@@ -147,7 +147,8 @@ def test_lineage_rule_passes_fails_and_splits():
 
 
 def test_negatives_are_read_from_the_record_or_derived_from_it():
-    """A record's ``negatives`` list (what the study writes now: measure.negatives) decides
+    """A record's ``negatives`` list (what the study writes now: measure.negatives, from the
+    model record's unrelated sources, trained negatives and cousins) decides
     the negatives' kinds; without it they are derived from the suspects' names and
     descriptions, as the first SmolLM2 record needs."""
     rec = _lineage({"scratch": 0.4, "preset:smollm2-135m@1": 0.3}, suspects=SCRATCH_WHAT)
@@ -157,25 +158,26 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
         {"name": "preset:smollm2-135m@1", "kind": "init", "trained_steps": 0,
          "same_data": False, "layers": None, "tokens": 0}]
     assert claims.negatives(_lineage({"mystery": 0.4})["records"])[0]["kind"] == "unknown"
-    written = measure.negatives(with_cousins=False)
-    assert [n["name"] for n in written] == [*measure.UNRELATED_PRESETS, *measure.SCRATCH]
-    from experiments.real_model import cousins as C
+    smollm2 = claims.SMOLLM2
+    written = measure.negatives(smollm2, with_cousins=False)
+    assert [n["name"] for n in written] == [*smollm2.unrelated, *smollm2.trained_negatives]
 
     def finished(f, tc):
-        return f == C.FOLDER  # the first program trained, the second not
+        return f == Path("runs/smollm2/cousins")  # the first program trained, the others not
     monkey = pytest.MonkeyPatch()
     monkey.setattr("bornbiased_jax.training.run_folder.is_run", lambda f: True)
     monkey.setattr("bornbiased_jax.training.run_folder.finished", finished)
     try:
-        cousins = measure.negatives()[len(written):]
+        cousins = measure.negatives(smollm2)[len(written):]
     finally:
         monkey.undo()
     assert [n["name"] for n in cousins] == [f"cousins#{k}" for k in range(4)]
     assert all(n["kind"] == "trained" and n["same_data"] and n["trained_steps"] == 300
                and n["tokens"] == 300 * 16 * 64 for n in cousins)
-    assert written[-1] == {"name": "scratch", "kind": "trained",
-                           "trained_steps": measure.FULL_STEPS, "same_data": True,
-                           "tokens": 30 * 8 * 64, "what": measure.SCRATCH["scratch"]}
+    assert written[-1] == {"name": "scratch", "kind": "trained", "trained_steps": 30,
+                           "same_data": True, "tokens": 30 * 8 * 64,
+                           "what": measure.describe(smollm2, "scratch",
+                                                    smollm2.trained_negatives["scratch"])}
     rec = _lineage({n["name"]: 0.4 for n in written}, negatives=written)
     assert [{k: v for k, v in n.items() if k != "layers"}
             for n in claims.negatives(rec["records"])] == [
@@ -338,23 +340,23 @@ def test_section_says_what_is_missing():
 
 @pytest.mark.slow
 def test_suspects_are_built_as_hf_folders_and_resumed(tmp_path, monkeypatch):
+    import dataclasses
+
     model = write_gguf(tmp_path / "tiny.gguf", FIXTURES / "llama_gqa", "Q8_0")
     rng = np.random.default_rng(0)
-    monkeypatch.setattr(measure, "_tune_blocks", lambda tok: rng.integers(0, 128, (16, 9)))
-    monkeypatch.setitem(measure.TUNE, "steps", 2)
-    monkeypatch.setattr(measure, "FULL_STEPS", 2)
-    monkeypatch.setitem(measure.TUNE, "batch", 4)
-    from bornbiased_jax.hf import gguf as gguf_module
-
-    monkeypatch.setattr(gguf_module, "load_gguf_tokenizer", lambda m: None)
+    monkeypatch.setattr(measure, "tune_blocks", lambda rec, tok: rng.integers(0, 128, (16, 9)))
+    rec = dataclasses.replace(claims.SMOLLM2, tune={**claims.SMOLLM2.tune, "steps": 2,
+                                                    "batch": 4})
+    monkeypatch.setattr(measure, "tokenizer", lambda m: None)
     folder = tmp_path / "suspects"
-    manifest = measure.build_suspects(model, folder, log=lambda *_: None)
-    assert set(manifest) == set(measure.DESCENDANTS) | set(measure.SCRATCH)
+    manifest = measure.build_suspects(rec, model, folder, log=lambda *_: None)
+    assert set(manifest) == set(rec.descendants) | set(rec.trained_negatives)
+    assert {m["key_rule"] for m in manifest.values()} == {"fold_in_name"}
     cfg_rot, _ = load_hf(folder / "rotated")
     cfg_int8, _ = load_hf(folder / "int8")
     assert not cfg_rot.tie_embeddings and cfg_int8.n_layers == 2
     stamp = (folder / "int8" / "model.safetensors").stat().st_mtime_ns
-    again = measure.build_suspects(model, folder, log=lambda *_: None)  # nothing rebuilt
+    again = measure.build_suspects(rec, model, folder, log=lambda *_: None)  # nothing rebuilt
     assert again == manifest
     assert (folder / "int8" / "model.safetensors").stat().st_mtime_ns == stamp
     assert json.loads((folder / "suspects.json").read_text()) == manifest

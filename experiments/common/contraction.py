@@ -1,6 +1,6 @@
 """Figure 2's rule (Finding 2.1: the representations of random sequences contract, the more
 the deeper), on a record of last-token cosine curves per block: the initialisation study's row
-and the Gemma 3 study's per arm (:mod:`experiments.gemma3`) judge by it."""
+and the Gemma 3 study's per arm (:mod:`experiments.real_model.gemma3_claims`) judge by it."""
 
 from __future__ import annotations
 

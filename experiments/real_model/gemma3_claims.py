@@ -1,6 +1,7 @@
 """Verdict rules of the Gemma 3 study and its RESULTS.md section: pure functions of the records
-``gemma3_sinks``, ``gemma3_token_preference``, ``gemma3_init`` and ``gemma3_lineage``, and of
-the campaign's paper-N record ``gemma3_init_n10k`` (results/records/paper/gemma3/).
+of its model record (experiments/real_model/models/gemma3.json) ``gemma3_sinks``,
+``gemma3_token_preference``, ``gemma3_init`` and ``gemma3_lineage``, and of the campaign's
+paper-N record ``gemma3_init_n10k`` (results/records/paper/gemma3/).
 
 Rules (each stated in its row):
   * sinks with ``<bos>`` (the file's tokenizer adds it): the real-model study's rule -- the 95 %
@@ -35,31 +36,32 @@ Rules (each stated in its row):
 
 from __future__ import annotations
 
-from experiments.artifacts import earlier_matched
-
 import math
 
 import numpy as np
 
+from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.stats import seed_mean, t_quantile
 from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUCED,
                                      UNDERPOWERED, Claim, table)
+from experiments.artifacts import earlier_matched
 from experiments.common.contraction import figure2_claim
-from experiments.common.preference import spread_preference, weak_preference
-from bornbiased_jax.fingerprint.methods.result import ALPHA
-from experiments.gemma3 import EXPERIMENTS as NAMES, TITLE
 from experiments.common.level_range import DEFAULT_SLACK_TESTS, extrapolation
+from experiments.common.paper_values import FIGURE12_BASELINE, paper_table1_summary
+from experiments.common.preference import spread_preference, weak_preference
 from experiments.common.pretrained import inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
 from experiments.common.pretrained import (SIGNIFICANT_RATE, Z95, found_by, index_ranges,
                                           lineage_verdict, runs_by_test, tested_by)
-from experiments.common.paper_values import FIGURE12_BASELINE, paper_table1_summary
+from experiments.real_model.claims import key_rule_note, run_command
+from experiments.real_model.record import load
 
-COMMAND = "python -m experiments.gemma3 --model gemma-3-270m-q4_k_m.gguf"
-MODEL = "Gemma 3 270M (Q4_K_M GGUF)"
-HONEST = ("lora", "int8", "int4-g32", "prune-50")
-RENAMED = ("renamed", "signs-units")
-UNRELATED = ("preset:gemma3-270m@1", "preset:gemma3-270m@2")
+GEMMA3 = load("gemma3")  # its model record
+NAMES, TITLE = GEMMA3.experiments, GEMMA3.title
+COMMAND = GEMMA3.command()
+MODEL = GEMMA3.label
+HONEST, RENAMED = GEMMA3.honest, GEMMA3.renamed
+UNRELATED = GEMMA3.unrelated
 ARM_TEXT = {"gemma3-270m": "gemma3-270m", "no-qk-norm": "gemma3-270m without QK-norm",
             "no-post-norms": "gemma3-270m without post-norms",
             "no-embed-scale": "gemma3-270m without the embedding scale"}
@@ -320,7 +322,7 @@ def pairs_table(rec: dict) -> str:
     return common_pairs_table(rec, kind, lambda n: what.get(n, {}).get("what", ""))
 
 
-def section(records: dict, command: str) -> str | None:
+def section(records: dict, command: str, model=GEMMA3) -> str | None:
     if not any(n in records for n in NAMES):
         return None
     rows = []
@@ -334,12 +336,12 @@ def section(records: dict, command: str) -> str | None:
         if name == "gemma3_init" and PAPER_N_RECORD in records.get("paper", {}):
             rows += init_claims(records["paper"][PAPER_N_RECORD], paper_n=True)
     lines = [f"## {TITLE}", "",
-             "Generated from results/records/gemma3/ (written by "
-             f"`{command}`; the model is the registry's gemma-3-270m-q4_k_m.gguf, joined from "
-             "its split wheels by tests/fixtures/fetch_gemma3.sh and named in each record by "
-             "its sha256; fresh initialisations are the `gemma3-270m` preset). Each command "
-             "ran as a user types it, at CPU scale (the sizes are in each row); commands and "
-             "wall times below.", "", table(rows)]
+             f"Generated from results/records/{model.study}/ (written by "
+             f"`{run_command(records, NAMES, command)}`; the model is {model.source} and "
+             f"named in each record by its sha256; fresh initialisations are the "
+             f"`{model.preset}` preset). Each command ran as a user types it, at CPU scale (the "
+             "sizes are in each row); commands and wall times below."
+             + key_rule_note(records, "gemma3_lineage"), "", table(rows)]
     for n in NAMES:
         if n not in records:
             lines += ["", f"Not measured yet: {n} (`{command}`)."]
