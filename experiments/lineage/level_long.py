@@ -23,8 +23,8 @@ the held-out 5 % every 250 steps. Training runs in stages (:data:`STAGES`): ever
 first decade before the cheapest goes on to 25,000 steps, each stage resumable from its
 latest checkpoint (every 250 steps):
 
-    python -m experiments.lineage_level --train-long              # every stage, in order
-    python -m experiments.lineage_level --train-long --cells L2-F344-long
+    python -m experiments lineage_level_long --train              # every stage, in order
+    python -m experiments lineage_level_long --train --cells L2-F344-long
 """
 
 from __future__ import annotations
