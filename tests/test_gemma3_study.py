@@ -138,6 +138,43 @@ def test_born_biased_at_table_1b_n_can_differ_reproduce_and_see_a_spread_prefere
         {"gemma3_init": init_record()}, C.COMMAND)
 
 
+def test_seeds_that_coincide_are_named_with_their_mechanism():
+    """An arm whose seeds share arg-max token, count and distinct tokens is said to coincide
+    (with the post-norms' mechanism for that arm); seeds that differ in any of the three are
+    not."""
+    per = [{"seed": s, "top1_id": 7, "top1_count": 3, "distinct_tokens": 9_808} for s in range(3)]
+    note = C.coincide_note(per, "no-post-norms")
+    assert "3 seeds coincide" in note and "last input token" in note
+    assert "coincide" in C.coincide_note(per, "gemma3-270m")
+    assert "last input token" not in C.coincide_note(per, "gemma3-270m")
+    assert C.coincide_note([*per[:2], {**per[2], "distinct_tokens": 9_807}], "no-post-norms") == ""
+    assert C.coincide_note([*per[:2], {**per[2], "top1_id": 8}], "no-post-norms") == ""
+    assert C.coincide_note(per[:1], "no-post-norms") == ""
+
+
+def test_without_post_norms_a_fresh_gemma3_predicts_its_last_input_token():
+    """The mechanism the no-post-norms row cites: with its post-norms off, a fresh Gemma 3 (the
+    test-size preset, its embedding scaled by sqrt(d_model) and tied to the head) predicts its
+    last input token on every sequence, for every seed; with them on, on none."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    from bornbiased_jax import model
+    from bornbiased_jax.keys import seed_key
+    from bornbiased_jax.presets import get_preset
+
+    base = get_preset("gemma3-tiny")
+    xs = jax.random.randint(jax.random.key(3), (32, 24), 0, base.vocab_size)
+    for post_norms, expected in ((False, 1.0), (True, 0.0)):
+        cfg = dataclasses.replace(base, post_norms=post_norms)
+        for seed in (0, 1):
+            p = model.init(cfg, seed_key(seed))
+            top = jax.vmap(lambda t: model.forward(p, cfg, t).logits[-1].argmax())(xs)
+            assert float(jnp.mean(top == xs[:, -1])) == expected, (post_norms, seed)
+
+
 def test_the_vocabulary_constant_is_the_presets():
     from bornbiased_jax.presets import get_preset
 

@@ -215,7 +215,7 @@ def init_claims(rec: dict, paper_n: bool = False) -> list[Claim]:
             f"top-1 frequency {_pct(freq.mean)} ± {_pct(freq.se)} over seeds ("
             + ", ".join(f"seed {p['seed']}: token {p['top1_id']} {p['top1_count']}/{n:,}"
                         for p in per) + ")",
-            PREFERENCE_VERDICT[state], f"rule: {why}"))
+            PREFERENCE_VERDICT[state], f"rule: {why}" + coincide_note(per, arm)))
         if paper_n:  # at N = 250 uniform draws collide 0.1 times: nothing to see
             hits, why = spread_preference([{**p, "num_seqs": n} for p in per], vocab, ALPHA)
             rows.append(Claim(
@@ -227,6 +227,29 @@ def init_claims(rec: dict, paper_n: bool = False) -> list[Claim]:
         rows.append(fig2)
     rows += arm_differences(init, paper_n)
     return rows
+
+
+# Why an arm's seeds can coincide, where a test shows the mechanism: without post-norms the
+# embedding (scaled by sqrt(d_model), tied to the head) dominates a fresh model's residual
+# stream, and its arg-max is its last input token (tests/test_gemma3_study.py).
+COINCIDE_WHY = {"no-post-norms": "without post-norms a fresh model's arg-max is its last input "
+                                 "token (the sqrt(d_model)-scaled embedding, tied to the head, "
+                                 "dominates the residual stream; tests/test_gemma3_study.py), "
+                                 "so its arg-max tokens are the probe's last tokens, uniform "
+                                 "draws shared by every seed"}
+
+
+def coincide_note(per: list[dict], arm: str) -> str:
+    """'' unless every seed of the arm has the same arg-max token, count and number of distinct
+    arg-max tokens (what the seeds differ in, the blocks' weights, does not reach the arg-max);
+    then a sentence that says so, with the mechanism where one is known (:data:`COINCIDE_WHY`)."""
+    keys = {(p["top1_id"], p["top1_count"], p.get("distinct_tokens")) for p in per}
+    if len(per) < 2 or len(keys) > 1:
+        return ""
+    why = COINCIDE_WHY.get(arm)
+    return (f"; the {len(per)} seeds coincide (the same arg-max token, count and distinct "
+            f"tokens): the seeds' own weights do not reach the arg-max"
+            + (f": {why}" if why else ""))
 
 
 def arm_differences(init: dict, paper_n: bool = False) -> list[Claim]:
