@@ -131,6 +131,23 @@ def test_the_law_row_names_the_default_and_the_extrapolation():
     assert "a constant" in law.ours and "the default covers the law" in law.why
 
 
+def test_the_default_slack_row_holds_where_k_stays_below_it_and_fails_where_it_grows():
+    """The default slack's rate among every pair of a cell at each checkpoint, by the level
+    rule: pairs sharing 1 unit hold it everywhere; pairs that all share 12 units from 1,000
+    steps on reject it there and the row says a rejection is no evidence of lineage there."""
+    flat = LC.default_claim("L2-F344-long", _record(lambda s, a, b: 1)["cells"]["L2-F344-long"])
+    assert "holds its level at every checkpoint" in flat.why and "0/28" in flat.ours
+    late = _record(lambda s, a, b: 12 if s >= 1000 else 1)["cells"]["L2-F344-long"]
+    row = LC.default_claim("L2-F344-long", late)
+    assert "rejected at 2 of 3 checkpoints (1.02 M, 4.10 M)" in row.why
+    assert "no evidence of lineage" in row.why and "28/28 (100.0%)" in row.ours
+    # one pair in 28 above the slack is within the rule's noise: not a rejection
+    one = _record(lambda s, a, b: 12 if (a, b) == (0, 1) else 1)["cells"]["L2-F344-long"]
+    assert "holds its level" in LC.default_claim("L2-F344-long", one).why
+    assert any(c.claim.startswith("The default slack (4)")
+               for c in LC.claims({"records": _record(lambda s, a, b: 1)}))
+
+
 def test_the_attention_tests_level_between_trained_seeds_holds_or_is_rejected():
     rec = _record(lambda s, a, b: 1)
     row = next(c for c in LC.claims({"records": rec}) if c.claim.startswith("The attention"))

@@ -12,7 +12,8 @@ import pytest
 
 from bornbiased_jax.verdicts import BEYOND, UNTESTABLE
 from experiments.common import level_range as LR
-from experiments.lineage import level, level_fit
+from experiments.common import level_fit
+from experiments.lineage import level
 from experiments.lineage import level_claims as LC
 
 

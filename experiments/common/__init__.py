@@ -20,6 +20,9 @@ this one (tests/test_import_graph.py), and this one imports no study:
                      the lineage benchmark and of the real-model studies);
   ``level_rule``     the rule that judges a false-positive rate measured on pairs of a pool of
                      models, and its power;
+  ``level_fit``      the matched leg's level from saved pair statistics: its p at a slack,
+                     the slack fitted on half the seeds, rates and their judgement, the
+                     default slack's rate per checkpoint of a long cell;
   ``level_range``    what the level table measured the default slack on (its cells' training
                      tokens), stated beside a released model's own where a row applies it;
   ``pretrained``     the real-model studies' steps (each a bornbiased command, records that

@@ -100,7 +100,27 @@ def extrapolation(records: dict, model: str) -> str:
             f"({level['records']['summary']['default_slack']} units per layer pair), the "
             f"largest the level table fitted, on {cells}; {model} was pretrained on "
             f"{tokens_text(tokens)} tokens (its model card){ratio}: the default is "
-            f"extrapolated to it, not measured there")
+            f"extrapolated to it, not measured there" + long_failure(records))
+
+
+def long_failure(records: dict) -> str:
+    """'' unless the long cells' record (``lineage_level_long``) shows the default slack
+    failing its level at some checkpoint; then the sentence that says where, from its rows
+    (:func:`experiments.common.level_fit.default_rates`)."""
+    from experiments.common.level_fit import default_rates
+
+    long = records.get("lineage_level_long")
+    if long is None:
+        return ""
+    bad = [r for c in long["records"]["cells"].values() for r in default_rates(c)
+           if r["level"]["rejected"]]
+    if not bad:
+        return ""
+    lo, hi = min(bad, key=lambda r: r["tokens"]), max(bad, key=lambda r: r["tokens"])
+    return (f"; and on unrelated same-data seeds trained longer the default fails its level: "
+            f"{lo['rate']['rate']:.0%} called related at {tokens_text(lo['tokens'])} tokens per "
+            f"model, {hi['rate']['rate']:.0%} at {tokens_text(hi['tokens'])} (the level along "
+            f"training), so this row's matched-leg rejections are no evidence of lineage")
 
 
 def _times(r: float) -> str:

@@ -3,8 +3,8 @@
 their Qwen-style repeats), ``command`` (the study's command line, ``python -m experiments
 lineage``), ``study`` (the two studies' declarations: the lineage sections and the level's).
 The matched leg's level between trained models per MLP width and depth (beyond the paper):
-``level`` (the measurement and its command line), ``level_fit`` (the slack and the
-rates from the measured pair statistics), ``level_families``
+``level`` (the measurement and its command line; the slack and the rates from the
+measured pair statistics are :mod:`experiments.common.level_fit`), ``level_families``
 (the families trained for it), ``level_claims`` (its RESULTS.md table and rules); along
 training: ``level_long`` (the long cells), ``level_long_measure`` (and the command line), ``level_long_law`` (the
 slack as a law of training length) and ``level_long_claims`` (its section). The trained

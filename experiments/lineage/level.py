@@ -22,7 +22,7 @@ p-value at any slack follows without another pass:
             same rule, with its simulated power.
 
 The slack, the rates and their judgement from these statistics are pure functions
-(:mod:`experiments.lineage.level_fit`), which the rows render from without the models.
+(:mod:`experiments.common.level_fit`), which the rows render from without the models.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from bornbiased_jax.probes.inputs import probe_inputs
 from bornbiased_jax.sources import load_source
 from bornbiased_jax.training import run_folder
 from experiments.lineage import level_families as LF
-from experiments.lineage.level_fit import (ALPHAS, fit_slack, halves, log_p,  # noqa: F401
+from experiments.common.level_fit import (ALPHAS, fit_slack, halves, log_p,  # noqa: F401
                                           rates, summarise)
 from experiments.common import seed_family as SF
 

@@ -6,7 +6,7 @@ layers (the B direction: each layer of one model with the layer of the other it 
 mean, high quantiles and maximum, K / F, per layer; what the two views share
 (:func:`~bornbiased_jax.fingerprint.methods.unit_overlap.view_overlap`, means over pairs and
 layers); the rejection rate at slack 0; and the slack fitted on the first half of the seeds
-(:func:`experiments.lineage.level_fit.fit_slack`).
+(:func:`experiments.common.level_fit.fit_slack`).
 
 The law (:func:`fit_law`), fitted on the first halves only: the fitted slacks of every cell and
 checkpoint regressed on log10 tokens by least squares. When the slope is significantly above 0
@@ -30,7 +30,7 @@ from scipy import stats
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
-from experiments.lineage.level_fit import among, fit_slack, halves, judge_rate, rates
+from experiments.common.level_fit import among, fit_slack, halves, judge_rate, rates
 
 POWER_RATE = 0.05  # the held-out rate the rule's power is stated against (five times alpha)
 OVERLAP_KEYS = ("gate", "up", "both", "K", "gate_hi", "up_hi", "both_hi", "K_hi", "gate_any_hi")

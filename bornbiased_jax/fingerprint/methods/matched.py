@@ -58,7 +58,7 @@ import numpy as np
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
-from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
+from bornbiased_jax.defaults import MATCHED_SLACK_FAILS, MATCHED_SLACK_MEASURED
 from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.fingerprint.methods import unit_matching as U
@@ -288,15 +288,21 @@ def slack_beyond(units: tuple[int, int], layers: tuple[int, int],
     return out
 
 
-def slack_reach(beyond: list[str], measured: dict = MATCHED_SLACK_MEASURED) -> str:
+def slack_reach(beyond: list[str], measured: dict = MATCHED_SLACK_MEASURED,
+                fails: dict = MATCHED_SLACK_FAILS) -> str:
     """The note on what the default slack rests on: the pair's widths and depths beyond it
-    (:func:`slack_beyond`), and always the training tokens, which no model states."""
+    (:func:`slack_beyond`), and always the training tokens, which no model states: where the
+    default held its level and where it was measured to fail."""
     tokens = f"{measured['tokens'] / 1e6:.2f} M"
     return ((f"this pair lies beyond what the default slack was measured on: "
              f"{' and '.join(beyond)}, so it is an extrapolation; " if beyond else "")
-            + f"the default was measured on unrelated same-data seeds trained up to {tokens} "
-              f"tokens per model: for models trained on more (released models see billions), "
-              f"it is an extrapolation")
+            + f"the default held its level on unrelated same-data seeds trained up to {tokens} "
+              f"tokens per model, and fails on seeds trained longer: from "
+              f"{fails['tokens'] / 1e6:.2f} M tokens on they share more units, and at "
+              f"{fails['up_to'] / 1e6:.2f} M it calls {fails['rate']:.0%} of them related "
+              f"(MLP width {fails['units']:,}, {fails['layers']} layers); for models trained "
+              f"on more than {tokens} tokens (released models see billions) a rejection by the "
+              f"matched leg alone is no evidence of lineage")
 
 
 def check_settings(s) -> None:

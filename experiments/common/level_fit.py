@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK
 from bornbiased_jax.fingerprint.methods.rencontres import fisher_log_p, partial_rencontres_log_sf
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.fingerprint.runner import rejection as SM
@@ -99,3 +100,16 @@ def judge_rate(rate: dict, alpha: float, models: int) -> dict:
     se = rate.get("jackknife", {}).get("se", 0.0)
     rejected, z = LR.level_rejected(rate["rate"], se, alpha, models)
     return {"rejected": bool(rejected), "z": z}
+
+
+def default_rates(cell: dict, slack: int = MATCHED_TRAINED_SLACK) -> list[dict]:
+    """Per checkpoint of a cell: the matched leg's rejection rate at alpha = 0.01 over every
+    pair of its seeds at the default slack (the one `bornbiased fingerprint` applies to two
+    trained models), judged by the level rule (one-sided jackknife t over the models)."""
+    out = []
+    for step in sorted(cell["steps"], key=int):
+        s = cell["steps"][step]
+        r = rates(s["pairs"], slack)["0.01"]
+        out.append({"step": s["step"], "tokens": s["tokens"], "rate": r,
+                    "level": judge_rate(r, 0.01, len(cell["seeds"]))})
+    return out
