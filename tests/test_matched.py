@@ -701,6 +701,17 @@ def test_the_default_slacks_reach_is_the_level_records_and_the_verdict_names_an_
     assert "extrapolated" not in verdict_line({"matched": trained}, ("matched",), "A", "B")
     exact = M.matched_test(pre_a, pre_b, exact=True, init="base")
     assert "tokens" not in exact.note and "slack_beyond" not in exact.details
+    # a rejection at the default slack between two trained models says, in the verdict line,
+    # that it is no evidence between models trained longer than the slack held for; a
+    # rejection with an initialisation on one side, or no rejection, does not
+    same = M.matched_test(pre_a, pre_a, slack=M.TRAINED_SLACK)
+    assert same.same_lineage
+    assert "held its level only between models trained up to 0.26 M tokens" in verdict_line(
+        {"matched": same}, ("matched",), "A", "B")
+    assert "no evidence of lineage" not in verdict_line({"matched": trained}, ("matched",),
+                                                        "A", "B")
+    own = M.matched_test(pre_a, pre_a, exact=True, init="base")
+    assert "held its level" not in verdict_line({"matched": own}, ("matched",), "A", "B")
 
 
 def test_the_plan_covers_the_matched_test_for_a_7b_pair():

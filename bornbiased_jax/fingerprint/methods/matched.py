@@ -265,6 +265,7 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
                  "suspect_layer_of": lm.to_b.tolist(),
                  "screen": [r["screen"] for r in rows], "slack": int(slack),
                  **({"slack_beyond": beyond} if default and beyond else {}),
+                 **({"default_trained_slack": True} if default else {}),
                  "dead_units": {"base": U.dead_units(pre_a), "suspect": U.dead_units(pre_b)},
                  "attributed_layers": len(attributed),
                  "attributed_units": int(sum(r["K"] for r in attributed)),

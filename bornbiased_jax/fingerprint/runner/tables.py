@@ -7,6 +7,7 @@ from typing import Mapping
 
 import numpy as np
 
+from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
 from bornbiased_jax import plots
 from bornbiased_jax.stats import kendall_null_sd
 from bornbiased_jax.fingerprint.runner import registry
@@ -109,6 +110,14 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
     if beyond and (r.details.get("slack_beyond") or "decided_by" in r.details):
         # the verdict rests on the slack: the matched test's own, or a combination of it
         why += f"; the matched leg's default slack is extrapolated to {' and '.join(beyond)}"
+    by_matched = name == "matched" or r.details.get("decided_by") == "matched"
+    if r.same_lineage and by_matched and any(x.details.get("default_trained_slack")
+                                             for x in results.values()):
+        # the default slack fails between models trained longer than it held for
+        held = MATCHED_SLACK_MEASURED["tokens"] / 1e6
+        why += (f"; the matched leg's default slack held its level only between models trained "
+                f"up to {held:.2f} M tokens each and fails beyond: between models trained "
+                f"longer this is no evidence of lineage (docs/seedprint.md)")
     return (f"verdict ({name} test, {p_labels().get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}{descent}")
 
