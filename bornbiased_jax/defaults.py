@@ -60,7 +60,7 @@ MATCHED_SLACK_MEASURED = {"units": 1536, "layers": 12, "tokens": 256_000}
 # ``tokens`` per model on the default's rejection rate among them is above alpha by the level
 # rule, reaching ``rate`` at ``up_to`` tokens (tests/test_matched.py checks these against the
 # record). Between models trained that long a rejection by the matched leg alone is no evidence.
-MATCHED_SLACK_FAILS = {"tokens": 512_000, "up_to": 2_048_000, "rate": 0.68, "units": 344,
+MATCHED_SLACK_FAILS = {"tokens": 512_000, "up_to": 4_096_000, "rate": 0.77, "units": 344,
                        "layers": 2}
 
 # fingerprint/runner/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
