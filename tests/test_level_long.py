@@ -190,3 +190,17 @@ def test_the_section_says_when_nothing_is_measured_and_tables_k_over_f():
     rec = {"run": {}, "records": _record(lambda s, a, b: 1)}
     text = LC.section(rec, "cmd", "cpu")
     assert "| 0.26 M | 0.0015 (0.50) |" in text and "steps 250, 1000, 4000 of 25,000" in text
+
+
+def test_a_long_cells_corpus_globs_are_expanded_before_training(tmp_path):
+    """The prose cell's corpus is globs (Node.js's API docs, Vim's help): expanded to the files
+    they match, in order; a glob that matches nothing is refused by name."""
+    from bornbiased_jax.errors import UserError
+    from experiments.common import family
+
+    for name in ("b.md", "a.md"):
+        (tmp_path / name).write_text("text")
+    assert family.expand([str(tmp_path / "*.md"), "python-stdlib"], "prose") == [
+        str(tmp_path / "a.md"), str(tmp_path / "b.md"), "python-stdlib"]
+    with pytest.raises(UserError, match="corpus 'prose': nothing matches"):
+        family.expand([str(tmp_path / "*.txt")], "prose")

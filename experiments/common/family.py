@@ -238,8 +238,14 @@ def smoke_family(folder: Path, preset: str = "llama2-tiny") -> Family:
 
 def corpus(name: str, fam: Family = DEFAULT) -> list[str]:
     """The file and folder list of corpus ``name`` (globs expanded, sorted)."""
+    return expand(fam.corpora[name], name)
+
+
+def expand(specs, name: str) -> list[str]:
+    """Files and folders of corpus specs, each glob expanded (sorted); a UserError naming corpus
+    ``name`` when a glob matches nothing on this machine."""
     out = []
-    for spec in fam.corpora[name]:
+    for spec in specs:
         found = sorted(glob.glob(spec)) if any(c in spec for c in "*?[") else [spec]
         if not found:
             raise UserError(f"corpus {name!r}: nothing matches {spec!r} on this machine; install "

@@ -37,7 +37,7 @@ from bornbiased_jax.defaults import NODE_DOCS_MD, VIM_DOCS
 from bornbiased_jax.training import loop as train
 from bornbiased_jax.training import run_folder
 from bornbiased_jax.training.config import TrainConfig, train_command
-from experiments.common import seed_family
+from experiments.common import family, seed_family
 
 RUNS_DIR = Path("runs/level-long")
 CODE = seed_family.CORPUS  # the Python standard library
@@ -114,7 +114,7 @@ def ensure(cell: str, runs_dir: Path = RUNS_DIR, stop_at: int | None = None,
         raise UserError(f"the long cell {cell} reads {c.tokenizer_of}'s tokenizer, which is not "
                         f"trained yet in {folder(c.tokenizer_of, runs_dir)}: train that cell "
                         f"first")
-    return train.ensure(tc, list(c.corpus), folder(cell, runs_dir),
+    return train.ensure(tc, family.expand(c.corpus, cell), folder(cell, runs_dir),
                         tokenizer_path=tokenizer(cell, runs_dir), progress=progress,
                         what=f"the long level cell {cell}", remedy="use another --runs-dir")
 
