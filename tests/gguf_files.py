@@ -96,3 +96,18 @@ def quantized_roundtrip(a: np.ndarray, qtype: str) -> np.ndarray:
         return a.astype(np.float16).astype(np.float32)
     q = GGMLQuantizationType[qtype]
     return quants.dequantize(quants.quantize(np.asarray(a, np.float32), q), q)
+
+
+def byte_level_bpe():
+    """A tiny byte-level BPE tokenizer (128 tokens, a chat special token) trained on two lines,
+    as a GGUF file's tokenizer is in the tests."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    text = ["the model is born biased toward some tokens", "def f(x): return x * 2"] * 20
+    tok.train_from_iterator(text, trainers.BpeTrainer(
+        vocab_size=128, special_tokens=["<|im_start|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return tok

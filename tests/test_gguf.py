@@ -191,15 +191,9 @@ def test_save_hf_of_a_gguf_model_round_trips(tmp_path):
 
 
 def test_the_files_tokenizer_is_rebuilt(tmp_path):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from gguf_files import byte_level_bpe
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    text = ["the model is born biased toward some tokens", "def f(x): return x * 2"] * 20
-    tok.train_from_iterator(text, trainers.BpeTrainer(
-        vocab_size=128, special_tokens=["<|im_start|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = byte_level_bpe()
     f = write_gguf(tmp_path / "t.gguf", FIXTURES / "llama_gqa", tokenizer=tok)
     ours = load_gguf_tokenizer(f)
     for s in ["the model is born biased", "<|im_start|>def f(x): return x", "tokens  toward\n"]:

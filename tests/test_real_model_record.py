@@ -77,16 +77,9 @@ def test_a_record_with_unknown_fields_or_steps_is_refused(tmp_path):
 
 
 def _tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from gguf_files import byte_level_bpe
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    text = ["the model is born biased toward some tokens", "def f(x): return x * 2"] * 20
-    tok.train_from_iterator(text, trainers.BpeTrainer(
-        vocab_size=128, special_tokens=["<|im_start|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return tok
+    return byte_level_bpe()
 
 
 def _in_process(args: list[str], log: Path) -> float:
