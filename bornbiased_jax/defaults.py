@@ -40,28 +40,24 @@ PERMUTATION_DRAWS = 9999
 # distributed.py: JAX's own default; slow clusters start processes minutes apart
 INIT_TIMEOUT_S = 300
 
-# The matched test's slack for two *trained* models: the doubly matched MLP units per layer pair
-# that two independent trained models may share (a count, not a share of the width: unrelated
-# same-data seeds share a few units per layer at every width measured). Fitted per cell of
-# families trained on identical data (MLP widths 176, 344, 1,536; depths 2 and 12) on half of
-# each cell's seeds, the largest fit over the cells, judged on the other half
-# (experiments/lineage_level.py; RESULTS.md's level table gives the held-out rates and the rule's
-# power; tests/test_matched.py checks that this is its record's value): a level not rejected on
-# held-out seeds at those widths and depths, an assumption for any other model. With an
-# initialisation on either side: 0, where the test is valid.
-MATCHED_TRAINED_SLACK = 4
-# Where that slack was measured: the widest MLP, the deepest model and the most training tokens
-# per model of any cell whose seeds judged it (tests/test_matched.py checks these against the
-# level records). A pair of trained models beyond them, wider, deeper or trained on more tokens
-# (released models see billions to trillions), is an extrapolation, which the verdict says.
-MATCHED_SLACK_MEASURED = {"units": 1536, "layers": 12, "tokens": 256_000}
-# Where the slack was measured to fail: unrelated same-data seeds trained longer (the long level
-# cells, experiments/lineage/level_long.py: MLP width 344, 2 layers) share more units, and from
-# ``tokens`` per model on the default's rejection rate among them is above alpha by the level
-# rule, reaching ``rate`` at ``up_to`` tokens (tests/test_matched.py checks these against the
-# record). Between models trained that long a rejection by the matched leg alone is no evidence.
-MATCHED_SLACK_FAILS = {"tokens": 512_000, "up_to": 4_096_000, "rate": 0.77, "units": 344,
-                       "layers": 2}
+# The matched test's slack for two *trained* models (fingerprint/methods/trained_slack.py): the
+# doubly matched MLP units per layer pair that two independent trained models may share, a law of
+# the tokens T the longer-trained one saw and of the MLP width F,
+#   u(T, F) = max(ceil(intercept + slope log10 T), ceil(share F)),
+# fitted on half of the seeds of the long level cells (unrelated same-data models with checkpoints
+# along training, experiments/lineage/level_long.py) and judged on the other half (RESULTS.md's
+# level along training; tests/test_trained_slack.py checks these against the record).
+MATCHED_SLACK_LAW = {"intercept": -27.834990, "slope": 6.311663, "share": 12 / 344}
+# T when the user does not give it (--trained-tokens): the most tokens any public model card
+# states (Qwen3: 36 trillion), so the default slack is the largest the law gives a released model
+MATCHED_TOKENS_ASSUMED = 36e12
+# Where the law was measured: the long cells (``tokens``, ``units``, ``layers``: the most tokens
+# per model, the widest MLP and the deepest model trained that long) and the level table's cells
+# (``short_*``: widths and depths up to these, trained ``short_tokens`` each), whose fitted slacks
+# the law covers (tests/test_trained_slack.py checks these against the records). A pair beyond
+# them is an extrapolation, which the verdict says.
+MATCHED_SLACK_MEASURED = {"tokens": 4_096_000, "units": 344, "layers": 2,
+                          "short_tokens": 256_000, "short_units": 1536, "short_layers": 12}
 
 # fingerprint/runner/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
 # position MATCHED_MAX_T (its pre-activations of BASE are kept: rows x F x 2L values; the pass

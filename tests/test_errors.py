@@ -172,3 +172,26 @@ def test_unknown_probe_input_or_output_is_named_with_the_choices():
         probe_inputs("images", get_preset("gpt2-rope-nano"), 2, 4)
     with pytest.raises(UserError, match="unknown output 'hidden'"):
         feature_probe(get_preset("gpt2-rope-nano"), "hidden")
+
+
+def test_trained_tokens_read_suffixes_and_refuse_what_is_not_a_count():
+    """--trained-tokens (the matched slack's law of training length) reads 2e12, 2T, 4.1M;
+    a word, zero or a negative count is refused with what is allowed, before any work; the
+    settings refuse what the flag would."""
+    import argparse
+
+    from bornbiased_jax.commands.fingerprint import token_count
+    from bornbiased_jax.fingerprint.methods import matched as M
+    from bornbiased_jax.fingerprint.runner.compare import Settings
+
+    assert token_count("2e12") == token_count("2T") == 2e12
+    assert token_count("4.1M") == pytest.approx(4.1e6) and token_count("36t") == 36e12
+    for bad in ("many", "0", "-3T", "inf", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="tokens"):
+            token_count(bad)
+    with pytest.raises(UserError, match="trained_tokens = -1.0 must be a positive number"):
+        M.check_settings(Settings(trained_tokens=-1.0))
+    r = subprocess.run([sys.executable, "-m", "bornbiased_jax.cli", "fingerprint",
+                        "preset:llama2-tiny@0", "preset:llama2-tiny@1", "--trained-tokens",
+                        "lots"], capture_output=True, text=True)
+    assert r.returncode == 2 and "is not a number of tokens (e.g. 2e12, 2T, 4.1M)" in r.stderr

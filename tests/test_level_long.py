@@ -4,6 +4,8 @@ the growth rule, and the section; each rule shown passing and failing."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -79,14 +81,31 @@ def _record(k_of_step, seeds=range(8), layers=2, at=(250, 1000, 4000)):
 
 
 def test_the_law_is_constant_when_k_is_flat_and_grows_when_k_grows():
-    flat = LW.fit_law([(2.6e5, 2), (1e6, 3), (4e6, 2), (1.6e7, 3), (2.6e7, 2)])
-    assert flat["form"] == "constant" and LW.law_slack(flat, 1e12) == 3
-    growing = LW.fit_law([(2.6e5, 2), (1e6, 4), (4e6, 6), (1.6e7, 8), (2.6e7, 9)])
+    F = 344
+    flat = LW.fit_law([(2.6e5, 2, F), (1e6, 3, F), (4e6, 2, F), (1.6e7, 3, F), (2.6e7, 2, F)])
+    assert flat["form"] == "constant" and LW.law_slack(flat, 1e12, F) == 3
+    growing_points = [(2.6e5, 2, F), (1e6, 4, F), (4e6, 6, F), (1.6e7, 8, F), (2.6e7, 9, F)]
+    growing = LW.fit_law(growing_points)
     assert growing["form"] == "log-tokens" and growing["slope"] == pytest.approx(3.5, abs=0.3)
     # an upper envelope: it covers every fitted point, and extrapolates by its slope
-    for t, u in [(2.6e5, 2), (1e6, 4), (4e6, 6), (1.6e7, 8), (2.6e7, 9)]:
-        assert LW.law_slack(growing, t) >= u
-    assert LW.law_slack(growing, 2.6e9) >= LW.law_slack(growing, 2.6e7) + 6
+    for t, u, f in growing_points:
+        assert LW.law_slack(growing, t, f) >= u
+    assert LW.law_slack(growing, 2.6e9, F) >= LW.law_slack(growing, 2.6e7, F) + 6
+
+
+def test_the_laws_width_term_is_the_largest_fitted_share_of_the_width():
+    """u(T, F) = max(ceil(c + b log10 T), ceil(s F)): s is the largest fitted slack over its
+    cell's width, so a wide model's slack is at least that share of its width, and the cell
+    that set s gets its own fitted slack back."""
+    law = LW.fit_law([(2.6e5, 2, 176), (1e6, 3, 176), (2.6e5, 4, 344), (1e6, 12, 344)])
+    assert (law["share_units"], law["share_of"]) == (12, 344)
+    assert law["share"] == pytest.approx(12 / 344)
+    assert LW.law_slack(law, 1e6, 344) >= 12
+    assert LW.law_slack(law, 2.6e5, 11008) == math.ceil(12 / 344 * 11008)  # 384
+    # the toolkit's formula is this one
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+    for t, f in [(2.6e5, 176), (1e6, 344), (1e12, 1536), (3.6e13, 11008)]:
+        assert law_units(t, f, law) == LW.law_slack(law, t, f)
 
 
 def test_judge_holds_on_flat_pairs_and_is_rejected_where_the_held_out_half_shares_more():
@@ -124,11 +143,43 @@ def test_the_law_row_names_the_default_and_the_extrapolation():
     grow = _record(lambda s, a, b: {250: 2, 500: 5, 1000: 8, 2000: 11, 4000: 14}[s]
                    if (a + b) % 2 else 0, at=(250, 500, 1000, 2000, 4000))
     law = next(c for c in LC.claims({"records": grow}) if c.claim.startswith("The slack as"))
-    assert "u(T) = ceil(" in law.ours and "the default: 4" in law.ours
-    assert "too small there" in law.why and "an extrapolation" in law.why
+    assert "u(T, F) = max(ceil(" in law.ours and "36 T tokens assumed: 58 units" in law.ours
+    # this made-up record's fit is not the toolkit's law: the row says the default is stale
+    assert "is not this fit: stale" in law.why and "an extrapolation" in law.why
     flat = _record(lambda s, a, b: 1)
     law = next(c for c in LC.claims({"records": flat}) if c.claim.startswith("The slack as"))
-    assert "a constant" in law.ours and "the default covers the law" in law.why
+    assert "a constant" in law.ours and "stale" in law.why
+
+
+def test_the_law_row_says_the_toolkits_default_is_the_records_fit():
+    """The committed long record's fit is defaults.MATCHED_SLACK_LAW (the toolkit's law): the
+    row says so; the law covers the level table's slack at its cells' tokens and widths."""
+    import json
+    from pathlib import Path
+
+    from bornbiased_jax.defaults import MATCHED_SLACK_LAW, MATCHED_SLACK_MEASURED
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+    from experiments.common.level_fit import SHORT_CELLS_SLACK
+
+    root = Path(__file__).resolve().parents[1] / "results/records/lineage_level"
+    rec = json.loads((root / "lineage_level_long.json").read_text())["records"]
+    j = LW.judge(rec)
+    assert LC.toolkit_is_fit(j["law"], rec)
+    law = next(c for c in LC.claims({"records": rec}) if c.claim.startswith("The slack as"))
+    assert law.why.startswith("the toolkit's default is this fit")
+    # where the law was measured: the long cells' most tokens, widest and deepest
+    assert MATCHED_SLACK_MEASURED["tokens"] == j["tokens_range"][1]
+    assert MATCHED_SLACK_MEASURED["units"] == max(j["widths"])
+    assert MATCHED_SLACK_MEASURED["layers"] == max(j["depths"])
+    # and the level table's cells, whose fitted slack the law covers at their tokens and widths
+    summary = json.loads((root / "lineage_level.json").read_text())["records"]["summary"]
+    assert SHORT_CELLS_SLACK == summary["default_slack"]
+    cells = summary["cells"].values()
+    assert MATCHED_SLACK_MEASURED["short_units"] == max(c["units"] for c in cells)
+    assert MATCHED_SLACK_MEASURED["short_layers"] == max(c["layers"] for c in cells)
+    for c in cells:
+        assert law_units(MATCHED_SLACK_MEASURED["short_tokens"], c["units"],
+                         MATCHED_SLACK_LAW) >= c["fit_slack"]
 
 
 def test_the_default_slack_row_holds_where_k_stays_below_it_and_fails_where_it_grows():
@@ -140,11 +191,12 @@ def test_the_default_slack_row_holds_where_k_stays_below_it_and_fails_where_it_g
     late = _record(lambda s, a, b: 12 if s >= 1000 else 1)["cells"]["L2-F344-long"]
     row = LC.default_claim("L2-F344-long", late)
     assert "rejected at 2 of 3 checkpoints (1.02 M, 4.10 M)" in row.why
-    assert "no evidence of lineage" in row.why and "28/28 (100.0%)" in row.ours
+    assert "why the default is a law of training length" in row.why
+    assert "28/28 (100.0%)" in row.ours
     # one pair in 28 above the slack is within the rule's noise: not a rejection
     one = _record(lambda s, a, b: 12 if (a, b) == (0, 1) else 1)["cells"]["L2-F344-long"]
     assert "holds its level" in LC.default_claim("L2-F344-long", one).why
-    assert any(c.claim.startswith("The default slack (4)")
+    assert any(c.claim.startswith("The level table's slack (4, the default before the law)")
                for c in LC.claims({"records": _record(lambda s, a, b: 1)}))
 
 
@@ -204,3 +256,14 @@ def test_a_long_cells_corpus_globs_are_expanded_before_training(tmp_path):
         str(tmp_path / "a.md"), str(tmp_path / "b.md"), "python-stdlib"]
     with pytest.raises(UserError, match="corpus 'prose': nothing matches"):
         family.expand([str(tmp_path / "*.txt")], "prose")
+
+
+def test_the_figure_draws_mean_and_largest_k_and_the_laws_slack_per_cell():
+    rec = _record(lambda s, a, b: {250: 1, 1000: 3, 4000: 6}[s] + (a * b) % 2)
+    fig = LC.figure({"records": rec})
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and len(ax.lines) == 3  # one cell: mean, max, the law
+    mean, top, law = (line.get_ydata() for line in ax.lines)
+    assert list(ax.lines[0].get_xdata()) == [256_000, 1_024_000, 4_096_000]
+    assert (np.diff(mean) > 0).all() and (top >= mean).all()
+    assert (law >= 0).all()

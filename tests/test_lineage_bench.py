@@ -94,6 +94,25 @@ def test_valid_and_robust_footnotes_the_in_sample_level():
     assert "[in-sample]" not in last.ours and "in-sample" not in last.why
 
 
+def test_a_record_made_under_the_law_of_training_length_is_held_out_and_says_its_slack():
+    """Pairs whose matched leg applied the command's default, the law of training length
+    (fitted on other seeds: the long level cells), carry their slack: the matched rows are no
+    longer in-sample, and their note names the slack and says the rate is held out."""
+    rows = rows_of(lambda e: 1e-4, lambda b, k, e: 0.5)
+    for r in rows:
+        r["matched_slack"] = 58
+    assert CL.in_sample(rows) == () and CL.law_slacks(rows) == [58]
+    claims = CL.claims(MT.summarise(rows), rows)
+    last = claims[-1]
+    assert "[in-sample]" not in last.ours and "in-sample" not in last.why
+    matched = next(c for c in claims if c.claim.endswith(CL.LABELS["matched"]))
+    assert "the law of training length" in matched.why and "(58 units per layer pair here)" \
+        in matched.why and "so this rate is held out" in matched.why
+    table = CL.summary_table({"run": {"settings": {"bases": 4}},
+                              "records": {"summary": MT.summarise(rows), "pairs": rows}})
+    assert "in-sample" not in table
+
+
 def test_rules_fail_on_misses_and_on_false_positives():
     # misses: the renamed copies are not found; false positives: every pair of seeds of
     # different parity is called related (8 of 12 ordered pairs, spread over all seeds)

@@ -179,6 +179,29 @@ def test_a_row_applying_the_default_slack_puts_the_tables_range_beside_its_model
         LR.extrapolation(records, "a model with no stated pretraining")
 
 
+def test_a_row_whose_record_applied_the_law_states_its_slack_and_where_it_was_measured():
+    """A real model's lineage record made since the slack became the law of training length
+    carries the rule per pair: the row states the slack at the tokens it used, the tokens the
+    law was measured up to (the long record) and the model's own."""
+    rule = {"slack": 58, "tokens": 36e12, "tokens_given": False, "beyond": ["..."]}
+    lineage = {"records": {"tests": {"auto": {"pairs": [{"suspect": "lora", "slack": 58,
+                                                         "slack_rule": rule}]}}}}
+    long = {"records": {"cells": {"L2-F344-long": {"units": 344, "layers": 2, "steps": {
+        "250": {"tokens": 256_000}, "4000": {"tokens": 4_096_000}}}}}}
+    note = LR.extrapolation({"lineage_level_long": long}, "SmolLM2-135M", lineage)
+    assert note == ("its matched leg between two trained models applies the law of training "
+                    "length's slack (58 units per layer pair at 36 trillion tokens per model, "
+                    "assumed: the most any public model card states), fitted on unrelated "
+                    "same-data models trained up to 4,096,000 tokens each (MLP width 344, 2 "
+                    "layers; the level along training); SmolLM2-135M was pretrained on 2 "
+                    "trillion tokens (its model card), 488 thousand times as many: the slack "
+                    "is extrapolated to it, not measured there")
+    assert "their record is missing here" in LR.extrapolation({}, "SmolLM2-135M", lineage)
+    # a record made before the law: the level table's sentence
+    old = {"records": {"tests": {"auto": {"pairs": [{"suspect": "lora"}]}}}}
+    assert "applies the default slack" in LR.extrapolation({}, "SmolLM2-135M", old)
+
+
 def test_the_real_models_default_slack_rows_state_the_range_from_the_committed_records():
     """In RESULTS.md's SmolLM2 and Gemma 3 sections, the rows of the tests that apply the
     default slack between two trained models (the any-pair verdict and the matched test) put

@@ -333,7 +333,7 @@ def test_the_views_probe_gives_the_views_of_the_matched_tests_own_loop():
         K, K0 = M.agreement(pre_a, pre_b).K_L, M.agreement(pre_a0, pre_b0).K_L
         np.testing.assert_array_equal(K, K0)
         assert (K > CFG.d_ff // 2).all() if k == "copy" else (K < 8).all(), K
-        for slack in (0, M.TRAINED_SLACK):
+        for slack in (0, M.trained_rule(pre_a, pre_b)["slack"]):
             assert (M.matched_test(pre_a, pre_b, slack=slack).p_values
                     == M.matched_test(pre_a0, pre_b0, slack=slack).p_values)
 
@@ -635,83 +635,54 @@ def test_level_study_rules_fit_the_slack_on_some_seeds_and_judge_it_on_others():
     ML.figure(ML.summarise(bad))
 
 
-def test_the_default_slack_for_trained_pairs_is_the_one_the_level_study_fitted():
-    """defaults.MATCHED_TRAINED_SLACK is the count of units the level study fitted (the largest
-    fit over its cells of same-data seeds at several widths and depths,
-    experiments/lineage_level.py), whose held-out rates RESULTS.md reports."""
-    import json
-    from pathlib import Path
-
-    from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK
-
-    record = (Path(__file__).resolve().parents[1]
-              / "results/records/lineage_level/lineage_level.json")
-    summary = json.loads(record.read_text())["records"]["summary"]
-    assert MATCHED_TRAINED_SLACK == summary["default_slack"]
-    assert summary["default_slack"] == max(c["fit_slack"] for c in summary["cells"].values())
-
-
-def test_the_default_slacks_reach_is_the_level_records_and_the_verdict_names_an_extrapolation():
-    """defaults.MATCHED_SLACK_MEASURED is the widest, deepest and longest-trained cell of the
-    level records; two trained models wider or deeper than it get the extrapolation named in
-    the verdict line and the note, models within it only the note on tokens, and an
-    initialisation neither."""
-    import json
-    from pathlib import Path
-
-    from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
+def test_the_trained_slack_is_the_law_at_the_given_or_assumed_tokens_and_says_where_it_reaches():
+    """Two trained models get the law of training length's slack (trained_slack): at the
+    tokens given, else at the assumed most of any model card; within where the law was
+    measured the note says so and the verdict line names nothing, beyond it both name the
+    extrapolation (tokens, width, depth); an initialisation gets slack 0 and neither."""
+    from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED, MATCHED_TOKENS_ASSUMED
+    from bornbiased_jax.fingerprint.methods import trained_slack as TS
     from bornbiased_jax.fingerprint.runner.tables import verdict_line
 
-    root = Path(__file__).resolve().parents[1] / "results/records/lineage_level"
-    cells = json.loads((root / "lineage_level.json").read_text())["records"]["summary"]["cells"]
-    assert MATCHED_SLACK_MEASURED["units"] == max(c["units"] for c in cells.values())
-    assert MATCHED_SLACK_MEASURED["layers"] == max(c["layers"] for c in cells.values())
-    from bornbiased_jax.defaults import MATCHED_SLACK_FAILS
-    from experiments.common.level_fit import default_rates
-
-    # the level cells (250 steps of 16 x 64 tokens) held it; the long cells' checkpoints say
-    # where it holds and where it fails
-    held, failed = [256_000], []
-    long = json.loads((root / "lineage_level_long.json").read_text())["records"]["cells"]
-    for c in long.values():
-        for r in default_rates(c):
-            (failed if r["level"]["rejected"] else held).append((r["tokens"], r["rate"]["rate"],
-                                                                 c["units"], c["layers"]))
-    held = [h if isinstance(h, int) else h[0] for h in held]
-    assert MATCHED_SLACK_MEASURED["tokens"] == max(t for t in held
-                                                   if not failed or t < min(failed)[0])
-    first, last = min(failed), max(failed)
-    assert MATCHED_SLACK_FAILS["tokens"] == first[0] and MATCHED_SLACK_FAILS["up_to"] == last[0]
-    assert MATCHED_SLACK_FAILS["rate"] == round(last[1], 2)
-    assert (MATCHED_SLACK_FAILS["units"], MATCHED_SLACK_FAILS["layers"]) == last[2:]
-    assert M.slack_beyond((1536, 2048), (2, 12)) == ["MLP width 2,048 (measured up to 1,536)"]
-    assert M.slack_beyond((344, 344), (30, 2)) == ["depth 30 layers (measured up to 12)"]
-    assert M.slack_beyond((344, 1536), (2, 12)) == []
     pre_a, pre_b = _pre(_init(0)), _pre(_init(1))
-    trained = M.matched_test(pre_a, pre_b, slack=M.TRAINED_SLACK)
-    assert "trained up to 0.26 M tokens per model" in trained.note
-    assert "at 4.10 M it calls 77% of them related" in trained.note
-    assert "no evidence of lineage" in trained.note
-    assert "slack_beyond" not in trained.details  # tiny models: within the widths and depths
-    beyond = M.matched_test(pre_a, pre_b, slack=M.TRAINED_SLACK)
-    beyond.details["slack_beyond"] = M.slack_beyond((2048, 2048), (30, 30))
-    line = verdict_line({"matched": beyond}, ("matched",), "A", "B")
-    assert "default slack is extrapolated to MLP width 2,048 (measured up to 1,536) and depth " \
-           "30 layers (measured up to 12)" in line
-    assert "extrapolated" not in verdict_line({"matched": trained}, ("matched",), "A", "B")
+    F, L = pre_a[0][0].shape[1], len(pre_a)
+    within = M.trained_rule(pre_a, pre_b, tokens=2.56e5)
+    assert within["beyond"] == [] and within["slack"] == TS.law_units(2.56e5, F)
+    assumed = M.trained_rule(pre_a, pre_b)
+    assert assumed["tokens"] == MATCHED_TOKENS_ASSUMED and not assumed["tokens_given"]
+    assert assumed["slack"] == TS.law_units(MATCHED_TOKENS_ASSUMED, F) > within["slack"]
+    assert assumed["beyond"] == [f"36 T training tokens per model (measured up to "
+                                 f"{MATCHED_SLACK_MEASURED['tokens'] / 1e6:.2f} M)"]
+    # width and depth beyond the level table's cells, and beyond the long cells' when trained
+    # longer than the level table's
+    wide = TS.beyond(1e7, (344, 2048), (2, 30))
+    assert "MLP width 2,048 (measured up to 1,536)" in wide and \
+        "depth 30 layers (measured up to 12)" in wide
+    assert TS.beyond(1e6, (576, 576), (4, 4)) == [
+        "MLP width 576 trained beyond 0.26 M tokens (measured up to 344 there)",
+        "depth 4 layers trained beyond 0.26 M tokens (measured up to 2 there)"]
+    assert TS.beyond(2e5, (1536, 1536), (12, 12)) == []
+    with pytest.raises(UserError, match="positive number"):
+        TS.law_units(0.0, F)
+    with pytest.raises(UserError, match="slack_rule"):
+        M.matched_test(pre_a, pre_b, slack=within["slack"] + 1, slack_rule=within)
+    r_in = M.matched_test(pre_a, pre_b, slack=within["slack"], slack_rule=within)
+    assert "as given" in r_in.note and "within where it was measured" in r_in.note
+    assert "extrapolated" not in verdict_line({"matched": r_in}, ("matched",), "A", "B")
+    same = M.matched_test(pre_a, pre_a, slack=assumed["slack"], slack_rule=assumed)
+    assert same.same_lineage and same.details["slack_rule"] == assumed
+    assert "assumed (the most any public model card states" in same.note
+    line = verdict_line({"matched": same}, ("matched",), "A", "B")
+    assert (f"the matched leg's slack ({assumed['slack']} units per layer pair, the law of "
+            f"training length at 36 T tokens per model, assumed) is extrapolated to 36 T "
+            f"training tokens per model") in line
+    # a copy shares nearly every unit: the law's slack leaves it found
+    assert same.p < 1e-10, (same.p, same.details["K_per_layer"], F, L)
     exact = M.matched_test(pre_a, pre_b, exact=True, init="base")
-    assert "tokens" not in exact.note and "slack_beyond" not in exact.details
-    # a rejection at the default slack between two trained models says, in the verdict line,
-    # that it is no evidence between models trained longer than the slack held for; a
-    # rejection with an initialisation on one side, or no rejection, does not
-    same = M.matched_test(pre_a, pre_a, slack=M.TRAINED_SLACK)
-    assert same.same_lineage
-    assert "held its level only between models trained up to 0.26 M tokens" in verdict_line(
-        {"matched": same}, ("matched",), "A", "B")
-    assert "no evidence of lineage" not in verdict_line({"matched": trained}, ("matched",),
-                                                        "A", "B")
-    own = M.matched_test(pre_a, pre_a, exact=True, init="base")
-    assert "held its level" not in verdict_line({"matched": own}, ("matched",), "A", "B")
+    assert "slack_rule" not in exact.details and "training length" not in exact.note
+    assert "extrapolated" not in verdict_line({"matched": exact}, ("matched",), "A", "B")
+    assert M.default_slack(None, True) == 0 and M.default_slack(3, False) == 3
+    assert M.default_slack(None, False, units=F, tokens=2.56e5) == within["slack"]
 
 
 def test_the_plan_covers_the_matched_test_for_a_7b_pair():

@@ -15,7 +15,7 @@ from bornbiased_jax.defaults import FINGERPRINT_N_MAX as N_MAX
 from bornbiased_jax.defaults import FINGERPRINT_N_MIN as N_MIN
 from bornbiased_jax.defaults import MATCHED_SEQS
 from bornbiased_jax.defaults import (CALIBRATED_NULL_MODELS, CALIBRATED_STATISTIC,
-                                     MATCHED_TRAINED_SLACK,
+                                     MATCHED_TOKENS_ASSUMED,
                                      CALIBRATED_STATISTICS, PERMUTATION_DRAWS,
                                      PERMUTATION_STATISTIC, PERMUTATION_STATISTICS)
 from bornbiased_jax.errors import UserError
@@ -25,6 +25,23 @@ from bornbiased_jax.fingerprint.runner.audit import expand_suspects, planned_dev
 FEATURES = ["normed", "prenorm", "logits"]  # --feature's choices
 CPU = dict(n=None, seq_len=64)  # n None: compare.default_n (2,000 for small models)
 PAPER = dict(n=10_000, seq_len=1024)
+
+
+TOKEN_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def token_count(text: str) -> float:
+    """A positive number of tokens, for --trained-tokens: '2e12', '2T', '4.1M', '36T'."""
+    t = text.strip()
+    scale = TOKEN_SUFFIXES.get(t[-1:].upper(), 1.0) if t else 1.0
+    try:
+        x = float(t[:-1] if scale != 1.0 else t) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of tokens (e.g. 2e12, 2T, 4.1M)") from None
+    if not (x > 0 and x < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of tokens")
+    return x
 
 
 def non_negative_int(text: str) -> int:
@@ -146,12 +163,20 @@ def add_parser(sub) -> None:
     tests.add_argument("--permutation-statistic", choices=PERMUTATION_STATISTICS,
                        default=PERMUTATION_STATISTIC, help="permutation test's statistic")
     tests.add_argument("--matched-slack", type=non_negative_int, default=None, metavar="UNITS",
-                       help=f"matched test: the doubly matched MLP units per layer pair that two "
-                            f"independent models may share (default: 0 when either model is an "
-                            f"initialisation, where the test is valid; {MATCHED_TRAINED_SLACK} for "
-                            f"two trained models, fitted on held-in seeds trained on identical "
-                            f"data: a level not rejected on the held-out ones at the widths and "
-                            f"depths measured, an assumption elsewhere: docs/seedprint.md)")
+                       help="matched test: the doubly matched MLP units per layer pair that two "
+                            "independent models may share (default: 0 when either model is an "
+                            "initialisation, where the test is valid; for two trained models "
+                            "the law of training length at --trained-tokens, fitted on "
+                            "held-in seeds trained on identical data and holding its level on "
+                            "the held-out ones where measured, an extrapolation beyond: "
+                            "docs/seedprint.md)")
+    tests.add_argument("--trained-tokens", type=token_count, default=None, metavar="TOKENS",
+                       help=f"matched test between two trained models: the tokens the "
+                            f"longer-trained of the two saw (e.g. 2T for SmolLM2, from its "
+                            f"model card), which sets the slack by the law of training length "
+                            f"(default: {MATCHED_TOKENS_ASSUMED / 1e12:g}T, the most any public "
+                            f"model card states: the largest slack the law gives a released "
+                            f"model)")
     tests.add_argument("--no-sequential", dest="sequential", action="store_false",
                        help="the any-pair verdict runs its matched leg first (it reads the first "
                             f"{MATCHED_SEQS} sequences) and stops the permutation leg at those "
@@ -201,7 +226,7 @@ def run(args) -> int:
                    permutations=args.permutations,
                    permutation_statistic=args.permutation_statistic,
                    matched_slack=args.matched_slack, matched_eps=args.matched_eps,
-                   sequential=args.sequential)
+                   trained_tokens=args.trained_tokens, sequential=args.sequential)
     from bornbiased_jax.fingerprint.runner import memory_plan
 
     print(a.memory.describe(), flush=True)

@@ -77,14 +77,20 @@ def schedule_text(training: dict[str, dict | None]) -> str:
     return "; ".join(texts) or "not recorded"
 
 
-def extrapolation(records: dict, model: str) -> str:
+def extrapolation(records: dict, model: str, lineage: dict | None = None) -> str:
     """What a row that applies the default slack between two trained models to ``model`` (a
     key of ``pretrained.PRETRAINING_TOKENS``: its pretraining tokens, per its model card)
-    states: the level table's default and the training tokens of the cells it was measured on
-    (``records``: every record, the level record and the seed family's training record among
-    them), beside the model's, and their ratio."""
+    states: the slack and where it was measured (``records``: every record, the level records
+    and the seed family's training record among them), beside the model's tokens, and their
+    ratio. ``lineage``: the model's lineage record; where its pairs carry the law of training
+    length's rule (``slack_rule``: records made since the slack became that law) the sentence
+    is :func:`law_extrapolation`'s, else the level table's constant default's."""
     from experiments.common.pretrained import PRETRAINING_TOKENS
 
+    rule = next((p["slack_rule"] for t in (lineage or {}).get("records", {}).get("tests", {})
+                 .values() for p in t["pairs"] if p.get("slack_rule")), None)
+    if rule is not None:
+        return law_extrapolation(records, model, rule)
     tokens = PRETRAINING_TOKENS[model]
     level = records.get("lineage_level")
     if level is None:
@@ -101,6 +107,30 @@ def extrapolation(records: dict, model: str) -> str:
             f"largest the level table fitted, on {cells}; {model} was pretrained on "
             f"{tokens_text(tokens)} tokens (its model card){ratio}: the default is "
             f"extrapolated to it, not measured there" + long_failure(records))
+
+
+def law_extrapolation(records: dict, model: str, rule: dict) -> str:
+    """The sentence of :func:`extrapolation` for a record whose matched leg applied the law of
+    training length (``rule``: a pair's ``slack_rule``): its slack at the tokens it used, the
+    tokens the law was measured up to (the long cells' record), the model's own."""
+    from experiments.common.pretrained import PRETRAINING_TOKENS
+
+    tokens = PRETRAINING_TOKENS[model]
+    long = records.get("lineage_level_long")
+    cells = long["records"]["cells"].values() if long else []
+    measured = max((st["tokens"] for c in cells for st in c["steps"].values()), default=None)
+    where = (f"fitted on unrelated same-data models trained up to {tokens_text(measured)} "
+             f"tokens each (MLP width {max(c['units'] for c in cells):,}, "
+             f"{max(c['layers'] for c in cells)} layers; the level along training)"
+             if measured else "fitted on the long level cells (their record is missing here)")
+    ratio = f", {_times(tokens / measured)} as many" if measured else ""
+    T = ("as given" if rule["tokens_given"] else "assumed: the most any public model card "
+         "states")
+    return (f"its matched leg between two trained models applies the law of training "
+            f"length's slack ({rule['slack']} units per layer pair at "
+            f"{tokens_text(rule['tokens'])} tokens per model, {T}), {where}; {model} was "
+            f"pretrained on {tokens_text(tokens)} tokens (its model card){ratio}: the slack is "
+            f"extrapolated to it, not measured there")
 
 
 def long_failure(records: dict) -> str:
@@ -129,4 +159,6 @@ def _times(r: float) -> str:
         return f"{r:.3g} times"
     e = 3 * int(math.log10(r) // 3)
     word = {3: "thousand", 6: "million", 9: "billion"}.get(e)
-    return f"{r / 10 ** e:.2g} {word} times" if word else f"{r:.2g} times"
+    v = r / 10 ** e
+    return (f"{v:.0f}" if v >= 100 else f"{v:.2g}") + f" {word} times" if word else \
+        f"{r:.2g} times"

@@ -14,9 +14,12 @@ Rules (each can fail; tests/test_level_long.py gives records that pass and fail 
   * the attention test between unrelated trained seeds: its rejection rate at alpha over every
     pair of a cell at each checkpoint, by the level rule; the row counts the checkpoints where
     the level is rejected;
-  * the default slack against the law: where the law at the largest tokens measured exceeds
-    the default, the default is too small there; else the default covers what was measured,
-    and beyond it (more tokens, wider or deeper models) is an extrapolation, which the row
+  * the level table's slack (fitted on models trained 0.26 M tokens, the default until the
+    law) at each checkpoint, by the level rule; the row counts where it fails;
+  * the toolkit's law against this fit: the default (``defaults.MATCHED_SLACK_LAW``) is this
+    record's fit when its constants agree to their stated digits and its slack is the fit's at
+    every measured (tokens, width); else the row says the default is stale. Beyond what was
+    measured (more tokens, wider or deeper models) the law is an extrapolation, which the row
     names.
 
 Every row's verdict is "beyond the paper" (the paper has no such claim) or "measured"; the
@@ -27,10 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK
+from bornbiased_jax.defaults import MATCHED_SLACK_LAW, MATCHED_TOKENS_ASSUMED
+from bornbiased_jax.fingerprint.methods.trained_slack import law_units
 from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
-from experiments.common.level_fit import default_rates
+from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates
 from experiments.lineage import LONG_TITLE
 from experiments.lineage.level_long_law import POWER_RATE, judge
 
@@ -61,21 +65,21 @@ def _rate(r: dict) -> str:
 
 
 def default_claim(name: str, cell: dict) -> Claim:
-    """Whether the default slack holds its level among a cell's unrelated same-data seeds at
-    each checkpoint (:func:`experiments.common.level_fit.default_rates`)."""
+    """Whether the level table's slack holds its level among a cell's unrelated same-data
+    seeds at each checkpoint (:func:`experiments.common.level_fit.default_rates`)."""
     rows = default_rates(cell)
     bad = [r for r in rows if r["level"]["rejected"]]
     return Claim(
-        f"The default slack ({MATCHED_TRAINED_SLACK}) between unrelated same-data seeds, "
-        f"{name}", "- (beyond the paper)",
+        f"The level table's slack ({SHORT_CELLS_SLACK}, the default before the law) between "
+        f"unrelated same-data seeds, {name}", "- (beyond the paper)",
         "; ".join(f"{_tokens(r['tokens'])} tokens: {_rate(r['rate'])} rejected at alpha = 0.01"
                   for r in rows), BEYOND,
         f"rule: the rate over every pair of the {len(cell['seeds'])} seeds by the level rule "
         f"(one-sided jackknife t over the models); rejected at {len(bad)} of {len(rows)} "
-        f"checkpoints" + (f" ({', '.join(_tokens(r['tokens']) for r in bad)}): the default "
-                          f"does not hold its level there, and between models trained that long "
-                          f"a rejection by the matched leg is no evidence of lineage"
-                          if bad else ": the default holds its level at every checkpoint"))
+        f"checkpoints" + (f" ({', '.join(_tokens(r['tokens']) for r in bad)}): a constant "
+                          f"slack fitted on short training does not hold its level there, which "
+                          f"is why the default is a law of training length"
+                          if bad else ": it holds its level at every checkpoint"))
 
 
 def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -> list[Claim]:
@@ -170,20 +174,39 @@ def claims(record: dict) -> list[Claim]:
     form = ("a constant: K does not grow detectably with tokens (slope "
             f"{law['slope']:+.2f} ± {law['slope_se']:.2f} units per decade)"
             if law["form"] == "constant" else
-            f"u(T) = ceil({law['intercept']:.2f} + {law['slope']:.2f} log10 T) (slope "
+            f"ceil({law['intercept']:.2f} + {law['slope']:.2f} log10 T) (slope "
             f"± {law['slope_se']:.2f})")
-    beyond = ("the default is below the law at the largest tokens measured: too small there"
-              if top > MATCHED_TRAINED_SLACK else
-              "the default covers the law over what was measured")
+    form = (f"u(T, F) = max({form}, ceil({law['share']:.4f} F)), the width term the largest "
+            f"fitted share ({law['share_units']} of {law['share_of']:,} units)")
+    current = toolkit_is_fit(law, rec)
+    assumed = law_units(MATCHED_TOKENS_ASSUMED, 1536, MATCHED_SLACK_LAW)
     out.append(Claim(
         "The slack as a law of training length, and the default", "- (beyond the paper)",
         f"fitted on {law['points']} (cell, checkpoint) first halves: {form}; at "
-        f"{_tokens(hi)} tokens: {top} units; the default: {MATCHED_TRAINED_SLACK}", BEYOND,
-        f"{beyond}; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, MLP widths "
+        f"{_tokens(hi)} tokens: {top} units; the default (`bornbiased fingerprint`, two "
+        f"trained models): the toolkit's law at --trained-tokens, else at "
+        f"{MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens assumed: {assumed} units per layer pair "
+        f"at MLP width 1,536", BEYOND,
+        ("the toolkit's default is this fit" if current else
+         "the toolkit's default (defaults.MATCHED_SLACK_LAW) is not this fit: stale, refit it")
+        + f"; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, MLP widths "
         f"{', '.join(f'{w:,}' for w in j['widths'])}, depths {', '.join(map(str, j['depths']))}; "
         "beyond these (models trained on billions or trillions of tokens, wider or deeper) "
         "the slack is an extrapolation"))
     return out
+
+
+def toolkit_is_fit(law: dict, rec: dict) -> bool:
+    """Whether the toolkit's law (``defaults.MATCHED_SLACK_LAW``) is ``law``, this record's
+    fit: its constants within their stated digits and the same slack at every measured
+    (tokens, width)."""
+    d = MATCHED_SLACK_LAW
+    close = (abs(d["intercept"] - law["intercept"]) < 5e-6
+             and (abs(d["slope"] - law["slope"]) < 5e-6 if law["form"] == "log-tokens" else
+                  d.get("form") == "constant"))
+    same = all(law_units(st["tokens"], c["units"], d) == law_units(st["tokens"], c["units"], law)
+               for c in rec["cells"].values() for st in c["steps"].values())
+    return bool(close and abs(d["share"] - law["share"]) < 1e-9 and same)
 
 
 def k_over_f_table(record: dict) -> str:
@@ -199,6 +222,31 @@ def k_over_f_table(record: dict) -> str:
             f"{by[(n, t)]['K_over_F']:.4f} ({by[(n, t)]['K_mean']:.2f})" if (n, t) in by else "-"
             for n in cols) + " |")
     return "\n".join(lines)
+
+
+def figure(record: dict):
+    """K / F against tokens seen per model (log scale), one line per cell, with the law's slack
+    over the width (dashed) at the same tokens: where the line stays below the dashes the
+    slack covers the mean pair."""
+    from bornbiased_jax import plots
+
+    j = judge(record["records"])
+    fig, ax = plots.figure(1, 1, figsize=(6, 4))
+    for name, rows in j["summaries"].items():
+        units = record["records"]["cells"][name]["units"]
+        t = [s["tokens"] for s in rows]
+        line, = ax.plot(t, [s["K_over_F"] for s in rows], "o-", label=f"{name}: mean K / F")
+        ax.plot(t, [s["K_max"] / units for s in rows], "^:", color=line.get_color(),
+                label=f"{name}: max K / F")
+        ax.plot(t, [r["slack"] / units for r in j["cells"][name]], "--", color=line.get_color(),
+                label=f"{name}: the law's slack / F")
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens seen per model")
+    ax.set_ylabel("doubly matched units per layer / F")
+    ax.set_title("Unrelated same-data seeds: shared MLP units along training", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def section(record: dict | None, command: str, run_line: str) -> str:
@@ -217,6 +265,8 @@ def section(record: dict | None, command: str, run_line: str) -> str:
                  f"{n}: steps {', '.join(sorted(c['steps'], key=int))} of "
                  f"{c['schedule_steps']:,}" for n, c in cells.items()) + ".", "",
              table(claims(record)), "",
-             "K / F (mean K per layer in brackets) against tokens seen per model:", "",
+             "K / F (mean K per layer in brackets) against tokens seen per model (`--measure` "
+             "also draws it, with each pair's largest K and the law's slack over F, in "
+             "results/lineage_level/lineage_level_long.png):", "",
              k_over_f_table(record)]
     return "\n".join(lines)

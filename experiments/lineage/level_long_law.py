@@ -10,9 +10,12 @@ layers); the rejection rate at slack 0; and the slack fitted on the first half o
 
 The law (:func:`fit_law`), fitted on the first halves only: the fitted slacks of every cell and
 checkpoint regressed on log10 tokens by least squares. When the slope is significantly above 0
-(one-sided t at 95 %, df = points - 2) the law grows with training, u(T) = ceil(c + b log10 T)
-with c the smallest intercept that covers every fitted point (an upper envelope of slope b);
-otherwise K does not grow detectably and the law is the largest fitted slack, a constant.
+(one-sided t at 95 %, df = points - 2) the law grows with training, ceil(c + b log10 T) with c
+the smallest intercept that covers every fitted point (an upper envelope of slope b); otherwise
+K does not grow detectably and that term is the largest fitted slack, a constant. A second term
+scales with the MLP width F: s = the largest fitted slack as a share of its cell's width, so
+u(T, F) = max(ceil(c + b log10 T), ceil(s F)) (``fingerprint.methods.trained_slack``, whose
+constants are this fit's).
 Either way the law is judged on the held-out halves (:func:`judge`): at every cell and
 checkpoint the rate among the other half's pairs at u(T), by the rule of
 :mod:`experiments.common.level_rule` (one-sided jackknife t over the models), with the rule's
@@ -28,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
+from bornbiased_jax.fingerprint.methods.trained_slack import law_units
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
 from experiments.common.level_fit import among, fit_slack, halves, judge_rate, rates
@@ -91,13 +95,16 @@ def summaries(record: dict) -> dict:
             for name, c in record["cells"].items()}
 
 
-def fit_law(points: list[tuple[float, int]]) -> dict:
-    """The law from (tokens, fitted slack) points (module docstring): {"form": "constant" or
-    "log-tokens", "slope", "slope_se", "intercept", "points"}."""
-    x = np.log10([t for t, _ in points])
-    y = np.array([u for _, u in points], dtype=float)
+def fit_law(points: list[tuple[float, int, int]]) -> dict:
+    """The law from (tokens, fitted slack, MLP width) points (module docstring): {"form":
+    "constant" or "log-tokens", "slope", "slope_se", "intercept", "share", "share_units",
+    "share_of", "points"}."""
+    x = np.log10([t for t, _, _ in points])
+    y = np.array([u for _, u, _ in points], dtype=float)
+    top = max(points, key=lambda p: (p[1] / p[2], p[1]))
     out = {"points": len(points), "slope": 0.0, "slope_se": math.nan,
-           "intercept": float(y.max()), "form": "constant"}
+           "intercept": float(y.max()), "form": "constant", "share": top[1] / top[2],
+           "share_units": int(top[1]), "share_of": int(top[2])}
     if len(points) > 2 and np.ptp(x) > 0:
         fit = stats.linregress(x, y)
         out["slope"], out["slope_se"] = float(fit.slope), float(fit.stderr)
@@ -108,11 +115,10 @@ def fit_law(points: list[tuple[float, int]]) -> dict:
     return out
 
 
-def law_slack(law: dict, tokens: float) -> int:
-    """u(T): the law's slack at ``tokens``, a whole number of units."""
-    if law["form"] == "constant":
-        return int(math.ceil(law["intercept"]))
-    return max(0, int(math.ceil(law["intercept"] + law["slope"] * math.log10(tokens) - 1e-9)))
+def law_slack(law: dict, tokens: float, units: int) -> int:
+    """u(T, F): the law's slack at ``tokens`` and MLP width ``units``, a whole number of units
+    (the toolkit's formula, ``trained_slack.law_units``; a constant law has slope 0)."""
+    return law_units(tokens, units, law)
 
 
 def judge(record: dict) -> dict:
@@ -120,7 +126,8 @@ def judge(record: dict) -> dict:
     checkpoint, and on the different-text pairs: {"law", "cells": {cell: [{"step", "tokens",
     "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths"}."""
     summ = summaries(record)
-    points = [(s["tokens"], s["fit_slack"]) for rows in summ.values() for s in rows]
+    points = [(s["tokens"], s["fit_slack"], record["cells"][name]["units"])
+              for name, rows in summ.items() for s in rows]
     law = fit_law(points)
     cells, cross = {}, {}
     for name, c in record["cells"].items():
@@ -128,7 +135,7 @@ def judge(record: dict) -> dict:
         rows = []
         for s in summ[name]:
             st = c["steps"][str(s["step"])]
-            u = law_slack(law, s["tokens"])
+            u = law_slack(law, s["tokens"], c["units"])
             r = rates(among(st["pairs"], held), u)[str(ALPHA)]
             rows.append({"step": s["step"], "tokens": s["tokens"], "slack": u, "rate": r,
                          "level": judge_rate(r, ALPHA, len(held)),

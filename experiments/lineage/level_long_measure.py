@@ -200,4 +200,8 @@ def main(argv: list[str]) -> None:
                                    settings=out["settings"])
             root = args.records if args.records is not None else records_root("cpu")
             rec = render.save_record(root, "lineage_level_long", {"run": run, "records": out})
-            print(f"wrote {rec}")
+            from experiments.lineage.level_long_claims import figure
+
+            png = files.save_figure(figure({"records": out}), args.cache.parent
+                                    / "lineage_level_long.png")
+            print(f"wrote {rec} and {png}")

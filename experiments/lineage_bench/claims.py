@@ -78,6 +78,33 @@ NOTES = {"paper": "Algorithm 1's test on the benchmark's token inputs, not on th
          "matched": _FITTED, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + _FITTED}
 
 
+def law_slacks(pairs: list[dict] | None) -> list[int]:
+    """The slacks a record's matched leg applied between two trained models where it applied
+    `bornbiased fingerprint`'s default, the law of training length (its pairs carry
+    ``matched_slack``); [] for a record made before (the level table's constant slack)."""
+    return sorted({p["matched_slack"] for p in pairs or [] if "matched_slack" in p})
+
+
+def in_sample(pairs: list[dict] | None) -> tuple[str, ...]:
+    """The tests whose level on a record's pairs is in-sample: :data:`IN_SAMPLE` where the
+    matched slack was the level table's (fitted on these seeds); none where it was the law of
+    training length (fitted on the long level cells: other seeds of another width, trained
+    on other data lengths)."""
+    return () if law_slacks(pairs) else IN_SAMPLE
+
+
+def notes_for(pairs: list[dict] | None) -> dict[str, str]:
+    """:data:`NOTES`, the matched leg's note saying which slack the record applied."""
+    slacks = law_slacks(pairs)
+    if not slacks:
+        return dict(NOTES)
+    law = (f"its slack for two trained models is the command's default, the law of training "
+           f"length at the tokens it assumes when none are given "
+           f"({', '.join(map(str, slacks))} units per layer pair here), fitted on other seeds "
+           f"(the long level cells), so this rate is held out")
+    return {**NOTES, "matched": law, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + law}
+
+
 def intrinsic_degenerate(pairs: list[dict] | None) -> str | None:
     """What the Intrinsic baseline's scores show when they are degenerate, else None: every
     score a multiple of 1/4, i.e. each of its four correlations (Q, K, V, O) -1, 0 or +1, as
@@ -131,7 +158,8 @@ def claims(summary: dict, pairs: list[dict] | None = None, statistic_note: str =
     (:func:`intrinsic_degenerate`)."""
     out = []
     good = []
-    notes = dict(NOTES)
+    notes = notes_for(pairs)
+    sample = in_sample(pairs)
     degenerate = intrinsic_degenerate(pairs)
     if degenerate:
         notes["intrinsic"] = degenerate
@@ -140,7 +168,7 @@ def claims(summary: dict, pairs: list[dict] | None = None, statistic_note: str =
         missed = robust(summary, t)
         lv = level(summary, t)
         if lv == "holds" and not missed:
-            good.append(LABELS.get(t, t) + (" [in-sample]" if t in IN_SAMPLE else ""))
+            good.append(LABELS.get(t, t) + (" [in-sample]" if t in sample else ""))
         dist = summary[t].get("distilled")
         ours = (f"FPR {_rate(pooled['fpr'])}; TPR {pooled['tp']}/{pooled['positives']}; AUC "
                 f"{pooled['auc']:.3f}; TPR at 1 % FPR {pooled['tpr_at_1pct']:.2f}"
@@ -235,8 +263,8 @@ def summary_table(record: dict) -> str:
     """docs/seedprint.md's summary of the benchmark: per test its FPR, what it finds, AUC, TPR at 1 % FPR
     and whether it is valid and robust here (generated from the record by
     ``experiments.render.write``)."""
-    summary = record["records"]["summary"]
-    degenerate = intrinsic_degenerate(record["records"].get("pairs"))
+    summary, pairs = record["records"]["summary"], record["records"].get("pairs")
+    degenerate = intrinsic_degenerate(pairs)
     renamed = ("renamed", "renamed-ft")
     lines = ["| test | FPR at 0.01 (unrelated) | weight-lineage copies found | renamed copies "
              "found | AUC | TPR at 1 % FPR | valid and robust here |",
@@ -249,7 +277,7 @@ def summary_table(record: dict) -> str:
             f"| {LABELS.get(t, t)} | {p['fpr']['rejections']}/{p['fpr']['pairs']} | "
             f"{p['tp']}/{p['positives']} | {sum(c['tp'] for c in ren)}/"
             f"{sum(c['positives'] for c in ren)} | {p['auc']:.2f} | {p['tpr_at_1pct']:.2f} | "
-            + (("yes (in-sample level: slack fitted on these seeds)" if t in IN_SAMPLE
+            + (("yes (in-sample level: slack fitted on these seeds)" if t in in_sample(pairs)
                 else "yes") if lv == "holds" and not missed else
                "no: " + "; ".join(x for x in (
                    {"above": "above its level", "undecided": "level not shown"}.get(lv, ""),

@@ -40,6 +40,7 @@ import numpy as np
 from bornbiased_jax import data, files, model
 from bornbiased_jax.errors import UserError
 from bornbiased_jax.files import progress
+from bornbiased_jax.fingerprint.methods import attention as A
 from bornbiased_jax.fingerprint.methods import baselines as BL
 from bornbiased_jax.fingerprint.methods import calibrated as C
 from bornbiased_jax.fingerprint.runner import rejection as SM
@@ -175,9 +176,11 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
                 (prepared[init].spearman.astype(np.float32).T
                  @ prepared[key].spearman.astype(np.float32)) / n)
             row["aligned_init"], _, row["aligned_init_z"] = C.exchangeable_p(s_init, nulls[key])
-            matched = M.matched_test(pre[("base", b, "")], pre[key],
-                                     slack=M.default_slack(None, one_is_init=False))
+            rule = M.trained_rule(pre[("base", b, "")], pre[key])  # fingerprint's default
+            matched = M.matched_test(pre[("base", b, "")], pre[key], slack=rule["slack"],
+                                     slack_rule=rule)
             row["matched"], row["matched_K"] = matched.p, matched.details["K_per_layer"]
+            row["matched_slack"] = rule["slack"]
             row["matched_eps0"] = M.matched_test(pre[("base", b, "")], pre[key]).p
             # the permutation leg on the matched leg's sequences: whether the command's stop
             # for a matched leg that found nothing stands (any_pair.stop_holds)
@@ -187,6 +190,9 @@ def pairs(s: dict, models: dict, F: dict, H: dict, bank, rare: list[int], log=pr
             row["any_pair"] = any_pair_p(row["permutation"], row["matched"], alpha=ALPHA,
                                          p_permutation_first=row["permutation_first"])[0]
             row["matched_init"] = M.matched_test(pre[init], pre[key], init="base").p
+            row["attention"] = A.attention_test(base.params, base.cfg, m.params, m.cfg).p
+            row["attention_init"] = A.attention_test(models[init].params, models[init].cfg,
+                                                     m.params, m.cfg, direction="a").p
             for name, res in (("pcs", BL.pcs(base.params, m.params)),
                               ("ics", BL.ics(base.params, base.cfg, m.params, m.cfg, rare)),
                               ("reef", BL.reef(H[("base", b, "")], H[key])),

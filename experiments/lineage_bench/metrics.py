@@ -34,10 +34,10 @@ COLUMNS = {"permutation": {"permutation": "permutation (exact)"},
            "paper": {"paper": "paper (Algorithm 1's test, token inputs)"},
            "official": {"official": "released code"},
            "matched": {"matched": "matched (trained base, default slack)"},
-           "matched_init": {"matched_init": "matched, base's init (conservative, default)"}}
-EXCLUDED: dict[str, str] = {
-    "attention": "not yet a column: the benchmark's records predate it, and its level "
-                 "between two trained models is not measured"}
+           "matched_init": {"matched_init": "matched, base's init (conservative, default)"},
+           "attention": {"attention": "attention (trained base, heads re-paired)",
+                         "attention_init": "attention, base's init (exact)"}}
+EXCLUDED: dict[str, str] = {}
 # 'any_pair' (``registry.COMBINATIONS``) is what `bornbiased fingerprint` answers when BASE's
 # initialisation is unknown (two HF folders or GGUF files): the permutation and matched tests
 # each at alpha / 2.

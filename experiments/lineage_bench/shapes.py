@@ -21,7 +21,8 @@ fingerprint`` gives, exactly as a user runs them: every model an HF folder with 
 
 Positives: a base with its own shape-changed suspects; negatives: a base with every other
 base's (the seeds share their data and order: the hardest negatives; the matched leg's slack
-between trained models is the one measured by experiments/lineage_level.py).
+between trained models is the command's default, the law of training length, recorded per
+pair).
 
     python -m experiments.lineage_bench --shapes    # builds in runs/lineage-bench/shapes/
 """
@@ -134,6 +135,7 @@ def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) 
             origin = D.SHAPES[e].layer_origin(load_source(f"{folder}#{k}@0").cfg)
             mine.append({"base": k, "suspect_of": j, "edit": e, "positive": j == k,
                          "p": {t: float(r[t].p) for t in (*TESTS, "any_pair")},
+                         "matched_slack": int(r["matched"].details["slack"]),
                          "localised": {t: localised(r[t], origin) for t in
                                        ("matched", "matched_init")}})
         files.write_json(cache, {"identity": ident, "pairs": mine})

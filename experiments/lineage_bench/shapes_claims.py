@@ -15,9 +15,11 @@ Rules (tests/test_lineage_bench_shapes.py gives records that pass and fail them)
     with no rejection the jackknife's interval is [0, 0], and the base pairs bound the rate).
     *Above its level* when the interval's lower end is above alpha, *holds its level* when its
     upper end is at most 5 alpha, *underpowered* in between (not above alpha, not bounded). The
-    any-pair verdict's matched leg between two trained models applies the default slack, which
-    the level table fitted on seeds that include these bases: its level row is marked
-    in-sample as the main benchmark marks its rows (:data:`claims.IN_SAMPLE`);
+    any-pair verdict's matched leg between two trained models applies the command's default
+    slack: in records made before that default became the law of training length, the level
+    table's slack, fitted on seeds that include these bases, and the level row is marked
+    in-sample as the main benchmark marks its rows (:func:`claims.in_sample`); since, the law,
+    fitted on other seeds, and the row says which slack it applied;
   * localised: the mean share of copied layers the matched test attributes to their origin,
     reported per edit (a measurement, with no threshold the paper could fix).
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim
-from experiments.lineage_bench.claims import IN_SAMPLE, NOTES
+from experiments.lineage_bench.claims import in_sample, law_slacks, notes_for
 
 ALPHA = 0.01
 BOUND = 5 * ALPHA  # the rate the level rule must bound at 95 %
@@ -79,15 +81,16 @@ def negatives_claim(t: str, pairs: list[dict], edits: int) -> Claim:
         f"{_pct(r['jackknife']['ci95'])} by the jackknife over seeds"
         if "jackknife" in r else "",
         f"{_pct(r['ci95'])} were the {r['pairs']} independent") if x)
-    in_sample = t in IN_SAMPLE
+    held_in, notes = t in in_sample(pairs), notes_for(pairs)
     return Claim(
         f"Shape-changed descendants of other same-data seeds (negatives): {LABELS[t]}"
-        + (" [in-sample]" if in_sample else ""), "- (beyond the paper)",
+        + (" [in-sample]" if held_in else ""), "- (beyond the paper)",
         f"{r['rejections']}/{r['pairs']} rejected at alpha = {ALPHA}: {edits} edits of "
         f"{base_pairs} ordered base pairs (95 % CI {sample})", BEYOND,
         OUTCOMES[outcome] + f" (the wider of the intervals with the base pair as the trial "
         f"and by the jackknife: {_pct((lo, hi))})"
-        + (f"; [in-sample]: {NOTES[t]}" if in_sample else ""))
+        + (f"; [in-sample]: {notes[t]}" if held_in else
+           f"; {notes[t]}" if law_slacks(pairs) and t in notes else ""))
 
 
 def claims(summary: dict, pairs: list[dict]) -> list[Claim]:

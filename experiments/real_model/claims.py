@@ -327,7 +327,7 @@ def section(records: dict, command: str, model=SMOLLM2) -> str | None:
     if sweep in records:
         rows += token_preference_claims(records[sweep], model)
     if lineage in records:
-        slack = (extrapolation(records, model.released_as)
+        slack = (extrapolation(records, model.released_as, records[lineage])
                  if model.released_as in PRETRAINING_TOKENS else "")
         rows += lineage_claims(records[lineage], slack, model)
     lines = [f"## {model.title or model.label}", "",

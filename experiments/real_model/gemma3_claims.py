@@ -353,7 +353,7 @@ def section(records: dict, command: str, model=GEMMA3) -> str | None:
                      ("gemma3_token_preference", token_preference_claims),
                      ("gemma3_init", init_claims),
                      ("gemma3_lineage", lambda rec: lineage_claims(
-                         rec, extrapolation(records, "Gemma 3 270M")))):
+                         rec, extrapolation(records, "Gemma 3 270M", rec)))):
         if name in records:
             rows += fn(records[name])
         if name == "gemma3_init" and PAPER_N_RECORD in records.get("paper", {}):

@@ -338,7 +338,8 @@ def localised(model: Path, pair_folder: Path, name: str) -> dict:
         return {}
     d = m["details"]
     out = {"attributed_layers": d["attributed_layers"], "layers": len(d["K_per_layer"]),
-           "attributed_units": d["attributed_units"]}
+           "attributed_units": d["attributed_units"], "slack": d["slack"],
+           **({"slack_rule": d["slack_rule"]} if "slack_rule" in d else {})}
     if name in SHAPES:
         origin = SHAPES[name].layer_origin(config(model))
         copied = [(l, o) for l, o in enumerate(origin) if o is not None]

@@ -33,7 +33,8 @@ across widths, layers across depths, and the null of both; its jitted programs i
 ``kernels``), ``rencontres`` (the matched
 test's null law, light enough for the results renderer), ``unit_overlap`` (what two models'
 units share in each view: the diagnostic behind the matched test's level between trained
-models). ``result`` is a test's outcome
+models), ``trained_slack`` (the matched test's slack between two trained models: a law of the
+tokens they were trained on and of the MLP width, where it was measured and what lies beyond). ``result`` is a test's outcome
 (``LineageResult``, the level ``ALPHA``).
 
 ``baselines`` holds the four fingerprints the paper compares with (App. B.3.2): Intrinsic,

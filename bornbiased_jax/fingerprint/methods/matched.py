@@ -30,12 +30,12 @@ with a uniform draw.
 Two trained models. Training couples a unit's gate and up columns, so the re-pairing no longer
 keeps A's law, and the test rests on an assumption: independent models share at most ``slack``
 doubly matched units per layer pair (p = P(K >= K_obs - slack)). Slack 0 fails: seeds trained
-on identical data in identical order share some units, and slack 0 rejects far more than alpha
-of their pairs. The default for two trained models is :data:`TRAINED_SLACK`, fitted per cell of
-same-data families at several MLP widths and depths on half the seeds and judged on the other
-half (experiments/lineage_level.py, RESULTS.md): a level not rejected where measured, an
-assumption elsewhere. When either model is an initialisation the default slack is 0, where the
-test is valid.
+on identical data share some units, and more the longer they train. The default for two trained
+models is a law of the tokens they were trained on and of the MLP width (``trained_slack``),
+fitted on half the seeds of same-data families with checkpoints along training and judged on
+the other half: a level not rejected where measured, an extrapolation beyond (every released
+model), which the note and the verdict line say. When either model is an initialisation the
+default slack is 0, where the test is valid.
 
 Pass. The views are a probe (``probes.mlp_views``: the pre-activations captured with Flax's
 ``capture_intermediates``) that the sweep engine runs like every other SeedPrint pass
@@ -58,9 +58,8 @@ import numpy as np
 
 from bornbiased_jax import model
 from bornbiased_jax.config import ModelConfig
-from bornbiased_jax.defaults import MATCHED_SLACK_FAILS, MATCHED_SLACK_MEASURED
-from bornbiased_jax.defaults import MATCHED_TRAINED_SLACK as TRAINED_SLACK
 from bornbiased_jax.errors import UserError
+from bornbiased_jax.fingerprint.methods import trained_slack
 from bornbiased_jax.fingerprint.methods import unit_matching as U
 from bornbiased_jax.fingerprint.runner.features import features_of
 from bornbiased_jax.fingerprint.methods.rencontres import (fisher_log_p,  # noqa: F401
@@ -203,14 +202,16 @@ def agreement(pre_a, pre_b) -> Agreement:
 
 
 def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: bool = False,
-                 init: str | None = None, screen_a=None,
+                 init: str | None = None, screen_a=None, slack_rule: dict | None = None,
                  randomise: np.random.Generator | None = None) -> LineageResult:
     """The matched test of H0 "B is independent of A" from the two models' pre-activations,
     across widths and depths (``unit_matching.match_layers``: each layer pair chosen by the
     screen, the partial rencontres law, the larger p of re-pairing either model).
 
     ``slack``: the doubly matched units per layer pair that independent *trained* models may
-    share (see the module docstring); ``exact``: say that one model is an initialisation,
+    share (see the module docstring); ``slack_rule``: how that slack was set, when by the law
+    of training length (``trained_slack.rule``: its note and details are the result's);
+    ``exact``: say that one model is an initialisation,
     where the p-value is exact (slack must then be 0); ``init``: which one, 'base' or
     'suspect' (its units are the ones re-paired; None: the larger p of either re-pairing).
     ``screen_a``: BASE's layer screen (``unit_matching.screen_views``), when a comparison
@@ -243,18 +244,17 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
     a_L = K_b / F_b
     n_layers = len(rows)
     attributed = [r for r in rows if r["log10_p"] <= math.log10(alpha / n_layers)]
-    default = not exact and slack == TRAINED_SLACK  # two trained models at the default slack
-    beyond = slack_beyond((int(pre_a[0][0].shape[1]), F_b), (len(pre_a), len(pre_b)))
+    if slack_rule is not None and (exact or slack_rule["slack"] != slack):
+        raise UserError(f"slack_rule is for two trained models at its own slack "
+                        f"({slack_rule['slack']}), got slack {slack} (exact: {exact})")
     note = (("exact null law, randomised tie-break (size alpha): one model is an "
              "initialisation" if draws is not None else
              "exact null law, conservative test (a discrete p): one model is an initialisation")
             if exact and slack == 0 else
+            trained_slack.note(slack_rule) if slack_rule is not None else
             f"for two trained models the p-value assumes independent models share at most "
-            f"{slack} doubly matched units per layer pair (the default {TRAINED_SLACK}, fitted "
-            f"on held-in seeds trained on identical data, is a level not rejected on the "
-            f"held-out ones at the widths and depths measured, an assumption for other models: "
-            f"docs/seedprint.md)"
-            + (f"; {slack_reach(beyond)}" if default else ""))
+            f"{slack} doubly matched units per layer pair (set by the caller; the default is "
+            f"a law of training length: docs/seedprint.md)")
     return LineageResult(
         test="matched", p_values={"fisher": p}, alpha=alpha, n=int(len(pre_a[0][0])),
         d_out=F_b, dims=np.arange(n_layers), taus=a_L, corr_kind="unit_agreement",
@@ -264,8 +264,7 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
                  "base_layer_of": [r["base_layer"] for r in rows],
                  "suspect_layer_of": lm.to_b.tolist(),
                  "screen": [r["screen"] for r in rows], "slack": int(slack),
-                 **({"slack_beyond": beyond} if default and beyond else {}),
-                 **({"default_trained_slack": True} if default else {}),
+                 **({"slack_rule": slack_rule} if slack_rule is not None else {}),
                  "dead_units": {"base": U.dead_units(pre_a), "suspect": U.dead_units(pre_b)},
                  "attributed_layers": len(attributed),
                  "attributed_units": int(sum(r["K"] for r in attributed)),
@@ -275,35 +274,6 @@ def matched_test(pre_a, pre_b, *, alpha: float = ALPHA, slack: int = 0, exact: b
                  "log10_p_per_layer": [round(r["log10_p"], 3) for r in rows],
                  **({} if draws is None else {"randomised_u": draws.tolist()})},
         note=note)
-
-
-def slack_beyond(units: tuple[int, int], layers: tuple[int, int],
-                 measured: dict = MATCHED_SLACK_MEASURED) -> list[str]:
-    """The widths and depths of a pair of trained models beyond what the default slack was
-    measured on, by name ('MLP width 2,048 (measured up to 1,536)'); empty within it."""
-    out = []
-    if max(units) > measured["units"]:
-        out.append(f"MLP width {max(units):,} (measured up to {measured['units']:,})")
-    if max(layers) > measured["layers"]:
-        out.append(f"depth {max(layers)} layers (measured up to {measured['layers']})")
-    return out
-
-
-def slack_reach(beyond: list[str], measured: dict = MATCHED_SLACK_MEASURED,
-                fails: dict = MATCHED_SLACK_FAILS) -> str:
-    """The note on what the default slack rests on: the pair's widths and depths beyond it
-    (:func:`slack_beyond`), and always the training tokens, which no model states: where the
-    default held its level and where it was measured to fail."""
-    tokens = f"{measured['tokens'] / 1e6:.2f} M"
-    return ((f"this pair lies beyond what the default slack was measured on: "
-             f"{' and '.join(beyond)}, so it is an extrapolation; " if beyond else "")
-            + f"the default held its level on unrelated same-data seeds trained up to {tokens} "
-              f"tokens per model, and fails on seeds trained longer: from "
-              f"{fails['tokens'] / 1e6:.2f} M tokens on they share more units, and at "
-              f"{fails['up_to'] / 1e6:.2f} M it calls {fails['rate']:.0%} of them related "
-              f"(MLP width {fails['units']:,}, {fails['layers']} layers); for models trained "
-              f"on more than {tokens} tokens (released models see billions) a rejection by the "
-              f"matched leg alone is no evidence of lineage")
 
 
 def check_settings(s) -> None:
@@ -316,6 +286,10 @@ def check_settings(s) -> None:
         check_int("matched_slack", s.matched_slack, 0, "a whole number of units per layer")
     if s.matched_eps is not None and not 0 <= s.matched_eps < 1:
         raise UserError(f"matched_eps = {s.matched_eps!r} must lie in [0, 1)")
+    if s.trained_tokens is not None and not (isinstance(s.trained_tokens, (int, float))
+                                             and 0 < s.trained_tokens < math.inf):
+        raise UserError(f"trained_tokens = {s.trained_tokens!r} must be a positive number of "
+                        f"tokens (the longer-trained model's, e.g. 2e12)")
 
 
 def check_pair(base_cfg: ModelConfig, suspect_cfg: ModelConfig, s, suspect: str) -> None:
@@ -331,23 +305,42 @@ def check_pair(base_cfg: ModelConfig, suspect_cfg: ModelConfig, s, suspect: str)
 
 def from_context(ctx) -> LineageResult:
     """The matched test of one pair that ``compare`` prepared (``runner.context.Context``): exact
-    when either model is an initialisation (slack 0 by default), else at
-    :func:`default_slack`'s slack."""
+    when either model is an initialisation (slack 0 by default), else at the slack the user
+    gave or the law of training length's (``trained_slack.rule`` at ``--trained-tokens``)."""
     s = ctx.settings
+    A, B = ctx.views.A, ctx.views.B
     exact = ctx.base.is_init or ctx.suspect.is_init
-    slack = default_slack(s.matched_slack, exact, s.matched_eps, ctx.views.A[0][0].shape[1])
+    rule = None
+    if exact or s.matched_slack is not None or s.matched_eps is not None:
+        slack = default_slack(s.matched_slack, exact, s.matched_eps, A[0][0].shape[1])
+    else:
+        rule = trained_rule(A, B, s.trained_tokens)
+        slack = rule["slack"]
     init = "base" if ctx.base.is_init else "suspect" if ctx.suspect.is_init else None
-    return matched_test(ctx.views.A, ctx.views.B, alpha=s.alpha, slack=slack, exact=exact,
-                        init=init, screen_a=ctx.views.screen_A)
+    return matched_test(A, B, alpha=s.alpha, slack=slack, exact=exact, init=init,
+                        screen_a=ctx.views.screen_A, slack_rule=rule)
+
+
+def trained_rule(pre_a, pre_b, tokens: float | None = None) -> dict:
+    """The slack of two trained models from their :func:`preactivations`: the law of training
+    length at ``tokens`` (None: assumed) for their widths and depths (``trained_slack.rule``);
+    pass it to :func:`matched_test` as ``slack=rule["slack"], slack_rule=rule``."""
+    return trained_slack.rule(tokens, (pre_a[0][0].shape[1], pre_b[0][0].shape[1]),
+                              (len(pre_a), len(pre_b)))
 
 
 def default_slack(slack: int | None, one_is_init: bool, eps: float | None = None,
-                  units: int | None = None) -> int:
+                  units: int | None = None, tokens: float | None = None) -> int:
     """``slack`` when given (``eps``, a share of ``units``, the older spelling, else); 0 when
-    one model is an initialisation (the test is exact), :data:`TRAINED_SLACK` for two trained
-    models."""
+    one model is an initialisation (the test is exact); for two trained models the law of
+    training length at ``tokens`` (None: the assumed tokens) and width ``units``
+    (``trained_slack``)."""
     if slack is not None:
         return int(slack)
     if eps is not None:
         return math.ceil(eps * units - 1e-9)  # eps = u / F gives u, not u + 1 from rounding
-    return 0 if one_is_init else TRAINED_SLACK
+    if one_is_init:
+        return 0
+    if units is None:
+        raise UserError("the law of training length needs the MLP width (units)")
+    return trained_slack.rule(tokens, (units, units), (1, 1))["slack"]

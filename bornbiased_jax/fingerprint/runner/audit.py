@@ -114,13 +114,16 @@ def default_input(tests: Sequence[str]) -> str:
 
 def statistic() -> dict:
     """What a pair's verdicts computed besides its settings: the matched statistic's name,
-    the layer screen's constants and where the any-pair verdict stops its permutation leg (a
-    pair record keeps them; a resumed run reuses only its own)."""
-    from bornbiased_jax.defaults import MATCHED_STATISTIC
+    the layer screen's constants, the law that sets the matched slack of two trained models
+    and where the any-pair verdict stops its permutation leg (a pair record keeps them; a
+    resumed run reuses only its own)."""
+    from bornbiased_jax.defaults import (MATCHED_SLACK_LAW, MATCHED_STATISTIC,
+                                         MATCHED_TOKENS_ASSUMED)
     from bornbiased_jax.fingerprint.methods.any_pair import RULES
     from bornbiased_jax.fingerprint.methods.unit_matching import screen_settings
 
     return {"matched": MATCHED_STATISTIC, "screen": screen_settings(),
+            "trained_slack": {**MATCHED_SLACK_LAW, "assumed_tokens": MATCHED_TOKENS_ASSUMED},
             "any_pair_stops": dict(RULES)}
 
 

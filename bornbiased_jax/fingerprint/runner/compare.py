@@ -65,6 +65,9 @@ class Settings:
     matched_seqs: int = MATCHED_SEQS
     matched_slack: int | None = None  # None: matched.default_slack (0 with an initialisation)
     matched_eps: float | None = None  # the older spelling: a share of BASE's MLP width
+    # the tokens the longer-trained model saw, which set the matched slack of two trained
+    # models by the law of training length (None: defaults.MATCHED_TOKENS_ASSUMED)
+    trained_tokens: float | None = None
     # Where the tests are a combination's legs with a first leg (the any-pair verdict: the
     # matched test reads the first matched_seqs sequences), run it first and stop the others
     # at those sequences where its result says so and theirs there do not call it off

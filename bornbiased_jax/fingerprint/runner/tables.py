@@ -7,12 +7,13 @@ from typing import Mapping
 
 import numpy as np
 
-from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
 from bornbiased_jax import plots
 from bornbiased_jax.stats import kendall_null_sd
 from bornbiased_jax.fingerprint.runner import registry
+from bornbiased_jax.fingerprint.methods import trained_slack
 from bornbiased_jax.fingerprint.methods.result import LineageResult
 from bornbiased_jax.stats import fmt_p
+
 
 def p_labels() -> dict[str, str]:
     """The tables' label of every p-value: the registered tests' and combinations'
@@ -105,19 +106,16 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
         why += f"; decided by the {r.details['decided_by']} leg"
     units = registry.localising(results)
     descent = f"; {descent_summary(units)}" if units is not None and r.same_lineage else ""
-    beyond = next((x.details["slack_beyond"] for x in results.values()
-                   if x.details.get("slack_beyond")), None)
-    if beyond and (r.details.get("slack_beyond") or "decided_by" in r.details):
-        # the verdict rests on the slack: the matched test's own, or a combination of it
-        why += f"; the matched leg's default slack is extrapolated to {' and '.join(beyond)}"
+    rule = next((x.details["slack_rule"] for x in results.values()
+                 if x.details.get("slack_rule")), None)
     by_matched = name == "matched" or r.details.get("decided_by") == "matched"
-    if r.same_lineage and by_matched and any(x.details.get("default_trained_slack")
-                                             for x in results.values()):
-        # the default slack fails between models trained longer than it held for
-        held = MATCHED_SLACK_MEASURED["tokens"] / 1e6
-        why += (f"; the matched leg's default slack held its level only between models trained "
-                f"up to {held:.2f} M tokens each and fails beyond: between models trained "
-                f"longer this is no evidence of lineage (docs/seedprint.md)")
+    if rule and rule["beyond"] and (by_matched or "decided_by" in r.details):
+        # the verdict rests on the matched leg's slack, set by the law beyond where measured
+        T = trained_slack.tokens_text(rule["tokens"])
+        why += (f"; the matched leg's slack ({rule['slack']} units per layer pair, the law of "
+                f"training length at {T} tokens per model, "
+                f"{'as given' if rule['tokens_given'] else 'assumed'}) is extrapolated to "
+                f"{' and '.join(rule['beyond'])}")
     return (f"verdict ({name} test, {p_labels().get(key, key)} p = {fmt_p(r.p)}, "
             f"alpha = {r.alpha:g}{why}): {answer}{descent}")
 

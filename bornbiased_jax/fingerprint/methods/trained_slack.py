@@ -1,0 +1,112 @@
+"""The matched test's slack between two *trained* models: a law of training length.
+
+Two independent models trained on similar text share some MLP units by function (the universal
+neurons of Gurnee et al., 2024): units whose gate and up views both pick each other as partners.
+The matched test between two trained models therefore asks whether the pair shares more doubly
+matched units per layer pair than independent models may, ``slack`` units
+(``matched.matched_test``). Unrelated same-data seeds share more units the longer they train
+(RESULTS.md, "The matched leg's level along training": K per layer grows from about 1 at
+0.26 M tokens per model to about 5 at 4.1 M), so the slack is a law of the tokens T the
+longer-trained model saw and of the MLP width F:
+
+    u(T, F) = max(ceil(c + b log10 T), ceil(s F))
+
+``c`` and ``b``: the upper envelope of the slacks fitted on the first half of each long cell's
+seeds at every checkpoint, regressed on log10 T (experiments/lineage/level_long_law.py); ``s``:
+the largest of those fitted slacks as a share of the cell's width (the universal units are a
+share of the width, 1-5 % in GPT-2). Judged on the other half of the seeds at every checkpoint,
+the law holds its level (RESULTS.md). The constants are :data:`defaults.MATCHED_SLACK_LAW`
+(a test ties them to the record).
+
+What a model was trained on is rarely stated by its file. ``tokens`` is the user's (``bornbiased
+fingerprint --trained-tokens``, from the model cards); without it the law is taken at
+:data:`defaults.MATCHED_TOKENS_ASSUMED`, the most tokens any public model card states, so the
+default slack is the largest the law gives to a released model. That costs little power: a
+descendant shares most of its units (hundreds per layer), and the slack removes tens.
+
+Where it was measured (:data:`defaults.MATCHED_SLACK_MEASURED`): models trained up to 4.1 M
+tokens each at MLP width 344 and 2 layers, and up to 0.26 M tokens at widths up to 1,536 and
+depths up to 12. A pair beyond that (every released model: billions to trillions of tokens) gets
+an extrapolation, which :func:`beyond` names and the verdict line prints.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bornbiased_jax.defaults import (MATCHED_SLACK_LAW, MATCHED_SLACK_MEASURED,
+                                     MATCHED_TOKENS_ASSUMED)
+from bornbiased_jax.errors import UserError
+
+
+TOL = 1e-4
+
+
+def law_units(tokens: float, units: int, law: dict = MATCHED_SLACK_LAW) -> int:
+    """u(T, F), a whole number of units per layer pair (module docstring); a law whose
+    ``form`` is 'constant' (no detectable growth) has no tokens term beyond its intercept."""
+    if not (math.isfinite(tokens) and tokens > 0):
+        raise UserError(f"training tokens must be a positive number, got {tokens!r}")
+    slope = 0.0 if law.get("form") == "constant" else law["slope"]
+    # the fit's envelope touches a fitted slack exactly: a whole number, which the constants'
+    # six decimals must not push over (TOL units is far below any count's noise)
+    by_tokens = math.ceil(law["intercept"] + slope * math.log10(tokens) - TOL)
+    by_width = math.ceil(law["share"] * units - TOL)
+    return max(0, by_tokens, by_width)
+
+
+def tokens_text(t: float) -> str:
+    """'4.10 M', '2 T' (tokens)."""
+    for unit, scale in (("T", 1e12), ("B", 1e9)):
+        if t >= scale:
+            return f"{t / scale:g} {unit}"
+    return f"{t / 1e6:.2f} M"
+
+
+def beyond(tokens: float, units: tuple[int, int], layers: tuple[int, int],
+           measured: dict = MATCHED_SLACK_MEASURED) -> list[str]:
+    """What of a pair of trained models lies beyond where the law was measured, by name
+    ('36 T training tokens per model (measured up to 4.10 M)', 'MLP width 1,536 trained beyond
+    0.26 M tokens (measured up to 344 there)'); empty within it."""
+    F, L = max(units), max(layers)
+    out = []
+    if tokens > measured["tokens"]:
+        out.append(f"{tokens_text(tokens)} training tokens per model (measured up to "
+                   f"{tokens_text(measured['tokens'])})")
+    long = tokens > measured["short_tokens"]
+    for what, x, short, longest in (("MLP width", F, "short_units", "units"),
+                                    ("depth", L, "short_layers", "layers")):
+        shown = f"{x:,}" + (" layers" if what == "depth" else "")
+        if x > measured[short]:
+            out.append(f"{what} {shown} (measured up to {measured[short]:,})")
+        elif long and x > measured[longest]:
+            out.append(f"{what} {shown} trained beyond {tokens_text(measured['short_tokens'])} "
+                       f"tokens (measured up to {measured[longest]:,} there)")
+    return out
+
+
+def rule(tokens: float | None, units: tuple[int, int], layers: tuple[int, int]) -> dict:
+    """How the slack of two trained models is set: {"slack", "tokens", "tokens_given",
+    "beyond"} for the pair's widths and depths (the larger of each) and ``tokens`` (None: the
+    assumed :data:`defaults.MATCHED_TOKENS_ASSUMED`)."""
+    given = tokens is not None
+    T = float(tokens) if given else float(MATCHED_TOKENS_ASSUMED)
+    return {"slack": law_units(T, max(units)), "tokens": T, "tokens_given": given,
+            "beyond": beyond(T, units, layers)}
+
+
+def note(r: dict) -> str:
+    """The matched test's note on a slack set by :func:`rule`."""
+    law = MATCHED_SLACK_LAW
+    T = (f"{tokens_text(r['tokens'])} tokens per model, as given" if r["tokens_given"] else
+         f"{tokens_text(r['tokens'])} tokens per model, assumed (the most any public model "
+         f"card states; --trained-tokens sets it)")
+    where = (f"; this pair lies beyond where it was measured: {' and '.join(r['beyond'])}, so "
+             f"the slack is an extrapolation" if r["beyond"] else
+             "; within where it was measured")
+    return (f"for two trained models the p-value assumes independent models share at most "
+            f"{r['slack']} doubly matched units per layer pair: the law of training length "
+            f"u(T, F) = max(ceil({law['intercept']:.2f} + {law['slope']:.2f} log10 T), "
+            f"ceil({law['share']:.4f} F)) at T = {T}, fitted on half of the seeds of unrelated "
+            f"same-data models and holding its level on the other half (docs/seedprint.md)"
+            + where)
