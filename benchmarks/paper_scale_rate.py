@@ -29,14 +29,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(REPO))  # experiments.campaign.plan counts a block's FLOPs
+sys.path.insert(0, str(REPO))  # experiments.campaign.progress counts a block's FLOPs
 
 from sweep_throughput import matmul_rate  # noqa: E402
 
 
 def blocks(folder: Path):
     """(FLOPs, seconds) of each finished block of the pass saved in ``folder``/state.json."""
-    from experiments.campaign.plan import state_chunks
+    from experiments.campaign.progress import state_chunks
 
     return state_chunks(folder / "state.json")
 

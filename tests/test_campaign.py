@@ -13,6 +13,7 @@ import pytest
 from bornbiased_jax import __version__, cli
 from bornbiased_jax.errors import UserError
 from experiments.campaign import plan as campaign
+from experiments.campaign import driver, progress, report
 from experiments.campaign.plan import Piece
 from bornbiased_jax.verdicts import REPRODUCED
 
@@ -39,7 +40,7 @@ PLAN = [
 
 def test_runs_in_order_records_every_attempt_and_skips_what_is_finished(tmp_path):
     logs = []
-    attempts = campaign.run(tmp_path, 600, plan=PLAN, env={"CAMPAIGN_TEST": "yes"},
+    attempts = driver.run(tmp_path, 600, plan=PLAN, env={"CAMPAIGN_TEST": "yes"},
                             log=logs.append)
     assert [(a["piece"], a["state"]) for a in attempts] == [
         ("first", "done"), ("slow", "timeout"), ("broken", "failed"), ("after-first", "done")]
@@ -53,18 +54,18 @@ def test_runs_in_order_records_every_attempt_and_skips_what_is_finished(tmp_path
     assert _gone(int((tmp_path / "slow" / "child.pid").read_text()))
     assert "after-broken: waits for broken" in logs
     assert any(m.startswith("too-long: needs up to 10000 s") for m in logs)
-    ledger = campaign.load_ledger(tmp_path)
+    ledger = driver.load_ledger(tmp_path)
     assert {n: e["state"] for n, e in ledger.items()} == {
         "first": "done", "slow": "timeout", "broken": "failed", "after-first": "done"}
     # the next window: nothing finished is repeated, known failures are not retried
-    assert campaign.run(tmp_path, 600, plan=PLAN, log=logs.append) == []
-    again = campaign.run(tmp_path, 600, plan=PLAN, retry=True, log=logs.append)
+    assert driver.run(tmp_path, 600, plan=PLAN, log=logs.append) == []
+    again = driver.run(tmp_path, 600, plan=PLAN, retry=True, log=logs.append)
     assert [a["piece"] for a in again] == ["slow", "broken"]
-    assert len(campaign.load_ledger(tmp_path)["broken"]["attempts"]) == 2
+    assert len(driver.load_ledger(tmp_path)["broken"]["attempts"]) == 2
     # asked for by name, a piece runs without its prerequisites
-    only = campaign.run(tmp_path, 600, plan=PLAN, only=["after-broken"], log=logs.append)
+    only = driver.run(tmp_path, 600, plan=PLAN, only=["after-broken"], log=logs.append)
     assert [(a["piece"], a["state"]) for a in only] == [("after-broken", "done")]
-    status = campaign.status_markdown(tmp_path, PLAN)
+    status = report.status_markdown(tmp_path, PLAN)
     assert "| broken | 1 |  | failed | cpu, " in status and "| too-long | 2 |  | not run | - |" \
         in status
 
@@ -89,8 +90,8 @@ def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
     own limit leaves a trace, read as interrupted (not retried unless asked) next time."""
     import signal
 
-    code = ("import sys; from experiments.campaign import plan as campaign; "
-            "campaign.run(sys.argv[1], 60, plan=[campaign.Piece('hang', '0', "
+    code = ("import sys; from experiments.campaign import driver, plan as campaign; "
+            "driver.run(sys.argv[1], 60, plan=[campaign.Piece('hang', '0', "
             "('{python}', '-c', 'import time; time.sleep(20)'), 30, backend='any')])")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=campaign.REPO)
     ledger = tmp_path / campaign.LEDGER
@@ -101,13 +102,13 @@ def test_a_driver_stopped_mid_piece_leaves_it_interrupted(tmp_path):
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    (attempt,) = campaign.load_ledger(tmp_path)["hang"]["attempts"]
+    (attempt,) = driver.load_ledger(tmp_path)["hang"]["attempts"]
     assert attempt["state"] == "running" and attempt["wall_s"] is None and attempt["started"]
     plan = [Piece("hang", "0", WRITE + ("{out}",), 20, backend="any")]
-    assert "started " in campaign.status_markdown(tmp_path, plan)
-    assert campaign.run(tmp_path, 60, plan=plan, log=lambda m: None) == []
-    assert campaign.state(campaign.load_ledger(tmp_path), "hang") == "interrupted"
-    (again,) = campaign.run(tmp_path, 60, plan=plan, retry=True, log=lambda m: None)
+    assert "started " in report.status_markdown(tmp_path, plan)
+    assert driver.run(tmp_path, 60, plan=plan, log=lambda m: None) == []
+    assert driver.state(driver.load_ledger(tmp_path), "hang") == "interrupted"
+    (again,) = driver.run(tmp_path, 60, plan=plan, retry=True, log=lambda m: None)
     assert again["state"] == "done"
 
 
@@ -115,19 +116,19 @@ def test_the_matmul_precision_reaches_pieces_in_jax_spelling(tmp_path):
     plan = [Piece("env", "0", py("import os, sys; open(sys.argv[1] + '/out.txt', 'w').write("
                                  "os.environ['JAX_DEFAULT_MATMUL_PRECISION'])") + ("{out}",), 20,
                   backend="any")]
-    (a,) = campaign.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "bf16x6"},
+    (a,) = driver.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "bf16x6"},
                         log=lambda m: None)
     assert (tmp_path / "env" / "out.txt").read_text() == "BF16_BF16_F32_X6"
     assert a["env"] == {"JAX_DEFAULT_MATMUL_PRECISION": "BF16_BF16_F32_X6"}
     with pytest.raises(UserError, match="unknown matmul precision 'fp32'"):
-        campaign.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "fp32"})
+        driver.run(tmp_path, 60, plan=plan, env={"JAX_DEFAULT_MATMUL_PRECISION": "fp32"})
 
 
 def test_bad_requests_are_clear_errors(tmp_path):
     with pytest.raises(UserError, match=r"unknown piece\(s\) \['nope'\]"):
-        campaign.run(tmp_path, 60, plan=PLAN, only=["nope"])
+        driver.run(tmp_path, 60, plan=PLAN, only=["nope"])
     with pytest.raises(UserError, match="budget must be positive"):
-        campaign.run(tmp_path, 0, plan=PLAN)
+        driver.run(tmp_path, 0, plan=PLAN)
     assert not (tmp_path / campaign.LEDGER).exists()
 
 
@@ -186,7 +187,7 @@ def test_the_plan_is_well_formed_and_its_commands_parse():
 
 
 def _finish(root: Path, name: str, files: dict, device: str = "NVIDIA H100 80GB HBM3"):
-    ledger = campaign.load_ledger(root)
+    ledger = driver.load_ledger(root)
     ledger[name] = {"state": "done", "attempts": [dict(piece=name, state="done", device=device,
                                                        wall_s=1.0, timeout_s=9)]}
     (root / campaign.LEDGER).write_text(json.dumps(ledger))
@@ -204,13 +205,13 @@ def test_the_section_lists_paper_scale_passes_attempted_on_a_gpu(tmp_path):
     def attempt(device, wall, limit, st):
         return {"device": device, "wall_s": wall, "timeout_s": limit, "state": st}
 
-    assert "attempted on a GPU" not in campaign.section(tmp_path)
-    assert "have been attempted on a GPU" not in campaign.section(tmp_path)
+    assert "attempted on a GPU" not in report.section(tmp_path)
+    assert "have been attempted on a GPU" not in report.section(tmp_path)
     files.write_json(tmp_path / campaign.LEDGER, {
         "paper-table1a": {"state": "done", "attempts": [attempt("cpu", 10.0, 99, "done")]},
         "paper-table1c-t256": {"state": "partial", "attempts": [
             attempt("cpu", 5.0, 9, "partial"), attempt("H100", 151.8, 151, "partial")]}})
-    text = campaign.section(tmp_path)
+    text = report.section(tmp_path)
     assert "| paper-table1c-t256 | Table 1(c) at a second length" in text
     assert "| partial | H100: 151.8 s of 151 s, partial |" in text
     assert "None of the" in text
@@ -225,9 +226,9 @@ def _pref(preset, seed, T, freq, log10_p, N=10_000):
 
 def test_rows_come_from_finished_pieces_only(tmp_path):
     plan = [p for p in campaign.pieces() if p.name.startswith("table1-") and "N10000" in p.name]
-    assert campaign.claims(tmp_path, plan) == []
-    assert "None of the" in campaign.section(tmp_path)
-    assert "GPU-only pieces has run yet." in campaign.section(tmp_path)
+    assert report.claims(tmp_path, plan) == []
+    assert "None of the" in report.section(tmp_path)
+    assert "GPU-only pieces has run yet." in report.section(tmp_path)
     for i, p in enumerate(plan):
         a = cli.build_parser().parse_args([x.replace("{out}", "/tmp/x") for x in p.command[3:]])
         gpt2 = a.preset[0].startswith("gpt2")
@@ -235,9 +236,9 @@ def test_rows_come_from_finished_pieces_only(tmp_path):
                       -150.0 if gpt2 else -2.0) for s in a.seeds]
         if i < len(plan) - 1:
             _finish(tmp_path, p.name, {"token_preference.json": {"run": {}, "records": recs}})
-    assert campaign.claims(tmp_path, plan) == []  # one piece missing: no Table 1 row yet
+    assert report.claims(tmp_path, plan) == []  # one piece missing: no Table 1 row yet
     _finish(tmp_path, plan[-1].name, {"token_preference.json": {"run": {}, "records": recs}})
-    (row,) = campaign.claims(tmp_path, plan)
+    (row,) = report.claims(tmp_path, plan)
     assert row.claim == "Table 1 / Finding 1 at paper scale, N = 10,000 (NVIDIA H100 80GB HBM3)"
     assert row.verdict == REPRODUCED and "GPT-2 (N = 10,000, T = [64, 256, 1024])" in row.ours
 
@@ -253,7 +254,7 @@ def test_precision_rows_name_every_setting_and_failures(tmp_path):
                  same_top1={"default": False, "bf16x6": True}),
             dict(agreement={"default": 0.995, "bf16x6": 1.0},
                  same_top1={"default": True, "bf16x6": True})]}})
-    timing, table1 = campaign.claims(tmp_path)
+    timing, table1 = report.claims(tmp_path)
     assert "default: compile 30.1 s, steady 1.2 s (140.0 TFLOP/s), agreement 99.80%" in timing.ours
     assert "highest: timeout" in timing.ours
     assert ("default: per-sequence agreement 99.00%-99.50%, the same top-1 id in 1 of 2"
@@ -276,9 +277,9 @@ def test_gpu_pieces_wait_for_a_gpu_and_run_first_on_one(tmp_path):
     plan = [Piece("on-gpu", "0", WRITE + ("{out}",), 20),
             Piece("anywhere", "1", WRITE + ("{out}",), 20, backend="any")]
     logs = []
-    got = campaign.run(tmp_path, 60, plan=plan, device="cpu", log=logs.append)
+    got = driver.run(tmp_path, 60, plan=plan, device="cpu", log=logs.append)
     assert [a["piece"] for a in got] == ["anywhere"] and "on-gpu: needs a GPU" in logs
-    got = campaign.run(tmp_path / "gpu", 60, plan=plan, device="NVIDIA H100", log=logs.append)
+    got = driver.run(tmp_path / "gpu", 60, plan=plan, device="NVIDIA H100", log=logs.append)
     assert [a["piece"] for a in got] == ["on-gpu", "anywhere"]
 
 
@@ -291,13 +292,13 @@ RESUMABLE = py("import os, sys, time; f = sys.argv[1] + '/count'; "
 def test_a_resumable_piece_runs_to_the_budget_and_continues_next_time(tmp_path, monkeypatch):
     """A resumable piece starts with any budget above the minimum, is stopped when the budget
     ends ('partial', not a failure), and runs again next time without being asked."""
-    monkeypatch.setattr(campaign, "MIN_RESUMABLE_S", 1)
+    monkeypatch.setattr(driver, "MIN_RESUMABLE_S", 1)
     plan = [Piece("long", "5", RESUMABLE, 12 * 3600, backend="any", resumable=True)]
-    (a,) = campaign.run(tmp_path, 3, plan=plan, device="cpu", log=lambda m: None)
+    (a,) = driver.run(tmp_path, 3, plan=plan, device="cpu", log=lambda m: None)
     assert a["state"] == "partial" and a["timeout_s"] <= 3 and a["wall_s"] < 20
-    (b,) = campaign.run(tmp_path, 60, plan=plan, device="cpu", log=lambda m: None)
+    (b,) = driver.run(tmp_path, 60, plan=plan, device="cpu", log=lambda m: None)
     assert b["state"] == "done" and (tmp_path / "long" / "count").read_text() == "2"
-    assert campaign.run(tmp_path, 60, plan=plan, device="cpu", log=lambda m: None) == []
+    assert driver.run(tmp_path, 60, plan=plan, device="cpu", log=lambda m: None) == []
 
 
 def test_a_resumable_piece_stopped_by_a_signal_is_interrupted_not_failed(tmp_path):
@@ -317,11 +318,11 @@ def test_a_resumable_piece_stopped_by_a_signal_is_interrupted_not_failed(tmp_pat
     plan = [Piece(f"r{int(sig)}", "5", stop(sig), 60, backend="any", resumable=True)
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL)]
     plan.append(Piece("once", "5", stop(signal.SIGTERM), 60, backend="any"))
-    first = campaign.run(tmp_path, 600, plan=plan, log=lambda m: None)
+    first = driver.run(tmp_path, 600, plan=plan, log=lambda m: None)
     assert [(a["piece"], a["state"], a["exit_status"]) for a in first] == [
         ("r15", "interrupted", -15), ("r2", "interrupted", -2), ("r1", "interrupted", -1),
         ("r9", "failed", -9), ("once", "failed", -15)]
-    again = campaign.run(tmp_path, 600, plan=plan, log=lambda m: None)
+    again = driver.run(tmp_path, 600, plan=plan, log=lambda m: None)
     assert [(a["piece"], a["state"]) for a in again] == [
         ("r15", "done"), ("r2", "done"), ("r1", "done")]
 
@@ -348,9 +349,9 @@ def test_paper_scale_pieces_parse_and_estimate_from_measured_chunks(tmp_path):
     store.set_plan({"seed_chunk": 2, "seq_chunk": 5})
     store.save((0, 0), {"a": np.zeros(1)}, seconds=120.0)
     store.save((0, 5), {"a": np.zeros(1)}, seconds=120.0)
-    rate = campaign.measured_rate(tmp_path)
+    rate = progress.measured_rate(tmp_path)
     assert rate == pytest.approx(2 * 10 * forward_flops(cfg, 8, last_only=True) / 240.0)
-    listing = campaign.status_markdown(tmp_path)
+    listing = report.status_markdown(tmp_path)
     spec = campaign.PAPER_SCALE["table1a"]
     hours = campaign.paper_scale_flops(spec) / rate / 3600
     assert f"{campaign.paper_scale_flops(spec) / 1e15:.2f} PFLOP; {hours:.1f} h at" in listing
@@ -423,17 +424,17 @@ def test_progress_counts_kept_parts_once(tmp_path):
     store.set_plan({"seed_chunk": 1, "seq_chunk": 10})
     store.save((0, 0), {"a": np.zeros(1)}, seconds=600.0)
     one = 10 * forward_flops(cfg, 8, last_only=True)
-    assert campaign._progress(tmp_path, "table2") == {"flops": one, "seconds": 600.0}
+    assert progress.piece_progress(tmp_path, "table2") == {"flops": one, "seconds": 600.0}
     # the part in progress (not yet kept) counts from its chunks
     store = resume.ChunkStore(tmp_path / campaign.STATE / "table2" / "attn_only", {
         "probe": "p", "model": dataclasses.asdict(cfg), "seeds": [42],
         "inputs": {"shape": [10, 8]}})
     store.set_plan({"seed_chunk": 1, "seq_chunk": 5})
     store.save((0, 0), {"a": np.zeros(1)}, seconds=300.0)
-    got = campaign._progress(tmp_path, "table2")
+    got = progress.piece_progress(tmp_path, "table2")
     assert got == {"flops": one + one // 2, "seconds": 900.0}
-    assert campaign.measured_rate(tmp_path) == pytest.approx(got["flops"] / 900.0)
-    assert "| paper-table2 |" in campaign.status_markdown(tmp_path)
+    assert progress.measured_rate(tmp_path) == pytest.approx(got["flops"] / 900.0)
+    assert "| paper-table2 |" in report.status_markdown(tmp_path)
     # table4a's features keep their chunks one folder below the part's (group-0/)
     name = "llama2-tiny-tokens"
     ident4 = {"model": dataclasses.asdict(cfg), "seeds": [42, 123], "seq_len": 8, "n": 10}
@@ -443,7 +444,7 @@ def test_progress_counts_kept_parts_once(tmp_path):
         "inputs": {"shape": [10, 8]}})
     store.set_plan({"seed_chunk": 2, "seq_chunk": 10})
     store.save((0, 0), {"a": np.zeros(1)}, seconds=60.0)
-    assert campaign._progress(tmp_path, "table4a") == {"flops": 2 * one, "seconds": 60.0}
+    assert progress.piece_progress(tmp_path, "table4a") == {"flops": 2 * one, "seconds": 60.0}
 
 
 def test_a_records_command_names_repository_paths_relative_to_its_root():
@@ -506,9 +507,9 @@ def test_state_chunks_count_each_ragged_chunk_and_its_seconds(tmp_path):
     store.save((2, 8), {"a": np.zeros(1)}, seconds=3.0)
     store.save((0, 8), {"a": np.zeros(1)})
     per_seq = forward_flops(cfg, 8, last_only=True)
-    assert sorted(campaign.state_chunks(tmp_path / "s" / "state.json")) == sorted(
+    assert sorted(progress.state_chunks(tmp_path / "s" / "state.json")) == sorted(
         [(2 * 4 * per_seq, 10.0), (1 * 2 * per_seq, 3.0), (2 * 2 * per_seq, 0.0)])
-    assert campaign.state_progress(tmp_path) == {"flops": 14 * per_seq, "seconds": 13.0}
+    assert progress.state_progress(tmp_path) == {"flops": 14 * per_seq, "seconds": 13.0}
 
 
 def test_a_pieces_compute_seconds_sum_its_chunks_wherever_their_state_sits(tmp_path):
@@ -742,8 +743,8 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
     ident = {"model": dataclasses.asdict(cfg), "seeds": [1], "seq_len": 16, "num_seqs": 4}
     PS._kept(tmp_path / campaign.SUMMARIES / "y", "part", ident, lambda: ({}, 80.0))
     f8, f16 = (4 * forward_flops(cfg, T, last_only=True) for T in (8, 16))
-    rates = campaign.rates_by_length(tmp_path)
-    name, arch, v = cfg.name, campaign.architecture(cfg), __version__
+    rates = progress.rates_by_length(tmp_path)
+    name, arch, v = cfg.name, progress.architecture(cfg), __version__
     assert rates == pytest.approx({8: f8 / 10.0, 16: 2 * f16 / 160.0, (arch, 8): f8 / 10.0,
                                    (arch, 16): 2 * f16 / 160.0, (arch, 8, v): f8 / 10.0,
                                    (None, 8, v): f8 / 10.0, (arch, 16, v): 2 * f16 / 160.0,
@@ -752,17 +753,17 @@ def test_estimates_use_the_rate_measured_at_each_length(tmp_path):
                                           ("gpt2-rope-tiny", "attn_mlp", 16, 8),
                                           ("gpt2-rope-tiny", "attn_mlp", 32, 4)))
     f32 = 4 * forward_flops(cfg, 32, last_only=True)
-    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
+    assert progress.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
         10 * 10.0 + 2 * 80.0 + f32 / 1e9)
     # another model at a measured length: that length's pooled rate, not the overall one
     other = campaign.PaperScale("w", "w", (("llama2-tiny", "attn_mlp", 8, 4),))
     f8l = 4 * forward_flops(get_preset("llama2-tiny"), 8, last_only=True)
-    assert campaign.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
+    assert progress.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
         f8l / (f8 / 10.0))
-    text = campaign._rates_text(spec, rates, 1e9)
+    text = progress.rates_text(spec, rates, 1e9)
     assert f"({name}, T = 8)" in text
     assert "T = 32: no chunk yet, the overall rate" in text
-    assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)
+    assert "(T = 8, other models)" in progress.rates_text(other, rates, 1e9)
 
 
 def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
@@ -792,27 +793,27 @@ def test_estimates_prefer_the_rate_this_library_version_measured(tmp_path):
     chunk(gpt, "new", 10.0)
     chunk(llama, "llama", 5.0)
     f8 = 4 * forward_flops(gpt, 8, last_only=True)
-    rates = campaign.rates_by_length(tmp_path)
-    arch = campaign.architecture(gpt)
+    rates = progress.rates_by_length(tmp_path)
+    arch = progress.architecture(gpt)
     assert rates[(arch, 8)] == pytest.approx(2 * f8 / 50.0)  # pooled over versions
     assert rates[(arch, 8, "0.1.0")] == pytest.approx(f8 / 40.0)
     spec = campaign.PaperScale("z", "z", (("gpt2-rope-tiny", "attn_mlp", 8, 4),))
-    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(10.0)
+    assert progress.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(10.0)
     # without this version's chunk of its model: its own model's older rate, not llama's
     shutil.rmtree(tmp_path / campaign.STATE / "new")
-    rates = campaign.rates_by_length(tmp_path)
-    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(40.0)
-    assert f"({gpt.name}, T = 8, other versions)" in campaign._rates_text(spec, rates, 1e9)
+    rates = progress.rates_by_length(tmp_path)
+    assert progress.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(40.0)
+    assert f"({gpt.name}, T = 8, other versions)" in progress.rates_text(spec, rates, 1e9)
     # a model with no chunk at that length: another model's rate under this version first
     other = campaign.PaperScale("w", "w", (("gpt2-rope-nano", "attn_mlp", 8, 4),))
     nano = 4 * forward_flops(get_preset("gpt2-rope-nano"), 8, last_only=True)
     l8 = 4 * forward_flops(llama, 8, last_only=True)
-    assert campaign.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
+    assert progress.paper_scale_seconds(other, rates, overall=1e9) == pytest.approx(
         nano / (l8 / 5.0))
-    assert "(T = 8, other models)" in campaign._rates_text(other, rates, 1e9)
+    assert "(T = 8, other models)" in progress.rates_text(other, rates, 1e9)
     # a state resumed across versions does not say which computed each chunk: no version
     chunk(gpt, "mixed", 20.0, ["0.1.0", __version__])
-    rates = campaign.rates_by_length(tmp_path)
+    rates = progress.rates_by_length(tmp_path)
     assert (arch, 8, __version__) not in rates and (arch, 8, None) in rates
 
 
@@ -841,14 +842,14 @@ def test_estimates_count_a_model_by_its_architecture_not_its_name(tmp_path):
         "inputs": {"shape": [4, 8]}})
     store.set_plan({"seed_chunk": 1, "seq_chunk": 4})
     store.save((0, 0), {"a": np.zeros(1)}, seconds=1.0)
-    rates = campaign.rates_by_length(tmp_path)
+    rates = progress.rates_by_length(tmp_path)
     spec = campaign.PaperScale("z", "z", (("llama2-tiny", "attn_mlp", 8, 8),))
-    assert campaign._rate_key(spec.passes[0], rates) == (campaign.architecture(llama), 8,
+    assert progress._rate_key(spec.passes[0], rates) == (progress.architecture(llama), 8,
                                                          __version__)
     f8 = 4 * forward_flops(llama, 8, last_only=True)
-    assert campaign.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
+    assert progress.paper_scale_seconds(spec, rates, overall=1e9) == pytest.approx(
         2 * f8 / (2 * f8 / 40.0))
-    assert "(llama2-tiny, T = 8)" in campaign._rates_text(spec, rates, 1e9)
+    assert "(llama2-tiny, T = 8)" in progress.rates_text(spec, rates, 1e9)
 
 
 def test_a_pass_at_another_precision_on_a_gpu_has_another_identity(monkeypatch):

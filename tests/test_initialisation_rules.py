@@ -9,6 +9,9 @@ from bornbiased_jax import verdicts as V
 from bornbiased_jax.stats import bonferroni_log10_p
 from experiments.initialisation import claims as I
 from experiments.initialisation import paper_claims as IP
+from experiments.initialisation import findings_paper as FP
+from experiments.initialisation import table1_paper as TP
+from experiments.initialisation import finding12 as F12
 from experiments.initialisation import finding12 as IP_F12
 
 
@@ -105,16 +108,16 @@ def test_finding12_length_and_scale():
                ((42, 64, 100), (43, 64, 104), (42, 1024, 170), (43, 1024, 204))], n=2000)
     # two 1.2B networks against two nano ones: the between-network test cannot decide
     # (smallest attainable p 1/6), whatever the within-network comparisons say
-    c = IP.finding12_claim(nano, big)
+    c = F12.finding12_claim(nano, big)
     assert c.verdict == V.PARTLY and "scale: undecided (T = 64: the 2 1.2B network(s)" in c.why
     assert "cannot reach 0.01: smallest attainable p 0.17" in c.why
     assert "conditional on these networks, one 1.2B against one nano network: holds" in c.why
     # spreads of 20 nano networks at both lengths, all below the 1.2B ones: reproduced
-    c = IP.finding12_claim(nano, big, (_spread(64, 0.01), _spread(1024, 0.02)))
+    c = F12.finding12_claim(nano, big, (_spread(64, 0.01), _spread(1024, 0.02)))
     assert c.verdict == V.REPRODUCED and "scale: holds (T = 64: the 2 1.2B network(s)" in c.why
     assert "above 22, 22 of 22 nano networks" in c.why
     # the spread at T = 64 only: the scale part holds there only
-    c = IP.finding12_claim(nano, big, (_spread(64, 0.01),))
+    c = F12.finding12_claim(nano, big, (_spread(64, 0.01),))
     assert c.verdict == V.PARTLY and "scale: holds at T = 64 only (T = 1,024 undecided" in c.why
     # the page's numbers: 1.2B at 3.70 % and 4.45 % above 18 and 20 of 22 nano networks,
     # Mann-Whitney p 0.058: undecided, though every within-network comparison is significant
@@ -128,16 +131,16 @@ def test_finding12_length_and_scale():
     assert state == "undecided" and "above 18, 20 of 22" in text and "p 0.058" in text
     # 1.2B networks below every nano network: the scale part fails
     low = _t1([("gpt2-rope-1.2b", s, T, 2, 5) for s in (42, 43) for T in (64, 1024)], n=2000)
-    c = IP.finding12_claim(nano, low, (_spread(64, 0.2), _spread(1024, 0.2)))
+    c = F12.finding12_claim(nano, low, (_spread(64, 0.2), _spread(1024, 0.2)))
     assert c.verdict == V.DIFFERS and "scale: fails" in c.why
     # the 1.2B model at T = 64 only, the spread there: the paper's "at the same input length"
     # holds there only
     big64 = _t1([("gpt2-rope-1.2b", s, 64, 2, k) for s, k in ((42, 100), (43, 104))], n=2000)
-    c = IP.finding12_claim(nano, big64, (_spread(64, 0.01),))
+    c = F12.finding12_claim(nano, big64, (_spread(64, 0.01),))
     assert c.verdict == V.PARTLY and "scale: holds at T = 64 only (T = 1,024 undecided" in c.why
     # a 1.2B record sharing no (seed, T) with the nano one compares nothing within networks
     other = _t1([("gpt2-rope-1.2b", 7, 64, 2, 100)], n=2000)
-    c = IP.finding12_claim(nano, other)
+    c = F12.finding12_claim(nano, other)
     assert "conditional on these networks, one 1.2B against one nano network: undecided (no " \
         "comparison)" in c.why and c.verdict == V.PARTLY
     # the paper's own Table 1 (seed 42: 52 vs 79 of 2,000 at T = 64, Fisher p = 0.0103, and
@@ -146,20 +149,20 @@ def test_finding12_length_and_scale():
     # nothing
     paper_big = _t1([("gpt2-rope-1.2b", s, T, 2, k) for s, T, k in
                      ((42, 64, 79), (43, 64, 104), (42, 1024, 127), (43, 1024, 204))], n=2000)
-    c = IP.finding12_claim(nano, paper_big)
+    c = F12.finding12_claim(nano, paper_big)
     assert c.verdict == V.PARTLY
     assert ("one 1.2B against one nano network: holds (pooled one-sided Mantel-Haenszel p "
             "6.6e-09 over 4 comparisons; on their own: 2 of 4 significant at 0.01, 4 of 4 in the "
             "paper's direction)") in c.why
     assert "seed 42 T=64: 2.60% -> 3.95% (p 0.01)" in c.ours
-    c = IP.finding12_claim(nano)  # no 1.2B record yet: the length part holds, scale untested
+    c = F12.finding12_claim(nano)  # no 1.2B record yet: the length part holds, scale untested
     assert c.verdict == V.UNDERPOWERED and "scale: not measured" in c.why
     # one seed's rise significant, the other's not (37 -> 52 of 2,000, Fisher p 0.066, our
     # nano seed 42): both in the paper's direction, the pooled test holds (formerly 'holds for
     # 1 of 2', partly); the scale part unmeasured leaves the whole consistent, underpowered
     half = _t1([("gpt2-rope-nano", s, T, 1, k) for s, T, k in
                 ((42, 64, 37), (42, 1024, 52), (43, 64, 41), (43, 1024, 94))], n=2000)
-    c = IP.finding12_claim(half)
+    c = F12.finding12_claim(half)
     assert c.verdict == V.UNDERPOWERED and "length: holds (pooled" in c.why
     assert "1 of 2 significant at 0.01, 2 of 2 in the paper's direction" in c.why
     assert "seed 42: 1.85% -> 2.60% (p 0.066)" in c.ours
@@ -170,7 +173,7 @@ def test_finding12_length_and_scale():
                      (57, "holds (pooled one-sided Mantel-Haenszel p 0.0082")):
         edge = _t1([("gpt2-rope-nano", s, T, 1, 40 if T == 64 else k) for s in (42, 43)
                     for T in (64, 1024)], n=2000)
-        c = IP.finding12_claim(edge)
+        c = F12.finding12_claim(edge)
         assert f"length: {state} over 2 comparisons; on their own: 0 of 2 significant" in c.why
         assert c.verdict == V.UNDERPOWERED  # no 1.2B record: the scale part not measured
     # one comparison significantly reversed (135 -> 60) fails the part, whatever the pool
@@ -178,41 +181,41 @@ def test_finding12_length_and_scale():
                  ((42, 64, 52), (42, 1024, 104), (43, 64, 135), (43, 1024, 60))], n=2000)
     strong = _t1([("gpt2-rope-1.2b", s, T, 2, k) for s, T, k in
                   ((42, 64, 100), (43, 64, 100), (42, 1024, 400), (43, 1024, 400))], n=2000)
-    c = IP.finding12_claim(mixed, strong)
+    c = F12.finding12_claim(mixed, strong)
     assert c.verdict == V.DIFFERS and "length: fails" in c.why
     assert "3 of 4 in the paper's direction, 1 significantly against it" in c.why
     flat = _t1([("gpt2-rope-nano", s, T, 1, 52) for s in (42, 43) for T in (64, 1024)], n=2000)
-    assert IP.finding12_claim(flat).verdict == V.UNDERPOWERED  # nothing decided either way
+    assert F12.finding12_claim(flat).verdict == V.UNDERPOWERED  # nothing decided either way
     down = _t1([("gpt2-rope-nano", s, T, 1, k) for s, T, k in
                 ((42, 64, 104), (42, 1024, 40), (43, 64, 60), (43, 1024, 135))], n=2000)
-    c = IP.finding12_claim(down, big)
+    c = F12.finding12_claim(down, big)
     assert c.verdict == V.DIFFERS and "length: fails" in c.why
     # the 1.2B model measured at two lengths joins the length part, seed by seed
     flat_big = _t1([("gpt2-rope-1.2b", s, T, 2, k) for s, T, k in
                     ((42, 64, 74), (42, 256, 92), (43, 64, 89), (43, 256, 109))], n=2000)
-    c = IP.finding12_claim(nano, flat_big)  # the 1.2B rises not significant on their own
+    c = F12.finding12_claim(nano, flat_big)  # the 1.2B rises not significant on their own
     assert "length: holds (pooled" in c.why and "2 of 4 significant at 0.01, 4 of 4" in c.why
     assert "scale: undecided" in c.why and c.verdict == V.PARTLY
     assert "1.2B T = 64 -> 256: seed 42: 3.70% -> 4.60% (p 0.089); seed 43: 4.45% -> 5.45%" \
         in c.ours
     falling_big = _t1([("gpt2-rope-1.2b", s, T, 2, k) for s, T, k in
                        ((42, 64, 140), (42, 256, 80), (43, 64, 89), (43, 256, 109))], n=2000)
-    c = IP.finding12_claim(nano, falling_big)
+    c = F12.finding12_claim(nano, falling_big)
     assert "length: fails" in c.why and c.verdict == V.DIFFERS
 
 
 def test_finding13_needs_decisive_seeds():
     t = _t1([("gpt2-rope-nano", s, T, i, 60) for s, T, i in
              ((42, 64, 5), (43, 64, 9), (42, 256, 5), (43, 256, 9))], n=2000)
-    c = IP.finding13_claim([t])
+    c = FP.finding13_claim([t])
     assert c.verdict == V.REPRODUCED and "gpt2-rope-nano seed 42, gpt2-rope-nano seed 43" in c.why
     same = _t1([("gpt2-rope-nano", s, 64, 5, 60) for s in (42, 43)], n=2000)
-    assert IP.finding13_claim([same]).verdict == V.DIFFERS
+    assert FP.finding13_claim([same]).verdict == V.DIFFERS
     weak = _t1([("llama2-nano", s, 64, s, 2) for s in (42, 43)], n=2000)
-    assert IP.finding13_claim([weak]).verdict == V.UNTESTABLE
+    assert FP.finding13_claim([weak]).verdict == V.UNTESTABLE
     # one length shows no persistence: a seed measured once is not "a favourite at every length"
     once = _t1([("gpt2-rope-1.2b", s, 64, i, 90) for s, i in ((42, 5), (43, 9))], n=2000)
-    c = IP.finding13_claim([once])
+    c = FP.finding13_claim([once])
     assert "at each): no seed of 0" in c.why
     assert "one length only: gpt2-rope-1.2b seed 42, gpt2-rope-1.2b seed 43" in c.why
 
@@ -225,12 +228,12 @@ def test_finding13_counts_tokens_within_noise_of_the_top_as_favourites():
                 "top1_freq": counts[0] / 2000, "num_seqs": 2000, "vocab_size": 50_257,
                 "log10_p": bonferroni_log10_p(counts[0], 2000, 50_257), "top_ids": ids,
                 "top_counts": counts}
-    assert IP.contenders(rec(42, 64, [7, 8, 9], [41, 41, 20])) == {7, 8}
-    assert IP.contenders(rec(42, 64, [7, 8, 9], [41, 36, 20])) == {7, 8}  # 41 vs 36: noise
-    assert IP.contenders(rec(43, 64, [5, 8, 9], [94, 42, 28])) == {5}
+    assert FP.contenders(rec(42, 64, [7, 8, 9], [41, 41, 20])) == {7, 8}
+    assert FP.contenders(rec(42, 64, [7, 8, 9], [41, 36, 20])) == {7, 8}  # 41 vs 36: noise
+    assert FP.contenders(rec(43, 64, [5, 8, 9], [94, 42, 28])) == {5}
     apart = {"records": [rec(42, 64, [7, 8, 9], [41, 41, 20]), rec(43, 64, [5, 6, 1], [94, 42, 28]),
                          rec(42, 256, [8, 7, 2], [52, 50, 30]), rec(43, 256, [5, 6, 1], [90, 40, 28])]}
-    c = IP.finding13_claim([apart])
+    c = FP.finding13_claim([apart])
     assert c.verdict == V.REPRODUCED and "seed 42: 7/8" in c.ours
     assert ("a favourite at every length (a token among the contenders at each): "
             "gpt2-rope-nano seed 42, gpt2-rope-nano seed 43 of 2") in c.why
@@ -239,15 +242,15 @@ def test_finding13_counts_tokens_within_noise_of_the_top_as_favourites():
     assert "within noise of a runner-up" in c.why and "gpt2-rope-nano seed 42" in c.why
     # seed 43's favourite is seed 42's tied runner-up: the favourite is not tied to the seed
     shared = {"records": [rec(42, 64, [7, 5, 9], [41, 41, 20]), rec(43, 64, [5, 6, 1], [94, 42, 28])]}
-    c = IP.finding13_claim([shared])
+    c = FP.finding13_claim([shared])
     assert c.verdict == V.DIFFERS and "gpt2-rope-nano T=64" in c.why
     # every kept token within noise of the top: the contenders would be cut short
-    assert IP.contenders(rec(42, 64, [7, 8, 9], [41, 40, 39])) is None
+    assert FP.contenders(rec(42, 64, [7, 8, 9], [41, 40, 39])) is None
     open_ = {"records": [rec(42, 64, [7, 8, 9], [41, 40, 39]), rec(43, 64, [5, 6, 1], [94, 42, 28])]}
-    c = IP.finding13_claim([open_])  # the one decisive pair is undetermined: nothing to judge
+    c = FP.finding13_claim([open_])  # the one decisive pair is undetermined: nothing to judge
     assert c.verdict == V.UNTESTABLE and "contenders undetermined" in c.why
-    assert IP.contenders(rec(42, 64, [7, 8, 9], [4, 0, 0])) == {7}  # unpredicted fill-ins
-    assert IP.contenders({**rec(42, 64, [7, 8, 9], [41, 40, 39]), "distinct_tokens": 3}) == {
+    assert FP.contenders(rec(42, 64, [7, 8, 9], [4, 0, 0])) == {7}  # unpredicted fill-ins
+    assert FP.contenders({**rec(42, 64, [7, 8, 9], [41, 40, 39]), "distinct_tokens": 3}) == {
         7, 8, 9}
 
 
@@ -265,31 +268,31 @@ def test_the_seed_spread_ranks_the_papers_nano_seeds_among_ours():
 
     a = _paper_t1("gpt2-rope-nano", {(42, 64): 37, (43, 64): 41})
     mixed = spread(range(30, 90, 3))
-    c = IP.seed_spread_claim(a, mixed)  # ours 1.5 %-4.35 %: the paper's 2.6 %, 3.0 % inside
+    c = FP.seed_spread_claim(a, mixed)  # ours 1.5 %-4.35 %: the paper's 2.6 %, 3.0 % inside
     # ... but 20 networks cannot reject (smallest attainable p 2/21): only "not excluded"
     assert c.verdict == V.UNDERPOWERED
     assert "smallest attainable p is 2/21 = 0.095 > 0.01 (it can reject from 199" in c.why
     assert "our 20 nano networks (their own embedding draws) at T = 64" in c.ours
     assert "our Table 1(a) seed 42 (1.85%) above 3, seed 43 (2.05%) above 4" in c.ours
     low = spread(range(20, 40))
-    c = IP.seed_spread_claim(a, low)  # every one of ours below both of the paper's
+    c = FP.seed_spread_claim(a, low)  # every one of ours below both of the paper's
     assert c.verdict == V.UNDERPOWERED and "are above 20, 20 of them" in c.ours
     assert "as if independent: p 0.0087" in c.ours and "(rank: p 0.095;" in c.ours
     assert "(ours less biased), significant only if they were independent" in c.why
     assert "needs 199" in c.why and "our networks also share" not in c.why
     # 199 networks all below the paper's mean: decided
-    c = IP.seed_spread_claim(a, spread([20 + i % 20 for i in range(199)]))
+    c = FP.seed_spread_claim(a, spread([20 + i % 20 for i in range(199)]))
     assert c.verdict == V.DIFFERS and "ours are less biased" in c.why
     # one of ours above the paper's 2.60 % (p 0.017): not full separation, no rejection
     one_up = spread([53] + list(range(20, 39)))
-    c = IP.seed_spread_claim(a, one_up)
+    c = FP.seed_spread_claim(a, one_up)
     assert c.verdict == V.UNDERPOWERED and "are above 19, 20 of them" in c.ours
     # 199 networks whose spread holds the paper's two: the test could have failed, and did not
     wide = spread([30 + i % 60 for i in range(199)])
-    c = IP.seed_spread_claim(a, wide)
+    c = FP.seed_spread_claim(a, wide)
     assert c.verdict == V.REPRODUCED and "smallest attainable p 2/200 = 0.01 <= 0.01" in c.why
     high = spread(range(70, 90))
-    c = IP.seed_spread_claim(_paper_t1("gpt2-rope-nano", {(42, 64): 70, (43, 64): 71}), high)
+    c = FP.seed_spread_claim(_paper_t1("gpt2-rope-nano", {(42, 64): 70, (43, 64): 71}), high)
     assert c.verdict == V.UNDERPOWERED and "(ours more biased)" in c.why
     rows = IP.paper_scale_claims({"table1a": a})
     assert "experiments.paper_scale table1a-seeds" in rows["Table 1(a) seed spread"].ours
@@ -504,14 +507,14 @@ def test_paper_scale_rows_come_from_their_records_or_say_which_piece_measures_th
     assert "N = 2,000/10,000" in t1.claim
     only10 = IP.paper_scale_claims({"table1a": a, "table1b_n10k": b10})["Table 1 / Finding 1"]
     assert only10.verdict == V.REPRODUCED
-    note = IP.table1_frequency_note({"table1a": a, "table1b": b, "table1b_n10k": b10})
+    note = TP.table1_frequency_note({"table1a": a, "table1b": b, "table1b_n10k": b10})
     assert ("LLaMA-2 nano (12L, 12H, 768d): ours below the paper's in 0 of 4 rows "
             "(100%-117% of it), our 95 % interval excluding the paper's value in 0 "
             "(N = 10,000)") in note
-    n2000 = IP.table1_frequency_note({"table1b": b})
+    n2000 = TP.table1_frequency_note({"table1b": b})
     assert n2000.startswith("LLaMA-2 nano (12L, 12H, 768d): measured at N = 2,000 only, not "
                             "comparable in frequency with the paper's rows at N = 10,000")
-    side = IP.table1_side_by_side({"table1b": b, "table1b_n10k": b10})
+    side = TP.table1_side_by_side({"table1b": b, "table1b_n10k": b10})
     assert "| LLaMA-2 nano (12L, 12H, 768d) | 42 | 64 | 18219 | 0.06% | 3.16e-2 | 142 | 0.05% [" \
         in side  # 1 of 2,000
     assert "| LLaMA-2 nano (12L, 12H, 768d) | 42 | 64 | 18219 | 0.06% | 3.16e-2 | 5 | 0.06% [" \
@@ -519,20 +522,20 @@ def test_paper_scale_rows_come_from_their_records_or_say_which_piece_measures_th
     assert "3.16e-2 | 5 | 0.06% [0.02%, 0.13%] | 0.0316 | 10,000 |" in side
     assert rows["Finding 1.2"].verdict == V.UNDERPOWERED  # length holds; no Table 1(c) yet
     assert rows["Finding 1.3"].verdict == V.REPRODUCED  # ids 142 vs 143
-    note = IP.table1_frequency_note({"table1a": a})  # the paper's own counts of 2,000
+    note = TP.table1_frequency_note({"table1a": a})  # the paper's own counts of 2,000
     assert note.startswith("RoPE GPT-2 nano (12L, 12H, 768d): ours below the paper's in 0 of 4 "
                            "rows (100%-100% of it), our 95 % interval excluding the paper's "
                            "value in 0")
     low = _paper_t1("gpt2-rope-nano", {(42, 64): 20, (43, 1024): 30})  # 1.0 %, 1.5 %
     assert "below the paper's in 2 of 2 rows (22%-38% of it), our 95 % interval excluding the " \
-        "paper's value in 2" in IP.table1_frequency_note({"table1a": low})
-    assert IP.table1_frequency_note({}) is None
-    side = IP.table1_side_by_side({"table1a": a})
+        "paper's value in 2" in TP.table1_frequency_note({"table1a": low})
+    assert TP.table1_frequency_note({}) is None
+    side = TP.table1_side_by_side({"table1a": a})
     assert "| RoPE GPT-2 nano (12L, 12H, 768d) | 42 | 64 | 6336 | 2.60% | 4.55e-137 | 142 | 2.60% [" \
         in side
     assert "| LLaMA-2 nano (12L, 12H, 768d) | 42 | 64 | 18219 | 0.06% | 3.16e-2 | - | - | - | - |" \
         in side
-    assert IP.table1_side_by_side({}) is None
+    assert TP.table1_side_by_side({}) is None
 
 
 def test_table1_at_paper_scale_judges_the_pattern_and_the_magnitudes():
@@ -585,11 +588,11 @@ def test_table1_parts_measured_by_several_pieces_are_one_set_of_rows():
                                      (42, 1024): 104, (43, 1024): 135})
     b10 = {"run": {}, "records": _llama({(42, 64): 6, (43, 64): 9, (42, 256): 7, (43, 256): 6})}
     t1024 = {"run": {}, "records": _llama({(42, 1024): 7, (43, 1024): 7})}
-    without = IP.table1_magnitudes({"table1a": a, "table1b_n10k": b10})[1]
-    with_ = IP.table1_magnitudes({"table1a": a, "table1b_n10k": b10,
+    without = TP.table1_magnitudes({"table1a": a, "table1b_n10k": b10})[1]
+    with_ = TP.table1_magnitudes({"table1a": a, "table1b_n10k": b10,
                                   "table1b_n10k_t1024": t1024})[1]
     assert "in its 4 rows at N = 10,000" in without and "in its 6 rows at N = 10,000" in with_
-    side = IP.table1_side_by_side({"table1b_n10k_t1024": t1024})
+    side = TP.table1_side_by_side({"table1b_n10k_t1024": t1024})
     assert "| LLaMA-2 nano (12L, 12H, 768d) | 43 | 1,024 | 21436 | 0.07% | 1.40e-3 | 5 | 0.07% [" \
         in side and side.count("| 10,000 |") == 2
     rows = IP.paper_scale_claims({"table1a": a, "table1b_n10k_t1024": t1024})
@@ -600,7 +603,7 @@ def test_table1_parts_measured_by_several_pieces_are_one_set_of_rows():
     both = IP.paper_scale_claims({"table1a": a, "table1c": c64, "table1c_t256": c256})
     assert "seed 42 T=256" not in only64.ours and "seed 42 T=256" in both["Finding 1.2"].ours
     assert "T = 256: the 2 1.2B network(s)" in both["Finding 1.2"].why  # both pieces judged
-    assert "| RoPE GPT-2 1.2B (24L, 32H, 2048d) | 43 | 256 |" in IP.table1_side_by_side(
+    assert "| RoPE GPT-2 1.2B (24L, 32H, 2048d) | 43 | 256 |" in TP.table1_side_by_side(
         {"table1c_t256": c256})
 
 
@@ -942,20 +945,20 @@ def test_table1c_magnitudes_row_judges_the_measured_lengths():
     underpowered; the row names the lengths it compares and those still to measure."""
     assert IP.paper_scale_claims({})["Table 1(c) magnitudes"].verdict == V.UNTESTABLE
     match = {"table1c": _paper_t1("gpt2-rope-1.2b", {(42, 64): 74, (43, 64): 89}, layers=24)}
-    c = IP.table1c_magnitudes_claim(match)
+    c = TP.table1c_magnitudes_claim(match)
     assert c.verdict == V.UNDERPOWERED and c.claim.endswith("at T = 64)")
     assert "the spread between 1.2B networks is not measured" in c.why
     assert c.paper == "seed 42 T = 64: 3.95%; seed 43 T = 64: 5.20%"
     assert "T = 256, 1,024 not measured yet" in c.why
     low = {"table1c": _paper_t1("gpt2-rope-1.2b", {(42, 64): 40, (43, 64): 50}, layers=24)}
-    c = IP.table1c_magnitudes_claim(low)
+    c = TP.table1c_magnitudes_claim(low)
     assert c.verdict == V.DIFFERS and "below the paper's value in 2" in c.ours
     mixed = {"table1c": _paper_t1("gpt2-rope-1.2b", {(42, 64): 40, (43, 64): 104}, layers=24)}
-    assert IP.table1c_magnitudes_claim(mixed).verdict == V.UNDERPOWERED
+    assert TP.table1c_magnitudes_claim(mixed).verdict == V.UNDERPOWERED
     # with the T = 256 piece the row compares both lengths
     both = {**match, "table1c_t256": _paper_t1("gpt2-rope-1.2b", {(42, 256): 124,
                                                                   (43, 256): 149}, layers=24)}
-    c = IP.table1c_magnitudes_claim(both)
+    c = TP.table1c_magnitudes_claim(both)
     assert c.claim.endswith("at T = 64, 256)") and c.verdict == V.UNDERPOWERED
     assert c.why.count("T = 1,024 not measured yet;") == 1 and "table1c-t256" not in c.why
     assert "in its 4 rows" in c.ours
@@ -964,7 +967,7 @@ def test_table1c_magnitudes_row_judges_the_measured_lengths():
     # below the paper at one length only: mixed, and the row says where
     short = {**match, "table1c_t256": _paper_t1("gpt2-rope-1.2b", {(42, 256): 92,
                                                                    (43, 256): 109}, layers=24)}
-    c = IP.table1c_magnitudes_claim(short)
+    c = TP.table1c_magnitudes_claim(short)
     assert c.verdict == V.UNDERPOWERED
     assert c.why.startswith("the paper's value is above our interval at T = 256 (seeds 42, 43: "
                             "ours 74%, 73% of it); the paper's value is inside our interval at "
@@ -1079,10 +1082,10 @@ def test_finding11_minimum_n_is_where_the_papers_weakest_row_reaches_the_level()
     parts' 2.60 % and 3.95 % at 1 % a few hundred."""
     import math
 
-    assert IP.finding11_min_n("b", 32_000) == 10_000
+    assert FP.finding11_min_n("b", 32_000) == 10_000
     assert bonferroni_log10_p(6, 10_000, 32_000) < math.log10(0.05)
     assert bonferroni_log10_p(5, 9_900, 32_000) >= math.log10(0.05)
-    assert IP.finding11_min_n("a", 50_257) == 200 and IP.finding11_min_n("c", 50_257) == 100
+    assert FP.finding11_min_n("a", 50_257) == 200 and FP.finding11_min_n("c", 50_257) == 100
     assert bonferroni_log10_p(5, 200, 50_257) < -2 <= bonferroni_log10_p(2, 100, 50_257)
 
 
@@ -1097,28 +1100,28 @@ def test_finding11_every_architecture_scale_and_length_shows_a_preference():
     big = _t1([("gpt2-rope-1.2b", s, 64, 8, k) for s, k in ((42, 79), (43, 104))],
               n=2000)["records"]
     paper = _llama({(42, 64): 6, (43, 64): 9, (42, 1024): 7, (43, 1024): 7})
-    c = IP.finding11_claim(gpt2 + big + paper)
+    c = FP.finding11_claim(gpt2 + big + paper)
     assert c.verdict == V.REPRODUCED and "a preference in 5 of 5 tested (model, T) cells" in c.why
     assert "llama2-nano T=64: pooled p" in c.ours and "(2 of 2 seed rows below 0.05" in c.ours
     # LLaMA-2 at the paper's weakest in both seeds (6 and 6 of 10,000, each p 0.032): pooled p
     # 0.0079 < 0.05 holds; 5 and 5 (each p 0.2): pooled above 0.05, the cell fails
-    weak = IP.finding11_claim(gpt2 + big + _llama({(42, 64): 6, (43, 64): 6}))
+    weak = FP.finding11_claim(gpt2 + big + _llama({(42, 64): 6, (43, 64): 6}))
     assert weak.verdict == V.REPRODUCED and "pooled p 0.00792" in weak.ours
-    fail = IP.finding11_claim(gpt2 + big + _llama({(42, 64): 5, (43, 64): 5}))
+    fail = FP.finding11_claim(gpt2 + big + _llama({(42, 64): 5, (43, 64): 5}))
     assert fail.verdict == V.PARTLY and "none in llama2-nano T=64" in fail.why
     # at N = 9,900 LLaMA-2 is below the rule's minimum: untested, not failed
-    below = IP.finding11_claim(gpt2 + big + _llama({(42, 64): 6, (43, 64): 6}, n=9_900))
+    below = FP.finding11_claim(gpt2 + big + _llama({(42, 64): 6, (43, 64): 6}, n=9_900))
     assert below.verdict == V.UNDERPOWERED
     assert "untested: llama2-nano T=64 (N = 9,900, below the rule's minimum 10,000)" in below.why
     # one architecture only: a preference everywhere measured, but not 'across architectures'
-    one = IP.finding11_claim(gpt2 + big)
+    one = FP.finding11_claim(gpt2 + big)
     assert one.verdict == V.UNDERPOWERED
     assert "not measured across architectures (GPT-2, LLaMA-2) (only GPT-2)" in one.why
     # a GPT-2 cell at 2 of 2,000 (uniform draws' level) with LLaMA-2 uniform too: differs
     flat = _t1([("gpt2-rope-nano", s, 64, 7, 2) for s in (42, 43)], n=2000)["records"]
-    c = IP.finding11_claim(flat + _llama({(42, 64): 4, (43, 64): 4}))
+    c = FP.finding11_claim(flat + _llama({(42, 64): 4, (43, 64): 4}))
     assert c.verdict == V.DIFFERS and "a preference in 0 of 2 tested" in c.why
-    assert IP.finding11_claim(_llama({(42, 64): 6}, n=2000)).verdict == V.UNTESTABLE
+    assert FP.finding11_claim(_llama({(42, 64): 6}, n=2000)).verdict == V.UNTESTABLE
     # the paper-scale row pools every Table 1 piece; without one it names the pieces
     rows = IP.paper_scale_claims({"table1a": _paper_t1("gpt2-rope-nano", {(42, 64): 52}),
                                   "table1b_n10k": {"run": {}, "records": paper}})

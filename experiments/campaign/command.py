@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from bornbiased_jax.errors import UserError
+from experiments.campaign import driver, report
 from experiments.campaign import plan as campaign
 
 
@@ -62,13 +63,13 @@ def main(argv: list[str]) -> int:
             p.error(f"--env takes KEY=VALUE, got {kv!r}")
         env[key] = value
     if args.list:
-        print(campaign.status_markdown(args.root), end="")
+        print(report.status_markdown(args.root), end="")
         return 0
     try:
-        attempts = campaign.run(args.root, args.budget, only=args.only, retry=args.retry,
+        attempts = driver.run(args.root, args.budget, only=args.only, retry=args.retry,
                                 env=env, records=args.records)
     except UserError as e:
         print(f"campaign: error: {e}", file=sys.stderr)
         return 2
-    print(campaign.status_markdown(args.root), end="")
+    print(report.status_markdown(args.root), end="")
     return 0 if all(a["state"] in ("done", "partial") for a in attempts) else 1

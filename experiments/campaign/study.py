@@ -15,9 +15,9 @@ def gpu_section(records: dict, outputs) -> str | None:
 
 
 def section(records: dict, outputs) -> str | None:
-    from experiments.campaign import plan
+    from experiments.campaign import report
 
-    return plan.section(outputs.campaign)
+    return report.section(outputs.campaign)
 
 
 # the driver, and the Sec. 3-4 pieces it runs (each writes paper-scale records under

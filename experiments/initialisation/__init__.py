@@ -8,5 +8,7 @@ final states through the model's own final norm and unembedding, simulated), ``f
 ``figure5``, ``figure6``, ``figure7``, ``table3``, ``figure8``, ``figure9``, ``figure10``, with
 ``levels`` (the significance levels and the paper's N they share); ``claims`` names the rules
 and lists the rows in RESULTS.md's order. ``paper_claims`` (the same claims at the paper's own
-shapes), ``finding12`` (Finding 1.2 at the paper's shapes: length within networks, scale between
+shapes), ``findings_paper`` (Findings 1.1 and 1.3 and Table 1(a)'s seed spread, which exist only
+at the paper's shapes; Table 1's parts), ``table1_paper`` (Table 1 beside the paper's rows: the
+side-by-side table, the magnitudes, the frequency note), ``finding12`` (Finding 1.2 at the paper's shapes: length within networks, scale between
 them), ``study`` (its experiments, RESULTS.md section and the run_all command)."""

@@ -53,6 +53,7 @@ def _cells(claims) -> list[str]:
 def section(records: dict, outputs=None) -> str | None:
     from experiments.common.paper_records import PAPER_RECORDS
     from experiments.initialisation import claims as initialisation
+    from experiments.initialisation import findings_paper, table1_paper
     from experiments.initialisation import paper_claims as initialisation_paper
 
     if not any(n in records for n in EXPERIMENTS):
@@ -82,13 +83,13 @@ def section(records: dict, outputs=None) -> str | None:
             for extra in ("Table 1(a) seed spread", "Table 1(c) magnitudes", "Finding 1.1",
                           "Finding 1.2", "Finding 1.3"):
                 if extra == "Finding 1.1" and name in records:  # its CPU row first
-                    lines += _cells(initialisation_paper.finding11_claim(records[name]["records"]))
+                    lines += _cells(findings_paper.finding11_claim(records[name]["records"]))
                 lines += _cells(at_paper.pop(extra))
         if prefix in initialisation.FINDING2_PARTS:
             finding2[prefix] = (cpu, at)
             if len(finding2) == len(initialisation.FINDING2_PARTS):
                 lines += _cells(initialisation.finding2_claim(finding2))
-    side = initialisation_paper.table1_side_by_side(paper)
+    side = table1_paper.table1_side_by_side(paper)
     if side is not None:
         lines += ["", "Table 1 at the paper's shapes, the paper's rows beside ours (the paper's "
                   "p-values are those of N = 2,000 for GPT-2 and N = 10,000 for LLaMA-2, whose "
@@ -97,7 +98,7 @@ def section(records: dict, outputs=None) -> str | None:
                   "the weights: ids are not comparable; frequencies are at the paper's N, and so "
                   "are p-values up to the vocabulary: the paper's GPT-2 rows fit |V| = 50,304, "
                   "nanoGPT's padded one, ours use 50,257; '-': not measured yet):", "", side]
-        note = initialisation_paper.table1_frequency_note(paper)
+        note = table1_paper.table1_frequency_note(paper)
         lines += ["", note] if note else []
     lines += ["", "p-values below ~1e-20 only say 'decisively significant'; their magnitude is "
               "not meaningful (the z-test's normal tail is far outside its accuracy there). "
