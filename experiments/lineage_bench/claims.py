@@ -75,7 +75,13 @@ IN_SAMPLE_NOTE = ("its level here rests on a slack fitted on trained pairs of th
                   "between trained models, per width and depth')")
 NOTES = {"paper": "Algorithm 1's test on the benchmark's token inputs, not on the algorithm's "
                   "isotropic Gaussian embeddings (Sec. 6.1.1)",
-         "matched": _FITTED, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + _FITTED}
+         "matched": _FITTED, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + _FITTED,
+         "attention": "a column only, no leg of any verdict: it reads the heads' weights (the "
+                      "spectra of their QK and OV circuits), its null is exact only where one "
+                      "model is an initialisation, and its level between trained models is "
+                      "measured on one cell of the level along training",
+         "attention_init": "a column only, no leg of any verdict: BASE's initialisation's heads "
+                           "against the suspect's, its null exact"}
 
 
 def law_slacks(pairs: list[dict] | None) -> list[int]:
