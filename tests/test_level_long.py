@@ -93,6 +93,31 @@ def test_the_law_is_constant_when_k_is_flat_and_grows_when_k_grows():
     assert LW.law_slack(growing, 2.6e9, F) >= LW.law_slack(growing, 2.6e7, F) + 6
 
 
+def test_the_law_fits_one_intercept_per_cell_and_takes_the_steepest_slope():
+    """Two cells that grow alike at different levels: one slope per decade, not the flatter
+    pooled one a single intercept would give; a cell that grows faster than the common slope
+    sets the law's slope (the conservative extrapolation), and the envelope covers every
+    point of every cell."""
+    t = [2.5e5 * 4 ** i for i in range(5)]
+    high = [(x, 10 + 2 * i, F, "a") for i, x in enumerate(t)]
+    low = [(x, 0 + 2 * i, F, "b") for i, x in enumerate(t)]
+    law = LW.fit_law(high + low)
+    assert law["form"] == "log-tokens" and law["slope_from"] == "common"
+    assert law["slope"] == pytest.approx(2 / math.log10(4), rel=1e-6)
+    assert law["heterogeneity_p"] == 1.0
+    pooled = LW.fit_law([(x, u, f) for x, u, f, _ in high + low])  # one intercept
+    assert pooled["form"] == "constant"  # the cells' gap swamps the growth
+    for x, u, f, _ in high + low:
+        assert LW.law_slack(law, x, f) >= u
+    steep = [(x, 10 + 4 * i, F, "a") for i, x in enumerate(t)]
+    law = LW.fit_law(steep + low)
+    assert law["slope_from"] == "a" and law["slope"] == pytest.approx(4 / math.log10(4))
+    assert set(law["cell_slopes"]) == {"a", "b"} and 0 <= law["heterogeneity_p"] < 0.05
+    row = next(c for c in LC.claims({"records": _record(lambda s, a, b: 1)})
+               if c.claim.startswith("The slack as"))
+    assert "steepest" not in row.ours  # one cell: no cells' slopes to report
+
+
 def test_the_laws_width_term_is_the_largest_fitted_share_of_the_width():
     """u(T, F) = max(ceil(c + b log10 T), ceil(s F)): s is the largest fitted slack over its
     cell's width, so a wide model's slack is at least that share of its width, and the cell

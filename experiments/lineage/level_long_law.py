@@ -9,10 +9,17 @@ layers); the rejection rate at slack 0; and the slack fitted on the first half o
 (:func:`experiments.common.level_fit.fit_slack`).
 
 The law (:func:`fit_law`), fitted on the first halves only: the fitted slacks of every cell and
-checkpoint regressed on log10 tokens by least squares. When the slope is significantly above 0
-(one-sided t at 95 %, df = points - 2) the law grows with training, ceil(c + b log10 T) with c
-the smallest intercept that covers every fitted point (an upper envelope of slope b); otherwise
-K does not grow detectably and that term is the largest fitted slack, a constant. A second term
+checkpoint regressed on log10 tokens by least squares, with one intercept per cell and one
+common slope (cells differ in how many units their seeds share: text, width, depth; the law is
+about how that number grows, which a single intercept would confound with the cells'
+differences). The slope used is the largest of the common slope and every cell's own slope (a
+cell where K grows faster sets the growth: with a few checkpoints per cell, slopes that differ
+cannot be told apart reliably, and the F test of separate slopes against the common one is
+reported, not relied on), the conservative choice for an extrapolation. When that slope is
+significantly above 0 (one-sided t at 95 %, on the residual degrees of freedom) the law grows
+with training, ceil(c + b log10 T) with c the smallest intercept that covers every fitted point
+of every cell (an upper envelope of slope b); otherwise K does not grow detectably and that
+term is the largest fitted slack, a constant. A second term
 scales with the MLP width F: s = the largest fitted slack as a share of its cell's width, so
 u(T, F) = max(ceil(c + b log10 T), ceil(s F)) (``fingerprint.methods.trained_slack``, whose
 constants are this fit's).
@@ -95,23 +102,50 @@ def summaries(record: dict) -> dict:
             for name, c in record["cells"].items()}
 
 
-def fit_law(points: list[tuple[float, int, int]]) -> dict:
-    """The law from (tokens, fitted slack, MLP width) points (module docstring): {"form":
-    "constant" or "log-tokens", "slope", "slope_se", "intercept", "share", "share_units",
-    "share_of", "points"}."""
-    x = np.log10([t for t, _, _ in points])
-    y = np.array([u for _, u, _ in points], dtype=float)
+def fit_law(points: list[tuple]) -> dict:
+    """The law from (tokens, fitted slack, MLP width[, cell]) points (module docstring; points
+    without a cell are one cell): {"form": "constant" or "log-tokens", "slope", "slope_se",
+    "slope_df", "cell_slopes", "heterogeneity_p", "slope_from", "intercept", "share",
+    "share_units", "share_of", "points"}."""
+    x = np.log10([p[0] for p in points])
+    y = np.array([p[1] for p in points], dtype=float)
+    cells = [p[3] if len(p) > 3 else "" for p in points]
+    names = sorted(set(cells))
     top = max(points, key=lambda p: (p[1] / p[2], p[1]))
-    out = {"points": len(points), "slope": 0.0, "slope_se": math.nan,
+    out = {"points": len(points), "slope": 0.0, "slope_se": math.nan, "slope_df": 0,
+           "cell_slopes": {}, "heterogeneity_p": math.nan, "slope_from": "common",
            "intercept": float(y.max()), "form": "constant", "share": top[1] / top[2],
            "share_units": int(top[1]), "share_of": int(top[2])}
-    if len(points) > 2 and np.ptp(x) > 0:
-        fit = stats.linregress(x, y)
-        out["slope"], out["slope_se"] = float(fit.slope), float(fit.stderr)
-        t = stats.t.ppf(0.95, len(points) - 2)
-        if fit.stderr > 0 and fit.slope / fit.stderr > t or fit.stderr == 0 and fit.slope > 0:
-            out["form"] = "log-tokens"
-            out["intercept"] = float(np.max(y - fit.slope * x))
+    D = np.column_stack([x] + [[float(c == n) for c in cells] for n in names])
+    df = len(y) - D.shape[1]
+    if df < 1 or np.linalg.matrix_rank(D) < D.shape[1]:
+        return out
+    beta, *_ = np.linalg.lstsq(D, y, rcond=None)
+    rss = float(((y - D @ beta) ** 2).sum())
+    slope, se = float(beta[0]), math.sqrt(rss / df * np.linalg.inv(D.T @ D)[0, 0])
+    own = {}
+    for n in names:
+        m = np.array([c == n for c in cells])
+        if m.sum() > 2 and np.ptp(x[m]) > 0:
+            f = stats.linregress(x[m], y[m])
+            own[n] = {"slope": float(f.slope), "se": float(f.stderr), "df": int(m.sum() - 2),
+                      "rss": float(((y[m] - f.intercept - f.slope * x[m]) ** 2).sum())}
+    out["cell_slopes"] = {n: round(o["slope"], 4) for n, o in own.items()}
+    sep_df = sum(o["df"] for o in own.values())
+    if len(own) > 1 and len(own) == len(names) and sep_df > 0:
+        rss_sep = sum(o["rss"] for o in own.values())
+        F = (((rss - rss_sep) / (len(own) - 1)) / (rss_sep / sep_df) if rss_sep > 0 else
+             math.inf if rss > 1e-12 else 0.0)
+        out["heterogeneity_p"] = float(stats.f.sf(F, len(own) - 1, sep_df))
+    steep = max(own, key=lambda n: own[n]["slope"], default=None)
+    if steep is not None and len(names) > 1 and own[steep]["slope"] > slope + 1e-9:
+        slope, se, df = own[steep]["slope"], own[steep]["se"], own[steep]["df"]
+        out["slope_from"] = steep
+    out["slope"], out["slope_se"], out["slope_df"] = slope, se, int(df)
+    t = stats.t.ppf(0.95, df)
+    if se > 0 and slope / se > t or se == 0 and slope > 0:
+        out["form"] = "log-tokens"
+        out["intercept"] = float(np.max(y - slope * x))
     return out
 
 
@@ -126,7 +160,7 @@ def judge(record: dict) -> dict:
     checkpoint, and on the different-text pairs: {"law", "cells": {cell: [{"step", "tokens",
     "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths"}."""
     summ = summaries(record)
-    points = [(s["tokens"], s["fit_slack"], record["cells"][name]["units"])
+    points = [(s["tokens"], s["fit_slack"], record["cells"][name]["units"], name)
               for name, rows in summ.items() for s in rows]
     law = fit_law(points)
     cells, cross = {}, {}
