@@ -316,3 +316,29 @@ def test_the_any_pair_row_counts_what_its_stop_for_nothing_did():
     assert note.endswith("found by the permutation leg on all n): 1")
     assert stops_note([{k: v for k, v in r.items() if k != "permutation_first"}
                        for r in pairs]) is None
+
+
+def test_the_committed_benchmarks_find_every_descendant_at_the_laws_slack():
+    """Both benchmarks' committed records were measured at the command's default between two
+    trained models, the law of training length at the assumed tokens (each pair carries the
+    slack it applied, the one the law gives today for the family's 176-unit layers): the
+    any-pair verdict finds every weight-lineage descendant and every shape-changed one (the
+    distilled students, which share no weights, apart) and calls no unrelated base's suspect
+    related."""
+    import json
+    from pathlib import Path
+
+    from bornbiased_jax.defaults import MATCHED_TOKENS_ASSUMED
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+
+    root = Path(__file__).resolve().parents[1] / "results/records/lineage_bench"
+    law = law_units(MATCHED_TOKENS_ASSUMED, 176)
+    main = json.loads((root / "lineage_bench.json").read_text())["records"]["pairs"]
+    assert {p["matched_slack"] for p in main} == {law}
+    pos = [p for p in main if p["related"] and p["edit"] != "distilled"]
+    assert len(pos) == 128 and all(p["any_pair"] <= 0.01 for p in pos)
+    assert not any(p["any_pair"] <= 0.01 for p in main if not p["related"])
+    shapes = json.loads((root / "lineage_bench_shapes.json").read_text())["records"]["pairs"]
+    assert {p["matched_slack"] for p in shapes} == {law}
+    assert all(p["p"]["any_pair"] <= 0.01 for p in shapes if p["positive"])
+    assert not any(p["p"]["any_pair"] <= 0.01 for p in shapes if not p["positive"])
