@@ -60,6 +60,10 @@ def test_a_record_says_which_key_rule_made_its_suspects():
     committed = json.loads((ROOT / "results/records/real_model/smollm2_lineage.json")
                            .read_text())["records"]["suspects"]
     assert list(record.key_rules(committed)) == [record.LEGACY_KEY_RULE]
+    # Gemma 3's descendants were rebuilt since: every one by keys.fold_in_name
+    gemma = json.loads((ROOT / "results/records/gemma3/gemma3_lineage.json")
+                       .read_text())["records"]["suspects"]
+    assert list(record.key_rules(gemma)) == [record.KEY_RULE]
 
 
 def test_a_record_with_unknown_fields_or_steps_is_refused(tmp_path):
