@@ -46,7 +46,7 @@ INIT_TIMEOUT_S = 300
 #   u(T, F) = max(ceil(intercept + slope log10 T), ceil(share F)),
 # fitted on half of the seeds of the long level cells (unrelated same-data models with checkpoints
 # along training, experiments/lineage/level_long.py) and judged on the other half (RESULTS.md's
-# level along training; tests/test_trained_slack.py checks these against the record).
+# level along training; tests/test_level_long.py checks these against the record).
 MATCHED_SLACK_LAW = {"intercept": -27.834990, "slope": 6.311663, "share": 12 / 344}
 # T when the user does not give it (--trained-tokens): the most tokens any public model card
 # states (Qwen3: 36 trillion), so the default slack is the largest the law gives a released model
@@ -54,7 +54,7 @@ MATCHED_TOKENS_ASSUMED = 36e12
 # Where the law was measured: the long cells (``tokens``, ``units``, ``layers``: the most tokens
 # per model, the widest MLP and the deepest model trained that long) and the level table's cells
 # (``short_*``: widths and depths up to these, trained ``short_tokens`` each), whose fitted slacks
-# the law covers (tests/test_trained_slack.py checks these against the records). A pair beyond
+# the law covers (tests/test_level_long.py checks these against the records). A pair beyond
 # them is an extrapolation, which the verdict says.
 MATCHED_SLACK_MEASURED = {"tokens": 4_096_000, "units": 344, "layers": 2,
                           "short_tokens": 256_000, "short_units": 1536, "short_layers": 12}

@@ -657,10 +657,10 @@ def test_the_trained_slack_is_the_law_at_the_given_or_assumed_tokens_and_says_wh
     # longer than the level table's
     wide = TS.beyond(1e7, (344, 2048), (2, 30))
     assert "MLP width 2,048 (measured up to 1,536)" in wide and \
-        "depth 30 layers (measured up to 12)" in wide
+        "depth 30 layers (measured up to 12 layers)" in wide
     assert TS.beyond(1e6, (576, 576), (4, 4)) == [
         "MLP width 576 trained beyond 0.26 M tokens (measured up to 344 there)",
-        "depth 4 layers trained beyond 0.26 M tokens (measured up to 2 there)"]
+        "depth 4 layers trained beyond 0.26 M tokens (measured up to 2 layers there)"]
     assert TS.beyond(2e5, (1536, 1536), (12, 12)) == []
     with pytest.raises(UserError, match="positive number"):
         TS.law_units(0.0, F)
@@ -676,6 +676,14 @@ def test_the_trained_slack_is_the_law_at_the_given_or_assumed_tokens_and_says_wh
     assert (f"the matched leg's slack ({assumed['slack']} units per layer pair, the law of "
             f"training length at 36 T tokens per model, assumed) is extrapolated to 36 T "
             f"training tokens per model") in line
+    # a combination names it where the matched leg decided it, or where it found nothing
+    # ("no evidence" rests on the matched leg's power), not where the permutation leg decided
+    combo = dataclasses.replace(same, test="any_pair", details={"decided_by": "permutation"})
+    assert "extrapolated" not in verdict_line({"any_pair": combo, "matched": same},
+                                              ("any_pair",), "A", "B")
+    combo.details["decided_by"] = "matched"
+    assert "extrapolated" in verdict_line({"any_pair": combo, "matched": same},
+                                          ("any_pair",), "A", "B")
     # a copy shares nearly every unit: the law's slack leaves it found
     assert same.p < 1e-10, (same.p, same.details["K_per_layer"], F, L)
     exact = M.matched_test(pre_a, pre_b, exact=True, init="base")

@@ -167,9 +167,10 @@ def add_parser(sub) -> None:
                             "independent models may share (default: 0 when either model is an "
                             "initialisation, where the test is valid; for two trained models "
                             "the law of training length at --trained-tokens, fitted on "
-                            "held-in seeds trained on identical data and holding its level on "
-                            "the held-out ones where measured, an extrapolation beyond: "
-                            "docs/seedprint.md)")
+                            "held-in seeds trained on identical data, its level not rejected "
+                            "on the held-out ones where measured (a rule of low power), an "
+                            "extrapolation beyond: docs/seedprint.md; ignored with "
+                            "--matched-slack)")
     tests.add_argument("--trained-tokens", type=token_count, default=None, metavar="TOKENS",
                        help=f"matched test between two trained models: the tokens the "
                             f"longer-trained of the two saw (e.g. 2T for SmolLM2, from its "

@@ -223,8 +223,8 @@ def toolkit_is_fit(law: dict, rec: dict) -> bool:
     (tokens, width)."""
     d = MATCHED_SLACK_LAW
     close = (abs(d["intercept"] - law["intercept"]) < 5e-6
-             and (abs(d["slope"] - law["slope"]) < 5e-6 if law["form"] == "log-tokens" else
-                  d.get("form") == "constant"))
+             and d.get("form", "log-tokens") == law["form"]
+             and (abs(d["slope"] - law["slope"]) < 5e-6 if law["form"] == "log-tokens" else True))
     same = all(law_units(st["tokens"], c["units"], d) == law_units(st["tokens"], c["units"], law)
                for c in rec["cells"].values() for st in c["steps"].values())
     return bool(close and abs(d["share"] - law["share"]) < 1e-9 and same)

@@ -12,11 +12,12 @@ The law (:func:`fit_law`), fitted on the first halves only: the fitted slacks of
 checkpoint regressed on log10 tokens by least squares, with one intercept per cell and one
 common slope (cells differ in how many units their seeds share: text, width, depth; the law is
 about how that number grows, which a single intercept would confound with the cells'
-differences). The slope used is the largest of the common slope and every cell's own slope (a
-cell where K grows faster sets the growth: with a few checkpoints per cell, slopes that differ
+differences). Whether K grows is decided on the common slope (one-sided t at 95 %, on the
+residual degrees of freedom), so a noisy cell with few checkpoints cannot turn growth into a
+constant; where it grows, the slope used is the larger of the common slope and every cell's own
+(a cell where K grows faster sets the size: with a few checkpoints per cell, slopes that differ
 cannot be told apart reliably, and the F test of separate slopes against the common one is
-reported, not relied on), the conservative choice for an extrapolation. When that slope is
-significantly above 0 (one-sided t at 95 %, on the residual degrees of freedom) the law grows
+reported, not relied on), the conservative choice for an extrapolation. The law then grows
 with training, ceil(c + b log10 T) with c the smallest intercept that covers every fitted point
 of every cell (an upper envelope of slope b); otherwise K does not grow detectably and that
 term is the largest fitted slack, a constant. A second term
@@ -137,15 +138,20 @@ def fit_law(points: list[tuple]) -> dict:
         F = (((rss - rss_sep) / (len(own) - 1)) / (rss_sep / sep_df) if rss_sep > 0 else
              math.inf if rss > 1e-12 else 0.0)
         out["heterogeneity_p"] = float(stats.f.sf(F, len(own) - 1, sep_df))
+    # growth is decided on the common slope (every cell's checkpoints); where it grows, the
+    # size is the steeper of the common slope and any cell's own (the conservative size)
+    t = stats.t.ppf(0.95, df)
+    grows = slope > 1e-9 and (se > 1e-12 and slope / se > t or se <= 1e-12)
+    out["slope"], out["slope_se"], out["slope_df"] = slope, se, int(df)
+    if not grows:
+        return out
     steep = max(own, key=lambda n: own[n]["slope"], default=None)
     if steep is not None and len(names) > 1 and own[steep]["slope"] > slope + 1e-9:
-        slope, se, df = own[steep]["slope"], own[steep]["se"], own[steep]["df"]
+        out["slope"], out["slope_se"], out["slope_df"] = (own[steep]["slope"], own[steep]["se"],
+                                                          own[steep]["df"])
         out["slope_from"] = steep
-    out["slope"], out["slope_se"], out["slope_df"] = slope, se, int(df)
-    t = stats.t.ppf(0.95, df)
-    if se > 0 and slope / se > t or se == 0 and slope > 0:
-        out["form"] = "log-tokens"
-        out["intercept"] = float(np.max(y - slope * x))
+    out["form"] = "log-tokens"
+    out["intercept"] = float(np.max(y - out["slope"] * x))
     return out
 
 

@@ -15,7 +15,8 @@ longer-trained model saw and of the MLP width F:
 seeds at every checkpoint, regressed on log10 T (experiments/lineage/level_long_law.py); ``s``:
 the largest of those fitted slacks as a share of the cell's width (the universal units are a
 share of the width, 1-5 % in GPT-2). Judged on the other half of the seeds at every checkpoint,
-the law holds its level (RESULTS.md). The constants are :data:`defaults.MATCHED_SLACK_LAW`
+the law's level is not rejected, by a rule of low power at the few held-out models there are
+(RESULTS.md states it). The constants are :data:`defaults.MATCHED_SLACK_LAW`
 (a test ties them to the record).
 
 What a model was trained on is rarely stated by its file. ``tokens`` is the user's (``bornbiased
@@ -77,11 +78,12 @@ def beyond(tokens: float, units: tuple[int, int], layers: tuple[int, int],
     for what, x, short, longest in (("MLP width", F, "short_units", "units"),
                                     ("depth", L, "short_layers", "layers")):
         shown = f"{x:,}" + (" layers" if what == "depth" else "")
+        unit = " layers" if what == "depth" else ""
         if x > measured[short]:
-            out.append(f"{what} {shown} (measured up to {measured[short]:,})")
+            out.append(f"{what} {shown} (measured up to {measured[short]:,}{unit})")
         elif long and x > measured[longest]:
             out.append(f"{what} {shown} trained beyond {tokens_text(measured['short_tokens'])} "
-                       f"tokens (measured up to {measured[longest]:,} there)")
+                       f"tokens (measured up to {measured[longest]:,}{unit} there)")
     return out
 
 
@@ -108,5 +110,6 @@ def note(r: dict) -> str:
             f"{r['slack']} doubly matched units per layer pair: the law of training length "
             f"u(T, F) = max(ceil({law['intercept']:.2f} + {law['slope']:.2f} log10 T), "
             f"ceil({law['share']:.4f} F)) at T = {T}, fitted on half of the seeds of unrelated "
-            f"same-data models and holding its level on the other half (docs/seedprint.md)"
+            f"same-data models, its level not rejected on the other half by a rule of low "
+            f"power (docs/seedprint.md)"
             + where)

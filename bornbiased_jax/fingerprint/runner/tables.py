@@ -108,9 +108,13 @@ def verdict_line(results: Mapping[str, LineageResult], recommended, base: str,
     descent = f"; {descent_summary(units)}" if units is not None and r.same_lineage else ""
     rule = next((x.details["slack_rule"] for x in results.values()
                  if x.details.get("slack_rule")), None)
-    by_matched = name == "matched" or r.details.get("decided_by") == "matched"
-    if rule and rule["beyond"] and (by_matched or "decided_by" in r.details):
-        # the verdict rests on the matched leg's slack, set by the law beyond where measured
+    # the verdict rests on the matched leg's slack: the matched test's own verdict, a
+    # combination's rejection that leg decided, or a combination's "no evidence" (the
+    # matched leg's power depends on its slack)
+    rests = name == "matched" or "decided_by" in r.details and (
+        r.details["decided_by"] == "matched" or not r.same_lineage)
+    if rule and rule["beyond"] and rests:
+        # set by the law beyond where it was measured
         T = trained_slack.tokens_text(rule["tokens"])
         why += (f"; the matched leg's slack ({rule['slack']} units per layer pair, the law of "
                 f"training length at {T} tokens per model, "
