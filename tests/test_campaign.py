@@ -170,7 +170,8 @@ def test_the_plan_is_well_formed_and_its_commands_parse():
     # the scripts are run, not imported, and stop right after parsing)
     others = [[a.replace("{out}", "/tmp/x") for a in p.command[1:]] for p in plan
               if p.command[1:3] != ("-m", "bornbiased_jax.cli")]
-    assert len(others) == 7  # timing, precision, Figure 1a, Finding 2.2, three speed pieces
+    assert len(others) == 8  # timing, precision, SmolLM2-shaped negatives, Figure 1a, Finding
+    # 2.2, three speed pieces
     out = subprocess.run([sys.executable, "-c", PARSE_ONLY, json.dumps(others)],
                          cwd=campaign.REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -4,6 +4,7 @@ the growth rule, and the section; each rule shown passing and failing."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -45,7 +46,10 @@ def test_the_long_cells_keep_geometric_checkpoints_and_share_a_tokenizer():
     for name, c in LL.CELLS.items():
         keep = c.run.keep_steps
         assert keep[-1] == c.run.steps and all(b / a <= 2 for a, b in zip(keep, keep[1:]))
-        assert keep[0] == 250 and c.run.save_every == 250
+        if c.device == "cpu":
+            assert keep[0] == 250 and c.run.save_every == 250
+        else:  # a GPU window's cell: a checkpoint at each kept step, kept steps x2 apart
+            assert set(keep) <= set(range(0, c.run.steps + 1, c.run.save_every))
     assert LL.CELLS["L2-F344-long"].run.steps == 100 * 250  # two decades beyond 250 steps
     assert {c.run.steps for n, c in LL.CELLS.items() if n != "L2-F344-long"} >= {2500}
     prose = LL.CELLS["L2-F344-prose"]
@@ -309,3 +313,115 @@ def test_the_figure_draws_mean_and_largest_k_and_the_laws_slack_per_cell():
     assert (np.diff(mean) > 0).all() and (top >= mean).all()
     j = LW.judge(rec)
     assert list(law) == [r["slack"] / F for r in j["cells"]["L2-F344-long"]]
+
+
+def test_the_smollm2_shaped_cell_is_a_gpu_cell_of_smollm2s_whole_shape():
+    """SmolLM2's hardest same-data negatives: its preset at full depth and its own tokenizer,
+    trained only when named (never one of the CPU stages), in bfloat16."""
+    c = LL.CELLS["L30-F1536-smollm2"]
+    assert c.device == "gpu" and c.trained_where_measured and c.run.bf16
+    assert c.run.preset == "smollm2-135m" and not c.run.model_set and len(c.run.seeds) >= 4
+    assert "L30-F1536-smollm2" not in dict(LL.STAGES) and LL.GPU_CELLS == ("L30-F1536-smollm2",)
+    assert [s for s, _ in LL.stages()] == [s for s, _ in LL.STAGES]
+    assert LL.stages(["L30-F1536-smollm2"]) == [("L30-F1536-smollm2", c.run.steps)]
+    cmd = LL.command("L30-F1536-smollm2")
+    assert f"--tokenizer {LL.SMOLLM2_TOKENIZER}" in cmd and "--bf16" in cmd
+    assert c.run.steps * c.run.batch_size * c.run.seq_len >= 4 * 4_096_000  # 4x the CPU cells
+    from experiments.campaign.plan import pieces
+
+    piece = next(p for p in pieces() if p.name == "smollm2-shaped-negatives")
+    argv = list(piece.command)
+    assert piece.backend == "gpu" and argv[argv.index("--cells") + 1] == "L30-F1536-smollm2"
+    assert float(argv[argv.index("--train-seconds") + 1]) < piece.timeout_s - 120  # time to measure
+
+
+def _tiny_gpu_cell(tmp_path):
+    from bornbiased_jax.training.config import TrainConfig
+
+    corpus = tmp_path / "text"
+    corpus.mkdir()
+    for k in range(4):
+        (corpus / f"m{k}.py").write_text("".join(f"def f{i}(x):\n    return x * {i} + {i % 7}\n"
+                                                 for i in range(100 * k, 100 * k + 100)))
+    run = TrainConfig(preset="llama2-tiny", seeds=(0, 1, 2, 3), seq_len=16, batch_size=4, steps=4,
+                      warmup=1, vocab_size=300, corpus_max_mb=1.0, save_every=2, eval_every=2,
+                      eval_batches=1, log_every=1, keep_last=1, keep_every=None,
+                      keep_steps=(2, 4), model_set=("d_model=32", "n_heads=2", "n_kv_heads=2",
+                                                    "d_ff=48", "n_layers=2"))
+    return LL.LongCell(run, (str(corpus),), device="gpu")
+
+
+@pytest.mark.slow
+def test_a_gpu_cell_trained_under_a_time_limit_is_measured_where_trained_and_read_back(
+        tmp_path, monkeypatch):
+    """A GPU window's cell: --train with --train-seconds trains in a child process and stops at
+    the limit keeping its checkpoints; --measure writes each checkpoint's pair statistics with
+    the cell's entry to --cache; a machine without its checkpoints reads them back from the
+    committed folder, and files of other settings are left out."""
+    import json
+
+    from experiments.lineage import level_long_measure as LM
+
+    monkeypatch.setitem(LL.CELLS, "T-gpu", _tiny_gpu_cell(tmp_path))
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    s = dict(LM.DEFAULTS, n=8, seq_len=16, seqs=8, t_views=16)
+    said = []
+    LL.train_stages(["T-gpu"], runs, log=said.append, seconds=600)
+    assert LL.reached("T-gpu", runs) == 4 and said[-1] == "T-gpu: at step 4"
+    got = LM.measure(["T-gpu"], runs, cache, s=s, log=lambda m: None)
+    entry = got["cells"]["T-gpu"]
+    assert sorted(entry["steps"]) == ["2", "4"] and entry["units"] == 48 and entry["layers"] == 2
+    assert len(entry["steps"]["4"]["pairs"]) == 6
+    saved = json.loads((cache / "T-gpu@4.json").read_text())
+    assert saved["cell"]["seeds"] == [0, 1, 2, 3] and saved["cell"]["units"] == 48
+    # elsewhere: no checkpoints, the committed files
+    away = LM.measure(["T-gpu"], tmp_path / "none", None, s=s, gpu_records=cache,
+                      log=lambda m: None)
+    assert away["cells"]["T-gpu"] == entry
+    other = dict(s, probe_seed=s["probe_seed"] + 1)
+    assert LM.measure(["T-gpu"], tmp_path / "none", None, s=other, gpu_records=cache,
+                      log=lambda m: None)["cells"] == {}
+    # a limit too short to reach the next checkpoint stops training and keeps what was there
+    monkeypatch.setitem(LL.CELLS, "T-gpu", LL.LongCell(
+        dataclasses.replace(LL.CELLS["T-gpu"].run, steps=2000, keep_steps=(2, 4, 2000)),
+        LL.CELLS["T-gpu"].corpus, device="gpu"))
+    said.clear()
+    LL.train_stages(["T-gpu"], tmp_path / "runs2", log=said.append, seconds=1)
+    assert said[-1].startswith("T-gpu: stopped at the time limit")
+
+
+def test_the_cells_tokenizer_file_must_be_here(tmp_path, monkeypatch):
+    from bornbiased_jax.errors import UserError
+
+    cell = _tiny_gpu_cell(tmp_path)
+    monkeypatch.setitem(LL.CELLS, "T-gpu", LL.LongCell(cell.run, cell.corpus,
+                                                       tokenizer_file=tmp_path / "no.json",
+                                                       device="gpu"))
+    with pytest.raises(UserError, match="reads the tokenizer .*no.json, which is not on this"):
+        LL.ensure_inputs("T-gpu", tmp_path)
+
+
+def test_smollm2s_row_states_its_shaped_negatives_or_how_to_measure_them():
+    """Beside SmolLM2's lineage rows: the long cell of its whole shape, per checkpoint its tokens,
+    K and the default law's slack, judged by the level rule (holds where K stays under the
+    slack, rejected where every pair shares far more); a sentence with the GPU window's command
+    while it is not measured; nothing for a model without such a cell."""
+    from bornbiased_jax.verdicts import Claim
+    from experiments.common import level_range as LR
+
+    def records(k):
+        rec = _record(lambda s, a, b: k, seeds=range(4), layers=30, at=(128_000, 1_024_000))
+        c = rec["cells"].pop("L2-F344-long")
+        rec["cells"]["L30-F1536-smollm2"] = {**c, "units": 1536, "d_model": 576}
+        return {"lineage_level_long": {"records": rec}}
+
+    quiet = LR.shaped_negatives(records(2), "SmolLM2-135M", "S")
+    assert isinstance(quiet, Claim) and quiet.verdict == BEYOND
+    assert "not rejected at any checkpoint" in quiet.why and "30 layers, d 576, F 1,536" in quiet.why
+    assert "131,072,000 tokens: K per layer pair mean 0.07, largest 2; the law's slack 54; called " \
+           "related 0 of 6 pairs" in quiet.ours
+    loud = LR.shaped_negatives(records(150), "SmolLM2-135M", "S")
+    assert "rejected at 131,072,000, 1.04858 billion tokens" in loud.why and "called related 6 of 6" in loud.ours
+    todo = LR.shaped_negatives({}, "SmolLM2-135M", "S")
+    assert isinstance(todo, str) and "not measured yet" in todo and "--train-seconds" in todo
+    assert LR.shaped_negatives(records(2), "Gemma 3 270M", "G") is None

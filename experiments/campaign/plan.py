@@ -197,6 +197,15 @@ def pieces() -> list[Piece]:
             out.append(_sweep_piece("gpt2-rope-1.2b", T, N, "42,43", 480))
         for seed in ("42", "43"):  # the 1.2B model at T = 1,024, one seed per piece
             out.append(_sweep_piece("gpt2-rope-1.2b", 1024, N, seed, 480))
+    out.append(Piece(
+        "smollm2-shaped-negatives", "6 the lineage level along training",
+        ("{python}", "-m", "experiments", "lineage_level_long", "--train", "--measure", "--cells",
+         "L30-F1536-smollm2", "--runs-dir", "{state}/level-long", "--train-seconds", "320",
+         "--cache", "{out}/cache", "--records", "{out}"), 540,
+        about="SmolLM2-135M's whole shape, 4 seeds from scratch on the same text in bfloat16, "
+              "trained for 320 s and measured where trained (its checkpoints stay on the GPU): "
+              "the cache files go to results/records/lineage_level/long-gpu/ "
+              "(results/records/lineage_level/long-gpu/README.md)"))
     out += [
         Piece("figure1a", "2 Figure 1a and Finding 2.2",
               ("{python}", "-m", "experiments.figure1", "--scale", "paper", "--out", "{out}",

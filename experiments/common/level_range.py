@@ -162,3 +162,60 @@ def _times(r: float) -> str:
     v = r / 10 ** e
     return (f"{v:.0f}" if v >= 100 else f"{v:.2g}") + f" {word} times" if word else \
         f"{r:.2g} times"
+
+
+# a released model -> the long level cell of its whole shape (experiments/lineage/level_long.py)
+SHAPED_CELLS = {"SmolLM2-135M": "L30-F1536-smollm2"}
+SHAPED_COMMAND = ("python -m experiments lineage_level_long --train --measure --cells {cell} "
+                  "--train-seconds 320 --cache \"$OUT\"/cache --records \"$OUT\"")
+
+
+def shaped_negatives(records: dict, model: str, label: str):
+    """The row beside a released model's lineage rows for unrelated same-data models of its
+    whole shape trained from scratch (its long level cell, :data:`SHAPED_CELLS`): per
+    checkpoint, the tokens each saw, the shared units K per layer pair (mean, largest), the
+    toolkit's default law's slack at those tokens and width, and how many pairs the matched leg
+    then calls related, judged by the level rule at alpha = 0.01 over the cell's models. A
+    ``Claim``; ``None`` when the model has no such cell; a sentence when it is not measured
+    yet."""
+    from bornbiased_jax.defaults import MATCHED_SLACK_LAW
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+    from bornbiased_jax.verdicts import BEYOND, Claim
+    from experiments.common.level_fit import judge_rate, rates
+    from experiments.lineage.level_long_law import k_table
+
+    cell = SHAPED_CELLS.get(model)
+    if cell is None:
+        return None
+    long = records.get("lineage_level_long")
+    c = (long or {}).get("records", {}).get("cells", {}).get(cell)
+    if c is None or not c["steps"]:
+        return (f"Unrelated models of {model}'s whole shape trained from scratch on the same "
+                f"text (the long level cell {cell}): not measured yet. A GPU window trains and "
+                f"measures them: `{SHAPED_COMMAND.format(cell=cell)}` (carry "
+                f"runs/smollm2/tokenizer.json), then commit its cache files in "
+                f"results/records/lineage_level/long-gpu/ and run `python -m experiments "
+                f"lineage_level_long --measure`.")
+    said, bad = [], []
+    for step in sorted(c["steps"], key=int):
+        st = c["steps"][step]
+        K = k_table(st["pairs"])
+        u = law_units(st["tokens"], c["units"], MATCHED_SLACK_LAW)
+        r = rates(st["pairs"], u)["0.01"]
+        level = judge_rate(r, 0.01, len(c["seeds"]))
+        lo, hi = r["ci95"]
+        said.append(f"{tokens_text(st['tokens'])} tokens: K per layer pair mean {K.mean():.2f}, "
+                    f"largest {int(K.max())}; the law's slack {u}; called related "
+                    f"{r['rejections']} of {r['pairs']} pairs (95 % CI {lo:.2f}-{hi:.2f})")
+        if level["rejected"]:
+            bad.append(tokens_text(st["tokens"]))
+    ours = "; ".join(said)
+    why = (f"rule: the matched leg at the toolkit's default law of training length "
+           f"(alpha 0.01) holds its level over every pair of the cell's {len(c['seeds'])} "
+           f"seeds at each checkpoint (one-sided jackknife t over the models); "
+           + (f"rejected at {', '.join(bad)} tokens" if bad else "not rejected at any checkpoint")
+           + f" ({c['layers']} layers, d {c['d_model']}, F {c['units']:,}; the same text, "
+             f"batches and tokenizer for every seed)")
+    return Claim(f"Unrelated models of {model}'s whole shape, trained from scratch on the same "
+                 f"text (the long level cell {cell}): the matched leg between two of them "
+                 f"[{label}]", "-", ours, BEYOND, why)

@@ -34,9 +34,14 @@ CROSS = {"L2-F344-prose": "L2-F344-long"}  # cell -> the cell of other text it i
 
 
 def kept_steps(cell: str, runs_dir: Path = LL.RUNS_DIR) -> list[int]:
-    """The cell's checkpoints at its kept steps (:data:`LL.KEEP` and its last), ascending."""
+    """The cell's checkpoints at its kept steps (:data:`LL.KEEP` and its last), ascending; a GPU
+    cell's latest checkpoint too (its window may end between kept steps, and its checkpoints
+    stay behind)."""
     keep = set(LL.CELLS[cell].run.keep_steps)
-    return [s for s in run_steps(LL.folder(cell, runs_dir)) if s in keep]
+    have = run_steps(LL.folder(cell, runs_dir))
+    if LL.CELLS[cell].trained_where_measured and have:
+        keep.add(have[-1])
+    return [s for s in have if s in keep]
 
 
 def checkpoint_info(cell: str, step: int, runs_dir: Path = LL.RUNS_DIR) -> dict:
@@ -100,35 +105,71 @@ def measure_step(cell: str, step: int, runs_dir: Path = LL.RUNS_DIR, s: dict = D
     return out
 
 
+def _entry(cell: str, runs_dir: Path) -> dict:
+    """A cell's record entry but its steps: widths, depth, seeds, schedule, corpus."""
+    cfg = run_folder.run_config(LL.folder(cell, runs_dir))[0]
+    tc = LL.CELLS[cell].run
+    return {"units": cfg.d_ff, "layers": cfg.n_layers, "d_model": cfg.d_model,
+            "seeds": list(tc.seeds), "schedule_steps": tc.steps,
+            "corpus": [str(c) for c in LL.CELLS[cell].corpus], "steps": {}}
+
+
+def _current(saved: dict | None, cell: str, step: int, runs_dir: Path, s: dict) -> bool:
+    """Whether a cached (cell, step) was measured with these settings and layer screen (and,
+    for a cell of :data:`CROSS`, with its cross pairs where the other cell has that step)."""
+    return (saved is not None and saved.get("settings") == dict(s)
+            and saved.get("screen") == screen_settings()
+            and "attention" in saved["step"]["pairs"][0]
+            and ("cross" in saved["step"]) == (CROSS.get(cell) is not None and
+                                               step in kept_steps(CROSS[cell], runs_dir)))
+
+
+def _read(f: Path | None) -> dict | None:
+    return json.loads(f.read_text()) if f is not None and f.is_file() else None
+
+
+def gpu_saved(cell: str, gpu_records: Path, runs_dir: Path, s: dict) -> dict:
+    """{step: cached file} of a GPU cell's checkpoints measured where they were trained and
+    committed in ``gpu_records`` (those of other settings or layer screen left out)."""
+    out = {}
+    for f in sorted(Path(gpu_records).glob(f"{cell}@*.json")):
+        saved = _read(f)
+        step = int(f.stem.rsplit("@", 1)[1])
+        if _current(saved, cell, step, runs_dir, s) and "cell" in saved:
+            out[step] = saved
+    return out
+
+
 def measure(cells=None, runs_dir: Path = LL.RUNS_DIR, cache: Path | None = None,
-            s: dict = DEFAULTS, log=progress) -> dict:
+            s: dict = DEFAULTS, log=progress, gpu_records: Path = LL.GPU_RECORDS) -> dict:
     """{"settings", "cells": {cell: {"units", "layers", "d_model", "seeds", "steps": {step:
     measure_step}}}} over every kept checkpoint trained so far; each (cell, step) is read back
-    from ``cache`` when measured with the same settings and layer screen."""
+    from ``cache`` when measured with the same settings and layer screen. A GPU cell's
+    checkpoints not on this machine are read from ``gpu_records``, where the files its window
+    wrote to its ``cache`` are committed (each carries its cell's entry)."""
     out = {"settings": dict(s), "cells": {}}
     for cell in cells or LL.CELLS:
-        steps = kept_steps(cell, runs_dir)
-        if not steps:
+        here = LL.folder(cell, runs_dir).exists()
+        steps = kept_steps(cell, runs_dir) if here else []
+        away = gpu_saved(cell, gpu_records, runs_dir, s) if LL.CELLS[cell].trained_where_measured \
+            else {}
+        if not steps and not away:
             continue
-        cfg = run_folder.run_config(LL.folder(cell, runs_dir))[0]
-        tc = LL.CELLS[cell].run
-        entry = {"units": cfg.d_ff, "layers": cfg.n_layers, "d_model": cfg.d_model,
-                 "seeds": list(tc.seeds), "schedule_steps": tc.steps,
-                 "corpus": [str(c) for c in LL.CELLS[cell].corpus], "steps": {}}
-        for step in steps:
+        entry = _entry(cell, runs_dir) if steps else {**next(iter(away.values()))["cell"],
+                                                      "steps": {}}
+        for step in sorted(set(steps) | set(away)):
+            if step not in steps:
+                entry["steps"][str(step)] = away[step]["step"]
+                continue
             f = None if cache is None else Path(cache) / f"{cell}@{step}.json"
-            saved = json.loads(f.read_text()) if f is not None and f.is_file() else None
-            ok = (saved is not None and saved.get("settings") == dict(s)
-                  and saved.get("screen") == screen_settings()
-                  and "attention" in saved["step"]["pairs"][0]
-                  and ("cross" in saved["step"]) == (CROSS.get(cell) is not None and
-                                                     step in kept_steps(CROSS[cell], runs_dir)))
-            if ok:
+            saved = _read(f)
+            if _current(saved, cell, step, runs_dir, s):
                 entry["steps"][str(step)] = saved["step"]
                 continue
             got = measure_step(cell, step, runs_dir, s, log)
             if f is not None:
                 files.write_json(f, {"settings": dict(s), "screen": screen_settings(),
+                                     "cell": {k: v for k, v in entry.items() if k != "steps"},
                                      "step": got})
             entry["steps"][str(step)] = got
         out["cells"][cell] = entry
@@ -147,6 +188,9 @@ def main(argv: list[str]) -> None:
         python -m experiments lineage_level_long --train --cells L2-F344-long
         python -m experiments lineage_level_long --measure          # the checkpoints trained so far
         python -m experiments lineage_level_long --print-commands
+        python -m experiments lineage_level_long --train --measure --cells L30-F1536-smollm2 \\
+            --train-seconds 420 --cache "$OUT"          # a GPU window: commit $OUT's files in
+                                                         # results/records/lineage_level/long-gpu
 
     Training is long (about 20 CPU-hours in all on a 2-core machine); every stage resumes from its
     latest checkpoint, and --measure reads whatever checkpoints exist, so the record grows as the
@@ -162,8 +206,13 @@ def main(argv: list[str]) -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs-dir", type=Path, default=LL.RUNS_DIR)
     p.add_argument("--cells", nargs="+", choices=list(LL.CELLS), default=None,
-                   help="the cells to train or measure (default: all, in the stages' order)")
+                   help="the cells to train or measure (default: all, in the stages' order; a "
+                        "GPU cell is trained only when named)")
     p.add_argument("--train", action="store_true", help="train (or resume) the stages")
+    p.add_argument("--train-seconds", type=float, default=None, metavar="S",
+                   help="stop training after S seconds (what was checkpointed is kept and "
+                        "resumed by the next --train): a GPU window's limit, leaving time to "
+                        "--measure")
     p.add_argument("--measure", action="store_true",
                    help="measure every kept checkpoint trained so far and write the record")
     p.add_argument("--cache", type=Path, default=Path("results/lineage_level/long-cache"),
@@ -173,15 +222,17 @@ def main(argv: list[str]) -> None:
                    help="print each stage's bornbiased train command and exit")
     args = p.parse_args(argv)
     if args.print_commands:
-        for cell, stop in LL.STAGES:
-            if not args.cells or cell in args.cells:
-                print(LL.command(cell, args.runs_dir, stop))
+        for cell, stop in LL.stages(args.cells):
+            print(LL.command(cell, args.runs_dir, stop))
         return
+    if args.train_seconds is not None and not args.train_seconds > 0:
+        p.error(f"--train-seconds must be positive, got {args.train_seconds:g}")
     if not (args.train or args.measure):
         p.error("nothing to do: give --train, --measure or --print-commands")
     with user_errors_exit("lineage_level_long"):
         if args.train:
-            LL.train_stages(args.cells, args.runs_dir, log=lambda m: print(m, flush=True))
+            LL.train_stages(args.cells, args.runs_dir, log=lambda m: print(m, flush=True),
+                            seconds=args.train_seconds)
         if args.measure:
             import time
 

@@ -46,7 +46,7 @@ from bornbiased_jax.verdicts import (BEYOND, DIFFERS, MEASURED, PARTLY, REPRODUC
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
 from experiments.real_model.record import LEGACY_KEY_RULE, LEGACY_KEY_TEXT, key_rules, load
-from experiments.common.level_range import DEFAULT_SLACK_TESTS, extrapolation
+from experiments.common.level_range import DEFAULT_SLACK_TESTS, extrapolation, shaped_negatives
 from experiments.common.level_range import tokens_text
 from experiments.common.pretrained import PRETRAINING_TOKENS, inputs_text
 from experiments.common.pretrained import pairs_table as common_pairs_table
@@ -330,6 +330,10 @@ def section(records: dict, command: str, model=SMOLLM2) -> str | None:
         slack = (extrapolation(records, model.released_as, records[lineage])
                  if model.released_as in PRETRAINING_TOKENS else "")
         rows += lineage_claims(records[lineage], slack, model)
+    shaped = shaped_negatives(records, model.released_as, model.label) if lineage in records \
+        else None
+    if shaped is not None and not isinstance(shaped, str):
+        rows.append(shaped)
     lines = [f"## {model.title or model.label}", "",
              f"Generated from results/records/{model.study}/ (written by "
              f"`{run_command(records, NAMES, command)}`; the model is "
@@ -337,6 +341,8 @@ def section(records: dict, command: str, model=SMOLLM2) -> str | None:
              "runs the toolkit's own command as a user types it; the commands and wall times "
              "are below." + key_rule_note(records, lineage), "",
              table(rows)]
+    if isinstance(shaped, str):
+        lines += ["", shaped]
     for n in NAMES:
         if n not in records:
             lines += ["", f"Not measured yet: {n} (`{command}`)."]
