@@ -425,3 +425,4 @@ def test_smollm2s_row_states_its_shaped_negatives_or_how_to_measure_them():
     todo = LR.shaped_negatives({}, "SmolLM2-135M", "S")
     assert isinstance(todo, str) and "not measured yet" in todo and "--train-seconds" in todo
     assert LR.shaped_negatives(records(2), "Gemma 3 270M", "G") is None
+    assert "the rule flags a true rate of 5% with probability 0.0" in quiet.why

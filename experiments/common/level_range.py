@@ -181,8 +181,9 @@ def shaped_negatives(records: dict, model: str, label: str):
     from bornbiased_jax.defaults import MATCHED_SLACK_LAW
     from bornbiased_jax.fingerprint.methods.trained_slack import law_units
     from bornbiased_jax.verdicts import BEYOND, Claim
+    from experiments.common import level_rule
     from experiments.common.level_fit import judge_rate, rates
-    from experiments.lineage.level_long_law import k_table
+    from experiments.lineage.level_long_law import POWER_RATE, k_table
 
     cell = SHAPED_CELLS.get(model)
     if cell is None:
@@ -210,10 +211,13 @@ def shaped_negatives(records: dict, model: str, label: str):
         if level["rejected"]:
             bad.append(tokens_text(st["tokens"]))
     ours = "; ".join(said)
+    power = level_rule.power(POWER_RATE, 0.01, len(c["seeds"]), 1)
     why = (f"rule: the matched leg at the toolkit's default law of training length "
            f"(alpha 0.01) holds its level over every pair of the cell's {len(c['seeds'])} "
            f"seeds at each checkpoint (one-sided jackknife t over the models); "
            + (f"rejected at {', '.join(bad)} tokens" if bad else "not rejected at any checkpoint")
+           + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability {power:.2f} "
+             f"at {len(c['seeds'])} models"
            + f" ({c['layers']} layers, d {c['d_model']}, F {c['units']:,}; the same text, "
              f"batches and tokenizer for every seed)")
     return Claim(f"Unrelated models of {model}'s whole shape, trained from scratch on the same "
