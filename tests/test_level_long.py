@@ -194,6 +194,14 @@ def test_the_law_row_names_the_default_and_the_extrapolation():
     flat = _record(lambda s, a, b: 1)
     law = next(c for c in LC.claims({"records": flat}) if c.claim.startswith("The slack as"))
     assert "a constant" in law.ours and "stale" in law.why
+    # with a wider cell beside it, the slack at the longest training is stated per width
+    wide = _record(lambda s, a, b: 9 if (a + b) % 2 else 0)
+    wide["cells"]["L2-F1536-long"] = {**wide["cells"]["L2-F344-long"], "units": 1536}
+    law = next(c for c in LC.claims({"records": wide}) if c.claim.startswith("The slack as"))
+    j = LW.judge(wide)
+    per = [LW.law_slack(j["law"], 4_096_000, w) for w in (344, 1536)]
+    assert per[0] < per[1] and (f"at 4.10 M tokens: {per[0]} units at F = 344, {per[1]} units "
+                                f"at F = 1,536;") in law.ours
 
 
 def test_the_law_row_says_the_toolkits_default_is_the_records_fit():

@@ -36,7 +36,7 @@ from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
 from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates
 from experiments.lineage import LONG_TITLE
-from experiments.lineage.level_long_law import POWER_RATE, judge
+from experiments.lineage.level_long_law import POWER_RATE, judge, law_slack
 
 
 def _tokens(t: float) -> str:
@@ -177,7 +177,7 @@ def claims(record: dict) -> list[Claim]:
                 f"rule: the level rule on the held-out halves of both cells; rejected at "
                 f"{len(rej)} of {len(xs)} checkpoints"))
     lo, hi = j["tokens_range"]
-    top = max(s for rows in j["cells"].values() for s in [r["slack"] for r in rows])
+    at_hi = ", ".join(f"{law_slack(law, hi, w)} units at F = {w:,}" for w in j["widths"])
     form = ("a constant: K does not grow detectably with tokens (slope "
             f"{law['slope']:+.2f} ± {law['slope_se']:.2f} units per decade)"
             if law["form"] == "constant" else
@@ -190,7 +190,7 @@ def claims(record: dict) -> list[Claim]:
     out.append(Claim(
         "The slack as a law of training length, and the default", "- (beyond the paper)",
         f"fitted on {law['points']} (cell, checkpoint) first halves: {form}; at "
-        f"{_tokens(hi)} tokens: {top} units; the default (`bornbiased fingerprint`, two "
+        f"{_tokens(hi)} tokens: {at_hi}; the default (`bornbiased fingerprint`, two "
         f"trained models): the toolkit's law at --trained-tokens, else at "
         f"{MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens assumed: {assumed} units per layer pair "
         f"at MLP width 1,536", BEYOND,
