@@ -347,55 +347,101 @@ def _tiny_gpu_cell(tmp_path):
     from bornbiased_jax.training.config import TrainConfig
 
     corpus = tmp_path / "text"
-    corpus.mkdir()
+    corpus.mkdir(exist_ok=True)
     for k in range(4):
         (corpus / f"m{k}.py").write_text("".join(f"def f{i}(x):\n    return x * {i} + {i % 7}\n"
                                                  for i in range(100 * k, 100 * k + 100)))
-    run = TrainConfig(preset="llama2-tiny", seeds=(0, 1, 2, 3), seq_len=16, batch_size=4, steps=4,
-                      warmup=1, vocab_size=300, corpus_max_mb=1.0, save_every=2, eval_every=2,
+    run = TrainConfig(preset="llama2-tiny", seeds=(0, 1, 2, 3), seq_len=16, batch_size=4, steps=6,
+                      warmup=1, vocab_size=300, corpus_max_mb=1.0, save_every=1, eval_every=1,
                       eval_batches=1, log_every=1, keep_last=1, keep_every=None,
-                      keep_steps=(2, 4), model_set=("d_model=32", "n_heads=2", "n_kv_heads=2",
-                                                    "d_ff=48", "n_layers=2"))
+                      keep_steps=(2, 4, 6), model_set=("d_model=32", "n_heads=2", "n_kv_heads=2",
+                                                       "d_ff=48", "n_layers=2"))
     return LL.LongCell(run, (str(corpus),), device="gpu")
 
 
 @pytest.mark.slow
 def test_a_gpu_cell_trained_under_a_time_limit_is_measured_where_trained_and_read_back(
         tmp_path, monkeypatch):
-    """A GPU window's cell: --train with --train-seconds trains in a child process and stops at
-    the limit keeping its checkpoints; --measure writes each checkpoint's pair statistics with
-    the cell's entry to --cache; a machine without its checkpoints reads them back from the
-    committed folder, and files of other settings are left out."""
+    """A GPU window's cell: a time limit stops training and keeps its checkpoints, and the next
+    call resumes; --measure reads the kept steps and the latest checkpoint and writes each one's
+    pair statistics, the cell's entry and provenance to --cache; a machine without the
+    checkpoints reads them back from the committed folder, leaving out (and saying so) files of
+    other settings, of another definition of the cell, and of another training run; where some
+    checkpoints are here and others committed, both are read (the committed of the same run)."""
     import json
+    import shutil
 
     from experiments.lineage import level_long_measure as LM
 
     monkeypatch.setitem(LL.CELLS, "T-gpu", _tiny_gpu_cell(tmp_path))
     runs, cache = tmp_path / "runs", tmp_path / "cache"
     s = dict(LM.DEFAULTS, n=8, seq_len=16, seqs=8, t_views=16)
-    said = []
-    LL.train_stages(["T-gpu"], runs, log=said.append, seconds=600)
-    assert LL.reached("T-gpu", runs) == 4 and said[-1] == "T-gpu: at step 4"
-    got = LM.measure(["T-gpu"], runs, cache, s=s, log=lambda m: None)
+    said, quiet = [], (lambda m: None)
+    LL.ensure("T-gpu", runs, stop_at=3, progress=False)
+    LL.train_stages(["T-gpu"], runs, log=said.append, seconds=0.5)  # stopped while starting
+    assert said[-1] == "T-gpu: stopped at the time limit, at step 3" and LL.reached("T-gpu",
+                                                                                     runs) == 3
+    assert LM.kept_steps("T-gpu", runs) == [2, 3]  # the kept step and the latest
+    got = LM.measure(["T-gpu"], runs, cache, s=s, log=quiet)
     entry = got["cells"]["T-gpu"]
-    assert sorted(entry["steps"]) == ["2", "4"] and entry["units"] == 48 and entry["layers"] == 2
-    assert len(entry["steps"]["4"]["pairs"]) == 6
-    saved = json.loads((cache / "T-gpu@4.json").read_text())
-    assert saved["cell"]["seeds"] == [0, 1, 2, 3] and saved["cell"]["units"] == 48
-    # elsewhere: no checkpoints, the committed files
-    away = LM.measure(["T-gpu"], tmp_path / "none", None, s=s, gpu_records=cache,
-                      log=lambda m: None)
-    assert away["cells"]["T-gpu"] == entry
-    other = dict(s, probe_seed=s["probe_seed"] + 1)
-    assert LM.measure(["T-gpu"], tmp_path / "none", None, s=other, gpu_records=cache,
-                      log=lambda m: None)["cells"] == {}
-    # a limit too short to reach the next checkpoint stops training and keeps what was there
-    monkeypatch.setitem(LL.CELLS, "T-gpu", LL.LongCell(
-        dataclasses.replace(LL.CELLS["T-gpu"].run, steps=2000, keep_steps=(2, 4, 2000)),
-        LL.CELLS["T-gpu"].corpus, device="gpu"))
+    assert sorted(entry["steps"], key=int) == ["2", "3"] and entry["in_fit"] is False
+    assert entry["provenance"]["reached"] == 3 and entry["provenance"]["device"].startswith("cpu")
     said.clear()
-    LL.train_stages(["T-gpu"], tmp_path / "runs2", log=said.append, seconds=1)
-    assert said[-1].startswith("T-gpu: stopped at the time limit")
+    LL.train_stages(["T-gpu"], runs, log=said.append, seconds=600)  # resumed, to the end
+    assert said[-1] == "T-gpu: at step 6" and LM.kept_steps("T-gpu", runs) == [2, 4, 6]
+    got = LM.measure(["T-gpu"], runs, cache, s=s, log=quiet)
+    entry = got["cells"]["T-gpu"]
+    assert sorted(entry["steps"], key=int) == ["2", "4", "6"] and len(entry["steps"]["6"]["pairs"]) == 6
+    saved = json.loads((cache / "T-gpu@6.json").read_text())
+    assert saved["cell"]["seeds"] == [0, 1, 2, 3] and saved["cell"]["units"] == 48
+    assert saved["provenance"]["reached"] == 6
+    # elsewhere: no checkpoints, the committed files of the run that reached furthest
+    committed = tmp_path / "committed"
+    shutil.copytree(cache, committed)
+    logged = []
+    away = LM.measure(["T-gpu"], tmp_path / "none", None, s=s, gpu_records=committed,
+                      log=logged.append)
+    steps = away["cells"]["T-gpu"]["steps"]  # and @3, measured when the run had reached 3
+    assert {k: v for k, v in steps.items() if k != "3"} == entry["steps"] and "3" in steps
+    other = json.loads((committed / "T-gpu@4.json").read_text())
+    other["provenance"] = {**other["provenance"], "run": "another", "reached": 2}
+    (committed / "T-gpu@8.json").write_text(json.dumps(other))
+    bad = json.loads((committed / "T-gpu@2.json").read_text())
+    bad["cell"]["seeds"] = [0, 1]
+    (committed / "T-gpu@10.json").write_text(json.dumps(bad))
+    logged.clear()
+    away = LM.measure(["T-gpu"], tmp_path / "none", None, s=s, gpu_records=committed,
+                      log=logged.append)
+    assert sorted(away["cells"]["T-gpu"]["steps"], key=int) == ["2", "3", "4", "6"]
+    assert any("T-gpu@10.json: made by another definition" in m for m in logged)
+    assert any("steps [8] of another training run (another) left out" in m for m in logged)
+    assert LM.measure(["T-gpu"], tmp_path / "none", None, s=dict(s, probe_seed=9),
+                      gpu_records=committed, log=quiet)["cells"] == {}
+    # here and committed: the local steps measured, the committed steps of the same run added
+    shutil.rmtree(runs / "T-gpu" / "checkpoints" / "2")
+    both = LM.measure(["T-gpu"], runs, None, s=s, gpu_records=committed, log=quiet)
+    assert sorted(both["cells"]["T-gpu"]["steps"], key=int) == ["2", "3", "4", "6"]
+    assert both["cells"]["T-gpu"]["steps"]["4"] == entry["steps"]["4"]
+
+
+def test_a_measurement_of_some_cells_keeps_the_others_in_the_record(tmp_path):
+    """--measure on a machine with some cells' checkpoints (or with --cells) keeps the record's
+    other cells when they were measured with the same settings; other settings replace it."""
+    import json
+
+    from experiments.lineage import level_long_measure as LM
+
+    old = _record(lambda s, a, b: 1)
+    old["cells"]["L2-F344-prose"] = old["cells"]["L2-F344-long"]
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps({"run": {}, "records": old}))
+    new = {"settings": old["settings"], "cells": {"L2-F344-prose": {"steps": {}}}}
+    kept = LM.keep_unmeasured(new, path)
+    assert list(kept["cells"]) == ["L2-F344-long", "L2-F344-prose"]
+    assert kept["cells"]["L2-F344-prose"] == {"steps": {}}
+    other = {"settings": {"n": 1}, "cells": {"L2-F344-prose": {"steps": {}}}}
+    assert LM.keep_unmeasured(other, path) == other
+    assert LM.keep_unmeasured(new, tmp_path / "none.json") == new
 
 
 def test_the_cells_tokenizer_file_must_be_here(tmp_path, monkeypatch):
@@ -411,26 +457,53 @@ def test_the_cells_tokenizer_file_must_be_here(tmp_path, monkeypatch):
 
 def test_smollm2s_row_states_its_shaped_negatives_or_how_to_measure_them():
     """Beside SmolLM2's lineage rows: the long cell of its whole shape, per checkpoint its tokens,
-    K and the default law's slack, judged by the level rule (holds where K stays under the
-    slack, rejected where every pair shares far more); a sentence with the GPU window's command
-    while it is not measured; nothing for a model without such a cell."""
+    K and the default law's slack (54 at F = 1,536 here), and the pairs called related at that
+    slack; the rule is the margin (largest K below the slack), which 40 shared units keep and
+    150 break; the rate is counted at the law's slack, not at 0 (where 40 units reject); a
+    sentence with the GPU window's command while it is not measured; nothing for a model
+    without such a cell."""
     from bornbiased_jax.verdicts import Claim
     from experiments.common import level_range as LR
 
     def records(k):
         rec = _record(lambda s, a, b: k, seeds=range(4), layers=30, at=(128_000, 1_024_000))
         c = rec["cells"].pop("L2-F344-long")
-        rec["cells"]["L30-F1536-smollm2"] = {**c, "units": 1536, "d_model": 576}
+        rec["cells"]["L30-F1536-smollm2"] = {**c, "units": 1536, "d_model": 576,
+                                              "in_fit": False, "provenance": {
+                                                  "device": "gpu: NVIDIA H200", "reached": 1000,
+                                                  "run": "abc", "measured": "x"}}
         return {"lineage_level_long": {"records": rec}}
 
-    quiet = LR.shaped_negatives(records(2), "SmolLM2-135M", "S")
+    quiet = LR.shaped_negatives(records(40), "SmolLM2-135M", "S")
     assert isinstance(quiet, Claim) and quiet.verdict == BEYOND
-    assert "not rejected at any checkpoint" in quiet.why and "30 layers, d 576, F 1,536" in quiet.why
-    assert "131,072,000 tokens: K per layer pair mean 0.07, largest 2; the law's slack 54; called " \
-           "related 0 of 6 pairs" in quiet.ours
+    assert "it stays below at every checkpoint" in quiet.why and "F 1,536" in quiet.why
+    assert "131,072,000 tokens (step 128,000): K per layer pair mean 1.33, largest 40; the " \
+           "law's slack 54; called related 0 of 6 pairs" in quiet.ours
+    assert "too narrow" in quiet.ours and "not in the law's fit" in quiet.why
+    assert "with probability 0.00" in quiet.why and "measured on gpu: NVIDIA H200" in quiet.why
+    from experiments.common.level_fit import rates
+
+    at0 = rates(records(40)["lineage_level_long"]["records"]["cells"]["L30-F1536-smollm2"]
+                   ["steps"]["128000"]["pairs"], 0)["0.01"]
+    assert at0["rejections"] == 6  # the same pairs at slack 0: all called related
     loud = LR.shaped_negatives(records(150), "SmolLM2-135M", "S")
-    assert "rejected at 131,072,000, 1.04858 billion tokens" in loud.why and "called related 6 of 6" in loud.ours
+    assert "reaches the slack at 131,072,000, 1.04858 billion tokens" in loud.why
+    assert "called related 6 of 6" in loud.ours
     todo = LR.shaped_negatives({}, "SmolLM2-135M", "S")
     assert isinstance(todo, str) and "not measured yet" in todo and "--train-seconds" in todo
     assert LR.shaped_negatives(records(2), "Gemma 3 270M", "G") is None
-    assert "the rule flags a true rate of 5% with probability 0.0" in quiet.why
+
+
+def test_a_cell_outside_the_fit_is_judged_on_every_pair_and_leaves_the_law_alone():
+    """A GPU cell ("in_fit": false) does not move the law or its measured range, and is judged
+    on all its seeds' pairs: held out entirely."""
+    base = _record(lambda s, a, b: 9 if (a + b) % 2 else 0)
+    j0 = LW.judge(base)
+    both = _record(lambda s, a, b: 9 if (a + b) % 2 else 0)
+    both["cells"]["L30-F1536-smollm2"] = {**_record(lambda s, a, b: 200, seeds=range(4))[
+        "cells"]["L2-F344-long"], "units": 1536, "layers": 30, "in_fit": False}
+    j = LW.judge(both)
+    assert j["law"] == j0["law"] and j["widths"] == [F] and j["depths"] == [2]
+    rows = j["cells"]["L30-F1536-smollm2"]
+    assert all(r["rate"]["pairs"] == 6 and r["level"]["rejected"] for r in rows)
+    assert all(r["rate"]["pairs"] == 6 for r in j["cells"]["L2-F344-long"])  # 4 held-out seeds

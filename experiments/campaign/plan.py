@@ -200,10 +200,11 @@ def pieces() -> list[Piece]:
     out.append(Piece(
         "smollm2-shaped-negatives", "6 the lineage level along training",
         ("{python}", "-m", "experiments", "lineage_level_long", "--train", "--measure", "--cells",
-         "L30-F1536-smollm2", "--runs-dir", "{state}/level-long", "--train-seconds", "320",
-         "--cache", "{out}/cache", "--records", "{out}"), 540,
+         "L30-F1536-smollm2", "--runs-dir", "/tmp/level-long", "--train-seconds", "270",
+         "--cache", "{out}", "--records", "{out}"), 480,
         about="SmolLM2-135M's whole shape, 4 seeds from scratch on the same text in bfloat16, "
-              "trained for 320 s and measured where trained (its checkpoints stay on the GPU): "
+              "trained for 270 s and measured where trained (its checkpoints stay on the GPU, "
+              "in /tmp/level-long): "
               "the cache files go to results/records/lineage_level/long-gpu/ "
               "(results/records/lineage_level/long-gpu/README.md)"))
     out += [

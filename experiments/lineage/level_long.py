@@ -220,10 +220,10 @@ def train_stages(cells=None, runs_dir: Path = RUNS_DIR, log=print,
 
 
 def _train_child(cell: str, runs_dir: Path, stop: int, seconds: float) -> bool:
-    """Train one stage in a child ``bornbiased train`` for at most ``seconds`` (then SIGINT,
-    and SIGKILL a minute later); True when it finished in time. A failure of the child is a
+    """Train one stage in a child ``bornbiased train`` for at most ``seconds`` (then SIGTERM,
+    and SIGKILL a minute later: a checkpoint is a folder renamed into place once written, so a
+    stop keeps every complete one); True when it finished in time. A failure of the child is a
     ``UserError``."""
-    import signal
     import subprocess
     import sys
 
@@ -233,7 +233,7 @@ def _train_child(cell: str, runs_dir: Path, stop: int, seconds: float) -> bool:
     try:
         rc = child.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
-        child.send_signal(signal.SIGINT)
+        child.terminate()
         try:
             child.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -70,6 +70,12 @@ def _ci(r: dict) -> str:
     return "" if lo is None else f" [95 % CI {lo:.1%}-{hi:.1%}]"
 
 
+def _per_step(cell: dict) -> int:
+    """Tokens per model per step, from a checkpoint's tokens and step."""
+    st = next(iter(cell["steps"].values()))
+    return st["tokens"] // st["step"]
+
+
 def default_claim(name: str, cell: dict) -> Claim:
     """Whether the level table's slack holds its level among a cell's unrelated same-data
     seeds at each checkpoint (:func:`experiments.common.level_fit.default_rates`)."""
@@ -149,7 +155,9 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
         f"The law's slack held out, {name}", "- (beyond the paper)",
         "; ".join(f"{_tokens(r['tokens'])} tokens: slack {r['slack']}, "
                   f"{_rate(r['rate'])} rejected{_ci(r['rate'])}" for r in law_rows), BEYOND,
-        f"rule: the held-out seeds' rate at alpha = 0.01 (one-sided jackknife t over the "
+        ("rule: the held-out seeds' rate" if cell.get("in_fit", True) else
+         "rule: the rate over every pair of the cell's seeds (the cell is not in the law's "
+         "fit)") + f" at alpha = 0.01 (one-sided jackknife t over the "
         f"models; the 95 % Clopper-Pearson intervals count the pairs as independent, which "
         f"they are not: too narrow); rejected at {len(rej)} of {len(law_rows)} checkpoints"
         + (f" ({', '.join(_tokens(r['tokens']) for r in rej)})" if rej else "")
@@ -281,10 +289,12 @@ def section(record: dict | None, command: str, run_line: str) -> str:
              f"Generated from results/records/lineage_level/lineage_level_long.json "
              f"(`{command}`, run on {run_line}). Cells: seeds trained on identical data in one "
              f"program with checkpoints at geometric steps (experiments/lineage/level_long.py); "
-             f"16 x 64 tokens per step; the matched leg as `bornbiased fingerprint` runs it. "
-             f"Checkpoints measured so far: " + "; ".join(
+             f"the matched leg as `bornbiased fingerprint` runs it. Checkpoints measured so "
+             f"far: " + "; ".join(
                  f"{n}: steps {', '.join(sorted(c['steps'], key=int))} of "
-                 f"{c['schedule_steps']:,}" for n, c in cells.items()) + ".", "",
+                 f"{c['schedule_steps']:,}, {_per_step(c):,} tokens a step"
+                 + ("" if c.get("in_fit", True) else ", not in the law's fit")
+                 for n, c in cells.items()) + ".", "",
              table(claims(record)), "",
              "K / F (mean K per layer in brackets) against tokens seen per model (`--measure` "
              "also draws it, with each pair's largest K and the law's slack over F, in "

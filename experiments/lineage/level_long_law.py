@@ -164,14 +164,15 @@ def law_slack(law: dict, tokens: float, units: int) -> int:
 def judge(record: dict) -> dict:
     """The law fitted on the first halves and judged on the held-out halves at every cell and
     checkpoint, and on the different-text pairs: {"law", "cells": {cell: [{"step", "tokens",
-    "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths"}."""
+    "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths"}.
+    A cell outside the fit (:func:`in_fit`) is judged on every pair of its seeds."""
     summ = summaries(record)
     points = [(s["tokens"], s["fit_slack"], record["cells"][name]["units"], name)
-              for name, rows in summ.items() for s in rows]
+              for name, rows in summ.items() if in_fit(record["cells"][name]) for s in rows]
     law = fit_law(points)
     cells, cross = {}, {}
     for name, c in record["cells"].items():
-        _, held = halves(c["seeds"])
+        held = halves(c["seeds"])[1] if in_fit(c) else list(c["seeds"])
         rows = []
         for s in summ[name]:
             st = c["steps"][str(s["step"])]
@@ -194,8 +195,16 @@ def judge(record: dict) -> dict:
                         "K_mean": float(k_table(st["cross"]["pairs"]).mean()),
                         "K_max": int(k_table(st["cross"]["pairs"]).max())})
         cells[name] = rows
-    tokens = [s["tokens"] for rows in summ.values() for s in rows]
+    fitted = {n: c for n, c in record["cells"].items() if in_fit(c)}
+    tokens = [s["tokens"] for n, rows in summ.items() if n in fitted for s in rows]
     return {"law": law, "summaries": summ, "cells": cells, "cross": cross,
             "tokens_range": [min(tokens), max(tokens)] if tokens else None,
-            "widths": sorted({c["units"] for c in record["cells"].values()}),
-            "depths": sorted({c["layers"] for c in record["cells"].values()})}
+            "widths": sorted({c["units"] for c in fitted.values()}),
+            "depths": sorted({c["layers"] for c in fitted.values()})}
+
+
+def in_fit(cell: dict) -> bool:
+    """Whether a cell's first half enters the law's fit: every CPU cell; a GPU cell (its
+    record entry says ``"in_fit": false``) is judged on all its seeds instead, out of sample,
+    and the law's measured range (tokens, widths, depths) stays the fitted cells'."""
+    return cell.get("in_fit", True)

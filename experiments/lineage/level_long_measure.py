@@ -111,7 +111,8 @@ def _entry(cell: str, runs_dir: Path) -> dict:
     tc = LL.CELLS[cell].run
     return {"units": cfg.d_ff, "layers": cfg.n_layers, "d_model": cfg.d_model,
             "seeds": list(tc.seeds), "schedule_steps": tc.steps,
-            "corpus": [str(c) for c in LL.CELLS[cell].corpus], "steps": {}}
+            "corpus": [str(c) for c in LL.CELLS[cell].corpus],
+            **({"in_fit": False} if LL.CELLS[cell].trained_where_measured else {}), "steps": {}}
 
 
 def _current(saved: dict | None, cell: str, step: int, runs_dir: Path, s: dict) -> bool:
@@ -128,16 +129,54 @@ def _read(f: Path | None) -> dict | None:
     return json.loads(f.read_text()) if f is not None and f.is_file() else None
 
 
-def gpu_saved(cell: str, gpu_records: Path, runs_dir: Path, s: dict) -> dict:
+def gpu_saved(cell: str, gpu_records: Path, runs_dir: Path, s: dict, log=progress) -> dict:
     """{step: cached file} of a GPU cell's checkpoints measured where they were trained and
-    committed in ``gpu_records`` (those of other settings or layer screen left out)."""
-    out = {}
+    committed in ``gpu_records``. Files measured with other settings or layer screen, or made by
+    another definition of the cell (seeds, schedule, corpus), are left out, and so are files of
+    other training runs than the one that reached furthest (their ``provenance``'s ``run``):
+    one record never mixes models of two windows. Each file left out is logged with why."""
+    spec = LL.CELLS[cell]
+    want = {"seeds": list(spec.run.seeds), "schedule_steps": spec.run.steps,
+            "corpus": [str(c) for c in spec.corpus]}
+    runs: dict = {}
     for f in sorted(Path(gpu_records).glob(f"{cell}@*.json")):
         saved = _read(f)
         step = int(f.stem.rsplit("@", 1)[1])
-        if _current(saved, cell, step, runs_dir, s) and "cell" in saved:
-            out[step] = saved
-    return out
+        got = {k: saved.get("cell", {}).get(k) for k in want}
+        if not _current(saved, cell, step, runs_dir, s):
+            log(f"  {f.name}: measured with other settings or layer screen; left out")
+        elif got != want:
+            log(f"  {f.name}: made by another definition of {cell} ({got}); left out")
+        else:
+            run = saved.get("provenance", {}).get("run", "unknown")
+            runs.setdefault(run, {})[step] = saved
+    if not runs:
+        return {}
+    best = max(runs, key=lambda r: (max(v.get("provenance", {}).get("reached", 0)
+                                        for v in runs[r].values()), len(runs[r])))
+    for r, steps in runs.items():
+        if r != best:
+            log(f"  {cell}: steps {sorted(steps)} of another training run ({r}) left out")
+    return runs[best]
+
+
+def provenance(cell: str, runs_dir: Path) -> dict:
+    """Where and what a cell's checkpoints were measured from: the device, the step its run
+    reached, and its training run (the hash of the run's first logged step: a run trained again
+    from scratch elsewhere is another run unless it logs the same numbers)."""
+    import datetime
+    import hashlib
+
+    import jax
+
+    folder = LL.folder(cell, runs_dir)
+    first = (folder / "metrics.jsonl").read_text().split("\n", 1)[0] \
+        if (folder / "metrics.jsonl").is_file() else ""
+    dev = jax.devices()[0]
+    return {"device": f"{dev.platform}: {getattr(dev, 'device_kind', dev.platform)}",
+            "reached": LL.reached(cell, runs_dir),
+            "run": hashlib.sha256(first.encode()).hexdigest()[:12],
+            "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
 def measure(cells=None, runs_dir: Path = LL.RUNS_DIR, cache: Path | None = None,
@@ -151,29 +190,57 @@ def measure(cells=None, runs_dir: Path = LL.RUNS_DIR, cache: Path | None = None,
     for cell in cells or LL.CELLS:
         here = LL.folder(cell, runs_dir).exists()
         steps = kept_steps(cell, runs_dir) if here else []
-        away = gpu_saved(cell, gpu_records, runs_dir, s) if LL.CELLS[cell].trained_where_measured \
-            else {}
+        away = gpu_saved(cell, gpu_records, runs_dir, s, log) \
+            if LL.CELLS[cell].trained_where_measured else {}
         if not steps and not away:
             continue
         entry = _entry(cell, runs_dir) if steps else {**next(iter(away.values()))["cell"],
                                                       "steps": {}}
+        here_from = provenance(cell, runs_dir) if steps and away else None
+        if here_from is not None:  # the run here: committed files of another run stay out
+            away = {k: v for k, v in away.items()
+                    if v.get("provenance", {}).get("run") == here_from["run"]}
+        if LL.CELLS[cell].trained_where_measured:
+            from_ = here_from or (provenance(cell, runs_dir) if steps else max(
+                (v["provenance"] for v in away.values() if "provenance" in v),
+                key=lambda p: p["reached"], default=None))
+            if from_ is not None:
+                entry["provenance"] = from_
         for step in sorted(set(steps) | set(away)):
             if step not in steps:
                 entry["steps"][str(step)] = away[step]["step"]
                 continue
             f = None if cache is None else Path(cache) / f"{cell}@{step}.json"
             saved = _read(f)
-            if _current(saved, cell, step, runs_dir, s):
+            same_run = not LL.CELLS[cell].trained_where_measured or (
+                saved is not None and saved.get("provenance", {}).get("run")
+                == entry["provenance"]["run"])
+            if _current(saved, cell, step, runs_dir, s) and same_run:
                 entry["steps"][str(step)] = saved["step"]
                 continue
             got = measure_step(cell, step, runs_dir, s, log)
             if f is not None:
                 files.write_json(f, {"settings": dict(s), "screen": screen_settings(),
-                                     "cell": {k: v for k, v in entry.items() if k != "steps"},
+                                     "cell": {k: v for k, v in entry.items()
+                                              if k not in ("steps", "provenance")},
+                                     **({"provenance": entry["provenance"]}
+                                        if "provenance" in entry else {}),
                                      "step": got})
             entry["steps"][str(step)] = got
         out["cells"][cell] = entry
     return out
+
+
+def keep_unmeasured(out: dict, path: Path) -> dict:
+    """``out`` with the cells of the record at ``path`` that ``out`` lacks, where that record was
+    measured with the same settings (a measurement of some cells, or on a machine that has only
+    some cells' checkpoints, never drops the others from the record)."""
+    old = _read(Path(path))
+    if old is None or old.get("records", {}).get("settings") != out["settings"]:
+        return out
+    cells = {**old["records"]["cells"], **out["cells"]}
+    order = [n for n in LL.CELLS if n in cells] + [n for n in cells if n not in LL.CELLS]
+    return {**out, "cells": {n: cells[n] for n in order}}
 
 
 def main(argv: list[str]) -> None:
@@ -189,8 +256,13 @@ def main(argv: list[str]) -> None:
         python -m experiments lineage_level_long --measure          # the checkpoints trained so far
         python -m experiments lineage_level_long --print-commands
         python -m experiments lineage_level_long --train --measure --cells L30-F1536-smollm2 \\
-            --train-seconds 420 --cache "$OUT"          # a GPU window: commit $OUT's files in
-                                                         # results/records/lineage_level/long-gpu
+            --runs-dir /tmp/level-long --train-seconds 270 --cache "$OUT"/cache \\
+            --records "$OUT"                     # a GPU window: its cache files are committed in
+                                                 # results/records/lineage_level/long-gpu/
+
+    The record is written with every cell measured now; a cell of the existing record that
+    was not measured now (not named in --cells, or its checkpoints not on this machine) is kept
+    from it when it was measured with the same settings.
 
     Training is long (about 20 CPU-hours in all on a 2-core machine); every stage resumes from its
     latest checkpoint, and --measure reads whatever checkpoints exist, so the record grows as the
@@ -250,6 +322,7 @@ def main(argv: list[str]) -> None:
                                    experiment="lineage_level_long", scale="cpu",
                                    settings=out["settings"])
             root = args.records if args.records is not None else records_root("cpu")
+            out = keep_unmeasured(out, render.record_path(root, "lineage_level_long"))
             rec = render.save_record(root, "lineage_level_long", {"run": run, "records": out})
             from experiments.lineage.level_long_claims import figure
 
