@@ -195,10 +195,10 @@ def test_negatives_are_read_from_the_record_or_derived_from_it():
                                ("cousins-c", range(8, 12))) for k in seeds]
     # their depth as the matched test measured it, their tokens from their description: the
     # cousins 4 layers and 300 x 16 x 64 tokens; the inits and the scratch model the base's 30
-    # layers; the scratch model's batch is not in this record
+    # layers, the scratch model 30 x 8 x 64 tokens (the record states them)
     assert {(n["kind"], n["trained_steps"], n["layers"], n["tokens"])
             for n in claims.negatives(committed)} == {
-        ("init", 0, 30, 0), ("trained", 30, 30, None), ("trained", 300, 4, 307_200)}
+        ("init", 0, 30, 0), ("trained", 30, 30, 15_360), ("trained", 300, 4, 307_200)}
 
 
 def _cousins(k, layers=4, steps=300, batch=16, seq=64):
