@@ -200,11 +200,11 @@ def pieces() -> list[Piece]:
     out.append(Piece(
         "smollm2-shaped-negatives", "6 the lineage level along training",
         ("{python}", "-m", "experiments", "lineage_level_long", "--train", "--measure", "--cells",
-         "L30-F1536-smollm2", "--runs-dir", "/tmp/level-long", "--train-seconds", "270",
+         "L30-F1536-smollm2", "--train-seconds", "270",
          "--cache", "{out}", "--records", "{out}"), 480,
         about="SmolLM2-135M's whole shape, 4 seeds from scratch on the same text in bfloat16, "
               "trained for 270 s and measured where trained (its checkpoints stay on the GPU, "
-              "in /tmp/level-long): "
+              "in runs/level-long, outside the output): "
               "the cache files go to results/records/lineage_level/long-gpu/ "
               "(results/records/lineage_level/long-gpu/README.md)"))
     out += [

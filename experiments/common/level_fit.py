@@ -31,6 +31,15 @@ def log_p(stats: dict, slack: int, direction: str = "both") -> float:
     return one(direction)
 
 
+POWER_RATE = 0.05  # the held-out rate the level rule's power is stated against (five x alpha)
+
+
+def k_table(pairs: list[dict]) -> np.ndarray:
+    """K of every pair (rows) and suspect layer (columns), the B direction."""
+    return np.array([[K for K, _, _ in p["dir_b"]] for p in pairs], dtype=float).reshape(
+        len(pairs), -1)
+
+
 def pair_rows(pairs, slack: int, direction: str = "both") -> list[dict]:
     return [{"a": p["a"], "b": p["b"], "matched": math.exp(log_p(p, slack, direction))}
             for p in pairs]

@@ -167,7 +167,7 @@ def _times(r: float) -> str:
 # a released model -> the long level cell of its whole shape (experiments/lineage/level_long.py)
 SHAPED_CELLS = {"SmolLM2-135M": "L30-F1536-smollm2"}
 SHAPED_COMMAND = ("python -m experiments lineage_level_long --train --measure --cells {cell} "
-                  "--runs-dir /tmp/level-long --train-seconds 270 --cache \"$OUT\"/cache "
+                  "--train-seconds 270 --cache \"$OUT\"/cache "
                   "--records \"$OUT\"")
 
 
@@ -185,8 +185,7 @@ def shaped_negatives(records: dict, model: str, label: str):
     from bornbiased_jax.fingerprint.methods.trained_slack import law_units
     from bornbiased_jax.verdicts import BEYOND, Claim
     from experiments.common import level_rule
-    from experiments.common.level_fit import rates
-    from experiments.lineage.level_long_law import POWER_RATE, k_table
+    from experiments.common.level_fit import POWER_RATE, k_table, rates
 
     cell = SHAPED_CELLS.get(model)
     if cell is None:

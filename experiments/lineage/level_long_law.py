@@ -42,16 +42,10 @@ from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.fingerprint.methods.trained_slack import law_units
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
-from experiments.common.level_fit import among, fit_slack, halves, judge_rate, rates
+from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves,  # noqa: F401
+                                         judge_rate, k_table, rates)
 
-POWER_RATE = 0.05  # the held-out rate the rule's power is stated against (five times alpha)
 OVERLAP_KEYS = ("gate", "up", "both", "K", "gate_hi", "up_hi", "both_hi", "K_hi", "gate_any_hi")
-
-
-def k_table(pairs: list[dict]) -> np.ndarray:
-    """K of every pair (rows) and suspect layer (columns), the B direction."""
-    return np.array([[K for K, _, _ in p["dir_b"]] for p in pairs], dtype=float).reshape(
-        len(pairs), -1)
 
 
 def step_summary(step: dict, seeds: list[int], units: int) -> dict:

@@ -256,7 +256,7 @@ def main(argv: list[str]) -> None:
         python -m experiments lineage_level_long --measure          # the checkpoints trained so far
         python -m experiments lineage_level_long --print-commands
         python -m experiments lineage_level_long --train --measure --cells L30-F1536-smollm2 \\
-            --runs-dir /tmp/level-long --train-seconds 270 --cache "$OUT"/cache \\
+            --train-seconds 270 --cache "$OUT"/cache \\
             --records "$OUT"                     # a GPU window: its cache files are committed in
                                                  # results/records/lineage_level/long-gpu/
 
