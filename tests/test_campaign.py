@@ -272,6 +272,11 @@ def test_the_driver_command_line(tmp_path, capsys):
                           "--root", str(tmp_path)], cwd=campaign.REPO, capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--env takes KEY=VALUE, got 'X'" in bad.stderr
+    outside = subprocess.run([sys.executable, "-m", "experiments.campaign", "--root",
+                              str(tmp_path), "--bundle", str(tmp_path / "b.tar.gz")],
+                             cwd=campaign.REPO, capture_output=True, text=True)
+    assert outside.returncode == 2 and "lies outside it" in outside.stderr
+    assert not (tmp_path / "b.tar.gz").exists()
 
 
 def test_gpu_pieces_wait_for_a_gpu_and_run_first_on_one(tmp_path):
@@ -919,3 +924,30 @@ def test_table1_records_name_the_platforms_that_added_blocks(tmp_path):
     assert PS._platforms([tmp_path / "T64", tmp_path / "T256", tmp_path / "none"]) == {
         "blocks_platforms": ["cpu", "gpu"]}
     assert PS._platforms([tmp_path / "none"]) == {}
+
+
+def test_a_bundle_packs_what_the_call_wrote_to_be_unpacked_in_the_checkout(tmp_path):
+    import tarfile
+
+    from experiments.campaign import bundle
+    base = tmp_path / "checkout"
+    root, other = base / "results" / "campaign", base / "results" / "records"
+    (root / "first").mkdir(parents=True)
+    other.mkdir(parents=True)
+    (other / "untouched.json").write_text("{}")
+    (root / "first" / "out.txt").write_text("an earlier window's")
+    before = bundle.snapshot((base / "results", root), base)
+    driver.run(root, 60, plan=PLAN[:1], device="cpu", log=lambda _: None,
+               env={"CAMPAIGN_TEST": "this window's"})
+    names = bundle.changed(before, (base / "results", root), base)
+    assert names == ["results/campaign/first/log.txt", "results/campaign/first/out.txt",
+                     "results/campaign/ledger.json"]
+    size = bundle.write(tmp_path / "campaign.tar.gz", names, base)
+    assert 0 < size < bundle.RETURN_LIMIT_BYTES
+    here = tmp_path / "here"
+    with tarfile.open(tmp_path / "campaign.tar.gz") as tar:
+        tar.extractall(here, filter="data")
+    assert (here / "results/campaign/first/out.txt").read_text() == "this window's"
+    assert not (here / "results/records").exists()
+    with pytest.raises(UserError, match="lies outside it"):
+        bundle.snapshot((tmp_path / "elsewhere",), base)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bornbiased_jax.errors import UserError
-from experiments.campaign import driver, report
+from experiments.campaign import bundle, driver, report
 from experiments.campaign import plan as campaign
 
 
@@ -32,10 +32,13 @@ def main(argv: list[str]) -> int:
     ``--env JAX_DEFAULT_MATMUL_PRECISION=`` takes the short names of bornbiased_jax/precision.py
     (bf16x6) and hands the pieces JAX's spelling (BF16_BF16_F32_X6).
 
-    On a lent GPU where only an output folder comes back, copy the committed campaign folder there
-    first and run with ``--root`` and ``--records`` in it; copy both back (results/campaign/ and
-    results/records/paper/) and commit them, then ``python -m experiments run_all --no-run``
-    renders the finished pieces' rows into RESULTS.md.
+    On a lent GPU where only a few files of an output folder come back, run in the checkout and
+    pack what the call wrote into one archive there, then unpack it in this checkout's root and
+    commit what it laid down; ``python -m experiments run_all --no-run`` renders the finished
+    pieces' rows into RESULTS.md:
+
+        python -m experiments campaign --budget 480 --bundle "$OUT"/campaign.tar.gz
+        tar -xzf campaign.tar.gz                              # here, in the checkout's root
     """
     p = argparse.ArgumentParser(prog="python -m experiments campaign", description=main.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -54,6 +57,10 @@ def main(argv: list[str]) -> int:
                    help="also run pieces that timed out or failed before")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="add to every piece's environment (recorded in the ledger)")
+    p.add_argument("--bundle", type=Path, metavar="FILE.tar.gz",
+                   help="also pack every file this call created or changed under results/ (and "
+                        "--root, --records) into this gzipped tar, named by their paths in the "
+                        "checkout: `tar -xzf FILE` in the checkout's root lays them in place")
     p.add_argument("--list", action="store_true", help="print every piece's state and exit")
     args = p.parse_args(argv)
     env = {}
@@ -65,11 +72,21 @@ def main(argv: list[str]) -> int:
     if args.list:
         print(report.status_markdown(args.root), end="")
         return 0
+    watched = (campaign.REPO / "results", args.root, args.records)
     try:
+        before = bundle.snapshot(watched, campaign.REPO) if args.bundle else None
         attempts = driver.run(args.root, args.budget, only=args.only, retry=args.retry,
-                                env=env, records=args.records)
+                              env=env, records=args.records)
     except UserError as e:
         print(f"campaign: error: {e}", file=sys.stderr)
         return 2
     print(report.status_markdown(args.root), end="")
+    if args.bundle:
+        names = bundle.changed(before, watched, campaign.REPO)
+        size = bundle.write(args.bundle, names, campaign.REPO)
+        print(f"campaign: packed {len(names)} files ({size / 2 ** 20:.1f} MiB) into "
+              f"{args.bundle}; unpack with `tar -xzf` in the checkout's root")
+        if size > bundle.RETURN_LIMIT_BYTES:
+            print(f"campaign: warning: the archive is over {bundle.RETURN_LIMIT_BYTES // 2 ** 20}"
+                  f" MiB, more than one file back from a lent GPU may weigh", file=sys.stderr)
     return 0 if all(a["state"] in ("done", "partial") for a in attempts) else 1

@@ -22,11 +22,11 @@ spend the window on a known failure.
 :mod:`bornbiased_jax.precision` (``bf16x6``); it reaches the pieces in JAX's spelling.
 
 The driver imports no JAX (the pieces need the whole device) and runs each piece as a child
-process in the repository's root. On a machine where only ``ROOT`` comes back (a lent GPU), copy
-the committed ``ROOT`` there first, run, and copy it back (results/campaign/README.md)::
+process in the repository's root. On a machine where only a few files of an output folder come
+back (a lent GPU), run in the checkout and pack what the call wrote into one archive
+(:mod:`experiments.campaign.bundle`), then unpack it here (results/campaign/README.md)::
 
-    cp -r results/campaign "$OUT"/ && python -m experiments.campaign \\
-        --root "$OUT"/campaign --records "$OUT"/records --budget 480
+    python -m experiments.campaign --budget 480 --bundle "$OUT"/campaign.tar.gz
 
 How far the pieces got and their time estimates are :mod:`experiments.campaign.progress`'s; the
 status table and the rows RESULTS.md shows (:mod:`experiments.campaign.report`, rendered by
