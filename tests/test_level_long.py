@@ -474,7 +474,10 @@ def test_smollm2s_row_states_its_shaped_negatives_or_how_to_measure_them():
                                                   "run": "abc", "measured": "x"}}
         return {"lineage_level_long": {"records": rec}}
 
-    quiet = LR.shaped_negatives(records(40), "SmolLM2-135M", "S")
+    def whole(recs):
+        return LR.shaped_negatives(recs, "SmolLM2-135M", "S")[0]
+
+    quiet = whole(records(40))
     assert isinstance(quiet, Claim) and quiet.verdict == BEYOND
     assert "it stays below at every checkpoint" in quiet.why and "F 1,536" in quiet.why
     assert "131,072,000 tokens (step 128,000): K per layer pair mean 1.33, largest 40; the " \
@@ -486,12 +489,39 @@ def test_smollm2s_row_states_its_shaped_negatives_or_how_to_measure_them():
     at0 = rates(records(40)["lineage_level_long"]["records"]["cells"]["L30-F1536-smollm2"]
                    ["steps"]["128000"]["pairs"], 0)["0.01"]
     assert at0["rejections"] == 6  # the same pairs at slack 0: all called related
-    loud = LR.shaped_negatives(records(150), "SmolLM2-135M", "S")
+    loud = whole(records(150))
     assert "reaches the slack at 131,072,000, 1.04858 billion tokens" in loud.why
     assert "called related 6 of 6" in loud.ours
-    todo = LR.shaped_negatives({}, "SmolLM2-135M", "S")
+    todo = whole({})
     assert isinstance(todo, str) and "not measured yet" in todo and "--train-seconds" in todo
     assert LR.shaped_negatives(records(2), "Gemma 3 270M", "G") is None
+
+
+def test_smollm2s_width_cell_is_judged_on_its_held_out_half():
+    """The CPU cell at SmolLM2's width (in the law's fit): its row counts only the held-out
+    half's pairs (seeds 3-5 of 6: 3 pairs), so a fitted seed's shared units cannot break or
+    keep the margin; while unmeasured, a sentence with the background command."""
+    from bornbiased_jax.verdicts import Claim
+    from experiments.common import level_range as LR
+
+    def records(k_of):
+        rec = _record(lambda s, a, b: k_of(a, b), seeds=range(6), at=(250, 2500))
+        c = rec["cells"].pop("L2-F344-long")
+        rec["cells"]["L2-F1536-long"] = {**c, "units": 1536, "d_model": 576}
+        return {"lineage_level_long": {"records": rec}}
+
+    width = LR.shaped_negatives(records(lambda a, b: 200 if a < 3 else 1), "SmolLM2-135M",
+                                "S")[1]
+    assert isinstance(width, Claim) and "width (d 576, 9 heads, 3 KV heads" in width.claim
+    assert "called related 0 of 3 pairs" in width.ours and "largest 1;" in width.ours
+    assert "the held-out half's 3 seeds (the law was fitted on the other 3)" in width.why
+    assert "it stays below at every checkpoint" in width.why
+    held = LR.shaped_negatives(records(lambda a, b: 200 if a >= 3 else 1), "SmolLM2-135M",
+                               "S")[1]
+    assert "it reaches the slack" in held.why and "called related 3 of 3" in held.ours
+    todo = LR.shaped_negatives({}, "SmolLM2-135M", "S")[1]
+    assert isinstance(todo, str) and "not measured yet" in todo
+    assert "lineage_level_long --train` (resumable)" in todo
 
 
 def test_a_cell_outside_the_fit_is_judged_on_every_pair_and_leaves_the_law_alone():

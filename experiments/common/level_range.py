@@ -164,47 +164,67 @@ def _times(r: float) -> str:
         f"{r:.2g} times"
 
 
-# a released model -> the long level cell of its whole shape (experiments/lineage/level_long.py)
-SHAPED_CELLS = {"SmolLM2-135M": "L30-F1536-smollm2"}
+# a released model -> its long level cells (experiments/lineage/level_long.py): (cell, what of
+# the model's shape it has, where it trains); a GPU's cell of its whole shape, a CPU's cell of
+# its width
+SHAPED_CELLS = {"SmolLM2-135M": (("L30-F1536-smollm2", "whole shape", "gpu"),
+                                 ("L2-F1536-long", "width (d 576, 9 heads, 3 KV heads, F 1,536)"
+                                                   " at 2 of its 30 layers, with a 2,048-token "
+                                                   "vocabulary", "cpu"))}
 SHAPED_COMMAND = ("python -m experiments lineage_level_long --train --measure --cells {cell} "
                   "--train-seconds 270 --cache \"$OUT\"/cache "
                   "--records \"$OUT\"")
+CPU_COMMAND = ("nice -n 19 python -m experiments lineage_level_long --train` (resumable), then "
+               "`python -m experiments lineage_level_long --measure")
 
 
-def shaped_negatives(records: dict, model: str, label: str):
-    """The row beside a released model's lineage rows for unrelated same-data models of its
-    whole shape trained from scratch (its long level cell, :data:`SHAPED_CELLS`, a GPU's cell,
-    not in the law's fit): per checkpoint, the tokens each saw, the shared units K per layer
+def shaped_negatives(records: dict, model: str, label: str) -> list | None:
+    """The rows beside a released model's lineage rows for unrelated same-data models of its
+    shape trained from scratch, one per long level cell of :data:`SHAPED_CELLS` (a ``Claim``
+    when measured, else a sentence saying how to measure it); ``None`` when the model has no
+    such cell. See :func:`shaped_cell`."""
+    cells = SHAPED_CELLS.get(model)
+    if cells is None:
+        return None
+    return [shaped_cell(records, model, label, cell, what, device)
+            for cell, what, device in cells]
+
+
+def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
+                device: str = "cpu"):
+    """One cell's row: per checkpoint, the tokens each model saw, the shared units K per layer
     pair (mean, largest), the toolkit's default law's slack at those tokens and width, and how
-    many pairs the matched leg then calls related. The rule is the margin: the largest K of
-    any pair and layer below the law's slack at every checkpoint. With the cell's few seeds
-    the rejection count bounds a false-positive rate only loosely, and the level rule has no
-    power (the row says how little), so neither is the verdict. A ``Claim``; ``None`` when the
-    model has no such cell; a sentence when it is not measured yet."""
+    many pairs the matched leg then calls related. The pairs are out of sample: all of them for
+    a cell outside the law's fit (a GPU's), the held-out half's for a cell in it. The rule is
+    the margin: the largest K of any pair and layer below the law's slack at every checkpoint.
+    With the cell's few seeds the rejection count bounds a false-positive rate only loosely,
+    and the level rule has no power (the row says how little), so neither is the verdict. A
+    ``Claim``, or a sentence when the cell is not measured yet."""
     from bornbiased_jax.defaults import MATCHED_SLACK_LAW
     from bornbiased_jax.fingerprint.methods.trained_slack import law_units
     from bornbiased_jax.verdicts import BEYOND, Claim
     from experiments.common import level_rule
-    from experiments.common.level_fit import POWER_RATE, k_table, rates
+    from experiments.common.level_fit import POWER_RATE, among, halves, k_table, rates
 
-    cell = SHAPED_CELLS.get(model)
-    if cell is None:
-        return None
     long = records.get("lineage_level_long")
     c = (long or {}).get("records", {}).get("cells", {}).get(cell)
     if c is None or not c["steps"]:
-        return (f"Unrelated models of {model}'s whole shape trained from scratch on the same "
-                f"text (the long level cell {cell}): not measured yet. A GPU window trains and "
-                f"measures them: `{SHAPED_COMMAND.format(cell=cell)}` (carry "
-                f"runs/smollm2/tokenizer.json), then its cache files replace the cell's in "
-                f"results/records/lineage_level/long-gpu/ and `python -m experiments "
-                f"lineage_level_long --measure` reads them.")
+        how = (f"A GPU window trains and measures them: `{SHAPED_COMMAND.format(cell=cell)}` "
+               f"(carry runs/smollm2/tokenizer.json), then its cache files replace the cell's "
+               f"in results/records/lineage_level/long-gpu/ and `python -m experiments "
+               f"lineage_level_long --measure` reads them." if device == "gpu" else
+               f"They train on a CPU in the background: `{CPU_COMMAND}`.")
+        return (f"Unrelated models of {model}'s {what}, trained from scratch on the same text "
+                f"(the long level cell {cell}): not measured yet. {how}")
+    in_fit = c.get("in_fit", True)
+    seeds = halves(c["seeds"])[1] if in_fit else list(c["seeds"])
     said, over = [], []
     for step in sorted(c["steps"], key=int):
         st = c["steps"][step]
-        K = k_table(st["pairs"])
+        pairs = among(st["pairs"], seeds)
+        K = k_table(pairs)
         u = law_units(st["tokens"], c["units"], MATCHED_SLACK_LAW)
-        r = rates(st["pairs"], u)["0.01"]
+        r = rates(pairs, u)["0.01"]
         lo, hi = r["ci95"]
         said.append(f"{tokens_text(st['tokens'])} tokens (step {st['step']:,}): K per layer "
                     f"pair mean {K.mean():.2f}, largest {int(K.max())}; the law's slack {u}; "
@@ -213,18 +233,21 @@ def shaped_negatives(records: dict, model: str, label: str):
                     f"which they are not: too narrow)")
         if K.max() >= u:
             over.append(tokens_text(st["tokens"]))
-    power = level_rule.power(POWER_RATE, 0.01, len(c["seeds"]), 1)
+    power = level_rule.power(POWER_RATE, 0.01, len(seeds), 1)
     prov = c.get("provenance")
     where = (f"; trained to step {prov['reached']:,} of {c['schedule_steps']:,} and measured "
              f"on {prov['device']}" if prov else "")
+    sample = (f"the held-out half's {len(seeds)} seeds (the law was fitted on the other "
+              f"{len(c['seeds']) - len(seeds)})" if in_fit else
+              f"{len(seeds)} seeds, not in the law's fit (out of sample)")
     why = (f"rule: the largest K of any pair and layer stays below the toolkit's default law's "
            f"slack at every checkpoint (the margin the verdict between two such models rests "
            f"on); " + (f"it reaches the slack at {', '.join(over)} tokens" if over else
                        "it stays below at every checkpoint")
-           + f"; {len(c['seeds'])} seeds, not in the law's fit (out of sample); the level rule "
-             f"over their pairs would flag a true rate of {POWER_RATE:.0%} with probability "
-             f"{power:.3f}, so no rate is claimed ({c['layers']} layers, d {c['d_model']}, "
-             f"F {c['units']:,}; the same text, batches and tokenizer for every seed{where})")
-    return Claim(f"Unrelated models of {model}'s whole shape, trained from scratch on the same "
+           + f"; {sample}; the level rule over their pairs would flag a true rate of "
+             f"{POWER_RATE:.0%} with probability {power:.3f}, so no rate is claimed "
+             f"({c['layers']} layers, d {c['d_model']}, F {c['units']:,}; the same text, "
+             f"batches and tokenizer for every seed{where})")
+    return Claim(f"Unrelated models of {model}'s {what}, trained from scratch on the same "
                  f"text (the long level cell {cell}): the matched leg between two of them "
                  f"[{label}]", "-", "; ".join(said), BEYOND, why)

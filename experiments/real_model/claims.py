@@ -330,10 +330,9 @@ def section(records: dict, command: str, model=SMOLLM2) -> str | None:
         slack = (extrapolation(records, model.released_as, records[lineage])
                  if model.released_as in PRETRAINING_TOKENS else "")
         rows += lineage_claims(records[lineage], slack, model)
-    shaped = shaped_negatives(records, model.released_as, model.label) if lineage in records \
-        else None
-    if shaped is not None and not isinstance(shaped, str):
-        rows.append(shaped)
+    shaped = (shaped_negatives(records, model.released_as, model.label) or []) \
+        if lineage in records else []
+    rows += [s for s in shaped if not isinstance(s, str)]
     lines = [f"## {model.title or model.label}", "",
              f"Generated from results/records/{model.study}/ (written by "
              f"`{run_command(records, NAMES, command)}`; the model is "
@@ -341,8 +340,7 @@ def section(records: dict, command: str, model=SMOLLM2) -> str | None:
              "runs the toolkit's own command as a user types it; the commands and wall times "
              "are below." + key_rule_note(records, lineage), "",
              table(rows)]
-    if isinstance(shaped, str):
-        lines += ["", shaped]
+    lines += [x for s in shaped if isinstance(s, str) for x in ("", s)]
     for n in NAMES:
         if n not in records:
             lines += ["", f"Not measured yet: {n} (`{command}`)."]
