@@ -542,3 +542,24 @@ def test_load_corpus_cap_counts_bytes_across_sources(tmp_path):
                             max_bytes=50) == ["é" * 30]
     assert len(data.load_corpus([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
                                 max_bytes=61)) == 2
+
+
+def test_reading_a_checkpoints_parameters_logs_no_item_metadata_warning(corpus, tmp_path,
+                                                                         caplog):
+    """Orbax warns, on every item read, that the step's metadata is missing from the item
+    folder (the manager keeps it one folder up); the readers drop that one message and still
+    read the parameters."""
+    import logging
+
+    from bornbiased_jax.training import checkpoints
+
+    tc = TrainConfig(steps=4, save_every=4, **TINY)
+    run = Run(tc, [str(corpus)], tmp_path / "q")
+    run.train(progress=False)
+    assert (tmp_path / "q/checkpoints/4/_CHECKPOINT_METADATA").exists()
+    with caplog.at_level(logging.WARNING):
+        params = checkpoints.load_checkpoint_params(tmp_path / "q", 4, run.cfg)
+    assert params["embed"]["embedding"].shape == (run.cfg.vocab_size,
+                                                  run.cfg.d_model)
+    assert not [r for r in caplog.records if "Metadata file does not exist" in r.getMessage()]
+    assert not logging.getLogger("absl").filters  # the filter is gone after the read

@@ -25,6 +25,8 @@ when a checkpoint is read or written.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,27 @@ from bornbiased_jax.errors import UserError
 
 CHECKPOINTS = "checkpoints"  # the folder of a run that holds its checkpoints
 ITEM = "default"  # the one item of each checkpoint, as orbax.checkpoint.CheckpointManager names it
+
+
+class _NoItemMetadataWarning(logging.Filter):
+    """Orbax's ``PyTreeCheckpointer`` looks for a checkpoint's step metadata
+    (``_CHECKPOINT_METADATA``) inside the item folder it reads, ``<k>/default``, and warns on
+    every read that it is missing there: the ``CheckpointManager`` that wrote it keeps it one
+    folder up, in ``<k>/``. The readers here take the tree's metadata from the item itself, so
+    the warning says nothing about the checkpoint; this filter drops that one message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Metadata file does not exist")
+
+
+@contextlib.contextmanager
+def _quiet_item_reads():
+    log, quiet = logging.getLogger("absl"), _NoItemMetadataWarning()
+    log.addFilter(quiet)
+    try:
+        yield
+    finally:
+        log.removeFilter(quiet)
 
 
 def checkpoints_path(folder: str | Path) -> Path:
@@ -65,7 +88,8 @@ def stored_params(path: str | Path, step: int) -> dict:
     import orbax.checkpoint as ocp
 
     try:
-        tree = ocp.PyTreeCheckpointer().metadata(checkpoint_dir(path, step)).item_metadata.tree
+        with _quiet_item_reads():
+            tree = ocp.PyTreeCheckpointer().metadata(checkpoint_dir(path, step)).item_metadata.tree
         params = jax.tree.map(lambda m: jax.ShapeDtypeStruct(tuple(m.shape), m.dtype),
                               tree["params"])
         params["embed"]["embedding"].shape  # noqa: B018
@@ -112,10 +136,11 @@ def load_checkpoint_params(path: str | Path, step: int, cfg: ModelConfig,
                         f"seed number {seed_index}")
     restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), abstract)
     try:
-        out = ocp.PyTreeCheckpointer().restore(checkpoint_dir(path, step),
-                                               args=ocp.args.PyTreeRestore(
-            item={"params": abstract}, restore_args={"params": restore_args},
-            partial_restore=True))
+        with _quiet_item_reads():
+            out = ocp.PyTreeCheckpointer().restore(checkpoint_dir(path, step),
+                                                   args=ocp.args.PyTreeRestore(
+                item={"params": abstract}, restore_args={"params": restore_args},
+                partial_restore=True))
     except Exception as e:  # Orbax raises many types for damaged or foreign files
         raise UserError(f"checkpoint {step} of {str(path)!r} does not load "
                         f"({type(e).__name__}: {str(e)[:300]})") from None
