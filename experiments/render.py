@@ -152,9 +152,16 @@ def _test_rule(records: dict) -> str:
     return registry.rule_markdown()
 
 
+def _level_law(records: dict) -> str:
+    from experiments.lineage import level_long_docs
+
+    return level_long_docs.block(records)
+
+
 # docs/seedprint.md's generated blocks made from other studies' records (its own are
 # experiments.seedprint.docs.BLOCKS): name -> (experiment, block from its record), or (None,
 # block from every record) for a block that says itself what is missing; and the rule of
 # `--test auto` and the verdict, from the lineage tests' registry
 DOC_BLOCKS = {"lineage-bench": ("lineage_bench", _bench_summary),
+              "level-law": (None, _level_law),
               "table4a-paper": (None, _table4a_paper), "test-rule": (None, _test_rule)}

@@ -537,3 +537,27 @@ def test_a_cell_outside_the_fit_is_judged_on_every_pair_and_leaves_the_law_alone
     rows = j["cells"]["L30-F1536-smollm2"]
     assert all(r["rate"]["pairs"] == 6 and r["level"]["rejected"] for r in rows)
     assert all(r["rate"]["pairs"] == 6 for r in j["cells"]["L2-F344-long"])  # 4 held-out seeds
+
+
+def test_the_docs_block_follows_the_record():
+    """docs/seedprint.md's block on what the slack rests on is read from the record: K growing
+    along training gives a log-tokens law with its growth and slopes stated, flat K a constant;
+    cells not measured to their last stage are listed as under way; no record, a sentence."""
+    from experiments.lineage import level_long_docs as D
+
+    growing = {"lineage_level_long": {"records": _record(
+        lambda s, a, b: int(round(2 * math.log10(s))) + (a + b) % 3, seeds=range(8),
+        at=(250, 500, 1000, 2000, 4000))}}
+    text = " ".join(D.block(growing).split())
+    assert "8 seeds of a 2-layer LLaMA with F = 344, d = 128, on the Python standard library, " \
+           "trained to 4.10 M tokens per model so far (L2-F344-long)" in text
+    assert "whether K grows is decided on the common slope" in text
+    assert "The extrapolation is a point estimate" in text
+    assert "L2-F344-long (on a CPU) measured to step 4,000 of 25,000" in text
+    assert "L12-F344-long (on a CPU) not measured yet, to step 2,500" in text
+    flat = {"lineage_level_long": {"records": _record(lambda s, a, b: (a + b) % 3,
+                                                      at=(250, 500, 1000, 2000, 4000))}}
+    text = " ".join(D.block(flat).split())
+    assert "K does not grow detectably" in text and "point estimate" not in text
+    assert "keeps its level at every checkpoint" in text
+    assert "Not measured yet" in D.block({})

@@ -5,9 +5,9 @@ neurons of Gurnee et al., 2024): units whose gate and up views both pick each ot
 The matched test between two trained models therefore asks whether the pair shares more doubly
 matched units per layer pair than independent models may, ``slack`` units
 (``matched.matched_test``). Unrelated same-data seeds share more units the longer they train
-(RESULTS.md, "The matched leg's level along training": K per layer grows from about 1 at
-0.26 M tokens per model to about 5 at 4.1 M), so the slack is a law of the tokens T the
-longer-trained model saw and of the MLP width F:
+(RESULTS.md, "The matched leg's level along training", gives K per layer pair at every
+checkpoint of every cell), so the slack is a law of the tokens T the longer-trained model saw
+and of the MLP width F:
 
     u(T, F) = max(ceil(c + b log10 T), ceil(s F))
 
@@ -25,10 +25,11 @@ fingerprint --trained-tokens``, from the model cards); without it the law is tak
 default slack is the largest the law gives to a released model. That costs little power: a
 descendant shares most of its units (hundreds per layer), and the slack removes tens.
 
-Where it was measured (:data:`defaults.MATCHED_SLACK_MEASURED`): models trained up to 4.1 M
-tokens each at MLP width 344 and 2 layers, and up to 0.26 M tokens at widths up to 1,536 and
-depths up to 12. A pair beyond that (every released model: billions to trillions of tokens) gets
-an extrapolation, which :func:`beyond` names and the verdict line prints.
+Where it was measured (:data:`defaults.MATCHED_SLACK_MEASURED`): the long cells' most tokens
+per model, and the widest MLP and deepest model trained that long; the level table's shorter
+cells' widths and depths at their tokens. A pair beyond that (every released model: billions to
+trillions of tokens) gets an extrapolation, which :func:`beyond` names and the verdict line
+prints.
 """
 
 from __future__ import annotations

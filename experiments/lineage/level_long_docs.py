@@ -1,0 +1,187 @@
+"""docs/seedprint.md's block on what the matched leg's slack between two trained models rests
+on (``<!-- level-law -->``): every figure read from the long cells' record
+(:mod:`experiments.lineage.level_long_law`), the level table's record and the toolkit's
+constants, so that the page follows the record as cells and checkpoints come in."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+from scipy import stats
+
+from bornbiased_jax.defaults import (MATCHED_SLACK_LAW, MATCHED_SLACK_MEASURED,
+                                     MATCHED_TOKENS_ASSUMED)
+from bornbiased_jax.fingerprint.methods.trained_slack import TOL, law_units, tokens_text
+from experiments.common import level_rule
+from experiments.common.level_fit import POWER_RATE, SHORT_CELLS_SLACK, default_rates, halves
+from experiments.common.level_range import _times
+from experiments.lineage import level_long as LL
+from experiments.lineage.level_long_law import in_fit, judge
+
+# what a corpus of the long cells is, in words (experiments/lineage/level_long.py)
+TEXTS = {"python-stdlib": "the Python standard library",
+         "<node-docs>/*.md": "prose (Node.js and Vim documentation)",
+         "<vim-docs>": "prose (Node.js and Vim documentation)"}
+WIDE = 11_008  # a 7B model's MLP width, the width term's example
+SMOLLM2_TOKENS = 2e12  # SmolLM2-135M's pretraining tokens (its model card)
+
+
+def _text(cell: dict) -> str:
+    names = dict.fromkeys(TEXTS.get(c, c) for c in cell["corpus"])
+    return " and ".join(names)
+
+
+def _list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _widest_at(law: dict, units_cap: int) -> int:
+    """The widest MLP whose width term does not exceed the tokens term ``units_cap``."""
+    return math.floor((units_cap + TOL) / law["share"])
+
+
+def block(records: dict) -> str:
+    """The block's text (module docstring); a sentence naming the command where the long
+    cells' record is missing."""
+    long = records.get("lineage_level_long")
+    if long is None:
+        return ("Not measured yet: no record results/records/lineage_level/"
+                "lineage_level_long.json (`python -m experiments lineage_level_long --train`, "
+                "then `--measure`).")
+    rec = long["records"]
+    j = judge(rec)
+    law, summ = j["law"], j["summaries"]
+    fitted = {n: c for n, c in rec["cells"].items() if in_fit(c)}
+    d = MATCHED_SLACK_LAW
+    u = law_units(MATCHED_TOKENS_ASSUMED, 1, d)
+    out = [f"With T assumed ({MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens) the default slack for "
+           f"two released models is {u} units per layer pair at MLP widths up to "
+           f"{_widest_at(d, u):,}, ceil(s F) beyond ({law_units(MATCHED_TOKENS_ASSUMED, WIDE, d)}"
+           f" at F = {WIDE:,})."]
+    cells = [f"{len(c['seeds'])} seeds of a {c['layers']}-layer LLaMA with F = {c['units']:,}, "
+             f"d = {c['d_model']}, on {_text(c)}, trained to "
+             f"{tokens_text(max(s['tokens'] for s in summ[n]))} tokens per model so far "
+             f"({n})" for n, c in fitted.items()]
+    level = records.get("lineage_level")
+    short = ""
+    if level is not None:
+        sc = level["records"]["summary"]["cells"].values()
+        widths = sorted({c["units"] for c in sc})
+        depths = sorted({c["layers"] for c in sc})
+        short = (f", and the level table's cells (MLP widths {widths[0]:,}-{widths[-1]:,}, "
+                 f"depths {_list([str(x) for x in depths])}, trained "
+                 f"{tokens_text(MATCHED_SLACK_MEASURED['short_tokens'])} tokens each), whose "
+                 f"fitted slacks (at most {level['records']['summary']['default_slack']}) the "
+                 f"law covers")
+    out.append(f"Measured: the long cells ({'; '.join(cells)}){short}.")
+    grow = []
+    for n, rows in summ.items():
+        pick = [rows[0], rows[len(rows) // 2], rows[-1]] if len(rows) > 2 else rows
+        grow.append(f"{n}: " + ", ".join(f"{s['K_mean']:.2f} at {tokens_text(s['tokens'])}"
+                                          for s in pick)
+                    + f" (the largest K of any pair {', '.join(str(s['K_max']) for s in pick)})")
+    out.append("Mean K per layer pair at each cell's first, middle and last checkpoint: "
+               + "; ".join(grow) + ".")
+    fails = []
+    for n, c in fitted.items():
+        bad = [r for r in default_rates(c) if r["level"]["rejected"]]
+        if bad:
+            fails.append(f"{n}: " + ", ".join(f"{r['rate']['rate']:.0%} at "
+                                              f"{tokens_text(r['tokens'])}" for r in bad))
+    out.append(f"A constant slack fitted on short training (the level table's "
+               f"{SHORT_CELLS_SLACK}) " + (
+                   "calls unrelated pairs related beyond its level: " + "; ".join(fails) + "."
+                   if fails else "keeps its level at every checkpoint measured so far."))
+    for n, xs in j["cross"].items():
+        last = xs[-1]
+        rej = sum(r["level"]["rejected"] for r in xs)
+        out.append(f"Seeds of {n} against seeds of {last['with']} (different text): mean K "
+                   f"per layer pair {last['K_mean']:.2f} at {tokens_text(last['tokens'])}; "
+                   f"judged on both cells' held-out halves at the law's slack, the level is "
+                   f"rejected at {rej} of {len(xs)} checkpoints ("
+                   f"{sum(r['rate']['rejections'] for r in xs)} of "
+                   f"{sum(r['rate']['pairs'] for r in xs)} pair tests called related).")
+    if law["form"] == "constant":
+        out.append(f"The law is fitted with one intercept per cell; K does not grow detectably "
+                   f"on the common slope ({law['slope']:+.2f} ± {law['slope_se']:.2f} units per "
+                   f"decade), so the tokens term is the largest fitted slack, a constant.")
+    else:
+        own = law["cell_slopes"]
+        size = ("the common slope's" if law["slope_from"] == "common" else
+                f"the steepest cell's ({law['slope_from']}, {law['slope']:.1f} ± "
+                f"{law['slope_se']:.1f})")
+        others = ", ".join(f"{n} {b:.1f}" for n, b in own.items() if n != law["slope_from"])
+        het = law.get("heterogeneity_p")
+        out.append(f"The law is fitted with one intercept per cell; whether K grows is decided "
+                   f"on the common slope, one-sided t at 95 %; its size is {size}"
+                   + (f"; the other cells' own slopes: {others}" if others else "")
+                   + (f"; an F test of separate slopes against one gives p {het:.2f}"
+                      if het == het and het is not None else "") + ".")
+    judged = []
+    for n, rows in j["cells"].items():
+        c = rec["cells"][n]
+        held = halves(c["seeds"])[1] if in_fit(c) else c["seeds"]
+        rej = sum(r["level"]["rejected"] for r in rows)
+        hits = sum(r["rate"]["rejections"] for r in rows)
+        pairs = sum(r["rate"]["pairs"] for r in rows)
+        judged.append(f"{n}: rejected at {rej} of {len(rows)} checkpoints ({hits} of {pairs} "
+                      f"held-out pair tests called related; {len(held)} held-out models, "
+                      f"power {level_rule.power(POWER_RATE, 0.01, len(held), 1):.3f} against "
+                      f"a {POWER_RATE:.0%} rate)")
+    out.append("Judged on the held-out halves at every checkpoint, by the level rule (low power "
+               "at these few models): " + "; ".join(judged) + ".")
+    width_sets = [f"{n} at {tokens_text(r['tokens'])}" for n, rows in j["cells"].items()
+                  for r in rows if r["slack"] == math.ceil(law["share"] * rec["cells"][n]["units"]
+                                                           - TOL)
+                  and r["slack"] > math.ceil(law["intercept"] + law["slope"]
+                                             * math.log10(r["tokens"]) - TOL)]
+    if width_sets:
+        out.append(f"The width term ({law['share_units']} of {law['share_of']:,} units) sets the "
+                   f"slack at {len(width_sets)} of the (cell, checkpoint)s, so those test the "
+                   f"largest fitted share more than the growth.")
+    m = MATCHED_SLACK_MEASURED
+    out.append(f"Extrapolated: every model trained longer than {tokens_text(m['tokens'])} tokens, "
+               f"which is every released model (SmolLM2-135M saw "
+               f"{tokens_text(SMOLLM2_TOKENS)}, {_times(SMOLLM2_TOKENS / m['tokens'])} as many); "
+               f"every model wider than {m['units']:,} or deeper than {m['layers']} layers "
+               f"trained longer than {tokens_text(m['short_tokens'])} tokens; and every model "
+               f"wider than {m['short_units']:,} or deeper than {m['short_layers']}.")
+    if law["form"] != "constant" and law["slope_df"] > 0:
+        hi = law["slope"] + stats.t.ppf(0.95, law["slope_df"]) * law["slope_se"]
+        # the envelope refitted at that slope: the smallest intercept covering every point
+        points = [(math.log10(r["tokens"]), r["fit_slack"]) for n, rows in summ.items()
+                  if n in fitted for r in rows]
+        c_hi = max(y - hi * x for x, y in points)
+        u_hi = math.ceil(c_hi + hi * math.log10(MATCHED_TOKENS_ASSUMED) - TOL)
+        out.append(f"The extrapolation is a point estimate: at the slope's one-sided 95 % upper "
+                   f"bound ({hi:.1f} per decade) the tokens term at "
+                   f"{MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens would be {u_hi}, not "
+                   f"{law_slack_tokens(law)}.")
+    todo = under_way(rec)
+    if todo:
+        out.append("Cells under way: " + "; ".join(todo) + ".")
+    return textwrap.fill(" ".join(out), 100, break_on_hyphens=False, break_long_words=False)
+
+
+def law_slack_tokens(law: dict) -> int:
+    """The fit's tokens term at the assumed tokens."""
+    return math.ceil(law["intercept"] + law["slope"] * math.log10(MATCHED_TOKENS_ASSUMED) - TOL)
+
+
+def under_way(rec: dict) -> list[str]:
+    """The long cells (experiments/lineage/level_long.py) not yet measured to their last stage's
+    step: what each is and how far it is."""
+    last = {}
+    for cell, step in LL.STAGES:
+        last[cell] = max(step, last.get(cell, 0))
+    out = []
+    for cell, spec in LL.CELLS.items():
+        stop = last.get(cell, spec.run.steps)
+        c = rec["cells"].get(cell)
+        done = max((int(s) for s in c["steps"]), default=0) if c else 0
+        if done < stop:
+            where = "a GPU's cell" if spec.device == "gpu" else "on a CPU"
+            out.append(f"{cell} ({where}) measured to step {done:,} of {stop:,}" if done else
+                       f"{cell} ({where}) not measured yet, to step {stop:,}")
+    return out
