@@ -7,7 +7,8 @@ The matched leg's level between trained models per MLP width and depth (beyond t
 measured pair statistics are :mod:`experiments.common.level_fit`), ``level_families``
 (the families trained for it), ``level_claims`` (its RESULTS.md table and rules); along
 training: ``level_long`` (the long cells), ``level_long_measure`` (and the command line), ``level_long_law`` (the
-slack as a law of training length) and ``level_long_claims`` (its section). The trained
+slack as a law of training length), ``level_long_claims`` (its section) and ``level_long_docs``
+(docs/seedprint.md's account of what the slack rests on). The trained
 families are shared with the sink study (:mod:`experiments.common.family`; ``family`` keeps
 the address that committed RESULTS.md sections cite)."""
 
