@@ -52,11 +52,13 @@ MATCHED_SLACK_LAW = {"intercept": -27.834990, "slope": 6.311663, "share": 12 / 3
 # states (Qwen3: 36 trillion), so the default slack is the largest the law gives a released model
 MATCHED_TOKENS_ASSUMED = 36e12
 # Where the law was measured: the long cells (``tokens``, ``units``, ``layers``: the most tokens
-# per model, the widest MLP and the deepest model trained that long) and the level table's cells
+# per model, the widest MLP and the deepest model of any long cell, each cell trained beyond
+# ``short_tokens`` but not every one to ``tokens``: RESULTS.md gives each cell's) and the level
+# table's cells
 # (``short_*``: widths and depths up to these, trained ``short_tokens`` each), whose fitted slacks
 # the law covers (tests/test_level_long.py checks these against the records). A pair beyond
 # them is an extrapolation, which the verdict says.
-MATCHED_SLACK_MEASURED = {"tokens": 4_096_000, "units": 344, "layers": 2,
+MATCHED_SLACK_MEASURED = {"tokens": 4_096_000, "units": 344, "layers": 12,
                           "short_tokens": 256_000, "short_units": 1536, "short_layers": 12}
 
 # fingerprint/runner/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to

@@ -658,9 +658,12 @@ def test_the_trained_slack_is_the_law_at_the_given_or_assumed_tokens_and_says_wh
     wide = TS.beyond(1e7, (344, 2048), (2, 30))
     assert "MLP width 2,048 (measured up to 1,536)" in wide and \
         "depth 30 layers (measured up to 12 layers)" in wide
-    assert TS.beyond(1e6, (576, 576), (4, 4)) == [
+    two_layers = {**MATCHED_SLACK_MEASURED, "units": 344, "layers": 2}
+    assert TS.beyond(1e6, (576, 576), (4, 4), two_layers) == [
         "MLP width 576 trained beyond 0.26 M tokens (measured up to 344 there)",
         "depth 4 layers trained beyond 0.26 M tokens (measured up to 2 layers there)"]
+    # the toolkit's own: a long cell of the level table's largest depth
+    assert TS.beyond(1e6, (344, 344), (MATCHED_SLACK_MEASURED["layers"],) * 2) == []
     assert TS.beyond(2e5, (1536, 1536), (12, 12)) == []
     with pytest.raises(UserError, match="positive number"):
         TS.law_units(0.0, F)

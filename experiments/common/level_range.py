@@ -120,7 +120,7 @@ def law_extrapolation(records: dict, model: str, rule: dict) -> str:
     cells = long["records"]["cells"].values() if long else []
     measured = max((st["tokens"] for c in cells for st in c["steps"].values()), default=None)
     where = (f"fitted on unrelated same-data models trained up to {tokens_text(measured)} "
-             f"tokens each (MLP width {max(c['units'] for c in cells):,}, "
+             f"tokens each (MLP widths up to {max(c['units'] for c in cells):,}, depths up to "
              f"{max(c['layers'] for c in cells)} layers; the level along training)"
              if measured else "fitted on the long level cells (their record is missing here)")
     ratio = f", {_times(tokens / measured)} as many" if measured else ""
