@@ -561,3 +561,28 @@ def test_the_docs_block_follows_the_record():
     assert "K does not grow detectably" in text and "point estimate" not in text
     assert "keeps its level at every checkpoint" in text
     assert "Not measured yet" in D.block({})
+
+
+def test_rows_measured_under_an_earlier_fit_of_the_law_say_so():
+    """The benchmarks' and the real models' rows state the slack they applied; where the
+    toolkit's default (refitted as the long cells come in) now gives another at the same tokens
+    and width, the row says it was measured under an earlier fit and what the default gives."""
+    from bornbiased_jax.defaults import MATCHED_TOKENS_ASSUMED
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+    from experiments.common import level_range as LR
+    from experiments.lineage_bench import claims as BC
+
+    now = law_units(MATCHED_TOKENS_ASSUMED, BC._bench_width())
+    # every benchmark model's slack is the tokens term at the assumed tokens (not its width)
+    assert now == law_units(MATCHED_TOKENS_ASSUMED, 1)
+    assert LR.stale_slack([now], MATCHED_TOKENS_ASSUMED, BC._bench_width()) == ""
+    old = BC.notes_for([{"matched_slack": now - 3}])["matched"]
+    assert f"measured under an earlier fit of the law: the toolkit's default now gives {now} " \
+           f"units per layer pair there" in old
+    assert "earlier fit" not in BC.notes_for([{"matched_slack": now}])["matched"]
+    rule = {"slack": 40, "tokens": 2e12, "tokens_given": True}
+    text = LR.law_extrapolation({}, "SmolLM2-135M", rule)
+    assert f"now gives {law_units(2e12, 1536)} units per layer pair there (at 2 trillion tokens, MLP " \
+           f"width 1,536)" in text
+    rule["slack"] = law_units(2e12, 1536)
+    assert "earlier fit" not in LR.law_extrapolation({}, "SmolLM2-135M", rule)

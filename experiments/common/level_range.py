@@ -113,7 +113,7 @@ def law_extrapolation(records: dict, model: str, rule: dict) -> str:
     """The sentence of :func:`extrapolation` for a record whose matched leg applied the law of
     training length (``rule``: a pair's ``slack_rule``): its slack at the tokens it used, the
     tokens the law was measured up to (the long cells' record), the model's own."""
-    from experiments.common.pretrained import PRETRAINING_TOKENS
+    from experiments.common.pretrained import MLP_WIDTH, PRETRAINING_TOKENS
 
     tokens = PRETRAINING_TOKENS[model]
     long = records.get("lineage_level_long")
@@ -130,7 +130,25 @@ def law_extrapolation(records: dict, model: str, rule: dict) -> str:
             f"length's slack ({rule['slack']} units per layer pair at "
             f"{tokens_text(rule['tokens'])} tokens per model, {T}), {where}; {model} was "
             f"pretrained on {tokens_text(tokens)} tokens (its model card){ratio}: the slack is "
-            f"extrapolated to it, not measured there")
+            f"extrapolated to it, not measured there" + stale_slack([rule["slack"]],
+                                                                    rule["tokens"],
+                                                                    MLP_WIDTH[model]))
+
+
+def stale_slack(applied, tokens: float, units: int) -> str:
+    """'' when every slack a record ``applied`` is the toolkit's default now (the law
+    ``defaults.MATCHED_SLACK_LAW`` at ``tokens`` and MLP width ``units``); else the sentence
+    saying the record was measured under an earlier law and what the default gives now (the
+    law is refitted as the long level cells come in; the record's rows stand for the slack they
+    applied until it is measured again)."""
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+
+    now = law_units(tokens, units)
+    if set(applied) <= {now}:
+        return ""
+    return (f"; measured under an earlier fit of the law: the toolkit's default now gives "
+            f"{now} units per layer pair there (at {tokens_text(tokens)} tokens, MLP width "
+            f"{units:,}), so these rows stand for the slack they applied until measured again")
 
 
 def long_failure(records: dict) -> str:

@@ -50,6 +50,9 @@ ORDER = ("any_pair", "permutation", "matched", "paper", "official")
 # (huggingface.co/HuggingFaceTB/SmolLM2-135M, Model Summary); Gemma 3 270M on 6 trillion tokens
 # (huggingface.co/google/gemma-3-270m, Training Dataset).
 PRETRAINING_TOKENS = {"SmolLM2-135M": 2e12, "Gemma 3 270M": 6e12}
+# Their MLP widths (intermediate sizes, their config.json files), which the matched leg's slack
+# between two trained models depends on (fingerprint.methods.trained_slack.law_units)
+MLP_WIDTH = {"SmolLM2-135M": 1536, "Gemma 3 270M": 2048}
 
 
 def index_ranges(xs: list[int]) -> str:

@@ -27,6 +27,7 @@ from experiments.artifacts import earlier_matched
 
 from bornbiased_jax import plots
 from bornbiased_jax.verdicts import BEYOND, Claim
+from experiments.common.level_range import stale_slack
 from experiments.lineage_bench import metrics as MT
 from experiments.lineage_bench import EDITS, KNOWLEDGE_ONLY, TITLE
 
@@ -84,6 +85,17 @@ NOTES = {"paper": "Algorithm 1's test on the benchmark's token inputs, not on th
                            "against the suspect's, its null exact"}
 
 
+def _bench_width() -> int:
+    """The widest MLP of the benchmarks' models: the seed family's (llama2-tiny's d_ff), padded
+    by a sixteenth in the shape benchmark (fingerprint.edits.derivatives' pad-mlp); the matched
+    leg's default slack is set at the widths of each pair, and at the assumed tokens the width
+    term is below the tokens term for all of them (a test checks)."""
+    from bornbiased_jax.presets import get_preset
+
+    F = get_preset("llama2-tiny").d_ff
+    return F + max(1, F // 16)
+
+
 def law_slacks(pairs: list[dict] | None) -> list[int]:
     """The slacks a record's matched leg applied between two trained models where it applied
     `bornbiased fingerprint`'s default, the law of training length (its pairs carry
@@ -101,13 +113,16 @@ def in_sample(pairs: list[dict] | None) -> tuple[str, ...]:
 
 def notes_for(pairs: list[dict] | None) -> dict[str, str]:
     """:data:`NOTES`, the matched leg's note saying which slack the record applied."""
+    from bornbiased_jax.defaults import MATCHED_TOKENS_ASSUMED
+
     slacks = law_slacks(pairs)
     if not slacks:
         return dict(NOTES)
     law = (f"its slack for two trained models is the command's default, the law of training "
            f"length at the tokens it assumes when none are given "
            f"({', '.join(map(str, slacks))} units per layer pair here), fitted on other seeds "
-           f"(the long level cells), so this rate is held out")
+           f"(the long level cells), so this rate is held out"
+           + stale_slack(slacks, MATCHED_TOKENS_ASSUMED, _bench_width()))
     return {**NOTES, "matched": law, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + law}
 
 
