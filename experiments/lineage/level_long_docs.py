@@ -141,12 +141,15 @@ def block(records: dict) -> str:
                    f"slack at {len(width_sets)} of the (cell, checkpoint)s, so those test the "
                    f"largest fitted share more than the growth.")
     m = MATCHED_SLACK_MEASURED
+    long_shape = ((m["units"], m["layers"]) != (m["short_units"], m["short_layers"]))
     out.append(f"Extrapolated: every model trained longer than {tokens_text(m['tokens'])} tokens, "
                f"which is every released model (SmolLM2-135M saw "
                f"{tokens_text(SMOLLM2_TOKENS)}, {_times(SMOLLM2_TOKENS / m['tokens'])} as many); "
-               f"every model wider than {m['units']:,} or deeper than {m['layers']} layers "
-               f"trained longer than {tokens_text(m['short_tokens'])} tokens; and every model "
-               f"wider than {m['short_units']:,} or deeper than {m['short_layers']}.")
+               + (f"every model wider than {m['units']:,} or deeper than {m['layers']} layers "
+                  f"trained longer than {tokens_text(m['short_tokens'])} tokens; " if long_shape
+                  else "")
+               + f"and every model wider than {m['short_units']:,} or deeper than "
+                 f"{m['short_layers']} layers.")
     if law["form"] != "constant" and law["slope_df"] > 0:
         hi = law["slope"] + stats.t.ppf(0.95, law["slope_df"]) * law["slope_se"]
         # the envelope refitted at that slope: the smallest intercept covering every point
