@@ -180,6 +180,35 @@ def test_growth_rule_sees_growth_and_no_change():
     assert LC.growth(c["250"]["pairs"], c["4000"]["pairs"])[0] == "no change detected"
 
 
+def test_the_plateau_rule_tells_a_falling_loss_from_a_flat_one_and_says_what_ended_training():
+    rec = _record(lambda s, a, b: 1)
+    cell = rec["cells"]["L2-F344-long"]
+    rng = np.random.default_rng(0)
+    # falling 5 % per doubling of tokens (1,000 -> 4,000 steps: two doublings), seed noise 0.2 %
+    cell["steps"]["1000"]["val_loss"] = list(4.0 + rng.normal(0, 0.008, 8))
+    cell["steps"]["4000"]["val_loss"] = list(4.0 * 0.95 ** 2 + rng.normal(0, 0.008, 8))
+    t = LW.loss_trend(cell)
+    assert t["state"] == "still falling" and t["drop"] == pytest.approx(0.05, abs=0.005)
+    assert t["training"] == "under way" and (t["from"], t["to"]) == (1000, 4000)
+    row = next(c for c in LC.claims({"records": rec}) if c.claim.startswith("Has the held-out"))
+    assert "still falling; under way: step 4,000 of 25,000" in row.why
+    # flat within noise: plateaued; at the schedule's end the row names the schedule
+    cell["steps"]["4000"]["val_loss"] = list(4.0 + rng.normal(0, 0.008, 8))
+    cell["schedule_steps"] = 4000
+    t = LW.loss_trend(cell)
+    assert t["state"] == "plateaued" and t["training"] == "ended"
+    assert "budget" not in LC.plateau_claim("c", t, 4000).why
+    # a drop near the threshold that the seeds cannot place: undecided
+    cell["steps"]["4000"]["val_loss"] = list(4.0 * 0.99 ** 2 + rng.normal(0, 0.08, 8))
+    assert LW.loss_trend(cell)["state"] == "undecided"
+    # still falling at the schedule's end: the budget stopped it
+    cell["steps"]["4000"]["val_loss"] = list(4.0 * 0.9 ** 2 + rng.normal(0, 0.008, 8))
+    assert "the budget stopped it, not a plateau" in LC.plateau_claim(
+        "c", LW.loss_trend(cell), 4000).why
+    del cell["steps"]["1000"]["val_loss"], cell["steps"]["250"]["val_loss"]
+    assert LW.loss_trend(cell) is None
+
+
 def test_the_law_row_names_the_default_and_the_extrapolation():
     # three checkpoints cannot show growth (t on 1 df); five can
     few = _record(lambda s, a, b: {250: 2, 1000: 5, 4000: 9}[s] if (a + b) % 2 else 0)

@@ -16,6 +16,10 @@ Rules (each can fail; tests/test_level_long.py gives records that pass and fail 
     the level is rejected;
   * the level table's slack (fitted on models trained 0.26 M tokens, the default until the
     law) at each checkpoint, by the level rule; the row counts where it fails;
+  * the held-out loss where a cell's checkpoints end: each seed's relative drop per doubling of
+    tokens over the last two checkpoints; "plateaued" when the mean's 95 % interval lies below
+    1 %, "still falling" when above, "undecided" otherwise; the row says whether the cell's
+    schedule ended there (the budget, not a plateau, when the loss still falls);
   * the toolkit's law against this fit: the default (``defaults.MATCHED_SLACK_LAW``) is this
     record's fit when its constants agree to their stated digits and its slack is the fit's at
     every measured (tokens, width); else the row says the default is stale. Beyond what was
@@ -36,7 +40,7 @@ from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
 from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates
 from experiments.lineage import LONG_TITLE
-from experiments.lineage.level_long_law import POWER_RATE, judge, law_slack
+from experiments.lineage.level_long_law import PLATEAU, POWER_RATE, judge, law_slack, loss_trend
 
 
 def _tokens(t: float) -> str:
@@ -94,6 +98,24 @@ def default_claim(name: str, cell: dict) -> Claim:
                           if bad else ": it holds its level at every checkpoint"))
 
 
+def plateau_claim(name: str, t: dict, schedule: int) -> Claim:
+    """Whether a cell's held-out loss has plateaued where its checkpoints end, and what ended
+    its training (:func:`experiments.lineage.level_long_law.loss_trend`)."""
+    why = (f"its schedule ended at step {t['to']:,}"
+           + (" with the loss still falling: the budget stopped it, not a plateau"
+              if t["state"] == "still falling" else "")
+           if t["training"] == "ended" else f"under way: step {t['to']:,} of {schedule:,}")
+    return Claim(
+        f"Has the held-out loss plateaued? {name}", "- (beyond the paper)",
+        f"validation loss {t['loss_from']:.3f} at {_tokens(t['tokens_from'])} tokens (step "
+        f"{t['from']:,}) -> {t['loss_to']:.3f} at {_tokens(t['tokens_to'])} tokens (step "
+        f"{t['to']:,}): down {t['drop']:.2%} ± {t['se']:.2%} per doubling of tokens (mean over "
+        f"{t['seeds']} seeds ± its standard error)", BEYOND,
+        f"rule: plateaued when the drop per doubling is below {PLATEAU:.0%} at its 95 % upper "
+        f"bound (t over the seeds), still falling when above {PLATEAU:.0%} at its lower bound, "
+        f"undecided otherwise; {t['state']}; {why}")
+
+
 def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -> list[Claim]:
     shape = (f"F = {cell['units']:,}, {cell['layers']} layers, d = {cell['d_model']}, "
              f"{len(cell['seeds'])} seeds, {', '.join(cell['corpus'])}")
@@ -149,6 +171,9 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
             + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
             f"{att[0]['attention']['power']:.2f}; the test stays out of every verdict until its "
             f"level holds"))
+    trend = loss_trend(cell)
+    if trend:
+        out.append(plateau_claim(name, trend, cell["schedule_steps"]))
     out.append(default_claim(name, cell))
     rej = [r for r in law_rows if r["level"]["rejected"]]
     out.append(Claim(

@@ -17,7 +17,7 @@ from experiments.common import level_rule
 from experiments.common.level_fit import POWER_RATE, SHORT_CELLS_SLACK, default_rates, halves
 from experiments.common.level_range import _times
 from experiments.lineage import level_long as LL
-from experiments.lineage.level_long_law import in_fit, judge
+from experiments.lineage.level_long_law import PLATEAU, in_fit, judge, loss_trend
 
 # what a corpus of the long cells is, in words (experiments/lineage/level_long.py)
 TEXTS = {"python-stdlib": "the Python standard library",
@@ -75,6 +75,14 @@ def block(records: dict) -> str:
                  f"fitted slacks (at most {level['records']['summary']['default_slack']}) the "
                  f"law covers")
     out.append(f"Measured: the long cells ({'; '.join(cells)}){short}.")
+    trends = {n: loss_trend(c) for n, c in fitted.items()}
+    said = [f"{n} {t['state']} ({t['drop']:.1%} per doubling of tokens at "
+            f"{tokens_text(t['tokens_to'])}, "
+            f"{'its schedule ended' if t['training'] == 'ended' else 'under way'})"
+            for n, t in trends.items() if t]
+    if said:
+        out.append(f"Their held-out loss where the measured checkpoints end (plateaued below "
+                   f"{PLATEAU:.0%} per doubling): " + "; ".join(said) + ".")
     grow = []
     for n, rows in summ.items():
         pick = [rows[0], rows[len(rows) // 2], rows[-1]] if len(rows) > 2 else rows

@@ -45,6 +45,9 @@ from experiments.common import level_rule as LR
 from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves,  # noqa: F401
                                          judge_rate, k_table, rates)
 
+# a held-out loss falling less than this share per doubling of tokens has plateaued
+# (:func:`loss_trend`)
+PLATEAU = 0.01
 OVERLAP_KEYS = ("gate", "up", "both", "K", "gate_hi", "up_hi", "both_hi", "K_hi", "gate_any_hi")
 
 
@@ -195,6 +198,32 @@ def judge(record: dict) -> dict:
             "tokens_range": [min(tokens), max(tokens)] if tokens else None,
             "widths": sorted({c["units"] for c in fitted.values()}),
             "depths": sorted({c["layers"] for c in fitted.values()})}
+
+
+def loss_trend(cell: dict) -> dict | None:
+    """Whether a cell's held-out loss has plateaued where its measured checkpoints end: each
+    seed's relative drop in validation loss between the last two checkpoints, per doubling of
+    tokens; "plateaued" when the mean drop's two-sided 95 % interval (t over the seeds) lies
+    below :data:`PLATEAU`, "still falling" when it lies above, "undecided" otherwise; and
+    whether the cell's schedule ended there ("ended") or goes on ("under way"). None with fewer
+    than two checkpoints holding a validation loss."""
+    held = sorted((st for st in cell["steps"].values() if st.get("val_loss")),
+                  key=lambda st: st["step"])
+    if len(held) < 2:
+        return None
+    a, b = held[-2], held[-1]
+    la, lb = np.asarray(a["val_loss"], float), np.asarray(b["val_loss"], float)
+    drop = (la - lb) / la / math.log2(b["tokens"] / a["tokens"])
+    n = len(drop)
+    mean = float(drop.mean())
+    se = float(drop.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    half = float(stats.t.ppf(0.975, n - 1)) * se if n > 1 else math.inf
+    state = ("still falling" if mean - half > PLATEAU else
+             "plateaued" if mean + half < PLATEAU else "undecided")
+    return {"from": a["step"], "to": b["step"], "tokens_from": a["tokens"],
+            "tokens_to": b["tokens"], "loss_from": float(la.mean()), "loss_to": float(lb.mean()),
+            "drop": mean, "se": se, "seeds": n, "state": state,
+            "training": "ended" if b["step"] >= cell["schedule_steps"] else "under way"}
 
 
 def in_fit(cell: dict) -> bool:
