@@ -79,8 +79,9 @@ NOTES = {"paper": "Algorithm 1's test on the benchmark's token inputs, not on th
          "matched": _FITTED, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + _FITTED,
          "attention": "a column only, no leg of any verdict: it reads the heads' weights (the "
                       "spectra of their QK and OV circuits), its null is exact only where one "
-                      "model is an initialisation, and its level between trained models is "
-                      "measured on one cell of the level along training",
+                      "model is an initialisation, and its level between trained models, measured "
+                      "on the long level cells' unrelated same-data seeds, is not rejected "
+                      "there by a rule of low power",
          "attention_init": "a column only, no leg of any verdict: BASE's initialisation's heads "
                            "against the suspect's, its null exact"}
 

@@ -43,8 +43,11 @@ choice costs nothing: the p stays valid given it.
 
 Two trained models. Training couples a head's QK and OV circuits (a previous-token head, a
 sink head), so the re-pairing no longer keeps a trained model's law, and unrelated models
-trained alike may share head roles. Between two trained models the level of this test has not
-been measured: it is reported as its own column and is no leg of the any-pair verdict.
+trained alike may share head roles. Between two trained models the level of this test is an
+assumption: on unrelated seeds trained on the same data (the long level cells of the
+reproduction) they share more doubly matched heads than the re-pairing law's mean, and their
+rejection rate at alpha was not rejected, but by a rule of low power at those few models. It is
+reported as its own column and is no leg of the any-pair verdict.
 
 Cost: weights only, no forward pass: per layer and head two QR factorisations of (d, K) and
 the singular values of K x K products; the distances of every layer pair's heads.
@@ -301,5 +304,6 @@ def from_context(ctx) -> LineageResult:
     r = attention_test(a.params, a.cfg, b.params, b.cfg, alpha=s.alpha, direction=direction)
     if direction == "both":
         r.note = ("neither model is a known initialisation: the re-pairing null is an "
-                  "assumption for two trained models, whose level is not measured")
+                  "assumption for two trained models (not rejected on unrelated same-data seeds, "
+                  "by a rule of low power)")
     return r

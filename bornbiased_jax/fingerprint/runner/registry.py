@@ -34,7 +34,8 @@ NULLS = "null models"  # fresh initialisations of BASE's architecture
 NEEDS = (INIT, TOKENS, RESIDUAL, GATED, NULLS)
 
 # A test's level: what its false-positive rate at alpha is known to be.
-INIT_ONLY = "exact when one model is an initialisation, not measured between trained models"
+INIT_ONLY = ("exact when one model is an initialisation; between trained models an assumption, "
+             "not rejected on unrelated same-data seeds by a rule of low power")
 LEVELS = ("exact", "exact when one model is an initialisation", INIT_ONLY, "measured", "none")
 
 # When '--test auto' runs a test (Entry.auto), wherever its needs are met:
@@ -210,12 +211,14 @@ ENTRIES: tuple[Entry, ...] = (
           "attention heads matched across the models by the spectra of their QK and of their "
           "OV circuits, agreements against the law of re-paired heads: unchanged by "
           "rotations, head maps and head permutations; its level between two trained models "
-          "is not measured, so it is no leg of any verdict",
+          "is an assumption (not rejected on unrelated same-data seeds, by a rule of low "
+          "power), so it is no leg of any verdict",
           check_pair=f"{_FG}.attention:check_pair",
           p_labels={"head_repairing": "re-paired heads"},
           legend="the doubly matched heads of {heads} (attention)",
           legend_note="The attention test's p is valid when one model is an initialisation; "
-                      "between two trained models its level is not measured.",
+                      "between two trained models its level is an assumption (not rejected on "
+                      "unrelated same-data seeds, by a rule of low power).",
           null_label="draws of the re-pairing law"),
 )
 
