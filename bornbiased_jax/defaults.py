@@ -51,15 +51,17 @@ MATCHED_SLACK_LAW = {"intercept": -27.834990, "slope": 6.311663, "share": 12 / 3
 # T when the user does not give it (--trained-tokens): the most tokens any public model card
 # states (Qwen3: 36 trillion), so the default slack is the largest the law gives a released model
 MATCHED_TOKENS_ASSUMED = 36e12
-# Where the law was measured: the long cells (``tokens``, ``units``, ``layers``: the most tokens
-# per model, the widest MLP and the deepest model of any long cell, each cell trained beyond
-# ``short_tokens`` but not every one to ``tokens``: RESULTS.md gives each cell's) and the level
-# table's cells
-# (``short_*``: widths and depths up to these, trained ``short_tokens`` each), whose fitted slacks
-# the law covers (tests/test_level_long.py checks these against the records). A pair beyond
-# them is an extrapolation, which the verdict says.
-MATCHED_SLACK_MEASURED = {"tokens": 4_096_000, "units": 1536, "layers": 12,
-                          "short_tokens": 256_000, "short_units": 1536, "short_layers": 12}
+# Where the law was measured, cell by cell: the shapes (MLP width ``units``, depth ``layers``) of
+# the long cells in its fit, each with the most tokens per model measured, and of the level
+# table's cells (256,000 tokens each), whose fitted slacks the law covers; only the cells no other
+# covers in all three (tests/test_level_long.py checks these against the records). A pair of
+# trained models is within where the law was measured when one cell is at least as long-trained,
+# as wide and as deep as the pair; else its slack is an extrapolation, which the verdict says.
+MATCHED_SLACK_MEASURED = (
+    {"tokens": 4_096_000, "units": 344, "layers": 2},  # L2-F344-long, L2-F344-prose
+    {"tokens": 2_560_000, "units": 344, "layers": 12},  # L12-F344-long
+    {"tokens": 2_048_000, "units": 1536, "layers": 2},  # L2-F1536-long
+)
 
 # fingerprint/runner/compare.py: what the matched test reads, the first MATCHED_SEQS sequences up to
 # position MATCHED_MAX_T (its pre-activations of BASE are kept: rows x F x 2L values; the pass

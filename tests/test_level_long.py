@@ -249,18 +249,19 @@ def test_the_law_row_says_the_toolkits_default_is_the_records_fit():
     assert LC.toolkit_is_fit(j["law"], rec)
     law = next(c for c in LC.claims({"records": rec}) if c.claim.startswith("The slack as"))
     assert law.why.startswith("the toolkit's default is this fit")
-    # where the law was measured: the long cells' most tokens, widest and deepest
-    assert MATCHED_SLACK_MEASURED["tokens"] == j["tokens_range"][1]
-    assert MATCHED_SLACK_MEASURED["units"] == max(j["widths"])
-    assert MATCHED_SLACK_MEASURED["layers"] == max(j["depths"])
+    # where the law was measured, cell by cell: the long cells in its fit at their most tokens
     # and the level table's cells, whose fitted slack the law covers at their tokens and widths
-    summary = json.loads((root / "lineage_level.json").read_text())["records"]["summary"]
+    from experiments import render
+    from experiments.common.level_range import cells_training, measured_cells
+
+    records = render.load_records(root.parents[0])
+    assert list(MATCHED_SLACK_MEASURED) == measured_cells(records)
+    assert max(c["tokens"] for c in MATCHED_SLACK_MEASURED) == j["tokens_range"][1]
+    summary = records["lineage_level"]["records"]["summary"]
     assert SHORT_CELLS_SLACK == summary["default_slack"]
-    cells = summary["cells"].values()
-    assert MATCHED_SLACK_MEASURED["short_units"] == max(c["units"] for c in cells)
-    assert MATCHED_SLACK_MEASURED["short_layers"] == max(c["layers"] for c in cells)
-    for c in cells:
-        assert law_units(MATCHED_SLACK_MEASURED["short_tokens"], c["units"],
+    training = cells_training(records["lineage_level"], records["training"]["seed_family"])
+    for name, c in summary["cells"].items():
+        assert law_units(training[name]["tokens"], c["units"],
                          MATCHED_SLACK_LAW) >= c["fit_slack"]
 
 

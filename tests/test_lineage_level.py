@@ -192,8 +192,9 @@ def test_a_row_whose_record_applied_the_law_states_its_slack_and_where_it_was_me
     assert note == ("its matched leg between two trained models applies the law of training "
                     "length's slack (58 units per layer pair at 36 trillion tokens per model, "
                     "assumed: the most any public model card states), fitted on unrelated "
-                    "same-data models trained up to 4,096,000 tokens each (MLP widths up to "
-                    "344, depths up to 2 layers; the level along training); SmolLM2-135M was "
+                    "same-data models trained up to 4,096,000 tokens each (MLP width 344 x 2 "
+                    "layers to 4.10 M tokens, cell by cell; the level along training); "
+                    "SmolLM2-135M was "
                     "pretrained on 2 "
                     "trillion tokens (its model card), 488 thousand times as many: the slack "
                     "is extrapolated to it, not measured there")
@@ -219,9 +220,10 @@ def test_the_real_models_default_slack_rows_state_the_range_from_the_committed_r
         rows = [line for line in section.splitlines() if line.startswith("| Table 6's question")]
         # records made before the law name the level table's cells; since, the long cells
         noted = [r for r in rows if ("models trained 256,000 tokens each; " + model in r
-                                     or "trained up to 4,096,000 tokens each (MLP widths up "
-                                        "to 1,536, depths up to 12 layers; the level along "
-                                        "training); " + model in r)]
+                                     or ("trained up to 4,096,000 tokens each (MLP width "
+                                         "344 x 2 layers to 4.10 M tokens, 344 x 12 layers to "
+                                         "2.56 M, 1,536 x 2 layers to 2.05 M, cell by cell; "
+                                         "the level along training); ") + model in r)]
         assert len(noted) == 2
         assert all(r.split(" | ")[0].split(", by the ")[1].startswith(("any", "matched"))
                    for r in noted)

@@ -651,20 +651,33 @@ def test_the_trained_slack_is_the_law_at_the_given_or_assumed_tokens_and_says_wh
     assumed = M.trained_rule(pre_a, pre_b)
     assert assumed["tokens"] == MATCHED_TOKENS_ASSUMED and not assumed["tokens_given"]
     assert assumed["slack"] == TS.law_units(MATCHED_TOKENS_ASSUMED, F) > within["slack"]
-    assert assumed["beyond"] == [f"36 T training tokens per model (measured up to "
-                                 f"{MATCHED_SLACK_MEASURED['tokens'] / 1e6:.2f} M)"]
-    # width and depth beyond the level table's cells, and beyond the long cells' when trained
-    # longer than the level table's
-    wide = TS.beyond(1e7, (344, 2048), (2, 30))
-    assert "MLP width 2,048 (measured up to 1,536)" in wide and \
-        "depth 30 layers (measured up to 12 layers)" in wide
-    two_layers = {**MATCHED_SLACK_MEASURED, "units": 344, "layers": 2}
-    assert TS.beyond(1e6, (576, 576), (4, 4), two_layers) == [
-        "MLP width 576 trained beyond 0.26 M tokens (measured up to 344 there)",
-        "depth 4 layers trained beyond 0.26 M tokens (measured up to 2 layers there)"]
-    # the toolkit's own: a long cell of the level table's largest depth
-    assert TS.beyond(1e6, (344, 344), (MATCHED_SLACK_MEASURED["layers"],) * 2) == []
-    assert TS.beyond(2e5, (1536, 1536), (12, 12)) == []
+    top = max(c["tokens"] for c in MATCHED_SLACK_MEASURED)
+    assert assumed["beyond"][0] == (f"36 T training tokens per model (measured up to "
+                                    f"{top / 1e6:.2f} M)")
+    # within: one measured cell at least as long-trained, as wide and as deep as the pair
+    cells = ({"tokens": 4e6, "units": 344, "layers": 2},
+             {"tokens": 2.5e6, "units": 344, "layers": 12},
+             {"tokens": 2e6, "units": 1536, "layers": 2})
+    assert TS.beyond(3e6, (344, 344), (2, 2), cells) == []
+    assert TS.beyond(2e6, (1536, 1536), (2, 2), cells) == []
+    assert TS.beyond(1e6, (200, 344), (12, 12), cells) == []
+    # a width and a depth measured only in different cells do not combine
+    assert TS.beyond(1e6, (1536, 1536), (12, 12), cells) == [
+        "MLP width 1,536 with 12 layers trained 1.00 M tokens (measured: MLP width 344 x 2 "
+        "layers to 4.00 M tokens, 344 x 12 layers to 2.50 M, 1,536 x 2 layers to 2.00 M)"]
+    # a depth measured only on shorter training
+    assert TS.beyond(3e6, (344, 344), (4, 12), cells) == [
+        "MLP width 344 with 12 layers trained 3.00 M tokens (measured: MLP width 344 x 2 "
+        "layers to 4.00 M tokens)"]
+    # beyond the tokens: the shape is judged among the longest-trained cells
+    assert TS.beyond(1e12, (344, 344), (2, 2), cells) == [
+        "1 T training tokens per model (measured up to 4.00 M)"]
+    assert TS.beyond(1e12, (2048, 2048), (30, 30), cells)[1] == (
+        "MLP width 2,048 with 30 layers trained 4.00 M tokens or more (measured: MLP width "
+        "344 x 2 layers to 4.00 M tokens)")
+    # the toolkit's own cells are within their own range
+    for c in MATCHED_SLACK_MEASURED:
+        assert TS.beyond(c["tokens"], (c["units"],) * 2, (c["layers"],) * 2) == []
     with pytest.raises(UserError, match="positive number"):
         TS.law_units(0.0, F)
     with pytest.raises(UserError, match="slack_rule"):

@@ -109,6 +109,30 @@ def extrapolation(records: dict, model: str, lineage: dict | None = None) -> str
             f"extrapolated to it, not measured there" + long_failure(records))
 
 
+def measured_cells(records: dict) -> list[dict]:
+    """Where the law of training length was measured, cell by cell (``records``: every
+    record): {"tokens", "units", "layers"} of each long cell in its fit, at the most tokens per
+    model measured there (a cell whose record says ``"in_fit": false`` is not in it), and of
+    each level-table cell at its recorded tokens; only the cells no other covers
+    (``trained_slack.pareto``), as ``defaults.MATCHED_SLACK_MEASURED`` holds them."""
+    from bornbiased_jax.fingerprint.methods.trained_slack import pareto
+
+    out = []
+    long = records.get("lineage_level_long")
+    for c in (long["records"]["cells"].values() if long else []):
+        if c.get("in_fit", True) and c["steps"]:
+            out.append({"tokens": max(st["tokens"] for st in c["steps"].values()),
+                        "units": c["units"], "layers": c["layers"]})
+    level = records.get("lineage_level")
+    if level is not None:
+        training = cells_training(level, records.get("training", {}).get(FAMILY_RECORD))
+        for name, c in level["records"]["summary"]["cells"].items():
+            if training.get(name):
+                out.append({"tokens": training[name]["tokens"], "units": c["units"],
+                            "layers": c["layers"]})
+    return pareto(out)
+
+
 def law_extrapolation(records: dict, model: str, rule: dict) -> str:
     """The sentence of :func:`extrapolation` for a record whose matched leg applied the law of
     training length (``rule``: a pair's ``slack_rule``): its slack at the tokens it used, the
@@ -116,12 +140,12 @@ def law_extrapolation(records: dict, model: str, rule: dict) -> str:
     from experiments.common.pretrained import MLP_WIDTH, PRETRAINING_TOKENS
 
     tokens = PRETRAINING_TOKENS[model]
-    long = records.get("lineage_level_long")
-    cells = long["records"]["cells"].values() if long else []
-    measured = max((st["tokens"] for c in cells for st in c["steps"].values()), default=None)
+    from bornbiased_jax.fingerprint.methods.trained_slack import shapes_text
+
+    cells = measured_cells(records) if records.get("lineage_level_long") else []
+    measured = max((c["tokens"] for c in cells), default=None)
     where = (f"fitted on unrelated same-data models trained up to {tokens_text(measured)} "
-             f"tokens each (MLP widths up to {max(c['units'] for c in cells):,}, depths up to "
-             f"{max(c['layers'] for c in cells)} layers; the level along training)"
+             f"tokens each ({shapes_text(cells)}, cell by cell; the level along training)"
              if measured else "fitted on the long level cells (their record is missing here)")
     ratio = f", {_times(tokens / measured)} as many" if measured else ""
     T = ("as given" if rule["tokens_given"] else "assumed: the most any public model card "

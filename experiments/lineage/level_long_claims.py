@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from bornbiased_jax.defaults import MATCHED_SLACK_LAW, MATCHED_TOKENS_ASSUMED
-from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+from bornbiased_jax.fingerprint.methods.trained_slack import law_units, shapes_text
 from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
 from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates
@@ -229,10 +229,10 @@ def claims(record: dict) -> list[Claim]:
         f"at MLP width 1,536", BEYOND,
         ("the toolkit's default is this fit" if current else
          "the toolkit's default (defaults.MATCHED_SLACK_LAW) is not this fit: stale, refit it")
-        + f"; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, MLP widths "
-        f"{', '.join(f'{w:,}' for w in j['widths'])}, depths {', '.join(map(str, j['depths']))}; "
-        "beyond these (models trained on billions or trillions of tokens, wider or deeper) "
-        "the slack is an extrapolation"))
+        + f"; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, cell by cell: "
+        f"{shapes_text(j['measured'])}; beyond these (models trained on billions or trillions "
+        f"of tokens, or a width and a depth no one cell reached together at those tokens) the "
+        f"slack is an extrapolation"))
     return out
 
 

@@ -12,10 +12,11 @@ from scipy import stats
 
 from bornbiased_jax.defaults import (MATCHED_SLACK_LAW, MATCHED_SLACK_MEASURED,
                                      MATCHED_TOKENS_ASSUMED)
-from bornbiased_jax.fingerprint.methods.trained_slack import TOL, law_units, tokens_text
+from bornbiased_jax.fingerprint.methods.trained_slack import (TOL, law_units, shapes_text,
+                                                             tokens_text)
 from experiments.common import level_rule
 from experiments.common.level_fit import POWER_RATE, SHORT_CELLS_SLACK, default_rates, halves
-from experiments.common.level_range import _times
+from experiments.common.level_range import FAMILY_RECORD, _times, cells_training, range_text
 from experiments.lineage import level_long as LL
 from experiments.lineage.level_long_law import PLATEAU, in_fit, judge, loss_trend
 
@@ -69,9 +70,11 @@ def block(records: dict) -> str:
         sc = level["records"]["summary"]["cells"].values()
         widths = sorted({c["units"] for c in sc})
         depths = sorted({c["layers"] for c in sc})
+        trained = range_text(cells_training(level, records.get("training", {})
+                                            .get(FAMILY_RECORD)))
         short = (f", and the level table's cells (MLP widths {widths[0]:,}-{widths[-1]:,}, "
                  f"depths {_list([str(x) for x in depths])}, trained "
-                 f"{tokens_text(MATCHED_SLACK_MEASURED['short_tokens'])} tokens each), whose "
+                 f"{trained or 'an unrecorded number of'} tokens each), whose "
                  f"fitted slacks (at most {level['records']['summary']['default_slack']}) the "
                  f"law covers")
     out.append(f"Measured: the long cells ({'; '.join(cells)}){short}.")
@@ -149,15 +152,13 @@ def block(records: dict) -> str:
                    f"slack at {len(width_sets)} of the (cell, checkpoint)s, so those test the "
                    f"largest fitted share more than the growth.")
     m = MATCHED_SLACK_MEASURED
-    long_shape = ((m["units"], m["layers"]) != (m["short_units"], m["short_layers"]))
-    out.append(f"Extrapolated: every model trained longer than {tokens_text(m['tokens'])} tokens, "
+    top = max(c["tokens"] for c in m)
+    out.append(f"Extrapolated: every model trained longer than {tokens_text(top)} tokens, "
                f"which is every released model (SmolLM2-135M saw "
-               f"{tokens_text(SMOLLM2_TOKENS)}, {_times(SMOLLM2_TOKENS / m['tokens'])} as many); "
-               + (f"every model wider than {m['units']:,} or deeper than {m['layers']} layers "
-                  f"trained longer than {tokens_text(m['short_tokens'])} tokens; " if long_shape
-                  else "")
-               + f"and every model wider than {m['short_units']:,} or deeper than "
-                 f"{m['short_layers']} layers.")
+               f"{tokens_text(SMOLLM2_TOKENS)}, {_times(SMOLLM2_TOKENS / top)} as many); and "
+               f"every model that no one measured cell matches or exceeds in tokens, MLP width "
+               f"and depth together (measured, cell by cell: {shapes_text(m)}; the width of one "
+               f"cell and the depth of another do not combine), which the verdict line names.")
     if law["form"] != "constant" and law["slope_df"] > 0:
         hi = law["slope"] + stats.t.ppf(0.95, law["slope_df"]) * law["slope_se"]
         # the envelope refitted at that slope: the smallest intercept covering every point

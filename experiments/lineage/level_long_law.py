@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from bornbiased_jax.fingerprint.methods.result import ALPHA
-from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+from bornbiased_jax.fingerprint.methods.trained_slack import law_units, pareto
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
 from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves,  # noqa: F401
@@ -161,7 +161,9 @@ def law_slack(law: dict, tokens: float, units: int) -> int:
 def judge(record: dict) -> dict:
     """The law fitted on the first halves and judged on the held-out halves at every cell and
     checkpoint, and on the different-text pairs: {"law", "cells": {cell: [{"step", "tokens",
-    "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths"}.
+    "slack", "rate", "level", "power"}]}, "cross": {...}, "tokens_range", "widths", "depths",
+    "measured"} ("measured": each fitted cell's most tokens, MLP width and depth, the cells no
+    other covers).
     A cell outside the fit (:func:`in_fit`) is judged on every pair of its seeds."""
     summ = summaries(record)
     points = [(s["tokens"], s["fit_slack"], record["cells"][name]["units"], name)
@@ -194,7 +196,10 @@ def judge(record: dict) -> dict:
         cells[name] = rows
     fitted = {n: c for n, c in record["cells"].items() if in_fit(c)}
     tokens = [s["tokens"] for n, rows in summ.items() if n in fitted for s in rows]
-    return {"law": law, "summaries": summ, "cells": cells, "cross": cross,
+    measured = pareto({"tokens": max(st["tokens"] for st in c["steps"].values()),
+                       "units": c["units"], "layers": c["layers"]}
+                      for c in fitted.values() if c["steps"])
+    return {"law": law, "summaries": summ, "cells": cells, "cross": cross, "measured": measured,
             "tokens_range": [min(tokens), max(tokens)] if tokens else None,
             "widths": sorted({c["units"] for c in fitted.values()}),
             "depths": sorted({c["layers"] for c in fitted.values()})}

@@ -25,11 +25,11 @@ fingerprint --trained-tokens``, from the model cards); without it the law is tak
 default slack is the largest the law gives to a released model. That costs little power: a
 descendant shares most of its units (hundreds per layer), and the slack removes tens.
 
-Where it was measured (:data:`defaults.MATCHED_SLACK_MEASURED`): the long cells' most tokens
-per model, and the widest MLP and deepest model trained that long; the level table's shorter
-cells' widths and depths at their tokens. A pair beyond that (every released model: billions to
-trillions of tokens) gets an extrapolation, which :func:`beyond` names and the verdict line
-prints.
+Where it was measured (:data:`defaults.MATCHED_SLACK_MEASURED`): cell by cell, each cell's MLP
+width, depth and the most tokens per model measured there. A pair is within it when one cell is
+at least as long-trained, as wide and as deep; beyond that (every released model: billions to
+trillions of tokens; or a width and a depth measured only in different cells) the slack is an
+extrapolation, which :func:`beyond` names and the verdict line prints.
 """
 
 from __future__ import annotations
@@ -65,26 +65,53 @@ def tokens_text(t: float) -> str:
     return f"{t / 1e6:.2f} M"
 
 
-def beyond(tokens: float, units: tuple[int, int], layers: tuple[int, int],
-           measured: dict = MATCHED_SLACK_MEASURED) -> list[str]:
-    """What of a pair of trained models lies beyond where the law was measured, by name
-    ('36 T training tokens per model (measured up to 4.10 M)', 'MLP width 1,536 trained beyond
-    0.26 M tokens (measured up to 344 there)'); empty within it."""
-    F, L = max(units), max(layers)
+def covers(cell: dict, tokens: float, units: int, layers: int) -> bool:
+    """Whether a measured ``cell`` ({"tokens", "units", "layers"}) is at least as long-trained,
+    as wide and as deep as a pair."""
+    return tokens <= cell["tokens"] and units <= cell["units"] and layers <= cell["layers"]
+
+
+def pareto(cells) -> list[dict]:
+    """The cells that no other covers in tokens, width and depth, longest-trained first."""
+    cells = [dict(c) for c in cells]
+    keep = [c for c in cells
+            if not any(o != c and covers(o, c["tokens"], c["units"], c["layers"])
+                       for o in cells)]
     out = []
-    if tokens > measured["tokens"]:
+    for c in sorted(keep, key=lambda c: (-c["tokens"], c["units"], c["layers"])):
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def shapes_text(cells) -> str:
+    """'MLP width 344 x 2 layers to 4.10 M tokens, 344 x 12 layers to 2.56 M, ...': where a law
+    was measured, cell by cell (:func:`pareto`)."""
+    parts = [f"{c['units']:,} x {c['layers']} layers to {tokens_text(c['tokens'])}"
+             + (" tokens" if i == 0 else "") for i, c in enumerate(pareto(cells))]
+    return "MLP width " + ", ".join(parts)
+
+
+def beyond(tokens: float, units: tuple[int, int], layers: tuple[int, int],
+           measured=MATCHED_SLACK_MEASURED) -> list[str]:
+    """What of a pair of trained models lies beyond where the law was measured, by name
+    ('36 T training tokens per model (measured up to 4.10 M)', 'MLP width 1,536 with 12 layers
+    trained 2.56 M tokens (measured: MLP width 344 x 12 layers to 2.56 M tokens)'); empty when
+    one measured cell is at least as long-trained, as wide and as deep as the pair (the widths
+    and depths of different cells do not combine)."""
+    F, L = max(units), max(layers)
+    top = max(c["tokens"] for c in measured)
+    out = []
+    if tokens > top:
         out.append(f"{tokens_text(tokens)} training tokens per model (measured up to "
-                   f"{tokens_text(measured['tokens'])})")
-    long = tokens > measured["short_tokens"]
-    for what, x, short, longest in (("MLP width", F, "short_units", "units"),
-                                    ("depth", L, "short_layers", "layers")):
-        shown = f"{x:,}" + (" layers" if what == "depth" else "")
-        unit = " layers" if what == "depth" else ""
-        if x > measured[short]:
-            out.append(f"{what} {shown} (measured up to {measured[short]:,}{unit})")
-        elif long and x > measured[longest]:
-            out.append(f"{what} {shown} trained beyond {tokens_text(measured['short_tokens'])} "
-                       f"tokens (measured up to {measured[longest]:,}{unit} there)")
+                   f"{tokens_text(top)})")
+    T = min(tokens, top)
+    if not any(covers(c, T, F, L) for c in measured):
+        there = [c for c in measured if c["tokens"] >= T]
+        out.append(f"MLP width {F:,} with {L} layers trained "
+                   + (f"{tokens_text(T)} tokens or more" if tokens > top else
+                      f"{tokens_text(T)} tokens")
+                   + f" (measured: {shapes_text(there)})")
     return out
 
 
