@@ -209,6 +209,22 @@ def test_the_plateau_rule_tells_a_falling_loss_from_a_flat_one_and_says_what_end
     assert LW.loss_trend(cell) is None
 
 
+def test_the_law_row_names_pairs_whose_k_exceeds_the_slack_and_whether_they_were_called():
+    flat = _record(lambda s, a, b: 0)
+    row = next(c for c in LC.claims({"records": flat}) if c.claim.startswith("The slack as"))
+    assert LW.above_slack(LW.judge(flat), flat) == []
+    assert "no pair of a fitted cell shares more units in a layer pair than" in row.ours
+    # one held-out pair shares far more at the last checkpoint: above the slack, called related
+    odd = _record(lambda s, a, b: 40 if (s, a, b) == (4000, 6, 7) else 0)
+    j = LW.judge(odd)
+    over = LW.above_slack(j, odd)
+    assert [(o["tokens"], o["K_max"]) for o in over] == [(4000 * 1024, 40)]
+    assert over[0]["slack"] < 40 and over[0]["rate"]["rejections"] == 1
+    row = next(c for c in LC.claims({"records": odd}) if c.claim.startswith("The slack as"))
+    assert (f"exceeds the law's slack at L2-F344-long at 4.10 M (40 > {over[0]['slack']}; "
+            f"every pair of the cell there: 1/28 (3.6%) called related)") in row.ours
+
+
 def test_the_law_row_names_the_default_and_the_extrapolation():
     # three checkpoints cannot show growth (t on 1 df); five can
     few = _record(lambda s, a, b: {250: 2, 1000: 5, 4000: 9}[s] if (a + b) % 2 else 0)

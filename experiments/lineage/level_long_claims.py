@@ -40,7 +40,8 @@ from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
 from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates
 from experiments.lineage import LONG_TITLE
-from experiments.lineage.level_long_law import PLATEAU, POWER_RATE, judge, law_slack, loss_trend
+from experiments.lineage.level_long_law import (PLATEAU, POWER_RATE, above_slack, judge,
+                                                law_slack, loss_trend)
 
 
 def _tokens(t: float) -> str:
@@ -218,6 +219,15 @@ def claims(record: dict) -> list[Claim]:
             f"± {law['slope_se']:.2f}" + slope_source(law) + ")")
     form = (f"u(T, F) = max({form}, ceil({law['share']:.4f} F)), the width term the largest "
             f"fitted share ({law['share_units']} of {law['share_of']:,} units)")
+    over = above_slack(j, rec)
+    over_text = ("; the largest K of any pair exceeds the law's slack at "
+                 + ", ".join(f"{o['cell']} at {_tokens(o['tokens'])} ({o['K_max']} > "
+                             f"{o['slack']}; every pair of the cell there: {_rate(o['rate'])} "
+                             f"called related)" for o in over)
+                 + " (the slack is the smallest at which the fitted halves reject at most "
+                   "alpha, not a bound on every pair's shared units)" if over else
+                 "; no pair of a fitted cell shares more units in a layer pair than the law's "
+                 "slack there")
     current = toolkit_is_fit(law, rec)
     assumed = law_units(MATCHED_TOKENS_ASSUMED, 1536, MATCHED_SLACK_LAW)
     out.append(Claim(
@@ -226,7 +236,7 @@ def claims(record: dict) -> list[Claim]:
         f"{_tokens(hi)} tokens: {at_hi}; the default (`bornbiased fingerprint`, two "
         f"trained models): the toolkit's law at --trained-tokens, else at "
         f"{MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens assumed: {assumed} units per layer pair "
-        f"at MLP width 1,536", BEYOND,
+        f"at MLP width 1,536{over_text}", BEYOND,
         ("the toolkit's default is this fit" if current else
          "the toolkit's default (defaults.MATCHED_SLACK_LAW) is not this fit: stale, refit it")
         + f"; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, cell by cell: "

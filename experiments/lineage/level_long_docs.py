@@ -18,7 +18,7 @@ from experiments.common import level_rule
 from experiments.common.level_fit import POWER_RATE, SHORT_CELLS_SLACK, default_rates, halves
 from experiments.common.level_range import FAMILY_RECORD, _times, cells_training, range_text
 from experiments.lineage import level_long as LL
-from experiments.lineage.level_long_law import PLATEAU, in_fit, judge, loss_trend
+from experiments.lineage.level_long_law import PLATEAU, above_slack, in_fit, judge, loss_trend
 
 # what a corpus of the long cells is, in words (experiments/lineage/level_long.py)
 TEXTS = {"python-stdlib": "the Python standard library",
@@ -142,6 +142,15 @@ def block(records: dict) -> str:
                       f"a {POWER_RATE:.0%} rate)")
     out.append("Judged on the held-out halves at every checkpoint, by the level rule (low power "
                "at these few models): " + "; ".join(judged) + ".")
+    over = above_slack(j, rec)
+    if over:
+        out.append("The slack is a calibration, not a bound on every pair: the largest K of "
+                   "any pair exceeds it at " + ", ".join(
+                       f"{o['cell']} at {tokens_text(o['tokens'])} ({o['K_max']} > "
+                       f"{o['slack']}; {o['rate']['rejections']} of {o['rate']['pairs']} of "
+                       f"the cell's pairs called related there)" for o in over)
+                   + ": the p-value, P(K >= K_obs - slack), weighs the units above the slack "
+                     "against chance matches.")
     width_sets = [f"{n} at {tokens_text(r['tokens'])}" for n, rows in j["cells"].items()
                   for r in rows if r["slack"] == math.ceil(law["share"] * rec["cells"][n]["units"]
                                                            - TOL)

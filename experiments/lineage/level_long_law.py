@@ -231,6 +231,19 @@ def loss_trend(cell: dict) -> dict | None:
             "training": "ended" if b["step"] >= cell["schedule_steps"] else "under way"}
 
 
+def above_slack(j: dict, record: dict) -> list[dict]:
+    """The (cell, checkpoint)s where some pair of a fitted cell shares more units in some
+    layer pair than the law's slack there (``j``: :func:`judge`'s result): {"cell", "tokens",
+    "K_max", "slack", "rate"} ("rate": every pair of the cell's at alpha at that slack). The slack is the smallest at which the first halves' pairs reject at
+    most alpha, not a bound on every pair's K: a K a unit or two above it is not significant
+    against chance matches, so such pairs need not be called related."""
+    return [{"cell": n, "tokens": s["tokens"], "K_max": s["K_max"], "slack": r["slack"],
+             "rate": rates(record["cells"][n]["steps"][str(s["step"])]["pairs"],
+                           r["slack"])[str(ALPHA)]}
+            for n, rows in j["summaries"].items() if in_fit(record["cells"][n])
+            for s, r in zip(rows, j["cells"][n]) if s["K_max"] > r["slack"]]
+
+
 def in_fit(cell: dict) -> bool:
     """Whether a cell's first half enters the law's fit: every CPU cell; a GPU cell (its
     record entry says ``"in_fit": false``) is judged on all its seeds instead, out of sample,

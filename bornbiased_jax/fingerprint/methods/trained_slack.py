@@ -11,6 +11,11 @@ and of the MLP width F:
 
     u(T, F) = max(ceil(c + b log10 T), ceil(s F))
 
+The slack is a calibration, not a bound on every pair: a cell's fitted slack is the smallest at
+which its unrelated pairs reject at most alpha, and a pair of them may share a unit or two more
+in some layer pair (RESULTS.md's law row says where), which the p-value P(K >= K_obs - slack)
+does not find significant against chance matches.
+
 ``c`` and ``b``: the upper envelope of the slacks fitted on the first half of each long cell's
 seeds at every checkpoint, regressed on log10 T (experiments/lineage/level_long_law.py); ``s``:
 the largest of those fitted slacks as a share of the cell's width (the universal units are a
