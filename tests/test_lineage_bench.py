@@ -108,6 +108,14 @@ def test_a_record_made_under_the_law_of_training_length_is_held_out_and_says_its
     matched = next(c for c in claims if c.claim.endswith(CL.LABELS["matched"]))
     assert "the law of training length" in matched.why and "(58 units per layer pair here)" \
         in matched.why and "so this rate is held out" in matched.why
+    # beside the default, the law at the benchmark models' own tokens (the seed family's 250
+    # steps of 16 x 64 tokens; their continued descendants 800 steps more)
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+
+    assert CL.own_tokens() == (256_000, 256_000 + 800 * 16 * 64)
+    own = sorted({law_units(t, CL._bench_width()) for t in CL.own_tokens()})
+    assert (f"trained 256,000 tokens (the bases) to 1,075,200 (their continued descendants), "
+            f"where the law gives {' to '.join(map(str, own))} units per layer pair") in matched.why
     table = CL.summary_table({"run": {"settings": {"bases": 4}},
                               "records": {"summary": MT.summarise(rows), "pairs": rows}})
     assert "in-sample" not in table

@@ -112,6 +112,29 @@ def in_sample(pairs: list[dict] | None) -> tuple[str, ...]:
     return () if law_slacks(pairs) else IN_SAMPLE
 
 
+def own_tokens() -> tuple[int, int]:
+    """The tokens per model of the benchmarks' trained models: the seed family's bases, and
+    their continued descendants (the bases' tokens and the continuation's)."""
+    from experiments.common import seed_family as SF
+
+    def tokens(tc):
+        return tc.steps * tc.batch_size * tc.seq_len
+
+    return tokens(SF.RUN), tokens(SF.RUN) + tokens(SF.CONTINUED)
+
+
+def own_tokens_note() -> str:
+    """What the law gives at the benchmark models' own tokens, beside the default's."""
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+
+    lo, hi = own_tokens()
+    u = sorted({law_units(t, _bench_width()) for t in (lo, hi)})
+    return (f"; the benchmark's models were trained {lo:,} tokens (the bases) to {hi:,} (their "
+            f"continued descendants), where the law gives "
+            f"{' to '.join(map(str, u))} units per layer pair: this rate is at the default, "
+            f"for models whose tokens are not given, not at their own (--trained-tokens)")
+
+
 def notes_for(pairs: list[dict] | None) -> dict[str, str]:
     """:data:`NOTES`, the matched leg's note saying which slack the record applied."""
     from bornbiased_jax.defaults import MATCHED_TOKENS_ASSUMED
@@ -122,7 +145,7 @@ def notes_for(pairs: list[dict] | None) -> dict[str, str]:
     law = (f"its slack for two trained models is the command's default, the law of training "
            f"length at the tokens it assumes when none are given "
            f"({', '.join(map(str, slacks))} units per layer pair here), fitted on other seeds "
-           f"(the long level cells), so this rate is held out"
+           f"(the long level cells), so this rate is held out" + own_tokens_note()
            + stale_slack(slacks, MATCHED_TOKENS_ASSUMED, _bench_width()))
     return {**NOTES, "matched": law, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + law}
 
