@@ -105,7 +105,8 @@ def test_the_attention_test_finds_the_rotated_relearned_copy(family):
 def test_two_unrelated_trained_models_are_not_called_related(family):
     r = attention_test(family["base"], CFG, family["other"], CFG, alpha=0.01)
     assert not r.same_lineage and r.p > 0.01
-    assert r.statistic < 8
+    # the golden values docs/seedprint.md quotes (4 of 8 heads doubly matched, p = 0.14)
+    assert r.statistic == 4 and round(r.p, 2) == 0.14
 
 
 @pytest.mark.parametrize("suspect, related", [("preset:llama2-tiny@1", True),
