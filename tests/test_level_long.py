@@ -225,6 +225,36 @@ def test_the_law_row_names_pairs_whose_k_exceeds_the_slack_and_whether_they_were
             f"every pair of the cell there: 1/28 (3.6%) called related)") in row.ours
 
 
+def test_the_pooled_held_out_rule_holds_on_flat_pairs_fails_where_the_held_out_half_shares_more():
+    from experiments.common import level_rule as LR
+
+    flat = _record(lambda s, a, b: 1 + (a + b) % 2)
+    pl = LW.judge(flat)["pooled"]
+    # 8 seeds: the held-out half's 4 models, 6 pairs at each of 3 checkpoints
+    assert pl["blocks"] == [(4, 3)] and pl["models"] == 4 and pl["rate"]["pairs"] == 18
+    assert not pl["level"]["rejected"]
+    assert pl["power"]["independent"] == LR.power(LW.POWER_RATE, 0.01, 4, 3)
+    assert pl["power"]["persistent"] <= pl["power"]["independent"]
+    # the held-out half shares 30 units in every pair from 1,000 steps on: rejected
+    odd = _record(lambda s, a, b: 30 if s >= 1000 and a >= 4 and b >= 4 else 1)
+    pl = LW.judge(odd)["pooled"]
+    assert pl["rate"]["rejections"] == 12 and pl["level"]["rejected"]
+    row = LC.pooled_claim(pl)
+    assert "12/18" in row.ours and row.why.startswith(
+        "rule: the level rule (one-sided jackknife t over the 4 models); rejected")
+
+
+def test_power_pooled_over_pools_of_models_is_the_single_pools_and_grows_with_pools():
+    from experiments.common import level_rule as LR
+
+    assert LR.power_blocks(0.05, 0.01, [(8, 5)]) == LR.power(0.05, 0.01, 8, 5)
+    inc, pair_of = LR._design_blocks([(3, 2), (2, 1)])
+    # 3 pairs x 2 checkpoints + 1 pair; no row joins models of two pools
+    assert inc.shape == (7, 5) and pair_of.tolist() == [0, 1, 2, 0, 1, 2, 3]
+    assert not inc[:6, 3:].any() and inc[6].tolist() == [0, 0, 0, 1, 1]
+    assert LR.power_blocks(0.05, 0.01, [(8, 5)] * 3) > LR.power(0.05, 0.01, 8, 5)
+
+
 def test_the_law_row_names_the_default_and_the_extrapolation():
     # three checkpoints cannot show growth (t on 1 df); five can
     few = _record(lambda s, a, b: {250: 2, 1000: 5, 4000: 9}[s] if (a + b) % 2 else 0)

@@ -49,12 +49,23 @@ def level_rejected(rate: float, se: float, alpha: float, models: int) -> tuple[b
 def _design(models: int, checkpoints: int) -> tuple[np.ndarray, np.ndarray]:
     """(incidence (N, M) of the N = C M (M - 1) / 2 (pair, checkpoint) rows on the models,
     pair index of each row)."""
-    pairs = [(a, b) for a in range(models) for b in range(a + 1, models)]
-    inc = np.zeros((len(pairs) * checkpoints, models))
-    for c in range(checkpoints):
-        for i, (a, b) in enumerate(pairs):
-            inc[c * len(pairs) + i, [a, b]] = 1
-    return inc, np.tile(np.arange(len(pairs)), checkpoints)
+    return _design_blocks([(models, checkpoints)])
+
+
+def _design_blocks(blocks) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_design` of disjoint pools of models, ``blocks`` = [(M_i, C_i)]: every pair
+    within a pool at each of its checkpoints, no pair across pools."""
+    rows, pair_of, first, n_pairs = [], [], 0, 0
+    for models, checkpoints in blocks:
+        pairs = [(first + a, first + b) for a in range(models) for b in range(a + 1, models)]
+        for _ in range(checkpoints):
+            rows += pairs
+            pair_of += range(n_pairs, n_pairs + len(pairs))
+        first, n_pairs = first + models, n_pairs + len(pairs)
+    inc = np.zeros((len(rows), first))
+    for i, (a, b) in enumerate(rows):
+        inc[i, [a, b]] = 1
+    return inc, np.asarray(pair_of, dtype=int)
 
 
 def jackknife(X: np.ndarray, inc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +84,17 @@ def power(rate: float, alpha: float, models: int, checkpoints: int, *,
     """P(the rule rejects alpha) when the true rejection rate of every pair is ``rate``, on
     every pair of ``models`` models at ``checkpoints`` checkpoints, by ``reps`` simulated
     replicates (module docstring for ``dependence``)."""
-    inc, pair_of = _design(models, checkpoints)
+    return power_blocks(rate, alpha, [(models, checkpoints)], dependence=dependence,
+                        reps=reps, seed=seed)
+
+
+def power_blocks(rate: float, alpha: float, blocks, *, dependence: str = "independent",
+                 reps: int = POWER_REPS, seed: int = POWER_SEED) -> float:
+    """:func:`power` of a rate pooled over disjoint pools of models, ``blocks`` = [(M_i,
+    C_i)] (every pair within a pool at each of its C_i checkpoints), judged by the rule with
+    the jackknife over all the pools' models."""
+    inc, pair_of = _design_blocks(blocks)
+    models = inc.shape[1]
     rng = np.random.default_rng(seed)
     if dependence == "independent":
         X = (rng.random((reps, len(pair_of))) < rate).astype(float)

@@ -210,6 +210,8 @@ def claims(record: dict) -> list[Claim]:
                           f"the law's {r['slack']}: {_rate(r['rate'])}" for r in xs), BEYOND,
                 f"rule: the level rule on the held-out halves of both cells; rejected at "
                 f"{len(rej)} of {len(xs)} checkpoints"))
+    if j.get("pooled"):
+        out.append(pooled_claim(j["pooled"]))
     lo, hi = j["tokens_range"]
     at_hi = ", ".join(f"{law_slack(law, hi, w)} units at F = {w:,}" for w in j["widths"])
     form = ("a constant: K does not grow detectably with tokens (slope "
@@ -244,6 +246,23 @@ def claims(record: dict) -> list[Claim]:
         f"of tokens, or a width and a depth no one cell reached together at those tokens) the "
         f"slack is an extrapolation"))
     return out
+
+
+def pooled_claim(pl: dict) -> Claim:
+    """The law's slack held out, every cell and checkpoint pooled (level_long_law.pool)."""
+    r, pw = pl["rate"], pl["power"]
+    return Claim(
+        "The law's slack held out, every cell and checkpoint pooled", "- (beyond the paper)",
+        f"{_rate(r)} held-out pair tests called related at alpha = 0.01, over "
+        f"{pl['models']} held-out models of {pl['cells']} cells (models x checkpoints: "
+        f"{', '.join(f'{m} x {c}' for m, c in pl['blocks'])})", BEYOND,
+        f"rule: the level rule (one-sided jackknife t over the {pl['models']} models); "
+        + ("rejected: the law does not hold its level on held-out seeds" if
+           pl["level"]["rejected"] else "not rejected")
+        + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
+        f"{pw['independent']:.2f} if a pair's outcomes at its checkpoints are independent, "
+        f"{pw['persistent']:.2f} if each pair's is the same at every checkpoint (the truth "
+        f"lies between: a pair's K is correlated along training)")
 
 
 def slope_source(law: dict) -> str:

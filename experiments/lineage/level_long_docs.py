@@ -142,6 +142,16 @@ def block(records: dict) -> str:
                       f"a {POWER_RATE:.0%} rate)")
     out.append("Judged on the held-out halves at every checkpoint, by the level rule (low power "
                "at these few models): " + "; ".join(judged) + ".")
+    pl = j.get("pooled")
+    if pl:
+        out.append(f"Pooled over every cell and checkpoint ({pl['models']} held-out models), "
+                   f"{pl['rate']['rejections']} of {pl['rate']['pairs']} held-out pair tests "
+                   f"are called related; the level is "
+                   + ("rejected" if pl["level"]["rejected"] else "not rejected")
+                   + f", by a rule that flags a true {POWER_RATE:.0%} rate with probability "
+                   f"{pl['power']['persistent']:.2f} to {pl['power']['independent']:.2f} "
+                   f"(each pair's outcome the same at every checkpoint, or independent along "
+                   f"training).")
     over = above_slack(j, rec)
     if over:
         out.append("The slack is a calibration, not a bound on every pair: the largest K of "

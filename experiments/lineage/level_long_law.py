@@ -28,7 +28,10 @@ Either way the law is judged on the held-out halves (:func:`judge`): at every ce
 checkpoint the rate among the other half's pairs at u(T), by the rule of
 :mod:`experiments.common.level_rule` (one-sided jackknife t over the models), with the rule's
 simulated power at that many models; the different-text pairs (each model of one corpus with
-each of the other, held-out halves of both) are judged at the same u(T).
+each of the other, held-out halves of both) are judged at the same u(T). Each cell's few
+held-out models give that rule almost no power, so it is also applied once to every held-out
+pair of every cell and checkpoint pooled (:func:`pool`), with its power stated for the two
+bounds of how a pair's outcomes at its checkpoints depend on one another.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from bornbiased_jax.fingerprint.methods.trained_slack import law_units, pareto
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
 from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves,  # noqa: F401
-                                         judge_rate, k_table, rates)
+                                         judge_rate, k_table, pair_rows, rates)
 
 # a held-out loss falling less than this share per doubling of tokens has plateaued
 # (:func:`loss_trend`)
@@ -196,10 +199,12 @@ def judge(record: dict) -> dict:
         cells[name] = rows
     fitted = {n: c for n, c in record["cells"].items() if in_fit(c)}
     tokens = [s["tokens"] for n, rows in summ.items() if n in fitted for s in rows]
+    pooled = pool(record, law)
     measured = pareto({"tokens": max(st["tokens"] for st in c["steps"].values()),
                        "units": c["units"], "layers": c["layers"]}
                       for c in fitted.values() if c["steps"])
     return {"law": law, "summaries": summ, "cells": cells, "cross": cross, "measured": measured,
+            "pooled": pooled,
             "tokens_range": [min(tokens), max(tokens)] if tokens else None,
             "widths": sorted({c["units"] for c in fitted.values()}),
             "depths": sorted({c["layers"] for c in fitted.values()})}
@@ -229,6 +234,35 @@ def loss_trend(cell: dict) -> dict | None:
             "tokens_to": b["tokens"], "loss_from": float(la.mean()), "loss_to": float(lb.mean()),
             "drop": mean, "se": se, "seeds": n, "state": state,
             "training": "ended" if b["step"] >= cell["schedule_steps"] else "under way"}
+
+
+def pool(record: dict, law: dict) -> dict | None:
+    """The law's slack held out, pooled: every held-out pair (the second half of each fitted
+    cell's seeds, every seed of a cell outside the fit) at every checkpoint at the law's slack
+    there, one rate judged by the level rule with the jackknife over all those models (each
+    cell's its own: no pair across cells), and the rule's power against a
+    :data:`POWER_RATE` rate when a pair's outcomes are independent across checkpoints and
+    when each pair's is the same at every one (the bounds of how they depend); None without
+    held-out pairs."""
+    rows, blocks = [], []
+    for i, (name, c) in enumerate(record["cells"].items()):
+        held = halves(c["seeds"])[1] if in_fit(c) else list(c["seeds"])
+        steps = [st for _, st in sorted(c["steps"].items(), key=lambda kv: int(kv[0]))]
+        for st in steps:
+            u = law_slack(law, st["tokens"], c["units"])
+            # models of different cells are different models: their ids apart by cell
+            rows += [{**r, "a": 1000 * i + r["a"], "b": 1000 * i + r["b"]}
+                     for r in pair_rows(among(st["pairs"], held), u)]
+        if len(held) > 1 and steps:
+            blocks.append((len(held), len(steps)))
+    if not rows:
+        return None
+    r = SM.rate(rows, "matched", ALPHA)
+    models = sum(m for m, _ in blocks)
+    return {"rate": r, "level": judge_rate(r, ALPHA, models), "models": models,
+            "cells": len(blocks), "blocks": blocks,
+            "power": {dep: LR.power_blocks(POWER_RATE, ALPHA, blocks, dependence=dep)
+                      for dep in ("independent", "persistent")}}
 
 
 def above_slack(j: dict, record: dict) -> list[dict]:
