@@ -215,15 +215,21 @@ def test_the_real_models_default_slack_rows_state_the_range_from_the_committed_r
     from experiments.real_model import claims as R
 
     records = render.load_records(Path(render.__file__).resolve().parents[1] / render.RECORDS)
+    # the long cells where the law was measured, each with its tokens (MLP width 344 x 2 layers
+    # to 4.10 M tokens, ...): the toolkit's own record of them
+    from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
+    from bornbiased_jax.fingerprint.methods.trained_slack import shapes_text
+
+    top, shapes = max(c["tokens"] for c in MATCHED_SLACK_MEASURED), shapes_text(
+        MATCHED_SLACK_MEASURED)
+    assert shapes.startswith("MLP width 344 x 2 layers to 4.10 M tokens, ")
     for section, model in ((R.section(records, R.COMMAND), "SmolLM2-135M was pretrained on 2"),
                            (G.section(records, G.COMMAND), "Gemma 3 270M was pretrained on 6")):
         rows = [line for line in section.splitlines() if line.startswith("| Table 6's question")]
         # records made before the law name the level table's cells; since, the long cells
         noted = [r for r in rows if ("models trained 256,000 tokens each; " + model in r
-                                     or ("trained up to 4,096,000 tokens each (MLP width "
-                                         "344 x 2 layers to 4.10 M tokens, 344 x 12 layers to "
-                                         "2.56 M, 1,536 x 2 layers to 2.05 M, cell by cell; "
-                                         "the level along training); ") + model in r)]
+                                     or (f"trained up to {top:,} tokens each ({shapes}, cell "
+                                         f"by cell; the level along training); ") + model in r)]
         assert len(noted) == 2
         assert all(r.split(" | ")[0].split(", by the ")[1].startswith(("any", "matched"))
                    for r in noted)
