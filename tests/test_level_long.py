@@ -255,6 +255,25 @@ def test_power_pooled_over_pools_of_models_is_the_single_pools_and_grows_with_po
     assert LR.power_blocks(0.05, 0.01, [(8, 5)] * 3) > LR.power(0.05, 0.01, 8, 5)
 
 
+def test_late_growth_tells_k_that_stopped_growing_from_k_that_still_grows():
+    at = (250, 500, 1000, 2000, 4000)
+    stops = _record(lambda s, a, b: min(s // 250, 4) + (a * b + s // 250) % 2, at=at)
+    mid, (state, d, se, M) = LC.late_growth(stops["cells"]["L2-F344-long"])
+    assert mid["step"] == 1000 and state == "no change detected" and M == 8
+    row = next(c for c in LC.claims({"records": stops})
+               if c.claim.startswith("Does K still grow late"))
+    assert "[1.02 M -> 4.10 M tokens]" in row.claim and "could go unseen" in row.why
+    grows = _record(lambda s, a, b: s // 250 + (a * b) % 2, at=at)
+    assert LC.late_growth(grows["cells"]["L2-F344-long"])[1][0] == "grows"
+    # without a checkpoint after the first at a quarter of the last one's tokens: no row
+    assert LC.late_growth(_record(lambda s, a, b: 1, at=(250, 1000, 4000))["cells"]
+                          ["L2-F344-long"]) is not None
+    assert LC.late_growth(_record(lambda s, a, b: 1, at=(250, 2000, 4000))["cells"]
+                          ["L2-F344-long"]) is None
+    assert LC.late_growth(_record(lambda s, a, b: 1, at=(250, 500, 1000))["cells"]
+                          ["L2-F344-long"]) is None
+
+
 def test_the_law_row_names_the_default_and_the_extrapolation():
     # three checkpoints cannot show growth (t on 1 df); five can
     few = _record(lambda s, a, b: {250: 2, 1000: 5, 4000: 9}[s] if (a + b) % 2 else 0)
@@ -263,7 +282,11 @@ def test_the_law_row_names_the_default_and_the_extrapolation():
     grow = _record(lambda s, a, b: {250: 2, 500: 5, 1000: 8, 2000: 11, 4000: 14}[s]
                    if (a + b) % 2 else 0, at=(250, 500, 1000, 2000, 4000))
     law = next(c for c in LC.claims({"records": grow}) if c.claim.startswith("The slack as"))
-    assert "u(T, F) = max(ceil(" in law.ours and "36 T tokens assumed: 58 units" in law.ours
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+
+    assumed = law_units(36e12, 1536)  # the toolkit's default, whatever this record's fit
+    assert "u(T, F) = max(ceil(" in law.ours and f"36 T tokens assumed: {assumed} units" \
+        in law.ours
     # this made-up record's fit is not the toolkit's law: the row says the default is stale
     assert "is not this fit: stale" in law.why and "an extrapolation" in law.why
     flat = _record(lambda s, a, b: 1)

@@ -183,14 +183,17 @@ def test_a_row_whose_record_applied_the_law_states_its_slack_and_where_it_was_me
     """A real model's lineage record made since the slack became the law of training length
     carries the rule per pair: the row states the slack at the tokens it used, the tokens the
     law was measured up to (the long record) and the model's own."""
-    rule = {"slack": 58, "tokens": 36e12, "tokens_given": False, "beyond": ["..."]}
-    lineage = {"records": {"tests": {"auto": {"pairs": [{"suspect": "lora", "slack": 58,
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+
+    u = law_units(36e12, 1536)  # the toolkit's default at SmolLM2's width: not stale
+    rule = {"slack": u, "tokens": 36e12, "tokens_given": False, "beyond": ["..."]}
+    lineage = {"records": {"tests": {"auto": {"pairs": [{"suspect": "lora", "slack": u,
                                                          "slack_rule": rule}]}}}}
     long = {"records": {"cells": {"L2-F344-long": {"units": 344, "layers": 2, "steps": {
         "250": {"tokens": 256_000}, "4000": {"tokens": 4_096_000}}}}}}
     note = LR.extrapolation({"lineage_level_long": long}, "SmolLM2-135M", lineage)
     assert note == ("its matched leg between two trained models applies the law of training "
-                    "length's slack (58 units per layer pair at 36 trillion tokens per model, "
+                    f"length's slack ({u} units per layer pair at 36 trillion tokens per model, "
                     "assumed: the most any public model card states), fitted on unrelated "
                     "same-data models trained up to 4,096,000 tokens each (MLP width 344 x 2 "
                     "layers to 4.10 M tokens, cell by cell; the level along training); "
@@ -216,13 +219,13 @@ def test_the_real_models_default_slack_rows_state_the_range_from_the_committed_r
 
     records = render.load_records(Path(render.__file__).resolve().parents[1] / render.RECORDS)
     # the long cells where the law was measured, each with its tokens (MLP width 344 x 2 layers
-    # to 4.10 M tokens, ...): the toolkit's own record of them
+    # to 8.19 M tokens, ...): the toolkit's own record of them
     from bornbiased_jax.defaults import MATCHED_SLACK_MEASURED
     from bornbiased_jax.fingerprint.methods.trained_slack import shapes_text
 
     top, shapes = max(c["tokens"] for c in MATCHED_SLACK_MEASURED), shapes_text(
         MATCHED_SLACK_MEASURED)
-    assert shapes.startswith("MLP width 344 x 2 layers to 4.10 M tokens, ")
+    assert shapes.startswith("MLP width 344 x 2 layers to ") and "1,536 x 2 layers" in shapes
     for section, model in ((R.section(records, R.COMMAND), "SmolLM2-135M was pretrained on 2"),
                            (G.section(records, G.COMMAND), "Gemma 3 270M was pretrained on 6")):
         rows = [line for line in section.splitlines() if line.startswith("| Table 6's question")]

@@ -8,6 +8,8 @@ Rules (each can fail; tests/test_level_long.py gives records that pass and fail 
     delete-one-model jackknife standard error over the cell's models (pairs share models);
     "grows" when the difference exceeds t_{0.975, M-1} standard errors, "shrinks" when it is
     below minus that, "no change detected" otherwise;
+  * late growth, per cell with a checkpoint after its first and at most a quarter of its last
+    one's tokens: the same rule between the latest such checkpoint and the last;
   * the law: fitted on the first halves of the seeds, judged on the second halves at every
     cell and checkpoint (and on the different-text pairs) by the level rule; the row counts
     the (cell, checkpoint)s where the level is rejected and states the rule's power;
@@ -63,6 +65,19 @@ def growth(first: list[dict], last: list[dict]) -> tuple[str, float, float, int]
     half = t_quantile(M - 1) * se if M > 2 else np.inf
     state = ("grows" if mean > half else "shrinks" if mean < -half else "no change detected")
     return state, mean, se, M
+
+
+def late_growth(cell: dict):
+    """(the checkpoint, :func:`growth`) between a cell's latest checkpoint with at most a quarter
+    of its last one's tokens, if that is not its first, and its last; None otherwise."""
+    steps = sorted(cell["steps"].values(), key=lambda st: st["step"])
+    if len(steps) < 3:
+        return None
+    last = steps[-1]
+    mid = [st for st in steps[1:-1] if 4 * st["tokens"] <= last["tokens"]]
+    if not mid:
+        return None
+    return mid[-1], growth(mid[-1]["pairs"], last["pairs"])
 
 
 def _rate(r: dict) -> str:
@@ -141,6 +156,20 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
             f"mean K per layer {rows[0]['K_mean']:.2f} -> {rows[-1]['K_mean']:.2f} "
             f"(difference {d:+.2f} ± {se:.2f}, jackknife over {M} models)", BEYOND,
             f"rule: the difference beyond t_0.975,{M - 1} jackknife standard errors; {state}"))
+        late = late_growth(cell)
+        if late is not None:
+            mid, (state, d, se, M) = late
+            out.append(Claim(
+                f"Does K still grow late in training? {name} [{_tokens(mid['tokens'])} -> "
+                f"{_tokens(last['tokens'])} tokens]", "- (beyond the paper)",
+                f"mean K per layer over the last two doublings of tokens or more: difference "
+                f"{d:+.2f} ± {se:.2f} (jackknife over {M} models)", BEYOND,
+                f"rule: as the row above, between the latest checkpoint at most a quarter of "
+                f"the last one's tokens (and after the first) and the last; {state}"
+                + (f" (a difference below {t_quantile(M - 1) * se:.2f} could go unseen); the "
+                   f"law's slope, fitted over every checkpoint, still extrapolates growth, "
+                   f"which is conservative if K has stopped growing" if state != "grows" else
+                   "")))
     last_over = rows[-1]["overlap"]
     if last_over:
         o = last_over

@@ -18,6 +18,7 @@ from experiments.common import level_rule
 from experiments.common.level_fit import POWER_RATE, SHORT_CELLS_SLACK, default_rates, halves
 from experiments.common.level_range import FAMILY_RECORD, _times, cells_training, range_text
 from experiments.lineage import level_long as LL
+from experiments.lineage.level_long_claims import late_growth
 from experiments.lineage.level_long_law import PLATEAU, above_slack, in_fit, judge, loss_trend
 
 # what a corpus of the long cells is, in words (experiments/lineage/level_long.py)
@@ -94,6 +95,16 @@ def block(records: dict) -> str:
                     + f" (the largest K of any pair {', '.join(str(s['K_max']) for s in pick)})")
     out.append("Mean K per layer pair at each cell's first, middle and last checkpoint: "
                + "; ".join(grow) + ".")
+    late = {n: late_growth(c) for n, c in rec["cells"].items()}
+    late = {n: x for n, x in late.items() if x is not None}
+    if late:
+        out.append("Late in training (from the latest checkpoint at a quarter of the last "
+                   "one's tokens to the last), mean K per layer pair: " + "; ".join(
+                       f"{n}: {x[1][0]} ({x[1][1]:+.2f} ± {x[1][2]:.2f} from "
+                       f"{tokens_text(x[0]['tokens'])})" for n, x in late.items())
+                   + (": the law's slope, fitted over every checkpoint, still extrapolates "
+                      "growth, which is conservative if K has stopped growing."
+                      if all(x[1][0] != "grows" for x in late.values()) else "."))
     fails = []
     for n, c in fitted.items():
         bad = [r for r in default_rates(c) if r["level"]["rejected"]]
