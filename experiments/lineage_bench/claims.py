@@ -112,22 +112,33 @@ def in_sample(pairs: list[dict] | None) -> tuple[str, ...]:
     return () if law_slacks(pairs) else IN_SAMPLE
 
 
-def own_tokens() -> tuple[int, int]:
-    """The tokens per model of the benchmarks' trained models: the seed family's bases, and
-    their continued descendants (the bases' tokens and the continuation's)."""
-    from experiments.common import seed_family as SF
+def own_tokens(root=None) -> tuple[int, int] | None:
+    """The tokens per model of the benchmarks' trained models, from the seed family's
+    committed training record under ``root`` (the records' folder): the bases', and their
+    continued descendants' most (the bases' tokens and the continuation's); None without it.
+    (Read from the record, not the family's training settings, so that rendering imports no
+    training code.)"""
+    import json
 
-    def tokens(tc):
-        return tc.steps * tc.batch_size * tc.seq_len
+    from experiments.artifacts import RECORDS, record_path
 
-    return tokens(SF.RUN), tokens(SF.RUN) + tokens(SF.CONTINUED)
+    path = record_path(RECORDS if root is None else root, "seed_family", "training")
+    if not path.is_file():
+        return None
+    rec = json.loads(path.read_text())
+    tc = rec["run"]["train_config"]
+    base = tc["steps"] * tc["batch_size"] * tc["seq_len"]
+    return base, base + max((c["tokens"] for c in rec.get("continued", [])), default=0)
 
 
 def own_tokens_note() -> str:
     """What the law gives at the benchmark models' own tokens, beside the default's."""
     from bornbiased_jax.fingerprint.methods.trained_slack import law_units
 
-    lo, hi = own_tokens()
+    own = own_tokens()
+    if own is None:
+        return ""
+    lo, hi = own
     u = sorted({law_units(t, _bench_width()) for t in (lo, hi)})
     return (f"; the benchmark's models were trained {lo:,} tokens (the bases) to {hi:,} (their "
             f"continued descendants), where the law gives "
