@@ -109,6 +109,15 @@ def extrapolation(records: dict, model: str, lineage: dict | None = None) -> str
             f"extrapolated to it, not measured there" + long_failure(records))
 
 
+def long_cells(cells: dict) -> list[dict]:
+    """{"tokens", "units", "layers"} of each long cell in the law's fit (``cells``: the long
+    record's cells; one whose record says ``"in_fit": false`` is not in it) at the most tokens per
+    model measured there, before ``trained_slack.pareto`` drops the covered ones."""
+    return [{"tokens": max(st["tokens"] for st in c["steps"].values()),
+             "units": c["units"], "layers": c["layers"]}
+            for c in cells.values() if c.get("in_fit", True) and c["steps"]]
+
+
 def measured_cells(records: dict) -> list[dict]:
     """Where the law of training length was measured, cell by cell (``records``: every
     record): {"tokens", "units", "layers"} of each long cell in its fit, at the most tokens per
@@ -117,12 +126,8 @@ def measured_cells(records: dict) -> list[dict]:
     (``trained_slack.pareto``), as ``defaults.MATCHED_SLACK_MEASURED`` holds them."""
     from bornbiased_jax.fingerprint.methods.trained_slack import pareto
 
-    out = []
     long = records.get("lineage_level_long")
-    for c in (long["records"]["cells"].values() if long else []):
-        if c.get("in_fit", True) and c["steps"]:
-            out.append({"tokens": max(st["tokens"] for st in c["steps"].values()),
-                        "units": c["units"], "layers": c["layers"]})
+    out = long_cells(long["records"]["cells"]) if long else []
     level = records.get("lineage_level")
     if level is not None:
         training = cells_training(level, records.get("training", {}).get(FAMILY_RECORD))

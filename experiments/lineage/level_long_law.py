@@ -45,6 +45,7 @@ from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.fingerprint.methods.trained_slack import law_units, pareto
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
+from experiments.common.level_range import long_cells
 from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves,  # noqa: F401
                                          judge_rate, k_table, pair_rows, rates)
 
@@ -200,9 +201,7 @@ def judge(record: dict) -> dict:
     fitted = {n: c for n, c in record["cells"].items() if in_fit(c)}
     tokens = [s["tokens"] for n, rows in summ.items() if n in fitted for s in rows]
     pooled = pool(record, law)
-    measured = pareto({"tokens": max(st["tokens"] for st in c["steps"].values()),
-                       "units": c["units"], "layers": c["layers"]}
-                      for c in fitted.values() if c["steps"])
+    measured = pareto(long_cells(fitted))
     return {"law": law, "summaries": summ, "cells": cells, "cross": cross, "measured": measured,
             "pooled": pooled,
             "tokens_range": [min(tokens), max(tokens)] if tokens else None,
@@ -268,9 +267,10 @@ def pool(record: dict, law: dict) -> dict | None:
 def above_slack(j: dict, record: dict) -> list[dict]:
     """The (cell, checkpoint)s where some pair of a fitted cell shares more units in some
     layer pair than the law's slack there (``j``: :func:`judge`'s result): {"cell", "tokens",
-    "K_max", "slack", "rate"} ("rate": every pair of the cell's at alpha at that slack). The slack is the smallest at which the first halves' pairs reject at
-    most alpha, not a bound on every pair's K: a K a unit or two above it is not significant
-    against chance matches, so such pairs need not be called related."""
+    "K_max", "slack", "rate"} ("rate": every pair of the cell's at alpha at that slack). The
+    slack is the smallest at which the first halves' pairs reject at most alpha, not a bound on
+    every pair's K: a K a unit or two above it is not significant against chance matches, so
+    such pairs need not be called related."""
     return [{"cell": n, "tokens": s["tokens"], "K_max": s["K_max"], "slack": r["slack"],
              "rate": rates(record["cells"][n]["steps"][str(s["step"])]["pairs"],
                            r["slack"])[str(ALPHA)]}
