@@ -191,16 +191,26 @@ def test_a_row_whose_record_applied_the_law_states_its_slack_and_where_it_was_me
                                                          "slack_rule": rule}]}}}}
     long = {"records": {"cells": {"L2-F344-long": {"units": 344, "layers": 2, "steps": {
         "250": {"tokens": 256_000}, "4000": {"tokens": 4_096_000}}}}}}
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_terms
+
     note = LR.extrapolation({"lineage_level_long": long}, "SmolLM2-135M", lineage)
-    assert note == ("its matched leg between two trained models applies the law of training "
-                    f"length's slack ({u} units per layer pair at 36 trillion tokens per model, "
-                    "assumed: the most any public model card states), fitted on unrelated "
-                    "same-data models trained up to 4,096,000 tokens each (MLP width 344 x 2 "
-                    "layers to 4.10 M tokens, cell by cell; the level along training); "
-                    "SmolLM2-135M was "
-                    "pretrained on 2 "
-                    "trillion tokens (its model card), 488 thousand times as many: the slack "
-                    "is extrapolated to it, not measured there")
+    by_tokens, by_width = law_terms(36e12, 1536)
+    term = (f", set by its width term, ceil(0.0349 x 1,536), above its tokens term's "
+            f"{by_tokens}" if by_width > by_tokens else "")
+    assert note.startswith(
+        "its matched leg between two trained models applies the law of training "
+        f"length's slack ({u} units per layer pair at 36 trillion tokens per model, "
+        f"assumed: the most any public model card states{term}), fitted on unrelated "
+        "same-data models trained up to 4,096,000 tokens each (MLP width 344 x 2 "
+        "layers to 4.10 M tokens, cell by cell; the level along training); "
+        "SmolLM2-135M was pretrained on 2 trillion tokens (its model card), 488 thousand "
+        "times as many: the slack is extrapolated to it, not measured there")
+    # a slack set by the width term says so, and that no cell this wide was measured
+    assert (("at these tokens the slack is its width term's" in note
+             and note.endswith("the widest cell measured (MLP width 344, 2 layers, 4,096,000 "
+                               "tokens per model); the share is not measured at this model's "
+                               "width, depth or tokens"))
+            if by_width > by_tokens else note.endswith("not measured there"))
     assert "their record is missing here" in LR.extrapolation({}, "SmolLM2-135M", lineage)
     # a record made before the law: the level table's sentence
     old = {"records": {"tests": {"auto": {"pairs": [{"suspect": "lora"}]}}}}

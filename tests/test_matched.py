@@ -635,6 +635,24 @@ def test_level_study_rules_fit_the_slack_on_some_seeds_and_judge_it_on_others():
     ML.figure(ML.summarise(bad))
 
 
+def test_the_law_says_which_term_sets_the_slack():
+    """u(T, F) is the larger of its tokens term and its width term; the rule and the note say
+    which, so a wide model's slack (set by the width term, the same at any T below the tokens
+    term's reach) is not read as a function of its training tokens."""
+    from bornbiased_jax.fingerprint.methods import trained_slack as TS
+
+    law = {"intercept": -20.0, "slope": 5.0, "share": 0.03, "form": "log-tokens"}
+    assert TS.law_terms(1e12, 100, law) == (40, 3)
+    assert TS.law_units(1e12, 100, law) == 40
+    assert TS.law_terms(1e12, 2000, law) == (40, 60) and TS.law_units(1e12, 2000, law) == 60
+    assert TS.law_terms(1e4, 100, law) == (0, 3)
+    assert TS.law_terms(1e12, 100, {**law, "form": "constant"}) == (-20, 3)
+    narrow = TS.rule(None, (100, 100), (2, 2))
+    wide = TS.rule(None, (100_000, 100_000), (2, 2))
+    assert narrow["term"] == "tokens" and wide["term"] == "width"
+    assert "its width term sets it" in TS.note(wide) and "width term" not in TS.note(narrow)
+
+
 def test_the_trained_slack_is_the_law_at_the_given_or_assumed_tokens_and_says_where_it_reaches():
     """Two trained models get the law of training length's slack (trained_slack): at the
     tokens given, else at the assumed most of any model card; within where the law was

@@ -40,6 +40,12 @@ def k_table(pairs: list[dict]) -> np.ndarray:
         len(pairs), -1)
 
 
+def k_max(pairs: list[dict]) -> int:
+    """The largest K of any pair and layer in either direction (the matched test reads both:
+    its p is the larger of the two directions'); 0 for no pairs."""
+    return int(max((K for p in pairs for K, _, _ in p["dir_a"] + p["dir_b"]), default=0))
+
+
 def pair_rows(pairs, slack: int, direction: str = "both") -> list[dict]:
     return [{"a": p["a"], "b": p["b"], "matched": math.exp(log_p(p, slack, direction))}
             for p in pairs]

@@ -155,13 +155,53 @@ def law_extrapolation(records: dict, model: str, rule: dict) -> str:
     ratio = f", {_times(tokens / measured)} as many" if measured else ""
     T = ("as given" if rule["tokens_given"] else "assumed: the most any public model card "
          "states")
+    from bornbiased_jax.defaults import MATCHED_SLACK_LAW
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_terms
+
+    by_tokens, by_width = law_terms(rule["tokens"], MLP_WIDTH[model])
+    width = by_width > by_tokens and by_width == rule["slack"]
+    term = (f", set by its width term, ceil({MATCHED_SLACK_LAW['share']:.4f} x "
+            f"{MLP_WIDTH[model]:,}), above its tokens term's {by_tokens}" if width else "")
     return (f"its matched leg between two trained models applies the law of training "
             f"length's slack ({rule['slack']} units per layer pair at "
-            f"{tokens_text(rule['tokens'])} tokens per model, {T}), {where}; {model} was "
+            f"{tokens_text(rule['tokens'])} tokens per model, {T}{term}), {where}; {model} was "
             f"pretrained on {tokens_text(tokens)} tokens (its model card){ratio}: the slack is "
-            f"extrapolated to it, not measured there" + stale_slack([rule["slack"]],
-                                                                    rule["tokens"],
-                                                                    MLP_WIDTH[model]))
+            f"extrapolated to it, not measured there"
+            + (width_extrapolation(records, MLP_WIDTH[model]) if width else "")
+            + stale_slack([rule["slack"]], rule["tokens"], MLP_WIDTH[model]))
+
+
+def width_extrapolation(records: dict, units: int) -> str:
+    """The clause saying that a slack set by the law's width term rests on the fitted share of
+    shared units holding at ``units``, and what the widest measured long cell shows: its own
+    fitted slack (first half of its seeds) and its pairs' largest K, at its last checkpoint."""
+    from bornbiased_jax.defaults import MATCHED_SLACK_LAW
+    from experiments.common.level_fit import among, fit_slack, halves
+
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_terms
+
+    said = (f"; at these tokens the slack is its width term's, which rests on the largest "
+            f"fitted share of shared units ({MATCHED_SLACK_LAW['share']:.2%} of the MLP width) "
+            f"taken to hold at MLP width {units:,}")
+    long = records.get("lineage_level_long")
+    cells = [c for c in (long["records"]["cells"].values() if long else [])
+             if c.get("in_fit", True) and c["steps"]]
+    if not cells:
+        return said + " (the long cells' record is missing here)"
+    c = max(cells, key=lambda c: (c["units"], -c["layers"]))
+    last = c["steps"][max(c["steps"], key=int)]
+    head = (f"; the widest cell measured (MLP width {c['units']:,}, {c['layers']} layers, "
+            f"{tokens_text(last['tokens'])} tokens per model)")
+    if "pairs" in last:
+        fit = fit_slack(among(last["pairs"], halves(c["seeds"])[0]))
+        K = max(K for p in last["pairs"] for K, _, _ in p["dir_a"] + p["dir_b"])
+        w = law_terms(last["tokens"], c["units"])[1]
+        head += (f" fitted a slack of {fit} unit{'s' if fit != 1 else ''} and its pairs share "
+                 f"at most {K} in any layer pair, where the width term gives {w}"
+                 + (f", {w - K} above every pair measured there" if K < w else ""))
+    return said + head + (f"; the share is not measured at this model's width, depth or tokens"
+                          if c["units"] < units else
+                          "; it is not measured at this model's depth or tokens")
 
 
 def stale_slack(applied, tokens: float, units: int) -> str:
@@ -248,10 +288,11 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
     and the level rule has no power (the row says how little), so neither is the verdict. A
     ``Claim``, or a sentence when the cell is not measured yet."""
     from bornbiased_jax.defaults import MATCHED_SLACK_LAW
-    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_terms, law_units
     from bornbiased_jax.verdicts import BEYOND, Claim
     from experiments.common import level_rule
-    from experiments.common.level_fit import POWER_RATE, among, halves, k_table, rates
+    from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves, k_max,
+                                              k_table, rates)
 
     long = records.get("lineage_level_long")
     c = (long or {}).get("records", {}).get("cells", {}).get(cell)
@@ -270,15 +311,16 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
         st = c["steps"][step]
         pairs = among(st["pairs"], seeds)
         K = k_table(pairs)
+        top = k_max(pairs)
         u = law_units(st["tokens"], c["units"], MATCHED_SLACK_LAW)
         r = rates(pairs, u)["0.01"]
         lo, hi = r["ci95"]
         said.append(f"{tokens_text(st['tokens'])} tokens (step {st['step']:,}): K per layer "
-                    f"pair mean {K.mean():.2f}, largest {int(K.max())}; the law's slack {u}; "
-                    f"called related {r['rejections']} of {r['pairs']} pairs (95 % "
+                    f"pair mean {K.mean():.2f}, largest {top} (either direction); the law's "
+                    f"slack {u}; called related {r['rejections']} of {r['pairs']} pairs (95 % "
                     f"Clopper-Pearson {lo:.2f}-{hi:.2f}, the pairs counted as independent, "
                     f"which they are not: too narrow)")
-        if K.max() >= u:
+        if top > u:
             over.append(tokens_text(st["tokens"]))
     power = level_rule.power(POWER_RATE, 0.01, len(seeds), 1)
     prov = c.get("provenance")
@@ -287,10 +329,21 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
     sample = (f"the held-out half's {len(seeds)} seeds (the law was fitted on the other "
               f"{len(c['seeds']) - len(seeds)})" if in_fit else
               f"{len(seeds)} seeds, not in the law's fit (out of sample)")
-    why = (f"rule: the largest K of any pair and layer stays below the toolkit's default law's "
-           f"slack at every checkpoint (the margin the verdict between two such models rests "
-           f"on); " + (f"it reaches the slack at {', '.join(over)} tokens" if over else
-                       "it stays below at every checkpoint")
+    last = c["steps"][max(c["steps"], key=int)]
+    u_last = law_units(last["tokens"], c["units"], MATCHED_SLACK_LAW)
+    own = fit_slack(among(last["pairs"], halves(c["seeds"])[0])) if in_fit else None
+    margin = u_last - k_max(among(last["pairs"], seeds))
+    terms = law_terms(last["tokens"], c["units"], MATCHED_SLACK_LAW)
+    which = "its width term" if terms[1] > terms[0] else "its tokens term"
+    why = (f"rule: the largest K of any pair and layer (either direction) stays at or below the "
+           f"toolkit's default law's slack at every checkpoint (the margin the verdict between "
+           f"two such models rests on: a pair is called related only where some K exceeds "
+           f"it); " + (f"it exceeds the slack at {', '.join(over)} tokens" if over else
+                       f"it stays at or below at every checkpoint, by {margin} units at the last")
+           + (f"; the cell's own fitted half needs a slack of {own} there, the law's ({which}) "
+              f"lies {u_last - own} above it: the margin measures how conservative the law is "
+              f"at this shape more than whether it holds"
+              if own is not None and own < u_last else "")
            + f"; {sample}; the level rule over their pairs would flag a true rate of "
              f"{POWER_RATE:.0%} with probability {power:.3f}, so no rate is claimed "
              f"({c['layers']} layers, d {c['d_model']}, F {c['units']:,}; the same text, "

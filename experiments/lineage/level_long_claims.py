@@ -4,10 +4,11 @@ the rows read).
 
 Rules (each can fail; tests/test_level_long.py gives records that pass and fail them):
 
-  * growth, per cell: the pairs' mean K at the last checkpoint minus at the first, with a
-    delete-one-model jackknife standard error over the cell's models (pairs share models);
-    "grows" when the difference exceeds t_{0.975, M-1} standard errors, "shrinks" when it is
-    below minus that, "no change detected" otherwise;
+  * growth, per cell: each pair's largest K over its layer pairs (what the slack must cover)
+    at the last checkpoint minus at the first, with a delete-one-model jackknife standard error
+    over the cell's models (pairs share models); "grows" when the mean difference exceeds
+    t_{0.975, M-1} standard errors, "shrinks" when it is below minus that, "no change detected"
+    otherwise; the mean over layer pairs and each layer's difference are stated beside it;
   * late growth, per cell with a checkpoint after its first and at most a quarter of its last
     one's tokens: the same rule between the latest such checkpoint and the last;
   * the law: fitted on the first halves of the seeds, judged on the second halves at every
@@ -50,26 +51,57 @@ def _tokens(t: float) -> str:
     return f"{t / 1e6:.2f} M" if t < 1e9 else f"{t / 1e9:.2f} B"
 
 
-def growth(first: list[dict], last: list[dict]) -> tuple[str, float, float, int]:
-    """(state, mean difference, jackknife se, models) of the pairs' mean K (over layers)
-    between two checkpoints of the same pairs (module docstring)."""
+def growth(first: list[dict], last: list[dict], stat: str | int = "max",
+           q: float = 0.975) -> tuple[str, float, float, int]:
+    """(state, mean difference, jackknife se, models) of a pair statistic between two
+    checkpoints of the same pairs (module docstring): ``stat`` "max", each pair's largest K over
+    its layer pairs (what the slack must cover); "mean", its mean over them; or a layer's
+    index, that layer's K. "grows" beyond t_{q, M-1} standard errors."""
     key = lambda p: (p["a"], p["b"])  # noqa: E731
-    k0 = {key(p): float(np.mean([K for K, _, _ in p["dir_b"]])) for p in first}
-    d = {key(p): float(np.mean([K for K, _, _ in p["dir_b"]])) - k0[key(p)]
-         for p in last if key(p) in k0}
+
+    def value(p):
+        Ks = [K for K, _, _ in p["dir_b"]]
+        return float(max(Ks) if stat == "max" else np.mean(Ks) if stat == "mean" else
+                     Ks[stat])
+
+    k0 = {key(p): value(p) for p in first}
+    d = {key(p): value(p) - k0[key(p)] for p in last if key(p) in k0}
     models = sorted({m for k in d for m in k})
     mean = float(np.mean(list(d.values())))
     loo = np.array([np.mean([v for k, v in d.items() if m not in k]) for m in models])
     M = len(models)
     se = float(np.sqrt((M - 1) / M * ((loo - loo.mean()) ** 2).sum())) if M > 2 else np.nan
-    half = t_quantile(M - 1) * se if M > 2 else np.inf
+    half = t_quantile(M - 1, q) * se if M > 2 else np.inf
     state = ("grows" if mean > half else "shrinks" if mean < -half else "no change detected")
     return state, mean, se, M
 
 
+def detectable(se: float, M: int) -> float:
+    """The smallest difference :func:`growth`'s two-sided 95 % rule sees with probability 0.8:
+    (t_{0.975} + t_{0.8}) standard errors on M - 1 degrees of freedom."""
+    return (t_quantile(M - 1) + t_quantile(M - 1, 0.8)) * se if M > 2 else np.inf
+
+
+def growth_text(first: list[dict], last: list[dict]) -> str:
+    """'largest K per pair +0.81 ± 0.46; mean over layer pairs +0.02 ± 0.28; by layer: 0 +0.82
+    ± 0.46, 1 -0.78 ± 0.27' (differences, jackknife standard errors)."""
+    L = len(first[0]["dir_b"])
+    g = {s: growth(first, last, s) for s in ("max", "mean", *range(L))}
+    return (f"each pair's largest K over its layer pairs {g['max'][1]:+.2f} ± {g['max'][2]:.2f}"
+            f"; mean over layer pairs {g['mean'][1]:+.2f} ± {g['mean'][2]:.2f}; by layer: "
+            + ", ".join(f"{i} {g[i][1]:+.2f} ± {g[i][2]:.2f}" for i in range(L))
+            + f" (differences, jackknife over {g['max'][3]} models)")
+
+
+RULE = ("rule: each pair's largest K over its layer pairs (the statistic the slack must cover; "
+        "a mean over layers can hide the layer that shares most), the difference beyond "
+        "t_0.975,{df} jackknife standard errors over the {M} models")
+
+
 def late_growth(cell: dict):
-    """(the checkpoint, :func:`growth`) between a cell's latest checkpoint with at most a quarter
-    of its last one's tokens, if that is not its first, and its last; None otherwise."""
+    """(the checkpoint, :func:`growth`) between a cell's latest checkpoint with at most a
+    quarter of its last one's tokens, if that is not its first, and its last; None
+    otherwise."""
     steps = sorted(cell["steps"].values(), key=lambda st: st["step"])
     if len(steps) < 3:
         return None
@@ -78,6 +110,35 @@ def late_growth(cell: dict):
     if not mid:
         return None
     return mid[-1], growth(mid[-1]["pairs"], last["pairs"])
+
+
+def attention_above(att: list[dict]) -> str:
+    """The clause naming the checkpoints where the attention test's observed rate among
+    unrelated seeds is above alpha (not significantly, where the rule did not reject), the
+    largest with its rate against the power's alternative; '' where none is."""
+    from bornbiased_jax.fingerprint.methods.result import ALPHA
+
+    above = [s for s in att if s["attention"]["rate"]["rate"] > ALPHA]
+    if not above:
+        return ""
+    top = max(above, key=lambda s: s["attention"]["rate"]["rate"])
+    r = top["attention"]["rate"]["rate"]
+    return (f"; the observed rate is above alpha at {len(above)} of {len(att)} checkpoints, "
+            f"the largest {r:.1%} at {_tokens(top['tokens'])} tokens"
+            + (f", above the {POWER_RATE:.0%} the power is stated against" if r > POWER_RATE
+               else "") + ": not rejected is not shown to hold")
+
+
+def schedule_note(cell: dict) -> str:
+    """'' when a cell's last checkpoint ends its schedule; else the clause saying that the
+    late, annealing part of its learning-rate schedule is not measured yet."""
+    last = max(st["step"] for st in cell["steps"].values())
+    if last >= cell["schedule_steps"]:
+        return ""
+    return (f"; its last checkpoint is at step {last:,} of its {cell['schedule_steps']:,}-step "
+            f"schedule, whose learning rate decays (cosine) to the end: K as the rate anneals "
+            f"is not measured yet, and between cells tokens are confounded with the schedule's "
+            f"phase (a cell whose schedule ended is annealed at its last checkpoint)")
 
 
 def _rate(r: dict) -> str:
@@ -153,23 +214,23 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
         out.append(Claim(
             f"Does K grow with training? {name} [{_tokens(first['tokens'])} -> "
             f"{_tokens(last['tokens'])} tokens]", "- (beyond the paper)",
-            f"mean K per layer {rows[0]['K_mean']:.2f} -> {rows[-1]['K_mean']:.2f} "
-            f"(difference {d:+.2f} ± {se:.2f}, jackknife over {M} models)", BEYOND,
-            f"rule: the difference beyond t_0.975,{M - 1} jackknife standard errors; {state}"))
+            f"mean K per layer {rows[0]['K_mean']:.2f} -> {rows[-1]['K_mean']:.2f}; "
+            + growth_text(first["pairs"], last["pairs"]), BEYOND,
+            RULE.format(df=M - 1, M=M) + f"; {state}"))
         late = late_growth(cell)
         if late is not None:
             mid, (state, d, se, M) = late
             out.append(Claim(
                 f"Does K still grow late in training? {name} [{_tokens(mid['tokens'])} -> "
                 f"{_tokens(last['tokens'])} tokens]", "- (beyond the paper)",
-                f"mean K per layer over the last two doublings of tokens or more: difference "
-                f"{d:+.2f} ± {se:.2f} (jackknife over {M} models)", BEYOND,
-                f"rule: as the row above, between the latest checkpoint at most a quarter of "
-                f"the last one's tokens (and after the first) and the last; {state}"
-                + (f" (a difference below {t_quantile(M - 1) * se:.2f} could go unseen); the "
-                   f"law's slope, fitted over every checkpoint, still extrapolates growth, "
-                   f"which is conservative if K has stopped growing" if state != "grows" else
-                   "")))
+                "over the last two doublings of tokens or more: "
+                + growth_text(mid["pairs"], last["pairs"]), BEYOND,
+                RULE.format(df=M - 1, M=M) + ", between the latest checkpoint at most a "
+                f"quarter of the last one's tokens (and after the first) and the last; {state}"
+                + (f" (a rise of {detectable(se, M):.2f} would be seen with probability 0.8); "
+                   f"the law's slope, fitted over every checkpoint, still extrapolates growth, "
+                   f"which is conservative if K has stopped growing" if state != "grows"
+                   else "") + schedule_note(cell)))
     last_over = rows[-1]["overlap"]
     if last_over:
         o = last_over
@@ -199,8 +260,8 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
             f"rejected at {len(bad)} of {len(att)} checkpoints"
             + (f" ({', '.join(_tokens(s['tokens']) for s in bad)})" if bad else "")
             + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
-            f"{att[0]['attention']['power']:.2f}; the test stays out of every verdict until its "
-            f"level holds"))
+            f"{att[0]['attention']['power']:.2f}" + attention_above(att)
+            + "; the test stays out of every verdict until its level holds"))
     trend = loss_trend(cell)
     if trend:
         out.append(plateau_claim(name, trend, cell["schedule_steps"]))
@@ -208,8 +269,9 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
     rej = [r for r in law_rows if r["level"]["rejected"]]
     out.append(Claim(
         f"The law's slack held out, {name}", "- (beyond the paper)",
-        "; ".join(f"{_tokens(r['tokens'])} tokens: slack {r['slack']}, "
-                  f"{_rate(r['rate'])} rejected{_ci(r['rate'])}" for r in law_rows), BEYOND,
+        "; ".join(f"{_tokens(r['tokens'])} tokens: slack {r['slack']}, largest held-out K "
+                  f"{r['K_max']}, {_rate(r['rate'])} rejected{_ci(r['rate'])}"
+                  for r in law_rows), BEYOND,
         ("rule: the held-out seeds' rate" if cell.get("in_fit", True) else
          "rule: the rate over every pair of the cell's seeds (the cell is not in the law's "
          "fit)") + f" at alpha = 0.01 (one-sided jackknife t over the "
@@ -217,8 +279,24 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
         f"they are not: too narrow); rejected at {len(rej)} of {len(law_rows)} checkpoints"
         + (f" ({', '.join(_tokens(r['tokens']) for r in rej)})" if rej else "")
         + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
-        f"{law_rows[0]['power']:.2f} at this many held-out models" if law_rows else ""))
+        f"{law_rows[0]['power']:.2f} at this many held-out models" + margin_text(law_rows)
+        if law_rows else ""))
     return out
+
+
+def margin_text(law_rows: list[dict]) -> str:
+    """How close the held-out pairs came to the slack: a pair can be called related only where
+    its K exceeds the slack in some layer pair (else its p is 1)."""
+    near = min(law_rows, key=lambda r: (r["slack"] - r["K_max"], r["tokens"]))
+    opened = [r for r in law_rows if r["K_max"] > r["slack"]]
+    return (f"; a held-out pair can be called related only where its K exceeds the slack in "
+            f"some layer pair: " + (
+                f"at {len(opened)} of {len(law_rows)} checkpoints some pair's does (smallest "
+                f"held-out p {min(r['p_min'] for r in opened):.2g})" if opened else
+                f"no held-out pair's does at any checkpoint (every held-out p is 1), the "
+                f"closest {near['slack'] - near['K_max']} unit"
+                f"{'' if near['slack'] - near['K_max'] == 1 else 's'} below it at "
+                f"{_tokens(near['tokens'])} tokens"))
 
 
 def claims(record: dict) -> list[Claim]:
@@ -284,14 +362,20 @@ def pooled_claim(pl: dict) -> Claim:
         "The law's slack held out, every cell and checkpoint pooled", "- (beyond the paper)",
         f"{_rate(r)} held-out pair tests called related at alpha = 0.01, over "
         f"{pl['models']} held-out models of {pl['cells']} cells (models x checkpoints: "
-        f"{', '.join(f'{m} x {c}' for m, c in pl['blocks'])})", BEYOND,
+        f"{', '.join(f'{m} x {c}' for m, c in pl['blocks'])}); some held-out pair's K exceeds "
+        f"the slack in some layer pair at {len(pl['open'])} of the {pl['checkpoints']} (cell, "
+        f"checkpoint)s" + (f" ({', '.join(f'{n} at {_tokens(t)}' for n, t in pl['open'])})"
+                           if pl["open"] else "") + ", elsewhere every held-out p is 1", BEYOND,
         f"rule: the level rule (one-sided jackknife t over the {pl['models']} models); "
         + ("rejected: the law does not hold its level on held-out seeds" if
            pl["level"]["rejected"] else "not rejected")
         + f"; the rule flags a true rate of {POWER_RATE:.0%} with probability "
         f"{pw['independent']:.2f} if a pair's outcomes at its checkpoints are independent, "
         f"{pw['persistent']:.2f} if each pair's is the same at every checkpoint (the truth "
-        f"lies between: a pair's K is correlated along training)")
+        f"lies between: a pair's K is correlated along training)"
+        + ("; no held-out pair's K exceeds the slack anywhere, so the 0 says that the law's "
+           "slack lies above every held-out pair's shared units, not more"
+           if not pl["open"] else ""))
 
 
 def slope_source(law: dict) -> str:

@@ -99,12 +99,20 @@ def block(records: dict) -> str:
     late = {n: x for n, x in late.items() if x is not None}
     if late:
         out.append("Late in training (from the latest checkpoint at a quarter of the last "
-                   "one's tokens to the last), mean K per layer pair: " + "; ".join(
-                       f"{n}: {x[1][0]} ({x[1][1]:+.2f} ± {x[1][2]:.2f} from "
-                       f"{tokens_text(x[0]['tokens'])})" for n, x in late.items())
+                   "one's tokens to the last), each pair's largest K over its layer pairs: "
+                   + "; ".join(f"{n}: {x[1][0]} ({x[1][1]:+.2f} ± {x[1][2]:.2f} from "
+                               f"{tokens_text(x[0]['tokens'])})" for n, x in late.items())
                    + (": the law's slope, fitted over every checkpoint, still extrapolates "
                       "growth, which is conservative if K has stopped growing."
                       if all(x[1][0] != "grows" for x in late.values()) else "."))
+    running = [f"{n} (step {max(st['step'] for st in c['steps'].values()):,} of "
+               f"{c['schedule_steps']:,})" for n, c in fitted.items()
+               if max(st["step"] for st in c["steps"].values()) < c["schedule_steps"]]
+    if running:
+        out.append(f"Still training: {_list(running)}, before the annealing end of a cosine "
+                   f"learning-rate schedule; the other cells' last checkpoints end their "
+                   f"schedules, so between cells tokens and the schedule's phase are "
+                   f"confounded.")
     fails = []
     for n, c in fitted.items():
         bad = [r for r in default_rates(c) if r["level"]["rejected"]]
@@ -136,7 +144,9 @@ def block(records: dict) -> str:
         others = ", ".join(f"{n} {b:.1f}" for n, b in own.items() if n != law["slope_from"])
         het = law.get("heterogeneity_p")
         out.append(f"The law is fitted with one intercept per cell; whether K grows is decided "
-                   f"on the common slope, one-sided t at 95 %; its size is {size}"
+                   f"on the common slope, one-sided t at 95 % (a cell's checkpoints are the "
+                   f"same seeds, not independent points, so the t test errs towards declaring "
+                   f"growth: the conservative side for the level); its size is {size}"
                    + (f"; the other cells' own slopes: {others}" if others else "")
                    + (f"; an F test of separate slopes against one gives p {het:.2f}"
                       if het == het and het is not None else "") + ".")
@@ -162,7 +172,7 @@ def block(records: dict) -> str:
                    + f", by a rule that flags a true {POWER_RATE:.0%} rate with probability "
                    f"{pl['power']['persistent']:.2f} to {pl['power']['independent']:.2f} "
                    f"(each pair's outcome the same at every checkpoint, or independent along "
-                   f"training).")
+                   f"training)." + near_text(j))
     over = above_slack(j, rec)
     if over:
         out.append("The slack is a calibration, not a bound on every pair: the largest K of "
@@ -181,6 +191,7 @@ def block(records: dict) -> str:
         out.append(f"The width term ({law['share_units']} of {law['share_of']:,} units) sets the "
                    f"slack at {len(width_sets)} of the (cell, checkpoint)s, so those test the "
                    f"largest fitted share more than the growth.")
+    out.append(width_text(rec, summ))
     m = MATCHED_SLACK_MEASURED
     top = max(c["tokens"] for c in m)
     out.append(f"Extrapolated: every model trained longer than {tokens_text(top)} tokens, "
@@ -204,6 +215,44 @@ def block(records: dict) -> str:
     if todo:
         out.append("Cells under way: " + "; ".join(todo) + ".")
     return textwrap.fill(" ".join(out), 100, break_on_hyphens=False, break_long_words=False)
+
+
+def near_text(j: dict) -> str:
+    """How close the held-out pairs came to the law's slack: a pair can be called related only
+    where its K exceeds the slack in some layer pair."""
+    rows = [(n, r) for n, rs in j["cells"].items() for r in rs]
+    if not rows:
+        return ""
+    opened = [(n, r) for n, r in rows if r["K_max"] > r["slack"]]
+    if opened:
+        return (f" Some held-out pair's K exceeds the slack in some layer pair at "
+                f"{len(opened)} of the {len(rows)} (cell, checkpoint)s.")
+    n, near = min(rows, key=lambda x: (x[1]["slack"] - x[1]["K_max"], x[1]["tokens"]))
+    gap = near["slack"] - near["K_max"]
+    return (f" No held-out pair's K exceeds the slack in any layer pair at any (cell, "
+            f"checkpoint), where alone a pair can be called related (elsewhere its p is 1): the "
+            f"0 says that the law's slack lies above every held-out pair's shared units; the "
+            f"closest, {gap} unit{'' if gap == 1 else 's'} below it, is {n} at "
+            f"{tokens_text(near['tokens'])}.")
+
+
+def width_text(rec: dict, summ: dict) -> str:
+    """What sets the default for wide models: the width term, independent of T below the
+    tokens term's reach, against what the widest fitted cell's seeds share."""
+    d = MATCHED_SLACK_LAW
+    u = law_units(MATCHED_TOKENS_ASSUMED, 1, d)
+    cells = {n: c for n, c in rec["cells"].items() if in_fit(c) and summ.get(n)}
+    if not cells:
+        return ""
+    n = max(cells, key=lambda n: (cells[n]["units"], -cells[n]["layers"]))
+    c, last = cells[n], summ[n][-1]
+    return (f"Above MLP width {_widest_at(d, u):,} the width term sets the default at any T up "
+            f"to the assumed {MATCHED_TOKENS_ASSUMED / 1e12:g} T (SmolLM2-135M's F = 1,536: {law_units(MATCHED_TOKENS_ASSUMED, 1536, d)}; Gemma 3 "
+            f"270M's F = 2,048: {law_units(MATCHED_TOKENS_ASSUMED, 2048, d)}): it takes the "
+            f"largest share fitted on a narrow cell to hold at every width, an assumption; the "
+            f"widest cell ({n}, F = {c['units']:,}) fitted a slack of {last['fit_slack']} at "
+            f"{tokens_text(last['tokens'])} tokens, its pairs' largest K {last['K_max']}, where "
+            f"the width term gives {law_units(last['tokens'], c['units'], d)}.")
 
 
 def law_slack_tokens(law: dict) -> int:

@@ -14,7 +14,8 @@ common slope (cells differ in how many units their seeds share: text, width, dep
 about how that number grows, which a single intercept would confound with the cells'
 differences). Whether K grows is decided on the common slope (one-sided t at 95 %, on the
 residual degrees of freedom), so a noisy cell with few checkpoints cannot turn growth into a
-constant; where it grows, the slope used is the larger of the common slope and every cell's own
+constant; a cell's checkpoints are the same seeds, not independent points, so the t test's
+standard error is too small and it errs towards declaring growth, the conservative side; where it grows, the slope used is the larger of the common slope and every cell's own
 (a cell where K grows faster sets the size: with a few checkpoints per cell, slopes that differ
 cannot be told apart reliably, and the F test of separate slopes against the common one is
 reported, not relied on), the conservative choice for an extrapolation. The law then grows
@@ -45,9 +46,9 @@ from bornbiased_jax.fingerprint.methods.result import ALPHA
 from bornbiased_jax.fingerprint.methods.trained_slack import law_units, pareto
 from bornbiased_jax.fingerprint.runner import rejection as SM
 from experiments.common import level_rule as LR
+from experiments.common.level_fit import (POWER_RATE, among, fit_slack,  # noqa: F401
+                                          halves, judge_rate, k_max, k_table, pair_rows, rates)
 from experiments.common.level_range import long_cells
-from experiments.common.level_fit import (POWER_RATE, among, fit_slack, halves,  # noqa: F401
-                                         judge_rate, k_table, pair_rows, rates)
 
 # a held-out loss falling less than this share per doubling of tokens has plateaued
 # (:func:`loss_trend`)
@@ -180,10 +181,14 @@ def judge(record: dict) -> dict:
         for s in summ[name]:
             st = c["steps"][str(s["step"])]
             u = law_slack(law, s["tokens"], c["units"])
-            r = rates(among(st["pairs"], held), u)[str(ALPHA)]
+            held_pairs = among(st["pairs"], held)
+            r = rates(held_pairs, u)[str(ALPHA)]
             rows.append({"step": s["step"], "tokens": s["tokens"], "slack": u, "rate": r,
                          "level": judge_rate(r, ALPHA, len(held)),
-                         "power": LR.power(POWER_RATE, ALPHA, len(held), 1)})
+                         "power": LR.power(POWER_RATE, ALPHA, len(held), 1),
+                         "K_max": k_max(held_pairs),
+                         "p_min": min((x["matched"] for x in pair_rows(held_pairs, u)),
+                                      default=1.0)})
             if "cross" in st:
                 other = record["cells"].get(st["cross"]["with"])
                 o_held = halves(other["seeds"])[1] if other else []
@@ -241,9 +246,10 @@ def pool(record: dict, law: dict) -> dict | None:
     there, one rate judged by the level rule with the jackknife over all those models (each
     cell's its own: no pair across cells), and the rule's power against a
     :data:`POWER_RATE` rate when a pair's outcomes are independent across checkpoints and
-    when each pair's is the same at every one (the bounds of how they depend); None without
-    held-out pairs."""
-    rows, blocks = [], []
+    when each pair's is the same at every one (the bounds of how they depend); "open": the
+    (cell, tokens) where some held-out pair's K exceeds the slack in some layer (elsewhere every
+    held-out p is 1: no pair there could be called related); None without held-out pairs."""
+    rows, blocks, open_ = [], [], []
     for i, (name, c) in enumerate(record["cells"].items()):
         held = halves(c["seeds"])[1] if in_fit(c) else list(c["seeds"])
         steps = [st for _, st in sorted(c["steps"].items(), key=lambda kv: int(kv[0]))]
@@ -252,6 +258,8 @@ def pool(record: dict, law: dict) -> dict | None:
             # models of different cells are different models: their ids apart by cell
             rows += [{**r, "a": 1000 * i + r["a"], "b": 1000 * i + r["b"]}
                      for r in pair_rows(among(st["pairs"], held), u)]
+            if k_max(among(st["pairs"], held)) > u:
+                open_.append((name, st["tokens"]))
         if len(held) > 1 and steps:
             blocks.append((len(held), len(steps)))
     if not rows:
@@ -259,23 +267,29 @@ def pool(record: dict, law: dict) -> dict | None:
     r = SM.rate(rows, "matched", ALPHA)
     models = sum(m for m, _ in blocks)
     return {"rate": r, "level": judge_rate(r, ALPHA, models), "models": models,
-            "cells": len(blocks), "blocks": blocks,
+            "cells": len(blocks), "blocks": blocks, "open": open_,
+            "checkpoints": sum(c for _, c in blocks),
             "power": {dep: LR.power_blocks(POWER_RATE, ALPHA, blocks, dependence=dep)
                       for dep in ("independent", "persistent")}}
 
 
 def above_slack(j: dict, record: dict) -> list[dict]:
     """The (cell, checkpoint)s where some pair of a fitted cell shares more units in some
-    layer pair than the law's slack there (``j``: :func:`judge`'s result): {"cell", "tokens",
+    layer pair (either direction) than the law's slack there (``j``: :func:`judge`'s result): {"cell", "tokens",
     "K_max", "slack", "rate"} ("rate": every pair of the cell's at alpha at that slack). The
     slack is the smallest at which the first halves' pairs reject at most alpha, not a bound on
     every pair's K: a K a unit or two above it is not significant against chance matches, so
     such pairs need not be called related."""
-    return [{"cell": n, "tokens": s["tokens"], "K_max": s["K_max"], "slack": r["slack"],
-             "rate": rates(record["cells"][n]["steps"][str(s["step"])]["pairs"],
-                           r["slack"])[str(ALPHA)]}
-            for n, rows in j["summaries"].items() if in_fit(record["cells"][n])
-            for s, r in zip(rows, j["cells"][n]) if s["K_max"] > r["slack"]]
+    out = []
+    for n, rows in j["summaries"].items():
+        if not in_fit(record["cells"][n]):
+            continue
+        for s, r in zip(rows, j["cells"][n]):
+            pairs = record["cells"][n]["steps"][str(s["step"])]["pairs"]
+            if k_max(pairs) > r["slack"]:
+                out.append({"cell": n, "tokens": s["tokens"], "K_max": k_max(pairs),
+                            "slack": r["slack"], "rate": rates(pairs, r["slack"])[str(ALPHA)]})
+    return out
 
 
 def in_fit(cell: dict) -> bool:

@@ -81,7 +81,8 @@ NOTES = {"paper": "Algorithm 1's test on the benchmark's token inputs, not on th
                       "spectra of their QK and OV circuits), its null is exact only where one "
                       "model is an initialisation, and its level between trained models, measured "
                       "on the long level cells' unrelated same-data seeds, is not rejected "
-                      "there by a rule of low power",
+                      "there by a rule of low power, though the observed rate exceeds alpha "
+                      "at some checkpoints (up to several times alpha)",
          "attention_init": "a column only, no leg of any verdict: BASE's initialisation's heads "
                            "against the suspect's, its null exact"}
 
@@ -146,6 +147,21 @@ def own_tokens_note() -> str:
             f"for models whose tokens are not given, not at their own (--trained-tokens)")
 
 
+def margin_note(pairs: list[dict] | None, slacks: list[int]) -> str:
+    """How far the record's unrelated pairs' shared units lie below the slack it applied (the
+    largest K of any negative in any layer pair, from ``matched_K``): where far, the false-
+    positive rate at that slack cannot test the slack's level; '' for a record without K."""
+    neg = [max(p["matched_K"]) for p in pairs or []
+           if not p.get("related", p.get("positive", True)) and p.get("matched_K")]
+    if not neg or not slacks:
+        return ""
+    top, u = max(neg), min(slacks)
+    return (f"; its unrelated pairs share at most {top} doubly matched units in any layer pair, "
+            f"{u - top} below the slack: a pair is called related only above it, so this "
+            f"false-positive rate does not test the slack's level (the level along training "
+            f"does); the true-positive rate shows what the slack costs the descendants")
+
+
 def notes_for(pairs: list[dict] | None) -> dict[str, str]:
     """:data:`NOTES`, the matched leg's note saying which slack the record applied."""
     from bornbiased_jax.defaults import MATCHED_TOKENS_ASSUMED
@@ -157,7 +173,8 @@ def notes_for(pairs: list[dict] | None) -> dict[str, str]:
            f"length at the tokens it assumes when none are given "
            f"({', '.join(map(str, slacks))} units per layer pair here), fitted on other seeds "
            f"(the long level cells), so this rate is held out" + own_tokens_note()
-           + stale_slack(slacks, MATCHED_TOKENS_ASSUMED, _bench_width()))
+           + margin_note(pairs, slacks) + stale_slack(slacks, MATCHED_TOKENS_ASSUMED,
+                                                     _bench_width()))
     return {**NOTES, "matched": law, MT.DEFAULT_UNKNOWN_INIT: "in its matched leg, " + law}
 
 

@@ -49,17 +49,22 @@ from bornbiased_jax.errors import UserError
 TOL = 1e-4
 
 
-def law_units(tokens: float, units: int, law: dict = MATCHED_SLACK_LAW) -> int:
-    """u(T, F), a whole number of units per layer pair (module docstring); a law whose
-    ``form`` is 'constant' (no detectable growth) has no tokens term beyond its intercept."""
+def law_terms(tokens: float, units: int, law: dict = MATCHED_SLACK_LAW) -> tuple[int, int]:
+    """(the tokens term ceil(c + b log10 T), the width term ceil(s F)) of u(T, F) (module
+    docstring); a law whose ``form`` is 'constant' (no detectable growth) has no tokens term
+    beyond its intercept."""
     if not (math.isfinite(tokens) and tokens > 0):
         raise UserError(f"training tokens must be a positive number, got {tokens!r}")
     slope = 0.0 if law.get("form") == "constant" else law["slope"]
     # the fit's envelope touches a fitted slack exactly: a whole number, which the constants'
     # six decimals must not push over (TOL units is far below any count's noise)
-    by_tokens = math.ceil(law["intercept"] + slope * math.log10(tokens) - TOL)
-    by_width = math.ceil(law["share"] * units - TOL)
-    return max(0, by_tokens, by_width)
+    return (math.ceil(law["intercept"] + slope * math.log10(tokens) - TOL),
+            math.ceil(law["share"] * units - TOL))
+
+
+def law_units(tokens: float, units: int, law: dict = MATCHED_SLACK_LAW) -> int:
+    """u(T, F), a whole number of units per layer pair: the larger of :func:`law_terms`."""
+    return max(0, *law_terms(tokens, units, law))
 
 
 def tokens_text(t: float) -> str:
@@ -121,12 +126,15 @@ def beyond(tokens: float, units: tuple[int, int], layers: tuple[int, int],
 
 
 def rule(tokens: float | None, units: tuple[int, int], layers: tuple[int, int]) -> dict:
-    """How the slack of two trained models is set: {"slack", "tokens", "tokens_given",
+    """How the slack of two trained models is set: {"slack", "tokens", "tokens_given", "term",
     "beyond"} for the pair's widths and depths (the larger of each) and ``tokens`` (None: the
-    assumed :data:`defaults.MATCHED_TOKENS_ASSUMED`)."""
+    assumed :data:`defaults.MATCHED_TOKENS_ASSUMED`); "term": which of :func:`law_terms` sets
+    the slack, "tokens" or "width" (the width term only where it is the larger)."""
     given = tokens is not None
     T = float(tokens) if given else float(MATCHED_TOKENS_ASSUMED)
+    by_tokens, by_width = law_terms(T, max(units))
     return {"slack": law_units(T, max(units)), "tokens": T, "tokens_given": given,
+            "term": "width" if by_width > by_tokens else "tokens",
             "beyond": beyond(T, units, layers)}
 
 
@@ -145,4 +153,7 @@ def note(r: dict) -> str:
             f"ceil({law['share']:.4f} F)) at T = {T}, fitted on half of the seeds of unrelated "
             f"same-data models, its level not rejected on the other half by a rule of low "
             f"power (docs/seedprint.md)"
+            + ("; its width term sets it: the fitted share of shared units taken to hold at "
+               "every MLP width, an assumption (docs/seedprint.md gives the widths measured)"
+               if r.get("term") == "width" else "")
             + where)
