@@ -70,6 +70,21 @@ def _pair(a, b, Ks, attention_log10_p=-0.5):
                           "K_per_layer": [1, 2]}}
 
 
+def test_a_pairs_k_is_the_smaller_of_its_directions_largest_as_the_test_reads_it():
+    """The matched test's p is the larger of its two directions', and a direction's p is 1
+    exactly when no layer's K exceeds the slack: a pair whose A direction shares 9 units and B
+    direction at most 5 has p = 1 at slack 5, so its K (k_decisive) is 5, not 9; above 5 in
+    both directions it can be called related."""
+    import math
+
+    from experiments.common.level_fit import k_decisive, k_max, log_p
+
+    lopsided = {**_pair(0, 1, [5, 2]), "dir_a": [[9, F, F], [1, F, F]]}
+    assert k_decisive(lopsided) == 5 and math.exp(log_p(lopsided, 5)) == 1.0
+    assert math.exp(log_p(lopsided, 4)) < 1.0
+    assert k_max([lopsided, _pair(1, 2, [3, 3])]) == 5 and k_max([]) == 0
+
+
 def _record(k_of_step, seeds=range(8), layers=2, at=(250, 1000, 4000)):
     """A long-cell record whose pairs share ``k_of_step(step, a, b)`` units in layer 0."""
     steps = {}
@@ -603,8 +618,8 @@ def test_smollm2s_row_states_its_shaped_negatives_or_how_to_measure_them():
     assert isinstance(quiet, Claim) and quiet.verdict == BEYOND
     assert "it stays at or below at every checkpoint, by 14 units at the last" in quiet.why
     assert "F 1,536" in quiet.why
-    assert "131,072,000 tokens (step 128,000): K per layer pair mean 1.33, largest 40 (either " \
-           "direction); the law's slack 54; called related 0 of 6 pairs" in quiet.ours
+    assert "131,072,000 tokens (step 128,000): K per layer pair mean 1.33, largest 40 (as the " \
+           "test reads it); the law's slack 54; called related 0 of 6 pairs" in quiet.ours
     assert "too narrow" in quiet.ours and "not in the law's fit" in quiet.why
     assert "with probability 0.00" in quiet.why and "measured on gpu: NVIDIA H200" in quiet.why
     from experiments.common.level_fit import rates
@@ -636,7 +651,7 @@ def test_smollm2s_width_cell_is_judged_on_its_held_out_half():
     width = LR.shaped_negatives(records(lambda a, b: 200 if a < 3 else 1), "SmolLM2-135M",
                                 "S")[1]
     assert isinstance(width, Claim) and "width (d 576, 9 heads, 3 KV heads" in width.claim
-    assert "called related 0 of 3 pairs" in width.ours and "largest 1 (either direction);" \
+    assert "called related 0 of 3 pairs" in width.ours and "largest 1 (as the test reads it);" \
         in width.ours
     assert "the held-out half's 3 seeds (the law was fitted on the other 3)" in width.why
     assert "it stays at or below at every checkpoint" in width.why

@@ -40,10 +40,17 @@ def k_table(pairs: list[dict]) -> np.ndarray:
         len(pairs), -1)
 
 
+def k_decisive(pair: dict) -> int:
+    """A pair's K as the matched test reads it: the smaller of its two directions' largest K
+    over layer pairs. A direction's p is 1 exactly when no layer's K exceeds the slack, and the
+    pair's p is the larger of the two directions', so the pair can be called related only where
+    this exceeds the slack."""
+    return min(max((K for K, _, _ in pair[f"dir_{d}"]), default=0) for d in "ab")
+
+
 def k_max(pairs: list[dict]) -> int:
-    """The largest K of any pair and layer in either direction (the matched test reads both:
-    its p is the larger of the two directions'); 0 for no pairs."""
-    return int(max((K for p in pairs for K, _, _ in p["dir_a"] + p["dir_b"]), default=0))
+    """The largest :func:`k_decisive` of any pair; 0 for no pairs."""
+    return max((k_decisive(p) for p in pairs), default=0)
 
 
 def pair_rows(pairs, slack: int, direction: str = "both") -> list[dict]:

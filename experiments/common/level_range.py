@@ -176,25 +176,25 @@ def width_extrapolation(records: dict, units: int) -> str:
     shared units holding at ``units``, and what the widest measured long cell shows: its own
     fitted slack (first half of its seeds) and its pairs' largest K, at its last checkpoint."""
     from bornbiased_jax.defaults import MATCHED_SLACK_LAW
-    from experiments.common.level_fit import among, fit_slack, halves
+    from experiments.common.level_fit import among, fit_slack, halves, k_max
 
     from bornbiased_jax.fingerprint.methods.trained_slack import law_terms
 
     said = (f"; at these tokens the slack is its width term's, which rests on the largest "
             f"fitted share of shared units ({MATCHED_SLACK_LAW['share']:.2%} of the MLP width) "
             f"taken to hold at MLP width {units:,}")
-    long = records.get("lineage_level_long")
-    cells = [c for c in (long["records"]["cells"].values() if long else [])
-             if c.get("in_fit", True) and c["steps"]]
+    long = records.get("lineage_level_long") or {}
+    cells = [c for c in long.get("records", {}).get("cells", {}).values()
+             if c.get("in_fit", True) and c.get("steps")]
     if not cells:
         return said + " (the long cells' record is missing here)"
     c = max(cells, key=lambda c: (c["units"], -c["layers"]))
     last = c["steps"][max(c["steps"], key=int)]
     head = (f"; the widest cell measured (MLP width {c['units']:,}, {c['layers']} layers, "
             f"{tokens_text(last['tokens'])} tokens per model)")
-    if "pairs" in last:
+    if last.get("pairs"):
         fit = fit_slack(among(last["pairs"], halves(c["seeds"])[0]))
-        K = max(K for p in last["pairs"] for K, _, _ in p["dir_a"] + p["dir_b"])
+        K = k_max(last["pairs"])
         w = law_terms(last["tokens"], c["units"])[1]
         head += (f" fitted a slack of {fit} unit{'s' if fit != 1 else ''} and its pairs share "
                  f"at most {K} in any layer pair, where the width term gives {w}"
@@ -283,7 +283,8 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
     pair (mean, largest), the toolkit's default law's slack at those tokens and width, and how
     many pairs the matched leg then calls related. The pairs are out of sample: all of them for
     a cell outside the law's fit (a GPU's), the held-out half's for a cell in it. The rule is
-    the margin: the largest K of any pair and layer below the law's slack at every checkpoint.
+    the margin: the largest K of any pair (``level_fit.k_decisive``) at most the law's slack at
+    every checkpoint.
     With the cell's few seeds the rejection count bounds a false-positive rate only loosely,
     and the level rule has no power (the row says how little), so neither is the verdict. A
     ``Claim``, or a sentence when the cell is not measured yet."""
@@ -316,7 +317,7 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
         r = rates(pairs, u)["0.01"]
         lo, hi = r["ci95"]
         said.append(f"{tokens_text(st['tokens'])} tokens (step {st['step']:,}): K per layer "
-                    f"pair mean {K.mean():.2f}, largest {top} (either direction); the law's "
+                    f"pair mean {K.mean():.2f}, largest {top} (as the test reads it); the law's "
                     f"slack {u}; called related {r['rejections']} of {r['pairs']} pairs (95 % "
                     f"Clopper-Pearson {lo:.2f}-{hi:.2f}, the pairs counted as independent, "
                     f"which they are not: too narrow)")
@@ -335,14 +336,14 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
     margin = u_last - k_max(among(last["pairs"], seeds))
     terms = law_terms(last["tokens"], c["units"], MATCHED_SLACK_LAW)
     which = "its width term" if terms[1] > terms[0] else "its tokens term"
-    why = (f"rule: the largest K of any pair and layer (either direction) stays at or below the "
-           f"toolkit's default law's slack at every checkpoint (the margin the verdict between "
-           f"two such models rests on: a pair is called related only where some K exceeds "
-           f"it); " + (f"it exceeds the slack at {', '.join(over)} tokens" if over else
+    why = (f"rule: the largest K of any pair as the test reads it (its largest over layer pairs, "
+           f"the smaller of its two directions') stays at or below the toolkit's default law's "
+           f"slack at every checkpoint (the margin the verdict between two such models rests "
+           f"on: a pair is called related only where its K exceeds it); " + (f"it exceeds the slack at {', '.join(over)} tokens" if over else
                        f"it stays at or below at every checkpoint, by {margin} units at the last")
            + (f"; the cell's own fitted half needs a slack of {own} there, the law's ({which}) "
-              f"lies {u_last - own} above it: the margin measures how conservative the law is "
-              f"at this shape more than whether it holds"
+              f"lies {u_last - own} above it: the law holds here with room to spare, and the "
+              f"margin shows how conservative it is at this shape"
               if own is not None and own < u_last else "")
            + f"; {sample}; the level rule over their pairs would flag a true rate of "
              f"{POWER_RATE:.0%} with probability {power:.3f}, so no rate is claimed "

@@ -35,13 +35,15 @@ rule's outcome is in the row.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from bornbiased_jax.defaults import MATCHED_SLACK_LAW, MATCHED_TOKENS_ASSUMED
 from bornbiased_jax.fingerprint.methods.trained_slack import law_units, shapes_text
 from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
-from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates
+from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates, k_decisive
 from experiments.lineage import LONG_TITLE
 from experiments.lineage.level_long_law import (PLATEAU, POWER_RATE, above_slack, judge,
                                                 law_slack, loss_trend)
@@ -54,18 +56,23 @@ def _tokens(t: float) -> str:
 def growth(first: list[dict], last: list[dict], stat: str | int = "max",
            q: float = 0.975) -> tuple[str, float, float, int]:
     """(state, mean difference, jackknife se, models) of a pair statistic between two
-    checkpoints of the same pairs (module docstring): ``stat`` "max", each pair's largest K over
-    its layer pairs (what the slack must cover); "mean", its mean over them; or a layer's
-    index, that layer's K. "grows" beyond t_{q, M-1} standard errors."""
+    checkpoints of the same pairs (module docstring): ``stat`` "max", each pair's K as the
+    test reads it (``level_fit.k_decisive``: its largest over layer pairs, the smaller of its
+    two directions'), what the slack must cover; "mean", the B direction's mean over layer
+    pairs; or a layer's index, that layer's K (B direction). "grows" beyond t_{q, M-1}
+    standard errors; ("no pairs", nan, nan, 0) without common pairs."""
     key = lambda p: (p["a"], p["b"])  # noqa: E731
 
     def value(p):
+        if stat == "max":
+            return float(k_decisive(p))
         Ks = [K for K, _, _ in p["dir_b"]]
-        return float(max(Ks) if stat == "max" else np.mean(Ks) if stat == "mean" else
-                     Ks[stat])
+        return float(np.mean(Ks) if stat == "mean" else Ks[stat])
 
     k0 = {key(p): value(p) for p in first}
     d = {key(p): value(p) - k0[key(p)] for p in last if key(p) in k0}
+    if not d:
+        return "no pairs", math.nan, math.nan, 0
     models = sorted({m for k in d for m in k})
     mean = float(np.mean(list(d.values())))
     loo = np.array([np.mean([v for k, v in d.items() if m not in k]) for m in models])
@@ -77,25 +84,37 @@ def growth(first: list[dict], last: list[dict], stat: str | int = "max",
 
 
 def detectable(se: float, M: int) -> float:
-    """The smallest difference :func:`growth`'s two-sided 95 % rule sees with probability 0.8:
-    (t_{0.975} + t_{0.8}) standard errors on M - 1 degrees of freedom."""
+    """About the smallest difference :func:`growth`'s two-sided 95 % rule sees with probability
+    0.8: (t_{0.975} + t_{0.8}) standard errors on M - 1 degrees of freedom (from the observed
+    standard error); inf below 3 models."""
     return (t_quantile(M - 1) + t_quantile(M - 1, 0.8)) * se if M > 2 else np.inf
+
+
+def unseen(state: str, se: float, M: int) -> str:
+    """' (a rise of about 1.25 would be seen with probability 0.8)' where the rule found no
+    growth and has the models to say; '' otherwise."""
+    if state == "grows" or not np.isfinite(detectable(se, M)):
+        return ""
+    return f" (a rise of about {detectable(se, M):.2f} would be seen with probability 0.8)"
 
 
 def growth_text(first: list[dict], last: list[dict]) -> str:
     """'largest K per pair +0.81 ± 0.46; mean over layer pairs +0.02 ± 0.28; by layer: 0 +0.82
     ± 0.46, 1 -0.78 ± 0.27' (differences, jackknife standard errors)."""
+    if not first or not last:
+        return "no pairs"
     L = len(first[0]["dir_b"])
     g = {s: growth(first, last, s) for s in ("max", "mean", *range(L))}
-    return (f"each pair's largest K over its layer pairs {g['max'][1]:+.2f} ± {g['max'][2]:.2f}"
+    return (f"each pair's K as the test reads it {g['max'][1]:+.2f} ± {g['max'][2]:.2f}"
             f"; mean over layer pairs {g['mean'][1]:+.2f} ± {g['mean'][2]:.2f}; by layer: "
             + ", ".join(f"{i} {g[i][1]:+.2f} ± {g[i][2]:.2f}" for i in range(L))
             + f" (differences, jackknife over {g['max'][3]} models)")
 
 
-RULE = ("rule: each pair's largest K over its layer pairs (the statistic the slack must cover; "
-        "a mean over layers can hide the layer that shares most), the difference beyond "
-        "t_0.975,{df} jackknife standard errors over the {M} models")
+RULE = ("rule: each pair's K as the test reads it (its largest over layer pairs, the smaller of "
+        "its two directions': the statistic the slack must cover; a mean over layers can hide "
+        "the layer that shares most), the difference beyond t_0.975,{df} jackknife standard "
+        "errors over the {M} models")
 
 
 def late_growth(cell: dict):
@@ -216,7 +235,7 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
             f"{_tokens(last['tokens'])} tokens]", "- (beyond the paper)",
             f"mean K per layer {rows[0]['K_mean']:.2f} -> {rows[-1]['K_mean']:.2f}; "
             + growth_text(first["pairs"], last["pairs"]), BEYOND,
-            RULE.format(df=M - 1, M=M) + f"; {state}"))
+            RULE.format(df=M - 1, M=M) + f"; {state}" + unseen(state, se, M)))
         late = late_growth(cell)
         if late is not None:
             mid, (state, d, se, M) = late
@@ -227,9 +246,9 @@ def cell_claims(name: str, cell: dict, rows: list[dict], law_rows: list[dict]) -
                 + growth_text(mid["pairs"], last["pairs"]), BEYOND,
                 RULE.format(df=M - 1, M=M) + ", between the latest checkpoint at most a "
                 f"quarter of the last one's tokens (and after the first) and the last; {state}"
-                + (f" (a rise of {detectable(se, M):.2f} would be seen with probability 0.8); "
-                   f"the law's slope, fitted over every checkpoint, still extrapolates growth, "
-                   f"which is conservative if K has stopped growing" if state != "grows"
+                + unseen(state, se, M)
+                + ("; the law's slope, fitted over every checkpoint, still extrapolates growth, "
+                   "which is conservative if K has stopped growing" if state != "grows"
                    else "") + schedule_note(cell)))
     last_over = rows[-1]["overlap"]
     if last_over:
@@ -289,14 +308,15 @@ def margin_text(law_rows: list[dict]) -> str:
     its K exceeds the slack in some layer pair (else its p is 1)."""
     near = min(law_rows, key=lambda r: (r["slack"] - r["K_max"], r["tokens"]))
     opened = [r for r in law_rows if r["K_max"] > r["slack"]]
-    return (f"; a held-out pair can be called related only where its K exceeds the slack in "
-            f"some layer pair: " + (
+    gap = near["slack"] - near["K_max"]
+    return (f"; a held-out pair can be called related only where its K (the smaller of its two "
+            f"directions' largest) exceeds the slack: " + (
                 f"at {len(opened)} of {len(law_rows)} checkpoints some pair's does (smallest "
                 f"held-out p {min(r['p_min'] for r in opened):.2g})" if opened else
-                f"no held-out pair's does at any checkpoint (every held-out p is 1), the "
-                f"closest {near['slack'] - near['K_max']} unit"
-                f"{'' if near['slack'] - near['K_max'] == 1 else 's'} below it at "
-                f"{_tokens(near['tokens'])} tokens"))
+                f"no held-out pair's does at any checkpoint (every held-out p is 1); the "
+                f"closest " + (f"reaches it at {_tokens(near['tokens'])} tokens" if gap == 0
+                               else f"is {gap} unit{'' if gap == 1 else 's'} below it at "
+                                    f"{_tokens(near['tokens'])} tokens")))
 
 
 def claims(record: dict) -> list[Claim]:
@@ -362,8 +382,9 @@ def pooled_claim(pl: dict) -> Claim:
         "The law's slack held out, every cell and checkpoint pooled", "- (beyond the paper)",
         f"{_rate(r)} held-out pair tests called related at alpha = 0.01, over "
         f"{pl['models']} held-out models of {pl['cells']} cells (models x checkpoints: "
-        f"{', '.join(f'{m} x {c}' for m, c in pl['blocks'])}); some held-out pair's K exceeds "
-        f"the slack in some layer pair at {len(pl['open'])} of the {pl['checkpoints']} (cell, "
+        f"{', '.join(f'{m} x {c}' for m, c in pl['blocks'])}); some held-out pair's K (the "
+        f"smaller of its two directions' largest) exceeds the slack at {len(pl['open'])} of the "
+        f"{pl['checkpoints']} (cell, "
         f"checkpoint)s" + (f" ({', '.join(f'{n} at {_tokens(t)}' for n, t in pl['open'])})"
                            if pl["open"] else "") + ", elsewhere every held-out p is 1", BEYOND,
         f"rule: the level rule (one-sided jackknife t over the {pl['models']} models); "
@@ -374,7 +395,7 @@ def pooled_claim(pl: dict) -> Claim:
         f"{pw['persistent']:.2f} if each pair's is the same at every checkpoint (the truth "
         f"lies between: a pair's K is correlated along training)"
         + ("; no held-out pair's K exceeds the slack anywhere, so the 0 says that the law's "
-           "slack lies above every held-out pair's shared units, not more"
+           "slack is at or above every held-out pair's shared units, not more"
            if not pl["open"] else ""))
 
 

@@ -15,7 +15,8 @@ from bornbiased_jax.defaults import (MATCHED_SLACK_LAW, MATCHED_SLACK_MEASURED,
 from bornbiased_jax.fingerprint.methods.trained_slack import (TOL, law_units, shapes_text,
                                                              tokens_text)
 from experiments.common import level_rule
-from experiments.common.level_fit import POWER_RATE, SHORT_CELLS_SLACK, default_rates, halves
+from experiments.common.level_fit import (POWER_RATE, SHORT_CELLS_SLACK, default_rates,
+                                          halves, k_max)
 from experiments.common.level_range import FAMILY_RECORD, _times, cells_training, range_text
 from experiments.lineage import level_long as LL
 from experiments.lineage.level_long_claims import late_growth
@@ -109,10 +110,12 @@ def block(records: dict) -> str:
                f"{c['schedule_steps']:,})" for n, c in fitted.items()
                if max(st["step"] for st in c["steps"].values()) < c["schedule_steps"]]
     if running:
+        ended = len(running) < len(fitted)
         out.append(f"Still training: {_list(running)}, before the annealing end of a cosine "
-                   f"learning-rate schedule; the other cells' last checkpoints end their "
-                   f"schedules, so between cells tokens and the schedule's phase are "
-                   f"confounded.")
+                   f"learning-rate schedule" + (
+                       "; the other cells' last checkpoints end their schedules, so between "
+                       "cells tokens and the schedule's phase are confounded." if ended else
+                       "."))
     fails = []
     for n, c in fitted.items():
         bad = [r for r in default_rates(c) if r["level"]["rejected"]]
@@ -229,11 +232,13 @@ def near_text(j: dict) -> str:
                 f"{len(opened)} of the {len(rows)} (cell, checkpoint)s.")
     n, near = min(rows, key=lambda x: (x[1]["slack"] - x[1]["K_max"], x[1]["tokens"]))
     gap = near["slack"] - near["K_max"]
-    return (f" No held-out pair's K exceeds the slack in any layer pair at any (cell, "
-            f"checkpoint), where alone a pair can be called related (elsewhere its p is 1): the "
-            f"0 says that the law's slack lies above every held-out pair's shared units; the "
-            f"closest, {gap} unit{'' if gap == 1 else 's'} below it, is {n} at "
-            f"{tokens_text(near['tokens'])}.")
+    close = (f"reaches it, {n} at {tokens_text(near['tokens'])}" if gap == 0 else
+             f"{gap} unit{'' if gap == 1 else 's'} below it, is {n} at "
+             f"{tokens_text(near['tokens'])}")
+    return (f" No held-out pair's K (the smaller of its two directions' largest) exceeds the "
+            f"slack at any (cell, checkpoint), where alone a pair can be called related "
+            f"(elsewhere its p is 1): the 0 says that the law's slack is at or above every "
+            f"held-out pair's shared units; the closest {close}.")
 
 
 def width_text(rec: dict, summ: dict) -> str:
@@ -246,12 +251,13 @@ def width_text(rec: dict, summ: dict) -> str:
         return ""
     n = max(cells, key=lambda n: (cells[n]["units"], -cells[n]["layers"]))
     c, last = cells[n], summ[n][-1]
+    top = k_max(c["steps"][str(last["step"])]["pairs"])
     return (f"Above MLP width {_widest_at(d, u):,} the width term sets the default at any T up "
             f"to the assumed {MATCHED_TOKENS_ASSUMED / 1e12:g} T (SmolLM2-135M's F = 1,536: {law_units(MATCHED_TOKENS_ASSUMED, 1536, d)}; Gemma 3 "
             f"270M's F = 2,048: {law_units(MATCHED_TOKENS_ASSUMED, 2048, d)}): it takes the "
             f"largest share fitted on a narrow cell to hold at every width, an assumption; the "
             f"widest cell ({n}, F = {c['units']:,}) fitted a slack of {last['fit_slack']} at "
-            f"{tokens_text(last['tokens'])} tokens, its pairs' largest K {last['K_max']}, where "
+            f"{tokens_text(last['tokens'])} tokens, its pairs' largest K {top}, where "
             f"the width term gives {law_units(last['tokens'], c['units'], d)}.")
 
 

@@ -153,13 +153,14 @@ def margin_note(pairs: list[dict] | None, slacks: list[int]) -> str:
     positive rate at that slack cannot test the slack's level; '' for a record without K."""
     neg = [max(p["matched_K"]) for p in pairs or []
            if not p.get("related", p.get("positive", True)) and p.get("matched_K")]
-    if not neg or not slacks:
+    if not neg or not slacks or max(neg) >= min(slacks):
         return ""
     top, u = max(neg), min(slacks)
     return (f"; its unrelated pairs share at most {top} doubly matched units in any layer pair, "
-            f"{u - top} below the slack: a pair is called related only above it, so this "
-            f"false-positive rate does not test the slack's level (the level along training "
-            f"does); the true-positive rate shows what the slack costs the descendants")
+            f"{u - top} below the slack, above which alone a pair can be called related: the "
+            f"level holds here with room to spare, which cannot show whether the slack is "
+            f"tight, nor test it where it is extrapolated; the true-positive rate shows what "
+            f"the slack costs the descendants")
 
 
 def notes_for(pairs: list[dict] | None) -> dict[str, str]:

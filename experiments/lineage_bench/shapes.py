@@ -136,6 +136,8 @@ def measure(bases: int, work: Path, runs_dir: Path = SF.RUNS_DIR, log=progress) 
             mine.append({"base": k, "suspect_of": j, "edit": e, "positive": j == k,
                          "p": {t: float(r[t].p) for t in (*TESTS, "any_pair")},
                          "matched_slack": int(r["matched"].details["slack"]),
+                         "matched_K": [int(x) for x in
+                                       r["matched"].details.get("K_per_layer", [])],
                          "localised": {t: localised(r[t], origin) for t in
                                        ("matched", "matched_init")}})
         files.write_json(cache, {"identity": ident, "pairs": mine})
