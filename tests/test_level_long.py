@@ -320,11 +320,15 @@ def test_the_law_row_names_the_default_and_the_extrapolation():
     grow = _record(lambda s, a, b: {250: 2, 500: 5, 1000: 8, 2000: 11, 4000: 14}[s]
                    if (a + b) % 2 else 0, at=(250, 500, 1000, 2000, 4000))
     law = next(c for c in LC.claims({"records": grow}) if c.claim.startswith("The slack as"))
-    from bornbiased_jax.fingerprint.methods.trained_slack import law_units
+    from bornbiased_jax.fingerprint.methods.trained_slack import law_terms, law_units
 
-    assumed = law_units(36e12, 1536)  # the toolkit's default, whatever this record's fit
-    assert "u(T, F) = max(ceil(" in law.ours and f"36 T tokens assumed: {assumed} units" \
-        in law.ours
+    # the toolkit's default, whatever this record's fit, with the term that sets it
+    by_tokens, wide = law_terms(36e12, 1536)
+    assert "u(T, F) = max(ceil(" in law.ours
+    assert (f"36 T tokens assumed: {by_tokens} units per layer pair (its tokens term) up to "
+            f"MLP width" in law.ours and f"the width term beyond ({wide} at MLP width 1,536)"
+            in law.ours) if wide > by_tokens else \
+        f"36 T tokens assumed: {law_units(36e12, 1536)} units" in law.ours
     # this made-up record's fit is not the toolkit's law: the row says the default is stale
     assert "is not this fit: stale" in law.why and "an extrapolation" in law.why
     flat = _record(lambda s, a, b: 1)

@@ -40,7 +40,8 @@ import math
 import numpy as np
 
 from bornbiased_jax.defaults import MATCHED_SLACK_LAW, MATCHED_TOKENS_ASSUMED
-from bornbiased_jax.fingerprint.methods.trained_slack import law_units, shapes_text
+from bornbiased_jax.fingerprint.methods.trained_slack import (TOL, law_terms, law_units,
+                                                             shapes_text)
 from bornbiased_jax.stats import t_quantile
 from bornbiased_jax.verdicts import BEYOND, MEASURED, Claim, table
 from experiments.common.level_fit import SHORT_CELLS_SLACK, default_rates, k_decisive
@@ -358,14 +359,18 @@ def claims(record: dict) -> list[Claim]:
                  "; no pair of a fitted cell shares more units in a layer pair than the law's "
                  "slack there")
     current = toolkit_is_fit(law, rec)
-    assumed = law_units(MATCHED_TOKENS_ASSUMED, 1536, MATCHED_SLACK_LAW)
+    by_tokens, wide = law_terms(MATCHED_TOKENS_ASSUMED, 1536, MATCHED_SLACK_LAW)
+    assumed = (f"{max(by_tokens, 0)} units per layer pair (its tokens term) up to MLP width "
+               f"{int((by_tokens + TOL) / MATCHED_SLACK_LAW['share']):,}, the width term beyond"
+               f" ({wide} at MLP width 1,536)" if wide > by_tokens else
+               f"{law_units(MATCHED_TOKENS_ASSUMED, 1536, MATCHED_SLACK_LAW)} units per layer "
+               f"pair at MLP width 1,536")
     out.append(Claim(
         "The slack as a law of training length, and the default", "- (beyond the paper)",
         f"fitted on {law['points']} (cell, checkpoint) first halves: {form}; at "
         f"{_tokens(hi)} tokens: {at_hi}; the default (`bornbiased fingerprint`, two "
         f"trained models): the toolkit's law at --trained-tokens, else at "
-        f"{MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens assumed: {assumed} units per layer pair "
-        f"at MLP width 1,536{over_text}", BEYOND,
+        f"{MATCHED_TOKENS_ASSUMED / 1e12:g} T tokens assumed: {assumed}{over_text}", BEYOND,
         ("the toolkit's default is this fit" if current else
          "the toolkit's default (defaults.MATCHED_SLACK_LAW) is not this fit: stale, refit it")
         + f"; measured on {_tokens(lo)}-{_tokens(hi)} tokens per model, cell by cell: "
