@@ -150,13 +150,13 @@ def attention_above(att: list[dict]) -> str:
 
 
 def schedule_note(cell: dict) -> str:
-    """'' when a cell's last checkpoint ends its schedule; else the clause saying that the
-    late, annealing part of its learning-rate schedule is not measured yet."""
+    """'' when a cell's last checkpoint ends its schedule; else the clause saying that the end
+    of its learning-rate decay is not measured yet."""
     last = max(st["step"] for st in cell["steps"].values())
     if last >= cell["schedule_steps"]:
         return ""
     return (f"; its last checkpoint is at step {last:,} of its {cell['schedule_steps']:,}-step "
-            f"schedule, whose learning rate decays (cosine) to the end: K as the rate anneals "
+            f"schedule, whose learning rate decays (cosine) to the end: K where the decay ends "
             f"is not measured yet, and between cells tokens are confounded with the schedule's "
             f"phase (a cell whose schedule ended is annealed at its last checkpoint)")
 

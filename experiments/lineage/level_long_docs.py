@@ -100,7 +100,8 @@ def block(records: dict) -> str:
     late = {n: x for n, x in late.items() if x is not None}
     if late:
         out.append("Late in training (from the latest checkpoint at a quarter of the last "
-                   "one's tokens to the last), each pair's largest K over its layer pairs: "
+                   "one's tokens to the last), each pair's K as the test reads it (its largest over "
+                   "layer pairs, the smaller of its two directions'): "
                    + "; ".join(f"{n}: {x[1][0]} ({x[1][1]:+.2f} ± {x[1][2]:.2f} from "
                                f"{tokens_text(x[0]['tokens'])})" for n, x in late.items())
                    + (": the law's slope, fitted over every checkpoint, still extrapolates "
