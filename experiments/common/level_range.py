@@ -339,8 +339,9 @@ def shaped_cell(records: dict, model: str, label: str, cell: str, what: str,
     why = (f"rule: the largest K of any pair as the test reads it (its largest over layer pairs, "
            f"the smaller of its two directions') stays at or below the toolkit's default law's "
            f"slack at every checkpoint (the margin the verdict between two such models rests "
-           f"on: a pair is called related only where its K exceeds it); " + (f"it exceeds the slack at {', '.join(over)} tokens" if over else
-                       f"it stays at or below at every checkpoint, by {margin} units at the last")
+           f"on: a pair is called related only where its K exceeds it); "
+           + (f"it exceeds the slack at {', '.join(over)} tokens" if over else
+              f"it stays at or below at every checkpoint, by {margin} units at the last")
            + (f"; the cell's own fitted half needs a slack of {own} there, the law's ({which}) "
               f"lies {u_last - own} above it: the law holds here with room to spare, and the "
               f"margin shows how conservative it is at this shape"

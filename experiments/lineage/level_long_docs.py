@@ -100,7 +100,8 @@ def block(records: dict) -> str:
     late = {n: x for n, x in late.items() if x is not None}
     if late:
         out.append("Late in training (from the latest checkpoint at a quarter of the last "
-                   "one's tokens to the last), each pair's K as the test reads it (its largest over "
+                   "one's tokens to the last), each pair's K as the test reads it (its largest "
+                   "over "
                    "layer pairs, the smaller of its two directions'): "
                    + "; ".join(f"{n}: {x[1][0]} ({x[1][1]:+.2f} ± {x[1][2]:.2f} from "
                                f"{tokens_text(x[0]['tokens'])})" for n, x in late.items())
@@ -254,7 +255,8 @@ def width_text(rec: dict, summ: dict) -> str:
     c, last = cells[n], summ[n][-1]
     top = k_max(c["steps"][str(last["step"])]["pairs"])
     return (f"Above MLP width {_widest_at(d, u):,} the width term sets the default at any T up "
-            f"to the assumed {MATCHED_TOKENS_ASSUMED / 1e12:g} T (SmolLM2-135M's F = 1,536: {law_units(MATCHED_TOKENS_ASSUMED, 1536, d)}; Gemma 3 "
+            f"to the assumed {MATCHED_TOKENS_ASSUMED / 1e12:g} T (SmolLM2-135M's F = 1,536: "
+            f"{law_units(MATCHED_TOKENS_ASSUMED, 1536, d)}; Gemma 3 "
             f"270M's F = 2,048: {law_units(MATCHED_TOKENS_ASSUMED, 2048, d)}): it takes the "
             f"largest share fitted on a narrow cell to hold at every width, an assumption; the "
             f"widest cell ({n}, F = {c['units']:,}) fitted a slack of {last['fit_slack']} at "

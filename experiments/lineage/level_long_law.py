@@ -15,7 +15,8 @@ about how that number grows, which a single intercept would confound with the ce
 differences). Whether K grows is decided on the common slope (one-sided t at 95 %, on the
 residual degrees of freedom), so a noisy cell with few checkpoints cannot turn growth into a
 constant; a cell's checkpoints are the same seeds, not independent points, so the t test's
-standard error is likely too small and it errs towards declaring growth, the conservative side; where it grows, the slope used is the larger of the common slope and every cell's own
+standard error is likely too small and it errs towards declaring growth, the conservative side;
+where it grows, the slope used is the larger of the common slope and every cell's own
 (a cell where K grows faster sets the size: with a few checkpoints per cell, slopes that differ
 cannot be told apart reliably, and the F test of separate slopes against the common one is
 reported, not relied on), the conservative choice for an extrapolation. The law then grows
@@ -276,7 +277,8 @@ def pool(record: dict, law: dict) -> dict | None:
 def above_slack(j: dict, record: dict) -> list[dict]:
     """The (cell, checkpoint)s where some pair of a fitted cell shares more units than the
     law's slack there, its K as the test reads it (``level_fit.k_decisive``; ``j``:
-    :func:`judge`'s result): {"cell", "tokens", "K_max", "slack", "rate"} ("rate": every pair of the cell's at alpha at that slack). The
+    :func:`judge`'s result): {"cell", "tokens", "K_max", "slack", "rate"} ("rate": every pair
+    of the cell's at alpha at that slack). The
     slack is the smallest at which the first halves' pairs reject at most alpha, not a bound on
     every pair's K: a K a unit or two above it is not significant against chance matches, so
     such pairs need not be called related."""
